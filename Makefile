@@ -1,0 +1,49 @@
+# Orderly: ordered background jobs on Redis, as a cluster.
+# Run `make help` for the targets.
+
+GO      ?= go
+PKGS    ?= ./...
+BENCH   ?= .
+COUNT   ?= 1
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z_-]+:.*?## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: test
+test: ## Run every test with the race detector (starts throwaway redis-servers).
+	@.ci/ensure-redis
+	$(GO) test -race -count=$(COUNT) -timeout 30m $(PKGS)
+
+.PHONY: bench
+bench: ## Run the benchmarks (BENCH=regexp to pick; reports jobs/s and Redis commands per job).
+	@.ci/ensure-redis
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime 100000x -benchmem $(PKGS)
+
+.PHONY: bench-smoke
+bench-smoke: ## Run every benchmark once, as CI does, to keep them working.
+	@.ci/ensure-redis
+	$(GO) test -run '^$$' -bench . -benchtime 1x $(PKGS)
+
+.PHONY: lint
+lint: ## Check formatting (gofmt) and run go vet.
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+.PHONY: fuzz
+fuzz: ## Run each fuzz target for FUZZTIME (default 20s).
+	@for pkg in $$($(GO) list $(PKGS)); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $${FUZZTIME:-20s} $$pkg || exit 1; \
+	  done; \
+	done
+
+.PHONY: generate
+generate: ## Regenerate generated code.
+	$(GO) generate $(PKGS)
+
+.PHONY: verify
+verify: generate ## Fail when generated code is not what is committed.
+	@git diff --exit-code -- . || (echo "generated code is out of date: run make generate and commit" && exit 1)

@@ -1,0 +1,350 @@
+// Package redistest gives tests a real Redis: a throwaway redis-server per
+// test package on a free port in a temporary directory, a key prefix per test
+// so that tests run in parallel without flushing anything, and dedicated
+// servers that can be killed and restarted for durability tests.
+//
+// When no redis-server binary is found and ORDERLY_REQUIRE_REDIS is unset,
+// the shared server falls back to the embedded in-memory miniredis and says
+// so; CI sets ORDERLY_REQUIRE_REDIS=1, so there a missing binary fails the
+// tests instead.
+//
+// Use it from TestMain:
+//
+//	func TestMain(m *testing.M) { redistest.Main(m) }
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+)
+
+// EnvRequire names the environment variable that forbids the miniredis
+// fallback.
+const EnvRequire = "ORDERLY_REQUIRE_REDIS"
+
+// EnvBinary names the environment variable that points at a redis-server
+// binary other than the one on PATH.
+const EnvBinary = "ORDERLY_REDIS_SERVER"
+
+var (
+	sharedMu  sync.Mutex // guards shared and sharedMR
+	shared    *Server
+	sharedMR  *miniredis.Miniredis
+	prefixSeq atomic.Int64
+)
+
+// Main runs the package's tests, stops the shared server and then checks
+// that no goroutine leaked. Extra goleak options name goroutines that may
+// legitimately outlive the tests.
+func Main(m *testing.M, opts ...goleak.Option) {
+	code := m.Run()
+	sharedMu.Lock()
+	if shared != nil {
+		shared.stop(syscall.SIGTERM)
+		os.RemoveAll(shared.dir)
+		shared = nil
+	}
+	if sharedMR != nil {
+		sharedMR.Close()
+		sharedMR = nil
+	}
+	sharedMu.Unlock()
+	if code == 0 {
+		if err := goleak.Find(opts...); err != nil {
+			fmt.Fprintf(os.Stderr, "goroutine leak after tests: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// DB is a test's view of the package's shared server.
+type DB struct {
+	// Addr is host:port of the server.
+	Addr string
+	// Prefix is a key prefix no other test uses.
+	Prefix string
+	// Client is a client of the server, closed when the test ends.
+	Client *redis.Client
+	// Embedded reports that the server is the in-memory fallback.
+	Embedded bool
+}
+
+// Binary returns the redis-server binary to use, or "" when there is none.
+func Binary() string {
+	if b := os.Getenv(EnvBinary); b != "" {
+		return b
+	}
+	b, err := exec.LookPath("redis-server")
+	if err != nil {
+		return ""
+	}
+	return b
+}
+
+// Required reports whether the environment forbids the embedded fallback.
+func Required() bool {
+	v := os.Getenv(EnvRequire)
+	return v != "" && v != "0" && v != "false"
+}
+
+// New returns the package's shared server, started on first use, with a
+// fresh key prefix for the calling test.
+func New(t testing.TB) *DB {
+	t.Helper()
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	db := &DB{Prefix: NewPrefix(t)}
+	switch {
+	case shared != nil:
+		db.Addr = shared.Addr()
+	case sharedMR != nil:
+		db.Addr, db.Embedded = sharedMR.Addr(), true
+	case Binary() != "":
+		s, err := start(Options{})
+		if err != nil {
+			t.Fatalf("redistest: %v", err)
+		}
+		shared = s
+		db.Addr = s.Addr()
+	case Required():
+		t.Fatalf("redistest: no redis-server binary found and %s is set; install redis-server (Debian: apt-get install redis-server)", EnvRequire)
+	default:
+		fmt.Fprintln(os.Stderr, "redistest: redis-server not found; falling back to the embedded miniredis (set "+EnvRequire+"=1 to forbid this)")
+		mr := miniredis.NewMiniRedis()
+		if err := mr.Start(); err != nil {
+			t.Fatalf("redistest: start miniredis: %v", err)
+		}
+		sharedMR = mr
+		db.Addr, db.Embedded = mr.Addr(), true
+	}
+	db.Client = redis.NewClient(&redis.Options{Addr: db.Addr, Protocol: 2})
+	t.Cleanup(func() { db.Client.Close() })
+	return db
+}
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+// NewPrefix returns a key prefix unique in this process, readable in
+// redis-cli: "t<n>-<test name>".
+func NewPrefix(t testing.TB) string {
+	name := unsafeChars.ReplaceAllString(t.Name(), "_")
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	return "t" + strconv.FormatInt(prefixSeq.Add(1), 10) + "-" + name
+}
+
+// Options configure a dedicated server.
+type Options struct {
+	// AOF turns on the append-only file with appendfsync always, so that
+	// every acknowledged write survives a kill.
+	AOF bool
+	// Args are extra redis-server arguments, e.g. "--maxmemory-policy",
+	// "allkeys-lru".
+	Args []string
+}
+
+// Server is a redis-server process owned by a test.
+type Server struct {
+	opts Options
+	bin  string
+	dir  string
+	port int
+
+	mu     sync.Mutex // guards cmd and exited
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has exited and was reaped
+}
+
+// NewServer starts a dedicated redis-server for the calling test; it is
+// killed and its directory removed when the test ends. Tests that need one
+// skip when no binary is installed (unless ORDERLY_REQUIRE_REDIS is set,
+// which fails them).
+func NewServer(t testing.TB, opts Options) *Server {
+	t.Helper()
+	if Binary() == "" {
+		if Required() {
+			t.Fatalf("redistest: no redis-server binary found and %s is set", EnvRequire)
+		}
+		t.Skip("redistest: redis-server not installed; this test needs a real server")
+	}
+	s, err := start(opts)
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	t.Cleanup(func() {
+		s.stop(syscall.SIGKILL)
+		os.RemoveAll(s.dir)
+	})
+	return s
+}
+
+func start(opts Options) (*Server, error) {
+	dir, err := os.MkdirTemp("", "orderly-redis-")
+	if err != nil {
+		return nil, fmt.Errorf("temp dir: %w", err)
+	}
+	s := &Server{opts: opts, bin: Binary(), dir: dir}
+	var lastErr error
+	for range 5 {
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		s.port = port
+		if lastErr = s.launch(); lastErr == nil {
+			return s, nil
+		}
+	}
+	os.RemoveAll(dir)
+	return nil, lastErr
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (s *Server) launch() error {
+	args := []string{
+		"--port", strconv.Itoa(s.port),
+		"--bind", "127.0.0.1",
+		"--dir", s.dir,
+		"--save", "",
+		"--daemonize", "no",
+		"--logfile", filepath.Join(s.dir, "redis.log"),
+		"--protected-mode", "no",
+	}
+	if s.opts.AOF {
+		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
+	} else {
+		args = append(args, "--appendonly", "no")
+	}
+	args = append(args, s.opts.Args...)
+	cmd := exec.Command(s.bin, args...)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start redis-server: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		select {
+		case <-exited:
+			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+			return fmt.Errorf("redis-server on port %d exited at start: %s", s.port, lastLines(string(log), 5))
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		err := c.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			<-exited
+			return fmt.Errorf("redis-server on port %d did not answer within 10s: %v", s.port, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.mu.Lock()
+	s.cmd, s.exited = cmd, exited
+	s.mu.Unlock()
+	return nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// Addr returns host:port of the server.
+func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+
+// URL returns a redis:// URL of the server.
+func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
+
+// Client returns a new client of the server, closed when the test ends.
+func (s *Server) Client(t testing.TB) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), Protocol: 2})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Kill stops the server with SIGKILL: what was not written to the AOF is lost.
+func (s *Server) Kill(t testing.TB) {
+	t.Helper()
+	s.stop(syscall.SIGKILL)
+}
+
+// Stop stops the server gracefully (SIGTERM).
+func (s *Server) Stop(t testing.TB) {
+	t.Helper()
+	s.stop(syscall.SIGTERM)
+}
+
+// Start starts a stopped server again on the same port and directory, so it
+// reloads its AOF.
+func (s *Server) Start(t testing.TB) {
+	t.Helper()
+	var err error
+	for range 50 { // the port may linger briefly after a kill
+		if err = s.launch(); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("redistest: restart: %v", err)
+}
+
+// Restart kills the server and starts it again.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.Kill(t)
+	s.Start(t)
+}
+
+func (s *Server) stop(sig syscall.Signal) {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.cmd, s.exited = nil, nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	cmd.Process.Signal(sig)
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		<-exited
+	}
+}

@@ -1,0 +1,59 @@
+package persistence
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors callers branch on. Implementations wrap them with the operation and
+// the shard or queue concerned; test with errors.Is.
+var (
+	// ErrLeaseLost is returned by every operation that changes a shard's
+	// state when the caller's lease token is no longer the shard's current
+	// lease: it expired, or another owner acquired the shard since.
+	ErrLeaseLost = errors.New("persistence: shard lease lost")
+
+	// ErrLeaseHeld is returned by AcquireShard when another owner holds a
+	// live lease on the shard.
+	ErrLeaseHeld = errors.New("persistence: shard lease held by another owner")
+
+	// ErrUnknownQueue is returned when a queue has not been registered.
+	ErrUnknownQueue = errors.New("persistence: unknown queue")
+
+	// ErrShardCountMismatch is returned by RegisterQueue when the queue
+	// exists with a different number of shards. A queue's shard count is
+	// fixed at creation: ids are placed by hash modulo the shard count.
+	ErrShardCountMismatch = errors.New("persistence: queue exists with a different shard count")
+
+	// ErrNotFound is returned when a job or morgue entry does not exist.
+	ErrNotFound = errors.New("persistence: not found")
+
+	// ErrInvalid is the sentinel of every *FieldError: the input was
+	// rejected and nothing was written.
+	ErrInvalid = errors.New("persistence: invalid input")
+)
+
+// FieldError reports input that was rejected before anything was written.
+// Field names the offending field as users spell it ("id", "payload",
+// "score", "perform_at", "queue", "limit", "min", "max", "cursor", ...);
+// Index is the position of the offending job in a batch, or -1.
+type FieldError struct {
+	Field  string
+	Index  int
+	Reason string
+}
+
+// Error implements error.
+func (e *FieldError) Error() string {
+	if e.Index >= 0 {
+		return fmt.Sprintf("jobs[%d].%s: %s", e.Index, e.Field, e.Reason)
+	}
+	return fmt.Sprintf("%s: %s", e.Field, e.Reason)
+}
+
+// Unwrap makes errors.Is(err, ErrInvalid) true for every FieldError.
+func (e *FieldError) Unwrap() error { return ErrInvalid }
+
+func fieldErr(field string, index int, format string, args ...any) *FieldError {
+	return &FieldError{Field: field, Index: index, Reason: fmt.Sprintf(format, args...)}
+}

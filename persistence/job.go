@@ -1,0 +1,271 @@
+package persistence
+
+import (
+	"hash/crc32"
+	"math"
+	"time"
+)
+
+// Limits and defaults of the data model.
+const (
+	// MaxIDBytes is the longest job id accepted, in bytes.
+	MaxIDBytes = 512
+	// DefaultMaxPayloadBytes is the default limit on one payload's stored size.
+	DefaultMaxPayloadBytes = 1 << 20
+	// MaxQueueNameBytes is the longest queue name accepted.
+	MaxQueueNameBytes = 128
+	// MaxShards is the largest shard count a queue may have.
+	MaxShards = 4096
+	// MaxBatchSize is the largest number of ids one fetch may return.
+	MaxBatchSize = 1000
+	// FreshRetryCount is the retry count of a job that never failed.
+	FreshRetryCount = -1
+)
+
+// ShardOf returns the shard of id in a queue of the given number of shards:
+// CRC-32 (IEEE) of the id's bytes modulo shards, as Lowkiq does.
+func ShardOf(id string, shards int) int {
+	return int(crc32.ChecksumIEEE([]byte(id)) % uint32(shards))
+}
+
+// ShardRef names one shard of one queue.
+type ShardRef struct {
+	Queue string
+	Shard int
+}
+
+// QueueSpec is what the store keeps about a queue: its name and its fixed
+// shard count.
+type QueueSpec struct {
+	Name   string
+	Shards int
+}
+
+// NewJob is one job handed to Enqueue.
+type NewJob struct {
+	// ID names the job; jobs of one id merge and are never processed
+	// concurrently. Non-empty valid UTF-8, at most MaxIDBytes bytes.
+	ID string
+	// Payload is stored as opaque bytes; nil means the empty payload.
+	Payload []byte
+	// Score orders an id's payloads (ascending). Nil means now, in unix
+	// seconds.
+	Score *float64
+	// PerformAt is when the job becomes due. The zero time means now.
+	PerformAt time.Time
+}
+
+// Payload is one payload of a job with its score.
+type Payload struct {
+	Data  []byte
+	Score float64
+}
+
+// Job is a job as stored: queued, in flight, or (with UpdatedAt) in the morgue.
+type Job struct {
+	ID string
+	// Payloads in ascending score order (ties in byte order). Listings may
+	// return only the first few; PayloadCount is the total.
+	Payloads     []Payload
+	PayloadCount int
+	// PerformAt is when the job is (or was) due.
+	PerformAt time.Time
+	// RetryCount is -1 for a job that never failed, 0 after the first
+	// failure, and so on.
+	RetryCount int
+	// Error is the last failure's message; empty when RetryCount is -1.
+	Error string
+}
+
+// MorgueEntry is an id in the morgue: the payloads whose retries ran out,
+// merged per id (for an equal payload the lower score wins).
+type MorgueEntry struct {
+	ID           string
+	Payloads     []Payload
+	PayloadCount int
+	UpdatedAt    time.Time
+	Error        string
+}
+
+// Lease is a shard owner's right to change the shard's state. Token is the
+// fencing token every state-changing call presents; Epoch grows with every
+// acquisition of the shard.
+type Lease struct {
+	ShardRef
+	Owner string
+	Epoch int64
+	Token string
+}
+
+// Batch is what one fetch handed to a shard owner: up to batch_size distinct
+// ids of one shard, due ones only, earliest perform_at first.
+type Batch struct {
+	ShardRef
+	// Seq identifies the batch among the lease holder's batches; it is the
+	// value the owner passes to Advance as Settle.
+	Seq       int64
+	Token     string
+	FetchedAt time.Time
+	Jobs      []Job
+}
+
+// Failure reports one failed id of a settled batch.
+type Failure struct {
+	ID    string
+	Error string
+	// RetryAt is when the job becomes due again if it keeps retries left.
+	RetryAt time.Time
+}
+
+// AdvanceRequest settles the caller's in-flight batch and fetches the next.
+type AdvanceRequest struct {
+	// Settle is the Seq of the batch being settled, 0 when none. Every id
+	// of that batch not named in Failures succeeded.
+	Settle   int64
+	Failures []Failure
+	// Fetch is the most ids to fetch; 0 settles only.
+	Fetch int
+	// NextSeq is the Seq the fetched batch gets; it must differ from Settle.
+	// When an earlier Advance with the same NextSeq already ran (its answer
+	// was lost), the batch it fetched is returned again and nothing else
+	// changes, so retrying an Advance is safe.
+	NextSeq int64
+	// MaxRetryCount is the queue's max_retry_count: a failed id whose retry
+	// count reaches it sends its lowest-scored payload to the morgue.
+	MaxRetryCount int
+}
+
+// AdvanceResult is the outcome of an Advance.
+type AdvanceResult struct {
+	// Batch is the fetched batch; nil when nothing is due.
+	Batch *Batch
+	// More reports that the fetch was cut at the requested size, so more
+	// jobs may be due.
+	More bool
+	// NextDue is the perform_at of the earliest queued job not yet due,
+	// when the fetch met one; the zero time otherwise.
+	NextDue time.Time
+	// Dead is what the settlement moved to the morgue, one entry per id
+	// with the payload that died.
+	Dead []Job
+	// Processed and Failed count the settled ids.
+	Processed, Failed int
+	// Restored counts ids of an in-flight record the caller did not own (or
+	// no longer knew about) that went back into the queue.
+	Restored int
+}
+
+// Order selects the sort order of a listing.
+type Order string
+
+// Listing orders. Queue listings accept OrderID, OrderPerformAt and
+// OrderRetryCount; morgue listings OrderID and OrderUpdatedAt.
+const (
+	OrderID         Order = "id"
+	OrderPerformAt  Order = "perform_at"
+	OrderRetryCount Order = "retry_count"
+	OrderUpdatedAt  Order = "updated_at"
+)
+
+// Listing limits.
+const (
+	// DefaultListLimit is the page size when ListOptions.Limit is 0.
+	DefaultListLimit = 100
+	// MaxListLimit is the largest page size.
+	MaxListLimit = 1000
+	// DefaultListPayloads is how many payloads of each job a listing shows
+	// when ListOptions.Payloads is 0.
+	DefaultListPayloads = 10
+	// MaxLookupPayloads is how many payloads a one-job lookup returns at most.
+	MaxLookupPayloads = 1000
+)
+
+// ListOptions selects a page of a listing. Min and Max bound the sort key,
+// inclusive: numbers (unix seconds or retry counts) for the numeric orders,
+// ids for OrderID; empty means unbounded. Cursor continues after the last
+// entry of a previous page (its Next); it must come from the same order and
+// direction.
+type ListOptions struct {
+	Order    Order
+	Min, Max string
+	Rev      bool
+	Limit    int
+	Cursor   string
+	Payloads int
+}
+
+// JobPage is one page of a queue listing.
+type JobPage struct {
+	Jobs []Job
+	// Next continues the listing; empty when this page is the last.
+	Next string
+}
+
+// MorguePage is one page of a morgue listing.
+type MorguePage struct {
+	Entries []MorgueEntry
+	Next    string
+}
+
+// JobInfo is what a one-job lookup finds: the queued entry, the in-flight
+// record, or both (new payloads arrived while the id was in flight).
+type JobInfo struct {
+	Queue    string
+	Shard    int
+	Queued   *Job
+	InFlight *InFlightJob
+}
+
+// InFlightJob is one job of an in-flight batch.
+type InFlightJob struct {
+	Job
+	Owner     string
+	Epoch     int64
+	Seq       int64
+	FetchedAt time.Time
+}
+
+// InFlightBatch is the in-flight record of one shard.
+type InFlightBatch struct {
+	Shard     int
+	Owner     string
+	Epoch     int64
+	Seq       int64
+	FetchedAt time.Time
+	Jobs      []Job
+}
+
+// QueueStats are the metrics of one queue (SPEC 3.10).
+type QueueStats struct {
+	Name   string
+	Shards int
+	// Length counts queued ids (not those in flight); Fresh those with
+	// retry count -1, Retries the others.
+	Length, Fresh, Retries int64
+	// MorgueLength counts ids in the morgue.
+	MorgueLength int64
+	// Lag is the seconds since the earliest perform_at among queued ids,
+	// 0 when none is due.
+	Lag float64
+	// Busy counts ids in flight.
+	Busy int64
+	// Processed and Failed count settled ids since the queue was created.
+	Processed, Failed int64
+	// OldestDue is the earliest perform_at among queued ids (zero if none).
+	OldestDue time.Time
+}
+
+// UnixSeconds converts t to float unix seconds, the unit of scores and times
+// in the store.
+func UnixSeconds(t time.Time) float64 {
+	return float64(t.UnixNano()) / 1e9
+}
+
+// FromUnixSeconds converts float unix seconds to a time.
+func FromUnixSeconds(s float64) time.Time {
+	if math.IsNaN(s) || math.IsInf(s, 0) {
+		return time.Time{}
+	}
+	sec, frac := math.Modf(s)
+	return time.Unix(int64(sec), int64(math.Round(frac*1e9)))
+}

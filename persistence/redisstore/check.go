@@ -1,0 +1,94 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Server requirements checked by CheckServer.
+var (
+	// ErrServerTooOld is returned for a Redis older than 6.2 (ZADD LT,
+	// GETDEL and ZMSCORE are needed).
+	ErrServerTooOld = errors.New("redisstore: Redis 6.2 or newer is required")
+	// ErrEvictionPolicy is returned when the server may evict keys: an
+	// evicted key is a lost job.
+	ErrEvictionPolicy = errors.New("redisstore: maxmemory-policy must be noeviction")
+)
+
+// ServerInfo is what CheckServer learned about the server.
+type ServerInfo struct {
+	Version         string
+	MaxmemoryPolicy string
+	AOF             bool
+	RDBSaves        bool
+	// Warnings are conditions that do not stop a node but lose data on a
+	// Redis restart (persistence off).
+	Warnings []string
+}
+
+// CheckServer checks that the server can hold Orderly's data: version >= 6.2
+// and maxmemory-policy noeviction (unless allowEviction). It warns when
+// neither AOF nor RDB snapshots are on. A server that forbids CONFIG GET
+// (managed Redis) is accepted with a warning.
+func CheckServer(ctx context.Context, rdb redis.UniversalClient, allowEviction bool) (ServerInfo, error) {
+	var info ServerInfo
+	raw, err := rdb.Info(ctx, "server", "persistence").Result()
+	if err != nil {
+		return info, fmt.Errorf("redisstore: check server: %w", err)
+	}
+	fields := parseInfo(raw)
+	info.Version = fields["redis_version"]
+	if !versionAtLeast(info.Version, 6, 2) {
+		return info, fmt.Errorf("%w (server is %q)", ErrServerTooOld, info.Version)
+	}
+	info.AOF = fields["aof_enabled"] == "1"
+
+	cfg, err := rdb.ConfigGet(ctx, "maxmemory-policy").Result()
+	if err != nil {
+		info.Warnings = append(info.Warnings, "cannot read maxmemory-policy (CONFIG GET refused); make sure it is noeviction")
+	} else {
+		info.MaxmemoryPolicy = cfg["maxmemory-policy"]
+		if info.MaxmemoryPolicy != "noeviction" && !allowEviction {
+			return info, fmt.Errorf("%w (server has %q); set it, or allow eviction explicitly", ErrEvictionPolicy, info.MaxmemoryPolicy)
+		}
+		if info.MaxmemoryPolicy != "noeviction" {
+			info.Warnings = append(info.Warnings, "maxmemory-policy is "+info.MaxmemoryPolicy+": Redis may evict jobs under memory pressure")
+		}
+	}
+	if save, err := rdb.ConfigGet(ctx, "save").Result(); err == nil {
+		info.RDBSaves = strings.TrimSpace(save["save"]) != ""
+	}
+	if !info.AOF && !info.RDBSaves {
+		info.Warnings = append(info.Warnings, "Redis persistence is off (no AOF, no RDB snapshots): queued jobs do not survive a Redis restart")
+	}
+	return info, nil
+}
+
+func parseInfo(raw string) map[string]string {
+	out := map[string]string{}
+	for _, line := range strings.Split(raw, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func versionAtLeast(v string, major, minor int) bool {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	ma, err1 := strconv.Atoi(parts[0])
+	mi, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
+}

@@ -1,0 +1,53 @@
+package redisstore_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderlyhq/orderly/internal/redistest"
+	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/persistence/redisstore"
+	"github.com/orderlyhq/orderly/persistence/storetest"
+)
+
+// TestConformanceRedis runs the conformance suite on the package's real
+// redis-server (or, without one, on the fallback redistest announces).
+func TestConformanceRedis(t *testing.T) {
+	storetest.Run(t, storetest.Harness{
+		New: func(t *testing.T, now func() time.Time) persistence.Store {
+			db := redistest.New(t)
+			s, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix, Now: now})
+			require.NoError(t, err)
+			return s
+		},
+		Elapse: func(t *testing.T, d time.Duration) { time.Sleep(d) },
+	})
+}
+
+// TestConformanceEmbedded runs the same suite on miniredis, the embedded
+// store of the quick start.
+func TestConformanceEmbedded(t *testing.T) {
+	mr := miniredis.NewMiniRedis()
+	require.NoError(t, mr.Start())
+	t.Cleanup(mr.Close)
+	var mu sync.Mutex // serializes FastForward
+	storetest.Run(t, storetest.Harness{
+		New: func(t *testing.T, now func() time.Time) persistence.Store {
+			c := redis.NewClient(&redis.Options{Addr: mr.Addr(), Protocol: 2})
+			t.Cleanup(func() { c.Close() })
+			s, err := redisstore.New(c, &redisstore.Config{Prefix: redistest.NewPrefix(t), Now: now})
+			require.NoError(t, err)
+			return s
+		},
+		Elapse: func(t *testing.T, d time.Duration) {
+			mu.Lock()
+			mr.FastForward(d)
+			mu.Unlock()
+		},
+	})
+}

@@ -1,0 +1,100 @@
+package persistence
+
+import (
+	"context"
+	"time"
+)
+
+// Store is Orderly's durable queue. Every method is safe for concurrent use;
+// calls may block on the network and honour ctx. Every method that changes
+// state is atomic per shard: it happens completely or not at all.
+//
+// Three kinds of callers use it:
+//   - producers (the client, the HTTP enqueue endpoint, the enqueue actor)
+//     call Enqueue;
+//   - the owner of a shard (a shard actor) calls AcquireShard, RenewShard,
+//     Advance, TrimMorgue and ReleaseShard, presenting its lease's token;
+//     a call with a stale token fails with ErrLeaseLost and changes nothing;
+//   - operators (the HTTP API, the dashboard, the CLI) call the rest.
+type Store interface {
+	// RegisterQueue records a queue and its shard count, or checks that an
+	// existing queue has the same count (ErrShardCountMismatch otherwise).
+	RegisterQueue(ctx context.Context, spec QueueSpec) error
+	// Queues lists the registered queues by name.
+	Queues(ctx context.Context) ([]QueueSpec, error)
+
+	// Enqueue validates every job (a *FieldError names the first bad one,
+	// and nothing is written), then adds them to the queue, merging with
+	// queued jobs of the same id (SPEC 3.2). It returns once the jobs are in
+	// the store. Owners of the shards touched are notified.
+	Enqueue(ctx context.Context, queue string, jobs []NewJob) error
+
+	// AcquireShard takes the shard's lease for ttl on behalf of owner, or
+	// fails with ErrLeaseHeld. In the same atomic step it restores the
+	// shard's in-flight record, if any, into the queue (SPEC 3.7); the
+	// number of ids restored is returned.
+	AcquireShard(ctx context.Context, ref ShardRef, owner string, ttl time.Duration) (Lease, int, error)
+	// RenewShard extends the lease to ttl from now, or fails with
+	// ErrLeaseLost.
+	RenewShard(ctx context.Context, lease Lease, ttl time.Duration) error
+	// ReleaseShard gives the lease up, first restoring an unsettled
+	// in-flight record into the queue. Releasing a lease that was already
+	// lost returns ErrLeaseLost and changes nothing.
+	ReleaseShard(ctx context.Context, lease Lease) error
+	// Advance settles the caller's in-flight batch and fetches the next one,
+	// in one atomic step (SPEC 3.3 to 3.6).
+	Advance(ctx context.Context, lease Lease, req AdvanceRequest) (AdvanceResult, error)
+	// TrimMorgue deletes up to limit morgue entries of the shard last
+	// updated before the given time (SPEC 3.8 retention).
+	TrimMorgue(ctx context.Context, ref ShardRef, before time.Time, limit int) (int, error)
+
+	// Stats returns the metrics of each named queue, in order.
+	Stats(ctx context.Context, queues ...string) ([]QueueStats, error)
+	// ListJobs returns a page of queued jobs.
+	ListJobs(ctx context.Context, queue string, opts ListOptions) (JobPage, error)
+	// GetJob looks one id up, queued and in flight; ErrNotFound when it is
+	// neither.
+	GetJob(ctx context.Context, queue, id string) (JobInfo, error)
+	// DeleteJob deletes the queued entry of id (not an in-flight one) and
+	// reports whether there was one.
+	DeleteJob(ctx context.Context, queue, id string) (bool, error)
+	// Processing returns the in-flight batches of the queue's shards.
+	Processing(ctx context.Context, queue string) ([]InFlightBatch, error)
+	// PerformAllNow makes every queued job of the queue due now.
+	PerformAllNow(ctx context.Context, queue string) (int, error)
+	// KillFailed moves every queued job with retry count >= 0 to the morgue
+	// with all its payloads.
+	KillFailed(ctx context.Context, queue string) (int, error)
+	// DeleteFailed deletes every queued job with retry count >= 0.
+	DeleteFailed(ctx context.Context, queue string) (int, error)
+
+	// ListMorgue returns a page of morgue entries.
+	ListMorgue(ctx context.Context, queue string, opts ListOptions) (MorguePage, error)
+	// RequeueMorgue puts the named morgue entries back in the queue (merge
+	// case 3: perform_at now, retry count -1); unknown ids are skipped. It
+	// returns how many were requeued.
+	RequeueMorgue(ctx context.Context, queue string, ids []string) (int, error)
+	// RequeueMorgueAll requeues every morgue entry of the queue.
+	RequeueMorgueAll(ctx context.Context, queue string) (int, error)
+	// DeleteMorgue deletes the named morgue entries.
+	DeleteMorgue(ctx context.Context, queue string, ids []string) (int, error)
+	// DeleteMorgueAll empties the queue's morgue.
+	DeleteMorgueAll(ctx context.Context, queue string) (int, error)
+
+	// Subscribe returns a subscription to enqueue notifications of the named
+	// queues: after an enqueue (or a morgue requeue) the shard touched is
+	// sent on C. Notifications are hints: they may be dropped when the
+	// receiver is slow or the connection drops, never invented.
+	Subscribe(ctx context.Context, queues ...string) (Subscription, error)
+
+	// Ping reports whether the store is reachable.
+	Ping(ctx context.Context) error
+}
+
+// Subscription delivers enqueue notifications until Close.
+type Subscription interface {
+	// C delivers the shards that received jobs. It is closed by Close.
+	C() <-chan ShardRef
+	// Close ends the subscription; it is safe to call more than once.
+	Close() error
+}

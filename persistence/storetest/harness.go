@@ -1,0 +1,188 @@
+// Package storetest is the conformance suite of persistence.Store: every
+// implementation (the Redis store on a real server and on the embedded
+// in-memory server) passes the same tests, one or more per rule of SPEC
+// section 3, plus lease fencing, listings, bad input and a model-based
+// property test.
+package storetest
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderlyhq/orderly/persistence"
+)
+
+// Harness adapts a store implementation to the suite.
+type Harness struct {
+	// New returns a store on a fresh, empty namespace that reads time from
+	// now.
+	New func(t *testing.T, now func() time.Time) persistence.Store
+	// Elapse lets d of server time pass, so that lease TTLs run out (a real
+	// server sleeps; an in-memory one fast-forwards).
+	Elapse func(t *testing.T, d time.Duration)
+}
+
+// Clock is a controlled clock for tests. The zero value is not usable; use
+// NewClock.
+type Clock struct {
+	mu  sync.Mutex // guards now
+	now time.Time
+}
+
+// NewClock returns a clock set to t.
+func NewClock(t time.Time) *Clock { return &Clock{now: t} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// Set sets the clock.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
+}
+
+// epoch is the suite's starting time: a round number of seconds, so that
+// times in failure messages are easy to read.
+var epoch = time.Unix(1_700_000_000, 0)
+
+// env is one test's store, clock and queue.
+type env struct {
+	t     *testing.T
+	h     Harness
+	s     persistence.Store
+	clock *Clock
+	ctx    context.Context
+	queue  string
+	shards int
+}
+
+func newEnv(t *testing.T, h Harness, shards int) *env {
+	t.Helper()
+	clock := NewClock(epoch)
+	e := &env{t: t, h: h, s: h.New(t, clock.Now), clock: clock, ctx: context.Background(), queue: "q", shards: shards}
+	require.NoError(t, e.s.RegisterQueue(e.ctx, persistence.QueueSpec{Name: e.queue, Shards: shards}))
+	return e
+}
+
+// now returns the clock as store seconds.
+func (e *env) now() float64 { return persistence.UnixSeconds(e.clock.Now()) }
+
+// at returns the clock plus d as a time.
+func (e *env) at(d time.Duration) time.Time { return e.clock.Now().Add(d) }
+
+func score(v float64) *float64 { return &v }
+
+// job builds a NewJob with a payload and a score.
+func job(id, payload string, sc float64) persistence.NewJob {
+	return persistence.NewJob{ID: id, Payload: []byte(payload), Score: score(sc)}
+}
+
+func (e *env) enqueue(jobs ...persistence.NewJob) {
+	e.t.Helper()
+	require.NoError(e.t, e.s.Enqueue(e.ctx, e.queue, jobs))
+}
+
+// get returns the queued entry of id, or nil.
+func (e *env) get(id string) *persistence.Job {
+	e.t.Helper()
+	info, err := e.s.GetJob(e.ctx, e.queue, id)
+	if err != nil {
+		require.ErrorIs(e.t, err, persistence.ErrNotFound)
+		return nil
+	}
+	return info.Queued
+}
+
+func (e *env) stats() persistence.QueueStats {
+	e.t.Helper()
+	st, err := e.s.Stats(e.ctx, e.queue)
+	require.NoError(e.t, err)
+	require.Len(e.t, st, 1)
+	return st[0]
+}
+
+// owner drives one shard like a shard actor: it holds the lease and the
+// current batch.
+type owner struct {
+	e        *env
+	lease    persistence.Lease
+	seq      int64
+	cur      *persistence.Batch
+	maxRetry int
+	restored int
+}
+
+func (e *env) own(shard int) *owner {
+	e.t.Helper()
+	lease, restored, err := e.s.AcquireShard(e.ctx, persistence.ShardRef{Queue: e.queue, Shard: shard}, "node-a", time.Minute)
+	require.NoError(e.t, err)
+	return &owner{e: e, lease: lease, maxRetry: 25, restored: restored}
+}
+
+// next settles the current batch (failing the given ids) and fetches up to n.
+func (o *owner) next(n int, failures ...persistence.Failure) persistence.AdvanceResult {
+	o.e.t.Helper()
+	res, err := o.advance(n, failures...)
+	require.NoError(o.e.t, err)
+	return res
+}
+
+func (o *owner) advance(n int, failures ...persistence.Failure) (persistence.AdvanceResult, error) {
+	var settle int64
+	if o.cur != nil {
+		settle = o.cur.Seq
+	}
+	o.seq++
+	res, err := o.e.s.Advance(o.e.ctx, o.lease, persistence.AdvanceRequest{
+		Settle: settle, Failures: failures, Fetch: n, NextSeq: o.seq, MaxRetryCount: o.maxRetry,
+	})
+	if err == nil {
+		o.cur = res.Batch
+	}
+	return res, err
+}
+
+// fail is a Failure of id retrying after d.
+func (o *owner) fail(id, msg string, d time.Duration) persistence.Failure {
+	return persistence.Failure{ID: id, Error: msg, RetryAt: o.e.at(d)}
+}
+
+// ids returns the ids of a batch in order.
+func ids(b *persistence.Batch) []string {
+	if b == nil {
+		return nil
+	}
+	out := make([]string, len(b.Jobs))
+	for i, j := range b.Jobs {
+		out[i] = j.ID
+	}
+	return out
+}
+
+// pl renders payloads as "data@score" for compact comparisons.
+func pl(ps []persistence.Payload) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = string(p.Data) + "@" + trimFloat(p.Score)
+	}
+	return out
+}
+
+func trimFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }

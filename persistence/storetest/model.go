@@ -1,0 +1,364 @@
+package storetest
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderlyhq/orderly/persistence"
+)
+
+// The model is SPEC section 3 written as plainly as possible: maps and
+// sorting, no indexes. testModel drives the store and the model with the same
+// random operations and compares every fetched batch and, after each step,
+// everything the store shows.
+
+type mJob struct {
+	payloads map[string]float64
+	rc       int
+	at       float64
+	err      string
+}
+
+type mMorgue struct {
+	payloads map[string]float64
+	updated  float64
+	err      string
+}
+
+type mInFlight struct {
+	id string
+	j  *mJob
+}
+
+type model struct {
+	shards    int
+	maxRetry  int
+	queued    map[string]*mJob
+	morgue    map[string]*mMorgue
+	inflight  map[int][]mInFlight
+	processed int64
+	failed    int64
+}
+
+func mergeMin(dst map[string]float64, src map[string]float64) {
+	for p, s := range src {
+		if cur, ok := dst[p]; !ok || s < cur {
+			dst[p] = s
+		}
+	}
+}
+
+func (m *model) enqueue(id string, payload []byte, sc, at float64) {
+	if q, ok := m.queued[id]; ok {
+		mergeMin(q.payloads, map[string]float64{string(payload): sc})
+		return
+	}
+	m.queued[id] = &mJob{payloads: map[string]float64{string(payload): sc}, rc: -1, at: at}
+}
+
+// requeue merges as "failed job + queued job".
+func (m *model) requeue(id string, payloads map[string]float64, rc int, at float64, err string) {
+	q, ok := m.queued[id]
+	if !ok {
+		q = &mJob{payloads: map[string]float64{}}
+		m.queued[id] = q
+	}
+	mergeMin(q.payloads, payloads)
+	q.rc, q.at, q.err = rc, at, ""
+	if rc >= 0 {
+		q.err = err
+	}
+}
+
+func (m *model) morguePut(id string, payloads map[string]float64, err string, now float64) {
+	e, ok := m.morgue[id]
+	if !ok {
+		e = &mMorgue{payloads: map[string]float64{}}
+		m.morgue[id] = e
+	}
+	mergeMin(e.payloads, payloads)
+	e.updated, e.err = now, err
+}
+
+// sorted returns payloads in score order, ties by bytes.
+func sorted(ps map[string]float64) []persistence.Payload {
+	out := make([]persistence.Payload, 0, len(ps))
+	for p, s := range ps {
+		out = append(out, persistence.Payload{Data: []byte(p), Score: s})
+	}
+	slices.SortFunc(out, func(a, b persistence.Payload) int {
+		if c := cmp.Compare(a.Score, b.Score); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.Data, b.Data)
+	})
+	return out
+}
+
+func (m *model) fetch(shard, n int, now float64) []mInFlight {
+	var due []string
+	for id, j := range m.queued {
+		if persistence.ShardOf(id, m.shards) == shard && j.at <= now {
+			due = append(due, id)
+		}
+	}
+	slices.SortFunc(due, func(a, b string) int {
+		if c := cmp.Compare(m.queued[a].at, m.queued[b].at); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	if len(due) > n {
+		due = due[:n]
+	}
+	var out []mInFlight
+	for _, id := range due {
+		out = append(out, mInFlight{id: id, j: m.queued[id]})
+		delete(m.queued, id)
+	}
+	m.inflight[shard] = out
+	return out
+}
+
+func (m *model) settle(shard int, fails map[string]persistence.Failure, now float64) (dead []string) {
+	for _, f := range m.inflight[shard] {
+		fl, ok := fails[f.id]
+		if !ok {
+			m.processed++
+			continue
+		}
+		m.failed++
+		rc := f.j.rc + 1
+		if rc >= m.maxRetry {
+			ps := sorted(f.j.payloads)
+			m.morguePut(f.id, map[string]float64{string(ps[0].Data): ps[0].Score}, fl.Error, now)
+			dead = append(dead, f.id)
+			if len(ps) > 1 {
+				rest := map[string]float64{}
+				for _, p := range ps[1:] {
+					rest[string(p.Data)] = p.Score
+				}
+				m.requeue(f.id, rest, -1, now, "")
+			}
+		} else {
+			m.requeue(f.id, f.j.payloads, rc, persistence.UnixSeconds(fl.RetryAt), fl.Error)
+		}
+	}
+	m.inflight[shard] = nil
+	return dead
+}
+
+func (m *model) restore(shard int) {
+	for _, f := range m.inflight[shard] {
+		m.requeue(f.id, f.j.payloads, f.j.rc, f.j.at, f.j.err)
+	}
+	m.inflight[shard] = nil
+}
+
+// modelIDs are the ids the test draws from; few, so that merges are common.
+var modelIDs = []string{"a", "b", "c", "d", "x:{y}", "日本", "nul\x00"}
+
+var modelPayloads = [][]byte{[]byte("p0"), []byte("p1"), []byte("p2"), {0, 0xff, 0x10}, {}}
+
+func testModel(t *testing.T, h Harness) {
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("ORDERLY_MODEL_SEED"); v != "" {
+		seed, _ = strconv.ParseUint(v, 10, 64)
+	}
+	t.Logf("seed %d (rerun with ORDERLY_MODEL_SEED=%d)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+
+	const shards = 2
+	e := newEnv(t, h, shards)
+	m := &model{shards: shards, maxRetry: 2, queued: map[string]*mJob{}, morgue: map[string]*mMorgue{}, inflight: map[int][]mInFlight{}}
+	owners := make([]*owner, shards)
+	for sh := range shards {
+		owners[sh] = e.own(sh)
+		owners[sh].maxRetry = m.maxRetry
+	}
+	pick := func() string { return modelIDs[rng.IntN(len(modelIDs))] }
+
+	for step := range 400 {
+		now := e.now()
+		var op string
+		switch r := rng.IntN(100); {
+		case r < 35:
+			op = "enqueue"
+			var jobs []persistence.NewJob
+			for range 1 + rng.IntN(3) {
+				j := persistence.NewJob{ID: pick(), Payload: modelPayloads[rng.IntN(len(modelPayloads))]}
+				sc := now
+				if rng.IntN(3) > 0 {
+					sc = float64(rng.IntN(20))
+					j.Score = &sc
+				}
+				at := now
+				if rng.IntN(2) == 0 {
+					j.PerformAt = e.at(time.Duration(rng.IntN(11)-5) * time.Second)
+					at = persistence.UnixSeconds(j.PerformAt)
+				}
+				jobs = append(jobs, j)
+				m.enqueue(j.ID, j.Payload, sc, at)
+			}
+			e.enqueue(jobs...)
+		case r < 70:
+			sh := rng.IntN(shards)
+			o := owners[sh]
+			op = fmt.Sprintf("advance shard %d", sh)
+			fails := map[string]persistence.Failure{}
+			var list []persistence.Failure
+			for _, f := range m.inflight[sh] {
+				if rng.IntN(2) == 0 {
+					fl := o.fail(f.id, "err-"+strconv.Itoa(step), time.Duration(rng.IntN(4))*time.Second)
+					fails[f.id] = fl
+					list = append(list, fl)
+				}
+			}
+			if rng.IntN(10) == 0 {
+				list = append(list, o.fail("not-in-batch", "ignored", 0))
+			}
+			wantDead := m.settle(sh, fails, now)
+			n := 1 + rng.IntN(3)
+			want := m.fetch(sh, n, now)
+			res := o.next(n, list...)
+			var gotDead []string
+			for _, d := range res.Dead {
+				gotDead = append(gotDead, d.ID)
+			}
+			require.ElementsMatch(t, wantDead, gotDead, "step %d: dead", step)
+			var got []persistence.Job
+			if res.Batch != nil {
+				got = res.Batch.Jobs
+			}
+			require.Len(t, got, len(want), "step %d: batch %v, want %d jobs", step, ids(res.Batch), len(want))
+			for i, w := range want {
+				g := got[i]
+				require.Equal(t, w.id, g.ID, "step %d: batch position %d", step, i)
+				require.Equal(t, pl(sorted(w.j.payloads)), pl(g.Payloads), "step %d: %q payloads", step, w.id)
+				require.Equal(t, w.j.rc, g.RetryCount, "step %d: %q retry_count", step, w.id)
+				require.Equal(t, w.j.at, persistence.UnixSeconds(g.PerformAt), "step %d: %q perform_at", step, w.id)
+				require.Equal(t, w.j.err, g.Error, "step %d: %q error", step, w.id)
+			}
+		case r < 80:
+			op = "clock"
+			e.clock.Advance(time.Duration(rng.IntN(3000)) * time.Millisecond)
+		case r < 85:
+			op = "morgue requeue"
+			id := pick()
+			n, err := e.s.RequeueMorgue(e.ctx, e.queue, []string{id})
+			require.NoError(t, err)
+			want := 0
+			if me, ok := m.morgue[id]; ok {
+				m.requeue(id, me.payloads, -1, now, "")
+				delete(m.morgue, id)
+				want = 1
+			}
+			require.Equal(t, want, n, "step %d", step)
+		case r < 88:
+			op = "perform all now"
+			_, err := e.s.PerformAllNow(e.ctx, e.queue)
+			require.NoError(t, err)
+			for _, j := range m.queued {
+				if j.at > now {
+					j.at = now
+				}
+			}
+		case r < 90:
+			op = "kill failed"
+			_, err := e.s.KillFailed(e.ctx, e.queue)
+			require.NoError(t, err)
+			for id, j := range m.queued {
+				if j.rc >= 0 {
+					m.morguePut(id, j.payloads, j.err, now)
+					delete(m.queued, id)
+				}
+			}
+		case r < 93:
+			op = "delete job"
+			id := pick()
+			_, err := e.s.DeleteJob(e.ctx, e.queue, id)
+			require.NoError(t, err)
+			delete(m.queued, id)
+		case r < 96:
+			op = "morgue delete"
+			id := pick()
+			_, err := e.s.DeleteMorgue(e.ctx, e.queue, []string{id})
+			require.NoError(t, err)
+			delete(m.morgue, id)
+		default:
+			sh := rng.IntN(shards)
+			op = fmt.Sprintf("release and reacquire shard %d", sh)
+			require.NoError(t, e.s.ReleaseShard(e.ctx, owners[sh].lease))
+			m.restore(sh)
+			owners[sh] = e.own(sh)
+			owners[sh].maxRetry = m.maxRetry
+		}
+		compareModel(t, e, m, fmt.Sprintf("step %d (%s)", step, op))
+	}
+}
+
+func compareModel(t *testing.T, e *env, m *model, where string) {
+	t.Helper()
+	for _, id := range modelIDs {
+		info, err := e.s.GetJob(e.ctx, e.queue, id)
+		want, queued := m.queued[id]
+		inFlight := false
+		for _, fl := range m.inflight {
+			for _, f := range fl {
+				inFlight = inFlight || f.id == id
+			}
+		}
+		if !queued && !inFlight {
+			require.ErrorIs(t, err, persistence.ErrNotFound, "%s: %q", where, id)
+			continue
+		}
+		require.NoError(t, err, "%s: %q", where, id)
+		require.Equal(t, inFlight, info.InFlight != nil, "%s: %q in flight", where, id)
+		if !queued {
+			require.Nil(t, info.Queued, "%s: %q", where, id)
+			continue
+		}
+		require.NotNil(t, info.Queued, "%s: %q should be queued", where, id)
+		got := info.Queued
+		require.Equal(t, pl(sorted(want.payloads)), pl(got.Payloads), "%s: %q payloads", where, id)
+		require.Equal(t, want.rc, got.RetryCount, "%s: %q retry_count", where, id)
+		require.Equal(t, want.at, persistence.UnixSeconds(got.PerformAt), "%s: %q perform_at", where, id)
+		require.Equal(t, want.err, got.Error, "%s: %q error", where, id)
+	}
+	st := e.stats()
+	var fresh, busy int64
+	for _, j := range m.queued {
+		if j.rc == -1 {
+			fresh++
+		}
+	}
+	for _, fl := range m.inflight {
+		busy += int64(len(fl))
+	}
+	require.Equal(t, int64(len(m.queued)), st.Length, "%s: length", where)
+	require.Equal(t, fresh, st.Fresh, "%s: fresh", where)
+	require.Equal(t, int64(len(m.morgue)), st.MorgueLength, "%s: morgue_length", where)
+	require.Equal(t, busy, st.Busy, "%s: busy", where)
+	require.Equal(t, m.processed, st.Processed, "%s: processed", where)
+	require.Equal(t, m.failed, st.Failed, "%s: failed", where)
+
+	page, err := e.s.ListMorgue(e.ctx, e.queue, persistence.ListOptions{Limit: 100})
+	require.NoError(t, err)
+	require.Len(t, page.Entries, len(m.morgue), "%s: morgue", where)
+	for _, got := range page.Entries {
+		want := m.morgue[got.ID]
+		require.NotNil(t, want, "%s: unexpected morgue entry %q", where, got.ID)
+		require.Equal(t, pl(sorted(want.payloads)), pl(got.Payloads), "%s: morgue %q", where, got.ID)
+		require.Equal(t, want.updated, persistence.UnixSeconds(got.UpdatedAt), "%s: morgue %q updated_at", where, got.ID)
+		require.Equal(t, want.err, got.Error, "%s: morgue %q error", where, got.ID)
+	}
+}
