@@ -45,5 +45,6 @@ generate: ## Regenerate generated code.
 	$(GO) generate $(PKGS)
 
 .PHONY: verify
-verify: generate ## Fail when generated code is not what is committed.
-	@git diff --exit-code -- . || (echo "generated code is out of date: run make generate and commit" && exit 1)
+verify: generate ## Fail when generated code (*.pb.go) is not what is committed.
+	@if ! git diff --quiet -- '*.pb.go' || [ -n "$$(git ls-files --others --exclude-standard -- '*.pb.go')" ]; then \
+	  git diff --stat -- '*.pb.go'; echo "generated code is out of date: run make generate and commit"; exit 1; fi

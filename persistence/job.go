@@ -258,7 +258,9 @@ type QueueStats struct {
 // UnixSeconds converts t to float unix seconds, the unit of scores and times
 // in the store.
 func UnixSeconds(t time.Time) float64 {
-	return float64(t.UnixNano()) / 1e9
+	// Seconds and the fraction separately: UnixNano()/1e9 rounds
+	// 1700000123.25 to 1700000123.2499998 (and overflows after 2262).
+	return float64(t.Unix()) + float64(t.Nanosecond())/1e9
 }
 
 // FromUnixSeconds converts float unix seconds to a time.

@@ -25,6 +25,11 @@ func TestUnixSecondsRoundTrip(t *testing.T) {
 	}
 }
 
+func TestUnixSecondsIsExactForDecimalFractions(t *testing.T) {
+	require.Equal(t, 1700000123.25, persistence.UnixSeconds(time.Unix(1700000123, 250_000_000)))
+	require.Equal(t, 1700000123.5, persistence.UnixSeconds(persistence.FromUnixSeconds(1700000123.5)))
+}
+
 func TestFieldError(t *testing.T) {
 	err := persistence.ValidateJobs([]persistence.NewJob{{ID: "a"}, {ID: ""}}, 0)
 	require.EqualError(t, err, "jobs[1].id: must not be empty")

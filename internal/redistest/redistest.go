@@ -43,7 +43,8 @@ const EnvRequire = "ORDERLY_REQUIRE_REDIS"
 const EnvBinary = "ORDERLY_REDIS_SERVER"
 
 var (
-	sharedMu  sync.Mutex // guards shared and sharedMR
+	sharedMu  sync.Mutex // guards shared, sharedMR and atExit
+	atExit    []func()
 	shared    *Server
 	sharedMR  *miniredis.Miniredis
 	prefixSeq atomic.Int64
@@ -55,6 +56,9 @@ var (
 func Main(m *testing.M, opts ...goleak.Option) {
 	code := m.Run()
 	sharedMu.Lock()
+	for _, f := range atExit {
+		f()
+	}
 	if shared != nil {
 		shared.stop(syscall.SIGTERM)
 		os.RemoveAll(shared.dir)
@@ -72,6 +76,14 @@ func Main(m *testing.M, opts ...goleak.Option) {
 		}
 	}
 	os.Exit(code)
+}
+
+// AtExit registers f to run after the package's tests, before the goroutine
+// check (for example to remove a built binary).
+func AtExit(f func()) {
+	sharedMu.Lock()
+	atExit = append(atExit, f)
+	sharedMu.Unlock()
 }
 
 // DB is a test's view of the package's shared server.
@@ -134,7 +146,7 @@ func New(t testing.TB) *DB {
 		sharedMR = mr
 		db.Addr, db.Embedded = mr.Addr(), true
 	}
-	db.Client = redis.NewClient(&redis.Options{Addr: db.Addr, Protocol: 2})
+	db.Client = redis.NewClient(&redis.Options{Addr: db.Addr})
 	t.Cleanup(func() { db.Client.Close() })
 	return db
 }
@@ -294,7 +306,7 @@ func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
 
 // Client returns a new client of the server, closed when the test ends.
 func (s *Server) Client(t testing.TB) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: s.Addr(), Protocol: 2})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
 	t.Cleanup(func() { c.Close() })
 	return c
 }

@@ -64,10 +64,10 @@ var epoch = time.Unix(1_700_000_000, 0)
 
 // env is one test's store, clock and queue.
 type env struct {
-	t     *testing.T
-	h     Harness
-	s     persistence.Store
-	clock *Clock
+	t      *testing.T
+	h      Harness
+	s      persistence.Store
+	clock  *Clock
 	ctx    context.Context
 	queue  string
 	shards int

@@ -1,0 +1,285 @@
+// Package node implements the node actor, which owns this node's shard
+// actors (it is their supervisor), grants the node-wide concurrency limit to
+// them, forwards enqueue notices, tracks readiness and runs the graceful
+// drain; and the enqueue actor, the well-known actor every node runs to
+// accept Enqueue messages.
+//
+// The set of shards a node serves is given by Assign: all shards of its
+// queues on a single node, the node's share under the cluster's placement.
+// Assign reconciles: shards no longer assigned drain (finish or cancel their
+// batch within the handoff timeout, settle, release the lease) and stop; new
+// ones are spawned once a previous actor of the same shard is gone.
+package node
+
+import (
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/orderlyhq/orderly/actors/shard"
+	"github.com/orderlyhq/orderly/actors/supervisor"
+	"github.com/orderlyhq/orderly/persistence"
+)
+
+// Config configures the node actor.
+type Config struct {
+	// Concurrency is how many batches may run at once on the node.
+	Concurrency int
+	Scheduler   Scheduler
+	// HandoffTimeout bounds the drain of a shard that moves to another node.
+	HandoffTimeout time.Duration
+	Logger         *slog.Logger
+}
+
+// Messages the node actor accepts.
+type (
+	// Assign sets the shards the node serves, with each shard actor's
+	// configuration.
+	Assign struct{ Shards []shard.Config }
+
+	// Notice wakes the actor of a shard (jobs were enqueued into it).
+	Notice struct{ Ref persistence.ShardRef }
+
+	// Drain stops every shard actor gracefully (each finishes or, at the
+	// deadline, cancels its batch) and answers Drained once all stopped.
+	Drain struct{ Deadline time.Time }
+
+	// Drained answers Drain.
+	Drained struct{}
+
+	// StatusRequest asks for a Status.
+	StatusRequest struct{}
+)
+
+// Status describes the node's shards.
+type Status struct {
+	// Assigned counts the shards the node should serve; Serving those whose
+	// actor holds the lease and reached the store on its last call.
+	Assigned, Serving int
+	// Shards are the reports of the shard actors, by shard.
+	Shards []shard.Report
+	// Waiting and Running count shards waiting for and holding a permit.
+	Waiting, Running int
+}
+
+// Props returns the props of a node actor, supervising its shard actors
+// with supervisor.Shards.
+func Props(cfg Config) *actor.Props {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 1
+	}
+	if cfg.HandoffTimeout <= 0 {
+		cfg.HandoffTimeout = 30 * time.Second
+	}
+	return actor.PropsFromProducer(func() actor.Actor { return newActor(cfg) },
+		actor.WithSupervisor(supervisor.Shards()),
+		actor.WithReceiverMiddleware(supervisor.LogPanics(cfg.Logger)))
+}
+
+type child struct {
+	pid      *actor.PID
+	ref      persistence.ShardRef
+	report   shard.Report
+	draining bool
+}
+
+// Actor is the node actor.
+type Actor struct {
+	cfg     Config
+	log     *slog.Logger
+	want    map[persistence.ShardRef]shard.Config // assigned shards
+	kids    map[persistence.ShardRef]*child
+	byID    map[string]persistence.ShardRef // child PID id -> shard
+	permits *permits
+
+	draining bool
+	drainTo  []*actor.PID // who waits for Drained
+}
+
+func newActor(cfg Config) *Actor {
+	return &Actor{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		want:    map[persistence.ShardRef]shard.Config{},
+		kids:    map[persistence.ShardRef]*child{},
+		byID:    map[string]persistence.ShardRef{},
+		permits: newPermits(cfg.Concurrency, cfg.Scheduler),
+	}
+}
+
+// Receive implements actor.Actor.
+func (a *Actor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		// A restarted node actor lost its children: they are re-spawned by
+		// the next Assign (the facade re-sends it).
+	case Assign:
+		a.onAssign(c, m)
+	case Notice:
+		if k := a.kids[m.Ref]; k != nil && !k.draining {
+			c.Send(k.pid, shard.Wake{})
+		}
+	case shard.PermitRequest:
+		if a.permits.request(m.Ref, m.Since) {
+			a.grant(c, m.Ref)
+		}
+	case shard.PermitReturn:
+		a.onReturn(c, m)
+	case shard.Report:
+		if k := a.kids[m.Ref]; k != nil {
+			k.report = m
+		}
+	case *actor.Terminated:
+		a.onTerminated(c, m)
+	case Drain:
+		a.onDrain(c, m)
+	case StatusRequest:
+		c.Respond(a.status())
+	}
+}
+
+func (a *Actor) grant(c actor.Context, ref persistence.ShardRef) {
+	if k := a.kids[ref]; k != nil {
+		c.Send(k.pid, shard.PermitGranted{})
+		return
+	}
+	a.permits.release(ref)
+}
+
+func (a *Actor) onReturn(c actor.Context, m shard.PermitReturn) {
+	if m.Again {
+		k := a.kids[m.Ref]
+		if k == nil {
+			a.permits.release(m.Ref)
+		} else if a.permits.keep(m.Ref, m.Since) {
+			c.Send(k.pid, shard.PermitGranted{})
+		} else {
+			c.Send(k.pid, shard.PermitWait{})
+		}
+	} else {
+		a.permits.release(m.Ref)
+	}
+	for _, ref := range a.permits.grant() {
+		a.grant(c, ref)
+	}
+}
+
+func (a *Actor) onAssign(c actor.Context, m Assign) {
+	if a.draining {
+		return
+	}
+	a.want = make(map[persistence.ShardRef]shard.Config, len(m.Shards))
+	for _, sc := range m.Shards {
+		a.want[sc.Ref] = sc
+	}
+	a.reconcile(c)
+}
+
+// reconcile spawns the assigned shards that have no actor and drains the
+// actors of shards no longer assigned.
+func (a *Actor) reconcile(c actor.Context) {
+	for ref, k := range a.kids {
+		if _, ok := a.want[ref]; !ok && !k.draining {
+			k.draining = true
+			c.Send(k.pid, shard.Drain{Deadline: time.Now().Add(a.cfg.HandoffTimeout)})
+		}
+	}
+	refs := make([]persistence.ShardRef, 0, len(a.want))
+	for ref := range a.want {
+		if a.kids[ref] == nil {
+			refs = append(refs, ref)
+		}
+	}
+	slices.SortFunc(refs, func(x, y persistence.ShardRef) int {
+		if x.Queue != y.Queue {
+			if x.Queue < y.Queue {
+				return -1
+			}
+			return 1
+		}
+		return x.Shard - y.Shard
+	})
+	for _, ref := range refs {
+		pid, err := c.SpawnNamed(shard.Props(a.want[ref]), fmt.Sprintf("%s:%d", ref.Queue, ref.Shard))
+		if err != nil {
+			a.log.Error("cannot spawn shard actor", "queue", ref.Queue, "shard", ref.Shard, "err", err)
+			continue
+		}
+		a.kids[ref] = &child{pid: pid, ref: ref}
+		a.byID[pid.Id] = ref
+	}
+}
+
+func (a *Actor) onTerminated(c actor.Context, m *actor.Terminated) {
+	ref, ok := a.byID[m.Who.Id]
+	if !ok {
+		return
+	}
+	delete(a.byID, m.Who.Id)
+	delete(a.kids, ref)
+	a.permits.release(ref)
+	for _, r := range a.permits.grant() {
+		a.grant(c, r)
+	}
+	if a.draining {
+		if len(a.kids) == 0 {
+			for _, to := range a.drainTo {
+				c.Send(to, Drained{})
+			}
+			a.drainTo = nil
+		}
+		return
+	}
+	a.reconcile(c)
+}
+
+func (a *Actor) onDrain(c actor.Context, m Drain) {
+	if c.Sender() != nil {
+		a.drainTo = append(a.drainTo, c.Sender())
+	}
+	a.draining = true
+	a.want = map[persistence.ShardRef]shard.Config{}
+	for _, k := range a.kids {
+		k.draining = true
+		c.Send(k.pid, shard.Drain{Deadline: m.Deadline})
+	}
+	if len(a.kids) == 0 {
+		for _, to := range a.drainTo {
+			c.Send(to, Drained{})
+		}
+		a.drainTo = nil
+	}
+}
+
+func (a *Actor) status() Status {
+	s := Status{Assigned: len(a.want), Running: len(a.permits.holders), Waiting: len(a.permits.waiters)}
+	for ref := range a.want {
+		k := a.kids[ref]
+		if k == nil {
+			s.Shards = append(s.Shards, shard.Report{Ref: ref, Err: "not started"})
+			continue
+		}
+		if k.report.Serving {
+			s.Serving++
+		}
+		r := k.report
+		r.Ref = ref
+		s.Shards = append(s.Shards, r)
+	}
+	slices.SortFunc(s.Shards, func(x, y shard.Report) int {
+		if x.Ref.Queue != y.Ref.Queue {
+			if x.Ref.Queue < y.Ref.Queue {
+				return -1
+			}
+			return 1
+		}
+		return x.Ref.Shard - y.Ref.Shard
+	})
+	return s
+}

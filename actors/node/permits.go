@@ -1,0 +1,143 @@
+package node
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/orderlyhq/orderly/persistence"
+)
+
+// Scheduler names how a node hands its concurrency permits to shards that
+// have work.
+type Scheduler string
+
+const (
+	// SchedulerLag serves the shard whose oldest due job waited longest
+	// (Lowkiq's default).
+	SchedulerLag Scheduler = "lag"
+	// SchedulerSeq serves shards in turn (round robin).
+	SchedulerSeq Scheduler = "seq"
+)
+
+// ParseScheduler validates a scheduler name.
+func ParseScheduler(s string) (Scheduler, error) {
+	switch Scheduler(s) {
+	case SchedulerLag, SchedulerSeq:
+		return Scheduler(s), nil
+	case "":
+		return SchedulerLag, nil
+	}
+	return "", fmt.Errorf("scheduler %q is not one of lag, seq", s)
+}
+
+// permits is the node-wide concurrency limit: at most size shards run a
+// batch at once. It is plain data owned by the node actor.
+type permits struct {
+	sched   Scheduler
+	free    int
+	holders map[persistence.ShardRef]bool
+	waiters []waiter
+	arrived uint64
+}
+
+type waiter struct {
+	ref   persistence.ShardRef
+	since time.Time
+	order uint64
+}
+
+func newPermits(size int, sched Scheduler) *permits {
+	return &permits{sched: sched, free: size, holders: map[persistence.ShardRef]bool{}}
+}
+
+// request asks for a permit; it reports whether ref got one now (otherwise
+// it waits in line).
+func (p *permits) request(ref persistence.ShardRef, since time.Time) bool {
+	if p.holders[ref] {
+		return true
+	}
+	if p.free > 0 && len(p.waiters) == 0 {
+		p.free--
+		p.holders[ref] = true
+		return true
+	}
+	p.wait(ref, since)
+	return false
+}
+
+func (p *permits) wait(ref persistence.ShardRef, since time.Time) {
+	for _, w := range p.waiters {
+		if w.ref == ref {
+			return
+		}
+	}
+	p.arrived++
+	p.waiters = append(p.waiters, waiter{ref: ref, since: since, order: p.arrived})
+}
+
+// keep answers a holder that finished a batch and wants another: it keeps
+// its permit unless a waiter goes first (seq: anyone waiting; lag: a waiter
+// whose oldest job is older). A holder that yields joins the line.
+func (p *permits) keep(ref persistence.ShardRef, since time.Time) bool {
+	if !p.holders[ref] {
+		return p.request(ref, since)
+	}
+	best := p.best()
+	if best < 0 || (p.sched == SchedulerLag && !p.waiters[best].since.Before(since)) {
+		return true
+	}
+	delete(p.holders, ref)
+	p.free++
+	p.wait(ref, since)
+	return false
+}
+
+// release gives ref's permit back (or removes it from the line).
+func (p *permits) release(ref persistence.ShardRef) {
+	if p.holders[ref] {
+		delete(p.holders, ref)
+		p.free++
+	}
+	for i, w := range p.waiters {
+		if w.ref == ref {
+			p.waiters = append(p.waiters[:i], p.waiters[i+1:]...)
+			break
+		}
+	}
+}
+
+// grant hands free permits to waiters, best first, and returns who got one.
+func (p *permits) grant() []persistence.ShardRef {
+	var out []persistence.ShardRef
+	for p.free > 0 && len(p.waiters) > 0 {
+		i := p.best()
+		w := p.waiters[i]
+		p.waiters = append(p.waiters[:i], p.waiters[i+1:]...)
+		p.free--
+		p.holders[w.ref] = true
+		out = append(out, w.ref)
+	}
+	return out
+}
+
+// best returns the index of the waiter served next, or -1.
+func (p *permits) best() int {
+	best := -1
+	for i, w := range p.waiters {
+		if best < 0 {
+			best = i
+			continue
+		}
+		b := p.waiters[best]
+		if p.sched == SchedulerLag && !w.since.Equal(b.since) {
+			if w.since.Before(b.since) {
+				best = i
+			}
+			continue
+		}
+		if w.order < b.order {
+			best = i
+		}
+	}
+	return best
+}

@@ -1,0 +1,59 @@
+package node
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderlyhq/orderly/persistence"
+)
+
+func ref(n int) persistence.ShardRef { return persistence.ShardRef{Queue: "q", Shard: n} }
+
+func TestPermitsLagServesOldestFirst(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	p := newPermits(1, SchedulerLag)
+	require.True(t, p.request(ref(0), t0))
+	require.False(t, p.request(ref(1), t0.Add(5*time.Second)))
+	require.False(t, p.request(ref(2), t0.Add(time.Second)))
+	require.Empty(t, p.grant())
+
+	// Shard 0 finished a batch; its next job is newer than shard 2's: yield.
+	require.False(t, p.keep(ref(0), t0.Add(3*time.Second)))
+	require.Equal(t, []persistence.ShardRef{ref(2)}, p.grant())
+	// Shard 2 is done and has older work than anyone waiting: keep.
+	require.True(t, p.keep(ref(2), t0))
+	p.release(ref(2))
+	require.Equal(t, []persistence.ShardRef{ref(0)}, p.grant(), "0 (t0+3s) before 1 (t0+5s)")
+	p.release(ref(0))
+	require.Equal(t, []persistence.ShardRef{ref(1)}, p.grant())
+}
+
+func TestPermitsSeqIsRoundRobin(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	p := newPermits(2, SchedulerSeq)
+	require.True(t, p.request(ref(0), t0))
+	require.True(t, p.request(ref(1), t0))
+	require.False(t, p.request(ref(2), t0.Add(-time.Hour)))
+	require.False(t, p.keep(ref(0), t0), "someone waits: yield")
+	require.Equal(t, []persistence.ShardRef{ref(2)}, p.grant())
+	require.False(t, p.keep(ref(1), t0))
+	require.Equal(t, []persistence.ShardRef{ref(0)}, p.grant(), "first in line")
+	require.True(t, p.keep(ref(2), t0) == false)
+	require.Equal(t, []persistence.ShardRef{ref(1)}, p.grant())
+}
+
+func TestPermitsReleaseOfWaiterAndUnknown(t *testing.T) {
+	p := newPermits(1, SchedulerLag)
+	require.True(t, p.request(ref(0), time.Time{}))
+	require.False(t, p.request(ref(1), time.Time{}))
+	p.release(ref(1)) // a waiter that stopped
+	p.release(ref(7)) // unknown: no effect
+	p.release(ref(0))
+	require.Empty(t, p.grant())
+	require.Equal(t, 1, p.free)
+	require.True(t, p.request(ref(3), time.Time{}))
+	require.True(t, p.request(ref(3), time.Time{}), "a holder asking again keeps its permit")
+	require.Equal(t, 0, p.free)
+}

@@ -1,0 +1,67 @@
+// Package supervisor holds the named restart strategies of Orderly's actors
+// and the receiver middleware that logs an actor's panic with its stack
+// (protoactor logs only the reason).
+//
+// Supervision tree of a node:
+//
+//	root
+//	├── node      (actors/node; strategy Node: restart, at most 10 times in 10 s)
+//	│   ├── <queue>:<shard> ... (actors/shard; strategy Shards: restart with backoff)
+//	└── enqueue   (actors/node; strategy Node)
+//
+// A panicking handler is not an actor failure: the shard actor runs
+// handlers off its own goroutine, recovers their panics and fails the batch.
+// An actor panics only on a bug in Orderly itself; its supervisor then
+// restarts it, and the new instance re-reads everything from Redis (the
+// mailbox is never the source of truth).
+package supervisor
+
+import (
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// Shard restart backoff: the n-th failure within BackoffWindow waits about
+// n * InitialBackoff before the restart, so a shard actor that keeps
+// crashing backs off instead of spinning.
+const (
+	BackoffWindow  = time.Minute
+	InitialBackoff = 500 * time.Millisecond
+)
+
+// Shards is the strategy a node applies to its shard actors: restart the
+// failed one only, after an exponentially growing delay.
+func Shards() actor.SupervisorStrategy {
+	return actor.NewExponentialBackoffStrategy(BackoffWindow, InitialBackoff)
+}
+
+// Node is the strategy for the node-level actors: restart the failed actor,
+// at most 10 times within 10 seconds; beyond that it stops.
+func Node() actor.SupervisorStrategy {
+	return actor.NewOneForOneStrategy(10, 10*time.Second, func(any) actor.Directive {
+		return actor.RestartDirective
+	})
+}
+
+// LogPanics returns a receiver middleware that logs a panic of the actor's
+// Receive with its stack trace, then re-panics so that the supervisor sees
+// the failure.
+func LogPanics(log *slog.Logger) actor.ReceiverMiddleware {
+	return func(next actor.ReceiverFunc) actor.ReceiverFunc {
+		return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+			defer func() {
+				if r := recover(); r != nil {
+					log.Error("actor panicked; its supervisor restarts it",
+						"actor", c.Self().String(), "message", fmt.Sprintf("%T", env.Message),
+						"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+					panic(r)
+				}
+			}()
+			next(c, env)
+		}
+	}
+}

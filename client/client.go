@@ -1,0 +1,151 @@
+// Package client enqueues jobs into Orderly's queues without running a node:
+// producers (web apps, scripts) use it to write to Redis directly.
+//
+//	c, err := client.New(rdb, nil)
+//	err = c.Enqueue(ctx, "orders", client.Job{ID: "order-42", Payload: []byte(`{"state":"paid"}`)})
+//
+// An Enqueue that returns nil is in Redis. Jobs of one call are validated
+// together: one bad job rejects the call and nothing is written. A queue
+// must exist (a node serving it registers it, with its shard count).
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/persistence/redisstore"
+)
+
+// DefaultTimeout bounds an Enqueue whose context has no deadline.
+const DefaultTimeout = 10 * time.Second
+
+// Config configures a Client. The zero value of each field means its default.
+type Config struct {
+	// Prefix is the Redis key prefix [redisstore.DefaultPrefix]; it must be
+	// the nodes' prefix.
+	Prefix string
+	// MaxPayloadBytes limits one payload [persistence.DefaultMaxPayloadBytes].
+	MaxPayloadBytes int
+	// Timeout bounds an Enqueue whose context has no deadline
+	// [DefaultTimeout].
+	Timeout time.Duration
+	// Middleware wraps every Enqueue; the first is the outermost.
+	Middleware []Middleware
+	// Now is the clock for PerformIn [time.Now].
+	Now func() time.Time
+}
+
+// Job is one job to enqueue.
+type Job struct {
+	// ID names the job. Jobs of one id are processed one at a time, in
+	// score order, and merge while they wait.
+	ID string
+	// Payload is stored as opaque bytes.
+	Payload []byte
+	// Score orders the id's payloads; nil means now (unix seconds). Use
+	// Score(v) to set one.
+	Score *float64
+	// PerformAt delays the job until then; PerformIn delays it by a
+	// duration. At most one of them; neither means now.
+	PerformAt time.Time
+	PerformIn time.Duration
+}
+
+// Score returns a pointer to v, for Job.Score.
+func Score(v float64) *float64 { return &v }
+
+// EnqueueFunc enqueues jobs into a queue.
+type EnqueueFunc func(ctx context.Context, queue string, jobs []Job) error
+
+// Middleware wraps Enqueue (client middleware), e.g. to add tracing or to
+// stamp payloads.
+type Middleware func(next EnqueueFunc) EnqueueFunc
+
+// Client enqueues jobs. It is safe for concurrent use.
+type Client struct {
+	store   persistence.Store
+	cfg     Config
+	enqueue EnqueueFunc
+}
+
+// New returns a client that writes to Redis through rdb.
+func New(rdb redis.UniversalClient, cfg *Config) (*Client, error) {
+	c := Config{}
+	if cfg != nil {
+		c = *cfg
+	}
+	store, err := redisstore.New(rdb, &redisstore.Config{Prefix: c.Prefix, MaxPayloadBytes: c.MaxPayloadBytes})
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	return NewFromStore(store, cfg)
+}
+
+// NewFromStore returns a client that writes to store.
+func NewFromStore(store persistence.Store, cfg *Config) (*Client, error) {
+	if store == nil {
+		return nil, errors.New("client: a store is required")
+	}
+	c := Config{}
+	if cfg != nil {
+		c = *cfg
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	cl := &Client{store: store, cfg: c}
+	cl.enqueue = cl.write
+	for i := len(c.Middleware) - 1; i >= 0; i-- {
+		cl.enqueue = c.Middleware[i](cl.enqueue)
+	}
+	return cl, nil
+}
+
+// Enqueue adds jobs to the queue. It returns once they are in Redis, or an
+// error: a *persistence.FieldError (errors.Is persistence.ErrInvalid) naming
+// the first bad job, persistence.ErrUnknownQueue, or a store error.
+func (c *Client) Enqueue(ctx context.Context, queue string, jobs ...Job) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
+		defer cancel()
+	}
+	return c.enqueue(ctx, queue, jobs)
+}
+
+func (c *Client) write(ctx context.Context, queue string, jobs []Job) error {
+	now := c.cfg.Now()
+	out := make([]persistence.NewJob, len(jobs))
+	for i, j := range jobs {
+		if !j.PerformAt.IsZero() && j.PerformIn != 0 {
+			return &persistence.FieldError{Field: "perform_in", Index: i, Reason: "cannot be combined with perform_at"}
+		}
+		if j.PerformIn < 0 {
+			return &persistence.FieldError{Field: "perform_in", Index: i, Reason: "must not be negative"}
+		}
+		if j.Score != nil && (math.IsNaN(*j.Score) || math.IsInf(*j.Score, 0)) {
+			return &persistence.FieldError{Field: "score", Index: i, Reason: "must be a finite number"}
+		}
+		nj := persistence.NewJob{ID: j.ID, Payload: j.Payload, Score: j.Score, PerformAt: j.PerformAt}
+		if j.PerformIn > 0 {
+			nj.PerformAt = now.Add(j.PerformIn)
+		}
+		out[i] = nj
+	}
+	if err := c.store.Enqueue(ctx, queue, out); err != nil {
+		if errors.Is(err, persistence.ErrInvalid) || errors.Is(err, persistence.ErrUnknownQueue) {
+			return err
+		}
+		return fmt.Errorf("client: enqueue to %s: %w", queue, err)
+	}
+	return nil
+}

@@ -1,0 +1,62 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderlyhq/orderly/client"
+	"github.com/orderlyhq/orderly/internal/redistest"
+	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/persistence/redisstore"
+	"github.com/redis/go-redis/v9"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+func TestClientEnqueue(t *testing.T) {
+	db := redistest.New(t)
+	ctx := context.Background()
+	now := time.Unix(1_700_000_000, 0)
+	s, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix, Now: func() time.Time { return now }})
+	require.NoError(t, err)
+	require.NoError(t, s.RegisterQueue(ctx, persistence.QueueSpec{Name: "q", Shards: 3}))
+	c, err := client.NewFromStore(s, &client.Config{Now: func() time.Time { return now }})
+	require.NoError(t, err)
+
+	require.NoError(t, c.Enqueue(ctx, "q", client.Job{ID: "a", Payload: []byte("x"), PerformIn: time.Minute}))
+	info, err := s.GetJob(ctx, "q", "a")
+	require.NoError(t, err)
+	require.True(t, info.Queued.PerformAt.Equal(now.Add(time.Minute)))
+	require.Equal(t, float64(now.Unix()), info.Queued.Payloads[0].Score)
+
+	var fe *persistence.FieldError
+	err = c.Enqueue(ctx, "q", client.Job{ID: "a"}, client.Job{ID: "b", PerformAt: now, PerformIn: time.Second})
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, "perform_in", fe.Field)
+	require.Equal(t, 1, fe.Index)
+	require.ErrorIs(t, c.Enqueue(ctx, "nope", client.Job{ID: "a"}), persistence.ErrUnknownQueue)
+}
+
+// An unreachable Redis gives a clear error within the client's timeout,
+// never a silent drop.
+func TestClientUnreachableRedis(t *testing.T) {
+	port, err := redistest.FreePort()
+	require.NoError(t, err)
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + itoa(port), MaxRetries: -1})
+	defer rdb.Close()
+	c, err := client.New(rdb, &client.Config{Timeout: 500 * time.Millisecond})
+	require.NoError(t, err)
+	start := time.Now()
+	err = c.Enqueue(context.Background(), "q", client.Job{ID: "a"})
+	require.ErrorContains(t, err, "client: enqueue to q")
+	require.True(t, errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "connection refused"), "%v", err)
+	require.Less(t, time.Since(start), 2*time.Second)
+}
+
+func itoa(n int) string { return fmt.Sprint(n) }

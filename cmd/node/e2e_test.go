@@ -1,0 +1,330 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderlyhq/orderly/internal/history"
+	"github.com/orderlyhq/orderly/internal/nodetest"
+	"github.com/orderlyhq/orderly/internal/redistest"
+)
+
+func TestMain(m *testing.M) {
+	redistest.AtExit(nodetest.Cleanup)
+	redistest.Main(m)
+}
+
+// webhookConfig is a queue handled by the receiver with a short retry policy.
+func webhookConfig(url string, maxRetry int) string {
+	return fmt.Sprintf(`
+queues:
+  - name: orders
+    shards: 2
+    batch_size: 10
+    max_retry_count: %d
+    retry: {policy: linear, base: 200ms}
+    handler: {type: http, url: %q, timeout: 10s}
+`, maxRetry, url)
+}
+
+func post(t *testing.T, n *nodetest.Node, path, body string) (int, map[string]any) {
+	t.Helper()
+	code, b := n.Do("POST", path, []byte(body))
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(b, &out), "%s", b)
+	return code, out
+}
+
+func enqueue(t *testing.T, n *nodetest.Node, body string) {
+	t.Helper()
+	code, out := post(t, n, "/api/v1/queues/orders/jobs", body)
+	require.Equal(t, 202, code, "%v", out)
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	require.Eventually(t, cond, 20*time.Second, 10*time.Millisecond, what)
+}
+
+func payloads(j nodetest.DeliveredJob) []string {
+	var out []string
+	for _, p := range j.Payloads {
+		out = append(out, p.Data)
+	}
+	return out
+}
+
+var deliveryHeader = regexp.MustCompile(`^orders/[01]/[0-9]+/[0-9]+$`)
+
+// TestWebhookSemantics runs the binary against a real redis-server with a
+// queue handled by a webhook receiver, and checks merge, order by score,
+// retry counts and backoff, the morgue, partial failure and delayed jobs
+// through HTTP and the receiver.
+func TestWebhookSemantics(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t, redistest.Options{})
+	hold := make(chan struct{})
+	var flakyOnce, held = make(chan struct{}, 1), make(chan struct{}, 1)
+	flakyOnce <- struct{}{}
+	held <- struct{}{}
+	rcv := nodetest.NewReceiver(t, func(d nodetest.Delivery) nodetest.Answer {
+		a := nodetest.Answer{Fail: map[string]string{}}
+		for _, j := range d.Jobs {
+			switch j.ID {
+			case "hold":
+				select {
+				case <-held:
+					a.Hold = hold
+				default:
+				}
+			case "poison":
+				a.Fail[j.ID] = "poison pill"
+			case "flaky":
+				select {
+				case <-flakyOnce:
+					a.Fail[j.ID] = "flaky"
+				default:
+				}
+			}
+		}
+		return a
+	})
+	n := nodetest.Start(t, nodetest.Options{Redis: srv.URL(), Config: webhookConfig(rcv.URL, 2)})
+	n.WaitReady()
+
+	// Merge and order: payloads enqueued while the id is held arrive
+	// together, in score order, the lower score of an equal payload kept.
+	enqueue(t, n, `[{"id":"hold","payload":"h0","score":0}]`)
+	eventually(t, "first delivery of hold", func() bool { return len(rcv.Of("hold")) == 1 })
+	enqueue(t, n, `[{"id":"hold","payload":"h3","score":3},{"id":"hold","payload":"h1","score":1}]`)
+	enqueue(t, n, `[{"id":"hold","payload":"h2","score":2},{"id":"hold","payload":"h3","score":30}]`)
+	close(hold)
+	eventually(t, "second delivery of hold", func() bool { return len(rcv.Of("hold")) == 2 })
+	got := rcv.Of("hold")
+	require.Equal(t, []string{`"h0"`}, payloads(got[0]))
+	require.Equal(t, []string{`"h1"`, `"h2"`, `"h3"`}, payloads(got[1]))
+	require.Equal(t, 3.0, got[1].Payloads[2].Score)
+
+	// Retries and backoff, then the morgue after max_retry_count.
+	start := time.Now()
+	enqueue(t, n, `[{"id":"poison","payload":{"n":1}}]`)
+	eventually(t, "poison in the morgue", func() bool {
+		code, b := n.Do("GET", "/api/v1/queues/orders/morgue", nil)
+		return code == 200 && strings.Contains(string(b), `"poison"`)
+	})
+	tries := rcv.Of("poison")
+	require.Len(t, tries, 3, "performed max_retry_count+1 times")
+	for i, j := range tries {
+		require.Equal(t, i-1, j.RetryCount)
+	}
+	require.Equal(t, "poison pill", tries[2].Error)
+	ds := deliveriesOf(rcv, "poison")
+	require.GreaterOrEqual(t, ds[1].Received.Sub(ds[0].Received), 200*time.Millisecond, "linear backoff: 200ms")
+	require.GreaterOrEqual(t, ds[2].Received.Sub(ds[1].Received), 400*time.Millisecond, "then 400ms")
+	t.Logf("poison: 3 attempts in %s", time.Since(start).Round(time.Millisecond))
+	_, b := n.Do("GET", "/api/v1/queues/orders/morgue", nil)
+	require.Contains(t, string(b), `"error":"poison pill"`)
+
+	// Requeue from the morgue: delivered again, fresh.
+	code, out := post(t, n, "/api/v1/queues/orders/morgue/requeue", `{"ids":["poison"]}`)
+	require.Equal(t, 200, code)
+	require.EqualValues(t, 1, out["requeued"])
+	eventually(t, "requeued poison delivered", func() bool { return len(rcv.Of("poison")) >= 4 })
+	require.Equal(t, -1, rcv.Of("poison")[3].RetryCount)
+
+	// Partial failure: one id of the batch fails, the other is acknowledged.
+	enqueue(t, n, `[{"id":"flaky","payload":1},{"id":"fine","payload":2}]`)
+	eventually(t, "flaky retried", func() bool { return len(rcv.Of("flaky")) == 2 })
+	require.Len(t, rcv.Of("fine"), 1)
+	require.Equal(t, 0, rcv.Of("flaky")[1].RetryCount)
+	require.Equal(t, "flaky", rcv.Of("flaky")[1].Error)
+
+	// Delayed jobs are not delivered before their time.
+	at := time.Now()
+	enqueue(t, n, `[{"id":"later","perform_in":1}]`)
+	eventually(t, "delayed job delivered", func() bool { return len(rcv.Of("later")) == 1 })
+	require.GreaterOrEqual(t, deliveriesOf(rcv, "later")[0].Received.Sub(at), time.Second)
+
+	// Every delivery has its own Orderly-Delivery name.
+	seen := map[string]bool{}
+	for _, d := range rcv.Deliveries() {
+		require.Regexp(t, deliveryHeader, d.Header)
+		require.False(t, seen[d.Header], "delivery %s reused", d.Header)
+		seen[d.Header] = true
+	}
+
+	// The stats endpoint agrees.
+	code, b = n.Do("GET", "/api/v1/stats", nil)
+	require.Equal(t, 200, code)
+	var stats struct {
+		Total struct{ Length, MorgueLength int }
+	}
+	require.NoError(t, json.Unmarshal(b, &stats))
+	require.Zero(t, stats.Total.Length)
+}
+
+func deliveriesOf(r *nodetest.Receiver, id string) []nodetest.Delivery {
+	var out []nodetest.Delivery
+	for _, d := range r.Deliveries() {
+		for _, j := range d.Jobs {
+			if j.ID == id {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
+
+// TestSigkillRestoresInFlight kills a node while a batch is in flight: the
+// next node restores it and it is delivered again; nothing is lost.
+func TestSigkillRestoresInFlight(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t, redistest.Options{AOF: true})
+	hold := make(chan struct{})
+	defer close(hold)
+	var held atomic.Bool
+	rcv := nodetest.NewReceiver(t, func(d nodetest.Delivery) nodetest.Answer {
+		if d.Jobs[0].ID == "k" && held.CompareAndSwap(false, true) {
+			return nodetest.Answer{Hold: hold}
+		}
+		return nodetest.Answer{}
+	})
+	cfg := webhookConfig(rcv.URL, 25)
+	n1 := nodetest.Start(t, nodetest.Options{Redis: srv.URL(), Config: cfg, Args: []string{"--lease-ttl", "1s"}})
+	n1.WaitReady()
+	enqueue(t, n1, `[{"id":"k","payload":"k1","score":1},{"id":"other","payload":"o1"}]`)
+	eventually(t, "k in flight", func() bool { return len(rcv.Of("k")) == 1 })
+	killed := time.Now()
+	n1.Kill()
+
+	n2 := nodetest.Start(t, nodetest.Options{Redis: srv.URL(), Config: cfg, Args: []string{"--lease-ttl", "1s"}})
+	eventually(t, "k delivered again", func() bool { return len(rcv.Of("k")) == 2 })
+	t.Logf("in-flight batch delivered again %s after SIGKILL", time.Since(killed).Round(time.Millisecond))
+	require.Equal(t, -1, rcv.Of("k")[1].RetryCount, "a crash is not a failure")
+	rep := history.Check(rcv.History.Calls(), map[string][]string{"k": {`"k1"`}, "other": {`"o1"`}}, nil)
+	require.True(t, rep.OK(), rep.String())
+	n2.WaitReady()
+}
+
+// TestGracefulSigterm stops a node with SIGTERM during a batch: the batch
+// finishes and is acknowledged, leases are released, the node exits 0.
+func TestGracefulSigterm(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t, redistest.Options{})
+	rcv := nodetest.NewReceiver(t, func(d nodetest.Delivery) nodetest.Answer {
+		return nodetest.Answer{Delay: time.Second}
+	})
+	n := nodetest.Start(t, nodetest.Options{Redis: srv.URL(), Config: webhookConfig(rcv.URL, 25)})
+	n.WaitReady()
+	enqueue(t, n, `[{"id":"g","payload":"g1"}]`)
+	eventually(t, "g in flight", func() bool { return len(rcv.Of("g")) == 1 })
+	n.Signal(syscall.SIGTERM)
+	require.Equal(t, 0, n.Wait(15*time.Second), "exit code 0")
+	calls := rcv.History.Calls()
+	require.Len(t, calls, 1)
+	require.True(t, calls[0].Acked, "the batch was not cut")
+	require.Contains(t, n.Logs(), "released shard")
+
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	for sh := range 2 {
+		require.Zero(t, rdb.Exists(ctx, fmt.Sprintf("orderly:{orders:%d}:lease", sh)).Val(), "lease of shard %d released", sh)
+	}
+	st, err := rdb.HGet(ctx, fmt.Sprintf("orderly:{orders:%d}:stats", 0), "processed").Result()
+	if err != nil {
+		st, _ = rdb.HGet(ctx, "orderly:{orders:1}:stats", "processed").Result()
+	}
+	require.Equal(t, "1", st)
+}
+
+// TestQuickStart runs the node as the README's quick start does: no flags,
+// the embedded store, the default queue with the log handler.
+func TestQuickStart(t *testing.T) {
+	t.Parallel()
+	n := nodetest.Start(t, nodetest.Options{})
+	n.WaitReady()
+	code, out := post(t, n, "/api/v1/queues/default/jobs", `[{"id":"order-1","payload":{"state":"paid"}}]`)
+	require.Equal(t, 202, code, "%v", out)
+	eventually(t, "the log handler logs the job", func() bool { return strings.Contains(n.Logs(), "job_id=order-1") })
+	require.Contains(t, n.Logs(), "EMBEDDED IN-MEMORY STORE")
+
+	// SIGTSTP makes the node quiet (not ready, nothing processed); SIGCONT
+	// resumes it.
+	n.Signal(syscall.SIGTSTP)
+	eventually(t, "quiet", func() bool { code, _ := n.Do("GET", "/readyz", nil); return code == 503 })
+	code, _ = post(t, n, "/api/v1/queues/default/jobs", `[{"id":"while-quiet"}]`)
+	require.Equal(t, 202, code, "a quiet node still accepts jobs")
+	time.Sleep(200 * time.Millisecond)
+	require.NotContains(t, n.Logs(), "job_id=while-quiet")
+	n.Signal(syscall.SIGCONT)
+	n.WaitReady()
+	eventually(t, "processed after resume", func() bool { return strings.Contains(n.Logs(), "job_id=while-quiet") })
+
+	n.Signal(syscall.SIGINT)
+	require.Equal(t, 0, n.Wait(15*time.Second))
+}
+
+// TestBadInputAtStartAndOverHTTP: configuration errors name the key and
+// exit 2; a Redis that may evict is refused; HTTP errors name the field.
+func TestBadInputAtStartAndOverHTTP(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		opts nodetest.Options
+		code int
+		want string
+	}{
+		{"unknown key", nodetest.Options{Config: "node:\n  concurency: 3\n"}, 2, "unknown key node.concurency"},
+		{"bad value", nodetest.Options{Config: "queues:\n  - name: q\n    shards: 0\n"}, 2, "queues[0].shards"},
+		{"bad handler", nodetest.Options{Config: "queues:\n  - name: q\n    handler: {type: http}\n"}, 2, "queues[0].handler.url"},
+		{"bad flag", nodetest.Options{Args: []string{"--concurrency", "many"}}, 2, "--concurrency"},
+		{"bad env", nodetest.Options{Env: []string{"ORDERLY_SCHEDULER=fast"}}, 2, "ORDERLY_SCHEDULER"},
+	}
+	for _, c := range cases {
+		n := nodetest.Launch(t, c.opts)
+		require.Equal(t, c.code, n.Wait(30*time.Second), c.name)
+		require.Contains(t, n.Logs(), c.want, c.name)
+	}
+
+	help := nodetest.Launch(t, nodetest.Options{Args: []string{"--help"}})
+	require.Equal(t, 0, help.Wait(30*time.Second))
+	for _, flag := range []string{"--redis", "--config", "--concurrency", "--scheduler", "--lease-ttl", "--shutdown-timeout", "--http-token", "ORDERLY_REDIS"} {
+		require.Contains(t, help.Logs(), flag)
+	}
+
+	lru := redistest.NewServer(t, redistest.Options{Args: []string{"--maxmemory-policy", "allkeys-lru"}})
+	n := nodetest.Launch(t, nodetest.Options{Redis: lru.URL()})
+	require.Equal(t, 1, n.Wait(30*time.Second))
+	require.Contains(t, n.Logs(), "maxmemory-policy")
+	n = nodetest.Start(t, nodetest.Options{Redis: lru.URL(), Args: []string{"--allow-eviction"}})
+	n.WaitReady()
+
+	for _, c := range []struct {
+		path, body string
+		code       int
+		field      string
+	}{
+		{"/api/v1/queues/default/jobs", `[{"id":"a"`, 400, ""},
+		{"/api/v1/queues/default/jobs", `[{"id":""}]`, 400, "jobs[0].id"},
+		{"/api/v1/queues/default/jobs", `[{"id":"a","score":"high"}]`, 400, "jobs[0].score"},
+		{"/api/v1/queues/default/jobs", `[{"id":"a","perform_at":1,"perform_in":1}]`, 400, "jobs[0].perform_in"},
+		{"/api/v1/queues/nope/jobs", `[{"id":"a"}]`, 404, "queue"},
+		{"/api/v1/queues/default/morgue/requeue", `{"all":false}`, 400, "all"},
+	} {
+		code, out := post(t, n, c.path, c.body)
+		require.Equal(t, c.code, code, "%s %s: %v", c.path, c.body, out)
+		require.NotEmpty(t, out["error"])
+		if c.field != "" {
+			require.Equal(t, c.field, out["field"], "%s %s", c.path, c.body)
+		}
+	}
+}

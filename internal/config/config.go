@@ -1,0 +1,299 @@
+package config
+
+import (
+	"errors"
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/orderlyhq/orderly"
+	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/persistence/redisstore"
+	"github.com/orderlyhq/orderly/webhook"
+)
+
+// Errors.
+var (
+	// ErrInvalid is wrapped by every error Load and Validate return, except
+	// flag.ErrHelp. The error's message lists each problem on its own line.
+	ErrInvalid = errors.New("config: invalid configuration")
+)
+
+// Defaults of the node's settings.
+const (
+	// DefaultBind is the gossip listen address.
+	DefaultBind = "127.0.0.1:7946"
+	// DefaultHTTP is the HTTP API's listen address.
+	DefaultHTTP = "127.0.0.1:8080"
+	// DefaultRedisPrefix prefixes every Redis key.
+	DefaultRedisPrefix = redisstore.DefaultPrefix
+	// DefaultConcurrency is how many batches one node handles at once.
+	DefaultConcurrency = orderly.DefaultConcurrency
+	// DefaultScheduler picks the next shard to serve.
+	DefaultScheduler = SchedulerLag
+	// DefaultLeaseTTL is the lifetime of a shard lease.
+	DefaultLeaseTTL = orderly.DefaultLeaseTTL
+	// DefaultShutdownTimeout is how long a stopping node waits for its work.
+	DefaultShutdownTimeout = orderly.DefaultShutdownTimeout
+	// DefaultHandoffTimeout is how long a shard's handoff between nodes may
+	// take.
+	DefaultHandoffTimeout = orderly.DefaultHandoffTimeout
+	// DefaultMorgueTTL is how long a dead payload stays in the morgue: 180
+	// days.
+	DefaultMorgueTTL = orderly.DefaultMorgueTTL
+	// DefaultMaxPayloadBytes is the largest payload accepted.
+	DefaultMaxPayloadBytes = persistence.DefaultMaxPayloadBytes
+	// DefaultLogLevel is the least severe level logged.
+	DefaultLogLevel = "info"
+	// DefaultLogFormat is the log's format.
+	DefaultLogFormat = "text"
+)
+
+// Defaults of a queue's settings.
+const (
+	// DefaultQueueName names the queue a node serves when no queue is
+	// configured.
+	DefaultQueueName = "default"
+	// DefaultShards is a queue's number of shards.
+	DefaultShards = orderly.DefaultShards
+	// DefaultBatchSize is the most ids handed to one handler call.
+	DefaultBatchSize = orderly.DefaultBatchSize
+	// DefaultMaxRetryCount is how many failures a payload survives before
+	// it goes to the morgue.
+	DefaultMaxRetryCount = orderly.DefaultMaxRetryCount
+	// DefaultRetryPolicy is a queue's backoff policy.
+	DefaultRetryPolicy = RetryLowkiq
+	// DefaultHandlerType is a queue's handler.
+	DefaultHandlerType = HandlerLog
+	// DefaultHTTPHandlerTimeout bounds one request of an http handler.
+	DefaultHTTPHandlerTimeout = webhook.DefaultTimeout
+)
+
+// Values of NodeConfig.Scheduler.
+const (
+	// SchedulerLag serves the shard whose oldest due job waited longest.
+	SchedulerLag = "lag"
+	// SchedulerSeq serves the shards in turn.
+	SchedulerSeq = "seq"
+)
+
+// Values of RetryConfig.Policy.
+const (
+	// RetryLowkiq is Lowkiq's policy: retry_count^4 + 15 + rand(30) *
+	// (retry_count + 1) seconds. It takes no Base or Max.
+	RetryLowkiq = "lowkiq"
+	// RetryLinear waits Base * (retry_count + 1), at most Max if Max is set.
+	RetryLinear = "linear"
+	// RetryExponential waits Base * 2^retry_count, at most Max.
+	RetryExponential = "exponential"
+)
+
+// Values of HandlerConfig.Type.
+const (
+	// HandlerLog logs each job and succeeds.
+	HandlerLog = "log"
+	// HandlerNoop succeeds without doing anything.
+	HandlerNoop = "noop"
+	// HandlerHTTP posts each batch to URL.
+	HandlerHTTP = "http"
+)
+
+// Config is the node's resolved configuration. Load returns it with every
+// default filled in and every value validated.
+type Config struct {
+	// File is the path of the config file that was read; empty if none.
+	File string
+	// Node holds the node's settings.
+	Node NodeConfig
+	// Queues are the queues the node serves, in file order; never empty
+	// after Load.
+	Queues []QueueConfig
+	// Warnings are problems that did not stop the load, such as an unknown
+	// ORDERLY_* environment variable. The caller should log them.
+	Warnings []string
+}
+
+// NodeConfig holds the settings of the node. The YAML key of each field is
+// given in brackets with its default. Fields marked secret must never be
+// logged; log Config.Redacted instead.
+type NodeConfig struct {
+	// Name identifies the node in the cluster [name; the host name].
+	Name string
+	// Bind is the gossip listen address, host:port [bind; DefaultBind].
+	Bind string
+	// Join lists the host:port addresses of seed nodes [join; none].
+	Join []string
+	// HTTP is the HTTP API's listen address, host:port [http; DefaultHTTP].
+	HTTP string
+	// HTTPToken is the bearer token the HTTP API requires; empty means no
+	// authentication [http_token; empty]. Secret.
+	HTTPToken string
+	// ActorAddr is the protoactor remote's listen address, host:port; empty
+	// turns it off [actor_addr; empty].
+	ActorAddr string
+	// Redis is the store's URL (redis://, rediss:// or unix://); empty means
+	// the embedded in-memory store [redis; empty]. Its password is secret.
+	Redis string
+	// RedisPrefix prefixes every Redis key [redis_prefix;
+	// DefaultRedisPrefix].
+	RedisPrefix string
+	// AllowEviction accepts a Redis whose maxmemory-policy is not
+	// noeviction [allow_eviction; false].
+	AllowEviction bool
+	// Concurrency is how many batches the node handles at once, 1..10000
+	// [concurrency; DefaultConcurrency].
+	Concurrency int
+	// Scheduler picks the next shard to serve: SchedulerLag or SchedulerSeq
+	// [scheduler; DefaultScheduler].
+	Scheduler string
+	// LeaseTTL is the lifetime of a shard lease, at least 300ms [lease_ttl;
+	// DefaultLeaseTTL].
+	LeaseTTL time.Duration
+	// ShutdownTimeout is how long a stopping node waits for its work
+	// [shutdown_timeout; DefaultShutdownTimeout].
+	ShutdownTimeout time.Duration
+	// HandoffTimeout is how long a shard's handoff between nodes may take
+	// [handoff_timeout; DefaultHandoffTimeout].
+	HandoffTimeout time.Duration
+	// MorgueTTL is how long a dead payload stays in the morgue [morgue_ttl;
+	// DefaultMorgueTTL].
+	MorgueTTL time.Duration
+	// MaxPayloadBytes is the largest payload accepted, 1 byte..512 MiB
+	// [max_payload_bytes; DefaultMaxPayloadBytes].
+	MaxPayloadBytes int
+	// LogLevel is debug, info, warn or error [log_level; DefaultLogLevel].
+	LogLevel string
+	// LogFormat is text or json [log_format; DefaultLogFormat].
+	LogFormat string
+	// GossipKey is the base64 encoding of the 16, 24 or 32-byte AES key that
+	// encrypts gossip; empty means plaintext gossip [gossip_key; empty].
+	// Secret.
+	GossipKey string
+	// ClusterLabel is a label every gossip packet carries, keeping clusters
+	// that share a network apart [cluster_label; empty].
+	ClusterLabel string
+}
+
+// QueueConfig holds the settings of one queue. The YAML key of each field is
+// given in brackets with its default.
+type QueueConfig struct {
+	// Name names the queue: 1 to 128 ASCII letters, digits, '_', '-' and
+	// '.', starting with a letter or digit [name; required].
+	Name string
+	// Shards is the queue's fixed number of shards, 1..4096 [shards;
+	// DefaultShards].
+	Shards int
+	// BatchSize is the most ids per handler call, 1..1000 [batch_size;
+	// DefaultBatchSize].
+	BatchSize int
+	// MaxRetryCount is how many failures a payload survives before it goes
+	// to the morgue; 0 sends it there at its first failure
+	// [max_retry_count; DefaultMaxRetryCount]. Unlike orderly.Worker, 0
+	// means zero retries, not the default.
+	MaxRetryCount int
+	// Timeout bounds one handler call; 0 means no limit [timeout; 0].
+	Timeout time.Duration
+	// Retry is the backoff policy [retry; DefaultRetryPolicy].
+	Retry RetryConfig
+	// Handler processes the queue's batches [handler; DefaultHandlerType].
+	Handler HandlerConfig
+}
+
+// RetryConfig is a queue's backoff policy.
+type RetryConfig struct {
+	// Policy is RetryLowkiq, RetryLinear or RetryExponential [policy].
+	Policy string
+	// Base is the first wait of linear and exponential; zero for lowkiq
+	// [base].
+	Base time.Duration
+	// Max caps the wait: required for exponential, optional for linear
+	// (zero: no cap), zero for lowkiq [max].
+	Max time.Duration
+}
+
+// HandlerConfig is what processes a queue's batches.
+type HandlerConfig struct {
+	// Type is HandlerLog, HandlerNoop or HandlerHTTP [type].
+	Type string
+	// URL is where an http handler posts batches: an absolute http or
+	// https URL; empty for the other types [url].
+	URL string
+	// Timeout bounds one request of an http handler
+	// [timeout; DefaultHTTPHandlerTimeout]; zero for the other types.
+	Timeout time.Duration
+}
+
+// defaultNode returns the node's defaults, except Name, which Load fills
+// from the host name when no source sets it.
+func defaultNode() NodeConfig {
+	return NodeConfig{
+		Bind:            DefaultBind,
+		HTTP:            DefaultHTTP,
+		RedisPrefix:     DefaultRedisPrefix,
+		Concurrency:     DefaultConcurrency,
+		Scheduler:       DefaultScheduler,
+		LeaseTTL:        DefaultLeaseTTL,
+		ShutdownTimeout: DefaultShutdownTimeout,
+		HandoffTimeout:  DefaultHandoffTimeout,
+		MorgueTTL:       DefaultMorgueTTL,
+		MaxPayloadBytes: DefaultMaxPayloadBytes,
+		LogLevel:        DefaultLogLevel,
+		LogFormat:       DefaultLogFormat,
+	}
+}
+
+// defaultQueue returns a queue with every default: the log handler and
+// lowkiq retries.
+func defaultQueue(name string) QueueConfig {
+	return QueueConfig{
+		Name:          name,
+		Shards:        DefaultShards,
+		BatchSize:     DefaultBatchSize,
+		MaxRetryCount: DefaultMaxRetryCount,
+		Retry:         RetryConfig{Policy: DefaultRetryPolicy},
+		Handler:       HandlerConfig{Type: DefaultHandlerType},
+	}
+}
+
+// redactedMark replaces a secret in Redacted.
+const redactedMark = "REDACTED"
+
+// Redacted returns a deep copy of c fit for logging: the HTTP token, the
+// gossip key and the passwords in the Redis and handler URLs are replaced by
+// "REDACTED" (an empty secret stays empty, which shows that none is set).
+func (c *Config) Redacted() *Config {
+	out := *c
+	out.Node.Join = slices.Clone(c.Node.Join)
+	out.Queues = slices.Clone(c.Queues)
+	out.Warnings = slices.Clone(c.Warnings)
+	out.Node.HTTPToken = redactSecret(c.Node.HTTPToken)
+	out.Node.GossipKey = redactSecret(c.Node.GossipKey)
+	out.Node.Redis = redactURL(c.Node.Redis)
+	for i := range out.Queues {
+		out.Queues[i].Handler.URL = redactURL(out.Queues[i].Handler.URL)
+	}
+	return &out
+}
+
+func redactSecret(s string) string {
+	if s == "" {
+		return ""
+	}
+	return redactedMark
+}
+
+// redactURL replaces the password in u. A URL that does not parse is
+// replaced whole, since where its password is cannot be known.
+func redactURL(s string) string {
+	if s == "" {
+		return ""
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return redactedMark
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), redactedMark)
+	}
+	return u.String()
+}

@@ -1,0 +1,57 @@
+// Package config turns the node's three configuration sources into one
+// validated Config: a YAML file, ORDERLY_* environment variables and
+// command-line flags. A flag overrides the environment, which overrides the
+// file, which overrides the defaults. Queues are defined only in the file;
+// with none, the node serves one queue "default" whose handler logs each
+// job, so a new user can enqueue without writing any configuration.
+//
+// The file (named by --config or ORDERLY_CONFIG) looks like this; every key
+// is optional except a queue's name, and a key with an empty (null) value
+// counts as absent:
+//
+//	node:
+//	  name: n1                          # default: the host name
+//	  bind: 127.0.0.1:7946              # gossip listen address
+//	  join: [127.0.0.1:7947]            # seeds
+//	  http: 127.0.0.1:8080
+//	  http_token: s3cret                # bearer token of the HTTP API
+//	  actor_addr: 127.0.0.1:8090        # protoactor remote; empty = off
+//	  redis: redis://127.0.0.1:6379/0   # empty = embedded in-memory store
+//	  redis_prefix: orderly
+//	  allow_eviction: false
+//	  concurrency: 5
+//	  scheduler: lag                    # lag | seq
+//	  lease_ttl: 3s
+//	  shutdown_timeout: 25s
+//	  handoff_timeout: 30s
+//	  morgue_ttl: 4320h
+//	  max_payload_bytes: 1048576
+//	  log_level: info                   # debug | info | warn | error
+//	  log_format: text                  # text | json
+//	  gossip_key: <base64 of 16, 24 or 32 bytes>
+//	  cluster_label: prod
+//	queues:
+//	  - name: orders
+//	    shards: 8
+//	    batch_size: 10
+//	    max_retry_count: 5              # 0: to the morgue at the first failure
+//	    timeout: 0s                     # bounds one handler call; 0 = none
+//	    retry: {policy: linear, base: 10s}   # lowkiq | linear | exponential (base, max)
+//	    handler: {type: http, url: http://127.0.0.1:9000/perform, timeout: 30s}  # or log, noop
+//
+// Durations are Go duration strings ("3s", "1m30s"); a bare number is
+// rejected. Every node key has an environment variable (ORDERLY_ and the key
+// in upper case, e.g. ORDERLY_LEASE_TTL) and a flag (the key with '-' for
+// '_', e.g. --lease-ttl); ORDERLY_JOIN and --join take a comma-separated
+// list. An environment variable set to the empty string counts as unset; a
+// flag set to the empty string counts as set.
+//
+// Load reports every problem it finds at once, each naming the file key
+// (with its line), the environment variable or the flag that holds the bad
+// value. A value is checked in every source that gives it, even when a
+// source of higher precedence overrides it. Unknown ORDERLY_* variables are
+// warnings (Config.Warnings), not errors.
+//
+// The package is a leaf: it does not import the rest of Orderly, and the
+// node's command maps a Config to the runtime's types.
+package config

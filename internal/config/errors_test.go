@@ -1,0 +1,356 @@
+package config
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// requireProblems checks that err wraps ErrInvalid and lists exactly the
+// problems want, in order, each after its prefix.
+func requireProblems(t *testing.T, err error, prefix string, want ...string) {
+	t.Helper()
+	require.ErrorIs(t, err, ErrInvalid)
+	var ie *invalidError
+	require.ErrorAs(t, err, &ie)
+	var got []string
+	for _, p := range ie.problems {
+		got = append(got, p.Error())
+	}
+	for i := range want {
+		want[i] = prefix + want[i]
+	}
+	require.Equal(t, want, got)
+}
+
+func TestFileErrors(t *testing.T) {
+	long := strings.Repeat("a", 129)
+	for _, tc := range []struct {
+		name, file string
+		want       []string // after "config file PATH: "
+	}{
+		// The shape of the file.
+		{"unknown node key", exampleFile[:strings.Index(exampleFile, "  concurrency")] + "  concurency: 5\n",
+			[]string{"unknown key node.concurency (line 8); did you mean node.concurrency?"}},
+		{"unknown top key", "nodes: {}\nbind: a:1\nfoo: 1",
+			[]string{"unknown key nodes (line 1); did you mean node?", "unknown key bind (line 2); did you mean node.bind?", "unknown key foo (line 3)"}},
+		{"unknown queue keys", "queues:\n- name: a\n  shard: 1\n  retry: {policy: linear, bse: 1s, base: 1s}\n  handler: {kind: log}",
+			[]string{
+				"unknown key queues[0].shard (line 3); did you mean queues[0].shards?",
+				"unknown key queues[0].retry.bse (line 4); did you mean queues[0].retry.base?",
+				"unknown key queues[0].handler.kind (line 5)",
+			}},
+		{"odd key", "\"a b\": 1\n? [x]\n: 1\n<<: {node: {}}",
+			[]string{`unknown key "a b" (line 1)`, "the top level has a key that is not a string (line 2)", "merge keys (<<) are not supported, in the top level (line 4)"}},
+		{"repeated key", "node:\n  bind: a:1\n  bind: b:2", []string{"node.bind: given twice (first at line 2) (line 3)"}},
+		{"top level not a mapping", "- a\n- b", []string{"the top level must be a mapping with keys node, queues, not a list (line 1)"}},
+		{"node not a mapping", "node: [a]", []string{"node must be a mapping, not a list (line 1)"}},
+		{"queues not a list", "queues: {name: a}", []string{"queues: must be a list of queues, not a mapping (line 1)"}},
+		{"queue not a mapping", "queues: [a, ~]", []string{
+			"queues[0] must be a mapping with keys name, shards, batch_size, max_retry_count, timeout, retry, handler, not a single value (line 1)",
+			"queues[1] must be a mapping with keys name, shards, batch_size, max_retry_count, timeout, retry, handler, not a null (line 1)",
+		}},
+		{"retry not a mapping", "queues: [{name: a, retry: linear}]",
+			[]string{"queues[0].retry must be a mapping with keys policy, base, max, not a single value (line 1)"}},
+		{"syntax error", "node:\n  name: [\n", []string{"did not find expected node content (line 2)"}},
+		{"syntax error on line 1", "node: {name: 'x}", []string{"found unexpected end of stream (line 1)"}},
+		{"tab", "node:\n\tname: x", []string{"found character that cannot start any token (line 2)"}},
+		{"unknown anchor", "node: *x", []string{"unknown anchor 'x' referenced"}},
+		{"not UTF-8", "node:\n  name: \xff\n", []string{"not valid UTF-8 text (line 2)"}},
+		{"UTF-16", "\xff\xfen\x00", []string{"not valid UTF-8 text (line 1)"}},
+		{"control character", "node:\n\n  name: a\x07", []string{"control character U+0007 is not allowed (line 3)"}},
+		{"two documents", "node: {}\n---\nnode: {}", []string{"more than one YAML document (line 2)"}},
+
+		// Node values.
+		{"name empty", "node: {name: ''}", []string{"node.name: must not be empty (line 1)"}},
+		{"name with space", "node: {name: a b}", []string{`node.name: "a b": must not contain spaces or control characters (line 1)`}},
+		{"name too long", "node: {name: " + strings.Repeat("n", 256) + "}", []string{"node.name: longer than 255 bytes (line 1)"}},
+		{"bind without port", "node: {bind: localhost}", []string{`node.bind: "localhost" is not host:port (missing port in address) (line 1)`}},
+		{"bind bad port", "node: {bind: 'h:99999'}", []string{`node.bind: "h:99999": the port must be a number from 0 to 65535 (line 1)`}},
+		{"bind named port", "node: {bind: 'h:http'}", []string{`node.bind: "h:http": the port must be a number from 0 to 65535 (line 1)`}},
+		{"http", "node: {http: '8080'}", []string{`node.http: "8080" is not host:port (missing port in address) (line 1)`}},
+		{"actor_addr", "node: {actor_addr: 'a:b:c'}", []string{`node.actor_addr: "a:b:c" is not host:port (too many colons in address) (line 1)`}},
+		{"join", "node:\n  join: ['h:1', ':2', 'h:0', 'h']",
+			[]string{`node.join: ":2" has no host; "h:0": the port must not be 0; "h" is not host:port (missing port in address) (line 2)`}},
+		{"join not a list", "node: {join: 'h:1'}", []string{"node.join: must be a list such as [a, b], not a single value (line 1)"}},
+		{"join of lists", "node: {join: [[a]]}", []string{"node.join: item 1 must be a single value, not a list (line 1)"}},
+		{"redis scheme", "node: {redis: 'http://h:1'}",
+			[]string{`node.redis: scheme "http" is not one of redis, rediss, unix: write it as redis://host:port/db, rediss://host:port/db or unix:///path/to/redis.sock (line 1)`}},
+		{"redis host:port", "node: {redis: '127.0.0.1:6379'}",
+			[]string{"node.redis: not a URL: write it as redis://host:port/db, rediss://host:port/db or unix:///path/to/redis.sock (line 1)"}},
+		{"redis no host", "node: {redis: 'redis:///0'}",
+			[]string{"node.redis: has no host: write it as redis://host:port/db, rediss://host:port/db or unix:///path/to/redis.sock (line 1)"}},
+		{"redis db", "node: {redis: 'redis://h/x'}", []string{"node.redis: the path must be a database number such as /0 (line 1)"}},
+		{"redis port", "node: {redis: 'redis://h:70000'}", []string{"node.redis: the port must be a number from 0 to 65535 (line 1)"}},
+		{"unix no path", "node: {redis: 'unix://'}",
+			[]string{"node.redis: has no socket path: write it as redis://host:port/db, rediss://host:port/db or unix:///path/to/redis.sock (line 1)"}},
+		{"redis_prefix empty", "node: {redis_prefix: ''}", []string{"node.redis_prefix: must not be empty (line 1)"}},
+		{"redis_prefix chars", "node: {redis_prefix: '{x}'}", []string{`node.redis_prefix: "{x}": only letters, digits, '_', '-', '.' and ':' are allowed (line 1)`}},
+		{"allow_eviction", "node: {allow_eviction: maybe}", []string{`node.allow_eviction: "maybe" is not a boolean (true or false) (line 1)`}},
+		{"concurrency 0", "node: {concurrency: 0}", []string{"node.concurrency: must be between 1 and 10000, got 0 (line 1)"}},
+		{"concurrency too big", "node: {concurrency: 10001}", []string{"node.concurrency: must be between 1 and 10000, got 10001 (line 1)"}},
+		{"concurrency text", "node: {concurrency: five}", []string{`node.concurrency: "five" is not an integer (line 1)`}},
+		{"concurrency float", "node: {concurrency: 1.5}", []string{`node.concurrency: "1.5" is not an integer (line 1)`}},
+		{"concurrency quoted", "node: {concurrency: '5'}", []string{`node.concurrency: "5" is not an integer (line 1)`}},
+		{"concurrency list", "node: {concurrency: [5]}", []string{"node.concurrency: must be a single value, not a list (line 1)"}},
+		{"scheduler", "node:\n  scheduler: fast", []string{`node.scheduler: "fast" is not one of lag, seq (line 2)`}},
+		{"lease_ttl short", "node: {lease_ttl: 100ms}", []string{"node.lease_ttl: must be at least 300ms, got 100ms (line 1)"}},
+		{"lease_ttl bare number", "node: {lease_ttl: 3}", []string{`node.lease_ttl: 3 is not a duration: give it a unit, such as "3s" (line 1)`}},
+		{"lease_ttl quoted number", "node: {lease_ttl: '3'}", []string{`node.lease_ttl: 3 is not a duration: give it a unit, such as "3s" (line 1)`}},
+		{"lease_ttl float", "node: {lease_ttl: 1.5}", []string{`node.lease_ttl: 1.5 is not a duration: give it a unit, such as "1.5s" (line 1)`}},
+		{"lease_ttl text", "node: {lease_ttl: soon}", []string{`node.lease_ttl: "soon" is not a duration such as "3s" or "1m30s" (line 1)`}},
+		{"shutdown_timeout", "node: {shutdown_timeout: 0s}", []string{"node.shutdown_timeout: must be positive, got 0s (line 1)"}},
+		{"handoff_timeout", "node: {handoff_timeout: -1s}", []string{"node.handoff_timeout: must be positive, got -1s (line 1)"}},
+		{"morgue_ttl", "node: {morgue_ttl: 0s}", []string{"node.morgue_ttl: must be positive, got 0s (line 1)"}},
+		{"max_payload_bytes", "node: {max_payload_bytes: 0}", []string{"node.max_payload_bytes: must be between 1 and 536870912, got 0 (line 1)"}},
+		{"log_level", "node: {log_level: verbose}", []string{`node.log_level: "verbose" is not one of debug, info, warn, error (line 1)`}},
+		{"log_format", "node: {log_format: xml}", []string{`node.log_format: "xml" is not one of text, json (line 1)`}},
+		{"gossip_key base64", "node: {gossip_key: 'not base64!'}",
+			[]string{"node.gossip_key: not valid base64 (generate a key with: openssl rand -base64 32) (line 1)"}},
+		{"gossip_key length", "node: {gossip_key: 'c2hvcnQ='}", []string{"node.gossip_key: decodes to 5 bytes; an AES key has 16, 24 or 32 (line 1)"}},
+		{"http_token", "node: {http_token: 'a b'}", []string{"node.http_token: must not contain spaces or control characters (line 1)"}},
+		{"cluster_label", "node: {cluster_label: " + strings.Repeat("l", 256) + "}", []string{"node.cluster_label: longer than 255 bytes (line 1)"}},
+
+		// Queue values.
+		{"queue name missing", "queues:\n- shards: 1", []string{"queues[0].name: required (line 2)"}},
+		{"queue name empty", "queues:\n- name: ''", []string{"queues[0].name: required (line 2)"}},
+		{"queue name chars", "queues: [{name: _a}, {name: 'a b'}, {name: 'é'}]", []string{
+			`queues[0].name: "_a": only letters, digits, '_', '-' and '.' are allowed, starting with a letter or digit (line 1)`,
+			`queues[1].name: "a b": only letters, digits, '_', '-' and '.' are allowed, starting with a letter or digit (line 1)`,
+			`queues[2].name: "é": only letters, digits, '_', '-' and '.' are allowed, starting with a letter or digit (line 1)`,
+		}},
+		{"queue name long", "queues: [{name: " + long + "}]", []string{"queues[0].name: longer than 128 bytes (line 1)"}},
+		{"queue name list", "queues: [{name: [a]}]", []string{"queues[0].name: must be a single value, not a list (line 1)"}},
+		{"duplicate queues", "queues:\n- name: a\n- name: b\n- name: a", []string{`queues[2].name: "a" is already the name of queues[0] (line 4)`}},
+		{"shards", "queues: [{name: a, shards: 0}, {name: b, shards: 4097}]", []string{
+			"queues[0].shards: must be between 1 and 4096, got 0 (line 1)",
+			"queues[1].shards: must be between 1 and 4096, got 4097 (line 1)",
+		}},
+		{"batch_size", "queues: [{name: a, batch_size: 0}, {name: b, batch_size: 1001}]", []string{
+			"queues[0].batch_size: must be between 1 and 1000, got 0 (line 1)",
+			"queues[1].batch_size: must be between 1 and 1000, got 1001 (line 1)",
+		}},
+		{"max_retry_count", "queues: [{name: a, max_retry_count: -1}]", []string{"queues[0].max_retry_count: must be 0 or more, got -1 (line 1)"}},
+		{"timeout", "queues: [{name: a, timeout: -1s}]", []string{"queues[0].timeout: must not be negative (0 means no timeout), got -1s (line 1)"}},
+		{"timeout number", "queues: [{name: a, timeout: 30}]", []string{`queues[0].timeout: 30 is not a duration: give it a unit, such as "30s" (line 1)`}},
+		{"retry policy", "queues: [{name: a, retry: {policy: fast}}]",
+			[]string{`queues[0].retry.policy: "fast" is not one of lowkiq, linear, exponential (line 1)`}},
+		{"linear without base", "queues:\n- name: a\n  retry:\n    policy: linear", []string{"queues[0].retry.base: required for policy linear (line 3)"}},
+		{"linear zero base", "queues:\n- name: a\n  retry: {policy: linear, base: 0s}", []string{"queues[0].retry.base: required for policy linear (line 3)"}},
+		{"linear negative base", "queues: [{name: a, retry: {policy: linear, base: -1s}}]", []string{"queues[0].retry.base: must be positive, got -1s (line 1)"}},
+		{"exponential without max", "queues: [{name: a, retry: {policy: exponential, base: 1s}}]",
+			[]string{"queues[0].retry.max: required for policy exponential (line 1)"}},
+		{"exponential without anything", "queues:\n- name: a\n  retry: {policy: exponential}", []string{
+			"queues[0].retry.base: required for policy exponential (line 3)",
+			"queues[0].retry.max: required for policy exponential (line 3)",
+		}},
+		{"max below base", "queues:\n- name: a\n  retry:\n    policy: exponential\n    base: 1m\n    max: 1s",
+			[]string{"queues[0].retry.max: must be at least base (1m0s), got 1s (line 6)"}},
+		{"linear max below base", "queues: [{name: a, retry: {policy: linear, base: 1m, max: 1s}}]",
+			[]string{"queues[0].retry.max: must be at least base (1m0s), got 1s (line 1)"}},
+		{"negative max", "queues: [{name: a, retry: {policy: linear, base: 1s, max: -1s}}]",
+			[]string{"queues[0].retry.max: must be positive, got -1s (line 1)"}},
+		{"lowkiq with base and max", "queues: [{name: a, retry: {base: 1s, max: 1m}}]", []string{
+			"queues[0].retry.base: not allowed with policy lowkiq (the default); set policy: linear or exponential (line 1)",
+			"queues[0].retry.max: not allowed with policy lowkiq (the default); set policy: linear or exponential (line 1)",
+		}},
+		{"handler type", "queues: [{name: a, handler: {type: grpc}}]", []string{`queues[0].handler.type: "grpc" is not one of log, noop, http (line 1)`}},
+		{"http without url", "queues:\n- name: a\n- name: b\n  handler:\n    type: http", []string{"queues[1].handler.url: required for handler type http (line 4)"}},
+		{"http relative url", "queues: [{name: a, handler: {type: http, url: /perform}}]",
+			[]string{"queues[0].handler.url: must be an absolute http or https URL, such as http://127.0.0.1:9000/perform (line 1)"}},
+		{"http ftp url", "queues: [{name: a, handler: {type: http, url: 'ftp://h/p'}}]",
+			[]string{"queues[0].handler.url: must be an absolute http or https URL, such as http://127.0.0.1:9000/perform (line 1)"}},
+		{"http url without host", "queues: [{name: a, handler: {type: http, url: 'http:///p'}}]",
+			[]string{"queues[0].handler.url: has no host (line 1)"}},
+		{"http bad url", "queues: [{name: a, handler: {type: http, url: 'http://h/%zz'}}]", []string{"queues[0].handler.url: not a URL (line 1)"}},
+		{"http zero timeout", "queues: [{name: a, handler: {type: http, url: 'http://h/p', timeout: 0s}}]",
+			[]string{"queues[0].handler.timeout: must be positive, got 0s (line 1)"}},
+		{"log with url and timeout", "queues: [{name: a, handler: {type: log, url: 'http://h/p', timeout: 1s}}]", []string{
+			"queues[0].handler.url: only allowed for handler type http, not log (line 1)",
+			"queues[0].handler.timeout: only allowed for handler type http, not log (line 1)",
+		}},
+		{"noop with url", "queues: [{name: a, handler: {type: noop, url: 'http://h/p'}}]",
+			[]string{"queues[0].handler.url: only allowed for handler type http, not noop (line 1)"}},
+
+		// Every problem at once, in line order.
+		{"many", "queues:\n- name: a\n  shards: 0\n  handler: {type: http}\nnode:\n  concurrency: 0\n  scheduler: fast\n  lease_ttl: 1", []string{
+			"queues[0].shards: must be between 1 and 4096, got 0 (line 3)",
+			"queues[0].handler.url: required for handler type http (line 4)",
+			"node.concurrency: must be between 1 and 10000, got 0 (line 6)",
+			`node.scheduler: "fast" is not one of lag, seq (line 7)`,
+			`node.lease_ttl: 1 is not a duration: give it a unit, such as "1s" (line 8)`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, path, err := loadFile(t, tc.file, nil)
+			require.Nil(t, cfg)
+			requireProblems(t, err, "config file "+path+": ", tc.want...)
+		})
+	}
+}
+
+func TestErrorMessage(t *testing.T) {
+	_, path, err := loadFile(t, "queues:\n- name: a\n- handler: {type: http}\n", nil)
+	require.EqualError(t, err, "config: invalid configuration (2 problems):\n"+
+		"  config file "+path+": queues[1].name: required (line 3)\n"+
+		"  config file "+path+": queues[1].handler.url: required for handler type http (line 3)")
+
+	_, _, err = loadFile(t, "", []string{"ORDERLY_SCHEDULER=fast"})
+	require.EqualError(t, err, `config: invalid configuration: ORDERLY_SCHEDULER: "fast" is not one of lag, seq`)
+}
+
+func TestMissingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "missing.yaml")
+	_, err := Load(nil, []string{"ORDERLY_CONFIG=" + path}, nil)
+	requireProblems(t, err, "", "config file "+path+": no such file or directory")
+	require.ErrorIs(t, err, fs.ErrNotExist)
+
+	_, err = Load([]string{"--config", t.TempDir()}, nil, nil)
+	require.ErrorIs(t, err, ErrInvalid)
+	require.ErrorContains(t, err, "is a directory")
+}
+
+func TestFileTooLarge(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.yaml")
+	require.NoError(t, os.WriteFile(path, make([]byte, maxFileBytes+1), 0o600))
+	_, err := Load([]string{"--config", path}, nil, nil)
+	requireProblems(t, err, "", "config file "+path+": larger than 4 MiB")
+}
+
+func TestEnvErrors(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		want string
+	}{
+		{"ORDERLY_CONCURRENCY=abc", `ORDERLY_CONCURRENCY: "abc" is not an integer`},
+		{"ORDERLY_CONCURRENCY=0", "ORDERLY_CONCURRENCY: must be between 1 and 10000, got 0"},
+		{"ORDERLY_ALLOW_EVICTION=maybe", `ORDERLY_ALLOW_EVICTION: "maybe" is not a boolean (true or false)`},
+		{"ORDERLY_LEASE_TTL=3", `ORDERLY_LEASE_TTL: 3 is not a duration: give it a unit, such as "3s"`},
+		{"ORDERLY_LEASE_TTL=10ms", "ORDERLY_LEASE_TTL: must be at least 300ms, got 10ms"},
+		{"ORDERLY_SCHEDULER=fast", `ORDERLY_SCHEDULER: "fast" is not one of lag, seq`},
+		{"ORDERLY_BIND=nope", `ORDERLY_BIND: "nope" is not host:port (missing port in address)`},
+		{"ORDERLY_JOIN=a:1,b", `ORDERLY_JOIN: "b" is not host:port (missing port in address)`},
+		{"ORDERLY_REDIS=localhost:6379", `ORDERLY_REDIS: scheme "localhost" is not one of redis, rediss, unix: write it as redis://host:port/db, rediss://host:port/db or unix:///path/to/redis.sock`},
+		{"ORDERLY_GOSSIP_KEY=c2hvcnQ=", "ORDERLY_GOSSIP_KEY: decodes to 5 bytes; an AES key has 16, 24 or 32"},
+		{"ORDERLY_MAX_PAYLOAD_BYTES=1e6", `ORDERLY_MAX_PAYLOAD_BYTES: "1e6" is not an integer`},
+		{"ORDERLY_LOG_LEVEL=DEBUG", `ORDERLY_LOG_LEVEL: "DEBUG" is not one of debug, info, warn, error`},
+	} {
+		t.Run(tc.env, func(t *testing.T) {
+			_, _, err := loadFile(t, "", []string{tc.env})
+			requireProblems(t, err, "", tc.want)
+		})
+	}
+}
+
+func TestEnvWarnings(t *testing.T) {
+	cfg, _, err := loadFile(t, "", []string{
+		"PATH=/bin",
+		"ORDERLY_CONCURENCY=5",
+		"ORDERLY_FOO=",
+		"ORDERLY_REQUIRE_REDIS=1", // the test tooling's
+		"ORDERLY_REDIS_SERVER=/usr/bin/redis-server",
+		"ORDERLY_MODEL_SEED=42",
+		"ORDERLY_HTTP_TOKEN=tok",
+		"ORDERLY_HTTP_TOKEN=second", // the first counts, as with os.Getenv
+		"orderly_name=lower",        // not ours
+		"ORDERLY_BROKEN",            // no '='
+	})
+	require.NoError(t, err)
+	require.Equal(t, []string{
+		"unknown environment variable ORDERLY_CONCURENCY is ignored; did you mean ORDERLY_CONCURRENCY?",
+		"unknown environment variable ORDERLY_FOO is ignored",
+	}, cfg.Warnings)
+	require.Equal(t, "tok", cfg.Node.HTTPToken)
+	require.Equal(t, testHost, cfg.Node.Name)
+}
+
+func TestFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--concurrency", "abc"}, []string{`flag --concurrency: "abc" is not an integer`}},
+		{[]string{"-concurrency=0"}, []string{"flag --concurrency: must be between 1 and 10000, got 0"}},
+		{[]string{"--lease-ttl=3"}, []string{`flag --lease-ttl: 3 is not a duration: give it a unit, such as "3s"`}},
+		{[]string{"--allow-eviction=maybe"}, []string{`flag --allow-eviction: "maybe" is not a boolean (true or false)`}},
+		{[]string{"--name="}, []string{"flag --name: must not be empty"}},
+		{[]string{"--log-format", "xml", "--scheduler", "fast"}, []string{
+			`flag --log-format: "xml" is not one of text, json`, // in the order of the flags' names
+			`flag --scheduler: "fast" is not one of lag, seq`,
+		}},
+		{[]string{"--nope"}, []string{"flag provided but not defined: -nope (see --help)"}},
+		{[]string{"--bind"}, []string{"flag needs an argument: -bind (see --help)"}},
+		{[]string{"--bind", "h:1", "extra"}, []string{`unexpected argument "extra": settings are given as flags such as --name n1 (see --help)`}},
+		{[]string{"--allow-eviction", "false"}, []string{`unexpected argument "false": settings are given as flags such as --name n1 (see --help)`}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			_, _, err := loadFile(t, "", nil, tc.args...)
+			requireProblems(t, err, "", tc.want...)
+		})
+	}
+}
+
+func TestBoolFlag(t *testing.T) {
+	cfg, _, err := loadFile(t, "node: {allow_eviction: false}", nil, "--allow-eviction")
+	require.NoError(t, err)
+	require.True(t, cfg.Node.AllowEviction)
+}
+
+func TestEverySourceReported(t *testing.T) {
+	// A bad value is an error even where a later source overrides it.
+	_, path, err := loadFile(t, "node: {concurrency: 0}", []string{"ORDERLY_CONCURRENCY=x"}, "--concurrency=5", "--lease-ttl=1")
+	requireProblems(t, err, "",
+		"config file "+path+": node.concurrency: must be between 1 and 10000, got 0 (line 1)",
+		`ORDERLY_CONCURRENCY: "x" is not an integer`,
+		`flag --lease-ttl: 1 is not a duration: give it a unit, such as "1s"`,
+	)
+}
+
+func TestSecretsNotInErrors(t *testing.T) {
+	_, _, err := loadFile(t, `node:
+  http_token: "tok SECRET1"
+  gossip_key: "SECRET2!"
+  redis: "redis://u:SECRET3@h/notadb"
+queues:
+  - name: a
+    handler: {type: http, url: "ftp://u:SECRET4@h/p"}
+`, []string{"ORDERLY_REDIS=http://u:SECRET5@h"}, "--http-token=SECRET6 x", "--gossip-key=SECRET7")
+	require.ErrorIs(t, err, ErrInvalid)
+	for _, secret := range []string{"SECRET1", "SECRET2", "SECRET3", "SECRET4", "SECRET5", "SECRET6", "SECRET7"} {
+		require.NotContains(t, err.Error(), secret)
+	}
+	require.Equal(t, 7, strings.Count(err.Error(), "\n  "), err.Error())
+}
+
+func TestHostnameUnknown(t *testing.T) {
+	l := loader{readFile: readFile, hostname: func() (string, error) { return "", errors.New("no uts") }}
+	_, err := l.load(nil, nil, nil)
+	requireProblems(t, err, "", "node.name: not set, and the host name is unknown (no uts): set node.name, ORDERLY_NAME or --name")
+
+	cfg, err := l.load([]string{"--name", "n1"}, nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, "n1", cfg.Node.Name)
+}
+
+func TestValidate(t *testing.T) {
+	require.NoError(t, defaults().Validate())
+
+	c := defaults()
+	c.Node.Concurrency = 0
+	c.Node.Name = ""
+	c.Queues = append(c.Queues, QueueConfig{Name: "default", Shards: 1, BatchSize: 1,
+		Retry: RetryConfig{Policy: RetryExponential, Base: 1}, Handler: HandlerConfig{Type: HandlerHTTP}})
+	requireProblems(t, c.Validate(), "",
+		"node.name: must not be empty",
+		"node.concurrency: must be between 1 and 10000, got 0",
+		"queues[1].retry.max: required for policy exponential",
+		"queues[1].handler.url: required for handler type http",
+		"queues[1].handler.timeout: must be positive, got 0s",
+		`queues[1].name: "default" is already the name of queues[0]`,
+	)
+}

@@ -1,0 +1,336 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Keys of the file's mappings.
+func topKeys() []string     { return []string{"node", "queues"} }
+func retryKeys() []string   { return []string{"policy", "base", "max"} }
+func handlerKeys() []string { return []string{"type", "url", "timeout"} }
+func queueKeys() []string {
+	return []string{"name", "shards", "batch_size", "max_retry_count", "timeout", "retry", "handler"}
+}
+
+// fileParser walks the YAML tree of the config file. It reads the tree
+// rather than decoding into structs (with yaml's KnownFields) so that every
+// problem names its full key, e.g. queues[1].handler.url, and its line, and
+// so that every problem is reported, not just the first.
+type fileParser struct {
+	name     string
+	problems []fileProblem
+}
+
+// fileProblem is a problem of the file, reported in line order.
+type fileProblem struct {
+	line int
+	msg  string
+}
+
+// parseFile applies the file's node settings to cfg.Node and sets
+// cfg.Queues, adding a problem for each error.
+func parseFile(name string, data []byte, cfg *Config, p *problems) {
+	fp := &fileParser{name: name}
+	defer func() {
+		slices.SortStableFunc(fp.problems, func(a, b fileProblem) int { return a.line - b.line })
+		for _, fpr := range fp.problems {
+			p.addf("config file %s: %s", name, fpr.msg)
+		}
+	}()
+	if line, msg := checkText(data); msg != "" {
+		fp.problem(line, "%s", msg)
+		return
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if !errors.Is(err, io.EOF) { // EOF: an empty file
+			p.addf("config file %s: %s", name, syntaxError(err))
+		}
+		return
+	}
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		p.addf("config file %s: %s", name, syntaxError(err))
+		return
+	default:
+		fp.problem(next.Line, "more than one YAML document")
+		return
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
+		p.addf("config file %s: not a YAML document", name)
+		return
+	}
+	root := resolveAlias(doc.Content[0])
+	if root.Kind == yaml.ScalarNode && root.ShortTag() == tagNull {
+		return // only comments, or "---"
+	}
+
+	byKey := make(map[string]setting)
+	for _, s := range settings() {
+		byKey[s.key()] = s
+	}
+	fp.mapping(root, "", topKeys(), func(key string, line int, v *yaml.Node) {
+		switch key {
+		case "node":
+			fp.mapping(v, "node", nodeSettingKeys(), func(key string, line int, v *yaml.Node) {
+				if err := byKey[key].setYAML(&cfg.Node, v); err != nil {
+					fp.errorf(line, "node."+key, "%v", err)
+				}
+			})
+		case "queues":
+			if v = resolveAlias(v); v.Kind != yaml.SequenceNode {
+				fp.errorf(line, "queues", "must be a list of queues, not a %s", kindName(v))
+				return
+			}
+			lines := make([]int, len(v.Content))
+			for i, item := range v.Content {
+				lines[i] = item.Line
+				cfg.Queues = append(cfg.Queues, fp.queue(item, queuePath(i)))
+			}
+			checkDuplicateQueues(cfg.Queues, func(i int, msg string) {
+				fp.errorf(lines[i], queuePath(i)+".name", "%s", msg)
+			})
+		}
+	})
+}
+
+// checkText returns a problem and its line if data is not UTF-8 text that
+// YAML accepts. (The YAML parser reports these without a line.)
+func checkText(data []byte) (line int, msg string) {
+	line = 1
+	for len(data) > 0 {
+		r, size := utf8.DecodeRune(data)
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			return line, "not valid UTF-8 text"
+		case r == '\n':
+			line++
+		case !yamlPrintable(r):
+			return line, fmt.Sprintf("control character %U is not allowed", r)
+		}
+		data = data[size:]
+	}
+	return 0, ""
+}
+
+// yamlPrintable reports whether YAML allows r in a file.
+func yamlPrintable(r rune) bool {
+	return r == '\t' || r == '\n' || r == '\r' || r >= 0x20 && r <= 0x7e || r == 0x85 ||
+		r >= 0xa0 && r <= 0xd7ff || r >= 0xe000 && r <= 0xfffd || r >= 0x10000 && r <= 0x10ffff
+}
+
+// syntaxError formats the YAML parser's error as "problem (line N)". The
+// parser leaves out the line of a problem on the first line.
+func syntaxError(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if n, problem, ok := strings.Cut(rest, ": "); ok {
+			if _, err := strconv.Atoi(n); err == nil {
+				return problem + " (line " + n + ")"
+			}
+		}
+	}
+	if strings.HasPrefix(msg, "unknown anchor") { // it names the anchor, but has no line
+		return msg
+	}
+	return msg + " (line 1)"
+}
+
+// queue reads one queue, fills its defaults and validates it.
+func (fp *fileParser) queue(n *yaml.Node, path string) QueueConfig {
+	q := defaultQueue("")
+	lines := map[string]int{"": n.Line} // of each key given, relative to the queue
+	bad := make(map[string]bool)        // keys whose value could not be decoded
+	handlerTimeout := false
+	ok := fp.mapping(n, path, queueKeys(), func(key string, line int, v *yaml.Node) {
+		lines[key] = line
+		at := path + "." + key
+		var good bool
+		switch key {
+		case "name":
+			good = decodeInto(fp, v, at, line, &q.Name)
+		case "shards":
+			good = decodeInto(fp, v, at, line, &q.Shards)
+		case "batch_size":
+			good = decodeInto(fp, v, at, line, &q.BatchSize)
+		case "max_retry_count":
+			good = decodeInto(fp, v, at, line, &q.MaxRetryCount)
+		case "timeout":
+			good = decodeInto(fp, v, at, line, &q.Timeout)
+		case "retry":
+			good = fp.mapping(v, at, retryKeys(), func(key string, line int, v *yaml.Node) {
+				lines["retry."+key] = line
+				var good bool
+				switch key {
+				case "policy":
+					good = decodeInto(fp, v, at+".policy", line, &q.Retry.Policy)
+				case "base":
+					good = decodeInto(fp, v, at+".base", line, &q.Retry.Base)
+				case "max":
+					good = decodeInto(fp, v, at+".max", line, &q.Retry.Max)
+				}
+				bad["retry."+key] = !good
+			})
+		case "handler":
+			good = fp.mapping(v, at, handlerKeys(), func(key string, line int, v *yaml.Node) {
+				lines["handler."+key] = line
+				var good bool
+				switch key {
+				case "type":
+					good = decodeInto(fp, v, at+".type", line, &q.Handler.Type)
+				case "url":
+					good = decodeInto(fp, v, at+".url", line, &q.Handler.URL)
+				case "timeout":
+					handlerTimeout = true
+					good = decodeInto(fp, v, at+".timeout", line, &q.Handler.Timeout)
+				}
+				bad["handler."+key] = !good
+			})
+		}
+		bad[key] = !good
+	})
+	if !ok {
+		return q
+	}
+	if q.Handler.Type == HandlerHTTP && !handlerTimeout {
+		q.Handler.Timeout = DefaultHTTPHandlerTimeout
+	}
+	validateQueue(&q, func(key, msg string) {
+		section, _, _ := strings.Cut(key, ".")
+		if !bad[key] && !bad[section] { // already reported
+			fp.errorf(lineOf(lines, key), path+"."+key, "%s", msg)
+		}
+	})
+	return q
+}
+
+// lineOf returns the line of key, or for a missing key the line of the
+// mapping that lacks it. lines must hold "".
+func lineOf(lines map[string]int, key string) int {
+	for {
+		if line, ok := lines[key]; ok {
+			return line
+		}
+		key = key[:max(strings.LastIndexByte(key, '.'), 0)]
+	}
+}
+
+// decodeInto decodes v into *dst, or reports why it cannot and returns
+// false.
+func decodeInto[T any](fp *fileParser, v *yaml.Node, path string, line int, dst *T) bool {
+	x, err := decodeYAML[T](v)
+	if err != nil {
+		fp.errorf(line, path, "%v", err)
+		return false
+	}
+	*dst = x
+	return true
+}
+
+// mapping calls fn for each key of the mapping n (at path; "" for the top)
+// that is in known and has a non-null value, with the key's line and its
+// value. It reports unknown and repeated keys, and returns false if n is not
+// a mapping. Like decodeYAML, it resolves aliases itself.
+func (fp *fileParser) mapping(n *yaml.Node, path string, known []string, fn func(key string, line int, v *yaml.Node)) bool {
+	line := n.Line // of an alias, not of what it stands for
+	if n = resolveAlias(n); n.Kind != yaml.MappingNode {
+		keys := ""
+		if len(known) <= 7 {
+			keys = " with keys " + strings.Join(known, ", ")
+		}
+		fp.problem(line, "%s must be a mapping%s, not a %s", orTop(path), keys, kindName(n))
+		return false
+	}
+	seen := make(map[string]int)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		key := resolveAlias(k).Value
+		full := showKey(key)
+		if path != "" {
+			full = path + "." + full
+		}
+		switch {
+		case resolveAlias(k).Kind != yaml.ScalarNode:
+			fp.problem(k.Line, "%s has a key that is not a string", orTop(path))
+		case k.ShortTag() == "!!merge":
+			fp.problem(k.Line, "merge keys (<<) are not supported, in %s", orTop(path))
+		case !slices.Contains(known, key):
+			hint := ""
+			if s := suggest(key, known); s != "" {
+				hint = strings.TrimPrefix(path+"."+s, ".")
+			} else if path == "" && slices.Contains(nodeSettingKeys(), key) {
+				hint = "node." + key
+			}
+			if hint != "" {
+				hint = "; did you mean " + hint + "?"
+			}
+			fp.add(k.Line, "unknown key "+full, hint)
+		default:
+			if first, dup := seen[key]; dup {
+				fp.errorf(k.Line, full, "given twice (first at line %d)", first)
+				continue
+			}
+			seen[key] = k.Line
+			if r := resolveAlias(v); r.Kind == yaml.ScalarNode && r.ShortTag() == tagNull {
+				continue // a null value counts as absent
+			}
+			fn(key, k.Line, v)
+		}
+	}
+	return true
+}
+
+func nodeSettingKeys() []string {
+	var keys []string
+	for _, s := range settings() {
+		keys = append(keys, s.key())
+	}
+	return keys
+}
+
+// orTop names path in a message, "" being the top level.
+func orTop(path string) string {
+	if path == "" {
+		return "the top level"
+	}
+	return path
+}
+
+// showKey shows a key in a message: as is if plain, else quoted and
+// shortened.
+func showKey(key string) string {
+	if len(key) <= 64 && key != "" && !hasSpaceOrControl(key) && !strings.ContainsAny(key, `"'`) {
+		return key
+	}
+	if len(key) > 64 {
+		key = key[:61] + "..."
+	}
+	return strconv.Quote(key)
+}
+
+// errorf reports a problem with the value at path.
+func (fp *fileParser) errorf(line int, path, format string, args ...any) {
+	fp.problem(line, "%s: %s", path, fmt.Sprintf(format, args...))
+}
+
+// problem reports a problem of the file, with its line.
+func (fp *fileParser) problem(line int, format string, args ...any) {
+	fp.add(line, fmt.Sprintf(format, args...), "")
+}
+
+// add reports msg, then its line, then hint.
+func (fp *fileParser) add(line int, msg, hint string) {
+	fp.problems = append(fp.problems, fileProblem{line, fmt.Sprintf("%s (line %d)%s", msg, line, hint)})
+}

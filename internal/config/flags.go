@@ -1,0 +1,104 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// flagValue holds a setting's flag as given; Load parses it after the
+// environment so that a bad value is reported like the other problems.
+type flagValue struct {
+	setting setting
+	raw     string
+}
+
+func (v *flagValue) String() string     { return v.raw }
+func (v *flagValue) Set(s string) error { v.raw = s; return nil }
+
+// IsBoolFlag lets a bool setting's flag be given without a value.
+func (v *flagValue) IsBoolFlag() bool { return v.setting.typeName() == "" }
+
+// parsedFlags are the flags the user set.
+type parsedFlags struct {
+	config    string
+	configSet bool
+	set       []*flagValue
+}
+
+// parseFlags parses args, adding a problem for a bad one. It returns
+// flag.ErrHelp for -h or --help.
+func parseFlags(args []string, p *problems) (parsedFlags, error) {
+	fs := flag.NewFlagSet("orderly", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // Load reports errors, and writes the usage itself
+	fs.Usage = func() {}
+	var out parsedFlags
+	fs.StringVar(&out.config, "config", "", "")
+	values := make(map[string]*flagValue)
+	for _, s := range settings() {
+		v := &flagValue{setting: s}
+		values[flagName(s.key())] = v
+		fs.Var(v, flagName(s.key()), s.help())
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return out, err
+		}
+		p.addf("%v (see --help)", err)
+	} else if fs.NArg() > 0 {
+		p.addf("unexpected argument %q: settings are given as flags such as --name n1 (see --help)", fs.Arg(0))
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "config" {
+			out.configSet = true
+		} else {
+			out.set = append(out.set, values[f.Name])
+		}
+	})
+	return out, nil
+}
+
+// writeUsage writes the text of --help.
+func writeUsage(w io.Writer) {
+	var b strings.Builder
+	b.WriteString(`Usage: orderly [flags]
+
+Runs an Orderly node. Its settings come from a YAML config file, from
+ORDERLY_* environment variables and from these flags: a flag overrides its
+environment variable, which overrides the file, which overrides the default.
+An environment variable set to "" counts as unset.
+
+The config file, named by --config or ORDERLY_CONFIG, has a "node" mapping
+with the settings below (under their names with '_' for '-', as in
+lease_ttl: 3s) and a "queues" list; each queue has a name and optionally
+shards, batch_size, max_retry_count, timeout, retry {policy: lowkiq, linear
+or exponential, base, max} and handler {type: log, noop or http, url,
+timeout}. Queues are defined only in the file; without any, the node serves
+one queue "default" whose handler logs each job. Durations are written as
+3s or 1m30s; lists are comma-separated.
+
+Flags:
+`)
+	writeFlag(&b, "config", "string", "path of the YAML config file", "none", envConfig)
+	defaults := defaultNode()
+	defaults.Name = "the host name" // Load looks it up when no source sets the name
+	for _, s := range settings() {
+		def := s.show(&defaults)
+		if def == "" {
+			def = "empty"
+		}
+		writeFlag(&b, flagName(s.key()), s.typeName(), s.help(), def, envName(s.key()))
+	}
+	b.WriteString("  -h, --help\n        show this help\n")
+	io.WriteString(w, b.String())
+}
+
+func writeFlag(b *strings.Builder, name, typ, help, def, env string) {
+	fmt.Fprintf(b, "  --%s", name)
+	if typ != "" {
+		fmt.Fprintf(b, " %s", typ)
+	}
+	fmt.Fprintf(b, "\n        %s\n        (default %s; env %s)\n", help, def, env)
+}

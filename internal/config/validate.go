@@ -1,0 +1,438 @@
+package config
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/orderlyhq/orderly/persistence"
+)
+
+// Limits of the settings.
+const (
+	maxNameBytes         = 255
+	maxConcurrency       = 10000
+	minLeaseTTL          = 300 * time.Millisecond
+	maxPayloadBytes      = 512 << 20 // Redis's largest string
+	maxRedisPrefixBytes  = 64
+	maxClusterLabelBytes = 255 // memberlist's limit
+	maxShards            = persistence.MaxShards
+	maxBatchSize         = persistence.MaxBatchSize
+)
+
+// Validate checks every value of c and returns an error wrapping ErrInvalid
+// that lists each problem, naming the file key (node.lease_ttl,
+// queues[1].handler.url). Load validates what it returns; Validate is for
+// a Config built or changed in code.
+func (c *Config) Validate() error {
+	var p problems
+	for _, s := range settings() {
+		if err := s.validate(&c.Node); err != nil {
+			p.addf("node.%s: %v", s.key(), err)
+		}
+	}
+	for i := range c.Queues {
+		path := queuePath(i)
+		validateQueue(&c.Queues[i], func(key, msg string) {
+			p.addf("%s.%s: %s", path, key, msg)
+		})
+	}
+	checkDuplicateQueues(c.Queues, func(i int, msg string) {
+		p.addf("%s.name: %s", queuePath(i), msg)
+	})
+	return p.err()
+}
+
+func queuePath(i int) string { return fmt.Sprintf("queues[%d]", i) }
+
+// validateQueue checks a queue whose defaults are filled, calling report
+// with each bad key (relative to the queue, e.g. "handler.url").
+func validateQueue(q *QueueConfig, report func(key, msg string)) {
+	if q.Name == "" {
+		report("name", "required")
+	} else if err := checkQueueName(q.Name); err != nil {
+		report("name", err.Error())
+	}
+	if err := checkBetween(1, maxShards)(q.Shards); err != nil {
+		report("shards", err.Error())
+	}
+	if err := checkBetween(1, maxBatchSize)(q.BatchSize); err != nil {
+		report("batch_size", err.Error())
+	}
+	if q.MaxRetryCount < 0 {
+		report("max_retry_count", fmt.Sprintf("must be 0 or more, got %d", q.MaxRetryCount))
+	}
+	if q.Timeout < 0 {
+		report("timeout", fmt.Sprintf("must not be negative (0 means no timeout), got %s", q.Timeout))
+	}
+	validateRetry(q.Retry, report)
+	validateHandler(q.Handler, report)
+}
+
+func validateRetry(r RetryConfig, report func(key, msg string)) {
+	switch r.Policy {
+	case RetryLowkiq:
+		if r.Base != 0 {
+			report("retry.base", "not allowed with policy lowkiq (the default); set policy: linear or exponential")
+		}
+		if r.Max != 0 {
+			report("retry.max", "not allowed with policy lowkiq (the default); set policy: linear or exponential")
+		}
+		return
+	case RetryLinear, RetryExponential:
+	default:
+		report("retry.policy", fmt.Sprintf("%q is not one of lowkiq, linear, exponential", r.Policy))
+		return
+	}
+	switch {
+	case r.Base == 0:
+		report("retry.base", "required for policy "+r.Policy)
+	case r.Base < 0:
+		report("retry.base", fmt.Sprintf("must be positive, got %s", r.Base))
+	}
+	switch {
+	case r.Max == 0 && r.Policy == RetryExponential:
+		report("retry.max", "required for policy exponential")
+	case r.Max < 0:
+		report("retry.max", fmt.Sprintf("must be positive, got %s", r.Max))
+	case r.Max > 0 && r.Max < r.Base:
+		report("retry.max", fmt.Sprintf("must be at least base (%s), got %s", r.Base, r.Max))
+	}
+}
+
+func validateHandler(h HandlerConfig, report func(key, msg string)) {
+	switch h.Type {
+	case HandlerHTTP:
+		if h.URL == "" {
+			report("handler.url", "required for handler type http")
+		} else if err := checkHandlerURL(h.URL); err != nil {
+			report("handler.url", err.Error())
+		}
+		if h.Timeout <= 0 {
+			report("handler.timeout", fmt.Sprintf("must be positive, got %s", h.Timeout))
+		}
+	case HandlerLog, HandlerNoop:
+		if h.URL != "" {
+			report("handler.url", "only allowed for handler type http, not "+h.Type)
+		}
+		if h.Timeout != 0 {
+			report("handler.timeout", "only allowed for handler type http, not "+h.Type)
+		}
+	default:
+		report("handler.type", fmt.Sprintf("%q is not one of log, noop, http", h.Type))
+	}
+}
+
+// checkDuplicateQueues calls report for each queue whose name an earlier
+// queue has.
+func checkDuplicateQueues(qs []QueueConfig, report func(i int, msg string)) {
+	first := make(map[string]int, len(qs))
+	for i, q := range qs {
+		if q.Name == "" {
+			continue
+		}
+		if j, dup := first[q.Name]; dup {
+			report(i, fmt.Sprintf("%q is already the name of %s", q.Name, queuePath(j)))
+			continue
+		}
+		first[q.Name] = i
+	}
+}
+
+// checkQueueName applies the store's rule (persistence.ValidateQueueName),
+// without repeating the key the caller already names.
+func checkQueueName(name string) error {
+	var fe *persistence.FieldError
+	if err := persistence.ValidateQueueName(name); errors.As(err, &fe) {
+		return errors.New(fe.Reason)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+func checkName(s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("must not be empty")
+	case len(s) > maxNameBytes:
+		return fmt.Errorf("longer than %d bytes", maxNameBytes)
+	case hasSpaceOrControl(s):
+		return fmt.Errorf("%q: must not contain spaces or control characters", s)
+	}
+	return nil
+}
+
+// hasSpaceOrControl reports whether s has white space, a control character
+// or invalid UTF-8.
+func hasSpaceOrControl(s string) bool {
+	return !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool {
+		return unicode.IsSpace(r) || unicode.IsControl(r)
+	})
+}
+
+// checkListenAddr checks a listen address: host:port, where the host may be
+// empty (every interface) and the port 0 (any free port).
+func checkListenAddr(s string) error { return checkHostPort(s, false) }
+
+// checkJoin checks the seeds: each a host:port with a host and a port.
+func checkJoin(seeds []string) error {
+	var bad []string
+	for _, s := range seeds {
+		if err := checkHostPort(s, true); err != nil {
+			bad = append(bad, err.Error())
+		}
+	}
+	if bad != nil {
+		return fmt.Errorf("%s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+func checkHostPort(s string, dial bool) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		msg := err.Error()
+		if ae, ok := err.(*net.AddrError); ok {
+			msg = ae.Err
+		}
+		return fmt.Errorf("%q is not host:port (%s)", s, msg)
+	}
+	if hasSpaceOrControl(host) {
+		return fmt.Errorf("%q: the host must not contain spaces or control characters", s)
+	}
+	if dial && host == "" {
+		return fmt.Errorf("%q has no host", s)
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return fmt.Errorf("%q: the port must be a number from 0 to 65535", s)
+	}
+	if dial && n == 0 {
+		return fmt.Errorf("%q: the port must not be 0", s)
+	}
+	return nil
+}
+
+// checkToken checks the HTTP bearer token without showing it.
+func checkToken(s string) error {
+	if hasSpaceOrControl(s) {
+		return fmt.Errorf("must not contain spaces or control characters")
+	}
+	return nil
+}
+
+// checkRedisURL checks the Redis URL without showing it, since it may hold
+// a password.
+func checkRedisURL(s string) error {
+	const example = "write it as redis://host:port/db, rediss://host:port/db or unix:///path/to/redis.sock"
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("not a URL: %s", example)
+	}
+	switch u.Scheme {
+	case "redis", "rediss":
+		if u.Hostname() == "" {
+			return fmt.Errorf("has no host: %s", example)
+		}
+		if p := u.Port(); p != "" {
+			if _, err := strconv.ParseUint(p, 10, 16); err != nil {
+				return fmt.Errorf("the port must be a number from 0 to 65535")
+			}
+		}
+		if db := strings.TrimPrefix(u.Path, "/"); db != "" {
+			if n, err := strconv.Atoi(db); err != nil || n < 0 {
+				return fmt.Errorf("the path must be a database number such as /0")
+			}
+		}
+	case "unix":
+		if u.Path == "" {
+			return fmt.Errorf("has no socket path: %s", example)
+		}
+	case "":
+		return fmt.Errorf("has no scheme: %s", example)
+	default:
+		return fmt.Errorf("scheme %q is not one of redis, rediss, unix: %s", u.Scheme, example)
+	}
+	return nil
+}
+
+// checkHandlerURL checks an http handler's URL without showing it, since it
+// may hold a password.
+func checkHandlerURL(s string) error {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return fmt.Errorf("not a URL")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("must be an absolute http or https URL, such as http://127.0.0.1:9000/perform")
+	case u.Hostname() == "":
+		return fmt.Errorf("has no host")
+	}
+	return nil
+}
+
+func checkRedisPrefix(s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("must not be empty")
+	case len(s) > maxRedisPrefixBytes:
+		return fmt.Errorf("longer than %d bytes", maxRedisPrefixBytes)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_-.:", c) >= 0) {
+			return fmt.Errorf("%q: only letters, digits, '_', '-', '.' and ':' are allowed", s)
+		}
+	}
+	return nil
+}
+
+// checkGossipKey checks the gossip key without showing it.
+func checkGossipKey(s string) error {
+	key, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return fmt.Errorf("not valid base64 (generate a key with: openssl rand -base64 32)")
+	}
+	switch len(key) {
+	case 16, 24, 32:
+		return nil
+	}
+	return fmt.Errorf("decodes to %d bytes; an AES key has 16, 24 or 32", len(key))
+}
+
+func checkClusterLabel(s string) error {
+	switch {
+	case len(s) > maxClusterLabelBytes:
+		return fmt.Errorf("longer than %d bytes", maxClusterLabelBytes)
+	case hasSpaceOrControl(s):
+		return fmt.Errorf("%q: must not contain spaces or control characters", s)
+	}
+	return nil
+}
+
+// optional lets the empty string through check.
+func optional(check func(string) error) func(string) error {
+	return func(s string) error {
+		if s == "" {
+			return nil
+		}
+		return check(s)
+	}
+}
+
+func checkBetween(lo, hi int) func(int) error {
+	return func(n int) error {
+		if n < lo || n > hi {
+			return fmt.Errorf("must be between %d and %d, got %d", lo, hi, n)
+		}
+		return nil
+	}
+}
+
+func checkOneOf(values ...string) func(string) error {
+	return func(s string) error {
+		for _, v := range values {
+			if s == v {
+				return nil
+			}
+		}
+		return fmt.Errorf("%q is not one of %s", s, strings.Join(values, ", "))
+	}
+}
+
+func checkAtLeast(lo time.Duration) func(time.Duration) error {
+	return func(d time.Duration) error {
+		if d < lo {
+			return fmt.Errorf("must be at least %s, got %s", lo, d)
+		}
+		return nil
+	}
+}
+
+func checkPositive(d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("must be positive, got %s", d)
+	}
+	return nil
+}
+
+// problems collects every problem of a load, each a message naming its key,
+// environment variable or flag.
+type problems []error
+
+func (p *problems) addf(format string, args ...any) {
+	*p = append(*p, fmt.Errorf(format, args...))
+}
+
+// err returns nil without problems, or an error wrapping ErrInvalid and
+// each problem.
+func (p problems) err() error {
+	if len(p) == 0 {
+		return nil
+	}
+	return &invalidError{problems: p}
+}
+
+// invalidError lists the problems of a configuration, one per line.
+type invalidError struct{ problems []error }
+
+func (e *invalidError) Error() string {
+	if len(e.problems) == 1 {
+		return ErrInvalid.Error() + ": " + e.problems[0].Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (%d problems):", ErrInvalid, len(e.problems))
+	for _, p := range e.problems {
+		b.WriteString("\n  ")
+		b.WriteString(p.Error())
+	}
+	return b.String()
+}
+
+func (e *invalidError) Unwrap() []error {
+	return append([]error{ErrInvalid}, e.problems...)
+}
+
+// suggest returns the candidate closest to word if it is a likely typo of
+// it, or "".
+func suggest(word string, candidates []string) string {
+	if len(word) > 64 {
+		return ""
+	}
+	best, bestDist := "", 3 // at most two edits away
+	for _, c := range candidates {
+		if d := editDistance(word, c); d < bestDist {
+			best, bestDist = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,33 @@
+package history
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestCheckFindsEachBreach(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	p := func(d string, s float64) Payload { return Payload{Data: d, Score: s} }
+	calls := []Call{
+		{ID: "a", Start: at(0), End: at(10), Payloads: []Payload{p("a1", 1), p("a2", 2)}, Acked: true},
+		{ID: "a", Start: at(5), End: at(20), Payloads: []Payload{p("a3", 3)}, Acked: true},             // overlaps
+		{ID: "b", Start: at(0), End: at(1), Payloads: []Payload{p("b2", 2)}, Acked: true},              // acked first
+		{ID: "b", Start: at(2), End: at(3), Payloads: []Payload{p("b1", 1)}, Acked: true},              // lower score later
+		{ID: "c", Start: at(0), End: at(1), Payloads: []Payload{p("c2", 2), p("c1", 1)}, Acked: false}, // unsorted
+		{ID: "d", Start: at(0), End: at(1), Payloads: []Payload{p("d1", 1)}, Acked: true},
+		{ID: "d", Start: at(2), End: at(3), Payloads: []Payload{p("d1", 1), p("d2", 2)}, Acked: true}, // redelivery: fine
+	}
+	enq := map[string][]string{"a": {"a1", "a2", "a3"}, "b": {"b1", "b2"}, "c": {"c1", "c2"}, "d": {"d1", "d2"}, "e": {"e1"}}
+	rep := Check(calls, enq, map[string][]string{"c": {"c1"}})
+	require.Len(t, rep.Overlaps, 1)
+	require.Len(t, rep.OrderViolations, 2, rep.String())
+	require.Equal(t, []string{`id "c": payload "c2" neither acknowledged nor in the morgue`, `id "e": payload "e1" neither acknowledged nor in the morgue`}, rep.Lost)
+	require.Equal(t, 1, rep.Duplicates)
+	require.False(t, rep.OK())
+
+	ok := Check(calls[5:], map[string][]string{"d": {"d1", "d2"}}, nil)
+	require.True(t, ok.OK(), ok.String())
+}

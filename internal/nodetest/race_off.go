@@ -1,0 +1,5 @@
+//go:build !race
+
+package nodetest
+
+const raceEnabled = false

@@ -1,0 +1,253 @@
+// Package server runs an Orderly node process from its configuration: the
+// store (Redis, or the embedded in-memory store), the workers of the
+// configured queues (log, noop or http webhook handlers), the node, the HTTP
+// API, and the signals. cmd/node is a thin main around Run.
+//
+// Signals: SIGTERM and SIGINT stop gracefully (batches finish within
+// shutdown_timeout, leases are released, exit 0); a second one cancels the
+// running batches at once. SIGTSTP makes the node quiet (it finishes its
+// batches, releases its shards and keeps running); SIGCONT resumes it.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orderlyhq/orderly"
+	"github.com/orderlyhq/orderly/internal/config"
+	"github.com/orderlyhq/orderly/internal/embedded"
+	"github.com/orderlyhq/orderly/persistence/redisstore"
+	"github.com/orderlyhq/orderly/web"
+)
+
+// httpShutdownTimeout bounds the HTTP server's graceful shutdown, after the
+// node stopped.
+const httpShutdownTimeout = 5 * time.Second
+
+// Run runs a node until ctx ends or a stop signal arrives on signals, and
+// returns nil after a clean stop. Logs go to logOut.
+func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-chan os.Signal) error {
+	log := NewLogger(cfg.Node.LogLevel, cfg.Node.LogFormat, logOut)
+	for _, w := range cfg.Warnings {
+		log.Warn("configuration: " + w)
+	}
+	log.Info("configuration", "file", cfg.File, "config", fmt.Sprintf("%+v", cfg.Redacted().Node), "queues", len(cfg.Queues))
+
+	rdb, closeStore, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+
+	store, err := redisstore.New(rdb, &redisstore.Config{
+		Prefix: cfg.Node.RedisPrefix, Logger: log, MaxPayloadBytes: cfg.Node.MaxPayloadBytes,
+	})
+	if err != nil {
+		return err
+	}
+	workers, err := Workers(cfg.Queues, log)
+	if err != nil {
+		return err
+	}
+	node, err := orderly.NewNode(store, &orderly.Config{
+		Name:            cfg.Node.Name,
+		Workers:         workers,
+		Concurrency:     cfg.Node.Concurrency,
+		Scheduler:       cfg.Node.Scheduler,
+		LeaseTTL:        cfg.Node.LeaseTTL,
+		ShutdownTimeout: cfg.Node.ShutdownTimeout,
+		HandoffTimeout:  cfg.Node.HandoffTimeout,
+		MorgueTTL:       cfg.Node.MorgueTTL,
+		Logger:          log,
+	})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.Node.HTTP)
+	if err != nil {
+		return fmt.Errorf("listen for HTTP on %s: %w", cfg.Node.HTTP, err)
+	}
+	if cfg.Node.HTTPToken == "" && !isLoopback(ln.Addr()) {
+		log.Warn("the HTTP API listens on a non-loopback address without a token: anyone who reaches it can enqueue and change queues; set http_token", "http", ln.Addr().String())
+	}
+	api, err := web.New(&web.Config{
+		Store: store, Ready: node.Ready, Logger: log, Token: cfg.Node.HTTPToken,
+		MaxPayloadBytes: cfg.Node.MaxPayloadBytes,
+	})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+
+	if err := node.Start(ctx); err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	httpErr := make(chan error, 1)
+	go func() { httpErr <- srv.Serve(ln) }()
+	log.Info("HTTP API listening", "http", "http://"+ln.Addr().String())
+
+	fatal := make(chan error, 1)
+	checkCtx, stopCheck := context.WithCancel(ctx)
+	defer stopCheck()
+	if cfg.Node.Redis != "" {
+		go checkServer(checkCtx, rdb, cfg.Node.AllowEviction, log, fatal)
+	}
+
+	runErr := wait(ctx, node, signals, httpErr, fatal, log)
+
+	// Stop the node first (the HTTP API keeps answering, /readyz says not
+	// ready), then the HTTP server.
+	stopErr := stopNode(node, cfg.Node.ShutdownTimeout, signals, log)
+	sctx, cancel := context.WithTimeout(context.Background(), httpShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	if runErr != nil {
+		return runErr
+	}
+	return stopErr
+}
+
+// wait blocks until the node must stop: ctx ends, a stop signal arrives, the
+// HTTP server fails, or the server check failed. Quiet and resume signals
+// are handled on the way.
+func wait(ctx context.Context, node *orderly.Node, signals <-chan os.Signal, httpErr, fatal <-chan error, log *slog.Logger) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-httpErr:
+			return fmt.Errorf("HTTP server: %w", err)
+		case err := <-fatal:
+			return err
+		case sig := <-signals:
+			switch sig {
+			case syscall.SIGTSTP:
+				if err := node.Quiet(); err != nil {
+					log.Warn("cannot quiet the node", "err", err)
+				}
+			case syscall.SIGCONT:
+				if err := node.Resume(); err != nil {
+					log.Warn("cannot resume the node", "err", err)
+				}
+			default:
+				log.Info("stopping on signal; send it again to cancel running batches", "signal", sig.String())
+				return nil
+			}
+		}
+	}
+}
+
+// stopNode stops the node gracefully; a further stop signal cancels the
+// running batches at once.
+func stopNode(node *orderly.Node, timeout time.Duration, signals <-chan os.Signal, log *slog.Logger) error {
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		done <- node.Stop(ctx)
+	}()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case sig := <-signals:
+			if sig == syscall.SIGINT || sig == syscall.SIGTERM {
+				log.Warn("second stop signal: cancelling running batches", "signal", sig.String())
+				go func() { _ = node.StopAndCancel(context.Background()) }()
+			}
+		}
+	}
+}
+
+// openStore returns the Redis client of the store and a function that closes
+// it (and the embedded store, if any).
+func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (redis.UniversalClient, func(), error) {
+	if cfg.Node.Redis == "" {
+		srv, err := embedded.Start()
+		if err != nil {
+			return nil, nil, err
+		}
+		log.Warn("USING THE EMBEDDED IN-MEMORY STORE: nothing survives a restart of this process, and no other node can join. Set --redis (or ORDERLY_REDIS) to a Redis URL for anything but a trial.")
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+		return rdb, func() { rdb.Close(); srv.Close() }, nil
+	}
+	opts, err := redis.ParseURL(cfg.Node.Redis)
+	if err != nil {
+		return nil, nil, fmt.Errorf("redis URL: %w", err)
+	}
+	rdb := redis.NewClient(opts)
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	info, err := redisstore.CheckServer(cctx, rdb, cfg.Node.AllowEviction)
+	switch {
+	case errors.Is(err, redisstore.ErrServerTooOld), errors.Is(err, redisstore.ErrEvictionPolicy):
+		rdb.Close()
+		return nil, nil, err
+	case err != nil:
+		log.Warn("Redis is not reachable yet; the node starts and serves once it is", "addr", opts.Addr, "err", err)
+	default:
+		for _, w := range info.Warnings {
+			log.Warn("Redis: " + w)
+		}
+		log.Info("Redis", "addr", opts.Addr, "version", info.Version, "aof", info.AOF, "rdb_snapshots", info.RDBSaves)
+	}
+	return rdb, func() { rdb.Close() }, nil
+}
+
+// checkServer checks the server once it is reachable, if it was not at
+// start; a server that cannot hold Orderly's data stops the node.
+func checkServer(ctx context.Context, rdb redis.UniversalClient, allowEviction bool, log *slog.Logger, fatal chan<- error) {
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		info, err := redisstore.CheckServer(cctx, rdb, allowEviction)
+		cancel()
+		switch {
+		case errors.Is(err, redisstore.ErrServerTooOld), errors.Is(err, redisstore.ErrEvictionPolicy):
+			fatal <- err
+			return
+		case err == nil:
+			for _, w := range info.Warnings {
+				log.Debug("Redis: " + w)
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+func isLoopback(a net.Addr) bool {
+	tcp, ok := a.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
+
+// NewLogger returns the node's logger: text or JSON on out, at level.
+func NewLogger(level, format string, out io.Writer) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(out, opts))
+	}
+	return slog.New(slog.NewTextHandler(out, opts))
+}

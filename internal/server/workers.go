@@ -1,0 +1,98 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"log/slog"
+	"time"
+	"unicode/utf8"
+
+	"github.com/orderlyhq/orderly"
+	"github.com/orderlyhq/orderly/internal/config"
+	"github.com/orderlyhq/orderly/webhook"
+)
+
+// previewBytes is how much of a payload the log handler shows.
+const previewBytes = 200
+
+// Workers builds the workers of the configured queues.
+func Workers(queues []config.QueueConfig, log *slog.Logger) ([]orderly.Worker, error) {
+	out := make([]orderly.Worker, 0, len(queues))
+	for _, q := range queues {
+		w := orderly.Worker{
+			Queue:     q.Name,
+			Shards:    q.Shards,
+			BatchSize: q.BatchSize,
+			Timeout:   q.Timeout,
+			RetryIn:   retryPolicy(q.Retry),
+		}
+		// config: 0 means no retries; orderly.Worker: 0 means the default.
+		w.MaxRetryCount = q.MaxRetryCount
+		if q.MaxRetryCount == 0 {
+			w.MaxRetryCount = orderly.NoRetries
+		}
+		switch q.Handler.Type {
+		case config.HandlerNoop:
+			w.Handler = func(context.Context, *orderly.Batch) error { return nil }
+		case config.HandlerHTTP:
+			h, err := webhook.New(&webhook.Config{URL: q.Handler.URL, Timeout: q.Handler.Timeout, Logger: log})
+			if err != nil {
+				return nil, fmt.Errorf("queue %s: %w", q.Name, err)
+			}
+			w.Handler = h
+		default:
+			w.Handler = logHandler(log)
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+func retryPolicy(r config.RetryConfig) orderly.RetryPolicy {
+	switch r.Policy {
+	case config.RetryLinear:
+		p := orderly.LinearRetry(r.Base)
+		if r.Max > 0 {
+			return func(n int) time.Duration { return min(p(n), r.Max) }
+		}
+		return p
+	case config.RetryExponential:
+		return orderly.ExponentialRetry(r.Base, r.Max)
+	}
+	return orderly.LowkiqRetry()
+}
+
+// logHandler logs every job of a batch and succeeds: the handler of the
+// quick start.
+func logHandler(log *slog.Logger) orderly.HandlerFunc {
+	return func(ctx context.Context, b *orderly.Batch) error {
+		for _, j := range b.Jobs {
+			attrs := []any{"queue", b.Queue, "shard", b.Shard, "job_id", j.ID, "retry_count", j.RetryCount, "payloads", len(j.Payloads), "delivery", b.Delivery}
+			for i, p := range j.Payloads {
+				if i == 3 {
+					break
+				}
+				attrs = append(attrs, fmt.Sprintf("payload%d", i), preview(p.Data))
+			}
+			log.Info("job", attrs...)
+		}
+		return nil
+	}
+}
+
+// preview renders the start of a payload for a log line.
+func preview(b []byte) string {
+	cut := len(b) > previewBytes
+	if cut {
+		b = b[:previewBytes]
+	}
+	s := string(b)
+	if !utf8.Valid(b) {
+		s = "base64:" + base64.StdEncoding.EncodeToString(b)
+	}
+	if cut {
+		s += "…"
+	}
+	return s
+}

@@ -1,0 +1,54 @@
+package orderly
+
+import (
+	"math"
+	"math/rand/v2"
+	"time"
+)
+
+// RetryPolicy returns how long a job waits before its next attempt, given its
+// retry count after the failure (0 after the first failure).
+type RetryPolicy func(retryCount int) time.Duration
+
+// MaxRetryWait caps every built-in policy, so that a large retry count never
+// overflows into a negative (immediate) retry.
+const MaxRetryWait = 365 * 24 * time.Hour
+
+func capWait(seconds float64) time.Duration {
+	if seconds >= MaxRetryWait.Seconds() || seconds != seconds {
+		return MaxRetryWait
+	}
+	return time.Duration(seconds * float64(time.Second))
+}
+
+// LowkiqRetry is Lowkiq's policy and the default: retry_count^4 + 15 +
+// rand(30) * (retry_count + 1) seconds, roughly 15 s, 16 s, 31 s, 96 s, 271 s,
+// and about 4.6 days at the 25th retry.
+func LowkiqRetry() RetryPolicy {
+	return func(n int) time.Duration {
+		n = max(n, 0)
+		return capWait(math.Pow(float64(n), 4) + 15 + float64(rand.IntN(30))*float64(n+1))
+	}
+}
+
+// LinearRetry waits base * (retry_count + 1).
+func LinearRetry(base time.Duration) RetryPolicy {
+	return func(n int) time.Duration {
+		return capWait(base.Seconds() * float64(max(n, 0)+1))
+	}
+}
+
+// ExponentialRetry waits base * 2^retry_count, at most maxWait.
+func ExponentialRetry(base, maxWait time.Duration) RetryPolicy {
+	return func(n int) time.Duration {
+		n = max(n, 0)
+		if n >= 62 {
+			return min(maxWait, MaxRetryWait)
+		}
+		d := base << uint(n)
+		if d <= 0 || d > maxWait || d/base != 1<<uint(n) {
+			return min(maxWait, MaxRetryWait)
+		}
+		return min(d, MaxRetryWait)
+	}
+}

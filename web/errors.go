@@ -1,0 +1,155 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"syscall"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orderlyhq/orderly/persistence"
+)
+
+// msgInternal is the answer to failures whose detail stays in the log.
+const msgInternal = "internal error; the server log has the details"
+
+// apiError is an error answer: its status, its message and the field at
+// fault (empty when none is).
+type apiError struct {
+	status int
+	msg    string
+	field  string
+	allow  string // the Allow header of a 405
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+// badField is a 400 naming the field at fault; the message starts with it.
+func badField(field, format string, args ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, field: field, msg: field + ": " + fmt.Sprintf(format, args...)}
+}
+
+// badRequest is a 400 that no single field is at fault for.
+func badRequest(format string, args ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
+}
+
+// errorBody is the JSON of every error answer.
+type errorBody struct {
+	Error string `json:"error"`
+	Field string `json:"field,omitempty"`
+}
+
+// writeError answers err; it is the one place that turns errors into
+// answers. Validation errors of the store become 400s naming the field,
+// unknown queues and jobs 404s, an unreachable store 503, anything else a
+// 500 whose detail is logged, never sent.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e := s.classify(r, err)
+	if e.allow != "" {
+		w.Header().Set("Allow", e.allow)
+	}
+	if e.status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	s.writeJSON(w, r, e.status, errorBody{Error: e.msg, Field: e.field})
+}
+
+func (s *Server) classify(r *http.Request, err error) *apiError {
+	var (
+		ae *apiError
+		fe *persistence.FieldError
+	)
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &fe):
+		field := fe.Field
+		if fe.Index >= 0 {
+			field = fmt.Sprintf("jobs[%d].%s", fe.Index, fe.Field)
+		}
+		return &apiError{status: http.StatusBadRequest, field: field, msg: fe.Error()}
+	case errors.Is(err, persistence.ErrInvalid):
+		return badRequest("%v", err)
+	case errors.Is(err, persistence.ErrUnknownQueue):
+		return &apiError{status: http.StatusNotFound, field: "queue", msg: fmt.Sprintf("unknown queue %q", r.PathValue("q"))}
+	case errors.Is(err, persistence.ErrNotFound):
+		if id := r.PathValue("id"); id != "" {
+			return &apiError{status: http.StatusNotFound, msg: fmt.Sprintf("job %q not found in queue %q", id, r.PathValue("q"))}
+		}
+		return &apiError{status: http.StatusNotFound, msg: "not found"}
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		// The client went away; nobody reads this answer.
+		s.log.Debug("web: request canceled", s.requestAttrs(r, err)...)
+		return &apiError{status: http.StatusServiceUnavailable, msg: "request canceled"}
+	case unavailable(err):
+		s.log.Warn("web: store unavailable", s.requestAttrs(r, err)...)
+		return &apiError{status: http.StatusServiceUnavailable, msg: "store unavailable; retry later"}
+	default:
+		s.log.Error("web: request failed", s.requestAttrs(r, err)...)
+		return &apiError{status: http.StatusInternalServerError, msg: msgInternal}
+	}
+}
+
+func (s *Server) requestAttrs(r *http.Request, err error) []any {
+	attrs := []any{slog.String("method", r.Method), slog.String("path", r.URL.Path)}
+	if q := r.PathValue("q"); q != "" {
+		attrs = append(attrs, slog.String("queue", q))
+	}
+	if id := r.PathValue("id"); id != "" {
+		attrs = append(attrs, slog.String("job_id", id))
+	}
+	return append(attrs, slog.String("error", err.Error()))
+}
+
+// unavailable reports whether err means the store cannot be reached or
+// cannot serve for now (network errors, timeouts, a server loading its data,
+// a cluster without quorum, a full server), as opposed to a bug.
+func unavailable(err error) bool {
+	for _, target := range []error{
+		context.DeadlineExceeded, redis.ErrClosed, redis.ErrPoolTimeout, redis.ErrPoolExhausted,
+		io.EOF, io.ErrUnexpectedEOF, syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.EPIPE,
+	} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	for _, prefix := range []string{"LOADING ", "MASTERDOWN ", "CLUSTERDOWN ", "TRYAGAIN ", "READONLY ", "BUSY ", "NOREPLICAS ", "OOM "} {
+		if redis.HasErrorPrefix(err, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeJSON answers v as JSON with the given status. HTML characters are not
+// escaped, so payloads appear byte for byte as stored. A failed write means
+// the client went away; there is nobody to tell.
+func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		s.log.Error("web: encode answer", s.requestAttrs(r, err)...)
+		status = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString(`{"error":"` + msgInternal + `"}` + "\n")
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}

@@ -1,0 +1,225 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderlyhq/orderly/internal/redistest"
+	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/persistence/redisstore"
+	"github.com/orderlyhq/orderly/persistence/storetest"
+	"github.com/orderlyhq/orderly/web"
+)
+
+// t0 is the tests' starting time: a round number of unix seconds.
+var t0 = time.Unix(1_700_000_000, 0)
+
+// lockedBuffer collects log output written by the server's goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// env is one test's store, clock, server and queue "q" (3 shards).
+type env struct {
+	t     testing.TB
+	ctx   context.Context
+	clock *storetest.Clock
+	store *redisstore.Store
+	srv   *web.Server
+	ts    *httptest.Server
+	logs  *lockedBuffer
+}
+
+const testShards = 3
+
+type option func(*web.Config, *redisstore.Config)
+
+func newEnv(t testing.TB, opts ...option) *env {
+	t.Helper()
+	db := redistest.New(t)
+	c := storetest.NewClock(t0)
+	scfg := &redisstore.Config{Prefix: db.Prefix, Now: c.Now}
+	logs := &lockedBuffer{}
+	wcfg := &web.Config{Now: c.Now, Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	for _, o := range opts {
+		o(wcfg, scfg)
+	}
+	store, err := redisstore.New(db.Client, scfg)
+	require.NoError(t, err)
+	if wcfg.Store == nil {
+		wcfg.Store = store
+	}
+	srv, err := web.New(wcfg)
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	e := &env{t: t, ctx: context.Background(), clock: c, store: store, srv: srv, ts: ts, logs: logs}
+	e.register("q", testShards)
+	return e
+}
+
+func (e *env) register(name string, shards int) {
+	e.t.Helper()
+	require.NoError(e.t, e.store.RegisterQueue(e.ctx, persistence.QueueSpec{Name: name, Shards: shards}))
+}
+
+// answer is an HTTP answer.
+type answer struct {
+	status int
+	header http.Header
+	body   string
+}
+
+// errorBody decodes an error answer.
+func (a answer) errorBody(t testing.TB) (msg, field string) {
+	t.Helper()
+	var v map[string]string
+	require.NoError(t, json.Unmarshal([]byte(a.body), &v), a.body)
+	require.NotEmpty(t, v["error"], a.body)
+	if f, ok := v["field"]; ok {
+		require.NotEmpty(t, f, "field is omitted, never empty: %s", a.body)
+	}
+	return v["error"], v["field"]
+}
+
+// do sends a request; headers are name, value pairs.
+func (e *env) do(method, path, body string, headers ...string) answer {
+	e.t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, e.ts.URL+path, r)
+	require.NoError(e.t, err)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	return e.send(req)
+}
+
+func (e *env) send(req *http.Request) answer {
+	e.t.Helper()
+	res, err := e.ts.Client().Do(req)
+	require.NoError(e.t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(e.t, err)
+	require.Equal(e.t, "application/json", res.Header.Get("Content-Type"), "every answer is JSON: %s %s -> %d %s", req.Method, req.URL, res.StatusCode, b)
+	return answer{status: res.StatusCode, header: res.Header, body: string(b)}
+}
+
+// enqueue posts jobs to queue q and requires 202.
+func (e *env) enqueue(body string, headers ...string) {
+	e.t.Helper()
+	a := e.do("POST", "/api/v1/queues/q/jobs", body, headers...)
+	require.Equal(e.t, http.StatusAccepted, a.status, a.body)
+}
+
+// lookup is the decoded answer of a one-job lookup.
+type lookup struct {
+	Queue      string      `json:"queue"`
+	Shard      int         `json:"shard"`
+	ID         string      `json:"id"`
+	InFlight   bool        `json:"in_flight"`
+	Queued     *jobJSON    `json:"queued"`
+	Processing *inFlightJS `json:"processing"`
+}
+
+type jobJSON struct {
+	PerformAt    float64       `json:"perform_at"`
+	RetryCount   int           `json:"retry_count"`
+	Error        string        `json:"error"`
+	Payloads     []web.Payload `json:"payloads"`
+	PayloadCount int           `json:"payload_count"`
+}
+
+type inFlightJS struct {
+	jobJSON
+	Owner     string  `json:"owner"`
+	Epoch     int64   `json:"epoch"`
+	Seq       int64   `json:"seq"`
+	FetchedAt float64 `json:"fetched_at"`
+}
+
+// get looks an id up in queue q (escaping it) and requires 200.
+func (e *env) get(id string) (lookup, answer) {
+	e.t.Helper()
+	a := e.do("GET", "/api/v1/queues/q/jobs/"+escapeID(id), "")
+	require.Equal(e.t, http.StatusOK, a.status, a.body)
+	var l lookup
+	dec := json.NewDecoder(strings.NewReader(a.body))
+	dec.DisallowUnknownFields()
+	require.NoError(e.t, dec.Decode(&l), a.body)
+	return l, a
+}
+
+// escapeID escapes an id as one path segment: url.PathEscape escapes '/'
+// and '%' but not the dot segments "." and "..".
+func escapeID(id string) string {
+	if id == "." || id == ".." {
+		return strings.ReplaceAll(id, ".", "%2E")
+	}
+	return url.PathEscape(id)
+}
+
+// fetch makes the shard of id in queue q (testShards shards) hand its due
+// jobs to owner "node-a", as a shard actor would; they are in flight until
+// settled.
+func (e *env) fetch(id string) (persistence.Lease, *persistence.Batch) {
+	e.t.Helper()
+	ref := persistence.ShardRef{Queue: "q", Shard: persistence.ShardOf(id, testShards)}
+	lease, _, err := e.store.AcquireShard(e.ctx, ref, "node-a", time.Minute)
+	require.NoError(e.t, err)
+	res, err := e.store.Advance(e.ctx, lease, persistence.AdvanceRequest{Fetch: 100, NextSeq: 1, MaxRetryCount: 25})
+	require.NoError(e.t, err)
+	require.NotNil(e.t, res.Batch)
+	return lease, res.Batch
+}
+
+// kill sends id of queue q (due now) to the morgue with error "boom": fetch
+// it and fail it with max_retry_count 0.
+func (e *env) kill(id string) {
+	e.t.Helper()
+	lease, b := e.fetch(id)
+	var failures []persistence.Failure
+	for _, j := range b.Jobs {
+		failures = append(failures, persistence.Failure{ID: j.ID, Error: "boom", RetryAt: e.clock.Now()})
+	}
+	res, err := e.store.Advance(e.ctx, lease, persistence.AdvanceRequest{Settle: 1, Failures: failures, NextSeq: 2, MaxRetryCount: 0})
+	require.NoError(e.t, err)
+	require.NotEmpty(e.t, res.Dead)
+	require.NoError(e.t, e.store.ReleaseShard(e.ctx, lease))
+}
+
+// stats returns GET /api/v1/stats, which must answer 200.
+func (e *env) stats() string {
+	e.t.Helper()
+	a := e.do("GET", "/api/v1/stats", "")
+	require.Equal(e.t, http.StatusOK, a.status, a.body)
+	return a.body
+}

@@ -1,0 +1,177 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/orderlyhq/orderly/persistence"
+)
+
+// morgueEntryView is a morgue entry in an answer.
+type morgueEntryView struct {
+	ID           string    `json:"id"`
+	UpdatedAt    float64   `json:"updated_at"`
+	Error        string    `json:"error"`
+	Payloads     []Payload `json:"payloads"`
+	PayloadCount int       `json:"payload_count"`
+}
+
+// morguePage is the answer of GET /api/v1/queues/{q}/morgue. next is the
+// cursor of the following page, empty on the last.
+type morguePage struct {
+	Entries []morgueEntryView `json:"entries"`
+	Next    string            `json:"next"`
+}
+
+// listOptions reads a listing's query parameters; the store validates their
+// values (order, bounds, limit, cursor) and names the one at fault.
+func listOptions(r *http.Request) (persistence.ListOptions, error) {
+	var opts persistence.ListOptions
+	vals, err := queryParams(r, "order", "min", "max", "rev", "limit", "cursor", "payloads")
+	if err != nil {
+		return opts, err
+	}
+	opts.Order = persistence.Order(vals.Get("order"))
+	opts.Min, opts.Max, opts.Cursor = vals.Get("min"), vals.Get("max"), vals.Get("cursor")
+	if opts.Rev, err = boolParam(vals, "rev"); err != nil {
+		return opts, err
+	}
+	if opts.Limit, err = intParam(vals, "limit"); err != nil {
+		return opts, err
+	}
+	if opts.Payloads, err = intParam(vals, "payloads"); err != nil {
+		return opts, err
+	}
+	return opts, nil
+}
+
+// listMorgue serves GET /api/v1/queues/{q}/morgue.
+func (s *Server) listMorgue(w http.ResponseWriter, r *http.Request) error {
+	opts, err := listOptions(r)
+	if err != nil {
+		return err
+	}
+	page, err := s.store.ListMorgue(r.Context(), r.PathValue("q"), opts)
+	if err != nil {
+		return err
+	}
+	ans := morguePage{Entries: make([]morgueEntryView, len(page.Entries)), Next: page.Next}
+	for i, e := range page.Entries {
+		ans.Entries[i] = morgueEntryView{
+			ID:           e.ID,
+			UpdatedAt:    persistence.UnixSeconds(e.UpdatedAt),
+			Error:        e.Error,
+			Payloads:     payloads(e.Payloads),
+			PayloadCount: e.PayloadCount,
+		}
+	}
+	s.writeJSON(w, r, http.StatusOK, ans)
+	return nil
+}
+
+// requeueAnswer is the answer of POST /api/v1/queues/{q}/morgue/requeue.
+type requeueAnswer struct {
+	Requeued int `json:"requeued"`
+}
+
+// requeueMorgue serves POST /api/v1/queues/{q}/morgue/requeue, body
+// {"ids": [...]} or {"all": true}. It is synchronous and answers how many
+// entries went back to the queue (ids not in the morgue are skipped).
+func (s *Server) requeueMorgue(w http.ResponseWriter, r *http.Request) error {
+	body, err := s.readJSONBody(w, r, `{"ids": [...]} or {"all": true}`)
+	if err != nil {
+		return err
+	}
+	sel, err := decodeSelection(body)
+	if err != nil {
+		return err
+	}
+	var n int
+	if sel.all {
+		n, err = s.store.RequeueMorgueAll(r.Context(), r.PathValue("q"))
+	} else {
+		n, err = s.store.RequeueMorgue(r.Context(), r.PathValue("q"), sel.ids)
+	}
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, r, http.StatusOK, requeueAnswer{Requeued: n})
+	return nil
+}
+
+// selection is what a morgue action applies to: the named ids, or all.
+type selection struct {
+	ids []string
+	all bool
+}
+
+// decodeSelection decodes {"ids": [...]} or {"all": true}: exactly one of
+// the two; {"all": false} and {} are errors, {"ids": []} selects nothing.
+func decodeSelection(body []byte) (selection, error) {
+	var (
+		sel            selection
+		hasIDs, hasAll bool
+	)
+	if k := kindOf(body); k != "an object" {
+		return sel, badRequest(`the body must be {"ids": [...]} or {"all": true}, got %s`, k)
+	}
+	err := eachField(body, func(key string, val []byte) error {
+		switch key {
+		case "ids":
+			if hasIDs {
+				return badField("ids", "given more than once")
+			}
+			hasIDs = true
+			ids, err := decodeIDs(val)
+			sel.ids = ids
+			return err
+		case "all":
+			if hasAll {
+				return badField("all", "given more than once")
+			}
+			hasAll = true
+			if k := kindOf(val); k != "a boolean" {
+				return badField("all", "must be true, got %s", k)
+			}
+			if sel.all = string(val) == "true"; !sel.all {
+				return badField("all", `must be true; to requeue given entries send {"ids": [...]}`)
+			}
+			return nil
+		default:
+			return badField(truncate(key, 64), `unknown field (known: "ids", "all")`)
+		}
+	})
+	switch {
+	case err != nil:
+		return sel, err
+	case hasIDs && hasAll:
+		return sel, badField("all", `give "ids" or "all", not both`)
+	case !hasIDs && !hasAll:
+		return sel, badField("ids", `required: give "ids": [...] or "all": true`)
+	}
+	return sel, nil
+}
+
+// decodeIDs decodes a JSON array of valid job ids.
+func decodeIDs(val []byte) ([]string, error) {
+	if k := kindOf(val); k != "an array" {
+		return nil, badField("ids", "must be an array of ids, got %s", k)
+	}
+	ids := []string{}
+	err := eachElement(val, func(i int, val []byte) error {
+		id, err := decodeString(val)
+		if err == nil {
+			err = persistence.ValidateID(id, -1)
+			if fe := (*persistence.FieldError)(nil); errors.As(err, &fe) {
+				err = errors.New(fe.Reason)
+			}
+		}
+		if err != nil {
+			return badField(fmt.Sprintf("ids[%d]", i), "%v", err)
+		}
+		ids = append(ids, id)
+		return nil
+	})
+	return ids, err
+}

@@ -1,0 +1,229 @@
+package web
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/orderlyhq/orderly/persistence"
+)
+
+// DefaultMaxBodyBytes is the default limit on a request body.
+const DefaultMaxBodyBytes = 8 << 20
+
+// readyTimeout bounds one readiness check.
+const readyTimeout = 2 * time.Second
+
+// Config configures a Server. The zero value of each optional field means
+// its default, in brackets.
+type Config struct {
+	// Store is the durable queue the API reads and changes. Required.
+	Store persistence.Store
+	// Ready reports whether the node is ready to serve (/readyz): nil means
+	// ready, an error's text is the reason it is not. [the store answers
+	// Ping]
+	Ready func(ctx context.Context) error
+	// Logger receives the server's logs: store failures and panics.
+	// [slog.Default()]
+	Logger *slog.Logger
+	// MaxBodyBytes limits a request body; larger bodies are answered 413.
+	// [DefaultMaxBodyBytes, 8 MiB]
+	MaxBodyBytes int64
+	// MaxPayloadBytes limits one payload's stored size; it should match the
+	// store's limit. [persistence.DefaultMaxPayloadBytes]
+	MaxPayloadBytes int
+	// Now reads the clock that perform_in counts from. [time.Now]
+	Now func() time.Time
+	// Token, when set, is the bearer token every request must present
+	// ("Authorization: Bearer <token>"), except the probes /healthz and
+	// /readyz. [none: no authentication]
+	Token string
+	// PublicReads exempts GET and HEAD requests from Token; requests that
+	// change something always need it.
+	PublicReads bool
+}
+
+// Server is Orderly's HTTP API. It implements http.Handler; every answer,
+// errors included, is JSON. Create it with New.
+type Server struct {
+	store       persistence.Store
+	ready       func(context.Context) error
+	log         *slog.Logger
+	maxBody     int64
+	maxPayload  int
+	now         func() time.Time
+	tokenSum    *[sha256.Size]byte // nil when no token is required
+	publicReads bool
+	origin      *http.CrossOriginProtection
+	mux         *http.ServeMux
+}
+
+// New returns a Server on cfg.Store.
+func New(cfg *Config) (*Server, error) {
+	if cfg == nil || cfg.Store == nil {
+		return nil, errors.New("web: Config.Store is required")
+	}
+	if cfg.MaxBodyBytes < 0 || cfg.MaxPayloadBytes < 0 {
+		return nil, errors.New("web: MaxBodyBytes and MaxPayloadBytes must not be negative")
+	}
+	s := &Server{
+		store:       cfg.Store,
+		ready:       cfg.Ready,
+		log:         cfg.Logger,
+		maxBody:     cfg.MaxBodyBytes,
+		maxPayload:  cfg.MaxPayloadBytes,
+		now:         cfg.Now,
+		publicReads: cfg.PublicReads,
+		origin:      http.NewCrossOriginProtection(),
+		mux:         http.NewServeMux(),
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.maxBody == 0 {
+		s.maxBody = DefaultMaxBodyBytes
+	}
+	if s.maxPayload == 0 {
+		s.maxPayload = persistence.DefaultMaxPayloadBytes
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if cfg.Token != "" {
+		sum := sha256.Sum256([]byte(cfg.Token))
+		s.tokenSum = &sum
+	}
+	s.handle("POST /api/v1/queues/{q}/jobs", s.enqueue)
+	s.handle("GET /api/v1/queues/{q}/jobs/{id...}", s.getJob)
+	s.handle("GET /api/v1/queues/{q}/morgue", s.listMorgue)
+	s.handle("POST /api/v1/queues/{q}/morgue/requeue", s.requeueMorgue)
+	s.handle("GET /api/v1/stats", s.stats)
+	s.handle("GET /healthz", s.healthz)
+	s.handle("GET /readyz", s.readyz)
+	return s, nil
+}
+
+// route is a handler of the server: fn returns its error and ServeHTTP
+// writes it. The type tells the server's routes from the answers the mux
+// would make itself (not found, method not allowed, redirects).
+type route struct {
+	s  *Server
+	fn func(http.ResponseWriter, *http.Request) error
+}
+
+func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer rt.s.recoverPanic(w, r)
+	if err := rt.fn(w, r); err != nil {
+		rt.s.writeError(w, r, err)
+	}
+}
+
+func (s *Server) handle(pattern string, fn func(http.ResponseWriter, *http.Request) error) {
+	s.mux.Handle(pattern, &route{s: s, fn: fn})
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+
+	if err := s.origin.Check(r); err != nil {
+		s.writeError(w, r, &apiError{status: http.StatusForbidden, msg: "cross-origin request rejected"})
+		return
+	}
+	if !s.authorized(r) {
+		h.Set("WWW-Authenticate", `Bearer realm="orderly"`)
+		s.writeError(w, r, &apiError{status: http.StatusUnauthorized, msg: "missing or invalid bearer token"})
+		return
+	}
+	if handler, _ := s.mux.Handler(r); !isRoute(handler) {
+		s.writeError(w, r, s.noRoute(r))
+		return
+	}
+	s.mux.ServeHTTP(w, r) // matches again, setting the path values
+}
+
+func isRoute(h http.Handler) bool {
+	_, ok := h.(*route)
+	return ok
+}
+
+// noRoute explains why no route serves r: a path that is not canonical
+// (the mux would redirect it, possibly to another job id), a method the
+// path does not take (405 with Allow), or no such endpoint.
+func (s *Server) noRoute(r *http.Request) error {
+	p := r.URL.EscapedPath()
+	if clean := cleanPath(p); clean != p {
+		return &apiError{status: http.StatusNotFound,
+			msg: fmt.Sprintf("no endpoint at %s: the path is not canonical (%s); escape '/' in ids as %%2F", p, clean)}
+	}
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		probe := r.WithContext(r.Context())
+		probe.Method = m
+		if h, _ := s.mux.Handler(probe); isRoute(h) {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		return &apiError{status: http.StatusMethodNotAllowed, allow: strings.Join(allow, ", "),
+			msg: fmt.Sprintf("method %s is not allowed on %s (allowed: %s)", r.Method, p, strings.Join(allow, ", "))}
+	}
+	return &apiError{status: http.StatusNotFound, msg: fmt.Sprintf("no endpoint %s %s", r.Method, p)}
+}
+
+// cleanPath is the canonical form of an escaped path, as http.ServeMux
+// computes it.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		np += "/"
+	}
+	return np
+}
+
+// authorized reports whether r may proceed: no token is configured, r is a
+// probe or a public read, or r presents the token.
+func (s *Server) authorized(r *http.Request) bool {
+	if s.tokenSum == nil || r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+		return true
+	}
+	if s.publicReads && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		return true
+	}
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	return subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1
+}
+
+// recoverPanic turns a handler's panic into a logged 500.
+func (s *Server) recoverPanic(w http.ResponseWriter, r *http.Request) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	if v == http.ErrAbortHandler {
+		panic(v)
+	}
+	s.log.Error("web: handler panicked", append(s.requestAttrs(r, fmt.Errorf("panic: %v", v)),
+		slog.String("stack", string(debug.Stack())))...)
+	s.writeError(w, r, &apiError{status: http.StatusInternalServerError, msg: msgInternal})
+}

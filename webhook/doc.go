@@ -1,0 +1,124 @@
+// Package webhook handles a queue with an HTTP endpoint instead of Go code,
+// so that workers can be written in any language. New returns an
+// orderly.HandlerFunc that POSTs each batch to a URL and turns the answer
+// into the batch's outcome.
+//
+// # The request
+//
+// Each delivery is one POST of a JSON object (UTF-8) to the configured URL:
+//
+//	POST /hooks/emails HTTP/1.1
+//	Content-Type: application/json
+//	User-Agent: orderly-webhook
+//	Orderly-Delivery: emails/3/7/1042
+//
+//	{
+//	  "queue": "emails",
+//	  "shard": 3,
+//	  "jobs": [
+//	    {
+//	      "id": "user-17",
+//	      "retry_count": -1,
+//	      "perform_at": 1767225600.25,
+//	      "payloads": [
+//	        {"payload": {"template": "welcome"}, "score": 1767225600.25}
+//	      ]
+//	    },
+//	    {
+//	      "id": "user-42",
+//	      "retry_count": 2,
+//	      "perform_at": 1767225590,
+//	      "error": "smtp: 451 try again later",
+//	      "payloads": [
+//	        {"payload_base64": "AAEC/w==", "score": 1767225500},
+//	        {"payload": "plain text", "score": 1767225510}
+//	      ]
+//	    }
+//	  ]
+//	}
+//
+// (The node sends the object without the indentation.)
+//
+// Orderly-Delivery names this delivery attempt as
+// "<queue>/<shard>/<epoch>/<seq>". A retry or a redelivery after a crash
+// gets a new value: it is meant for logs and tracing, not for deduplicating
+// jobs, since the same payload can come again under a new value.
+//
+// The fields of a job:
+//
+//   - id: the job's id. The ids of one request are distinct, and no other
+//     delivery holds any of them while this one runs.
+//   - retry_count: how many times the job failed so far; -1 for a job that
+//     never failed.
+//   - perform_at: when the job was due, as unix seconds (a JSON number,
+//     possibly fractional).
+//   - error: the job's last error; absent when there is none.
+//   - payloads: the job's payloads in ascending score order, each with its
+//     score (a JSON number).
+//
+// A payload carries exactly one of:
+//
+//   - payload: the stored bytes as they are, when they are valid JSON in
+//     valid UTF-8 (an object, array, string, number, true, false or null).
+//     They are embedded byte for byte, whitespace included.
+//   - payload_base64: the stored bytes in standard base64 (RFC 4648 with
+//     padding) otherwise, e.g. binary data, text that is not JSON, invalid
+//     UTF-8.
+//
+// An empty payload (zero bytes) is not valid JSON and is sent as
+// "payload_base64": "". The HTTP API stores a missing payload as the JSON
+// string "" (sent as "payload": ""), so an empty payload can only come from
+// the Go client.
+//
+// Extra headers from Config.Header (for instance Authorization) are sent
+// with every request. Credentials in the URL's userinfo are sent as basic
+// authentication.
+//
+// # The answer
+//
+// The receiver answers in one of three ways.
+//
+// A 2xx status with an empty body (or one of spaces, tabs, CRs and LFs
+// only) acknowledges every job of the request:
+//
+//	HTTP/1.1 204 No Content
+//
+// A 2xx status with a JSON object whose only member is "failed", an object
+// mapping ids to error messages, fails those ids and acknowledges the
+// others:
+//
+//	HTTP/1.1 200 OK
+//	Content-Type: application/json
+//
+//	{"failed": {"user-42": "mailbox full"}}
+//
+// A failed id is handled as if a Go handler had failed it (retried with
+// backoff, then moved to the morgue), and its message becomes the job's
+// error (an empty message is replaced by a generic one). Ids that are not in
+// the request are ignored and logged; {"failed": {}} acknowledges every
+// job.
+//
+// Anything else fails every job of the request, for instance:
+//
+//	HTTP/1.1 503 Service Unavailable
+//
+//	database is down
+//
+// That is: a status other than 2xx (including 3xx: the default client does
+// not follow redirects); a 2xx body that is not exactly such an object (an
+// object without "failed" or with other members, a "failed" that is not an
+// object of strings, trailing data after the object); a body larger than
+// Config.MaxResponseBytes; no answer within Config.Timeout; a connection
+// error. The batch's error says which: the status and the first 4 KiB of the
+// body, the timeout, or the connection error.
+//
+// A receiver must answer within Config.Timeout (30s by default). The node
+// also gives up on a request when it stops or loses the shard's lease. The
+// jobs of a request that was given up on are retried, so a receiver's work
+// should be idempotent.
+//
+// # Secrets
+//
+// Errors and logs name the URL without its userinfo, query string and
+// fragment, and never include request headers.
+package webhook

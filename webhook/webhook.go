@@ -1,0 +1,205 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/orderlyhq/orderly"
+)
+
+// errTimeout is the cause of a delivery's context when Config.Timeout
+// passes. It is a context.DeadlineExceeded.
+var errTimeout = fmt.Errorf("delivery timeout: %w", context.DeadlineExceeded)
+
+// maxDrainBytes is the most of an unread body discarded so that its
+// connection can be reused; a longer body closes the connection instead.
+const maxDrainBytes = 64 << 10
+
+// sender delivers batches to one URL.
+type sender struct {
+	url      string // the URL requests go to, secrets included
+	safeURL  string // the URL for errors and logs
+	timeout  time.Duration
+	client   *http.Client
+	header   http.Header
+	logger   *slog.Logger
+	maxBytes int64
+}
+
+// New returns a handler that POSTs each batch to cfg.URL and returns the
+// outcome of the answer: nil when it acknowledges every id, an
+// *orderly.PartialFailure when it fails some ids, any other error when the
+// whole batch failed. See the package documentation for the protocol.
+//
+// New does no I/O; it returns an error when cfg is invalid.
+func New(cfg *Config) (orderly.HandlerFunc, error) {
+	s, err := newSender(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return s.deliver, nil
+}
+
+// newSender validates cfg and returns a sender with its defaults.
+func newSender(cfg *Config) (*sender, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	c := cfg.withDefaults()
+	u, err := parseURL(c.URL)
+	if err != nil {
+		return nil, err
+	}
+	return &sender{
+		url:      c.URL,
+		safeURL:  redactURL(u),
+		timeout:  c.Timeout,
+		client:   c.Client,
+		header:   c.Header,
+		logger:   c.Logger,
+		maxBytes: c.MaxResponseBytes,
+	}, nil
+}
+
+// deliver is the orderly.HandlerFunc: one POST of b, its answer turned into
+// the batch's outcome.
+func (s *sender) deliver(ctx context.Context, b *orderly.Batch) error {
+	body, err := encodeBatch(b)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, s.timeout, errTimeout)
+	defer cancel()
+	resp, answer, err := s.post(ctx, b.Delivery, body)
+	if err != nil {
+		return err
+	}
+	return s.outcome(b, resp, answer)
+}
+
+// post sends one request and returns the answer (its body closed) and the
+// start of its body: at most maxBytes+1 bytes, so that a longer body can be
+// told apart.
+func (s *sender) post(ctx context.Context, delivery string, body []byte) (*http.Response, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, nil, fmt.Errorf("webhook: building a request to %s: %w", s.safeURL, unwrapURLError(err))
+	}
+	req.Header = s.header.Clone()
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", UserAgent)
+	req.Header.Set(DeliveryHeader, delivery)
+
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, nil, s.requestError(ctx, "posting to", err)
+	}
+	defer closeBody(resp.Body)
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, s.maxBytes+1))
+	if err != nil {
+		return nil, nil, s.requestError(ctx, "reading the answer of", err)
+	}
+	return resp, answer, nil
+}
+
+// outcome turns an answer into the batch's outcome.
+func (s *sender) outcome(b *orderly.Batch, resp *http.Response, body []byte) error {
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return s.answerError(resp, body, nil)
+	}
+	if int64(len(body)) > s.maxBytes {
+		return s.answerError(resp, body, fmt.Errorf("the body is larger than max_response_bytes (%d)", s.maxBytes))
+	}
+	failed, err := decodeAnswer(body)
+	if err != nil {
+		return s.answerError(resp, body, err)
+	}
+	return s.failIDs(b, failed)
+}
+
+// failIDs returns the error that fails the ids of failed that are in b, and
+// logs the others. It returns nil when no id of b failed.
+func (s *sender) failIDs(b *orderly.Batch, failed map[string]string) error {
+	inBatch := make(map[string]bool, len(b.Jobs))
+	for _, j := range b.Jobs {
+		inBatch[j.ID] = true
+	}
+	errs := make(map[string]error)
+	for _, id := range sortedKeys(failed) {
+		if !inBatch[id] {
+			s.logger.Warn("webhook: the receiver failed an id that is not in the batch; ignored",
+				slog.String("queue", b.Queue),
+				slog.String("job_id", id),
+				slog.String("delivery", b.Delivery),
+				slog.String("url", s.safeURL))
+			continue
+		}
+		errs[id] = receiverError(failed[id])
+	}
+	return orderly.FailIDs(errs)
+}
+
+// receiverError is the error of an id that the receiver failed with msg.
+func receiverError(msg string) error {
+	if msg == "" {
+		return errors.New("webhook: failed by the receiver (no message)")
+	}
+	return errors.New(msg)
+}
+
+// answerError is the error of an answer that fails the whole batch: its
+// status, why (when the status alone does not say) and the start of its
+// body.
+func (s *sender) answerError(resp *http.Response, body []byte, why error) error {
+	msg := fmt.Sprintf("webhook: %s answered %s", s.safeURL, resp.Status)
+	quoted := quoteBody(body)
+	switch {
+	case why != nil && quoted != "":
+		return fmt.Errorf("%s: %w: %s", msg, why, quoted)
+	case why != nil:
+		return fmt.Errorf("%s: %w", msg, why)
+	case quoted != "":
+		return fmt.Errorf("%s: %s", msg, quoted)
+	}
+	return errors.New(msg)
+}
+
+// requestError is the error of a request that got no (complete) answer:
+// the delivery's timeout passed, ctx ended, or the connection failed.
+func (s *sender) requestError(ctx context.Context, doing string, err error) error {
+	if errors.Is(context.Cause(ctx), errTimeout) {
+		return fmt.Errorf("webhook: %s %s: no answer within %s: %w", doing, s.safeURL, s.timeout, errTimeout)
+	}
+	return fmt.Errorf("webhook: %s %s: %w", doing, s.safeURL, unwrapURLError(err))
+}
+
+// unwrapURLError returns the cause of a *url.Error, whose message quotes the
+// URL with its query string.
+func unwrapURLError(err error) error {
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		return uerr.Err
+	}
+	return err
+}
+
+// closeBody drains a little of what is left of body, so that its
+// connection can be reused, and closes it.
+func closeBody(body io.ReadCloser) {
+	_, _ = io.CopyN(io.Discard, body, maxDrainBytes)
+	_ = body.Close()
+}
+
+// sortedKeys returns the keys of m in order, for deterministic logs.
+func sortedKeys(m map[string]string) []string {
+	return slices.Sorted(maps.Keys(m))
+}

@@ -1,0 +1,112 @@
+package orderly
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/orderlyhq/orderly/persistence"
+)
+
+// Defaults of Worker.
+const (
+	// DefaultShards is the number of shards of a queue.
+	DefaultShards = 5
+	// DefaultBatchSize is the most ids handed to one handler call.
+	DefaultBatchSize = 1
+	// DefaultMaxRetryCount is how many times a payload is retried before
+	// it goes to the morgue (it is performed DefaultMaxRetryCount+1 times).
+	DefaultMaxRetryCount = 25
+	// NoRetries as a Worker's MaxRetryCount sends a payload to the morgue
+	// at its first failure.
+	NoRetries = -1
+)
+
+// Worker defines a queue and how its jobs are handled. The zero value of
+// each knob means its default.
+type Worker struct {
+	// Queue names the queue: letters, digits, '_', '-' and '.'.
+	Queue string
+	// Shards is the queue's fixed number of shards [DefaultShards]. All
+	// nodes and clients must agree; the store refuses a different count for
+	// an existing queue.
+	Shards int
+	// BatchSize is the most ids per handler call [DefaultBatchSize], at
+	// most persistence.MaxBatchSize.
+	BatchSize int
+	// MaxRetryCount is how many failures a payload survives
+	// [DefaultMaxRetryCount]; NoRetries sends it to the morgue at its first
+	// failure.
+	MaxRetryCount int
+	// RetryIn is the backoff policy [LowkiqRetry].
+	RetryIn RetryPolicy
+	// Timeout bounds one handler call; the call fails when it passes. Zero
+	// means no timeout (as in Lowkiq).
+	Timeout time.Duration
+	// Handler processes batches. Required.
+	Handler HandlerFunc
+	// RetriesExhausted, if set, receives what went to the morgue, one job
+	// per id with the payload that died. It runs on the shard's goroutine
+	// before the next batch; a panic in it is logged.
+	RetriesExhausted func(ctx context.Context, dead []Job)
+}
+
+// maxRetry returns the store's max_retry_count for the worker.
+func (w *Worker) maxRetry() int {
+	switch {
+	case w.MaxRetryCount == 0:
+		return DefaultMaxRetryCount
+	case w.MaxRetryCount < 0:
+		return 0
+	}
+	return w.MaxRetryCount
+}
+
+func (w *Worker) withDefaults() Worker {
+	out := *w
+	if out.Shards == 0 {
+		out.Shards = DefaultShards
+	}
+	if out.BatchSize == 0 {
+		out.BatchSize = DefaultBatchSize
+	}
+	if out.RetryIn == nil {
+		out.RetryIn = LowkiqRetry()
+	}
+	return out
+}
+
+func (w *Worker) validate() error {
+	if err := persistence.ValidateQueueName(w.Queue); err != nil {
+		return fmt.Errorf("orderly: worker: %w", err)
+	}
+	if err := persistence.ValidateShards(w.Shards); err != nil {
+		return fmt.Errorf("orderly: worker %s: %w", w.Queue, err)
+	}
+	if w.BatchSize < 1 || w.BatchSize > persistence.MaxBatchSize {
+		return fmt.Errorf("orderly: worker %s: batch_size must be between 1 and %d, got %d", w.Queue, persistence.MaxBatchSize, w.BatchSize)
+	}
+	if w.MaxRetryCount < NoRetries {
+		return fmt.Errorf("orderly: worker %s: max_retry_count must be >= 0 (or NoRetries), got %d", w.Queue, w.MaxRetryCount)
+	}
+	if w.Timeout < 0 {
+		return fmt.Errorf("orderly: worker %s: timeout must not be negative", w.Queue)
+	}
+	if w.Handler == nil {
+		return fmt.Errorf("orderly: worker %s: a Handler is required", w.Queue)
+	}
+	return nil
+}
+
+// toJobs converts store jobs to handler jobs.
+func toJobs(in []persistence.Job) []Job {
+	out := make([]Job, len(in))
+	for i, j := range in {
+		ps := make([]Payload, len(j.Payloads))
+		for k, p := range j.Payloads {
+			ps[k] = Payload{Data: p.Data, Score: p.Score}
+		}
+		out[i] = Job{ID: j.ID, Payloads: ps, RetryCount: j.RetryCount, PerformAt: j.PerformAt, Error: j.Error}
+	}
+	return out
+}
