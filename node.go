@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
 
 	"github.com/orderlyhq/orderly/actors/node"
 	"github.com/orderlyhq/orderly/actors/shard"
 	"github.com/orderlyhq/orderly/actors/supervisor"
+	"github.com/orderlyhq/orderly/cluster"
 	"github.com/orderlyhq/orderly/internal/logbridge"
 	"github.com/orderlyhq/orderly/persistence"
 )
@@ -71,6 +73,15 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock used for retry times [time.Now].
 	Now func() time.Time
+	// Cluster, when set, makes the node a member of a cluster: it gossips
+	// with the others (cluster.Config: bind address, seeds, encryption,
+	// label) and serves its share of the shards. Nil serves every shard of
+	// the node's queues. Name and Meta.Queues are filled in from the node.
+	Cluster *cluster.Config
+	// ActorAddr, when set (host:port; port 0 picks one), serves the node's
+	// actors through protoactor remote, so that other processes can send
+	// the enqueue actor messages.
+	ActorAddr string
 }
 
 // Node runs workers: it serves the shards of its queues, one shard actor per
@@ -89,6 +100,10 @@ type Node struct {
 	sub     persistence.Subscription
 	quiet   bool // Quiet was called: no shards assigned
 	ready   bool // the store was reached: shards may be assigned
+	placed  bool // a placement was sent to the node actor
+	last    []persistence.ShardRef
+	members *cluster.Membership // nil on a single node
+	remote  *remote.Remote
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup // the bootstrap and notice goroutines
 }
@@ -213,12 +228,16 @@ func (n *Node) Start(ctx context.Context) error {
 		return fmt.Errorf("orderly: spawn node actor: %w", err)
 	}
 	n.nodePID = pid
-	enq, err := n.sys.Root.SpawnNamed(node.EnqueueProps(node.EnqueueConfig{Store: n.store, Logger: n.log, Now: n.cfg.Now}).
+	enq, err := n.sys.Root.SpawnNamed(node.EnqueueProps(node.EnqueueConfig{Store: n.store, Logger: n.log, Now: n.cfg.Now, Members: n.membersMessage}).
 		Configure(actor.WithSupervisor(supervisor.Node())), node.EnqueueActorName)
 	if err != nil {
 		return fmt.Errorf("orderly: spawn enqueue actor: %w", err)
 	}
 	n.enqPID = enq
+	if err := n.startNetwork(); err != nil {
+		n.sys.Shutdown()
+		return err
+	}
 
 	bctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
@@ -286,7 +305,11 @@ func (n *Node) bootstrap(ctx context.Context, registered bool) {
 	n.ready = true
 	quiet := n.quiet
 	n.mu.Unlock()
-	if !quiet {
+	if n.members != nil {
+		n.wg.Add(2)
+		go n.placementLoop(ctx)
+		go n.healthLoop(ctx)
+	} else if !quiet {
 		n.assignAll()
 	}
 	root := n.sys.Root
@@ -297,11 +320,24 @@ func (n *Node) bootstrap(ctx context.Context, registered bool) {
 
 // assignAll gives the node every shard of its queues.
 func (n *Node) assignAll() {
-	var shards []shard.Config
+	var refs []persistence.ShardRef
 	for _, w := range n.workers {
 		for i := range w.Shards {
-			shards = append(shards, n.shardConfig(w, i))
+			refs = append(refs, persistence.ShardRef{Queue: w.Queue, Shard: i})
 		}
+	}
+	n.assign(refs)
+}
+
+// assign makes the node actor serve exactly refs.
+func (n *Node) assign(refs []persistence.ShardRef) {
+	byQueue := map[string]Worker{}
+	for _, w := range n.workers {
+		byQueue[w.Queue] = w
+	}
+	shards := make([]shard.Config, 0, len(refs))
+	for _, r := range refs {
+		shards = append(shards, n.shardConfig(byQueue[r.Queue], r.Shard))
 	}
 	n.sys.Root.Send(n.nodePID, node.Assign{Shards: shards})
 }
@@ -369,6 +405,11 @@ func (n *Node) Quiet() error {
 	if !n.quiet {
 		n.quiet = true
 		n.log.Info("node quiet: shards finish their batches and are released")
+		if n.members != nil {
+			if err := n.members.SetMeta(func(m *cluster.Meta) { m.Draining = true }); err != nil {
+				n.log.Warn("cannot advertise quiet", "err", err)
+			}
+		}
 		n.sys.Root.Send(n.nodePID, node.Assign{})
 	}
 	return nil
@@ -384,7 +425,13 @@ func (n *Node) Resume() error {
 	if n.quiet {
 		n.quiet = false
 		n.log.Info("node resumes serving")
-		if n.ready {
+		switch {
+		case n.members != nil:
+			if err := n.members.SetMeta(func(m *cluster.Meta) { m.Draining = false }); err != nil {
+				n.log.Warn("cannot advertise resume", "err", err)
+			}
+			n.placed = false // the placement loop sends the assignment again
+		case n.ready:
 			n.assignAll()
 		}
 	}
@@ -421,6 +468,13 @@ func (n *Node) stop(deadline time.Time) error {
 	n.mu.Unlock()
 
 	n.log.Info("node stopping", "deadline", time.Until(deadline).Round(time.Millisecond))
+	if n.members != nil {
+		// Others start taking the shards over now; they acquire each one
+		// as soon as it is released below.
+		if err := n.members.SetMeta(func(m *cluster.Meta) { m.Draining = true }); err != nil {
+			n.log.Warn("cannot advertise draining", "err", err)
+		}
+	}
 	// Shards first (each drains and releases its lease), then the actors
 	// that own them, then the notice forwarder and the actor system.
 	wait := time.Until(deadline) + n.cfg.LeaseTTL + 5*time.Second
@@ -436,6 +490,14 @@ func (n *Node) stop(deadline time.Time) error {
 		sub.Close()
 	}
 	n.wg.Wait()
+	if n.members != nil {
+		if err := n.members.Leave(time.Second); err != nil {
+			n.log.Warn("leaving the cluster", "err", err)
+		}
+	}
+	if n.remote != nil {
+		n.remote.Shutdown(true)
+	}
 	for _, pid := range []*actor.PID{nodePID, enqPID} {
 		if err := sys.Root.StopFuture(pid).Wait(); err != nil {
 			n.log.Warn("actor did not stop in time", "actor", pid.Id, "err", err)
@@ -480,7 +542,10 @@ func (n *Node) Ready(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrNotReady, err)
 	}
-	if st.Assigned == 0 {
+	n.mu.Lock()
+	clustered, placed := n.members != nil, n.placed
+	n.mu.Unlock()
+	if st.Assigned == 0 && (!clustered || !placed) {
 		return fmt.Errorf("%w: no shards assigned yet (is the store reachable?)", ErrNotReady)
 	}
 	if st.Serving < st.Assigned {

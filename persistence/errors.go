@@ -3,6 +3,7 @@ package persistence
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Errors callers branch on. Implementations wrap them with the operation and
@@ -53,6 +54,23 @@ func (e *FieldError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrInvalid) true for every FieldError.
 func (e *FieldError) Unwrap() error { return ErrInvalid }
+
+// LeaseHeldError is the error of an AcquireShard that met a live lease: who
+// holds it and for how much longer (unless renewed). errors.Is(err,
+// ErrLeaseHeld) is true.
+type LeaseHeldError struct {
+	ShardRef
+	Holder string
+	TTL    time.Duration
+}
+
+// Error implements error.
+func (e *LeaseHeldError) Error() string {
+	return fmt.Sprintf("%v: %s/%d is held by %s for %s", ErrLeaseHeld, e.Queue, e.Shard, e.Holder, e.TTL)
+}
+
+// Unwrap makes errors.Is(err, ErrLeaseHeld) true.
+func (e *LeaseHeldError) Unwrap() error { return ErrLeaseHeld }
 
 func fieldErr(field string, index int, format string, args ...any) *FieldError {
 	return &FieldError{Field: field, Index: index, Reason: fmt.Sprintf(format, args...)}

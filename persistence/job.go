@@ -34,6 +34,14 @@ type ShardRef struct {
 	Shard int
 }
 
+// ShardOwner tells who holds a shard's lease: Owner is empty when nobody
+// does; Epoch counts the shard's acquisitions.
+type ShardOwner struct {
+	Shard int
+	Owner string
+	Epoch int64
+}
+
 // QueueSpec is what the store keeps about a queue: its name and its fixed
 // shard count.
 type QueueSpec struct {

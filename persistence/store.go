@@ -58,6 +58,8 @@ type Store interface {
 	// DeleteJob deletes the queued entry of id (not an in-flight one) and
 	// reports whether there was one.
 	DeleteJob(ctx context.Context, queue, id string) (bool, error)
+	// ShardOwners returns who holds the lease of each shard of the queue.
+	ShardOwners(ctx context.Context, queue string) ([]ShardOwner, error)
 	// Processing returns the in-flight batches of the queue's shards.
 	Processing(ctx context.Context, queue string) ([]InFlightBatch, error)
 	// PerformAllNow makes every queued job of the queue due now.

@@ -49,6 +49,9 @@ type Config struct {
 	// PublicReads exempts GET and HEAD requests from Token; requests that
 	// change something always need it.
 	PublicReads bool
+	// Members returns this node's name and the cluster's members as it
+	// sees them (/api/v1/cluster). [none: an empty member list]
+	Members func(ctx context.Context) (self string, members []Member)
 }
 
 // Server is Orderly's HTTP API. It implements http.Handler; every answer,
@@ -64,6 +67,7 @@ type Server struct {
 	publicReads bool
 	origin      *http.CrossOriginProtection
 	mux         *http.ServeMux
+	members     func(context.Context) (string, []Member)
 }
 
 // New returns a Server on cfg.Store.
@@ -82,6 +86,7 @@ func New(cfg *Config) (*Server, error) {
 		maxPayload:  cfg.MaxPayloadBytes,
 		now:         cfg.Now,
 		publicReads: cfg.PublicReads,
+		members:     cfg.Members,
 		origin:      http.NewCrossOriginProtection(),
 		mux:         http.NewServeMux(),
 	}
@@ -106,6 +111,7 @@ func New(cfg *Config) (*Server, error) {
 	s.handle("GET /api/v1/queues/{q}/morgue", s.listMorgue)
 	s.handle("POST /api/v1/queues/{q}/morgue/requeue", s.requeueMorgue)
 	s.handle("GET /api/v1/stats", s.stats)
+	s.handle("GET /api/v1/cluster", s.cluster)
 	s.handle("GET /healthz", s.healthz)
 	s.handle("GET /readyz", s.readyz)
 	return s, nil

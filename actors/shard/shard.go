@@ -147,6 +147,11 @@ func (a *Actor) Receive(c actor.Context) {
 		a.shutdown(c, true)
 	case Wake:
 		a.dirty = true
+		if a.lease == nil && !a.draining && !a.ioBusy && a.timers[timerRetry] != nil {
+			// Waiting to take the shard over: a release notice means the
+			// lease is free now.
+			a.disarm(timerRetry)
+		}
 	case Drain:
 		a.onDrain(c, m)
 	case StatusRequest:
@@ -302,8 +307,15 @@ func (a *Actor) onAcquired(c actor.Context, m acquired) {
 	a.ioBusy = false
 	if m.err != nil {
 		if errors.Is(m.err, persistence.ErrLeaseHeld) {
-			a.log.Debug("shard lease held elsewhere; waiting", "err", m.err)
-			a.arm(c, timerRetry, jitter(a.cfg.LeaseTTL/10))
+			// Try again when the holder's lease would expire, unless its
+			// release notice (a Wake) comes first.
+			wait := a.cfg.LeaseTTL / 10
+			var held *persistence.LeaseHeldError
+			if errors.As(m.err, &held) && held.TTL > 0 {
+				wait = min(held.TTL, a.cfg.LeaseTTL) + 5*time.Millisecond
+			}
+			a.log.Debug("shard lease held elsewhere; waiting", "err", m.err, "retry_in", wait)
+			a.arm(c, timerRetry, wait+rand.N(20*time.Millisecond))
 			return
 		}
 		a.storeFailed(c, "acquire the shard lease", m.err)

@@ -3,6 +3,7 @@
 //	orderly                          # a node on the embedded in-memory store, HTTP on 127.0.0.1:8080
 //	orderly --redis redis://127.0.0.1:6379/0 --config orderly.yaml
 //	orderly --help                   # every flag, its environment variable and default
+//	orderly members                  # the cluster as a running node sees it
 //
 // Build it with `go build -o orderly ./cmd/node`, or run `go run ./cmd/node`.
 package main
@@ -16,11 +17,15 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/orderlyhq/orderly/internal/cli"
 	"github.com/orderlyhq/orderly/internal/config"
 	"github.com/orderlyhq/orderly/internal/server"
 )
 
 func main() {
+	if len(os.Args) > 1 && cli.IsCommand(os.Args[1]) {
+		os.Exit(cli.Run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+	}
 	cfg, err := config.Load(os.Args[1:], os.Environ(), os.Stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)

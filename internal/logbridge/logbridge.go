@@ -5,7 +5,9 @@ package logbridge
 
 import (
 	"context"
+	stdlog "log"
 	"log/slog"
+	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
 )
@@ -39,3 +41,31 @@ func (d demote) Handle(ctx context.Context, r slog.Record) error {
 
 func (d demote) WithAttrs(as []slog.Attr) slog.Handler { return demote{h: d.h.WithAttrs(as)} }
 func (d demote) WithGroup(name string) slog.Handler    { return demote{h: d.h.WithGroup(name)} }
+
+// Memberlist returns a log.Logger for memberlist that writes through log
+// with component=memberlist, mapping memberlist's "[DEBUG]", "[INFO]",
+// "[WARN]" and "[ERR]" prefixes to slog levels.
+func Memberlist(log *slog.Logger) *stdlog.Logger {
+	return stdlog.New(memberlistWriter{log: log.With("component", "memberlist")}, "", 0)
+}
+
+type memberlistWriter struct{ log *slog.Logger }
+
+func (w memberlistWriter) Write(p []byte) (int, error) {
+	s := strings.TrimSpace(string(p))
+	level := slog.LevelInfo
+	switch {
+	case strings.HasPrefix(s, "[DEBUG]"):
+		level = slog.LevelDebug
+	case strings.HasPrefix(s, "[WARN]"):
+		level = slog.LevelWarn
+	case strings.HasPrefix(s, "[ERR]"):
+		level = slog.LevelError
+	}
+	if i := strings.Index(s, "] "); i >= 0 && strings.HasPrefix(s, "[") {
+		s = s[i+2:]
+	}
+	s = strings.TrimPrefix(s, "memberlist: ")
+	w.log.Log(context.Background(), level, s)
+	return len(p), nil
+}

@@ -83,6 +83,8 @@ type Options struct {
 	// HTTPPort is the HTTP port [a free one]; set it to restart a node on
 	// the same address.
 	HTTPPort int
+	// GossipPort is the gossip port [a free one].
+	GossipPort int
 }
 
 // Node is a running node process.
@@ -92,10 +94,12 @@ type Node struct {
 	// HTTP is the base URL of its HTTP API.
 	HTTP string
 	Port int
-	cmd  *exec.Cmd
-	logs *lockedBuffer
-	done chan struct{} // closed when the process exited
-	err  error         // its exit error, once done
+	// Gossip is its gossip address, a seed for others.
+	Gossip string
+	cmd    *exec.Cmd
+	logs   *lockedBuffer
+	done   chan struct{} // closed when the process exited
+	err    error         // its exit error, once done
 }
 
 // httpClient talks to nodes without keeping connections, so that no
@@ -133,7 +137,15 @@ func Launch(t testing.TB, o Options) *Node {
 		}
 		port = p
 	}
-	args := []string{"--name", o.Name, "--http", "127.0.0.1:" + strconv.Itoa(port), "--log-level", "debug"}
+	gossip := o.GossipPort
+	if gossip == 0 {
+		p, err := redistest.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		gossip = p
+	}
+	args := []string{"--name", o.Name, "--http", "127.0.0.1:" + strconv.Itoa(port), "--bind", "127.0.0.1:" + strconv.Itoa(gossip), "--log-level", "debug"}
 	if o.Redis != "" {
 		args = append(args, "--redis", o.Redis)
 	}
@@ -152,7 +164,8 @@ func Launch(t testing.TB, o Options) *Node {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start node %s: %v", o.Name, err)
 	}
-	n := &Node{t: t, Name: o.Name, HTTP: "http://127.0.0.1:" + strconv.Itoa(port), Port: port, cmd: cmd, logs: logs, done: make(chan struct{})}
+	n := &Node{t: t, Name: o.Name, HTTP: "http://127.0.0.1:" + strconv.Itoa(port), Port: port,
+		Gossip: "127.0.0.1:" + strconv.Itoa(gossip), cmd: cmd, logs: logs, done: make(chan struct{})}
 	go func() {
 		n.err = cmd.Wait()
 		close(n.done)

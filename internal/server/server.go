@@ -11,6 +11,7 @@ package server
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +25,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/orderlyhq/orderly"
+	"github.com/orderlyhq/orderly/cluster"
 	"github.com/orderlyhq/orderly/internal/config"
 	"github.com/orderlyhq/orderly/internal/embedded"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
@@ -59,7 +61,18 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 	if err != nil {
 		return err
 	}
+	ln, err := net.Listen("tcp", cfg.Node.HTTP)
+	if err != nil {
+		return fmt.Errorf("listen for HTTP on %s: %w", cfg.Node.HTTP, err)
+	}
+	defer ln.Close()
+	clusterCfg, err := clusterConfig(cfg, ln.Addr().String(), log)
+	if err != nil {
+		return err
+	}
 	node, err := orderly.NewNode(store, &orderly.Config{
+		Cluster:         clusterCfg,
+		ActorAddr:       cfg.Node.ActorAddr,
 		Name:            cfg.Node.Name,
 		Workers:         workers,
 		Concurrency:     cfg.Node.Concurrency,
@@ -74,24 +87,25 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 		return err
 	}
 
-	ln, err := net.Listen("tcp", cfg.Node.HTTP)
-	if err != nil {
-		return fmt.Errorf("listen for HTTP on %s: %w", cfg.Node.HTTP, err)
-	}
 	if cfg.Node.HTTPToken == "" && !isLoopback(ln.Addr()) {
 		log.Warn("the HTTP API listens on a non-loopback address without a token: anyone who reaches it can enqueue and change queues; set http_token", "http", ln.Addr().String())
 	}
 	api, err := web.New(&web.Config{
 		Store: store, Ready: node.Ready, Logger: log, Token: cfg.Node.HTTPToken,
 		MaxPayloadBytes: cfg.Node.MaxPayloadBytes,
+		Members: func(context.Context) (string, []web.Member) {
+			var out []web.Member
+			for _, m := range node.Members() {
+				out = append(out, web.Member{Name: m.Name, State: m.State, HTTP: m.Meta.HTTP, Actor: m.Meta.Actor, Queues: m.Meta.Queues, Version: m.Meta.Version})
+			}
+			return node.Name(), out
+		},
 	})
 	if err != nil {
-		ln.Close()
 		return err
 	}
 
 	if err := node.Start(ctx); err != nil {
-		ln.Close()
 		return err
 	}
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
@@ -237,6 +251,29 @@ func checkServer(ctx context.Context, rdb redis.UniversalClient, allowEviction b
 func isLoopback(a net.Addr) bool {
 	tcp, ok := a.(*net.TCPAddr)
 	return ok && tcp.IP.IsLoopback()
+}
+
+// clusterConfig returns the gossip configuration: on whenever the node uses
+// Redis (nodes sharing a Redis form a cluster); off on the embedded store,
+// which no other node can share.
+func clusterConfig(cfg *config.Config, httpAddr string, log *slog.Logger) (*cluster.Config, error) {
+	if cfg.Node.Redis == "" {
+		return nil, nil
+	}
+	c := &cluster.Config{
+		Bind:  cfg.Node.Bind,
+		Join:  cfg.Node.Join,
+		Label: cfg.Node.ClusterLabel,
+		Meta:  cluster.Meta{HTTP: httpAddr},
+	}
+	if cfg.Node.GossipKey != "" {
+		key, err := base64.StdEncoding.DecodeString(cfg.Node.GossipKey)
+		if err != nil {
+			return nil, fmt.Errorf("gossip_key: not base64")
+		}
+		c.SecretKey = key
+	}
+	return c, nil
 }
 
 // NewLogger returns the node's logger: text or JSON on out, at level.

@@ -467,6 +467,35 @@ func (s *Store) DeleteJob(ctx context.Context, queue, id string) (bool, error) {
 	return n == 1, nil
 }
 
+// ShardOwners implements persistence.Store.
+func (s *Store) ShardOwners(ctx context.Context, queue string) ([]persistence.ShardOwner, error) {
+	shards, err := s.shardsOf(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	pipe := s.rdb.Pipeline()
+	leases := make([]*redis.StringCmd, shards)
+	epochs := make([]*redis.StringCmd, shards)
+	for sh := range shards {
+		k := s.keys.shard(queue, sh).keys
+		leases[sh] = pipe.Get(ctx, k[kLease])
+		epochs[sh] = pipe.Get(ctx, k[kEpoch])
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("redisstore: shard owners of %s: %w", queue, err)
+	}
+	out := make([]persistence.ShardOwner, shards)
+	for sh := range shards {
+		out[sh].Shard = sh
+		if epoch, owner, ok := splitToken(leases[sh].Val()); ok {
+			out[sh].Owner, out[sh].Epoch = owner, epoch
+		} else {
+			out[sh].Epoch, _ = strconv.ParseInt(epochs[sh].Val(), 10, 64)
+		}
+	}
+	return out, nil
+}
+
 // Processing implements persistence.Store.
 func (s *Store) Processing(ctx context.Context, queue string) ([]persistence.InFlightBatch, error) {
 	shards, err := s.shardsOf(ctx, queue)

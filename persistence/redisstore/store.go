@@ -309,7 +309,12 @@ func (s *Store) AcquireShard(ctx context.Context, ref persistence.ShardRef, owne
 	status, _ := res[0].(string)
 	if status == "HELD" {
 		holder, _ := res[1].(string)
-		return persistence.Lease{}, 0, fmt.Errorf("%w: %s/%d is held by %s", persistence.ErrLeaseHeld, ref.Queue, ref.Shard, holder)
+		_, owner, _ := splitToken(holder)
+		var ttl int64
+		if len(res) > 2 {
+			ttl, _ = res[2].(int64)
+		}
+		return persistence.Lease{}, 0, &persistence.LeaseHeldError{ShardRef: ref, Holder: owner, TTL: time.Duration(max(ttl, 0)) * time.Millisecond}
 	}
 	token, _ := res[1].(string)
 	epoch, _ := res[2].(int64)
@@ -339,7 +344,8 @@ func (s *Store) ReleaseShard(ctx context.Context, lease persistence.Lease) error
 	if err != nil {
 		return err
 	}
-	n, err := scriptRelease.run(ctx, s.rdb, sk.keys, sk.idBase, lease.Token).Int()
+	n, err := scriptRelease.run(ctx, s.rdb, sk.keys, sk.idBase, lease.Token,
+		s.keys.channel(lease.Queue), strconv.Itoa(lease.Shard)).Int()
 	if err != nil {
 		return fmt.Errorf("redisstore: release %s/%d: %w", lease.Queue, lease.Shard, err)
 	}

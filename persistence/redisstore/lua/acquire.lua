@@ -9,11 +9,12 @@
 -- Returns {"OK", token, epoch, restored} when the lease was taken: token is
 -- "<epoch>/<owner>", epoch the shard's new acquisition count, restored the
 -- number of ids put back into the queue from the previous owner's in-flight
--- batch. Returns {"HELD", current token} when another owner holds it.
+-- batch. Returns {"HELD", current token, remaining TTL in milliseconds} when
+-- another owner holds it.
 
 local holder = redis.call("GET", K.lease)
 if holder then
-  return {"HELD", holder}
+  return {"HELD", holder, redis.call("PTTL", K.lease)}
 end
 local epoch = redis.call("INCR", K.epoch)
 local token = epoch .. "/" .. ARGV[2]

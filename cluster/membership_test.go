@@ -1,0 +1,116 @@
+package cluster_test
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/orderlyhq/orderly/cluster"
+	"github.com/orderlyhq/orderly/internal/clustertest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func start(t *testing.T, nw *clustertest.Network, name string, join []string, meta cluster.Meta) (*cluster.Membership, string) {
+	t.Helper()
+	tr, addr := nw.Transport(t)
+	m, err := cluster.Start(&cluster.Config{
+		Name: name, Bind: addr, Join: join, Meta: meta, Transport: tr,
+		RejoinInterval: 200 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+	})
+	require.NoError(t, err)
+	t.Cleanup(m.Shutdown)
+	return m, addr
+}
+
+func states(m *cluster.Membership) map[string]string {
+	out := map[string]string{}
+	for _, mem := range m.Members() {
+		out[mem.Name] = mem.State
+	}
+	return out
+}
+
+func TestMembershipJoinMetaLeaveAndCrash(t *testing.T) {
+	nw := clustertest.NewNetwork()
+	a, seed := start(t, nw, "a", nil, cluster.Meta{HTTP: "127.0.0.1:1", Queues: []string{"q"}})
+	b, _ := start(t, nw, "b", []string{seed}, cluster.Meta{Queues: []string{"q"}})
+	c, _ := start(t, nw, "c", []string{seed}, cluster.Meta{Queues: []string{"q"}})
+	all := map[string]string{"a": "alive", "b": "alive", "c": "alive"}
+	for _, m := range []*cluster.Membership{a, b, c} {
+		require.Eventually(t, func() bool { return equal(states(m), all) }, 5*time.Second, 10*time.Millisecond)
+	}
+	require.Equal(t, "127.0.0.1:1", c.Members()[0].Meta.HTTP, "metadata travels")
+
+	require.NoError(t, b.SetMeta(func(m *cluster.Meta) { m.Draining = true }))
+	require.Eventually(t, func() bool { return states(a)["b"] == "draining" }, 5*time.Second, 10*time.Millisecond)
+	require.NoError(t, b.Leave(time.Second))
+	require.Eventually(t, func() bool { _, ok := states(a)["b"]; return !ok }, 5*time.Second, 10*time.Millisecond, "a graceful leave is not a death")
+
+	c.Shutdown() // a crash: no leave message
+	start := time.Now()
+	require.Eventually(t, func() bool { return states(a)["c"] == "dead" }, 10*time.Second, 10*time.Millisecond)
+	t.Logf("crash detected in %s", time.Since(start).Round(time.Millisecond))
+}
+
+func TestPartitionHealsThroughRejoin(t *testing.T) {
+	nw := clustertest.NewNetwork()
+	a, seed := start(t, nw, "a", nil, cluster.Meta{})
+	b, _ := start(t, nw, "b", []string{seed}, cluster.Meta{})
+	c, addrC := start(t, nw, "c", []string{seed}, cluster.Meta{})
+	for _, m := range []*cluster.Membership{a, b, c} {
+		require.Eventually(t, func() bool { return len(states(m)) == 3 }, 5*time.Second, 10*time.Millisecond)
+	}
+	nw.Isolate(addrC)
+	require.Eventually(t, func() bool { return states(a)["c"] == "dead" && states(c)["a"] == "dead" && states(c)["b"] == "dead" }, 10*time.Second, 10*time.Millisecond)
+	time.Sleep(2 * time.Second) // long enough that memberlist stops gossiping to the dead
+	nw.Heal(addrC)
+	all := map[string]string{"a": "alive", "b": "alive", "c": "alive"}
+	for _, m := range []*cluster.Membership{a, b, c} {
+		require.Eventually(t, func() bool { return equal(states(m), all) }, 10*time.Second, 10*time.Millisecond, "one cluster again")
+	}
+}
+
+func TestMetaTooLarge(t *testing.T) {
+	_, err := cluster.Start(&cluster.Config{Name: "x", Bind: "127.0.0.1:0", Meta: cluster.Meta{Queues: []string{strings.Repeat("q", 600)}}})
+	require.ErrorIs(t, err, cluster.ErrMetaTooLarge)
+}
+
+func equal(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Keys and labels keep clusters apart: a member with another label or
+// another key never joins; one with the same key does.
+func TestEncryptionAndLabel(t *testing.T) {
+	key := []byte("0123456789abcdef")
+	other := []byte("fedcba9876543210")
+	mk := func(name, label string, k []byte, join []string) (*cluster.Membership, string) {
+		m, err := cluster.Start(&cluster.Config{Name: name, Bind: "127.0.0.1:0", Join: join, Label: label, SecretKey: k,
+			RejoinInterval: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+		require.NoError(t, err)
+		t.Cleanup(m.Shutdown)
+		return m, m.Addr()
+	}
+	a, seed := mk("a", "prod", key, nil)
+	b, _ := mk("b", "prod", key, []string{seed})
+	c, _ := mk("c", "staging", key, []string{seed})
+	d, _ := mk("d", "prod", other, []string{seed})
+	require.Eventually(t, func() bool { return len(states(a)) == 2 && len(states(b)) == 2 }, 5*time.Second, 10*time.Millisecond)
+	time.Sleep(500 * time.Millisecond)
+	require.Equal(t, map[string]string{"a": "alive", "b": "alive"}, states(a))
+	require.Len(t, states(c), 1, "another label never joins")
+	require.Len(t, states(d), 1, "another key never joins")
+}

@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+type clusterView struct {
+	Self    string `json:"self"`
+	Members []struct {
+		Name    string   `json:"name"`
+		State   string   `json:"state"`
+		HTTP    string   `json:"http"`
+		Actor   string   `json:"actor"`
+		Queues  []string `json:"queues"`
+		Version string   `json:"version"`
+	} `json:"members"`
+	Shards []struct {
+		Queue string `json:"queue"`
+		Shard int    `json:"shard"`
+		Owner string `json:"owner"`
+		Epoch int64  `json:"epoch"`
+	} `json:"shards"`
+}
+
+// members prints the cluster's members and how many shards each serves.
+func members(e *env, args []string) int {
+	fs, c := e.flags("members", "Lists the cluster's members as the node sees them, with the shards each holds.")
+	if code, stop := e.parse(fs, args); stop {
+		return code
+	}
+	var raw json.RawMessage
+	if err := c.call(context.Background(), "GET", "/api/v1/cluster", nil, &raw); err != nil {
+		return e.fail("members", err)
+	}
+	if c.json {
+		e.printJSON(raw)
+		return ExitOK
+	}
+	var v clusterView
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return e.fail("members", fmt.Errorf("the node's answer is not the expected JSON: %w", err))
+	}
+	held := map[string]int{}
+	free := 0
+	for _, s := range v.Shards {
+		if s.Owner == "" {
+			free++
+		}
+		held[s.Owner]++
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSTATE\tHTTP\tACTOR\tQUEUES\tSHARDS")
+	for _, m := range v.Members {
+		name := m.Name
+		if name == v.Self {
+			name += " *"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", name, m.State, dash(m.HTTP), dash(m.Actor), dash(strings.Join(m.Queues, ",")), held[m.Name])
+	}
+	tw.Flush()
+	fmt.Fprintf(e.stdout, "\n%d shards, %s without an owner (* marks the node that answered)\n", len(v.Shards), strconv.Itoa(free))
+	return ExitOK
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
