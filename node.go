@@ -82,6 +82,9 @@ type Config struct {
 	// actors through protoactor remote, so that other processes can send
 	// the enqueue actor messages.
 	ActorAddr string
+	// Observer, if set, receives every shard actor's batch and lease events
+	// (metrics.Metrics is one).
+	Observer shard.Observer
 }
 
 // Node runs workers: it serves the shards of its queues, one shard actor per
@@ -218,7 +221,11 @@ func (n *Node) Start(ctx context.Context) error {
 		return regErr
 	}
 
-	n.sys = actor.NewActorSystem(actor.WithLoggerFactory(logbridge.Protoactor(n.log)))
+	// A dead letter (a timer firing for a stopped actor) starts a goroutine
+	// in protoactor that lives for the throttle interval: keep it short so
+	// that nothing of the node outlives Stop for long.
+	n.sys = actor.NewActorSystem(actor.WithLoggerFactory(logbridge.Protoactor(n.log)),
+		actor.WithDeadLetterThrottleInterval(100*time.Millisecond))
 	sched, _ := node.ParseScheduler(n.cfg.Scheduler)
 	nodeProps := node.Props(node.Config{
 		Concurrency: n.cfg.Concurrency, Scheduler: sched, HandoffTimeout: n.cfg.HandoffTimeout, Logger: n.log,
@@ -348,6 +355,7 @@ func (n *Node) shardConfig(w Worker, i int) shard.Config {
 		Store:         n.store,
 		Owner:         n.cfg.Name,
 		BatchSize:     w.BatchSize,
+		Prefetch:      w.Prefetch,
 		MaxRetryCount: w.maxRetry(),
 		RetryIn:       w.RetryIn,
 		Timeout:       w.Timeout,
@@ -357,6 +365,7 @@ func (n *Node) shardConfig(w Worker, i int) shard.Config {
 		MorgueTTL:     n.cfg.MorgueTTL,
 		Logger:        n.log,
 		Now:           n.cfg.Now,
+		Observer:      n.cfg.Observer,
 	}
 	if w.RetriesExhausted != nil {
 		hook := w.RetriesExhausted

@@ -14,6 +14,9 @@ const (
 	DefaultShards = 5
 	// DefaultBatchSize is the most ids handed to one handler call.
 	DefaultBatchSize = 1
+	// DefaultPrefetch is the least number of ids a shard fetches per round
+	// trip to Redis.
+	DefaultPrefetch = 10
 	// DefaultMaxRetryCount is how many times a payload is retried before
 	// it goes to the morgue (it is performed DefaultMaxRetryCount+1 times).
 	DefaultMaxRetryCount = 25
@@ -34,6 +37,14 @@ type Worker struct {
 	// BatchSize is the most ids per handler call [DefaultBatchSize], at
 	// most persistence.MaxBatchSize.
 	BatchSize int
+	// Prefetch is how many ids a shard fetches per round trip to Redis
+	// [max(BatchSize, DefaultPrefetch)], at least BatchSize. They are
+	// handed to the handler BatchSize at a time, one call after the other,
+	// and acknowledged together; a shard still runs one call at a time, so
+	// exclusivity and order are unaffected. Larger values cut round trips;
+	// after a crash, up to Prefetch ids are delivered again. Prefetch equal
+	// to BatchSize behaves exactly like Lowkiq (one round trip per call).
+	Prefetch int
 	// MaxRetryCount is how many failures a payload survives
 	// [DefaultMaxRetryCount]; NoRetries sends it to the morgue at its first
 	// failure.
@@ -70,6 +81,9 @@ func (w *Worker) withDefaults() Worker {
 	if out.BatchSize == 0 {
 		out.BatchSize = DefaultBatchSize
 	}
+	if out.Prefetch == 0 {
+		out.Prefetch = max(out.BatchSize, DefaultPrefetch)
+	}
 	if out.RetryIn == nil {
 		out.RetryIn = LowkiqRetry()
 	}
@@ -85,6 +99,9 @@ func (w *Worker) validate() error {
 	}
 	if w.BatchSize < 1 || w.BatchSize > persistence.MaxBatchSize {
 		return fmt.Errorf("orderly: worker %s: batch_size must be between 1 and %d, got %d", w.Queue, persistence.MaxBatchSize, w.BatchSize)
+	}
+	if w.Prefetch < w.BatchSize || w.Prefetch > persistence.MaxBatchSize {
+		return fmt.Errorf("orderly: worker %s: prefetch must be between batch_size (%d) and %d, got %d", w.Queue, w.BatchSize, persistence.MaxBatchSize, w.Prefetch)
 	}
 	if w.MaxRetryCount < NoRetries {
 		return fmt.Errorf("orderly: worker %s: max_retry_count must be >= 0 (or NoRetries), got %d", w.Queue, w.MaxRetryCount)

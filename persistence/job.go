@@ -128,9 +128,14 @@ type Failure struct {
 // AdvanceRequest settles the caller's in-flight batch and fetches the next.
 type AdvanceRequest struct {
 	// Settle is the Seq of the batch being settled, 0 when none. Every id
-	// of that batch not named in Failures succeeded.
+	// of that batch not named in Failures or Skipped succeeded.
 	Settle   int64
 	Failures []Failure
+	// Skipped are ids of the settled batch that were not handled (a stop
+	// cut the batch short): they go back to the queue as they were, with
+	// their retry count, perform_at and error, and count neither as
+	// processed nor as failed.
+	Skipped []string
 	// Fetch is the most ids to fetch; 0 settles only.
 	Fetch int
 	// NextSeq is the Seq the fetched batch gets; it must differ from Settle.

@@ -349,8 +349,19 @@ func TestStoreUnreachable(t *testing.T) {
 		{"GET", "/api/v1/stats"},
 		{"GET", "/api/v1/queues/q/jobs/a"},
 		{"GET", "/api/v1/queues/q/morgue"},
+		{"GET", "/api/v1/queues"},
+		{"GET", "/api/v1/queues/q"},
+		{"GET", "/api/v1/queues/q/jobs"},
+		{"GET", "/api/v1/queues/q/processing"},
+		{"DELETE", "/api/v1/queues/q/jobs/a"},
+		{"POST", "/api/v1/queues/q/actions/kill_failed"},
+		{"POST", "/api/v1/queues/q/morgue/delete"},
 	} {
-		a := e.do(r[0], r[1], "")
+		body := ""
+		if strings.HasSuffix(r[1], "/delete") {
+			body = `{"all": true}`
+		}
+		a := e.do(r[0], r[1], body)
 		require.Equal(t, http.StatusServiceUnavailable, a.status, a.body)
 		require.Equal(t, `{"error":"store unavailable; retry later"}`+"\n", a.body)
 		require.Equal(t, "1", a.header.Get("Retry-After"))
@@ -405,10 +416,20 @@ func TestRouting(t *testing.T) {
 	}{
 		{"POST", "/api/v1/stats", "GET, HEAD"},
 		{"DELETE", "/api/v1/stats", "GET, HEAD"},
-		{"GET", "/api/v1/queues/q/jobs", "POST"},
-		{"PUT", "/api/v1/queues/q/jobs/x", "GET, HEAD"},
+		{"PUT", "/api/v1/queues/q/jobs/x", "GET, HEAD, DELETE"},
 		{"GET", "/api/v1/queues/q/morgue/requeue", "POST"},
+		{"GET", "/api/v1/queues/q/morgue/delete", "POST"},
 		{"POST", "/healthz", "GET, HEAD"},
+		{"POST", "/api/v1/queues", "GET, HEAD"},
+		{"DELETE", "/api/v1/queues/q", "GET, HEAD"},
+		{"DELETE", "/api/v1/queues/q/jobs", "GET, HEAD, POST"},
+		{"POST", "/api/v1/queues/q/jobs/x", "GET, HEAD, DELETE"},
+		{"PATCH", "/api/v1/queues/q/jobs/a/b", "GET, HEAD, DELETE"},
+		{"POST", "/api/v1/queues/q/processing", "GET, HEAD"},
+		{"GET", "/api/v1/queues/q/actions/kill_failed", "POST"},
+		{"DELETE", "/api/v1/queues/q/actions/nope", "POST"},
+		{"PUT", "/api/v1/queues/q/morgue", "GET, HEAD"},
+		{"POST", "/metrics", "GET, HEAD"},
 	} {
 		a := e.do(c.method, c.path, "")
 		require.Equal(t, http.StatusMethodNotAllowed, a.status, "%s %s: %s", c.method, c.path, a.body)
@@ -417,12 +438,20 @@ func TestRouting(t *testing.T) {
 		require.Empty(t, field)
 		require.Contains(t, msg, "method "+c.method+" is not allowed")
 	}
-	for _, p := range []string{"/", "/api/v1/nope", "/api/v1/stats/", "/api/v1/queues/q", "/api/v2/stats"} {
+	for _, p := range []string{"/", "/index.html", "/api/v1/nope", "/api/v1/stats/", "/api/v1/queues/q/nope", "/api/v1/queues/", "/api/v1/queues/q/actions/", "/api/v2/stats", "/metrics/x"} {
 		a := e.do("GET", p, "")
 		require.Equal(t, http.StatusNotFound, a.status, "%s: %s", p, a.body)
 		require.Equal(t, fmt.Sprintf(`{"error":"no endpoint GET %s"}`+"\n", p), a.body)
 	}
-	a := e.do("GET", "/readyz", "")
+	// Endpoints without parameters take none.
+	for _, p := range []string{"/api/v1/stats?x=1", "/api/v1/cluster?x=1", "/api/v1/queues/q/jobs/a?x=1"} {
+		a := e.do("GET", p, "")
+		require.Equal(t, http.StatusBadRequest, a.status, "%s: %s", p, a.body)
+		require.Equal(t, `{"error":"x: unknown parameter: this endpoint takes none","field":"x"}`+"\n", a.body)
+	}
+	a := e.do("POST", "/api/v1/queues/q/jobs?x=1", `[{"id": "a"}]`)
+	require.Equal(t, http.StatusBadRequest, a.status, a.body)
+	a = e.do("GET", "/readyz", "")
 	require.Equal(t, http.StatusOK, a.status, "without Config.Ready, ready when the store answers: %s", a.body)
 	a = e.do("GET", "/api/v1/stats", "")
 	require.Equal(t, "nosniff", a.header.Get("X-Content-Type-Options"))

@@ -38,6 +38,9 @@ type clusterAnswer struct {
 // for every shard of every queue, the node holding its lease (from Redis,
 // the source of truth for who serves what).
 func (s *Server) cluster(w http.ResponseWriter, r *http.Request) error {
+	if _, err := queryParams(r); err != nil {
+		return err
+	}
 	ans := clusterAnswer{Members: []Member{}, Shards: []shardView{}}
 	if s.members != nil {
 		ans.Self, ans.Members = s.members(r.Context())

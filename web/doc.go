@@ -1,17 +1,82 @@
 // Package web is Orderly's HTTP API: JSON over a persistence.Store.
 //
 // New returns a Server, an http.Handler; the node mounts it on its HTTP
-// address. This first part serves:
+// address. It serves:
 //
-//	method and path                              answer
-//	POST /api/v1/queues/{q}/jobs                 202 {"enqueued": n}
-//	GET  /api/v1/queues/{q}/jobs/{id}            200 one job, queued and in flight
-//	GET  /api/v1/queues/{q}/morgue?order=id|updated_at&min=&max=&rev=&limit=&cursor=&payloads=
-//	                                             200 {"entries": [...], "next": "<cursor>"}
-//	POST /api/v1/queues/{q}/morgue/requeue       200 {"requeued": n}
-//	GET  /api/v1/stats                           200 Lowkiq's stats shape
-//	GET  /healthz                                200 {"status": "ok"}
-//	GET  /readyz                                 200 {"status": "ready"} or 503
+//	method and path                                    answer
+//	GET    /api/v1/queues                              200 {"queues": [<queue>, ...]}
+//	GET    /api/v1/queues/{q}                          200 <queue>
+//	POST   /api/v1/queues/{q}/jobs                     202 {"enqueued": n}
+//	GET    /api/v1/queues/{q}/jobs?order=id|perform_at|retry_count&min=&max=&rev=&limit=&cursor=&payloads=
+//	                                                   200 {"jobs": [...], "next": "<cursor>"}
+//	GET    /api/v1/queues/{q}/jobs/{id}                200 one job, queued and in flight
+//	DELETE /api/v1/queues/{q}/jobs/{id}                200 {"deleted": 1}
+//	GET    /api/v1/queues/{q}/processing               200 {"batches": [...]}
+//	POST   /api/v1/queues/{q}/actions/perform_all_now  200 {"updated": n}
+//	POST   /api/v1/queues/{q}/actions/kill_failed      200 {"killed": n}
+//	POST   /api/v1/queues/{q}/actions/delete_failed    200 {"deleted": n}
+//	GET    /api/v1/queues/{q}/morgue?order=id|updated_at&min=&max=&rev=&limit=&cursor=&payloads=
+//	                                                   200 {"entries": [...], "next": "<cursor>"}
+//	POST   /api/v1/queues/{q}/morgue/requeue           200 {"requeued": n}
+//	POST   /api/v1/queues/{q}/morgue/delete            200 {"deleted": n}
+//	GET    /api/v1/stats                               200 Lowkiq's stats shape
+//	GET    /api/v1/cluster                             200 members and shard owners
+//	GET    /metrics                                    200 Prometheus text (Config.Metrics)
+//	GET    /healthz                                    200 {"status": "ok"}
+//	GET    /readyz                                     200 {"status": "ready"} or 503
+//	GET    / and every other path                      the dashboard (Config.UI)
+//
+// Every GET also answers HEAD. Endpoints without parameters reject any
+// query parameter; endpoints without a body (DELETE, the actions) accept
+// an empty body or {} only.
+//
+// # Queues
+//
+// GET /api/v1/queues lists every queue registered in the store, by name;
+// GET /api/v1/queues/{q} answers one (404 with field "queue" when it is
+// unknown). A queue and its metrics (SPEC 3.10):
+//
+//	{"name": "orders", "shards": 8, "length": 3, "fresh": 2, "retries": 1,
+//	 "morgue_length": 1, "lag": 5.5, "busy": 1, "processed": 120, "failed": 4,
+//	 "oldest_due": 1699999994.5}
+//
+// length counts queued ids (not those in flight, which busy counts); fresh
+// those that never failed (retry_count -1), retries the others; lag is the
+// seconds since the earliest perform_at among queued ids (0 when none is
+// due); oldest_due is that perform_at, null when nothing is queued;
+// processed and failed count settled ids since the queue was created.
+//
+// # Listings
+//
+// GET /api/v1/queues/{q}/jobs lists queued jobs (not those in flight) and
+// GET /api/v1/queues/{q}/morgue the morgue, a page at a time:
+//
+//	{"jobs": [{"id": "order-1", "perform_at": 1700000000, "retry_count": -1, "error": "",
+//	           "payloads": [{"payload": {"sku": 42}, "score": 1700000000}], "payload_count": 1}],
+//	 "next": "YzEAaWQAMAAwAG9yZGVyLTE"}
+//	{"entries": [{"id": "order-2", "updated_at": 1700000100, "error": "boom",
+//	              "payloads": [{"payload_base64": "AP8=", "score": 1}], "payload_count": 1}],
+//	 "next": ""}
+//
+// Parameters, each at most once; unknown ones are errors:
+//
+//	order     jobs: id (default), perform_at or retry_count;
+//	          morgue: id (default) or updated_at. Ties are broken by id.
+//	min, max  inclusive bounds of the order's key: ids for id, numbers
+//	          (unix seconds, retry counts) otherwise; empty, -inf or +inf
+//	          mean no bound
+//	rev       true or 1 for descending order (false, 0 or empty: ascending)
+//	limit     page size, 1 to 1000 [100]
+//	payloads  payloads shown per entry, the lowest-scored first, 1 to 1000
+//	          [10]; payload_count is the total
+//	cursor    the next of the previous page, opaque; the other parameters
+//	          stay as they were (a cursor of another order or direction
+//	          is an error)
+//
+// next is empty on the last page. A page costs O(log n + limit) per shard
+// however deep the cursor, so a queue of millions of jobs pages as fast as
+// an empty one; the listing is a live view, not a snapshot: a job that
+// changes its key while one pages may be seen twice or not at all.
 //
 // # Enqueue
 //
@@ -55,6 +120,57 @@
 //
 // "queued" and "processing" are null when absent. Times are unix seconds.
 //
+// DELETE /api/v1/queues/{q}/jobs/{id} (the id escaped the same way)
+// deletes the queued entry of the id with all its payloads and answers
+// {"deleted": 1}; 404 when nothing of that id is queued. An in-flight batch
+// is never deleted: its handler settles it. (Payloads of the id enqueued
+// while it is in flight form a queued entry, which is deleted.)
+//
+// # Processing
+//
+// GET /api/v1/queues/{q}/processing answers the in-flight batch of every
+// shard that has one, by shard, with the node that fetched it (owner), its
+// lease epoch and batch seq, and every payload handed to the handler:
+//
+//	{"batches": [{"shard": 3, "owner": "node-1", "epoch": 7, "seq": 12, "fetched_at": 1700000000.25,
+//	              "jobs": [{"id": "order-1", "perform_at": 1700000000, "retry_count": -1, "error": "",
+//	                        "payloads": [{"payload": {"sku": 42}, "score": 1700000000}], "payload_count": 1}]}]}
+//
+// # Actions
+//
+// POST /api/v1/queues/{q}/actions/{action}, with an empty body or {}, runs
+// a queue action (SPEC 3.9) synchronously and answers how many queued ids
+// it changed; in-flight batches are not touched:
+//
+//	perform_all_now  every queued job due later becomes due now  {"updated": n}
+//	                 (perform_at = now; overdue jobs keep theirs)
+//	kill_failed      every job with retry_count >= 0 goes to the  {"killed": n}
+//	                 morgue with all its payloads and its error
+//	delete_failed    every job with retry_count >= 0 is deleted   {"deleted": n}
+//
+// An unknown action is a 404 with field "action". Each shard changes
+// atomically, the queue as a whole does not: jobs enqueued while an action
+// runs may or may not be changed.
+//
+// # Morgue
+//
+// POST /api/v1/queues/{q}/morgue/requeue and /morgue/delete take
+// {"ids": ["a", "b"]} or {"all": true} (exactly one of the two; {"ids": []}
+// selects nothing) and answer {"requeued": n} or {"deleted": n}; ids not in
+// the morgue are skipped. A requeued entry merges into the queue with
+// perform_at now and retry_count -1 (SPEC 3.2).
+//
+// # Metrics and dashboard
+//
+// GET /metrics is served by Config.Metrics (Prometheus text format, not
+// JSON); without one it answers 404. It needs the token like every read.
+//
+// With Config.UI set, GET and HEAD of every path outside /api/, /metrics,
+// /healthz and /readyz go to it (other methods there answer 405), without
+// the token: the dashboard's files are static and hold no data, and its
+// script sends the bearer token on every API call, which needs it as
+// always. Without Config.UI those paths answer 404.
+//
 // # Stats
 //
 // GET /api/v1/stats has Lowkiq's shape, so Lowkiq scrapers keep working:
@@ -65,19 +181,32 @@
 // by_worker has every queue registered in the store; the total lag is the
 // maximum over queues, the other totals are sums.
 //
+// # Security
+//
+// With Config.Token set, every request needs "Authorization: Bearer
+// <token>" except the probes and the dashboard's files; with
+// Config.PublicReads, GET and HEAD need none, but requests that change
+// something always do. Browser requests that change something from another
+// origin are rejected (403). The token never appears in logs or answers.
+//
 // # Errors
 //
-// Every answer is JSON; errors are {"error": "...", "field": "..."}, with
-// field only when a field is at fault, named as in the request
-// ("jobs[2].perform_at", "limit", "ids[0]", "queue"):
+// Every answer but /metrics and the dashboard's files is JSON; errors are
+// {"error": "...", "field": "..."}, with field only when a field is at
+// fault, named as in the request ("jobs[2].perform_at", "limit", "ids[0]",
+// "queue", "action"):
 //
-//	400  malformed JSON ("malformed JSON at byte 17: ..."), bad values
+//	400  malformed JSON ("malformed JSON at byte 17: ..."), bad values,
+//	     unknown or repeated parameters, a body where none is taken
 //	401  Config.Token is set and the request lacks it
 //	403  a cross-origin browser request that changes something
-//	404  unknown queue, job or endpoint; a path that is not canonical
+//	404  unknown queue, job, action or endpoint; a path that is not canonical
 //	405  wrong method (with Allow)
 //	413  body over Config.MaxBodyBytes
 //	415  a Content-Type other than JSON (a missing one is accepted)
 //	500  a store failure (the detail goes to the log, not the answer)
 //	503  the store is unreachable (with Retry-After)
+//
+// A queue name that is not valid (letters, digits, '_', '-' and '.') is a
+// 400 with field "queue"; a valid one that is not registered a 404.
 package web

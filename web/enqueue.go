@@ -28,6 +28,9 @@ type enqueueAnswer struct {
 // all-or-nothing: every job is checked (here and by the store) before
 // anything is written.
 func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) error {
+	if _, err := queryParams(r); err != nil {
+		return err
+	}
 	body, err := s.readJSONBody(w, r, "a JSON array of jobs")
 	if err != nil {
 		return err

@@ -122,14 +122,33 @@ func (e *env) do(method, path, body string, headers ...string) answer {
 	return e.send(req)
 }
 
+// send sends a request whose answer must be JSON.
 func (e *env) send(req *http.Request) answer {
+	e.t.Helper()
+	a := e.sendRaw(req)
+	require.Equal(e.t, "application/json", a.header.Get("Content-Type"), "every answer is JSON: %s %s -> %d %s", req.Method, req.URL, a.status, a.body)
+	return a
+}
+
+// doRaw sends a request whose answer need not be JSON (/metrics, the
+// dashboard's files).
+func (e *env) doRaw(method, path string, headers ...string) answer {
+	e.t.Helper()
+	req, err := http.NewRequest(method, e.ts.URL+path, nil)
+	require.NoError(e.t, err)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	return e.sendRaw(req)
+}
+
+func (e *env) sendRaw(req *http.Request) answer {
 	e.t.Helper()
 	res, err := e.ts.Client().Do(req)
 	require.NoError(e.t, err)
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	require.NoError(e.t, err)
-	require.Equal(e.t, "application/json", res.Header.Get("Content-Type"), "every answer is JSON: %s %s -> %d %s", req.Method, req.URL, res.StatusCode, b)
 	return answer{status: res.StatusCode, header: res.Header, body: string(b)}
 }
 

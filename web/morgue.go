@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -37,10 +38,10 @@ func listOptions(r *http.Request) (persistence.ListOptions, error) {
 	if opts.Rev, err = boolParam(vals, "rev"); err != nil {
 		return opts, err
 	}
-	if opts.Limit, err = intParam(vals, "limit"); err != nil {
+	if opts.Limit, err = countParam(vals, "limit", persistence.MaxListLimit); err != nil {
 		return opts, err
 	}
-	if opts.Payloads, err = intParam(vals, "payloads"); err != nil {
+	if opts.Payloads, err = countParam(vals, "payloads", persistence.MaxLookupPayloads); err != nil {
 		return opts, err
 	}
 	return opts, nil
@@ -75,29 +76,57 @@ type requeueAnswer struct {
 	Requeued int `json:"requeued"`
 }
 
+// deletedAnswer is the answer of the endpoints that delete: how many ids
+// they deleted.
+type deletedAnswer struct {
+	Deleted int `json:"deleted"`
+}
+
 // requeueMorgue serves POST /api/v1/queues/{q}/morgue/requeue, body
 // {"ids": [...]} or {"all": true}. It is synchronous and answers how many
 // entries went back to the queue (ids not in the morgue are skipped).
 func (s *Server) requeueMorgue(w http.ResponseWriter, r *http.Request) error {
-	body, err := s.readJSONBody(w, r, `{"ids": [...]} or {"all": true}`)
-	if err != nil {
-		return err
-	}
-	sel, err := decodeSelection(body)
-	if err != nil {
-		return err
-	}
-	var n int
-	if sel.all {
-		n, err = s.store.RequeueMorgueAll(r.Context(), r.PathValue("q"))
-	} else {
-		n, err = s.store.RequeueMorgue(r.Context(), r.PathValue("q"), sel.ids)
-	}
+	n, err := s.onSelection(w, r, s.store.RequeueMorgue, s.store.RequeueMorgueAll)
 	if err != nil {
 		return err
 	}
 	s.writeJSON(w, r, http.StatusOK, requeueAnswer{Requeued: n})
 	return nil
+}
+
+// deleteMorgue serves POST /api/v1/queues/{q}/morgue/delete, body
+// {"ids": [...]} or {"all": true}. It is synchronous and answers how many
+// entries it deleted (ids not in the morgue are skipped).
+func (s *Server) deleteMorgue(w http.ResponseWriter, r *http.Request) error {
+	n, err := s.onSelection(w, r, s.store.DeleteMorgue, s.store.DeleteMorgueAll)
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, r, http.StatusOK, deletedAnswer{Deleted: n})
+	return nil
+}
+
+// onSelection decodes a morgue action's body and applies the action to the
+// named ids (some) or to the whole morgue (all) of queue {q}.
+func (s *Server) onSelection(w http.ResponseWriter, r *http.Request,
+	some func(ctx context.Context, queue string, ids []string) (int, error),
+	all func(ctx context.Context, queue string) (int, error),
+) (int, error) {
+	if _, err := queryParams(r); err != nil {
+		return 0, err
+	}
+	body, err := s.readJSONBody(w, r, `{"ids": [...]} or {"all": true}`)
+	if err != nil {
+		return 0, err
+	}
+	sel, err := decodeSelection(body)
+	if err != nil {
+		return 0, err
+	}
+	if sel.all {
+		return all(r.Context(), r.PathValue("q"))
+	}
+	return some(r.Context(), r.PathValue("q"), sel.ids)
 }
 
 // selection is what a morgue action applies to: the named ids, or all.
@@ -135,7 +164,7 @@ func decodeSelection(body []byte) (selection, error) {
 				return badField("all", "must be true, got %s", k)
 			}
 			if sel.all = string(val) == "true"; !sel.all {
-				return badField("all", `must be true; to requeue given entries send {"ids": [...]}`)
+				return badField("all", `must be true; to select given entries send {"ids": [...]}`)
 			}
 			return nil
 		default:

@@ -18,14 +18,59 @@ import (
 // that it is one well-formed JSON value. want describes the expected body
 // for the message about an empty one.
 func (s *Server) readJSONBody(w http.ResponseWriter, r *http.Request, want string) ([]byte, error) {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, params, err := mime.ParseMediaType(ct)
-		isJSON := mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")
-		if cs := params["charset"]; err != nil || !isJSON || cs != "" && !strings.EqualFold(cs, "utf-8") {
-			return nil, &apiError{status: http.StatusUnsupportedMediaType,
-				msg: fmt.Sprintf("unsupported Content-Type %q: send application/json (UTF-8)", ct)}
-		}
+	if err := checkJSONType(r); err != nil {
+		return nil, err
 	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return nil, err
+	}
+	if skipSpace(body, 0) == len(body) {
+		return nil, badRequest("the request body is empty: send %s", want)
+	}
+	return body, checkJSON(body)
+}
+
+// readNoBody checks the body of a request that takes none: it must be
+// empty (whatever its Content-Type, as curl -d "" sends a form type) or the
+// empty JSON object {}.
+func (s *Server) readNoBody(w http.ResponseWriter, r *http.Request) error {
+	body, err := s.readBody(w, r)
+	if err != nil || skipSpace(body, 0) == len(body) {
+		return err
+	}
+	if err := checkJSONType(r); err != nil {
+		return err
+	}
+	if err := checkJSON(body); err != nil {
+		return err
+	}
+	if k := kindOf(body); k != "an object" {
+		return badRequest("this endpoint takes no body (or {}), got %s", k)
+	}
+	return eachField(body, func(key string, _ []byte) error {
+		return badField(truncate(key, 64), "unknown field: this endpoint takes no body (or {})")
+	})
+}
+
+// checkJSONType rejects a Content-Type other than JSON in UTF-8; a missing
+// one is accepted.
+func checkJSONType(r *http.Request) error {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return nil
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	isJSON := mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")
+	if cs := params["charset"]; err != nil || !isJSON || cs != "" && !strings.EqualFold(cs, "utf-8") {
+		return &apiError{status: http.StatusUnsupportedMediaType,
+			msg: fmt.Sprintf("unsupported Content-Type %q: send application/json (UTF-8)", truncate(ct, 64))}
+	}
+	return nil
+}
+
+// readBody reads a request body of at most maxBody bytes.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	tooLarge := &apiError{status: http.StatusRequestEntityTooLarge,
 		msg: fmt.Sprintf("request body is larger than the limit of %d bytes", s.maxBody)}
 	if r.ContentLength > s.maxBody {
@@ -39,48 +84,61 @@ func (s *Server) readJSONBody(w http.ResponseWriter, r *http.Request, want strin
 		}
 		return nil, badRequest("reading the request body: %v", err)
 	}
-	if skipSpace(body, 0) == len(body) {
-		return nil, badRequest("the request body is empty: send %s", want)
-	}
-	if !json.Valid(body) {
-		// Unmarshal checks the syntax before decoding and reports where it
-		// fails; the offset counts bytes from 1.
-		err := json.Unmarshal(body, new(json.RawMessage))
-		if se := (*json.SyntaxError)(nil); errors.As(err, &se) {
-			return nil, badRequest("malformed JSON at byte %d: %s", se.Offset, se.Error())
-		}
-		return nil, badRequest("malformed JSON: %v", err)
-	}
 	return body, nil
 }
 
-// queryParams parses the query string of a listing: every parameter must be
-// known and given at most once.
+// checkJSON checks that body is one well-formed JSON value.
+func checkJSON(body []byte) error {
+	if json.Valid(body) {
+		return nil
+	}
+	// Unmarshal checks the syntax before decoding and reports where it
+	// fails; the offset counts bytes from 1.
+	err := json.Unmarshal(body, new(json.RawMessage))
+	if se := (*json.SyntaxError)(nil); errors.As(err, &se) {
+		return badRequest("malformed JSON at byte %d: %s", se.Offset, se.Error())
+	}
+	return badRequest("malformed JSON: %v", err)
+}
+
+// queryParams parses the query string of a request: every parameter must
+// be known and given at most once. With no known parameters, any is an
+// error.
 func queryParams(r *http.Request, known ...string) (url.Values, error) {
 	vals, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return nil, badRequest("malformed query string: %v", err)
 	}
 	for _, k := range slices.Sorted(maps.Keys(vals)) {
-		if !slices.Contains(known, k) {
+		switch {
+		case k == "":
+			return nil, badRequest("malformed query string: a parameter without a name")
+		case len(known) == 0:
+			return nil, badField(truncate(k, 64), "unknown parameter: this endpoint takes none")
+		case !slices.Contains(known, k):
 			return nil, badField(truncate(k, 64), "unknown parameter (known: %s)", strings.Join(known, ", "))
-		}
-		if len(vals[k]) > 1 {
+		case len(vals[k]) > 1:
 			return nil, badField(k, "given more than once")
 		}
 	}
 	return vals, nil
 }
 
-// intParam reads an integer parameter; empty means 0 (the default).
-func intParam(vals url.Values, name string) (int, error) {
+// countParam reads a count parameter: an integer from 1 to most; empty
+// means 0, the store's default.
+func countParam(vals url.Values, name string, most int) (int, error) {
 	v := vals.Get(name)
 	if v == "" {
 		return 0, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil {
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		return 0, badField(name, "%q is out of range: must be between 1 and %d", truncate(v, 32), most)
+	case err != nil:
 		return 0, badField(name, "%q is not an integer", truncate(v, 32))
+	case n < 1 || n > most:
+		return 0, badField(name, "must be between 1 and %d, got %d", most, n)
 	}
 	return n, nil
 }

@@ -44,7 +44,8 @@ type Config struct {
 	Now func() time.Time
 	// Token, when set, is the bearer token every request must present
 	// ("Authorization: Bearer <token>"), except the probes /healthz and
-	// /readyz. [none: no authentication]
+	// /readyz and the dashboard's static files (UI). [none: no
+	// authentication]
 	Token string
 	// PublicReads exempts GET and HEAD requests from Token; requests that
 	// change something always need it.
@@ -52,10 +53,19 @@ type Config struct {
 	// Members returns this node's name and the cluster's members as it
 	// sees them (/api/v1/cluster). [none: an empty member list]
 	Members func(ctx context.Context) (self string, members []Member)
+	// Metrics serves GET /metrics, the node's Prometheus handler. It needs
+	// the token like the other reads. [none: /metrics answers 404]
+	Metrics http.Handler
+	// UI serves the dashboard: GET and HEAD of every path outside /api/,
+	// /metrics, /healthz and /readyz. It is reached without the token, so
+	// it must serve only static files that hold no data; the dashboard's
+	// script sends the token on its API calls. [none: 404]
+	UI http.Handler
 }
 
 // Server is Orderly's HTTP API. It implements http.Handler; every answer,
-// errors included, is JSON. Create it with New.
+// errors included, is JSON, except those of Config.Metrics and Config.UI.
+// Create it with New.
 type Server struct {
 	store       persistence.Store
 	ready       func(context.Context) error
@@ -68,6 +78,8 @@ type Server struct {
 	origin      *http.CrossOriginProtection
 	mux         *http.ServeMux
 	members     func(context.Context) (string, []Member)
+	metrics     http.Handler
+	ui          http.Handler
 }
 
 // New returns a Server on cfg.Store.
@@ -87,6 +99,8 @@ func New(cfg *Config) (*Server, error) {
 		now:         cfg.Now,
 		publicReads: cfg.PublicReads,
 		members:     cfg.Members,
+		metrics:     cfg.Metrics,
+		ui:          cfg.UI,
 		origin:      http.NewCrossOriginProtection(),
 		mux:         http.NewServeMux(),
 	}
@@ -106,12 +120,20 @@ func New(cfg *Config) (*Server, error) {
 		sum := sha256.Sum256([]byte(cfg.Token))
 		s.tokenSum = &sum
 	}
+	s.handle("GET /api/v1/queues", s.listQueues)
+	s.handle("GET /api/v1/queues/{q}", s.getQueue)
+	s.handle("GET /api/v1/queues/{q}/jobs", s.listJobs)
 	s.handle("POST /api/v1/queues/{q}/jobs", s.enqueue)
 	s.handle("GET /api/v1/queues/{q}/jobs/{id...}", s.getJob)
+	s.handle("DELETE /api/v1/queues/{q}/jobs/{id...}", s.deleteJob)
+	s.handle("GET /api/v1/queues/{q}/processing", s.processing)
+	s.handle("POST /api/v1/queues/{q}/actions/{action}", s.queueAction)
 	s.handle("GET /api/v1/queues/{q}/morgue", s.listMorgue)
 	s.handle("POST /api/v1/queues/{q}/morgue/requeue", s.requeueMorgue)
+	s.handle("POST /api/v1/queues/{q}/morgue/delete", s.deleteMorgue)
 	s.handle("GET /api/v1/stats", s.stats)
 	s.handle("GET /api/v1/cluster", s.cluster)
+	s.handle("GET /metrics", s.serveMetrics)
 	s.handle("GET /healthz", s.healthz)
 	s.handle("GET /readyz", s.readyz)
 	return s, nil
@@ -140,6 +162,10 @@ func (s *Server) handle(pattern string, fn func(http.ResponseWriter, *http.Reque
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("X-Content-Type-Options", "nosniff")
+	if s.ui != nil && isUIPath(r) {
+		s.serveUI(w, r) // caching is the dashboard's to decide
+		return
+	}
 	h.Set("Cache-Control", "no-store")
 
 	if err := s.origin.Check(r); err != nil {
@@ -201,6 +227,40 @@ func cleanPath(p string) string {
 		np += "/"
 	}
 	return np
+}
+
+// isUIPath reports whether r is for the dashboard: a canonical path
+// outside the API, /metrics and the probes.
+func isUIPath(r *http.Request) bool {
+	p := r.URL.Path
+	switch {
+	case p == "/api" || strings.HasPrefix(p, "/api/"):
+		return false
+	case p == "/metrics" || p == "/healthz" || p == "/readyz":
+		return false
+	}
+	return cleanPath(r.URL.EscapedPath()) == r.URL.EscapedPath()
+}
+
+// serveUI hands a dashboard request to Config.UI, without the token: GET
+// and HEAD only, as the dashboard's files are read, never changed.
+func (s *Server) serveUI(w http.ResponseWriter, r *http.Request) {
+	defer s.recoverPanic(w, r)
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		s.writeError(w, r, &apiError{status: http.StatusMethodNotAllowed, allow: "GET, HEAD",
+			msg: fmt.Sprintf("method %s is not allowed on %s (allowed: GET, HEAD)", r.Method, r.URL.EscapedPath())})
+		return
+	}
+	s.ui.ServeHTTP(w, r)
+}
+
+// serveMetrics serves GET /metrics with Config.Metrics.
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
+	if s.metrics == nil {
+		return &apiError{status: http.StatusNotFound, msg: "no metrics: this server has no Prometheus handler"}
+	}
+	s.metrics.ServeHTTP(w, r)
+	return nil
 }
 
 // authorized reports whether r may proceed: no token is configured, r is a

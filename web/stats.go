@@ -1,10 +1,6 @@
 package web
 
-import (
-	"net/http"
-
-	"github.com/orderlyhq/orderly/persistence"
-)
+import "net/http"
 
 // statsCounts are one queue's (or the total's) metrics in Lowkiq's stats
 // shape, in Lowkiq's key order.
@@ -24,19 +20,12 @@ type statsAnswer struct {
 // stats serves GET /api/v1/stats over every queue registered in the store.
 // The total lag is the maximum over queues; the other totals are sums.
 func (s *Server) stats(w http.ResponseWriter, r *http.Request) error {
-	specs, err := s.store.Queues(r.Context())
-	if err != nil {
+	if _, err := queryParams(r); err != nil {
 		return err
 	}
-	names := make([]string, len(specs))
-	for i, q := range specs {
-		names[i] = q.Name
-	}
-	var all []persistence.QueueStats
-	if len(names) > 0 {
-		if all, err = s.store.Stats(r.Context(), names...); err != nil {
-			return err
-		}
+	all, err := s.allStats(r.Context())
+	if err != nil {
+		return err
 	}
 	ans := statsAnswer{ByWorker: make(map[string]statsCounts, len(all))}
 	for _, st := range all {

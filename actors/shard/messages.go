@@ -81,8 +81,9 @@ type (
 	processed struct {
 		seq      int64
 		failures []persistence.Failure
-		err      error // the whole batch's error, for logs
-		cut      bool  // cancelled by lease loss or drain deadline
+		skipped  []string // ids not handled (a drain deadline)
+		err      error    // a call's error, for logs
+		cut      bool     // cancelled by lease loss or drain deadline
 		dur      time.Duration
 	}
 	renewed struct {

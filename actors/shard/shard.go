@@ -32,13 +32,29 @@ const (
 // It must return when ctx is cancelled.
 type Processor func(ctx context.Context, b *persistence.Batch) (failed map[string]string, err error)
 
+// Observer receives a shard actor's events, for metrics. Calls come from the
+// actor's goroutine and its tasks, concurrently for different shards; they
+// must not block.
+type Observer interface {
+	// BatchDone reports a handler call: how many ids it held, how many
+	// failed, how long it ran; err is the whole batch's error, if any.
+	BatchDone(ref persistence.ShardRef, ids, failed int, d time.Duration, err error)
+	// LeaseLost reports that the actor lost its lease while holding it.
+	LeaseLost(ref persistence.ShardRef)
+}
+
 // Config configures one shard actor. Zero durations mean their defaults.
 type Config struct {
 	Ref   persistence.ShardRef
 	Store persistence.Store
 	// Owner is the node's name, recorded in the lease.
-	Owner         string
-	BatchSize     int
+	Owner string
+	// BatchSize is the most ids per handler call.
+	BatchSize int
+	// Prefetch is how many ids one fetch takes (at least BatchSize); they
+	// are handed to the handler BatchSize at a time, one call after the
+	// other, and settled together.
+	Prefetch      int
 	MaxRetryCount int
 	// RetryIn returns the wait before the next attempt for a retry count.
 	RetryIn func(retryCount int) time.Duration
@@ -52,6 +68,8 @@ type Config struct {
 	MorgueTTL time.Duration
 	Logger    *slog.Logger
 	Now       func() time.Time
+	// Observer, if set, receives the actor's events.
+	Observer Observer
 }
 
 func (c Config) withDefaults() Config {
@@ -67,6 +85,7 @@ func (c Config) withDefaults() Config {
 	if c.BatchSize <= 0 {
 		c.BatchSize = 1
 	}
+	c.Prefetch = max(c.Prefetch, c.BatchSize)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -98,6 +117,7 @@ var (
 // pendingSettle is the outcome of the current batch, to be sent to the store.
 type pendingSettle struct {
 	failures []persistence.Failure
+	skipped  []string
 }
 
 // Actor is a shard actor; see the package documentation for its protocol.
@@ -111,7 +131,8 @@ type Actor struct {
 	wg     sync.WaitGroup // goroutines of running tasks
 
 	lease    *persistence.Lease
-	seq      int64
+	seq      int64                       // last fetch's NextSeq
+	calls    int64                       // handler calls under this lease (delivery numbers)
 	cur      *persistence.Batch          // fetched and not settled
 	settle   *pendingSettle              // cur's outcome, not yet sent
 	req      *persistence.AdvanceRequest // an Advance to send or retry
@@ -230,13 +251,13 @@ func (a *Actor) step(c actor.Context) {
 	case a.draining:
 		a.startRelease(c)
 	case a.settle != nil && a.permit:
-		a.newRequest(a.cfg.BatchSize)
+		a.newRequest(a.cfg.Prefetch)
 		a.startAdvance(c)
 	case a.settle != nil:
 		a.newRequest(0)
 		a.startAdvance(c)
 	case a.permit:
-		a.newRequest(a.cfg.BatchSize)
+		a.newRequest(a.cfg.Prefetch)
 		a.startAdvance(c)
 	case a.trimDue:
 		a.startTrim(c)
@@ -264,6 +285,7 @@ func (a *Actor) newRequest(fetch int) {
 	if a.settle != nil && a.cur != nil {
 		req.Settle = a.cur.Seq
 		req.Failures = a.settle.failures
+		req.Skipped = a.settle.skipped
 	}
 	if fetch > 0 {
 		a.dirty = false
@@ -322,7 +344,7 @@ func (a *Actor) onAcquired(c actor.Context, m acquired) {
 		return
 	}
 	l := m.lease
-	a.lease, a.seq, a.cur, a.settle, a.req = &l, 0, nil, nil, nil
+	a.lease, a.seq, a.calls, a.cur, a.settle, a.req = &l, 0, 0, nil, nil, nil
 	a.storeOK(c)
 	a.log.Info("serving shard", "epoch", l.Epoch, "restored", m.restored)
 	a.arm(c, timerRenew, a.cfg.LeaseTTL/3)
@@ -415,32 +437,61 @@ func (a *Actor) onAdvanced(c actor.Context, m advanced) {
 	}
 }
 
+// startHandler runs the fetched batch through the handler, BatchSize ids per
+// call, one call after the other. A drain deadline stops it between (or
+// cuts) calls: the ids not handled are skipped, so that they go back to the
+// queue untouched.
 func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
 	hctx, cancel := context.WithCancelCause(a.base)
 	a.handler = cancel
 	cfg := a.cfg
-	log := a.log.With("delivery", Delivery(b))
+	log := a.log
+	first := a.calls
+	size := max(cfg.BatchSize, 1)
+	a.calls += int64((len(b.Jobs) + size - 1) / size)
 	a.task(c, func(context.Context) any {
-		ctx := hctx
-		stop := func() {}
-		if cfg.Timeout > 0 {
-			ctx, stop = context.WithTimeoutCause(hctx, cfg.Timeout, errTimeout)
-		}
+		out := processed{seq: b.Seq}
 		start := time.Now()
-		failed, err := safeProcess(ctx, cfg.Process, b, log)
-		if err != nil && errors.Is(context.Cause(ctx), errTimeout) {
-			err = fmt.Errorf("timed out after %s: %w", cfg.Timeout, err)
+		for i, k := 0, first; i < len(b.Jobs); i, k = i+size, k+1 {
+			jobs := b.Jobs[i:min(i+size, len(b.Jobs))]
+			if hctx.Err() != nil {
+				for _, j := range b.Jobs[i:] {
+					out.skipped = append(out.skipped, j.ID)
+				}
+				break
+			}
+			call := &persistence.Batch{ShardRef: b.ShardRef, Seq: k + 1, Token: b.Token, FetchedAt: b.FetchedAt, Jobs: jobs}
+			ctx, stop := hctx, context.CancelFunc(func() {})
+			if cfg.Timeout > 0 {
+				ctx, stop = context.WithTimeoutCause(hctx, cfg.Timeout, errTimeout)
+			}
+			callStart := time.Now()
+			failed, err := safeProcess(ctx, cfg.Process, call, log.With("delivery", Delivery(call)))
+			if err != nil && errors.Is(context.Cause(ctx), errTimeout) {
+				err = fmt.Errorf("timed out after %s: %w", cfg.Timeout, err)
+			}
+			stop()
+			if err != nil && errors.Is(context.Cause(hctx), errDrainDeadline) {
+				// Cut by the drain deadline: not handled, not failed.
+				for _, j := range b.Jobs[i:] {
+					out.skipped = append(out.skipped, j.ID)
+				}
+				out.cut = true
+				break
+			}
+			fs := failuresOf(cfg, call, failed, err, log)
+			if o := cfg.Observer; o != nil {
+				o.BatchDone(b.ShardRef, len(jobs), len(fs), time.Since(callStart), err)
+			}
+			if err != nil {
+				out.err = err
+			}
+			out.failures = append(out.failures, fs...)
 		}
-		cause := context.Cause(hctx)
-		stop()
+		out.dur = time.Since(start)
+		out.cut = out.cut || hctx.Err() != nil
 		cancel(nil)
-		return processed{
-			seq:      b.Seq,
-			failures: failuresOf(cfg, b, failed, err, log),
-			err:      err,
-			cut:      cause != nil,
-			dur:      time.Since(start),
-		}
+		return out
 	})
 }
 
@@ -527,18 +578,15 @@ func (a *Actor) onProcessed(c actor.Context, m processed) {
 	if a.lease == nil || a.cur == nil || a.cur.Seq != m.seq {
 		return // lease lost meanwhile: the next owner restores the batch
 	}
-	if m.err != nil {
-		a.log.Warn("batch failed", "ids", len(a.cur.Jobs), "err", m.err, "duration", m.dur)
-	} else if len(m.failures) > 0 {
+	switch {
+	case len(m.skipped) > 0:
+		a.log.Warn("batch cut by shutdown; the ids not handled go back to the queue", "ids", len(a.cur.Jobs), "skipped", len(m.skipped))
+	case m.err != nil:
+		a.log.Warn("batch failed", "ids", len(a.cur.Jobs), "failed", len(m.failures), "err", m.err, "duration", m.dur)
+	case len(m.failures) > 0:
 		a.log.Info("batch partly failed", "ids", len(a.cur.Jobs), "failed", len(m.failures), "duration", m.dur)
 	}
-	if m.cut && m.err != nil && a.draining {
-		// Cut by the drain deadline: not settled, so the batch goes back
-		// with its retry count unchanged when the lease is released.
-		a.log.Warn("batch cancelled by shutdown; it will be delivered again", "ids", len(a.cur.Jobs))
-	} else {
-		a.settle = &pendingSettle{failures: m.failures}
-	}
+	a.settle = &pendingSettle{failures: m.failures, skipped: m.skipped}
 	if a.permit {
 		if a.draining {
 			a.permit = false
@@ -598,6 +646,9 @@ func (a *Actor) onRenewed(c actor.Context, m renewed) {
 // leaseLost forgets the lease and cancels the handler at once.
 func (a *Actor) leaseLost(c actor.Context, why string) {
 	a.log.Warn("shard lease lost; handler cancelled, batch left to the next owner", "reason", why)
+	if o := a.cfg.Observer; o != nil {
+		o.LeaseLost(a.cfg.Ref)
+	}
 	a.lease, a.req, a.settle, a.cur = nil, nil, nil, nil
 	a.disarm(timerRenew)
 	a.disarm(timerGuard)

@@ -47,7 +47,7 @@ func TestStorePanicRestartsTheActorWithBackoff(t *testing.T) {
 	store.panics.Store(2)
 
 	log := slog.New(slog.DiscardHandler)
-	sys := actor.NewActorSystem(actor.WithLoggerFactory(logbridge.Protoactor(log)))
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(logbridge.Protoactor(log)), actor.WithDeadLetterThrottleInterval(100*time.Millisecond))
 	defer sys.Shutdown()
 	pid, err := sys.Root.SpawnNamed(node.Props(node.Config{Concurrency: 1, Logger: log}), "node")
 	require.NoError(t, err)

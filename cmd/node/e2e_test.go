@@ -170,6 +170,24 @@ func TestWebhookSemantics(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(b, &stats))
 	require.Zero(t, stats.Total.Length)
+
+	// Prometheus metrics of what this node did.
+	code, b = n.Do("GET", "/metrics", nil)
+	require.Equal(t, 200, code)
+	for _, want := range []string{
+		`orderly_jobs_enqueued_total{queue="orders"}`,
+		`orderly_jobs_processed_total{queue="orders"}`,
+		`orderly_jobs_failed_total{queue="orders"}`,
+		`orderly_jobs_dead_total{queue="orders"}`,
+		`orderly_batch_duration_seconds_bucket{outcome="ok",queue="orders"`,
+		`orderly_shards_owned{queue="orders"} 2`,
+		`orderly_cluster_members{state="alive"} 1`,
+		`orderly_queue_length{queue="orders"} 0`,
+		`orderly_queue_morgue_length{queue="orders"}`,
+		`orderly_redis_round_trips_total`,
+	} {
+		require.Contains(t, string(b), want)
+	}
 }
 
 func deliveriesOf(r *nodetest.Receiver, id string) []nodetest.Delivery {
@@ -294,6 +312,19 @@ func TestBadInputAtStartAndOverHTTP(t *testing.T) {
 		require.Equal(t, c.code, n.Wait(30*time.Second), c.name)
 		require.Contains(t, n.Logs(), c.want, c.name)
 	}
+
+	// Without a token the API stays on loopback unless told otherwise.
+	port, err := redistest.FreePort()
+	require.NoError(t, err)
+	public := fmt.Sprintf("0.0.0.0:%d", port)
+	n0 := nodetest.Launch(t, nodetest.Options{Args: []string{"--http", public}})
+	require.Equal(t, 1, n0.Wait(30*time.Second))
+	require.Contains(t, n0.Logs(), "without a token: set --http-token")
+	n0 = nodetest.Launch(t, nodetest.Options{Args: []string{"--http", public, "--http-token", "s3cret"}, HTTPPort: port})
+	n0.WaitHealthy()
+	code, _ := n0.Do("GET", "/api/v1/stats", nil)
+	require.Equal(t, 401, code, "the token is required")
+	n0.Kill()
 
 	help := nodetest.Launch(t, nodetest.Options{Args: []string{"--help"}})
 	require.Equal(t, 0, help.Wait(30*time.Second))

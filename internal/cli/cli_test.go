@@ -2,16 +2,16 @@ package cli
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func runCLI(args []string, env map[string]string) (int, string, string) {
 	var out, errOut bytes.Buffer
@@ -73,4 +73,159 @@ func TestExitCodes(t *testing.T) {
 	require.Contains(t, errOut, "Usage: orderly members")
 	code, _, _ = runCLI([]string{"frobnicate"}, nil)
 	require.Equal(t, ExitUsage, code)
+}
+
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args    []string
+		usage   string
+		example string
+	}{
+		{[]string{"enqueue", "--help"}, "Usage: orderly enqueue --queue Q --id ID", "  orderly enqueue --queue orders --file jobs.jsonl\n"},
+		{[]string{"stats", "-h"}, "Usage: orderly stats [--queue Q] [flags]", "  orderly stats --queue orders --json\n"},
+		{[]string{"members", "--help"}, "Usage: orderly members [flags]", "  orderly members --http 10.0.0.5:8080\n"},
+		{[]string{"morgue", "list", "--help"}, "Usage: orderly morgue list --queue Q [--order id|updated_at]", "  orderly morgue list --queue orders\n"},
+		{[]string{"morgue", "requeue", "--help"}, "Usage: orderly morgue requeue --queue Q (--all [--yes] | ID...)", "  orderly morgue requeue --queue orders order-1 order-7\n"},
+		{[]string{"morgue", "delete", "--help"}, "Usage: orderly morgue delete --queue Q (--all [--yes] | ID...)", "  orderly morgue delete --queue orders --all --yes\n"},
+	} {
+		code, out, errOut := runCLI(tc.args, nil)
+		require.Equal(t, ExitOK, code, tc.args)
+		require.Empty(t, out)
+		require.True(t, strings.HasPrefix(errOut, tc.usage), "%v: %s", tc.args, errOut)
+		require.Contains(t, errOut, "\nExamples:\n")
+		require.Contains(t, errOut, tc.example)
+		require.Contains(t, errOut, "\nFlags:\n")
+		require.Contains(t, errOut, "-http-token string")
+	}
+}
+
+func TestCommands(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"enqueue", "stats", "members", "morgue"} {
+		require.True(t, IsCommand(name), name)
+	}
+	require.False(t, IsCommand("--help"))
+	require.False(t, IsCommand("serve"))
+
+	code, _, errOut := runCLI([]string{}, nil)
+	require.Equal(t, ExitUsage, code)
+	require.Contains(t, errOut, "orderly: missing command")
+}
+
+func TestUnreachable(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"enqueue", "--queue", "orders", "--id", "a"},
+		{"stats"},
+		{"members"},
+		{"morgue", "list", "--queue", "orders"},
+		{"morgue", "requeue", "--queue", "orders", "a"},
+		{"morgue", "delete", "--queue", "orders", "--all", "--yes"},
+	} {
+		code, out, errOut := runCLI(append(args, "--http", unreachable), nil)
+		require.Equal(t, ExitError, code, args)
+		require.Empty(t, out)
+		require.Contains(t, errOut, "cannot reach the node at 127.0.0.1:1: ", args)
+	}
+	code, _, errOut := runCLI([]string{"stats", "--http", "ftp://x"}, nil)
+	require.Equal(t, ExitError, code)
+	require.Contains(t, errOut, `orderly stats: --http "ftp://x" is not an address (host:port or an http(s) URL)`)
+
+	// An answer that is not the API's: a proxy's HTML error page.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadGateway)
+		w.Write([]byte("<html>\x1b[2J bad gateway</html>"))
+	}))
+	defer srv.Close()
+	code, _, errOut = runCLI([]string{"stats", "--http", srv.URL}, nil)
+	require.Equal(t, ExitError, code)
+	require.Equal(t, "orderly stats: <html>\\x1b[2J bad gateway</html> (HTTP 502)\n", errOut)
+}
+
+func TestParseArgs(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		rest []string
+		all  bool
+	}{
+		{nil, nil, false},
+		{[]string{"a", "b"}, []string{"a", "b"}, false},
+		{[]string{"a", "--all", "b"}, []string{"a", "b"}, true},
+		{[]string{"--all", "a"}, []string{"a"}, true},
+		{[]string{"a", "--", "--all", "-b"}, []string{"a", "--all", "-b"}, false},
+		{[]string{"--", "-"}, []string{"-"}, false},
+		{[]string{"-", "--all"}, []string{"-"}, true},
+	} {
+		e := &env{stderr: io.Discard, getenv: func(string) string { return "" }}
+		fs, _ := e.flags("test", help{})
+		all := fs.Bool("all", false, "")
+		rest, _, stop := e.parseArgs(fs, tc.args)
+		require.False(t, stop, tc.args)
+		require.Equal(t, tc.rest, rest, tc.args)
+		require.Equal(t, tc.all, *all, tc.args)
+	}
+}
+
+func TestFormatDuration(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{-time.Second, "0s"},
+		{0, "0s"},
+		{time.Microsecond, "1ms"},
+		{250 * time.Millisecond, "250ms"},
+		{999 * time.Millisecond, "999ms"},
+		{999900 * time.Microsecond, "1.0s"},
+		{1200 * time.Millisecond, "1.2s"},
+		{9940 * time.Millisecond, "9.9s"},
+		{9960 * time.Millisecond, "10s"},
+		{42 * time.Second, "42s"},
+		{59600 * time.Millisecond, "1m0s"},
+		{184 * time.Second, "3m4s"},
+		{time.Hour - time.Second, "59m59s"},
+		{time.Hour, "1h0m"},
+		{2*time.Hour + 5*time.Minute + 10*time.Second, "2h5m"},
+		{24*time.Hour - 10*time.Second, "1d0h"},
+		{76 * time.Hour, "3d4h"},
+		{seconds(1e300), "106751d23h"},
+	} {
+		require.Equal(t, tc.want, formatDuration(tc.d), tc.d)
+	}
+}
+
+func TestCell(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"", 10, "-"},
+		{"plain", 10, "plain"},
+		{"exactly10!", 10, "exactly10!"},
+		{"eleven 11!!", 10, "eleven 11…"},
+		{"ünïcödé ok", 7, "ünïcöd…"},
+		{"a\tb\nc\rd", 20, `a\tb\nc\rd`},
+		{"\x1b[31mred\x7f", 20, `\x1b[31mred\x7f`},
+		{"bidi\u202eevil", 20, `bidi\u202eevil`},
+		{"bad\xff\xfeutf8", 20, `bad\xff\xfeutf8`},
+		{"\ufffd is fine", 20, "\ufffd is fine"},
+		{"nbsp\u00a0", 20, `nbsp\u00a0`},
+	} {
+		require.Equal(t, tc.want, cell(tc.in, tc.n), tc.in)
+	}
+}
+
+func TestInterrupted(t *testing.T) {
+	t.Parallel()
+	n := newNode(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := n.runWith(runOpts{ctx: ctx}, "stats")
+	require.Equal(t, ExitError, r.code)
+	require.Equal(t, "orderly stats: interrupted\n", r.stderr)
 }

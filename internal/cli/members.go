@@ -1,13 +1,18 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 )
+
+var membersHelp = help{
+	usage:    []string{"orderly members [flags]"},
+	text:     "Lists the cluster's members as the node sees them, with the shards each holds.",
+	examples: []string{"orderly members --http 10.0.0.5:8080"},
+}
 
 type clusterView struct {
 	Self    string `json:"self"`
@@ -29,12 +34,12 @@ type clusterView struct {
 
 // members prints the cluster's members and how many shards each serves.
 func members(e *env, args []string) int {
-	fs, c := e.flags("members", "Lists the cluster's members as the node sees them, with the shards each holds.")
+	fs, c := e.flags("members", membersHelp)
 	if code, stop := e.parse(fs, args); stop {
 		return code
 	}
 	var raw json.RawMessage
-	if err := c.call(context.Background(), "GET", "/api/v1/cluster", nil, &raw); err != nil {
+	if err := c.call("GET", "/api/v1/cluster", nil, &raw); err != nil {
 		return e.fail("members", err)
 	}
 	if c.json {
@@ -56,7 +61,7 @@ func members(e *env, args []string) int {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSTATE\tHTTP\tACTOR\tQUEUES\tSHARDS")
 	for _, m := range v.Members {
-		name := m.Name
+		name := printable(m.Name)
 		if name == v.Self {
 			name += " *"
 		}
@@ -67,9 +72,10 @@ func members(e *env, args []string) int {
 	return ExitOK
 }
 
+// dash makes s safe for a table cell; empty is "-".
 func dash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return s
+	return printable(s)
 }

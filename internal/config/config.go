@@ -128,6 +128,10 @@ type NodeConfig struct {
 	// HTTPToken is the bearer token the HTTP API requires; empty means no
 	// authentication [http_token; empty]. Secret.
 	HTTPToken string
+	// HTTPPublic lets the HTTP API listen on a non-loopback address without
+	// an HTTPToken; otherwise such a node refuses to start [http_public;
+	// false].
+	HTTPPublic bool
 	// ActorAddr is the protoactor remote's listen address, host:port; empty
 	// turns it off [actor_addr; empty].
 	ActorAddr string
@@ -186,6 +190,9 @@ type QueueConfig struct {
 	// BatchSize is the most ids per handler call, 1..1000 [batch_size;
 	// DefaultBatchSize].
 	BatchSize int
+	// Prefetch is how many ids a shard fetches per round trip, batch_size
+	// to 1000; 0 means max(batch_size, 10) [prefetch; 0].
+	Prefetch int
 	// MaxRetryCount is how many failures a payload survives before it goes
 	// to the morgue; 0 sends it there at its first failure
 	// [max_retry_count; DefaultMaxRetryCount]. Unlike orderly.Worker, 0

@@ -310,6 +310,7 @@ func TestEveryKeyHasEnvAndFlag(t *testing.T) {
 		"redis":             {"redis://a:1/0", "redis://b:2/0"},
 		"redis_prefix":      {"pa", "pb"},
 		"allow_eviction":    {"true", "false"},
+		"http_public":       {"true", "false"},
 		"concurrency":       {"11", "12"},
 		"scheduler":         {"seq", "lag"},
 		"lease_ttl":         {"4s", "5s"},

@@ -19,6 +19,7 @@
 //	  redis: redis://127.0.0.1:6379/0   # empty = embedded in-memory store
 //	  redis_prefix: orderly
 //	  allow_eviction: false
+//	  http_public: false
 //	  concurrency: 5
 //	  scheduler: lag                    # lag | seq
 //	  lease_ttl: 3s
@@ -34,6 +35,7 @@
 //	  - name: orders
 //	    shards: 8
 //	    batch_size: 10
+//	    prefetch: 10                  # ids fetched per round trip (default max(batch_size, 10))
 //	    max_retry_count: 5              # 0: to the morgue at the first failure
 //	    timeout: 0s                     # bounds one handler call; 0 = none
 //	    retry: {policy: linear, base: 10s}   # lowkiq | linear | exponential (base, max)

@@ -52,8 +52,8 @@ func TestFileErrors(t *testing.T) {
 		{"node not a mapping", "node: [a]", []string{"node must be a mapping, not a list (line 1)"}},
 		{"queues not a list", "queues: {name: a}", []string{"queues: must be a list of queues, not a mapping (line 1)"}},
 		{"queue not a mapping", "queues: [a, ~]", []string{
-			"queues[0] must be a mapping with keys name, shards, batch_size, max_retry_count, timeout, retry, handler, not a single value (line 1)",
-			"queues[1] must be a mapping with keys name, shards, batch_size, max_retry_count, timeout, retry, handler, not a null (line 1)",
+			"queues[0] must be a mapping with keys name, shards, batch_size, prefetch, max_retry_count, timeout, retry, handler, not a single value (line 1)",
+			"queues[1] must be a mapping with keys name, shards, batch_size, prefetch, max_retry_count, timeout, retry, handler, not a null (line 1)",
 		}},
 		{"retry not a mapping", "queues: [{name: a, retry: linear}]",
 			[]string{"queues[0].retry must be a mapping with keys policy, base, max, not a single value (line 1)"}},
@@ -130,6 +130,10 @@ func TestFileErrors(t *testing.T) {
 		{"shards", "queues: [{name: a, shards: 0}, {name: b, shards: 4097}]", []string{
 			"queues[0].shards: must be between 1 and 4096, got 0 (line 1)",
 			"queues[1].shards: must be between 1 and 4096, got 4097 (line 1)",
+		}},
+		{"prefetch", "queues: [{name: a, batch_size: 10, prefetch: 5}, {name: b, prefetch: 1001}]", []string{
+			"queues[0].prefetch: must be between batch_size (10) and 1000, got 5 (line 1)",
+			"queues[1].prefetch: must be between batch_size (1) and 1000, got 1001 (line 1)",
 		}},
 		{"batch_size", "queues: [{name: a, batch_size: 0}, {name: b, batch_size: 1001}]", []string{
 			"queues[0].batch_size: must be between 1 and 1000, got 0 (line 1)",

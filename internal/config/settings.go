@@ -131,6 +131,8 @@ func settings() []setting {
 			func(n *NodeConfig) *string { return &n.HTTP }, checkListenAddr},
 		field[string]{"http_token", "bearer token the HTTP API requires; empty: no authentication (secret)",
 			func(n *NodeConfig) *string { return &n.HTTPToken }, checkToken},
+		field[bool]{"http_public", "let the HTTP API listen on a non-loopback address without http_token",
+			func(n *NodeConfig) *bool { return &n.HTTPPublic }, nil},
 		field[string]{"actor_addr", "protoactor remote listen address, host:port; empty: off",
 			func(n *NodeConfig) *string { return &n.ActorAddr }, optional(checkListenAddr)},
 		field[string]{"redis", "Redis URL (redis://, rediss:// or unix://); empty: embedded in-memory store",

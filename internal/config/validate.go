@@ -66,6 +66,9 @@ func validateQueue(q *QueueConfig, report func(key, msg string)) {
 	if err := checkBetween(1, maxBatchSize)(q.BatchSize); err != nil {
 		report("batch_size", err.Error())
 	}
+	if q.Prefetch != 0 && (q.Prefetch < q.BatchSize || q.Prefetch > maxBatchSize) {
+		report("prefetch", fmt.Sprintf("must be between batch_size (%d) and %d, got %d", q.BatchSize, maxBatchSize, q.Prefetch))
+	}
 	if q.MaxRetryCount < 0 {
 		report("max_retry_count", fmt.Sprintf("must be 0 or more, got %d", q.MaxRetryCount))
 	}

@@ -5,6 +5,7 @@ package logbridge
 
 import (
 	"context"
+	"fmt"
 	stdlog "log"
 	"log/slog"
 	"strings"
@@ -68,4 +69,19 @@ func (w memberlistWriter) Write(p []byte) (int, error) {
 	s = strings.TrimPrefix(s, "memberlist: ")
 	w.log.Log(context.Background(), level, s)
 	return len(p), nil
+}
+
+// GoRedis returns a logger for go-redis (redis.SetLogger) that writes its
+// messages (connection pool errors, mostly) through log at WARN with
+// component=redis.
+func GoRedis(log *slog.Logger) interface {
+	Printf(ctx context.Context, format string, v ...any)
+} {
+	return goRedisLogger{log: log.With("component", "redis")}
+}
+
+type goRedisLogger struct{ log *slog.Logger }
+
+func (g goRedisLogger) Printf(ctx context.Context, format string, v ...any) {
+	g.log.Warn(strings.TrimPrefix(fmt.Sprintf(format, v...), "redis: "))
 }

@@ -54,15 +54,24 @@ type Receiver struct {
 	all    []Delivery
 }
 
-// NewReceiver starts a receiver; decide picks the answer to each delivery
-// (nil acknowledges everything).
+// NewReceiver starts a receiver for a test; decide picks the answer to each
+// delivery (nil acknowledges everything). It stops when the test ends.
 func NewReceiver(t testing.TB, decide func(Delivery) Answer) *Receiver {
+	r := StartReceiver(decide)
+	t.Cleanup(r.Close)
+	return r
+}
+
+// StartReceiver starts a receiver outside a test; Close stops it.
+func StartReceiver(decide func(Delivery) Answer) *Receiver {
 	r := &Receiver{decide: decide}
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
 	r.URL = r.srv.URL + "/perform"
-	t.Cleanup(r.srv.Close)
 	return r
 }
+
+// Close stops the receiver.
+func (r *Receiver) Close() { r.srv.Close() }
 
 // SetDecide replaces the answer function.
 func (r *Receiver) SetDecide(decide func(Delivery) Answer) {

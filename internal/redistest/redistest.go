@@ -14,24 +14,19 @@
 package redistest
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
+
+	"github.com/orderlyhq/orderly/internal/redisserver"
 )
 
 // EnvRequire names the environment variable that forbids the miniredis
@@ -40,12 +35,12 @@ const EnvRequire = "ORDERLY_REQUIRE_REDIS"
 
 // EnvBinary names the environment variable that points at a redis-server
 // binary other than the one on PATH.
-const EnvBinary = "ORDERLY_REDIS_SERVER"
+const EnvBinary = redisserver.EnvBinary
 
 var (
 	sharedMu  sync.Mutex // guards shared, sharedMR and atExit
 	atExit    []func()
-	shared    *Server
+	shared    *redisserver.Server
 	sharedMR  *miniredis.Miniredis
 	prefixSeq atomic.Int64
 )
@@ -60,8 +55,8 @@ func Main(m *testing.M, opts ...goleak.Option) {
 		f()
 	}
 	if shared != nil {
-		shared.stop(syscall.SIGTERM)
-		os.RemoveAll(shared.dir)
+		shared.Stop()
+		shared.Close()
 		shared = nil
 	}
 	if sharedMR != nil {
@@ -99,16 +94,7 @@ type DB struct {
 }
 
 // Binary returns the redis-server binary to use, or "" when there is none.
-func Binary() string {
-	if b := os.Getenv(EnvBinary); b != "" {
-		return b
-	}
-	b, err := exec.LookPath("redis-server")
-	if err != nil {
-		return ""
-	}
-	return b
-}
+func Binary() string { return redisserver.Binary() }
 
 // Required reports whether the environment forbids the embedded fallback.
 func Required() bool {
@@ -129,7 +115,7 @@ func New(t testing.TB) *DB {
 	case sharedMR != nil:
 		db.Addr, db.Embedded = sharedMR.Addr(), true
 	case Binary() != "":
-		s, err := start(Options{})
+		s, err := redisserver.Start(Options{})
 		if err != nil {
 			t.Fatalf("redistest: %v", err)
 		}
@@ -164,25 +150,11 @@ func NewPrefix(t testing.TB) string {
 }
 
 // Options configure a dedicated server.
-type Options struct {
-	// AOF turns on the append-only file with appendfsync always, so that
-	// every acknowledged write survives a kill.
-	AOF bool
-	// Args are extra redis-server arguments, e.g. "--maxmemory-policy",
-	// "allkeys-lru".
-	Args []string
-}
+type Options = redisserver.Options
 
 // Server is a redis-server process owned by a test.
 type Server struct {
-	opts Options
-	bin  string
-	dir  string
-	port int
-
-	mu     sync.Mutex // guards cmd and exited
-	cmd    *exec.Cmd
-	exited chan struct{} // closed when cmd has exited and was reaped
+	*redisserver.Server
 }
 
 // NewServer starts a dedicated redis-server for the calling test; it is
@@ -197,112 +169,16 @@ func NewServer(t testing.TB, opts Options) *Server {
 		}
 		t.Skip("redistest: redis-server not installed; this test needs a real server")
 	}
-	s, err := start(opts)
+	s, err := redisserver.Start(opts)
 	if err != nil {
 		t.Fatalf("redistest: %v", err)
 	}
-	t.Cleanup(func() {
-		s.stop(syscall.SIGKILL)
-		os.RemoveAll(s.dir)
-	})
-	return s
-}
-
-func start(opts Options) (*Server, error) {
-	dir, err := os.MkdirTemp("", "orderly-redis-")
-	if err != nil {
-		return nil, fmt.Errorf("temp dir: %w", err)
-	}
-	s := &Server{opts: opts, bin: Binary(), dir: dir}
-	var lastErr error
-	for range 5 {
-		port, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
-		s.port = port
-		if lastErr = s.launch(); lastErr == nil {
-			return s, nil
-		}
-	}
-	os.RemoveAll(dir)
-	return nil, lastErr
+	t.Cleanup(s.Close)
+	return &Server{s}
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func (s *Server) launch() error {
-	args := []string{
-		"--port", strconv.Itoa(s.port),
-		"--bind", "127.0.0.1",
-		"--dir", s.dir,
-		"--save", "",
-		"--daemonize", "no",
-		"--logfile", filepath.Join(s.dir, "redis.log"),
-		"--protected-mode", "no",
-	}
-	if s.opts.AOF {
-		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
-	} else {
-		args = append(args, "--appendonly", "no")
-	}
-	args = append(args, s.opts.Args...)
-	cmd := exec.Command(s.bin, args...)
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start redis-server: %w", err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-	defer c.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		select {
-		case <-exited:
-			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
-			return fmt.Errorf("redis-server on port %d exited at start: %s", s.port, lastLines(string(log), 5))
-		default:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		err := c.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			<-exited
-			return fmt.Errorf("redis-server on port %d did not answer within 10s: %v", s.port, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	s.mu.Lock()
-	s.cmd, s.exited = cmd, exited
-	s.mu.Unlock()
-	return nil
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, " | ")
-}
-
-// Addr returns host:port of the server.
-func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
-
-// URL returns a redis:// URL of the server.
-func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
+func FreePort() (int, error) { return redisserver.FreePort() }
 
 // Client returns a new client of the server, closed when the test ends.
 func (s *Server) Client(t testing.TB) *redis.Client {
@@ -312,29 +188,18 @@ func (s *Server) Client(t testing.TB) *redis.Client {
 }
 
 // Kill stops the server with SIGKILL: what was not written to the AOF is lost.
-func (s *Server) Kill(t testing.TB) {
-	t.Helper()
-	s.stop(syscall.SIGKILL)
-}
+func (s *Server) Kill(t testing.TB) { s.Server.Kill() }
 
 // Stop stops the server gracefully (SIGTERM).
-func (s *Server) Stop(t testing.TB) {
-	t.Helper()
-	s.stop(syscall.SIGTERM)
-}
+func (s *Server) Stop(t testing.TB) { s.Server.Stop() }
 
 // Start starts a stopped server again on the same port and directory, so it
 // reloads its AOF.
 func (s *Server) Start(t testing.TB) {
 	t.Helper()
-	var err error
-	for range 50 { // the port may linger briefly after a kill
-		if err = s.launch(); err == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := s.Server.Restart(); err != nil {
+		t.Fatalf("redistest: %v", err)
 	}
-	t.Fatalf("redistest: restart: %v", err)
 }
 
 // Restart kills the server and starts it again.
@@ -342,21 +207,4 @@ func (s *Server) Restart(t testing.TB) {
 	t.Helper()
 	s.Kill(t)
 	s.Start(t)
-}
-
-func (s *Server) stop(sig syscall.Signal) {
-	s.mu.Lock()
-	cmd, exited := s.cmd, s.exited
-	s.cmd, s.exited = nil, nil
-	s.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	cmd.Process.Signal(sig)
-	select {
-	case <-exited:
-	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
-		<-exited
-	}
 }

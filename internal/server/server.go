@@ -26,8 +26,12 @@ import (
 
 	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/cluster"
+	"github.com/orderlyhq/orderly/internal/chaos"
 	"github.com/orderlyhq/orderly/internal/config"
 	"github.com/orderlyhq/orderly/internal/embedded"
+	"github.com/orderlyhq/orderly/internal/logbridge"
+	"github.com/orderlyhq/orderly/metrics"
+	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
 	"github.com/orderlyhq/orderly/web"
 )
@@ -40,6 +44,7 @@ const httpShutdownTimeout = 5 * time.Second
 // returns nil after a clean stop. Logs go to logOut.
 func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-chan os.Signal) error {
 	log := NewLogger(cfg.Node.LogLevel, cfg.Node.LogFormat, logOut)
+	redis.SetLogger(logbridge.GoRedis(log)) // go-redis logs through a process-wide logger
 	for _, w := range cfg.Warnings {
 		log.Warn("configuration: " + w)
 	}
@@ -51,12 +56,14 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 	}
 	defer closeStore()
 
-	store, err := redisstore.New(rdb, &redisstore.Config{
+	rs, err := redisstore.New(rdb, &redisstore.Config{
 		Prefix: cfg.Node.RedisPrefix, Logger: log, MaxPayloadBytes: cfg.Node.MaxPayloadBytes,
 	})
 	if err != nil {
 		return err
 	}
+	m := metrics.New()
+	store := m.Store(rs) // counts enqueues and settlements
 	workers, err := Workers(cfg.Queues, log)
 	if err != nil {
 		return err
@@ -70,6 +77,11 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 	if err != nil {
 		return err
 	}
+	stopChaos, err := chaos.Install(clusterCfg, log)
+	if err != nil {
+		return err
+	}
+	defer stopChaos()
 	node, err := orderly.NewNode(store, &orderly.Config{
 		Cluster:         clusterCfg,
 		ActorAddr:       cfg.Node.ActorAddr,
@@ -82,17 +94,23 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 		HandoffTimeout:  cfg.Node.HandoffTimeout,
 		MorgueTTL:       cfg.Node.MorgueTTL,
 		Logger:          log,
+		Observer:        m,
 	})
 	if err != nil {
 		return err
 	}
+	m.Watch(metricsSource(node, store, rs, log))
 
 	if cfg.Node.HTTPToken == "" && !isLoopback(ln.Addr()) {
-		log.Warn("the HTTP API listens on a non-loopback address without a token: anyone who reaches it can enqueue and change queues; set http_token", "http", ln.Addr().String())
+		if !cfg.Node.HTTPPublic {
+			return fmt.Errorf("the HTTP API would listen on %s, reachable from other hosts, without a token: set --http-token (or listen on 127.0.0.1), or --http-public to allow it", ln.Addr())
+		}
+		log.Warn("the HTTP API listens on a non-loopback address without a token (http_public): anyone who reaches it can enqueue and change queues", "http", ln.Addr().String())
 	}
 	api, err := web.New(&web.Config{
 		Store: store, Ready: node.Ready, Logger: log, Token: cfg.Node.HTTPToken,
 		MaxPayloadBytes: cfg.Node.MaxPayloadBytes,
+		Metrics:         m.Handler(),
 		Members: func(context.Context) (string, []web.Member) {
 			var out []web.Member
 			for _, m := range node.Members() {
@@ -251,6 +269,42 @@ func checkServer(ctx context.Context, rdb redis.UniversalClient, allowEviction b
 func isLoopback(a net.Addr) bool {
 	tcp, ok := a.(*net.TCPAddr)
 	return ok && tcp.IP.IsLoopback()
+}
+
+// metricsSource tells the metrics where to read the scrape-time gauges.
+func metricsSource(node *orderly.Node, store persistence.Store, rs *redisstore.Store, log *slog.Logger) metrics.Source {
+	return metrics.Source{
+		Store:  store,
+		Queues: node.Queues,
+		Shards: func(ctx context.Context) (map[string]int, error) {
+			st, err := node.Status(ctx)
+			if err != nil {
+				return nil, err
+			}
+			out := map[string]int{}
+			for _, q := range node.Queues() {
+				out[q] = 0
+			}
+			for _, r := range st.Shards {
+				if r.Serving {
+					out[r.Ref.Queue]++
+				}
+			}
+			return out, nil
+		},
+		Members: func() map[string]int {
+			out := map[string]int{}
+			for _, m := range node.Members() {
+				out[m.State]++
+			}
+			return out
+		},
+		RoundTrips: func() (int64, int64) {
+			c := rs.Counters()
+			return c.RoundTrips, c.Commands
+		},
+		Logger: log,
+	}
 }
 
 // clusterConfig returns the gossip configuration: on whenever the node uses

@@ -24,6 +24,7 @@ func Workers(queues []config.QueueConfig, log *slog.Logger) ([]orderly.Worker, e
 			Queue:     q.Name,
 			Shards:    q.Shards,
 			BatchSize: q.BatchSize,
+			Prefetch:  q.Prefetch,
 			Timeout:   q.Timeout,
 			RetryIn:   retryPolicy(q.Retry),
 		}

@@ -4,34 +4,23 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderlyhq/orderly/internal/redisserver"
 	"github.com/orderlyhq/orderly/internal/redistest"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
 )
 
-// serverCommands sums the calls of INFO commandstats, which counts the
-// commands run inside scripts too (the INFO calls themselves excluded).
+// serverCommands returns the commands Redis ran so far (inside scripts too).
 func serverCommands(b *testing.B, c *redis.Client) int64 {
-	raw, err := c.Info(context.Background(), "commandstats").Result()
+	u, err := redisserver.ReadUsage(context.Background(), c)
 	require.NoError(b, err)
-	var total int64
-	for _, line := range strings.Split(raw, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") || name == "cmdstat_info" {
-			continue
-		}
-		calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
-		n, _ := strconv.ParseInt(calls, 10, 64)
-		total += n
-	}
-	return total
+	return u.Commands
 }
 
 type meter struct {

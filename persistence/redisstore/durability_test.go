@@ -35,7 +35,7 @@ func TestDurabilityAcrossRedisKill(t *testing.T) {
 
 	// Shard 0: one batch in flight. Shard 1: one batch failed, one id dead.
 	ref0 := persistence.ShardRef{Queue: "orders", Shard: 0}
-	l0, _, err := s.AcquireShard(ctx, ref0, "n1", 500*time.Millisecond)
+	l0, _, err := s.AcquireShard(ctx, ref0, "n1", 2*time.Second)
 	require.NoError(t, err)
 	res, err := s.Advance(ctx, l0, persistence.AdvanceRequest{Fetch: 10, NextSeq: 1, MaxRetryCount: 25})
 	require.NoError(t, err)

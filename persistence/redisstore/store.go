@@ -372,7 +372,7 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 		return out, err
 	}
 	now := s.now()
-	args := make([]any, 0, 8+3*len(req.Failures))
+	args := make([]any, 0, 9+3*len(req.Failures)+len(req.Skipped))
 	args = append(args, sk.idBase, lease.Token, formatFloat(now),
 		strconv.FormatInt(req.Settle, 10), strconv.FormatInt(req.NextSeq, 10),
 		strconv.Itoa(req.Fetch), strconv.Itoa(req.MaxRetryCount), strconv.Itoa(len(req.Failures)))
@@ -382,6 +382,10 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 			at = persistence.UnixSeconds(f.RetryAt)
 		}
 		args = append(args, f.ID, f.Error, formatFloat(at))
+	}
+	args = append(args, strconv.Itoa(len(req.Skipped)))
+	for _, id := range req.Skipped {
+		args = append(args, id)
 	}
 	res, err := scriptAdvance.run(ctx, s.rdb, sk.keys, args...).Slice()
 	if err != nil {

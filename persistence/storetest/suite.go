@@ -37,6 +37,7 @@ func Run(t *testing.T, h Harness) {
 		{"Rule5_AttemptsBeforeMorgue", testAttemptsBeforeMorgue},
 		{"Rule6_PartialFailure", testPartialFailure},
 		{"Rule7_CrashRestore", testCrashRestore},
+		{"Rule7_SkippedIdsGoBackUntouched", testSkipped},
 		{"Rule8_MorgueListings", testMorgueListings},
 		{"Rule8_MorgueMergeKeepsLowerScore", testMorgueMerge},
 		{"Rule8_MorgueRequeueAndDelete", testMorgueRequeueDelete},
@@ -473,7 +474,7 @@ func testCrashRestore(t *testing.T, h Harness) {
 	e.enqueue(job("a", "a1", 1))
 
 	ref := persistence.ShardRef{Queue: e.queue, Shard: 0}
-	crashed, _, err := e.s.AcquireShard(e.ctx, ref, "node-a", 300*time.Millisecond)
+	crashed, _, err := e.s.AcquireShard(e.ctx, ref, "node-a", time.Second)
 	require.NoError(t, err)
 	res, err := e.s.Advance(e.ctx, crashed, persistence.AdvanceRequest{Fetch: 10, NextSeq: 1, MaxRetryCount: 25})
 	require.NoError(t, err)
@@ -508,6 +509,34 @@ func testCrashRestore(t *testing.T, h Harness) {
 	require.EqualValues(t, 0, st.Busy)
 	require.EqualValues(t, 0, st.Processed)
 	require.EqualValues(t, 1, st.Failed)
+}
+
+// Ids of a batch that a stop cut short go back as they were: retry count,
+// perform_at and error unchanged, counted neither processed nor failed.
+func testSkipped(t *testing.T, h Harness) {
+	e := newEnv(t, h, 1)
+	e.enqueue(job("b", "b1", 1))
+	o := e.own(0)
+	o.next(1)
+	o.next(0, o.fail("b", "earlier", 0)) // b: retry_count 0, due now
+	e.enqueue(job("a", "a1", 1), job("c", "c1", 1))
+	b := o.next(5).Batch
+	require.Equal(t, []string{"a", "b", "c"}, ids(b))
+	res, err := e.s.Advance(e.ctx, o.lease, persistence.AdvanceRequest{Settle: b.Seq, NextSeq: b.Seq + 1, MaxRetryCount: 25,
+		Failures: []persistence.Failure{o.fail("a", "bad", time.Hour)}, Skipped: []string{"b", "c", "not-in-batch"}})
+	require.NoError(t, err)
+	require.Equal(t, 0, res.Processed)
+	require.Equal(t, 1, res.Failed)
+	require.Equal(t, 2, res.Restored)
+	j := e.get("b")
+	require.Equal(t, 0, j.RetryCount)
+	require.Equal(t, "earlier", j.Error)
+	require.True(t, j.PerformAt.Equal(epoch))
+	require.Equal(t, -1, e.get("c").RetryCount)
+	require.Equal(t, 0, e.get("a").RetryCount)
+	st := e.stats()
+	require.EqualValues(t, 2, st.Failed, "b's earlier failure and a's")
+	require.EqualValues(t, 0, st.Processed)
 }
 
 // SPEC 3.8 and Lowkiq spec 34: the morgue by id and by updated_at, both
@@ -793,7 +822,7 @@ func testFencing(t *testing.T, h Harness) {
 	e := newEnv(t, h, 1)
 	e.enqueue(job("a", "v", 1), job("b", "v", 1))
 	ref := persistence.ShardRef{Queue: e.queue, Shard: 0}
-	stale, _, err := e.s.AcquireShard(e.ctx, ref, "node-a", 200*time.Millisecond)
+	stale, _, err := e.s.AcquireShard(e.ctx, ref, "node-a", time.Second)
 	require.NoError(t, err)
 	_, _, err = e.s.AcquireShard(e.ctx, ref, "node-b", time.Minute)
 	require.ErrorIs(t, err, persistence.ErrLeaseHeld)
@@ -801,7 +830,7 @@ func testFencing(t *testing.T, h Harness) {
 	require.ErrorAs(t, err, &held)
 	require.Equal(t, "node-a", held.Holder)
 	require.Positive(t, held.TTL)
-	require.LessOrEqual(t, held.TTL, 200*time.Millisecond)
+	require.LessOrEqual(t, held.TTL, time.Second)
 
 	res, err := e.s.Advance(e.ctx, stale, persistence.AdvanceRequest{Fetch: 1, NextSeq: 1, MaxRetryCount: 25})
 	require.NoError(t, err)
@@ -840,12 +869,12 @@ func testFencing(t *testing.T, h Harness) {
 func testLeaseRenewRelease(t *testing.T, h Harness) {
 	e := newEnv(t, h, 1)
 	ref := persistence.ShardRef{Queue: e.queue, Shard: 0}
-	l, _, err := e.s.AcquireShard(e.ctx, ref, "node-a", 300*time.Millisecond)
+	l, _, err := e.s.AcquireShard(e.ctx, ref, "node-a", time.Second)
 	require.NoError(t, err)
 	require.Equal(t, "node-a", l.Owner)
 	require.Positive(t, l.Epoch)
 	require.NoError(t, e.s.RenewShard(e.ctx, l, time.Minute))
-	h.Elapse(t, 500*time.Millisecond)
+	h.Elapse(t, 1200*time.Millisecond)
 	_, _, err = e.s.AcquireShard(e.ctx, ref, "node-b", time.Minute)
 	require.ErrorIs(t, err, persistence.ErrLeaseHeld, "renewed lease still held")
 

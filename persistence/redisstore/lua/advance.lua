@@ -12,6 +12,8 @@
 -- ARGV[7] max_retry_count
 -- ARGV[8] number of failed ids, then per failed id three values:
 --         id, error, retry_at (perform_at if it keeps retries left)
+-- then the number of skipped ids (not handled: they go back as they were),
+--         then the ids
 --
 -- Returns {batch, more, next_due, dead, processed, failed, restored}:
 --   batch     the fetched batch, encoded (lib.lua), or "" when nothing is due
@@ -34,6 +36,7 @@ local settle_seq, next_seq = ARGV[4], ARGV[5]
 local want = tonumber(ARGV[6])
 local max_retry = tonumber(ARGV[7])
 local nfail = tonumber(ARGV[8])
+local nskip = tonumber(ARGV[9 + 3 * nfail])
 
 local cur = redis.call("MGET", K.lease, K.inflight)
 if cur[1] ~= token then
@@ -49,17 +52,23 @@ if cur[2] then
     return {cur[2], "0", "", "", 0, 0, 0}
   end
   if h.token == token and h.seq == settle_seq then
-    if nfail == 0 then
+    if nfail == 0 and nskip == 0 then
       processed = h.n
     else
-      local fails = {}
+      local fails, skips = {}, {}
       for i = 0, nfail - 1 do
         fails[ARGV[9 + 3 * i]] = {ARGV[10 + 3 * i], ARGV[11 + 3 * i]}
+      end
+      for i = 1, nskip do
+        skips[ARGV[9 + 3 * nfail + i]] = true
       end
       local _, jobs = decode_batch(cur[2])
       for _, job in ipairs(jobs) do
         local f = fails[job.id]
-        if not f then
+        if skips[job.id] then
+          requeue(job.id, job.flat, job.rc, job.at, job.err)
+          restored = restored + 1
+        elseif not f then
           processed = processed + 1
         else
           failed = failed + 1

@@ -1,0 +1,202 @@
+// Package bench measures Orderly and audits what it did: Lowkiq's benchmark
+// (enqueue N blank jobs, then process them with concurrency 5 on 5 shards at
+// batch size 1) and variants, an idle-latency run, and a failover run that
+// kills a node process under load. Every run records what the handlers got
+// and checks, per id, that no two calls overlapped, that payloads came in
+// score order, and that nothing was lost or delivered twice beyond a crash's
+// redelivery. `orderly bench` runs it.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orderlyhq/orderly/internal/redisserver"
+)
+
+// Defaults of Config.
+const (
+	DefaultJobs = 100_000
+)
+
+// Config configures a benchmark run.
+type Config struct {
+	// Redis is the server's URL; empty starts a throwaway redis-server.
+	Redis string
+	// Jobs is the number of jobs of the throughput scenarios [DefaultJobs].
+	Jobs int
+	// Scenarios to run, by name [lowkiq]; "all" runs every one.
+	Scenarios []string
+	// NodeBinary is the orderly binary, for the scenarios that run node
+	// processes [the running executable].
+	NodeBinary string
+	// Progress receives a progress line (nil: none).
+	Progress io.Writer
+	// Logger receives the nodes' warnings [discard].
+	Logger *slog.Logger
+}
+
+// Result is the outcome of one scenario.
+type Result struct {
+	Scenario    string `json:"scenario"`
+	Description string `json:"description"`
+	Jobs        int    `json:"jobs"`
+	IDs         int    `json:"ids"`
+	Nodes       int    `json:"nodes"`
+	Shards      int    `json:"shards"`
+	BatchSize   int    `json:"batch_size"`
+	Prefetch    int    `json:"prefetch"`
+	Concurrency int    `json:"concurrency"`
+
+	EnqueuePerSec float64 `json:"enqueue_jobs_per_sec,omitempty"`
+	EnqueueSec    float64 `json:"enqueue_seconds,omitempty"`
+	ProcessPerSec float64 `json:"process_jobs_per_sec,omitempty"`
+	// WallSec is the time from starting the nodes to an empty queue.
+	WallSec float64 `json:"wall_seconds,omitempty"`
+	// LatencyP50Ms and LatencyP99Ms are enqueue-to-handler latencies.
+	LatencyP50Ms float64 `json:"latency_p50_ms,omitempty"`
+	LatencyP99Ms float64 `json:"latency_p99_ms,omitempty"`
+	// RoundTripsPerJob counts the nodes' Redis round trips while
+	// processing (a script call is one); RedisCmdsPerJob the commands Redis
+	// ran (INFO commandstats, commands inside scripts included).
+	RoundTripsPerJob float64 `json:"round_trips_per_job,omitempty"`
+	RedisCmdsPerJob  float64 `json:"redis_commands_per_job,omitempty"`
+	// CPUSec is the CPU time of the nodes' process while processing;
+	// RedisCPUSec Redis's.
+	CPUSec      float64 `json:"cpu_seconds,omitempty"`
+	RedisCPUSec float64 `json:"redis_cpu_seconds,omitempty"`
+	PeakRSSMB   float64 `json:"peak_rss_mb,omitempty"`
+	// FailoverSec is the time from SIGKILL until every shard of the killed
+	// node was held by another.
+	FailoverSec float64 `json:"failover_seconds,omitempty"`
+	Audit       Audit   `json:"audit"`
+}
+
+// Audit is what the run's history showed.
+type Audit struct {
+	OK              bool     `json:"ok"`
+	Calls           int      `json:"calls"`
+	Acked           int      `json:"payloads_acknowledged"`
+	Duplicates      int      `json:"duplicates"`
+	Overlaps        int      `json:"overlaps"`
+	OrderViolations int      `json:"order_violations"`
+	Lost            int      `json:"lost"`
+	Breaches        []string `json:"breaches,omitempty"`
+}
+
+// ErrAudit is returned when a run's history breaks an invariant.
+var ErrAudit = errors.New("bench: an invariant broke")
+
+// scenario describes one run.
+type scenario struct {
+	name, desc  string
+	kind        string // throughput, latency, failover
+	shards      int
+	batch       int
+	prefetch    int // 0: the worker's default
+	concurrency int
+	nodes       int
+	payload     int           // bytes per payload
+	perID       int           // payloads per id (merge-heavy when > 1)
+	delay       time.Duration // perform_at spread over [0, delay)
+	jobs        float64       // fraction of Config.Jobs
+}
+
+var scenarios = []scenario{
+	{name: "lowkiq", desc: "Lowkiq's benchmark: N blank jobs, 5 shards, batch 1, concurrency 5 (default prefetch 10)", kind: "throughput", shards: 5, batch: 1, concurrency: 5, nodes: 1, jobs: 1},
+	{name: "lowkiq-p1", desc: "as lowkiq with prefetch 1: one round trip per job, as Lowkiq does", kind: "throughput", shards: 5, batch: 1, prefetch: 1, concurrency: 5, nodes: 1, jobs: 1},
+	{name: "batch10", desc: "as lowkiq, batch size 10", kind: "throughput", shards: 5, batch: 10, concurrency: 5, nodes: 1, jobs: 1},
+	{name: "batch100", desc: "as lowkiq, batch size 100", kind: "throughput", shards: 5, batch: 100, concurrency: 5, nodes: 1, jobs: 1},
+	{name: "shards32", desc: "as lowkiq, 32 shards", kind: "throughput", shards: 32, batch: 1, concurrency: 5, nodes: 1, jobs: 1},
+	{name: "payload1k", desc: "as lowkiq, 1 KiB payloads", kind: "throughput", shards: 5, batch: 1, concurrency: 5, nodes: 1, payload: 1024, jobs: 1},
+	{name: "merge", desc: "100 payloads per id (merged while waiting), batch 10", kind: "throughput", shards: 5, batch: 10, concurrency: 5, nodes: 1, perID: 100, jobs: 1},
+	{name: "delayed", desc: "as batch10, perform_at spread over the next 2 s", kind: "throughput", shards: 5, batch: 10, concurrency: 5, nodes: 1, delay: 2 * time.Second, jobs: 1},
+	{name: "nodes3", desc: "as lowkiq on 3 nodes in one process (a cluster)", kind: "throughput", shards: 5, batch: 1, concurrency: 5, nodes: 3, jobs: 1},
+	{name: "latency", desc: "idle node: enqueue one job, wait for its handler; 500 times", kind: "latency", shards: 5, batch: 1, concurrency: 5, nodes: 1},
+	{name: "failover", desc: "3 node processes under load, SIGKILL one", kind: "failover", shards: 16, batch: 5, concurrency: 5, nodes: 3, jobs: 0.2},
+}
+
+// Names returns the scenario names with their descriptions.
+func Names() [][2]string {
+	out := make([][2]string, len(scenarios))
+	for i, s := range scenarios {
+		out[i] = [2]string{s.name, s.desc}
+	}
+	return out
+}
+
+// Run runs the scenarios and returns their results; it returns ErrAudit
+// (with the results) when a run broke an invariant.
+func Run(ctx context.Context, cfg Config) ([]Result, error) {
+	if cfg.Jobs <= 0 {
+		cfg.Jobs = DefaultJobs
+	}
+	if len(cfg.Scenarios) == 0 {
+		cfg.Scenarios = []string{"lowkiq"}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	var todo []scenario
+	for _, name := range cfg.Scenarios {
+		if name == "all" {
+			todo = scenarios
+			break
+		}
+		i := slices.IndexFunc(scenarios, func(s scenario) bool { return s.name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("bench: unknown scenario %q (one of %s, or all)", name, strings.Join(scenarioNames(), ", "))
+		}
+		todo = append(todo, scenarios[i])
+	}
+	url := cfg.Redis
+	if url == "" {
+		srv, err := redisserver.Start(redisserver.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("bench: no --redis given and cannot start a redis-server: %w", err)
+		}
+		defer srv.Close()
+		url = srv.URL()
+	}
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("bench: redis URL: %w", err)
+	}
+	if cfg.NodeBinary == "" {
+		cfg.NodeBinary, _ = os.Executable()
+	}
+	r := &runner{cfg: cfg, redisURL: url, redisOpts: opts}
+	var results []Result
+	failed := false
+	for _, sc := range todo {
+		res, err := r.run(ctx, sc)
+		if err != nil {
+			return results, fmt.Errorf("bench: %s: %w", sc.name, err)
+		}
+		results = append(results, res)
+		if !res.Audit.OK {
+			failed = true
+		}
+	}
+	if failed {
+		return results, ErrAudit
+	}
+	return results, nil
+}
+
+func scenarioNames() []string {
+	out := make([]string, len(scenarios))
+	for i, s := range scenarios {
+		out[i] = s.name
+	}
+	return out
+}

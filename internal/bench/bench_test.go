@@ -1,0 +1,43 @@
+package bench
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderlyhq/orderly/internal/nodetest"
+	"github.com/orderlyhq/orderly/internal/redistest"
+)
+
+func TestMain(m *testing.M) {
+	redistest.AtExit(nodetest.Cleanup)
+	redistest.Main(m)
+}
+
+// TestScenariosRunAndAudit runs every scenario small: they complete and their
+// audits hold. (A benchmark measures; this only keeps the instrument working.)
+func TestScenariosRunAndAudit(t *testing.T) {
+	srv := redistest.NewServer(t, redistest.Options{})
+	results, err := Run(context.Background(), Config{
+		Redis: srv.URL(), Jobs: 2000, Scenarios: []string{"all"}, NodeBinary: nodetest.Binary(t),
+	})
+	require.NoError(t, err)
+	require.Len(t, results, len(scenarios))
+	for _, r := range results {
+		require.True(t, r.Audit.OK, "%s: %+v", r.Scenario, r.Audit)
+		switch r.Scenario {
+		case "latency":
+			require.Positive(t, r.LatencyP99Ms)
+		case "failover":
+			require.Positive(t, r.FailoverSec)
+			require.Positive(t, r.Jobs)
+		default:
+			require.Positive(t, r.ProcessPerSec, r.Scenario)
+			require.Positive(t, r.RedisCmdsPerJob, r.Scenario)
+			require.Equal(t, r.Jobs, r.Audit.Acked, r.Scenario)
+		}
+	}
+	_, err = Run(context.Background(), Config{Redis: srv.URL(), Scenarios: []string{"nope"}})
+	require.ErrorContains(t, err, `unknown scenario "nope"`)
+}

@@ -1,0 +1,409 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orderlyhq/orderly"
+	"github.com/orderlyhq/orderly/cluster"
+	"github.com/orderlyhq/orderly/internal/history"
+	"github.com/orderlyhq/orderly/internal/redisserver"
+	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/persistence/redisstore"
+)
+
+const queue = "bench"
+
+type runner struct {
+	cfg       Config
+	redisURL  string
+	redisOpts *redis.Options
+}
+
+func (r *runner) run(ctx context.Context, sc scenario) (Result, error) {
+	res := Result{Scenario: sc.name, Description: sc.desc, Nodes: sc.nodes, Shards: sc.shards, BatchSize: sc.batch, Concurrency: sc.concurrency,
+		Prefetch: max(sc.prefetch, sc.batch, orderly.DefaultPrefetch)}
+	if sc.prefetch > 0 {
+		res.Prefetch = sc.prefetch
+	}
+	var err error
+	switch sc.kind {
+	case "latency":
+		err = r.latency(ctx, sc, &res)
+	case "failover":
+		err = r.failover(ctx, sc, &res)
+	default:
+		err = r.throughput(ctx, sc, &res)
+	}
+	r.progress("")
+	return res, err
+}
+
+// admin returns a client and a store on a fresh key prefix.
+func (r *runner) admin(sc scenario) (*redis.Client, *redisstore.Store, string, error) {
+	prefix := fmt.Sprintf("bench-%s-%d", sc.name, time.Now().UnixNano())
+	c := redis.NewClient(r.redisOpts)
+	s, err := redisstore.New(c, &redisstore.Config{Prefix: prefix})
+	if err != nil {
+		c.Close()
+		return nil, nil, "", err
+	}
+	return c, s, prefix, nil
+}
+
+// recorder counts and records what the handlers of a run got.
+type recorder struct {
+	rec   history.Recorder
+	acked atomic.Int64 // payloads acknowledged
+}
+
+func (rc *recorder) handler(node string) orderly.HandlerFunc {
+	return func(ctx context.Context, b *orderly.Batch) error {
+		start := time.Now()
+		n := 0
+		calls := make([]history.Call, len(b.Jobs))
+		for i, j := range b.Jobs {
+			calls[i] = history.Call{ID: j.ID, Node: node, Delivery: b.Delivery, Start: start, Acked: true,
+				Payloads: make([]history.Payload, len(j.Payloads))}
+			for k, p := range j.Payloads {
+				calls[i].Payloads[k] = history.Payload{Data: string(p.Data), Score: p.Score}
+			}
+			n += len(j.Payloads)
+		}
+		end := time.Now()
+		for _, c := range calls {
+			c.End = end
+			rc.rec.Add(c)
+		}
+		rc.acked.Add(int64(n))
+		return nil
+	}
+}
+
+// startNodes starts the in-process nodes of a scenario.
+func (r *runner) startNodes(ctx context.Context, sc scenario, prefix string, handler func(string) orderly.HandlerFunc) ([]*orderly.Node, []*redisstore.Store, func(), error) {
+	var nodes []*orderly.Node
+	var stores []*redisstore.Store
+	var clients []*redis.Client
+	stop := func() {
+		for _, n := range nodes {
+			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			n.Stop(sctx)
+			cancel()
+		}
+		for _, c := range clients {
+			c.Close()
+		}
+	}
+	var seed string
+	for i := range sc.nodes {
+		opts := *r.redisOpts
+		opts.PoolSize = max(opts.PoolSize, 4*sc.concurrency)
+		c := redis.NewClient(&opts)
+		clients = append(clients, c)
+		s, err := redisstore.New(c, &redisstore.Config{Prefix: prefix})
+		if err != nil {
+			stop()
+			return nil, nil, nil, err
+		}
+		name := fmt.Sprintf("bench-%d", i+1)
+		cfg := &orderly.Config{
+			Name: name, Logger: r.cfg.Logger, Concurrency: sc.concurrency,
+			Workers: []orderly.Worker{{Queue: queue, Shards: sc.shards, BatchSize: sc.batch, Prefetch: sc.prefetch, Handler: handler(name)}},
+		}
+		if sc.nodes > 1 {
+			port, err := redisserver.FreePort()
+			if err != nil {
+				stop()
+				return nil, nil, nil, err
+			}
+			bind := "127.0.0.1:" + strconv.Itoa(port)
+			cfg.Cluster = &cluster.Config{Bind: bind}
+			if seed != "" {
+				cfg.Cluster.Join = []string{seed}
+			}
+			if seed == "" {
+				seed = bind
+			}
+		}
+		n, err := orderly.NewNode(s, cfg)
+		if err == nil {
+			err = n.Start(ctx)
+		}
+		if err != nil {
+			stop()
+			return nil, nil, nil, err
+		}
+		nodes = append(nodes, n)
+		stores = append(stores, s)
+	}
+	return nodes, stores, stop, nil
+}
+
+func (r *runner) throughput(ctx context.Context, sc scenario, res *Result) error {
+	c, admin, prefix, err := r.admin(sc)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := admin.RegisterQueue(ctx, persistence.QueueSpec{Name: queue, Shards: sc.shards}); err != nil {
+		return err
+	}
+	n := int(float64(r.cfg.Jobs) * sc.jobs)
+	perID := max(sc.perID, 1)
+	ids := max(n/perID, 1)
+	res.Jobs, res.IDs = n, ids
+	payload := make([]byte, sc.payload)
+	for i := range payload {
+		payload[i] = byte('a' + i%26)
+	}
+	jobs := make([]persistence.NewJob, n)
+	enqueued := make(map[string][]string, ids)
+	now := time.Now()
+	for i := range jobs {
+		id := "job-" + strconv.Itoa(i%ids)
+		k := i / ids
+		data := payload
+		if perID > 1 {
+			data = []byte(fmt.Sprintf("%s/%05d", id, k))
+		}
+		score := float64(k)
+		jobs[i] = persistence.NewJob{ID: id, Payload: data, Score: &score}
+		if sc.delay > 0 {
+			jobs[i].PerformAt = now.Add(rand.N(sc.delay))
+		}
+		enqueued[id] = append(enqueued[id], string(data))
+	}
+
+	r.progress(fmt.Sprintf("%s: enqueueing %d jobs", sc.name, n))
+	t0 := time.Now()
+	if err := admin.Enqueue(ctx, queue, jobs); err != nil {
+		return fmt.Errorf("enqueue: %w", err)
+	}
+	res.EnqueueSec = time.Since(t0).Seconds()
+	res.EnqueuePerSec = float64(n) / res.EnqueueSec
+	jobs = nil
+
+	rc := &recorder{}
+	before, err := redisserver.ReadUsage(ctx, c)
+	if err != nil {
+		return err
+	}
+	resetPeakRSS()
+	cpu0 := cpuSeconds()
+	t1 := time.Now()
+	nodes, stores, stop, err := r.startNodes(ctx, sc, prefix, rc.handler)
+	if err != nil {
+		return err
+	}
+	rt0 := roundTrips(stores)
+	for rc.acked.Load() < int64(n) {
+		if time.Since(t1) > 10*time.Minute {
+			stop()
+			return fmt.Errorf("only %d of %d jobs processed after 10 minutes", rc.acked.Load(), n)
+		}
+		r.progress(fmt.Sprintf("%s: %d/%d processed (%.0f jobs/s)", sc.name, rc.acked.Load(), n, float64(rc.acked.Load())/time.Since(t1).Seconds()))
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The last acknowledgements are in flight: wait for an empty queue.
+	if err := waitEmpty(ctx, admin); err != nil {
+		stop()
+		return err
+	}
+	res.WallSec = time.Since(t1).Seconds()
+	res.ProcessPerSec = float64(n) / res.WallSec
+	res.CPUSec = cpuSeconds() - cpu0
+	res.PeakRSSMB = peakRSSMB()
+	rt := roundTrips(stores) - rt0
+	after, err := redisserver.ReadUsage(ctx, c)
+	if err != nil {
+		stop()
+		return err
+	}
+	_ = nodes
+	stop()
+	used := after.Sub(before)
+	res.RoundTripsPerJob = float64(rt) / float64(n)
+	res.RedisCmdsPerJob = float64(used.Commands) / float64(n)
+	res.RedisCPUSec = used.CPUSeconds
+	res.Audit = audit(rc.rec.Calls(), enqueued, false)
+	return cleanup(ctx, c, prefix)
+}
+
+func (r *runner) latency(ctx context.Context, sc scenario, res *Result) error {
+	c, admin, prefix, err := r.admin(sc)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	const rounds = 500
+	got := make(chan time.Time, 1)
+	rc := &recorder{}
+	handler := func(name string) orderly.HandlerFunc {
+		record := rc.handler(name)
+		return func(ctx context.Context, b *orderly.Batch) error {
+			err := record(ctx, b)
+			got <- time.Now()
+			return err
+		}
+	}
+	nodes, _, stop, err := r.startNodes(ctx, sc, prefix, handler)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	for !ready(ctx, nodes) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	enqueued := map[string][]string{}
+	lat := make([]time.Duration, 0, rounds)
+	for i := range rounds {
+		time.Sleep(2 * time.Millisecond) // the node goes idle
+		id := "lat-" + strconv.Itoa(i)
+		if err := admin.Enqueue(ctx, queue, []persistence.NewJob{{ID: id}}); err != nil {
+			return err
+		}
+		sent := time.Now()
+		enqueued[id] = []string{""}
+		select {
+		case at := <-got:
+			lat = append(lat, at.Sub(sent))
+		case <-time.After(10 * time.Second):
+			return fmt.Errorf("job %s not handled within 10s", id)
+		}
+		r.progress(fmt.Sprintf("%s: %d/%d", sc.name, i+1, rounds))
+	}
+	slices.Sort(lat)
+	res.Jobs, res.IDs = rounds, rounds
+	res.LatencyP50Ms = float64(lat[len(lat)/2].Microseconds()) / 1000
+	res.LatencyP99Ms = float64(lat[len(lat)*99/100].Microseconds()) / 1000
+	if err := waitEmpty(ctx, admin); err != nil {
+		return err
+	}
+	res.Audit = audit(rc.rec.Calls(), enqueued, false)
+	return cleanup(ctx, c, prefix)
+}
+
+func ready(ctx context.Context, nodes []*orderly.Node) bool {
+	for _, n := range nodes {
+		if n.Ready(ctx) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// waitEmpty waits until nothing is queued or in flight.
+func waitEmpty(ctx context.Context, s persistence.Store) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st, err := s.Stats(ctx, queue)
+		if err != nil {
+			return err
+		}
+		if st[0].Length == 0 && st[0].Busy == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("queue not empty after a minute: %d queued, %d in flight", st[0].Length, st[0].Busy)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// cleanup deletes the run's keys.
+func cleanup(ctx context.Context, c *redis.Client, prefix string) error {
+	iter := c.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+		if len(keys) == 1000 {
+			if err := c.Unlink(ctx, keys...).Err(); err != nil {
+				return err
+			}
+			keys = keys[:0]
+		}
+	}
+	if len(keys) > 0 {
+		if err := c.Unlink(ctx, keys...).Err(); err != nil {
+			return err
+		}
+	}
+	return iter.Err()
+}
+
+func roundTrips(stores []*redisstore.Store) int64 {
+	var n int64
+	for _, s := range stores {
+		n += s.Counters().RoundTrips
+	}
+	return n
+}
+
+func audit(calls []history.Call, enqueued map[string][]string, allowDuplicates bool) Audit {
+	rep := history.Check(calls, enqueued, nil)
+	a := Audit{
+		OK: rep.OK(), Calls: rep.Calls, Acked: rep.Acked, Duplicates: rep.Duplicates,
+		Overlaps: len(rep.Overlaps), OrderViolations: len(rep.OrderViolations), Lost: len(rep.Lost),
+	}
+	if !allowDuplicates && rep.Duplicates > 0 {
+		a.OK = false
+		a.Breaches = append(a.Breaches, fmt.Sprintf("%d duplicate deliveries without a crash", rep.Duplicates))
+	}
+	for _, list := range [][]string{rep.Overlaps, rep.OrderViolations, rep.Lost} {
+		for i, s := range list {
+			if i == 5 {
+				break
+			}
+			a.Breaches = append(a.Breaches, s)
+		}
+	}
+	return a
+}
+
+func (r *runner) progress(line string) {
+	if r.cfg.Progress == nil {
+		return
+	}
+	fmt.Fprintf(r.cfg.Progress, "\r\033[K%s", line)
+}
+
+// cpuSeconds returns this process's user and system CPU time.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// resetPeakRSS resets the kernel's high-water mark of this process's
+// resident memory (Linux), so that peakRSSMB measures one scenario.
+func resetPeakRSS() {
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+// peakRSSMB returns the peak resident memory since resetPeakRSS, in MiB.
+func peakRSSMB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}

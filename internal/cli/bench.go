@@ -1,0 +1,128 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/orderlyhq/orderly/internal/bench"
+)
+
+var benchHelp = help{
+	usage: []string{"orderly bench [--redis URL] [--scenario NAME,...|all] [--jobs N] [flags]"},
+	text: `Measures Orderly on this machine and audits what it did. The default
+scenario is Lowkiq's benchmark: enqueue N blank jobs, then process them with
+concurrency 5 on 5 shards at batch size 1. Without --redis a throwaway
+redis-server is started (it must be installed). Nodes run in this process,
+except in the failover scenario, which starts node processes of this binary.
+
+Reports enqueue and processing jobs/s, the time to empty the queue,
+enqueue-to-handler latency, Redis round trips and Redis-side commands per
+job (INFO commandstats, commands inside scripts included), CPU seconds of
+the nodes and of Redis, and peak memory. Every run records what the handlers
+got and checks, per id, that no two calls overlapped, that payloads came in
+score order and that nothing was lost; the command exits 1 when an
+invariant broke. --list shows the scenarios.`,
+	examples: []string{
+		"orderly bench",
+		"orderly bench --scenario all --json > bench.json",
+		"orderly bench --redis redis://127.0.0.1:6379/15 --scenario lowkiq,batch10 --jobs 1000000",
+	},
+}
+
+// benchCmd runs the benchmark.
+func benchCmd(e *env, args []string) int {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	e.setUsage(fs, benchHelp)
+	redisURL := fs.String("redis", e.getenv("ORDERLY_BENCH_REDIS"), "Redis URL; empty starts a throwaway redis-server (env ORDERLY_BENCH_REDIS)")
+	jobs := fs.Int("jobs", benchDefaultJobs, "jobs per throughput scenario")
+	scenarios := fs.String("scenario", "lowkiq", "comma-separated scenarios, or all (see --list)")
+	list := fs.Bool("list", false, "list the scenarios and exit")
+	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	if code, stop := e.parse(fs, args); stop {
+		return code
+	}
+	if *list {
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		for _, s := range bench.Names() {
+			fmt.Fprintf(tw, "%s\t%s\n", s[0], s[1])
+		}
+		tw.Flush()
+		return ExitOK
+	}
+	if *jobs < 1 {
+		return e.usage(fs, "--jobs must be at least 1")
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return e.fail("bench", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return e.fail("bench", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	cfg := bench.Config{Redis: *redisURL, Jobs: *jobs, Scenarios: strings.Split(*scenarios, ",")}
+	if e.stderrTTY {
+		cfg.Progress = e.stderr
+	}
+	results, err := bench.Run(e.ctx, cfg)
+	if cfg.Progress != nil {
+		fmt.Fprint(e.stderr, "\r\033[K")
+	}
+	if err != nil && !errors.Is(err, bench.ErrAudit) {
+		if strings.Contains(err.Error(), "unknown scenario") {
+			return e.usage(fs, "%v", err)
+		}
+		return e.fail("bench", err)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(results)
+	} else {
+		printBench(e, results)
+	}
+	if err != nil {
+		fmt.Fprintln(e.stderr, "orderly bench: an invariant broke; see the audit column")
+		return ExitError
+	}
+	return ExitOK
+}
+
+const benchDefaultJobs = bench.DefaultJobs
+
+func printBench(e *env, results []bench.Result) {
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "SCENARIO\tJOBS\tENQUEUE/S\tPROCESS/S\tWALL\tP50\tP99\tRT/JOB\tCMDS/JOB\tCPU\tREDIS CPU\tPEAK MB\tFAILOVER\tAUDIT\t")
+	num := func(v float64, format string) string {
+		if v == 0 {
+			return "-"
+		}
+		return fmt.Sprintf(format, v)
+	}
+	for _, r := range results {
+		audit := "ok"
+		if !r.Audit.OK {
+			audit = fmt.Sprintf("BROKEN (%d overlaps, %d order, %d lost)", r.Audit.Overlaps, r.Audit.OrderViolations, r.Audit.Lost)
+		} else if r.Audit.Duplicates > 0 {
+			audit = fmt.Sprintf("ok (%d redelivered)", r.Audit.Duplicates)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Scenario, r.Jobs,
+			num(r.EnqueuePerSec, "%.0f"), num(r.ProcessPerSec, "%.0f"), num(r.WallSec, "%.2fs"),
+			num(r.LatencyP50Ms, "%.2fms"), num(r.LatencyP99Ms, "%.2fms"),
+			num(r.RoundTripsPerJob, "%.3f"), num(r.RedisCmdsPerJob, "%.2f"),
+			num(r.CPUSec, "%.2fs"), num(r.RedisCPUSec, "%.2fs"), num(r.PeakRSSMB, "%.0f"),
+			num(r.FailoverSec, "%.2fs"), audit)
+	}
+	tw.Flush()
+}

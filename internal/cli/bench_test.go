@@ -1,0 +1,38 @@
+package cli
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderlyhq/orderly/internal/bench"
+	"github.com/orderlyhq/orderly/internal/redistest"
+)
+
+func TestBench(t *testing.T) {
+	srv := redistest.NewServer(t, redistest.Options{})
+	code, out, errOut := runCLI([]string{"bench", "--redis", srv.URL(), "--scenario", "lowkiq,batch10", "--jobs", "300", "--json"}, nil)
+	require.Equal(t, ExitOK, code, errOut)
+	var results []bench.Result
+	require.NoError(t, json.Unmarshal([]byte(out), &results))
+	require.Len(t, results, 2)
+	for _, r := range results {
+		require.True(t, r.Audit.OK)
+		require.Equal(t, 300, r.Audit.Acked)
+	}
+
+	code, out, _ = runCLI([]string{"bench", "--redis", srv.URL(), "--scenario", "batch100", "--jobs", "300"}, nil)
+	require.Equal(t, ExitOK, code)
+	require.Contains(t, out, "SCENARIO")
+	require.Contains(t, out, "batch100")
+
+	code, _, errOut = runCLI([]string{"bench", "--redis", srv.URL(), "--scenario", "nope"}, nil)
+	require.Equal(t, ExitUsage, code)
+	require.Contains(t, errOut, `unknown scenario "nope"`)
+	code, _, _ = runCLI([]string{"bench", "--jobs", "0"}, nil)
+	require.Equal(t, ExitUsage, code)
+	code, out, _ = runCLI([]string{"bench", "--list"}, nil)
+	require.Equal(t, ExitOK, code)
+	require.Contains(t, out, "failover")
+}

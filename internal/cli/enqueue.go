@@ -1,0 +1,465 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/url"
+	"os"
+	"regexp"
+	"strconv"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/orderlyhq/orderly/persistence"
+)
+
+// Enqueue limits.
+const (
+	// DefaultBatch is how many jobs of a file one request carries.
+	DefaultBatch = 1000
+	// MaxBatch is the largest --batch.
+	MaxBatch = 100_000
+	// maxBodyBytes is the most one request carries: the node's default
+	// limit on a request body (web.DefaultMaxBodyBytes). Batches are cut
+	// before they reach it; a line that alone would exceed it is refused.
+	maxBodyBytes = 8 << 20
+)
+
+var enqueueHelp = help{
+	usage: []string{
+		"orderly enqueue --queue Q --id ID [--payload P | --payload-base64 B] [--score S] [--perform-in D | --perform-at T] [flags]",
+		"orderly enqueue --queue Q --file jobs.jsonl|- [--batch N] [--skip N] [flags]",
+	},
+	text: `Enqueues one job given by flags, or the jobs of a JSONL file (--file, "-" for
+stdin): one job object per line in the API's shape,
+  {"id": "...", "payload": <any JSON> | "payload_base64": "...", "score": <number>,
+   "perform_at": <unix seconds> | "perform_in": <seconds>}
+(only id is required; blank lines are skipped). The file's jobs are sent in
+batches of --batch jobs (fewer when a batch would pass 8 MiB); a progress bar
+is drawn on stderr when it is a terminal. Each line is checked before its
+batch is sent; a bad line is reported as FILE:LINE and stops the import
+before its batch is sent. Batches sent before it stay enqueued: the command
+says how many, and --skip resumes after them. Each request is all or
+nothing.
+
+--payload is sent as a JSON value when it parses as JSON (42, true,
+{"sku":42}, "\"quoted\"") and as a JSON string otherwise (hello); to send
+the string "42", quote it: --payload '"42"'. JSON payloads are stored in
+compact form. Without a payload the job's payload is the JSON string "".
+--payload-base64 gives binary payloads.
+
+--perform-in takes a duration (90s, 1h30m) or seconds (90, 0.5);
+--perform-at an RFC 3339 time (2024-05-01T12:00:00Z) or unix seconds.`,
+	examples: []string{
+		`orderly enqueue --queue orders --id order-1 --payload '{"sku":42}' --perform-in 30s`,
+		`orderly enqueue --queue orders --file jobs.jsonl`,
+		`orderly enqueue --queue orders --file jobs.jsonl --skip 20000   # resume after line 20000`,
+		`produce-jobs | orderly enqueue --queue orders --file - --json`,
+	},
+}
+
+// enqueueOpts are the enqueue flags besides the connection's.
+type enqueueOpts struct {
+	queue, id, payload, payloadBase64 string
+	score                             float64
+	performIn, performAt              string
+	file                              string
+	batch, skip                       int
+}
+
+// enqueue enqueues one job from flags or the jobs of a JSONL file.
+func enqueue(e *env, args []string) int {
+	fs, c := e.flags("enqueue", enqueueHelp)
+	var o enqueueOpts
+	fs.StringVar(&o.queue, "queue", "", "queue to enqueue into (required)")
+	fs.StringVar(&o.id, "id", "", "the job's id (one job from flags)")
+	fs.StringVar(&o.payload, "payload", "", "the job's payload: JSON if it parses as JSON, else a string")
+	fs.StringVar(&o.payloadBase64, "payload-base64", "", "the job's payload as standard base64 (binary payloads)")
+	fs.Float64Var(&o.score, "score", 0, "the payload's score [now]")
+	fs.StringVar(&o.performIn, "perform-in", "", "run the job after this duration (30s, 1h) or seconds [now]")
+	fs.StringVar(&o.performAt, "perform-at", "", "run the job at this RFC 3339 time or unix seconds [now]")
+	fs.StringVar(&o.file, "file", "", `JSONL file of jobs, one object per line; "-" reads stdin`)
+	fs.IntVar(&o.batch, "batch", DefaultBatch, "jobs per request with --file")
+	fs.IntVar(&o.skip, "skip", 0, "skip the first N lines of --file (to resume an import)")
+	if code, stop := e.parse(fs, args); stop {
+		return code
+	}
+	if code, stop := e.checkQueue(fs, o.queue); stop {
+		return code
+	}
+	set := given(fs)
+	if set["file"] {
+		for _, f := range []string{"id", "payload", "payload-base64", "score", "perform-in", "perform-at"} {
+			if set[f] {
+				return e.usage(fs, "--%s is for one job from flags; it does not go with --file", f)
+			}
+		}
+		switch {
+		case o.file == "":
+			return e.usage(fs, `--file needs a path, or "-" for stdin`)
+		case o.batch < 1 || o.batch > MaxBatch:
+			return e.usage(fs, "--batch must be between 1 and %d, got %d", MaxBatch, o.batch)
+		case o.skip < 0:
+			return e.usage(fs, "--skip must not be negative, got %d", o.skip)
+		}
+		return e.enqueueFile(c, &o)
+	}
+	for _, f := range []string{"batch", "skip"} {
+		if set[f] {
+			return e.usage(fs, "--%s goes with --file", f)
+		}
+	}
+	if !set["id"] {
+		return e.usage(fs, "give --id (one job) or --file (a JSONL file of jobs)")
+	}
+	body, err := jobFromFlags(&o, set)
+	if err != nil {
+		return e.usage(fs, "%v", err)
+	}
+	var raw json.RawMessage
+	if err := c.call("POST", jobsPath(o.queue), body, &raw); err != nil {
+		return e.fail("enqueue", err)
+	}
+	if c.json {
+		e.printJSON(raw)
+		return ExitOK
+	}
+	var ans struct {
+		Enqueued int `json:"enqueued"`
+	}
+	if err := json.Unmarshal(raw, &ans); err != nil {
+		return e.fail("enqueue", fmt.Errorf("the node's answer is not the expected JSON: %w", err))
+	}
+	fmt.Fprintf(e.stdout, "enqueued %s into %s\n", plural(ans.Enqueued, "job"), o.queue)
+	return ExitOK
+}
+
+// jobsPath is the enqueue endpoint of queue (a valid queue name).
+func jobsPath(queue string) string {
+	return "/api/v1/queues/" + url.PathEscape(queue) + "/jobs"
+}
+
+// jobFromFlags makes the body of a one-job enqueue request; its errors
+// name the flag at fault.
+func jobFromFlags(o *enqueueOpts, set map[string]bool) ([]byte, error) {
+	if err := persistence.ValidateID(o.id, -1); err != nil {
+		if fe := (*persistence.FieldError)(nil); errors.As(err, &fe) {
+			return nil, fmt.Errorf("--id: %s", fe.Reason)
+		}
+		return nil, fmt.Errorf("--id: %w", err)
+	}
+	b := []byte(`[{"id":`)
+	b = appendJSONString(b, o.id)
+	switch {
+	case set["payload"] && set["payload-base64"]:
+		return nil, errors.New("give --payload or --payload-base64, not both")
+	case set["payload"]:
+		b = append(b, `,"payload":`...)
+		if p := []byte(o.payload); json.Valid(p) {
+			b = append(b, trimJSONSpace(p)...)
+		} else if !utf8.Valid(p) {
+			return nil, errors.New("--payload is neither JSON nor valid UTF-8; give binary payloads with --payload-base64")
+		} else {
+			b = appendJSONString(b, o.payload)
+		}
+	case set["payload-base64"]:
+		if _, err := base64.StdEncoding.DecodeString(o.payloadBase64); err != nil {
+			return nil, fmt.Errorf("--payload-base64 is not valid standard base64: %w", err)
+		}
+		b = append(b, `,"payload_base64":`...)
+		b = appendJSONString(b, o.payloadBase64)
+	}
+	if set["score"] {
+		if math.IsNaN(o.score) || math.IsInf(o.score, 0) {
+			return nil, errors.New("--score must be a finite number")
+		}
+		b = append(b, `,"score":`...)
+		b = strconv.AppendFloat(b, o.score, 'g', -1, 64)
+	}
+	switch {
+	case set["perform-in"] && set["perform-at"]:
+		return nil, errors.New("give --perform-in or --perform-at, not both")
+	case set["perform-in"]:
+		sec, err := parsePerformIn(o.performIn)
+		if err != nil {
+			return nil, fmt.Errorf("--perform-in: %w", err)
+		}
+		b = append(b, `,"perform_in":`...)
+		b = strconv.AppendFloat(b, sec, 'g', -1, 64)
+	case set["perform-at"]:
+		sec, err := parsePerformAt(o.performAt)
+		if err != nil {
+			return nil, fmt.Errorf("--perform-at: %w", err)
+		}
+		b = append(b, `,"perform_at":`...)
+		b = strconv.AppendFloat(b, sec, 'g', -1, 64)
+	}
+	return append(b, "}]"...), nil
+}
+
+// appendJSONString appends s (valid UTF-8) as a JSON string, HTML
+// characters unescaped.
+func appendJSONString(b []byte, s string) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(s) // a string always encodes
+	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
+}
+
+// parsePerformIn reads a delay: a Go duration (90s, 1h30m) or seconds.
+func parsePerformIn(v string) (float64, error) {
+	sec, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		d, derr := time.ParseDuration(v)
+		if derr != nil {
+			return 0, fmt.Errorf("%q is neither a duration (30s, 1h30m) nor seconds", v)
+		}
+		sec = d.Seconds()
+	}
+	switch {
+	case math.IsNaN(sec) || math.IsInf(sec, 0):
+		return 0, fmt.Errorf("%q is not a finite number of seconds", v)
+	case sec < 0:
+		return 0, errors.New("must not be negative")
+	case sec > maxTimeSeconds:
+		return 0, errors.New("out of range")
+	}
+	return sec, nil
+}
+
+// parsePerformAt reads a time: RFC 3339 or unix seconds.
+func parsePerformAt(v string) (float64, error) {
+	sec, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		t, terr := time.Parse(time.RFC3339Nano, v)
+		if terr != nil {
+			return 0, fmt.Errorf("%q is neither an RFC 3339 time (2024-05-01T12:00:00Z) nor unix seconds", v)
+		}
+		sec = persistence.UnixSeconds(t)
+	}
+	if math.IsNaN(sec) || sec < 0 || sec > maxTimeSeconds {
+		return 0, fmt.Errorf("out of range: must be between 1970 and unix second %d", int64(maxTimeSeconds))
+	}
+	return sec, nil
+}
+
+// plural renders "1 job", "2 jobs".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// importer sends the jobs of a JSONL file in batches and keeps the count
+// the user needs to resume after a failure.
+type importer struct {
+	e     *env
+	c     *conn
+	queue string
+	name  string // the input as messages name it: its path, or "stdin"
+	first int    // the first line this run reads (--skip + 1)
+	// done is the last line of the last batch the node confirmed (--skip
+	// before the first); enqueued counts the jobs of those batches.
+	done, enqueued int
+	// batch holds the checked jobs not yet sent, lines their line numbers
+	// and size their bytes.
+	batch [][]byte
+	lines []int
+	size  int
+	prog  *progress
+}
+
+// jobFieldIndex finds the job an API error names ("jobs[3].id").
+var jobFieldIndex = regexp.MustCompile(`^jobs\[(\d+)\]`)
+
+// enqueueFile enqueues the jobs of o.file.
+func (e *env) enqueueFile(c *conn, o *enqueueOpts) int {
+	in, name, total, closeIn, err := e.openInput(o.file)
+	if err != nil {
+		return e.fail("enqueue", err)
+	}
+	defer closeIn()
+	start := e.now()
+	im := &importer{e: e, c: c, queue: o.queue, name: name, first: o.skip + 1, done: o.skip}
+	if e.stderrTTY {
+		im.prog = &progress{w: e.stderr, now: e.now, start: start, total: total}
+	}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), maxBodyBytes)
+	var (
+		n    int   // lines read
+		read int64 // bytes read, for progress
+	)
+	for sc.Scan() {
+		n++
+		line := sc.Bytes()
+		read += int64(len(line)) + 1
+		if n == 1 {
+			line = bytes.TrimPrefix(line, []byte("\xEF\xBB\xBF")) // a UTF-8 byte order mark
+		}
+		if n <= o.skip || len(trimJSONSpace(line)) == 0 {
+			continue
+		}
+		job, err := parseJobLine(line)
+		if err == nil && len(job)+2 > maxBodyBytes {
+			err = fmt.Errorf("the job is %d bytes, more than one request may carry (%d)", len(job), maxBodyBytes)
+		}
+		if err != nil {
+			return im.stop(fmt.Errorf("%s:%d: %w", name, n, err), false)
+		}
+		if len(im.batch) == o.batch || im.size+len(job)+len(im.batch)+2 > maxBodyBytes {
+			if code, stop := im.send(); stop {
+				return code
+			}
+			im.prog.update(im.enqueued, read)
+		}
+		im.batch = append(im.batch, bytes.Clone(job))
+		im.lines = append(im.lines, n)
+		im.size += len(job)
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			err = fmt.Errorf("%s:%d: line longer than %d bytes, more than one request may carry", name, n+1, maxBodyBytes)
+		} else {
+			err = fmt.Errorf("reading %s after line %d: %w", name, n, err)
+		}
+		return im.stop(err, false)
+	}
+	if len(im.batch) > 0 {
+		if code, stop := im.send(); stop {
+			return code
+		}
+	}
+	im.prog.clear()
+	elapsed := e.now().Sub(start)
+	if c.json {
+		out, _ := json.Marshal(map[string]any{"enqueued": im.enqueued, "queue": o.queue, "lines": n, "seconds": elapsed.Seconds()})
+		e.printJSON(out)
+		return ExitOK
+	}
+	fmt.Fprintf(e.stdout, "enqueued %s into %s in %s (%d jobs/s)\n", plural(im.enqueued, "job"), o.queue, formatDuration(elapsed), rate(im.enqueued, elapsed))
+	return ExitOK
+}
+
+// openInput opens the JSONL input: a path, or "-" for stdin. total is its
+// size when it is a regular file (for the progress bar), else 0.
+func (e *env) openInput(path string) (r io.Reader, name string, total int64, closeFn func(), err error) {
+	size := func(f *os.File) int64 {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			return fi.Size()
+		}
+		return 0
+	}
+	if path == "-" {
+		if e.stdinTTY {
+			fmt.Fprintln(e.stderr, "orderly enqueue: reading jobs from the terminal, one JSON object a line; end with Ctrl-D")
+		}
+		if f, ok := e.stdin.(*os.File); ok {
+			total = size(f)
+		}
+		return e.stdin, "stdin", total, func() {}, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, "", 0, nil, err
+	}
+	return f, path, size(f), func() { f.Close() }, nil
+}
+
+// send sends the pending batch. On failure it reports and returns the exit
+// code with stop set; after an interrupt it stops once the batch is in.
+func (im *importer) send() (int, bool) {
+	if im.e.ctx.Err() != nil {
+		return im.stop(errInterrupted, false), true
+	}
+	body := joinJobs(im.batch, im.size)
+	var ans struct {
+		Enqueued int `json:"enqueued"`
+	}
+	// The batch in flight is not cut short by an interrupt: it completes,
+	// and the count stays exact.
+	err := im.c.callCtx(context.WithoutCancel(im.e.ctx), "POST", jobsPath(im.queue), body, &ans)
+	if err != nil {
+		return im.stop(im.explain(err), uncertain(err)), true
+	}
+	im.enqueued += ans.Enqueued
+	im.done = im.lines[len(im.lines)-1]
+	im.batch, im.lines, im.size = im.batch[:0], im.lines[:0], 0
+	if im.e.ctx.Err() != nil {
+		return im.stop(errInterrupted, false), true
+	}
+	return 0, false
+}
+
+// explain prefixes an API error that names a job of the batch
+// ("jobs[3].id") with that job's line.
+func (im *importer) explain(err error) error {
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		return err
+	}
+	if m := jobFieldIndex.FindStringSubmatch(ae.Field); m != nil {
+		if i, perr := strconv.Atoi(m[1]); perr == nil && i < len(im.lines) {
+			return fmt.Errorf("%s:%d: %w", im.name, im.lines[i], err)
+		}
+	}
+	return err
+}
+
+// uncertain reports whether a failed request may have enqueued part of its
+// batch: the node failed (5xx) or the answer was lost. A 4xx answer, or a
+// connection refused, means nothing was written.
+func uncertain(err error) bool {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae.Status >= 500
+	}
+	return !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, errInterrupted)
+}
+
+// stop reports err and what was enqueued before it, and returns ExitError.
+// maybe says that the failed batch may be partly enqueued.
+func (im *importer) stop(err error, maybe bool) int {
+	im.prog.clear()
+	e := im.e
+	fmt.Fprintf(e.stderr, "orderly enqueue: %v\n", err)
+	var what string
+	switch {
+	case im.enqueued > 0:
+		what = fmt.Sprintf("%s enqueued (lines %d to %d)", plural(im.enqueued, "job"), im.first, im.done)
+	case im.first > 1:
+		what = "no job enqueued by this run"
+	default:
+		what = "no job enqueued"
+	}
+	next := im.done + 1
+	if maybe && len(im.lines) > 0 {
+		last := im.lines[len(im.lines)-1]
+		fmt.Fprintf(e.stderr, "orderly enqueue: %s; the batch of lines %d to %d may be partly enqueued (the node did not confirm it); nothing after line %d was sent\n", what, next, last, last)
+	} else {
+		fmt.Fprintf(e.stderr, "orderly enqueue: %s; nothing from line %d on was sent\n", what, next)
+	}
+	if im.done > 0 {
+		hint := ""
+		if maybe {
+			hint = " (jobs re-sent merge with those that got in: equal payloads are kept once)"
+		}
+		fmt.Fprintf(e.stderr, "orderly enqueue: to resume, rerun with --skip %d%s\n", im.done, hint)
+	}
+	return ExitError
+}
+
+// rate is n per second over d, as a whole number.
+func rate(n int, d time.Duration) int {
+	return int(float64(n) / max(d, time.Millisecond).Seconds())
+}

@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"text/tabwriter"
+)
+
+var statsHelp = help{
+	usage: []string{"orderly stats [--queue Q] [flags]"},
+	text: `Shows every queue's metrics (GET /api/v1/queues), or one queue's with --queue
+(GET /api/v1/queues/Q):
+LENGTH queued ids (FRESH never failed, RETRIES failed before), MORGUE ids in
+the morgue, LAG how long the most overdue job has waited, BUSY ids in flight,
+PROCESSED and FAILED ids settled since the queue was created. With --json,
+the API's answer, {"queues": [...]}; with --queue too, the one queue's
+object in that shape.`,
+	examples: []string{
+		"orderly stats",
+		"orderly stats --queue orders --json",
+	},
+}
+
+// queueView is one queue of GET /api/v1/queues.
+type queueView struct {
+	Name         string  `json:"name"`
+	Shards       int     `json:"shards"`
+	Length       int64   `json:"length"`
+	Fresh        int64   `json:"fresh"`
+	Retries      int64   `json:"retries"`
+	MorgueLength int64   `json:"morgue_length"`
+	Lag          float64 `json:"lag"`
+	Busy         int64   `json:"busy"`
+	Processed    int64   `json:"processed"`
+	Failed       int64   `json:"failed"`
+}
+
+// stats prints the queues' metrics.
+func stats(e *env, args []string) int {
+	fs, c := e.flags("stats", statsHelp)
+	queue := fs.String("queue", "", "show this queue only")
+	if code, stop := e.parse(fs, args); stop {
+		return code
+	}
+	if *queue != "" {
+		if code, stop := e.checkQueue(fs, *queue); stop {
+			return code
+		}
+	}
+	path := "/api/v1/queues"
+	if *queue != "" {
+		path += "/" + url.PathEscape(*queue)
+	}
+	var raw json.RawMessage
+	if err := c.call("GET", path, nil, &raw); err != nil {
+		return e.fail("stats", err)
+	}
+	if *queue != "" { // one queue's object: answer in the shape of the listing
+		raw = append(append([]byte(`{"queues":[`), raw...), "]}"...)
+	}
+	if c.json {
+		e.printJSON(raw)
+		return ExitOK
+	}
+	var ans struct {
+		Queues []queueView `json:"queues"`
+	}
+	if err := json.Unmarshal(raw, &ans); err != nil {
+		return e.fail("stats", fmt.Errorf("the node's answer is not the expected JSON: %w", err))
+	}
+	views := ans.Queues
+	if len(views) == 0 {
+		fmt.Fprintln(e.stdout, "no queues")
+		return ExitOK
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "QUEUE\tLENGTH\tFRESH\tRETRIES\tMORGUE\tLAG\tBUSY\tPROCESSED\tFAILED")
+	for _, v := range views {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%d\n", cell(v.Name, 64), v.Length, v.Fresh, v.Retries,
+			v.MorgueLength, formatDuration(seconds(v.Lag)), v.Busy, v.Processed, v.Failed)
+	}
+	tw.Flush()
+	return ExitOK
+}

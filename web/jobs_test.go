@@ -1,0 +1,451 @@
+package web_test
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/web"
+)
+
+// listedJob is a job of a listing or an in-flight batch, decoded.
+type listedJob struct {
+	ID string `json:"id"`
+	jobJSON
+}
+
+// jobPage is the decoded answer of a queue listing.
+type jobPage struct {
+	Jobs []listedJob `json:"jobs"`
+	Next string      `json:"next"`
+}
+
+// listJobs gets one page of queue q's listing and requires 200.
+func (e *env) listJobs(query string) jobPage {
+	e.t.Helper()
+	a := e.do("GET", "/api/v1/queues/q/jobs?"+query, "")
+	require.Equal(e.t, http.StatusOK, a.status, "%s: %s", query, a.body)
+	var p jobPage
+	dec := json.NewDecoder(strings.NewReader(a.body))
+	dec.DisallowUnknownFields()
+	require.NoError(e.t, dec.Decode(&p), a.body)
+	require.NotNil(e.t, p.Jobs, "jobs is [], never null")
+	return p
+}
+
+// failDue fetches every due job of every shard of q and fails it with
+// error "err-<id>", due again at retryAt(id).
+func (e *env) failDue(retryAt func(id string) time.Time) {
+	e.t.Helper()
+	for sh := range testShards {
+		lease, _, err := e.store.AcquireShard(e.ctx, persistence.ShardRef{Queue: "q", Shard: sh}, "node-a", time.Minute)
+		require.NoError(e.t, err)
+		res, err := e.store.Advance(e.ctx, lease, persistence.AdvanceRequest{Fetch: 1000, NextSeq: 1, MaxRetryCount: 25})
+		require.NoError(e.t, err)
+		if res.Batch != nil {
+			var failures []persistence.Failure
+			for _, j := range res.Batch.Jobs {
+				failures = append(failures, persistence.Failure{ID: j.ID, Error: "err-" + j.ID, RetryAt: retryAt(j.ID)})
+			}
+			_, err = e.store.Advance(e.ctx, lease, persistence.AdvanceRequest{Settle: 1, Failures: failures, NextSeq: 2, MaxRetryCount: 25})
+			require.NoError(e.t, err)
+		}
+		require.NoError(e.t, e.store.ReleaseShard(e.ctx, lease))
+	}
+}
+
+// modelJob is what a test expects of a queued job.
+type modelJob struct {
+	id  string
+	at  float64
+	rc  int
+	err string
+}
+
+// listingFixture fills q with 30 jobs over the 3 shards, with many ties in
+// each order: f00..f19 fresh (retry_count -1), r0..r9 failed once to three
+// times. It returns the expected jobs.
+func listingFixture(t *testing.T, e *env) map[string]*modelJob {
+	want := map[string]*modelJob{}
+	// Failed jobs: group g is enqueued before round g and fails in every
+	// round from then on, so that it ends with retry count 3-g.
+	groups := [][]string{{"r0", "r1", "r2"}, {"r3", "r4", "r5", "r6"}, {"r7", "r8", "r9"}}
+	for round, group := range groups {
+		var jobs []string
+		for _, id := range group {
+			jobs = append(jobs, fmt.Sprintf(`{"id": %q, "payload": {"id": %q}}`, id, id))
+			want[id] = &modelJob{id: id}
+		}
+		e.enqueue("[" + strings.Join(jobs, ",") + "]")
+		last := round == len(groups)-1
+		e.failDue(func(id string) time.Time {
+			if !last {
+				return e.clock.Now() // due again for the next round
+			}
+			n, _ := strconv.Atoi(id[1:])
+			return t0.Add(time.Duration(100+n%4) * time.Second)
+		})
+		for _, g := range groups[:round+1] {
+			for _, id := range g {
+				want[id].rc++
+			}
+		}
+	}
+	for _, j := range want {
+		j.rc-- // the first failure makes retry count 0
+		n, _ := strconv.Atoi(j.id[1:])
+		j.at = persistence.UnixSeconds(t0.Add(time.Duration(100+n%4) * time.Second))
+		j.err = "err-" + j.id
+	}
+	// Fresh jobs, due at one of 5 times.
+	var jobs []string
+	for i := range 20 {
+		id := fmt.Sprintf("f%02d", i)
+		at := 1_699_999_990 + float64(i%5)
+		jobs = append(jobs, fmt.Sprintf(`{"id": %q, "payload": {"id": %q}, "perform_at": %v}`, id, id, at))
+		want[id] = &modelJob{id: id, at: at, rc: -1}
+	}
+	e.enqueue("[" + strings.Join(jobs, ",") + "]")
+	return want
+}
+
+func TestListJobsOrders(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	want := listingFixture(t, e)
+	all := make([]*modelJob, 0, len(want))
+	for _, j := range want {
+		all = append(all, j)
+	}
+	shards := map[int]bool{}
+	for _, j := range all {
+		shards[persistence.ShardOf(j.id, testShards)] = true
+	}
+	require.Len(t, shards, testShards, "the jobs span every shard")
+
+	keys := map[string]func(*modelJob) float64{
+		"id":          nil,
+		"perform_at":  func(j *modelJob) float64 { return j.at },
+		"retry_count": func(j *modelJob) float64 { return float64(j.rc) },
+	}
+	bounds := map[string][][2]string{
+		"id":          {{"", ""}, {"f05", "r3"}, {"f10", ""}, {"", "f10"}, {"r", "r"}, {"zz", ""}},
+		"perform_at":  {{"", ""}, {"1699999991", "1699999993"}, {"1700000101", ""}, {"-inf", "1699999990"}, {"1699999990.5", "1699999990.9"}},
+		"retry_count": {{"", ""}, {"0", "1"}, {"-1", "-1"}, {"2", "+inf"}, {"1.5", ""}},
+	}
+	for order, key := range keys {
+		for _, b := range bounds[order] {
+			for _, rev := range []bool{false, true} {
+				// Expected: the jobs within the bounds, by key then id.
+				var exp []string
+				for _, j := range all {
+					if key == nil {
+						if b[0] != "" && j.id < b[0] || b[1] != "" && j.id > b[1] {
+							continue
+						}
+					} else {
+						lo, hi := parseBound(t, b[0], -1), parseBound(t, b[1], 1)
+						if k := key(j); k < lo || k > hi {
+							continue
+						}
+					}
+					exp = append(exp, j.id)
+				}
+				slices.SortFunc(exp, func(x, y string) int {
+					c := 0
+					if key != nil {
+						c = cmp.Compare(key(want[x]), key(want[y]))
+					}
+					if c == 0 {
+						c = strings.Compare(x, y)
+					}
+					if rev {
+						c = -c
+					}
+					return c
+				})
+				for _, limit := range []int{1, 4, 7, 100} {
+					q := url.Values{"order": {order}, "min": {b[0]}, "max": {b[1]}, "rev": {strconv.FormatBool(rev)}, "limit": {strconv.Itoa(limit)}}
+					var got []string
+					pages := 0
+					for {
+						p := e.listJobs(q.Encode())
+						pages++
+						require.LessOrEqual(t, len(p.Jobs), limit)
+						for _, j := range p.Jobs {
+							got = append(got, j.ID)
+							m := want[j.ID]
+							require.Equal(t, m.at, j.PerformAt, j.ID)
+							require.Equal(t, m.rc, j.RetryCount, j.ID)
+							require.Equal(t, m.err, j.Error, j.ID)
+							require.Equal(t, []web.Payload{{Data: []byte(`{"id":"` + j.ID + `"}`), Score: j.Payloads[0].Score}}, j.Payloads)
+							require.Equal(t, 1, j.PayloadCount)
+						}
+						if p.Next == "" {
+							break
+						}
+						q.Set("cursor", p.Next)
+						require.Less(t, pages, 100, "the listing ends")
+					}
+					require.Equal(t, exp, got, "order=%s bounds=%v rev=%v limit=%d: every job once, in order", order, b, rev, limit)
+				}
+			}
+		}
+	}
+
+	// Defaults: by id, ascending, 100 a page, 10 payloads.
+	require.Len(t, e.listJobs("").Jobs, len(want))
+	p := e.listJobs("limit=2")
+	require.Equal(t, []string{"f00", "f01"}, []string{p.Jobs[0].ID, p.Jobs[1].ID})
+	a := e.do("GET", "/api/v1/queues/q/jobs?limit=1&order=retry_count&rev=1", "")
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	require.True(t, strings.HasPrefix(a.body, `{"jobs":[{"id":"r2","perform_at":1700000102,"retry_count":2,"error":"err-r2","payloads":[{"payload":{"id":"r2"},"score":1700000000}],"payload_count":1}],"next":"`), a.body)
+}
+
+func parseBound(t *testing.T, s string, inf int) float64 {
+	t.Helper()
+	switch s {
+	case "", "-inf", "+inf":
+		return float64(inf) * 1e308
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	require.NoError(t, err)
+	return f
+}
+
+func TestListJobsPayloads(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var jobs []string
+	for i := range 15 {
+		jobs = append(jobs, fmt.Sprintf(`{"id": "many", "payload": %d, "score": %d}`, i, i))
+	}
+	jobs = append(jobs, `{"id": "bin", "payload_base64": "AP8="}`)
+	e.enqueue("[" + strings.Join(jobs, ",") + "]")
+	p := e.listJobs("")
+	require.Len(t, p.Jobs, 2)
+	require.Equal(t, "bin", p.Jobs[0].ID)
+	require.Equal(t, []web.Payload{{Data: []byte{0, 0xff}, Score: 1_700_000_000}}, p.Jobs[0].Payloads)
+	require.Len(t, p.Jobs[1].Payloads, 10, "10 payloads by default")
+	require.Equal(t, 15, p.Jobs[1].PayloadCount)
+	require.Equal(t, []byte("0"), p.Jobs[1].Payloads[0].Data, "the lowest scores first")
+	p = e.listJobs("payloads=1000&min=many")
+	require.Len(t, p.Jobs[0].Payloads, 15)
+	p = e.listJobs("payloads=2&min=many")
+	require.Equal(t, []web.Payload{{Data: []byte("0"), Score: 0}, {Data: []byte("1"), Score: 1}}, p.Jobs[0].Payloads)
+
+	e.register("empty", 2)
+	a := e.do("GET", "/api/v1/queues/empty/jobs", "")
+	require.Equal(t, `{"jobs":[],"next":""}`+"\n", a.body)
+}
+
+func TestListJobsBadParams(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	morgueCursor := idCursor(t, e) // a morgue cursor, by id, reversed
+	e.enqueue(`[{"id": "a"}, {"id": "b"}, {"id": "c"}]`)
+	page := e.listJobs("limit=1")
+	revPage := e.listJobs("limit=1&rev=1")
+	atPage := e.listJobs("limit=1&order=perform_at")
+	for _, c := range []struct{ query, field string }{
+		{"order=score", "order"},
+		{"order=updated_at", "order"},
+		{"order=ID", "order"},
+		{"limit=abc", "limit"},
+		{"limit=1.5", "limit"},
+		{"limit=-1", "limit"},
+		{"limit=0", "limit"},
+		{"limit=1001", "limit"},
+		{"limit=99999999999999999999999", "limit"},
+		{"limit=%20100", "limit"},
+		{"payloads=0", "payloads"},
+		{"payloads=-5", "payloads"},
+		{"payloads=1001", "payloads"},
+		{"payloads=ten", "payloads"},
+		{"order=perform_at&min=abc", "min"},
+		{"order=perform_at&max=NaN", "max"},
+		{"order=perform_at&min=nan", "min"},
+		{"order=retry_count&min=1e999", "min"},
+		{"order=retry_count&min=0x10", "min"},
+		{"order=perform_at&min=5&max=1", "min"},
+		{"min=" + strings.Repeat("x", 513), "min"},
+		{"cursor=garbage!", "cursor"},
+		{"cursor=" + strings.Repeat("A", 10000), "cursor"},
+		{"cursor=YzE", "cursor"},
+		{"rev=1&cursor=" + url.QueryEscape(page.Next), "cursor"},
+		{"cursor=" + url.QueryEscape(revPage.Next), "cursor"},
+		{"order=retry_count&cursor=" + url.QueryEscape(atPage.Next), "cursor"},
+		{"cursor=" + morgueCursor, "cursor"},
+		{"rev=maybe", "rev"},
+		{"rev=2", "rev"},
+		{"limit=1&limit=2", "limit"},
+		{"order=id&order=id", "order"},
+		{"cursor=&cursor=", "cursor"},
+		{"offset=100", "offset"},
+		{"Order=id", "Order"},
+		{"%C3%A9=1", "é"},
+	} {
+		a := e.do("GET", "/api/v1/queues/q/jobs?"+c.query, "")
+		require.Equal(t, http.StatusBadRequest, a.status, "%s: %s", c.query, a.body)
+		msg, f := a.errorBody(t)
+		require.Equal(t, c.field, f, "%s: %s", c.query, a.body)
+		require.True(t, strings.HasPrefix(msg, c.field+": "), msg)
+		require.Less(t, len(a.body), 1000, "the answer does not echo a huge value")
+	}
+	for _, query := range []string{"limit=%zz", "a;b", "=1"} {
+		a := e.do("GET", "/api/v1/queues/q/jobs?"+query, "")
+		require.Equal(t, http.StatusBadRequest, a.status, "%s: %s", query, a.body)
+		require.Contains(t, a.body, "malformed query string", query)
+	}
+	for _, query := range []string{"", "rev=", "order=", "limit=", "rev=TRUE", "order=perform_at&min=-inf&max=%2Binf", "order=retry_count&min=-1&max=-1",
+		"min=%FF%FE", "min=%00&max=%F0%9F%98%80", "limit=1000&payloads=1000", "limit=1&cursor=" + url.QueryEscape(page.Next) + "&min=b"} {
+		a := e.do("GET", "/api/v1/queues/q/jobs?"+query, "")
+		require.Equal(t, http.StatusOK, a.status, "%s: %s", query, a.body)
+	}
+
+	a := e.do("GET", "/api/v1/queues/nope/jobs", "")
+	require.Equal(t, http.StatusNotFound, a.status, a.body)
+	require.Equal(t, `{"error":"unknown queue \"nope\"","field":"queue"}`+"\n", a.body)
+	a = e.do("GET", "/api/v1/queues/no%20pe/jobs", "")
+	require.Equal(t, http.StatusBadRequest, a.status, a.body)
+	_, f := a.errorBody(t)
+	require.Equal(t, "queue", f)
+	stats, err := e.store.Stats(e.ctx, "q")
+	require.NoError(t, err)
+	require.EqualValues(t, 3, stats[0].Length, "reads change nothing")
+}
+
+func TestDeleteJob(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ids := []string{"plain", "a/b", "100%", "%41", "ünï/cödé", "sp ace?q=1#f", "..", ".", "a/", "/a", "+&=;,"}
+	var jobs []string
+	for _, id := range ids {
+		b, err := json.Marshal(id)
+		require.NoError(t, err)
+		jobs = append(jobs, fmt.Sprintf(`{"id": %s, "payload": 1}, {"id": %s, "payload": 2}`, b, b))
+	}
+	e.enqueue(`[{"id": "keep"}, ` + strings.Join(jobs, ",") + "]")
+	for _, id := range ids {
+		path := "/api/v1/queues/q/jobs/" + escapeID(id)
+		a := e.do("DELETE", path, "")
+		require.Equal(t, http.StatusOK, a.status, "%s: %s", id, a.body)
+		require.Equal(t, `{"deleted":1}`+"\n", a.body)
+		a = e.do("GET", path, "")
+		require.Equal(t, http.StatusNotFound, a.status, "%s is gone: %s", id, a.body)
+		a = e.do("DELETE", path, "")
+		require.Equal(t, http.StatusNotFound, a.status, a.body)
+		msg, field := a.errorBody(t)
+		require.Empty(t, field)
+		require.Contains(t, msg, fmt.Sprintf("job %q is not queued in \"q\"", id))
+		require.Contains(t, msg, "in-flight batch is not deleted")
+	}
+	l, _ := e.get("keep")
+	require.NotNil(t, l.Queued, "other jobs stay")
+	require.Contains(t, e.stats(), `"q":{"length":1,`)
+
+	// An unescaped '/' works; a dot segment must be escaped.
+	e.enqueue(`[{"id": "x/y"}]`)
+	a := e.do("DELETE", "/api/v1/queues/q/jobs/x/y", "")
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	req, err := http.NewRequest("DELETE", e.ts.URL, nil)
+	require.NoError(t, err)
+	req.URL.Opaque = "/api/v1/queues/q/jobs/x/../keep"
+	a = e.send(req)
+	require.Equal(t, http.StatusNotFound, a.status, a.body)
+	require.Contains(t, a.body, "not canonical")
+
+	// In flight: not deleted; payloads queued meanwhile are.
+	e.enqueue(`[{"id": "busy", "payload": 1}]`)
+	e.fetch("busy")
+	a = e.do("DELETE", "/api/v1/queues/q/jobs/busy", "")
+	require.Equal(t, http.StatusNotFound, a.status, a.body)
+	require.Contains(t, a.body, "in-flight batch is not deleted")
+	e.enqueue(`[{"id": "busy", "payload": 2}]`)
+	a = e.do("DELETE", "/api/v1/queues/q/jobs/busy", "")
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	l, _ = e.get("busy")
+	require.Nil(t, l.Queued)
+	require.Equal(t, []web.Payload{{Data: []byte("1"), Score: 1_700_000_000}}, l.Processing.Payloads, "the in-flight batch is intact")
+
+	for _, c := range []struct {
+		path, body, field string
+		status            int
+	}{
+		{"/api/v1/queues/q/jobs/", "", "id", http.StatusBadRequest},
+		{"/api/v1/queues/q/jobs/" + strings.Repeat("x", 513), "", "id", http.StatusBadRequest},
+		{"/api/v1/queues/q/jobs/a%FFb", "", "id", http.StatusBadRequest},
+		{"/api/v1/queues/nope/jobs/keep", "", "queue", http.StatusNotFound},
+		{"/api/v1/queues/q/jobs/keep?force=1", "", "force", http.StatusBadRequest},
+		{"/api/v1/queues/q/jobs/keep", `{"id": "keep"}`, "id", http.StatusBadRequest},
+		{"/api/v1/queues/q/jobs/keep", `[]`, "", http.StatusBadRequest},
+		{"/api/v1/queues/q/jobs/keep", `{`, "", http.StatusBadRequest},
+	} {
+		a := e.do("DELETE", c.path, c.body)
+		require.Equal(t, c.status, a.status, "%s %s: %s", c.path, c.body, a.body)
+		_, field := a.errorBody(t)
+		require.Equal(t, c.field, field, c.path)
+	}
+	a = e.do("DELETE", "/api/v1/queues/q/jobs/keep", ` {} `)
+	require.Equal(t, http.StatusOK, a.status, "an empty object is no body: %s", a.body)
+}
+
+func TestProcessing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := e.do("GET", "/api/v1/queues/q/processing", "")
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	require.Equal(t, `{"batches":[]}`+"\n", a.body)
+
+	e.enqueue(`[{"id": "j", "payload": {"v": 1}, "score": 1}, {"id": "j", "payload_base64": "AP8=", "score": 2}]`)
+	e.clock.Advance(250 * time.Millisecond)
+	lease, _ := e.fetch("j")
+	e.enqueue(`[{"id": "j", "payload": 3, "score": 3}]`) // queued, not in flight
+	sh := persistence.ShardOf("j", testShards)
+	a = e.do("GET", "/api/v1/queues/q/processing", "")
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	require.Equal(t, fmt.Sprintf(`{"batches":[{"shard":%d,"owner":"node-a","epoch":%d,"seq":1,"fetched_at":1700000000.25,"jobs":[`+
+		`{"id":"j","perform_at":1700000000,"retry_count":-1,"error":"","payloads":[{"payload":{"v":1},"score":1},{"payload_base64":"AP8=","score":2}],"payload_count":2}]}]}`+"\n",
+		sh, lease.Epoch), a.body)
+
+	// A second shard's batch, by shard.
+	other := "k"
+	for i := 0; persistence.ShardOf(other, testShards) == sh; i++ {
+		other = fmt.Sprintf("k%d", i)
+	}
+	e.enqueue(`[{"id": "` + other + `"}]`)
+	e.fetch(other)
+	a = e.do("GET", "/api/v1/queues/q/processing", "")
+	var ans struct {
+		Batches []struct {
+			Shard int         `json:"shard"`
+			Owner string      `json:"owner"`
+			Jobs  []listedJob `json:"jobs"`
+		} `json:"batches"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(a.body), &ans))
+	require.Len(t, ans.Batches, 2)
+	require.Less(t, ans.Batches[0].Shard, ans.Batches[1].Shard)
+	for _, b := range ans.Batches {
+		require.Equal(t, "node-a", b.Owner)
+		require.Len(t, b.Jobs, 1)
+	}
+
+	a = e.do("GET", "/api/v1/queues/nope/processing", "")
+	require.Equal(t, http.StatusNotFound, a.status, a.body)
+	_, f := a.errorBody(t)
+	require.Equal(t, "queue", f)
+	a = e.do("GET", "/api/v1/queues/q/processing?shard=1", "")
+	require.Equal(t, http.StatusBadRequest, a.status, a.body)
+	require.Equal(t, `{"error":"shard: unknown parameter: this endpoint takes none","field":"shard"}`+"\n", a.body)
+}
