@@ -5,6 +5,7 @@ GO      ?= go
 PKGS    ?= ./...
 BENCH   ?= .
 COUNT   ?= 1
+FUZZTIME ?= 20s
 
 .DEFAULT_GOAL := help
 
@@ -33,10 +34,10 @@ lint: ## Check formatting (gofmt) and run go vet.
 	$(GO) vet $(PKGS)
 
 .PHONY: fuzz
-fuzz: ## Run each fuzz target for FUZZTIME (default 20s).
+fuzz: ## Run each fuzz target for FUZZTIME (default 20s; make fuzz FUZZTIME=3s).
 	@for pkg in $$($(GO) list $(PKGS)); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
-	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $${FUZZTIME:-20s} $$pkg || exit 1; \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	  done; \
 	done
 

@@ -16,6 +16,10 @@ import (
 // seconds (it must survive the round trip through float seconds).
 const maxTimeSeconds = 1 << 34
 
+// enqueueWait is how long an enqueue request waits for a slot before it is
+// answered 503.
+const enqueueWait = 10 * time.Second
+
 // emptyPayload is the payload of a job that gives none: the JSON string "".
 const emptyPayload = `""`
 
@@ -30,6 +34,18 @@ type enqueueAnswer struct {
 func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) error {
 	if _, err := queryParams(r); err != nil {
 		return err
+	}
+	// At most MaxConcurrentEnqueues bodies are read and decoded at once, so
+	// that a flood of requests cannot hold more than that many bodies in
+	// memory; the others wait (holding only their connection) and give up
+	// after enqueueWait.
+	select {
+	case s.enqueueSlots <- struct{}{}:
+		defer func() { <-s.enqueueSlots }()
+	case <-r.Context().Done():
+		return r.Context().Err()
+	case <-time.After(enqueueWait):
+		return &apiError{status: http.StatusServiceUnavailable, msg: "busy: too many enqueue requests at once; retry later"}
 	}
 	body, err := s.readJSONBody(w, r, "a JSON array of jobs")
 	if err != nil {

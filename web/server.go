@@ -19,6 +19,10 @@ import (
 // DefaultMaxBodyBytes is the default limit on a request body.
 const DefaultMaxBodyBytes = 8 << 20
 
+// DefaultMaxConcurrentEnqueues is how many enqueue requests are read and
+// handled at once by default.
+const DefaultMaxConcurrentEnqueues = 64
+
 // readyTimeout bounds one readiness check.
 const readyTimeout = 2 * time.Second
 
@@ -37,6 +41,10 @@ type Config struct {
 	// MaxBodyBytes limits a request body; larger bodies are answered 413.
 	// [DefaultMaxBodyBytes, 8 MiB]
 	MaxBodyBytes int64
+	// MaxConcurrentEnqueues bounds the enqueue requests handled at once
+	// (so the memory their bodies take is bounded by it times
+	// MaxBodyBytes); others wait for a slot. [DefaultMaxConcurrentEnqueues]
+	MaxConcurrentEnqueues int
 	// MaxPayloadBytes limits one payload's stored size; it should match the
 	// store's limit. [persistence.DefaultMaxPayloadBytes]
 	MaxPayloadBytes int
@@ -80,6 +88,8 @@ type Server struct {
 	members     func(context.Context) (string, []Member)
 	metrics     http.Handler
 	ui          http.Handler
+	// enqueueSlots holds a token per enqueue request being handled.
+	enqueueSlots chan struct{}
 }
 
 // New returns a Server on cfg.Store.
@@ -110,6 +120,11 @@ func New(cfg *Config) (*Server, error) {
 	if s.maxBody == 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}
+	slots := cfg.MaxConcurrentEnqueues
+	if slots <= 0 {
+		slots = DefaultMaxConcurrentEnqueues
+	}
+	s.enqueueSlots = make(chan struct{}, slots)
 	if s.maxPayload == 0 {
 		s.maxPayload = persistence.DefaultMaxPayloadBytes
 	}

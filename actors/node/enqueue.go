@@ -24,6 +24,10 @@ const (
 	// MaxEnqueueInFlight is how many Enqueue requests the actor serves at
 	// once; further requests wait in its queue.
 	MaxEnqueueInFlight = 64
+	// MaxEnqueueWaiting bounds that queue: beyond it a request is answered
+	// at once with CODE_UNAVAILABLE (busy), so that a flood of messages
+	// cannot grow the node's memory without bound.
+	MaxEnqueueWaiting = 10_000
 	// enqueueTimeout bounds one request's store calls.
 	enqueueTimeout = 10 * time.Second
 )
@@ -78,6 +82,10 @@ func (e *enqueuer) Receive(c actor.Context) {
 		if c.Sender() == nil {
 			return // nobody to answer; a fire-and-forget Enqueue is refused
 		}
+		if len(e.queue) >= MaxEnqueueWaiting {
+			c.Respond(busy(m))
+			return
+		}
 		e.queue = append(e.queue, pending{to: c.Sender(), msg: m})
 		e.next(c)
 	case *messages.MembersRequest:
@@ -90,6 +98,15 @@ func (e *enqueuer) Receive(c actor.Context) {
 		e.running--
 		e.next(c)
 	}
+}
+
+// busy is the answer to a request refused because too many wait.
+func busy(msg any) any {
+	err := &messages.Error{Code: messages.Code_CODE_UNAVAILABLE, Message: fmt.Sprintf("busy: %d requests waiting; retry later", MaxEnqueueWaiting)}
+	if _, ok := msg.(*messages.StatsRequest); ok {
+		return &messages.StatsResponse{Error: err}
+	}
+	return &messages.EnqueueResult{Error: err}
 }
 
 func (e *enqueuer) next(c actor.Context) {

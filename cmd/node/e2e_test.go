@@ -359,3 +359,22 @@ func TestBadInputAtStartAndOverHTTP(t *testing.T) {
 		}
 	}
 }
+
+// TestRedisDownAtStart: the node starts while Redis is down, reports not
+// ready, and serves once Redis is up.
+func TestRedisDownAtStart(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t, redistest.Options{})
+	srv.Stop(t)
+	n := nodetest.Start(t, nodetest.Options{Redis: srv.URL()})
+	code, b := n.Do("GET", "/readyz", nil)
+	require.Equal(t, 503, code, "%s", b)
+	time.Sleep(500 * time.Millisecond)
+	code, _ = n.Do("GET", "/readyz", nil)
+	require.Equal(t, 503, code)
+	srv.Start(t)
+	n.WaitReady()
+	code, out := post(t, n, "/api/v1/queues/default/jobs", `[{"id":"after-start"}]`)
+	require.Equal(t, 202, code, "%v", out)
+	eventually(t, "processed", func() bool { return strings.Contains(n.Logs(), "job_id=after-start") })
+}

@@ -1,7 +1,8 @@
 package main
 
 import (
-	"bytes"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,25 +19,39 @@ func TestMain(m *testing.M) {
 	redistest.Main(m)
 }
 
-// TestRemoteEnqueue runs the example against a node process: the job goes
-// in by actor message through protoactor remote and the node handles it.
+// TestRemoteEnqueue runs the example, as a user would, against a node
+// process: the job goes in by actor message through protoactor remote and
+// the node handles it.
+//
+// The example runs as its own process each time: protoactor's remote sets
+// gRPC's process-wide logger on every start, which races with the gRPC
+// goroutines of an earlier remote in the same process.
 func TestRemoteEnqueue(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "remote-enqueue")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+
 	srv := redistest.NewServer(t, redistest.Options{})
 	port, err := redistest.FreePort()
 	require.NoError(t, err)
-	actorAddr := "127.0.0.1:" + itoa(port)
+	actorAddr := "127.0.0.1:" + strconv.Itoa(port)
 	n := nodetest.Start(t, nodetest.Options{Redis: srv.URL(), Args: []string{"--actor-addr", actorAddr}})
 	n.WaitReady()
 
-	var out bytes.Buffer
-	require.NoError(t, run([]string{"--http", strings.TrimPrefix(n.HTTP, "http://"), "--id", "order-9", "--payload", `{"state":"paid"}`}, &out))
-	require.Equal(t, "enqueued 1 job(s) into default through "+actorAddr+"\n", out.String())
+	example := func(args ...string) (string, error) {
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		return string(out), err
+	}
+
+	got, err := example("--http", strings.TrimPrefix(n.HTTP, "http://"), "--id", "order-9", "--payload", `{"state":"paid"}`)
+	require.NoError(t, err, got)
+	require.Equal(t, "enqueued 1 job(s) into default through "+actorAddr+"\n", got)
 	require.Eventually(t, func() bool { return strings.Contains(n.Logs(), "job_id=order-9") }, 10*time.Second, 10*time.Millisecond)
 
-	err = run([]string{"--actor", actorAddr, "--queue", "nope", "--id", "x"}, &out)
-	require.ErrorContains(t, err, "CODE_UNKNOWN_QUEUE")
-	err = run([]string{"--actor", actorAddr, "--id", ""}, &out)
-	require.ErrorContains(t, err, "--id is required")
+	got, err = example("--actor", actorAddr, "--queue", "nope", "--id", "x")
+	require.Error(t, err)
+	require.Contains(t, got, "CODE_UNKNOWN_QUEUE")
+	got, err = example("--actor", actorAddr, "--id", "")
+	require.Error(t, err)
+	require.Contains(t, got, "--id is required")
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

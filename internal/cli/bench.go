@@ -41,7 +41,7 @@ func benchCmd(e *env, args []string) int {
 	fs.SetOutput(e.stderr)
 	e.setUsage(fs, benchHelp)
 	redisURL := fs.String("redis", e.getenv("ORDERLY_BENCH_REDIS"), "Redis URL; empty starts a throwaway redis-server (env ORDERLY_BENCH_REDIS)")
-	jobs := fs.Int("jobs", benchDefaultJobs, "jobs per throughput scenario")
+	jobs := fs.Int("jobs", bench.DefaultJobs, "jobs per throughput scenario")
 	scenarios := fs.String("scenario", "lowkiq", "comma-separated scenarios, or all (see --list)")
 	list := fs.Bool("list", false, "list the scenarios and exit")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
@@ -98,8 +98,6 @@ func benchCmd(e *env, args []string) int {
 	}
 	return ExitOK
 }
-
-const benchDefaultJobs = bench.DefaultJobs
 
 func printBench(e *env, results []bench.Result) {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)

@@ -25,43 +25,59 @@ import (
 	"github.com/orderlyhq/orderly/internal/redistest"
 )
 
+// build is one build of cmd/node, made once per test binary.
+type build struct {
+	once sync.Once
+	path string
+	err  error
+}
+
 var (
-	buildOnce sync.Once
-	buildDir  string
-	buildPath string
-	buildErr  error
+	buildDirOnce sync.Once
+	buildDir     string
+	builds       = map[string]*build{"": {}, "chaos": {}} // by build tag
 )
 
 // Binary builds cmd/node (with -race when the tests use it) and returns the
 // path of the binary. It is built once per test binary.
-func Binary(t testing.TB) string {
+func Binary(t testing.TB) string { return binary(t, "") }
+
+// ChaosBinary builds cmd/node with the chaos tag: SIGUSR1 cuts its gossip
+// off, SIGUSR2 restores it (internal/chaos).
+func ChaosBinary(t testing.TB) string { return binary(t, "chaos") }
+
+func binary(t testing.TB, tag string) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(file), "..", "..")
-		buildDir, buildErr = os.MkdirTemp("", "orderly-bin-")
-		if buildErr != nil {
+	b := builds[tag]
+	b.once.Do(func() {
+		buildDirOnce.Do(func() { buildDir, b.err = os.MkdirTemp("", "orderly-bin-") })
+		if b.err != nil {
 			return
 		}
-		buildPath = filepath.Join(buildDir, "orderly")
-		args := []string{"build", "-o", buildPath}
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(file), "..", "..")
+		b.path = filepath.Join(buildDir, "orderly"+tag)
+		args := []string{"build", "-o", b.path}
 		if raceEnabled {
 			args = append(args, "-race")
+		}
+		if tag != "" {
+			args = append(args, "-tags", tag)
 		}
 		cmd := exec.Command("go", append(args, "./cmd/node")...)
 		cmd.Dir = root
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/node: %v\n%s", err, out)
+			b.err = fmt.Errorf("go build ./cmd/node: %v\n%s", err, out)
 		}
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return buildPath
+	return b.path
 }
 
-// Cleanup removes the built binary; call it from TestMain after the tests.
+// Cleanup removes the built binaries; call it from TestMain after the tests.
 func Cleanup() {
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
@@ -85,6 +101,8 @@ type Options struct {
 	HTTPPort int
 	// GossipPort is the gossip port [a free one].
 	GossipPort int
+	// Chaos runs the chaos build (ChaosBinary).
+	Chaos bool
 }
 
 // Node is a running node process.
@@ -123,6 +141,9 @@ func Start(t testing.TB, o Options) *Node {
 func Launch(t testing.TB, o Options) *Node {
 	t.Helper()
 	bin := Binary(t)
+	if o.Chaos {
+		bin = ChaosBinary(t)
+	}
 	if o.Name == "" {
 		seq.Lock()
 		seq.n++

@@ -34,6 +34,7 @@ import (
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
 	"github.com/orderlyhq/orderly/web"
+	"github.com/orderlyhq/orderly/web/ui"
 )
 
 // httpShutdownTimeout bounds the HTTP server's graceful shutdown, after the
@@ -111,6 +112,7 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 		Store: store, Ready: node.Ready, Logger: log, Token: cfg.Node.HTTPToken,
 		MaxPayloadBytes: cfg.Node.MaxPayloadBytes,
 		Metrics:         m.Handler(),
+		UI:              ui.Handler(),
 		Members: func(context.Context) (string, []web.Member) {
 			var out []web.Member
 			for _, m := range node.Members() {

@@ -1,0 +1,151 @@
+package orderly_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderlyhq/orderly"
+	"github.com/orderlyhq/orderly/client"
+	"github.com/orderlyhq/orderly/internal/redistest"
+	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/persistence/redisstore"
+)
+
+// A handler that hangs past its timeout: the batch fails with a timeout
+// error and is retried; the shard keeps going; no goroutine leaks (TestMain
+// checks).
+func TestFaultHandlerTimeout(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var hangs atomic.Int32
+	var others atomic.Int32
+	e.start(orderly.Config{Workers: []orderly.Worker{{
+		Queue: "q", Shards: 1, MaxRetryCount: 2, Timeout: 100 * time.Millisecond, RetryIn: orderly.LinearRetry(10 * time.Millisecond),
+		Handler: func(ctx context.Context, b *orderly.Batch) error {
+			if b.Jobs[0].ID == "hang" {
+				hangs.Add(1)
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			others.Add(1)
+			return nil
+		},
+	}}})
+	e.enqueue("q", client.Job{ID: "hang"}, client.Job{ID: "a"}, client.Job{ID: "b"})
+	require.Eventually(t, func() bool { return e.stats("q").MorgueLength == 1 }, 10*time.Second, 10*time.Millisecond)
+	require.EqualValues(t, 3, hangs.Load(), "tried max_retry_count+1 times")
+	require.EqualValues(t, 2, others.Load(), "the other ids of the shard kept flowing")
+	page, err := e.store.ListMorgue(e.ctx, "q", persistence.ListOptions{})
+	require.NoError(t, err)
+	require.Contains(t, page.Entries[0].Error, "timed out after 100ms")
+}
+
+// A poison payload that always fails ends in the morgue after
+// max_retry_count, and the other ids of the same shard keep flowing.
+func TestFaultPoisonPayload(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.start(orderly.Config{Workers: []orderly.Worker{{
+		Queue: "q", Shards: 1, MaxRetryCount: 3, RetryIn: orderly.LinearRetry(5 * time.Millisecond),
+		Handler: func(ctx context.Context, b *orderly.Batch) error {
+			failed := map[string]error{}
+			for _, j := range b.Jobs {
+				if j.ID == "poison" {
+					failed[j.ID] = errors.New("cannot parse payload")
+				}
+			}
+			return orderly.FailIDs(failed)
+		},
+	}}})
+	var jobs []client.Job
+	for i := range 50 {
+		jobs = append(jobs, client.Job{ID: fmt.Sprint("ok-", i)})
+		if i == 10 {
+			jobs = append(jobs, client.Job{ID: "poison", Payload: []byte("{broken")})
+		}
+	}
+	e.enqueue("q", jobs...)
+	require.Eventually(t, func() bool {
+		st := e.stats("q")
+		return st.Processed == 50 && st.MorgueLength == 1 && st.Length == 0
+	}, 10*time.Second, 10*time.Millisecond)
+	page, err := e.store.ListMorgue(e.ctx, "q", persistence.ListOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "poison", page.Entries[0].ID)
+	require.Equal(t, "cannot parse payload", page.Entries[0].Error)
+	require.Equal(t, "{broken", string(page.Entries[0].Payloads[0].Data))
+	require.EqualValues(t, 4, e.stats("q").Failed)
+}
+
+// syncBuffer is a log destination safe for concurrent writes.
+type syncBuffer struct {
+	mu  sync.Mutex // guards buf
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// A handler that ignores its context after the node lost its lease (Redis
+// unreachable): the documented residue of the exclusivity guarantee. The
+// node cancels the context before the lease can expire, and logs loudly
+// while the handler keeps running.
+func TestFaultHandlerIgnoringItsContext(t *testing.T) {
+	t.Parallel()
+	db := redistest.New(t)
+	proxy := redistest.NewProxy(t, db.Addr)
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, DialTimeout: 200 * time.Millisecond, ReadTimeout: 300 * time.Millisecond, MaxRetries: -1})
+	defer rdb.Close()
+	store, err := redisstore.New(rdb, &redisstore.Config{Prefix: db.Prefix})
+	require.NoError(t, err)
+	logs := &syncBuffer{}
+	started := make(chan struct{})
+	release := make(chan struct{})
+	var cancelledAt atomic.Int64
+	n, err := orderly.NewNode(store, &orderly.Config{
+		Name: "stubborn", LeaseTTL: time.Second,
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Workers: []orderly.Worker{{Queue: "q", Shards: 1, Handler: func(ctx context.Context, b *orderly.Batch) error {
+			close(started)
+			<-ctx.Done()
+			cancelledAt.Store(time.Now().UnixNano())
+			<-release // ignores the cancellation
+			return nil
+		}}},
+	})
+	require.NoError(t, err)
+	require.NoError(t, n.Start(context.Background()))
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		n.StopAndCancel(ctx)
+	}()
+	require.NoError(t, store.Enqueue(context.Background(), "q", []persistence.NewJob{{ID: "a"}}))
+	<-started
+	cut := time.Now()
+	proxy.Cut()
+	require.Eventually(t, func() bool { return cancelledAt.Load() != 0 }, 5*time.Second, time.Millisecond)
+	t.Logf("context cancelled %s after Redis became unreachable (lease TTL 1s)", time.Unix(0, cancelledAt.Load()).Sub(cut).Round(time.Millisecond))
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "handler ignores its cancelled context") }, 5*time.Second, 10*time.Millisecond)
+	close(release)
+}

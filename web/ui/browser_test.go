@@ -1,0 +1,831 @@
+package ui_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderlyhq/orderly/internal/redistest"
+	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/persistence/redisstore"
+	"github.com/orderlyhq/orderly/web"
+	"github.com/orderlyhq/orderly/web/ui"
+)
+
+// Environment of the browser tests.
+const (
+	// envChromium points at a Chromium other than /usr/bin/chromium.
+	envChromium = "ORDERLY_CHROMIUM"
+	// envRequireBrowser makes a missing Chromium a failure (CI sets it).
+	envRequireBrowser = "ORDERLY_REQUIRE_BROWSER"
+	// envScreenshots names a directory that receives a PNG of each page at
+	// 1440x900.
+	envScreenshots = "ORDERLY_UI_SCREENSHOTS"
+)
+
+// waitTimeout bounds each wait for the page.
+const waitTimeout = 20 * time.Second
+
+// chromium returns the browser binary, skipping the test when there is none
+// (or failing when ORDERLY_REQUIRE_BROWSER is set).
+func chromium(t *testing.T) string {
+	t.Helper()
+	p := os.Getenv(envChromium)
+	if p == "" {
+		p = "/usr/bin/chromium"
+	}
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv(envRequireBrowser) != "" {
+			t.Fatalf("no Chromium at %s (%v), and %s is set: install chromium or point %s at it", p, err, envRequireBrowser, envChromium)
+		}
+		t.Skipf("no Chromium at %s: set %s to run the browser tests", p, envChromium)
+	}
+	return p
+}
+
+// browser is one headless Chromium tab and what its console said.
+type browser struct {
+	t   *testing.T
+	ctx context.Context
+	url string
+
+	mu       sync.Mutex
+	problems []string // exceptions, console.error calls, CSP violations
+}
+
+// newBrowser starts Chromium (a fresh profile in t.TempDir()) with a
+// 1440x900 viewport, and stops it, with every goroutine of chromedp, when
+// the test ends. Uncaught exceptions, console.error calls and security
+// messages (a Content-Security-Policy violation) fail the test.
+func newBrowser(t *testing.T, baseURL string) *browser {
+	t.Helper()
+	exec := chromium(t)
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(exec),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("force-color-profile", "srgb"),
+		chromedp.Flag("lang", "en-US"),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1440, 900),
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	b := &browser{t: t, ctx: ctx, url: baseURL}
+	consoleDone := make(chan struct{})
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc() // waits for the browser to exit
+		<-consoleDone
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for _, p := range b.problems {
+			t.Errorf("browser console: %s", p)
+		}
+	})
+	// Start the browser and the tab, then listen to the console.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1440, 900)); err != nil {
+		close(consoleDone)
+		t.Fatalf("start chromium %s: %v", exec, err)
+	}
+	messages := chromedp.Console(ctx)
+	go func() {
+		defer close(consoleDone)
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if m.IsException() || (m.Type == chromedp.ConsoleError && m.Source != "network") || m.Source == "security" {
+				b.mu.Lock()
+				b.problems = append(b.problems, fmt.Sprintf("%s (%s:%d)", m, m.URL, m.Line+1))
+				b.mu.Unlock()
+			}
+		}
+	}()
+	return b
+}
+
+// do runs actions, failing the test on an error.
+func (b *browser) do(actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, waitTimeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		b.t.Fatalf("browser: %v\npage text:\n%s", err, b.pageText())
+	}
+}
+
+// open loads a path of the dashboard.
+func (b *browser) open(path string) {
+	b.t.Helper()
+	b.do(chromedp.Navigate(b.url + path))
+}
+
+// eval evaluates a JavaScript expression and decodes its value into T.
+func eval[T any](b *browser, expr string) T {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, waitTimeout)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		b.t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// waitFor waits until the JavaScript expression is truthy.
+func (b *browser) waitFor(expr, what string) {
+	b.t.Helper()
+	b.waitWithin(waitTimeout, expr, what)
+}
+
+// waitWithin waits up to d until the JavaScript expression is truthy.
+func (b *browser) waitWithin(d time.Duration, expr, what string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, d)
+	defer cancel()
+	_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(50*time.Millisecond),
+		chromedp.WithPollingTimeout(d)))
+	if err != nil {
+		b.t.Fatalf("waiting for %s: %v\n(%s)\npage text:\n%s", what, err, expr, b.pageText())
+	}
+}
+
+// text returns the textContent of the first element matching the CSS
+// selector, waiting for it to be there.
+func (b *browser) text(sel string) string {
+	b.t.Helper()
+	b.waitFor(fmt.Sprintf(`document.querySelector(%s)`, jsString(sel)), sel)
+	return eval[string](b, fmt.Sprintf(`document.querySelector(%s).textContent`, jsString(sel)))
+}
+
+// waitText waits until the first element matching sel has the text want.
+func (b *browser) waitText(sel, want string) {
+	b.t.Helper()
+	b.waitFor(fmt.Sprintf(`document.querySelector(%s)?.textContent === %s`, jsString(sel), jsString(want)),
+		fmt.Sprintf("%s to read %q", sel, want))
+}
+
+// click clicks the first element matching the CSS selector once visible.
+func (b *browser) click(sel string) {
+	b.t.Helper()
+	b.do(chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Click(chromedp.CSS(sel)))
+}
+
+// pageText is the visible text of the page, for failure messages.
+func (b *browser) pageText() string {
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ''`))
+	if err != nil {
+		return "(unavailable: " + err.Error() + ")"
+	}
+	return s
+}
+
+// screenshot writes the viewport as dir/name.png when ORDERLY_UI_SCREENSHOTS is set.
+func (b *browser) screenshot(name string) {
+	b.t.Helper()
+	dir := os.Getenv(envScreenshots)
+	if dir == "" {
+		return
+	}
+	require.NoError(b.t, os.MkdirAll(dir, 0o755))
+	// Let the live dot finish pulsing and move the mouse out of the way.
+	b.do(chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
+	ctx, cancel := context.WithTimeout(b.ctx, waitTimeout)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	require.NoError(b.t, err)
+	require.NoError(b.t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
+}
+
+// screenshotAt writes the page at another viewport size.
+func (b *browser) screenshotAt(name string, width, height int64) {
+	b.t.Helper()
+	if os.Getenv(envScreenshots) == "" {
+		return
+	}
+	b.do(chromedp.EmulateViewport(width, height))
+	b.screenshot(name)
+	b.do(chromedp.EmulateViewport(1440, 900))
+}
+
+// darkScreenshot writes the page in the dark theme (prefers-color-scheme).
+func (b *browser) darkScreenshot(name string) {
+	b.t.Helper()
+	if os.Getenv(envScreenshots) == "" {
+		return
+	}
+	scheme := func(v string) chromedp.Action[chromedp.Void] {
+		return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: v}}})
+			return err
+		})
+	}
+	b.do(scheme("dark"))
+	b.screenshot(name)
+	b.do(scheme("light"))
+}
+
+// jsString quotes s as a JavaScript string literal.
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// ---- The fixture: a real store and API server ----
+
+// Fixture ids. hostileID would run script if the app rendered ids as HTML.
+const (
+	hostileID = `<img src=x onerror="window.__xss=1">`
+	slashID   = "a/b %2F?#ü"
+	dotID     = ".."
+	longID    = "tenant-acme-corporation/customer-8f14e45f-ceea-467f-a0e6-1b2c3d4e5f60/invoice-2024-05-000123/line-items/recalculate-taxes"
+)
+
+// fixture is a store on a real Redis behind the real API server.
+type fixture struct {
+	t      *testing.T
+	ctx    context.Context
+	store  *redisstore.Store
+	ts     *httptest.Server
+	leases map[persistence.ShardRef]persistence.Lease
+	outage atomic.Bool // the API's store fails its reads of metrics
+}
+
+// outageStore is the fixture's store as the API sees it: while outage is
+// set, Stats fails as an unreachable Redis does.
+type outageStore struct {
+	persistence.Store
+	outage *atomic.Bool
+}
+
+func (s outageStore) Stats(ctx context.Context, queues ...string) ([]persistence.QueueStats, error) {
+	if s.outage.Load() {
+		return nil, fmt.Errorf("redis: dial tcp 10.0.0.9:6379: %w", syscall.ECONNREFUSED)
+	}
+	return s.Store.Stats(ctx, queues...)
+}
+
+var members = []web.Member{
+	{Name: "node-a", State: "alive", HTTP: "10.0.0.1:8080", Actor: "10.0.0.1:8090", Queues: []string{"orders", "emails", "reports"}, Version: "v0.4.0"},
+	{Name: "node-b", State: "alive", HTTP: "10.0.0.2:8080", Actor: "10.0.0.2:8090", Queues: []string{"orders", "emails"}, Version: "v0.4.0"},
+	{Name: "node-c", State: "draining", HTTP: "10.0.0.3:8080", Actor: "10.0.0.3:8090", Queues: []string{"orders"}, Version: "v0.4.0"},
+	{Name: "node-d", State: "dead", HTTP: "10.0.0.4:8080", Actor: "10.0.0.4:8090", Queues: []string{"orders"}, Version: "v0.3.9"},
+}
+
+// newFixture registers three queues and fills them:
+//
+//	orders  (4 shards): dead-1..3 in the morgue, retry-1 failed once (due
+//	        in an hour), order-1, order-2 (two payloads), big-1, bin-1
+//	        (binary), the hostile, slash and dot ids, later-1 (due in an
+//	        hour); shards 0-1 leased by node-a, 2 by node-b, 3 by node-d
+//	        (dead: a stale lease)
+//	emails  (2 shards): sent-1..4 processed; mail-1 in flight at node-b;
+//	        mail-9 queued
+//	reports (1 shard): empty, no lease
+func newFixture(t *testing.T, token string) *fixture {
+	t.Helper()
+	db := redistest.New(t)
+	store, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})
+	require.NoError(t, err)
+	f := &fixture{t: t, ctx: context.Background(), store: store, leases: map[persistence.ShardRef]persistence.Lease{}}
+	for q, n := range map[string]int{"orders": 4, "emails": 2, "reports": 1} {
+		require.NoError(t, store.RegisterQueue(f.ctx, persistence.QueueSpec{Name: q, Shards: n}))
+	}
+
+	// The morgue: fetched and failed with max_retry_count 0.
+	f.enqueue("orders", job("dead-1", `{"sku":1}`, 0), job("dead-2", `{"sku":2}`, 0), job("dead-3", `{"sku":3}`, 0))
+	f.settleAll("orders", 4, "node-a", func(id string) *persistence.Failure {
+		return &persistence.Failure{ID: id, Error: "payment gateway timeout for " + id, RetryAt: time.Now()}
+	}, 0)
+	// A retry: failed once, due again in an hour.
+	f.enqueue("orders", job("retry-1", `{"sku":7}`, 0))
+	f.settleAll("orders", 4, "node-a", func(id string) *persistence.Failure {
+		return &persistence.Failure{ID: id, Error: "HTTP 502 from inventory", RetryAt: time.Now().Add(time.Hour)}
+	}, 25)
+	// Processed jobs.
+	f.enqueue("emails", job("sent-1", `"a"`, 0), job("sent-2", `"b"`, 0), job("sent-3", `"c"`, 0), job("sent-4", `"d"`, 0))
+	f.settleAll("emails", 2, "node-a", func(string) *persistence.Failure { return nil }, 25)
+
+	f.enqueue("orders",
+		job("order-1", `{"sku":42,"qty":2}`, 0),
+		job("order-2", `{"sku":43}`, 0), job("order-2", `{"sku":44,"note":"gift wrap"}`, 1),
+		job("big-1", `{"n":12345678901234567890,"f":1.0}`, 0),
+		job(hostileID, `"<b>bold</b>"`, 0),
+		job(slashID, `{"path":"a/b"}`, 0),
+		job(dotID, `{"dots":2}`, 0),
+		job(longID, `{"invoice":"2024-05-000123","lines":[{"sku":"A-1","qty":3,"price":"19.90"},{"sku":"B-7","qty":1,"price":"240.00"}],"currency":"EUR","recalculate":true}`, 0),
+		persistence.NewJob{ID: "bin-1", Payload: []byte{0, 0xff}},
+		persistence.NewJob{ID: "later-1", Payload: []byte(`{"sku":9}`), PerformAt: time.Now().Add(time.Hour)},
+	)
+
+	// In flight: node-b fetched mail-1's shard.
+	f.enqueue("emails", job("mail-1", `{"to":"ada@example.com"}`, 0))
+	shard := persistence.ShardOf("mail-1", 2)
+	lease := f.acquire("emails", shard, "node-b")
+	res, err := store.Advance(f.ctx, lease, persistence.AdvanceRequest{Fetch: 100, NextSeq: 1, MaxRetryCount: 25})
+	require.NoError(t, err)
+	require.NotNil(t, res.Batch)
+	f.enqueue("emails", job("mail-9", `{"to":"bob@example.com"}`, 0))
+	f.acquire("emails", 1-shard, "node-a")
+
+	// Leases of orders.
+	for s, owner := range []string{"node-a", "node-a", "node-b", "node-d"} {
+		f.acquire("orders", s, owner)
+	}
+
+	srv, err := web.New(&web.Config{
+		Store:  outageStore{Store: store, outage: &f.outage},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Token:  token,
+		UI:     ui.Handler(),
+		Members: func(context.Context) (string, []web.Member) {
+			return "node-a", members
+		},
+	})
+	require.NoError(t, err)
+	f.ts = httptest.NewServer(srv)
+	t.Cleanup(f.ts.Close)
+	return f
+}
+
+func job(id, payload string, score float64) persistence.NewJob {
+	return persistence.NewJob{ID: id, Payload: []byte(payload), Score: &score}
+}
+
+func (f *fixture) enqueue(q string, jobs ...persistence.NewJob) {
+	f.t.Helper()
+	require.NoError(f.t, f.store.Enqueue(f.ctx, q, jobs))
+}
+
+func (f *fixture) acquire(q string, shard int, owner string) persistence.Lease {
+	f.t.Helper()
+	ref := persistence.ShardRef{Queue: q, Shard: shard}
+	lease, _, err := f.store.AcquireShard(f.ctx, ref, owner, 10*time.Minute)
+	require.NoError(f.t, err)
+	f.leases[ref] = lease
+	return lease
+}
+
+// settleAll fetches every due job of the queue, shard by shard, and settles
+// it: fail returns the failure of an id, nil for a success.
+func (f *fixture) settleAll(q string, shards int, owner string, fail func(id string) *persistence.Failure, maxRetry int) {
+	f.t.Helper()
+	for s := range shards {
+		lease := f.acquire(q, s, owner)
+		res, err := f.store.Advance(f.ctx, lease, persistence.AdvanceRequest{Fetch: 100, NextSeq: 1, MaxRetryCount: maxRetry})
+		require.NoError(f.t, err)
+		if res.Batch != nil {
+			var failures []persistence.Failure
+			for _, j := range res.Batch.Jobs {
+				if fl := fail(j.ID); fl != nil {
+					failures = append(failures, *fl)
+				}
+			}
+			_, err = f.store.Advance(f.ctx, lease, persistence.AdvanceRequest{Settle: 1, Failures: failures, NextSeq: 2, MaxRetryCount: maxRetry})
+			require.NoError(f.t, err)
+		}
+		require.NoError(f.t, f.store.ReleaseShard(f.ctx, lease))
+	}
+}
+
+// simulate runs a worker on one shard of q until stop is called: it
+// enqueues a few jobs every 150 ms and settles the batch it fetched before,
+// failing about one in five (retried an hour later). Stop settles the last
+// batch, so the shard has nothing in flight afterwards.
+func (f *fixture) simulate(t *testing.T, q string, shard int) (stop func()) {
+	specs, err := f.store.Queues(f.ctx)
+	require.NoError(t, err)
+	shards := 0
+	for _, s := range specs {
+		if s.Name == q {
+			shards = s.Shards
+		}
+	}
+	lease, ok := f.leases[persistence.ShardRef{Queue: q, Shard: shard}]
+	require.True(t, ok, "the fixture holds no lease of %s/%d", q, shard)
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		var (
+			inFlight int64 // the seq of the batch in flight, 0 when none
+			pending  []persistence.Job
+			next     = int64(1)
+		)
+		settle := func(fetch int) {
+			var failures []persistence.Failure
+			for _, j := range pending {
+				if persistence.ShardOf(j.ID, 5) == 0 {
+					failures = append(failures, persistence.Failure{ID: j.ID, Error: "smtp: 421 try again later", RetryAt: time.Now().Add(time.Hour)})
+				}
+			}
+			res, err := f.store.Advance(f.ctx, lease, persistence.AdvanceRequest{
+				Settle: inFlight, Failures: failures, Fetch: fetch, NextSeq: next, MaxRetryCount: 25})
+			if err != nil {
+				t.Errorf("simulate: %v", err)
+				return
+			}
+			inFlight, pending = 0, nil
+			if res.Batch != nil {
+				inFlight, pending = next, res.Batch.Jobs
+			}
+			next++
+		}
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				settle(0)
+				return
+			case <-time.After(150 * time.Millisecond):
+			}
+			var jobs []persistence.NewJob
+			for n := 0; len(jobs) < 1+i%5; n++ {
+				if id := fmt.Sprintf("sim-%d-%d", i, n); persistence.ShardOf(id, shards) == shard {
+					jobs = append(jobs, job(id, `{"to":"someone@example.com"}`, 0))
+				}
+			}
+			if err := f.store.Enqueue(f.ctx, q, jobs); err != nil {
+				t.Errorf("simulate: %v", err)
+				return
+			}
+			settle(10)
+		}
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			close(done)
+			<-finished
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func (f *fixture) stats(q string) persistence.QueueStats {
+	f.t.Helper()
+	st, err := f.store.Stats(f.ctx, q)
+	require.NoError(f.t, err)
+	return st[0]
+}
+
+// ---- The tests ----
+
+// TestBrowser drives the dashboard in headless Chromium against the real API
+// on a real store: every page shows what the store holds, and a morgue
+// requeue through the UI changes the store and the page.
+func TestBrowser(t *testing.T) {
+	chromium(t)
+	f := newFixture(t, "")
+	b := newBrowser(t, f.ts.URL)
+	// The steps share the page's state: the first failure stops them.
+	step := func(name string, fn func(t *testing.T)) {
+		if t.Failed() {
+			return
+		}
+		t.Run(name, func(t *testing.T) {
+			b.t = t
+			fn(t)
+		})
+	}
+
+	step("overview", func(t *testing.T) {
+		b.open("/")
+		b.waitFor(`document.querySelector('tr[data-queue="orders"]')`, "the queues table")
+		for _, q := range []string{"emails", "orders", "reports"} {
+			st := f.stats(q)
+			for col, want := range map[string]int64{
+				"length": st.Length, "fresh": st.Fresh, "retries": st.Retries, "morgue_length": st.MorgueLength,
+				"busy": st.Busy, "processed": st.Processed, "failed": st.Failed,
+			} {
+				b.waitText(fmt.Sprintf(`tr[data-queue=%q] td[data-col=%q]`, q, col), fmt.Sprint(want))
+			}
+		}
+		orders := f.stats("orders")
+		require.EqualValues(t, 10, orders.Length, "order-1, order-2, big-1, bin-1, hostile, slash, dot, long, later-1, retry-1")
+		require.EqualValues(t, 1, orders.Retries)
+		require.EqualValues(t, 3, orders.MorgueLength)
+		require.EqualValues(t, 1, f.stats("emails").Busy)
+		require.EqualValues(t, 4, f.stats("emails").Processed)
+
+		// Totals: sums, and the lag as a duration.
+		b.waitText(`[data-total="morgue_length"] .card-value`, "3")
+		b.waitText(`[data-total="length"] .card-value`, "11")
+		b.waitText(`[data-total="processed"] .card-value`, "4")
+		require.Regexp(t, `^\d+(\.\d)?(ms|s)$|^\d+m( \d+s)?$`, b.text(`[data-total="lag"] .card-value`))
+		// Header: the answering node, live, and a link per queue.
+		b.waitText(`.self-name`, "node-a")
+		b.waitFor(`document.querySelector('.live').dataset.state === 'live'`, "the live indicator")
+		b.waitFor(`document.querySelectorAll('.nav-queue').length === 3`, "the queues in the navigation")
+		// The charts have a line once two polls have been made; hovering
+		// reads the values out.
+		b.waitFor(`document.querySelectorAll('.charts .line.s0').length === 2`, "the charts")
+		b.do(chromedp.Evaluate[chromedp.Void](`(() => {
+			const o = document.querySelectorAll('.charts .overlay')[1], r = o.getBoundingClientRect();
+			o.dispatchEvent(new MouseEvent('mousemove', {clientX: r.right - 1, clientY: r.top + 5, bubbles: true}));
+		})()`))
+		b.waitFor(`(t => t && !t.hidden && /processed\/s\s*0/.test(t.innerText) && /failed\/s\s*0/.test(t.innerText))(document.querySelectorAll('.chart-tip')[1])`, "the readout")
+		if os.Getenv(envScreenshots) != "" {
+			// Some traffic, so that the charts have something to show.
+			stop := f.simulate(t, "emails", 1-persistence.ShardOf("mail-1", 2))
+			b.waitWithin(time.Minute, `(document.querySelectorAll('.charts .line.s0')[1]?.getAttribute('d') || '').split('L').length > 20`, "half a minute of chart")
+			b.screenshot("overview")
+			b.screenshotAt("overview-1280", 1280, 800)
+			b.darkScreenshot("overview-dark")
+			stop()
+		}
+	})
+
+	step("queue", func(t *testing.T) {
+		// From the overview's table to the queue page.
+		b.click(`tr[data-queue="orders"] .qcell a`)
+		b.waitFor(`location.pathname === '/queues/orders'`, "the queue page")
+		b.waitFor(`document.querySelector('.job[data-id="order-1"]')`, "order-1")
+		require.Equal(t, "{\n  \"sku\": 42,\n  \"qty\": 2\n}", b.text(`.job[data-id="order-1"] pre.code`))
+		require.Equal(t, "fresh", b.text(`.job[data-id="order-1"] .badge`))
+		require.Equal(t, "retry 0", b.text(`.job[data-id="retry-1"] .badge`))
+		require.Equal(t, "HTTP 502 from inventory", b.text(`.job[data-id="retry-1"] .job-error`))
+		require.Equal(t, 2, eval[int](b, `document.querySelectorAll('.job[data-id="order-2"] .payload').length`))
+		// Numbers a double cannot hold are shown as sent.
+		require.Equal(t, "{\n  \"n\": 12345678901234567890,\n  \"f\": 1.0\n}", b.text(`.job[data-id="big-1"] pre.code`))
+		require.Equal(t, "binary · 2 bytes · base64", b.text(`.job[data-id="bin-1"] .payload-kind`))
+		require.Equal(t, "AP8=", b.text(`.job[data-id="bin-1"] pre.code`))
+		// Hostile ids and payloads are text.
+		require.Equal(t, hostileID, eval[string](b, `[...document.querySelectorAll('.job')].find(e => e.dataset.id.startsWith('<img')).querySelector('.job-id').textContent`))
+		require.Equal(t, `"<b>bold</b>"`, eval[string](b, `[...document.querySelectorAll('.job')].find(e => e.dataset.id.startsWith('<img')).querySelector('pre.code').textContent`))
+		require.Equal(t, 0, eval[int](b, `document.querySelectorAll('#content img, #content b').length`))
+		require.False(t, eval[bool](b, `window.__xss === 1`))
+		// Header numbers.
+		b.waitText(`[data-stat="length"] .qstat-value`, "10")
+		b.waitText(`[data-tab="morgue"] .tab-count`, "3")
+
+		// Filters: fresh only, by retry_count.
+		b.click(`.quick a[title^="retry_count ≥ 0"]`)
+		b.waitFor(`location.search === '?order=retry_count&min=0' && document.querySelectorAll('.job').length === 1 && document.querySelector('.job[data-id="retry-1"]')`, "the retries filter")
+		// Descending ids, four at a time through the API's cursor.
+		b.open("/queues/orders?dir=desc&limit=4")
+		var ids []string
+		for page, want := range [][]string{
+			{longID, "retry-1", "order-2", "order-1"},
+			{"later-1", "bin-1", "big-1", slashID},
+			{hostileID, dotID},
+		} {
+			b.waitFor(fmt.Sprintf(`document.querySelector('.pager')?.textContent.startsWith('Page %d ·')`, page+1), "the page")
+			got := eval[[]string](b, `[...document.querySelectorAll('.job')].map(e => e.dataset.id)`)
+			require.Equal(t, want, got, "page %d", page+1)
+			ids = append(ids, got...)
+			if page < 2 {
+				b.click(`#next-page`)
+			}
+		}
+		require.Contains(t, b.text(`.pager`), "end of the listing")
+		require.Len(t, ids, 10)
+		b.open("/queues/orders?dir=desc")
+		b.waitFor(`document.querySelectorAll('.job').length === 10`, "every job")
+		b.screenshot("queue")
+		b.screenshotAt("queue-1280", 1280, 800)
+		b.screenshotAt("queue-900", 900, 900)
+		b.darkScreenshot("queue-dark")
+	})
+
+	step("job", func(t *testing.T) {
+		// Ids with '/', '%', '?', '#' and unicode travel escaped.
+		b.open("/queues/orders")
+		b.waitFor(`document.querySelector('.job a.job-id')`, "the jobs")
+		b.do(chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`[...document.querySelectorAll('.job')].find(e => e.dataset.id === %s).querySelector('a.job-id').click()`, jsString(slashID))))
+		b.waitText(`.job-id-big`, slashID)
+		require.Contains(t, b.text(`[data-record="queued"] pre.code`), `"path": "a/b"`)
+		require.Contains(t, b.text(`[data-record="processing"]`), "Not in flight")
+		b.screenshot("job")
+
+		// An in-flight job shows its batch.
+		b.open("/queues/emails/job?id=mail-1")
+		b.waitFor(`document.querySelector('[data-record="processing"] .chip.owner')`, "the in-flight record")
+		b.screenshot("job-in-flight")
+		require.Equal(t, "node-b", b.text(`[data-record="processing"] .chip.owner`))
+		require.Contains(t, b.text(`[data-record="queued"]`), "Not queued")
+
+		// The id "..": the browser cannot send it as a path segment (the URL
+		// parser resolves "%2E%2E" away), so the page finds it through the
+		// listing.
+		require.Equal(t, "/api/v1/queues/orders/", eval[string](b, `new URL('/api/v1/queues/orders/jobs/%2E%2E', location.href).pathname`))
+		b.open("/queues/orders/job?id=..")
+		b.waitText(`.job-id-big`, "..")
+		require.Contains(t, b.text(`[data-record="queued"] pre.code`), `"dots": 2`)
+
+		// An unknown id.
+		b.open("/queues/orders/job?id=nope")
+		b.waitText(`.empty-title`, "No such job")
+
+		// The finder in the header: a queue and an id.
+		b.waitFor(`document.querySelector('#find-queue').value === 'orders'`, "the finder to follow the page")
+		b.do(chromedp.SendKeys(chromedp.CSS(`#find-id`), "order-2\n"))
+		b.waitText(`.job-id-big`, "order-2")
+		require.Equal(t, 2, eval[int](b, `document.querySelectorAll('[data-record="queued"] .payload').length`))
+
+		// Delete a job through the UI.
+		b.open("/queues/orders/job?id=later-1")
+		b.click(`#delete-job`)
+		b.click(`#confirm-ok`)
+		b.waitText(`.empty-title`, "No such job")
+		_, err := f.store.GetJob(f.ctx, "orders", "later-1")
+		require.ErrorIs(t, err, persistence.ErrNotFound)
+	})
+
+	step("processing", func(t *testing.T) {
+		b.open("/queues/emails/processing")
+		sel := fmt.Sprintf(`.batch[data-shard="%d"]`, persistence.ShardOf("mail-1", 2))
+		b.waitFor(fmt.Sprintf(`document.querySelector('%s tr[data-id="mail-1"]')`, sel), "mail-1's batch")
+		require.Equal(t, "node-b", b.text(sel+` .chip.owner`))
+		b.waitText(`[data-tab="processing"] .tab-count`, "1")
+		b.screenshot("processing")
+	})
+
+	step("cluster", func(t *testing.T) {
+		b.open("/cluster")
+		b.waitFor(`document.querySelectorAll('tr[data-member]').length === 4`, "the members")
+		for _, m := range members {
+			row := fmt.Sprintf(`tr[data-member=%q]`, m.Name)
+			require.Equal(t, m.State, b.text(row+` .state`))
+			require.Equal(t, m.HTTP, b.text(row+` td:nth-child(3)`))
+		}
+		require.Equal(t, "this node", b.text(`tr[data-member="node-a"] .self-chip`))
+		b.waitText(`tr[data-member="node-a"] td[data-col="held"]`, "3") // orders 0, 1 and emails
+		b.waitText(`tr[data-member="node-b"] td[data-col="held"]`, "2") // orders 2 and emails
+		b.waitText(`tr[data-member="node-d"] td[data-col="held"]`, "1")
+		for s, owner := range []string{"node-a", "node-a", "node-b", "node-d"} {
+			cell := fmt.Sprintf(`.shard[data-queue="orders"][data-shard="%d"]`, s)
+			b.waitFor(fmt.Sprintf(`document.querySelector('%s')?.dataset.owner === %q`, cell, owner), cell)
+			title := eval[string](b, fmt.Sprintf(`document.querySelector('%s').title`, cell))
+			require.Contains(t, title, "owner: "+owner)
+			require.Regexp(t, `lease epoch: \d+`, title)
+		}
+		require.True(t, eval[bool](b, `document.querySelector('.shard[data-queue="orders"][data-shard="3"]').classList.contains('stale')`),
+			"a lease held by a dead node stands out")
+		require.True(t, eval[bool](b, `document.querySelector('.shard[data-queue="reports"][data-shard="0"]').classList.contains('unowned')`))
+		b.screenshot("cluster")
+		b.darkScreenshot("cluster-dark")
+
+		// Live: a node takes a shard, the map follows.
+		st, err := f.store.ShardOwners(f.ctx, "reports")
+		require.NoError(t, err)
+		require.Empty(t, st[0].Owner)
+		f.acquire("reports", 0, "node-c")
+		b.waitFor(`document.querySelector('.shard[data-queue="reports"][data-shard="0"]')?.dataset.owner === 'node-c'`, "the new lease")
+	})
+
+	step("morgue requeue", func(t *testing.T) {
+		before := f.stats("orders")
+		b.open("/queues/orders/morgue")
+		b.waitFor(`document.querySelectorAll('.job.dead').length === 3`, "the morgue entries")
+		require.Equal(t, "payment gateway timeout for dead-2", b.text(`.job[data-id="dead-2"] .job-error`))
+		require.Equal(t, "{\n  \"sku\": 2\n}", b.text(`.job[data-id="dead-2"] pre.code`))
+		b.waitText(`[data-tab="morgue"] .tab-count`, fmt.Sprint(before.MorgueLength))
+		b.waitText(`[data-stat="length"] .qstat-value`, fmt.Sprint(before.Length))
+		require.True(t, eval[bool](b, `document.querySelector('#requeue-selected').disabled`), "nothing selected yet")
+
+		b.click(`input[data-select="dead-1"]`)
+		b.waitText(`.sel-count`, "1 entry selected")
+		b.screenshot("morgue")
+		b.click(`#requeue-selected`)
+		b.waitFor(`document.querySelector('#confirm-dialog')?.open`, "the confirmation")
+		require.Contains(t, b.text(`#confirm-dialog h2`), "Requeue 1 entry")
+		b.screenshot("morgue-confirm")
+		b.click(`#confirm-ok`)
+		b.waitFor(`[...document.querySelectorAll('.toast')].some(e => e.textContent === 'Requeued 1 job')`, "the answer")
+
+		// The page follows: the entry is gone, the counts moved.
+		b.waitFor(`document.querySelectorAll('.job.dead').length === 2 && !document.querySelector('.job[data-id="dead-1"]')`, "the entry to leave")
+		b.waitText(`[data-tab="morgue"] .tab-count`, fmt.Sprint(before.MorgueLength-1))
+		b.waitText(`[data-stat="morgue_length"] .qstat-value`, fmt.Sprint(before.MorgueLength-1))
+		b.waitText(`[data-stat="length"] .qstat-value`, fmt.Sprint(before.Length+1))
+		b.waitText(`[data-tab="jobs"] .tab-count`, fmt.Sprint(before.Length+1))
+
+		// And so did the store.
+		after := f.stats("orders")
+		require.Equal(t, before.MorgueLength-1, after.MorgueLength)
+		require.Equal(t, before.Length+1, after.Length)
+		info, err := f.store.GetJob(f.ctx, "orders", "dead-1")
+		require.NoError(t, err)
+		require.NotNil(t, info.Queued)
+		require.Equal(t, persistence.FreshRetryCount, info.Queued.RetryCount)
+
+		// Cancel changes nothing; delete all empties the morgue.
+		b.click(`#delete-all`)
+		b.click(`#confirm-cancel`)
+		b.waitFor(`!document.querySelector('#confirm-dialog')`, "the dialog to close")
+		require.EqualValues(t, 2, f.stats("orders").MorgueLength)
+		b.click(`#delete-all`)
+		require.Contains(t, b.text(`#confirm-dialog h2`), "Delete all 2 entries")
+		b.click(`#confirm-ok`)
+		b.waitText(`.empty-title`, "The morgue is empty")
+		b.waitText(`[data-tab="morgue"] .tab-count`, "0")
+		require.EqualValues(t, 0, f.stats("orders").MorgueLength)
+	})
+
+	step("queue actions", func(t *testing.T) {
+		b.open("/queues/orders")
+		b.waitFor(`document.querySelector('.job[data-id="retry-1"]')`, "the jobs")
+		b.click(`button[data-action="kill_failed"]`)
+		b.click(`#confirm-ok`)
+		b.waitFor(`[...document.querySelectorAll('.toast')].some(e => e.textContent === 'Killed 1 job: moved to the morgue')`, "the answer")
+		b.waitFor(`!document.querySelector('.job[data-id="retry-1"]')`, "retry-1 to leave")
+		b.waitText(`[data-tab="morgue"] .tab-count`, "1")
+		require.EqualValues(t, 1, f.stats("orders").MorgueLength)
+	})
+
+	step("errors", func(t *testing.T) {
+		// An unknown queue: the API's 404 says so.
+		b.open("/queues/nope")
+		b.waitFor(`document.querySelector('[data-banner="jobs"]')`, "the banner")
+		require.Contains(t, b.text(`[data-banner="jobs"]`), `404 Not found: unknown queue "nope"`)
+		// A page that does not exist.
+		b.open("/no/such/page")
+		b.waitText(`.empty-title`, "Page not found")
+		// Redis goes away: the API's 503 and its message are on the banner,
+		// until it comes back.
+		b.open("/")
+		b.waitFor(`document.querySelector('.live').dataset.state === 'live'`, "live")
+		f.outage.Store(true)
+		b.waitFor(`document.querySelector('[data-banner="queues"]')`, "the banner")
+		require.Equal(t, "Could not load queues. 503 Service unavailable: store unavailable; retry later", b.text(`[data-banner="queues"]`))
+		require.Equal(t, "Error", b.text(`.live`))
+		b.screenshot("error")
+		f.outage.Store(false)
+		b.waitFor(`!document.querySelector('[data-banner="queues"]') && document.querySelector('.live').dataset.state === 'live'`, "the recovery")
+		// The node goes away: the banner says so and the indicator turns red.
+		f.ts.CloseClientConnections()
+		f.ts.Config.SetKeepAlivesEnabled(false)
+		f.ts.Listener.Close()
+		b.waitFor(`document.querySelector('.live').dataset.state === 'down'`, "the indicator to turn red")
+		require.Contains(t, b.text(`[data-banner="queues"]`), "Network error")
+	})
+}
+
+// TestBrowserToken: with a token, the dashboard asks for it, refuses a
+// wrong one, and shows the data once it has the right one.
+func TestBrowserToken(t *testing.T) {
+	chromium(t)
+	f := newFixture(t, "s3cret")
+	b := newBrowser(t, f.ts.URL)
+
+	b.open("/queues/orders/morgue")
+	b.waitFor(`document.querySelector('#token-dialog')?.open`, "the token prompt")
+	require.Equal(t, 0, eval[int](b, `document.querySelectorAll('.job').length`), "no data without the token")
+	b.screenshot("token")
+	b.do(chromedp.SendKeys(chromedp.CSS(`#token-input`), "wrong"))
+	b.click(`#token-submit`)
+	b.waitFor(`document.querySelector('#token-dialog')?.open && document.querySelector('#token-dialog .form-error')`, "the token to be refused")
+	require.Equal(t, "That token was refused. Try again.", b.text(`#token-dialog .form-error`))
+	b.do(chromedp.SendKeys(chromedp.CSS(`#token-input`), "s3cret"))
+	b.click(`#token-submit`)
+	b.waitFor(`document.querySelectorAll('.job.dead').length === 3`, "the morgue entries")
+	b.waitText(`.self-name`, "node-a")
+	require.Equal(t, "s3cret", eval[string](b, `sessionStorage.getItem('orderly.token')`))
+
+	// Reloads keep the token for the tab; actions send it too.
+	b.open("/queues/orders/morgue")
+	b.waitFor(`document.querySelectorAll('.job.dead').length === 3`, "the morgue after a reload")
+	require.False(t, eval[bool](b, `!!document.querySelector('#token-dialog')`))
+	b.click(`input[data-select="dead-3"]`)
+	b.click(`#delete-selected`)
+	b.click(`#confirm-ok`)
+	b.waitFor(`document.querySelectorAll('.job.dead').length === 2`, "the entry to go")
+	require.EqualValues(t, 2, f.stats("orders").MorgueLength)
+
+	// Forgetting the token brings the prompt back.
+	ctx, cancel := context.WithTimeout(b.ctx, waitTimeout)
+	defer cancel()
+	_, err := chromedp.Run(ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.CSS(`.signout`))))
+	require.NoError(t, err, "sign-out reloads the page")
+	b.waitFor(`document.querySelector('#token-dialog')?.open`, "the prompt after sign-out")
+}

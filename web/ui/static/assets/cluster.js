@@ -1,0 +1,134 @@
+// The cluster (/cluster): members as the answering node sees them, and the
+// shard map, who holds the lease of each shard of each queue. Refreshed
+// live, so nodes joining, draining and dying show up within seconds.
+
+import {h, mount} from './dom.js';
+import {api} from './api.js';
+import {num, plural} from './format.js';
+import {setSelf} from './live.js';
+import {clearBanner, emptyState, every, loading, queueHref, reportError} from './components.js';
+
+const STATES = ['alive', 'suspect', 'draining', 'dead'];
+const PALETTE_SIZE = 10; // owner colours o0..o9 in the stylesheet
+
+/**
+ * ownerColours gives each node a stable colour: members by name first,
+ * then owners that are not members (a lease left by a node that is gone).
+ */
+export function ownerColours(members, shards) {
+  const names = [...new Set(members.map((m) => m.name))].sort();
+  for (const s of shards) if (s.owner && !names.includes(s.owner)) names.push(s.owner);
+  return new Map(names.map((n, i) => [n, i % PALETTE_SIZE]));
+}
+
+// An address is shown as a link to that node's dashboard only when it looks
+// like host:port: the value comes from gossip and is not trusted.
+const ADDR = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/;
+
+function addr(a) {
+  if (!a) return h('span', {class: 'muted'}, '—');
+  if (!ADDR.test(a)) return h('span', {class: 'mono'}, a);
+  return h('a', {class: 'mono', href: `http://${a}/`, target: '_blank', rel: 'noopener noreferrer',
+    title: 'Open this node\'s dashboard'}, a);
+}
+
+export function render(root, {signal}) {
+  document.title = 'Cluster · Orderly';
+  const summary = h('section', {class: 'cards small'});
+  const members = h('div', {class: 'panel-body flush'}, loading('Loading members…'));
+  const map = h('div', {class: 'shardmaps'});
+  const memberCount = h('span', {class: 'muted'});
+  mount(root,
+    h('div', {class: 'page-head'}, h('div', {class: 'page-title'}, h('h1', null, 'Cluster'),
+      h('span', {class: 'muted'}, 'Members and shard leases, live'))),
+    summary,
+    h('section', {class: 'panel'}, h('div', {class: 'panel-head'}, h('h2', null, 'Members'), memberCount), members),
+    h('section', {class: 'panel'},
+      h('div', {class: 'panel-head'}, h('h2', null, 'Shard map'),
+        h('span', {class: 'muted'}, 'Each cell is a shard, coloured by the node that holds its lease')),
+      h('div', {class: 'panel-body'}, map)));
+
+  let last = '';
+  every(2000, async () => {
+    try {
+      const c = await api.cluster({signal});
+      clearBanner('cluster');
+      setSelf(c.self);
+      const key = JSON.stringify(c);
+      if (signal.aborted || key === last) return;
+      last = key;
+      draw(c);
+    } catch (e) {
+      if (!signal.aborted) reportError('cluster', 'Could not load the cluster.', e);
+    }
+  }, signal);
+  signal.addEventListener('abort', () => clearBanner('cluster'));
+
+  function draw(c) {
+    const colours = ownerColours(c.members, c.shards);
+    const held = new Map();
+    for (const s of c.shards) if (s.owner) held.set(s.owner, (held.get(s.owner) || 0) + 1);
+    const byState = Object.fromEntries(STATES.map((s) => [s, 0]));
+    for (const m of c.members) byState[m.state] = (byState[m.state] || 0) + 1;
+    const owned = c.shards.filter((s) => s.owner).length;
+    const queues = [...new Set(c.shards.map((s) => s.queue))];
+    const alive = new Set(c.members.filter((m) => m.state === 'alive' || m.state === 'draining').map((m) => m.name));
+    const orphaned = c.shards.filter((s) => s.owner && !alive.has(s.owner)).length;
+
+    const card = (label, value, hint, cls) => h('div', {class: ['card', cls]},
+      h('div', {class: 'card-label'}, label), h('div', {class: 'card-value'}, value), h('div', {class: 'card-hint'}, hint));
+    mount(summary,
+      card('Members', num(c.members.length), STATES.filter((s) => byState[s]).map((s) => `${byState[s]} ${s}`).join(' · ') || 'none reported'),
+      card('Shards held', `${num(owned)} / ${num(c.shards.length)}`, `${c.shards.length - owned} without a lease`),
+      card('Queues', num(queues.length), plural(c.shards.length, 'shard')),
+      card('Stale leases', num(orphaned), 'held by a node not alive', orphaned ? 'card-warn' : null));
+
+    memberCount.textContent = plural(c.members.length, 'member');
+    if (c.members.length === 0) {
+      mount(members, emptyState('cluster', 'No members reported',
+        'This node runs without cluster membership, or has not seen any member yet.'));
+    } else {
+      const rows = [...c.members].sort((a, b) => a.name.localeCompare(b.name));
+      mount(members, h('div', {class: 'table-wrap'}, h('table', {class: 'data members'},
+        h('thead', null, h('tr', null, ['Node', 'State', 'HTTP', 'Actor', 'Queues', 'Version'].map((t) => h('th', null, t)),
+          h('th', {class: 'num'}, 'Shards held'))),
+        h('tbody', null, rows.map((m) => h('tr', {dataset: {member: m.name, state: m.state}},
+          h('td', null, h('div', {class: 'node'},
+            h('span', {class: ['swatch', 'owner-swatch', `o${colours.get(m.name)}`]}),
+            h('span', {class: 'strong', title: m.name}, m.name),
+            m.name === c.self ? h('span', {class: 'chip self-chip', title: 'the node answering this dashboard'}, 'this node') : null)),
+          h('td', null, h('span', {class: ['state', `state-${STATES.includes(m.state) ? m.state : 'unknown'}`]}, m.state || 'unknown')),
+          h('td', null, addr(m.http)),
+          h('td', null, m.actor ? h('span', {class: 'mono'}, m.actor) : h('span', {class: 'muted'}, '—')),
+          h('td', null, m.queues.length
+            ? h('div', {class: 'chips'}, m.queues.map((q) => h('a', {class: 'chip', href: queueHref(q)}, q)))
+            : h('span', {class: 'muted'}, 'none')),
+          h('td', null, m.version ? h('span', {class: 'mono'}, m.version) : h('span', {class: 'muted'}, '—')),
+          h('td', {class: 'num', dataset: {col: 'held'}}, num(held.get(m.name) || 0))))))));
+    }
+
+    if (queues.length === 0) {
+      mount(map, emptyState('overview', 'No shards', 'Queues appear here once registered.'));
+      return;
+    }
+    const legend = h('div', {class: 'legend owners'}, [...colours].map(([name, i]) =>
+      h('span', {class: 'legend-item', dataset: {owner: name}},
+        h('span', {class: ['swatch', `o${i}`]}), name, alive.has(name) ? null : h('span', {class: 'muted'}, ' (not alive)'))),
+    h('span', {class: 'legend-item'}, h('span', {class: 'swatch unowned'}), 'no lease'));
+    mount(map, legend, queues.map((q) => {
+      const shards = c.shards.filter((s) => s.queue === q);
+      const owners = new Set(shards.map((s) => s.owner).filter(Boolean));
+      return h('div', {class: 'shardmap', dataset: {queue: q}},
+        h('div', {class: 'shardmap-head'}, h('a', {class: 'strong', href: queueHref(q)}, q),
+          h('span', {class: 'muted'}, `${plural(shards.length, 'shard')} · ${plural(owners.size, 'owner')}`)),
+        h('div', {class: 'shard-grid'}, shards.map((s) => {
+          const stale = s.owner && !alive.has(s.owner);
+          return h('div', {
+            class: ['shard', s.owner ? `o${colours.get(s.owner)}` : 'unowned', stale && 'stale'],
+            dataset: {queue: q, shard: s.shard, owner: s.owner},
+            title: `${q} shard ${s.shard}\nowner: ${s.owner || 'none'}${stale ? ' (not alive)' : ''}\nlease epoch: ${s.epoch}`,
+          }, h('span', {class: 'shard-no'}, String(s.shard)), h('span', {class: 'shard-epoch'}, `e${s.epoch}`));
+        })));
+    }));
+  }
+}

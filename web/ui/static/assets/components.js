@@ -1,0 +1,255 @@
+// Building blocks shared by the pages: banners, toasts, the confirmation
+// dialog, job cards, payloads, times, empty states and the queue header.
+
+import {h, icon, mount} from './dom.js';
+import {seg} from './api.js';
+import {compact, duration, localTime, looksLikeTime, num, payloadText, plural, relative} from './format.js';
+import {live, queue as liveQueue, subscribe} from './live.js';
+
+// ---- Banners: one per failing source, cleared when it recovers ----
+
+const banners = new Map();
+
+/** setBanner shows (or updates) the error banner of a source: "Could not load queues". */
+export function setBanner(key, title, err) {
+  banners.set(key, {title, message: err instanceof Error ? err.message : String(err)});
+  drawBanners();
+}
+
+/** clearBanner removes the banner of a source. */
+export function clearBanner(key) {
+  if (banners.delete(key)) drawBanners();
+}
+
+function drawBanners() {
+  const box = document.getElementById('banners');
+  if (!box) return;
+  mount(box, [...banners].map(([key, b]) =>
+    h('div', {class: 'banner', role: 'alert', dataset: {banner: key}},
+      icon('alert'),
+      h('div', {class: 'banner-text'}, h('strong', null, b.title), ' ', h('span', null, b.message)),
+    )));
+}
+
+/** reportError puts err on the source's banner, or clears it when err is null. */
+export function reportError(key, title, err) {
+  if (err) setBanner(key, title, err);
+  else clearBanner(key);
+}
+
+// ---- Toasts ----
+
+/** toast shows a short message at the bottom of the screen. */
+export function toast(message, kind = 'ok') {
+  let box = document.getElementById('toasts');
+  if (!box) {
+    box = h('div', {id: 'toasts', class: 'toasts', role: 'status', 'aria-live': 'polite'});
+    document.body.append(box);
+  }
+  const t = h('div', {class: ['toast', kind]}, icon(kind === 'error' ? 'alert' : 'requeue'), h('span', null, message));
+  box.append(t);
+  setTimeout(() => t.classList.add('leaving'), 4500);
+  setTimeout(() => t.remove(), 5000);
+}
+
+// ---- Confirmation dialog ----
+
+/**
+ * confirmDialog asks before an action: it resolves true when the operator
+ * confirms. message may be a string or nodes.
+ */
+export function confirmDialog({title, message, confirm = 'Confirm', danger = false}) {
+  return new Promise((resolve) => {
+    const ok = h('button', {type: 'submit', class: ['btn', danger ? 'danger' : 'primary'], id: 'confirm-ok'}, confirm);
+    const cancel = h('button', {type: 'button', class: 'btn', id: 'confirm-cancel'}, 'Cancel');
+    const form = h('form', {class: 'modal-body'},
+      h('h2', null, title),
+      h('div', {class: 'modal-text'}, message),
+      h('div', {class: 'modal-actions'}, cancel, ok));
+    const dlg = h('dialog', {class: 'modal', id: 'confirm-dialog'}, form);
+    let answer = false;
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      answer = true;
+      dlg.close();
+    });
+    cancel.addEventListener('click', () => dlg.close());
+    dlg.addEventListener('close', () => {
+      dlg.remove();
+      resolve(answer);
+    });
+    document.body.append(dlg);
+    dlg.showModal();
+    // Focus the safe choice for destructive actions.
+    (danger ? cancel : ok).focus();
+  });
+}
+
+// ---- Small pieces ----
+
+/** queueHref is the dashboard path of a queue's page: tab '' (jobs), 'processing' or 'morgue'. */
+export function queueHref(q, tab = '', params) {
+  let p = '/queues/' + seg(q) + (tab ? '/' + tab : '');
+  if (params) {
+    const s = new URLSearchParams(params).toString();
+    if (s) p += '?' + s;
+  }
+  return p;
+}
+
+/**
+ * jobHref is the dashboard path of one job. The id goes in the query: a
+ * path segment "." or ".." (even escaped as %2E) is resolved away by the
+ * browser's URL parser, a query value is kept as it is.
+ */
+export const jobHref = (q, id) => '/queues/' + seg(q) + '/job?id=' + encodeURIComponent(id);
+
+/** idText shows an id in monospace, truncated with the full id as tooltip. */
+export const idText = (id, cls) => h('span', {class: ['id', cls], title: id}, id === '' ? '(empty)' : id);
+
+/** timeText shows unix seconds as local time and relative to now. */
+export function timeText(unix) {
+  if (unix === null || unix === undefined) return h('span', {class: 'muted'}, '—');
+  return h('span', {class: 'time', title: `${localTime(unix)} (unix ${unix})`},
+    h('span', {class: 'time-abs'}, localTime(unix)), ' ', h('span', {class: 'time-rel'}, relative(unix)));
+}
+
+/** retryBadge shows retry_count: "fresh" for -1, else "retry N". */
+export function retryBadge(rc) {
+  return rc < 0
+    ? h('span', {class: 'badge fresh', title: 'retry_count -1: never failed'}, 'fresh')
+    : h('span', {class: 'badge retry', title: `retry_count ${rc}: failed ${rc + 1} time${rc ? 's' : ''}`}, `retry ${rc}`);
+}
+
+/** emptyState is the friendly block shown instead of an empty list. */
+export function emptyState(iconName, title, text) {
+  return h('div', {class: 'empty'}, icon(iconName, 'empty-icon'), h('div', {class: 'empty-title'}, title),
+    text ? h('div', {class: 'empty-text'}, text) : null);
+}
+
+/** loading is the placeholder of a panel that waits for its first answer. */
+export const loading = (what = 'Loading…') => h('div', {class: 'loading'}, h('span', {class: 'spinner'}), what);
+
+/** statValue renders a count compactly, with the exact number as tooltip. */
+export const statValue = (n) => h('span', {title: num(n)}, compact(n));
+
+/** scoreText renders a payload score, with its time when it looks like one. */
+export function scoreText(score) {
+  return h('span', {class: 'score'}, 'score ', h('span', {class: 'num'}, String(score)),
+    looksLikeTime(score) ? h('span', {class: 'score-time'}, localTime(score)) : null);
+}
+
+/** payloadBlock renders one payload: JSON pretty-printed, or base64 with its size. */
+export function payloadBlock(p, i) {
+  const t = payloadText(p);
+  return h('div', {class: 'payload', dataset: {payload: i}},
+    h('div', {class: 'payload-cap'},
+      h('span', {class: 'payload-kind'}, t.kind === 'json' ? 'JSON' : `binary · ${plural(t.bytes, 'byte')} · base64`),
+      scoreText(p.score)),
+    h('pre', {class: ['code', t.kind]}, t.text));
+}
+
+/** payloadList renders a job's payloads and, when some are not shown, a note. */
+export function payloadList(payloads, count, moreHref) {
+  const shown = payloads || [];
+  const more = count - shown.length;
+  return h('div', {class: 'payloads'},
+    shown.map(payloadBlock),
+    more > 0 ? h('div', {class: 'payloads-more'},
+      `${plural(more, 'more payload')} not shown`,
+      moreHref ? [' · ', h('a', {href: moreHref}, 'open the job')] : null) : null);
+}
+
+/** errorBlock renders a job's last error, or nothing. */
+export const errorBlock = (err) => err ? h('pre', {class: 'job-error', title: 'last error'}, err) : null;
+
+/**
+ * every runs fn now and then every ms until signal aborts, never
+ * overlapping, and not while the tab is hidden.
+ */
+export function every(ms, fn, signal) {
+  let timer = 0;
+  const tick = async () => {
+    if (signal.aborted) return;
+    if (!document.hidden) await fn();
+    if (!signal.aborted) timer = setTimeout(tick, ms);
+  };
+  const onShow = () => {
+    if (!document.hidden) {
+      clearTimeout(timer);
+      tick();
+    }
+  };
+  document.addEventListener('visibilitychange', onShow);
+  signal.addEventListener('abort', () => {
+    clearTimeout(timer);
+    document.removeEventListener('visibilitychange', onShow);
+  });
+  tick();
+}
+
+/** button builds a button with an optional icon. */
+export function button(label, {icon: ic, kind, onclick, title, id, small, disabled, dataset} = {}) {
+  return h('button', {type: 'button', class: ['btn', kind, small && 'small'], onclick, title, id, disabled, dataset},
+    ic ? icon(ic) : null, label);
+}
+
+// ---- The queue header: breadcrumb, title, live metrics, actions, tabs ----
+
+const HEADER_STATS = [
+  ['length', 'Queued'], ['fresh', 'Fresh'], ['retries', 'Retries'], ['morgue_length', 'Morgue'],
+  ['lag', 'Lag'], ['busy', 'Busy'], ['processed', 'Processed'], ['failed', 'Failed'],
+];
+
+/**
+ * queueHeader is the top of every page of a queue. tab is 'jobs',
+ * 'processing', 'morgue' or 'job'; actions are extra nodes for the right
+ * side. It follows the live feed until signal aborts.
+ */
+export function queueHeader(q, tab, signal, actions) {
+  const values = {};
+  const stats = h('div', {class: 'qstats'}, HEADER_STATS.map(([k, label]) =>
+    h('div', {class: 'qstat', dataset: {stat: k}},
+      h('div', {class: 'qstat-label'}, label),
+      values[k] = h('div', {class: 'qstat-value'}, '—'))));
+  const counts = {};
+  const tabLink = (key, label, href, stat) => h('a', {class: ['tab', tab === key && 'active'], href, dataset: {tab: key}},
+    label, stat ? counts[stat] = h('span', {class: 'tab-count'}, '') : null);
+  const shards = h('span', {class: 'muted'});
+  const head = h('div', {class: 'qhead'},
+    h('div', {class: 'crumbs'}, h('a', {href: '/'}, 'Overview'), h('span', {class: 'sep'}, '/'), 'Queues',
+      tab === 'job' ? [h('span', {class: 'sep'}, '/'), h('a', {href: queueHref(q)}, q), h('span', {class: 'sep'}, '/'), 'Job'] : null),
+    h('div', {class: 'page-head'},
+      h('div', {class: 'page-title'}, h('h1', {class: 'qname', title: q}, q), shards),
+      h('div', {class: 'page-actions'}, actions)),
+    stats,
+    h('nav', {class: 'tabs'},
+      tabLink('jobs', 'Jobs', queueHref(q), 'length'),
+      tabLink('processing', 'Processing', queueHref(q, 'processing'), 'busy'),
+      tabLink('morgue', 'Morgue', queueHref(q, 'morgue'), 'morgue_length')));
+
+  const draw = () => {
+    const m = liveQueue(q);
+    if (!m) return;
+    shards.textContent = plural(m.shards, 'shard');
+    for (const [k] of HEADER_STATS) {
+      const el = values[k];
+      if (k === 'lag') {
+        el.textContent = duration(m.lag);
+        el.title = m.oldest_due ? `oldest due ${localTime(m.oldest_due)}` : 'nothing queued';
+      } else {
+        el.textContent = compact(m[k]);
+        el.title = num(m[k]);
+      }
+      el.classList.toggle('warn', (k === 'morgue_length' || k === 'retries') && m[k] > 0);
+    }
+    for (const [k, el] of Object.entries(counts)) el.textContent = compact(m[k]);
+  };
+  draw();
+  const off = subscribe(draw);
+  signal.addEventListener('abort', off);
+  return head;
+}
+
+/** selfName is the node that answers, for the header. */
+export const selfName = () => live.self;

@@ -1,0 +1,149 @@
+// The morgue of a queue (/queues/{q}/morgue): entries by id or updated_at,
+// selection, and requeue / delete of the selection or of everything.
+
+import {h, mount} from './dom.js';
+import {api} from './api.js';
+import {plural} from './format.js';
+import {queue as liveQueue, refresh as refreshLive} from './live.js';
+import {
+  button, clearBanner, confirmDialog, emptyState, errorBlock, loading, payloadList, queueHeader, queueHref,
+  reportError, timeText, toast,
+} from './components.js';
+import {boundValue, filterBar, pager, readFilters} from './filters.js';
+
+const MORGUE_ORDERS = ['id', 'updated_at'];
+const PAGE_SIZE = 50;
+
+/** render is the morgue page. */
+export function render(root, {params: [q], query, signal}) {
+  document.title = `${q} · morgue · Orderly`;
+  const base = queueHref(q, 'morgue');
+  const f = readFilters(query, MORGUE_ORDERS);
+  const selected = new Set();
+  let entries = [];
+
+  const list = h('div', {class: 'list'}, loading('Loading the morgue…'));
+  const selectAll = h('input', {type: 'checkbox', id: 'select-all', 'aria-label': 'Select every entry of this page'});
+  const selCount = h('span', {class: 'sel-count muted'});
+  const requeueSel = button('Requeue selected', {icon: 'requeue', small: true, id: 'requeue-selected', kind: 'primary'});
+  const deleteSel = button('Delete selected', {icon: 'trash', small: true, id: 'delete-selected', kind: 'danger-outline'});
+  const requeueAll = button('Requeue all', {icon: 'requeue', small: true, id: 'requeue-all'});
+  const deleteAll = button('Delete all', {icon: 'trash', small: true, id: 'delete-all', kind: 'danger-outline'});
+
+  const drawSelection = () => {
+    const n = selected.size;
+    selCount.textContent = n ? `${plural(n, 'entry', 'entries')} selected` : 'Select entries to act on them';
+    requeueSel.disabled = deleteSel.disabled = n === 0;
+    selectAll.checked = n > 0 && n === entries.length;
+    selectAll.indeterminate = n > 0 && n < entries.length;
+    selectAll.disabled = entries.length === 0;
+    const m = liveQueue(q);
+    requeueAll.disabled = deleteAll.disabled = entries.length === 0 && (!m || m.morgue_length === 0);
+    for (const box of list.querySelectorAll('input[data-select]')) box.checked = selected.has(box.dataset.select);
+    for (const card of list.querySelectorAll('.job[data-id]')) card.classList.toggle('selected', selected.has(card.dataset.id));
+  };
+  selectAll.addEventListener('change', () => {
+    selected.clear();
+    if (selectAll.checked) for (const e of entries) selected.add(e.id);
+    drawSelection();
+  });
+
+  // act runs a morgue action after the operator confirms it.
+  const act = async ({verb, all}) => {
+    const ids = [...selected];
+    const total = liveQueue(q)?.morgue_length;
+    const what = all
+      ? (total !== undefined ? `all ${plural(total, 'entry', 'entries')}` : 'every entry')
+      : plural(ids.length, 'entry', 'entries');
+    const requeue = verb === 'requeue';
+    const ok = await confirmDialog({
+      title: `${requeue ? 'Requeue' : 'Delete'} ${what} of the morgue of ${q}?`,
+      message: requeue
+        ? h('p', null, 'Each entry goes back to the queue, due now, as a fresh job (retry_count -1), merging with what is queued under its id.')
+        : h('p', null, 'The entries are deleted with their payloads. This cannot be undone.'),
+      confirm: requeue ? 'Requeue' : 'Delete', danger: !requeue,
+    });
+    if (!ok) return;
+    const sel = all ? {all: true} : {ids};
+    try {
+      const a = requeue ? await api.requeue(q, sel) : await api.deleteDead(q, sel);
+      const n = requeue ? a.requeued : a.deleted;
+      toast(`${requeue ? 'Requeued' : 'Deleted'} ${plural(n, 'job')}`);
+      clearBanner('action');
+    } catch (e) {
+      reportError('action', `${requeue ? 'Requeue' : 'Delete'} failed.`, e);
+    }
+    selected.clear();
+    refreshLive();
+    load();
+  };
+  requeueSel.addEventListener('click', () => act({verb: 'requeue'}));
+  deleteSel.addEventListener('click', () => act({verb: 'delete'}));
+  requeueAll.addEventListener('click', () => act({verb: 'requeue', all: true}));
+  deleteAll.addEventListener('click', () => act({verb: 'delete', all: true}));
+
+  const card = (e) => {
+    const box = h('input', {type: 'checkbox', class: 'select', dataset: {select: e.id}, 'aria-label': `Select ${e.id}`,
+      checked: selected.has(e.id), onchange: (ev) => {
+        if (ev.target.checked) selected.add(e.id);
+        else selected.delete(e.id);
+        drawSelection();
+      }});
+    return h('article', {class: 'job dead', dataset: {id: e.id}},
+      h('header', {class: 'job-head'},
+        h('label', {class: 'check'}, box),
+        h('span', {class: 'job-id', title: e.id}, e.id === '' ? '(empty)' : e.id),
+        h('span', {class: 'badge dead'}, 'dead'),
+        h('span', {class: 'spacer'}),
+        h('span', {class: 'job-meta'}, h('span', {class: 'meta-label'}, 'updated_at'), timeText(e.updated_at)),
+        h('span', {class: 'job-meta muted'}, plural(e.payload_count, 'payload'))),
+      errorBlock(e.error),
+      payloadList(e.payloads, e.payload_count));
+  };
+
+  const load = async () => {
+    let min, max;
+    try {
+      min = boundValue(f.order, f.min);
+      max = boundValue(f.order, f.max);
+    } catch (e) {
+      mount(list, emptyState('alert', 'This filter cannot be read', e.message));
+      return;
+    }
+    try {
+      const page = await api.morgue(q, {order: f.order, min, max, rev: f.rev, cursor: f.cursor, limit: f.limit || PAGE_SIZE, payloads: 5}, {signal});
+      clearBanner('morgue');
+      if (signal.aborted) return;
+      entries = page.entries;
+      for (const id of [...selected]) if (!entries.some((e) => e.id === id)) selected.delete(id);
+      if (entries.length === 0) {
+        const filtered = f.min || f.max || f.cursor;
+        mount(list, emptyState('inbox', filtered ? 'No entries in this range' : 'The morgue is empty',
+          filtered ? 'Widen the range or clear the filter.' : 'Jobs that run out of retries land here, with their last error.'));
+      } else {
+        mount(list, entries.map(card),
+          pager({base, orders: MORGUE_ORDERS, filters: f, next: page.next, shown: plural(entries.length, 'entry', 'entries')}));
+      }
+    } catch (e) {
+      if (signal.aborted) return;
+      entries = [];
+      reportError('morgue', `Could not list the morgue of ${q}.`, e);
+      mount(list, emptyState('alert', 'The listing failed', e.message));
+    }
+    drawSelection();
+  };
+
+  mount(root,
+    queueHeader(q, 'morgue', signal),
+    filterBar({base, orders: MORGUE_ORDERS, filters: f,
+      extra: button('Refresh', {icon: 'refresh', small: true, onclick: () => { refreshLive(); load(); }}),
+      quick: [['Newest first', {order: 'updated_at', dir: 'desc'}], ['Oldest first', {order: 'updated_at'}],
+        ['Last hour', {order: 'updated_at', min: '-1h', dir: 'desc'}], ['By id', {}]]}),
+    h('div', {class: 'bulkbar'},
+      h('label', {class: 'check'}, selectAll), selCount, requeueSel, deleteSel,
+      h('span', {class: 'spacer'}), requeueAll, deleteAll),
+    list);
+  signal.addEventListener('abort', () => clearBanner('morgue'));
+  drawSelection();
+  load();
+}

@@ -1,0 +1,318 @@
+// A queue's pages: the jobs listing (/queues/{q}), the in-flight batches
+// (/queues/{q}/processing) and one job (/queues/{q}/job?id=...).
+
+import {h, mount} from './dom.js';
+import {ApiError, api, isDotId} from './api.js';
+import {num, plural} from './format.js';
+import {queue as liveQueue, refresh as refreshLive} from './live.js';
+import {
+  button, clearBanner, confirmDialog, emptyState, errorBlock, every, idText, jobHref, loading, payloadList,
+  queueHeader, queueHref, reportError, retryBadge, timeText, toast,
+} from './components.js';
+import {boundValue, filterBar, pager, readFilters} from './filters.js';
+
+const JOB_ORDERS = ['id', 'perform_at', 'retry_count'];
+const PAGE_SIZE = 50;
+const LIST_PAYLOADS = 5;
+
+// Browsers resolve the path segments "." and ".." (escaped or not) before a
+// request leaves, so the API's DELETE cannot name those ids from here.
+const DOT_ID_NOTE = 'A browser cannot send the id "." or ".." in a URL path: delete it with the CLI or the API.';
+
+// ---- Queue actions (SPEC 3.9) ----
+
+const ACTIONS = {
+  perform_all_now: {
+    label: 'Perform all now', icon: 'play', kind: null,
+    title: (q) => `Perform every job of ${q} now?`,
+    text: 'Every queued job due later becomes due now; jobs already due keep their time. In-flight batches are not touched.',
+    done: (a) => `Updated ${plural(a.updated, 'job')}: due now`,
+  },
+  kill_failed: {
+    label: 'Kill failed', icon: 'skull', kind: 'warn',
+    title: (q) => `Kill the failed jobs of ${q}?`,
+    text: 'Every queued job that failed at least once (retry_count ≥ 0) goes to the morgue with all its payloads and its error.',
+    done: (a) => `Killed ${plural(a.killed, 'job')}: moved to the morgue`,
+    count: 'retries',
+  },
+  delete_failed: {
+    label: 'Delete failed', icon: 'trash', kind: 'danger',
+    title: (q) => `Delete the failed jobs of ${q}?`,
+    text: 'Every queued job that failed at least once (retry_count ≥ 0) is deleted with all its payloads. This cannot be undone.',
+    done: (a) => `Deleted ${plural(a.deleted, 'job')}`,
+    count: 'retries',
+  },
+};
+
+function queueActions(q, after) {
+  return Object.entries(ACTIONS).map(([action, a]) => button(a.label, {
+    icon: a.icon, kind: a.kind === 'danger' ? 'danger-outline' : null, small: true, dataset: {action},
+    onclick: async () => {
+      const m = liveQueue(q);
+      const note = a.count && m ? h('p', {class: 'modal-note'}, `${plural(m[a.count], 'job')} failed at least once right now.`) : null;
+      const ok = await confirmDialog({title: a.title(q), message: [h('p', null, a.text), note],
+        confirm: a.label, danger: a.kind === 'danger' || a.kind === 'warn'});
+      if (!ok) return;
+      try {
+        const answer = await api.action(q, action);
+        toast(a.done(answer));
+        clearBanner('action');
+      } catch (e) {
+        reportError('action', `${a.label} failed.`, e);
+      }
+      refreshLive();
+      after();
+    },
+  }));
+}
+
+// ---- Job cards ----
+
+/** deleteJob asks, deletes the queued entry of id and reports; true when deleted. */
+async function deleteJob(q, id, payloadCount) {
+  const ok = await confirmDialog({
+    title: 'Delete this job?',
+    message: [h('p', null, 'The queued entry of ', idText(id, 'inline'),
+      ` is deleted with ${payloadCount === undefined ? 'all its payloads' : plural(payloadCount, 'payload')}.`),
+    h('p', {class: 'modal-note'}, 'An in-flight batch is never deleted: its handler settles it.')],
+    confirm: 'Delete job', danger: true,
+  });
+  if (!ok) return false;
+  try {
+    await api.deleteJob(q, id);
+    toast(`Deleted job ${id}`);
+    clearBanner('action');
+    refreshLive();
+    return true;
+  } catch (e) {
+    reportError('action', 'Delete failed.', e);
+    return false;
+  }
+}
+
+/** jobCard renders one queued job of a listing. */
+function jobCard(q, j, onDeleted) {
+  const del = isDotId(j.id)
+    ? button('', {icon: 'trash', kind: 'ghost icon-only', small: true, disabled: true, title: DOT_ID_NOTE})
+    : button('', {icon: 'trash', kind: 'ghost icon-only', small: true, title: 'Delete this job', dataset: {delete: j.id},
+      onclick: async () => {
+        if (await deleteJob(q, j.id, j.payload_count)) onDeleted();
+      }});
+  return h('article', {class: 'job', dataset: {id: j.id}},
+    h('header', {class: 'job-head'},
+      h('a', {class: 'job-id', href: jobHref(q, j.id), title: j.id}, j.id === '' ? '(empty)' : j.id),
+      retryBadge(j.retry_count),
+      h('span', {class: 'spacer'}),
+      h('span', {class: 'job-meta'}, h('span', {class: 'meta-label'}, 'perform_at'), timeText(j.perform_at)),
+      h('span', {class: 'job-meta muted'}, plural(j.payload_count, 'payload')),
+      del),
+    errorBlock(j.error),
+    payloadList(j.payloads, j.payload_count, jobHref(q, j.id)));
+}
+
+// ---- /queues/{q} ----
+
+/** renderJobs is the jobs listing of a queue. */
+export function renderJobs(root, {params: [q], query, signal}) {
+  document.title = `${q} · Orderly`;
+  const base = queueHref(q);
+  const f = readFilters(query, JOB_ORDERS);
+  const list = h('div', {class: 'list'}, loading('Loading jobs…'));
+  const load = async () => {
+    let min, max;
+    try {
+      min = boundValue(f.order, f.min);
+      max = boundValue(f.order, f.max);
+    } catch (e) {
+      mount(list, emptyState('alert', 'This filter cannot be read', e.message));
+      return;
+    }
+    try {
+      const page = await api.jobs(q, {order: f.order, min, max, rev: f.rev, cursor: f.cursor, limit: f.limit || PAGE_SIZE,
+        payloads: LIST_PAYLOADS}, {signal});
+      clearBanner('jobs');
+      if (signal.aborted) return;
+      if (page.jobs.length === 0) {
+        const filtered = f.min || f.max || f.cursor;
+        mount(list, emptyState('inbox', filtered ? 'No jobs in this range' : 'No queued jobs',
+          filtered ? 'Widen the range or clear the filter.' : 'Jobs appear here when they are enqueued; jobs in flight are on the Processing tab.'));
+        return;
+      }
+      mount(list,
+        page.jobs.map((j) => jobCard(q, j, load)),
+        pager({base, orders: JOB_ORDERS, filters: f, next: page.next, shown: plural(page.jobs.length, 'job')}));
+    } catch (e) {
+      if (signal.aborted) return;
+      reportError('jobs', `Could not list the jobs of ${q}.`, e);
+      mount(list, emptyState('alert', 'The listing failed', e.message));
+    }
+  };
+  const refreshBtn = button('Refresh', {icon: 'refresh', small: true, onclick: () => { refreshLive(); load(); }});
+  mount(root,
+    queueHeader(q, 'jobs', signal, queueActions(q, load)),
+    filterBar({base, orders: JOB_ORDERS, filters: f, extra: refreshBtn, quick: [
+      ['All', {}],
+      ['Fresh', {order: 'retry_count', max: '-1'}, 'retry_count -1: never failed'],
+      ['Retries', {order: 'retry_count', min: '0'}, 'retry_count ≥ 0: failed at least once'],
+      ['Due now', {order: 'perform_at', max: 'now'}, 'perform_at ≤ now'],
+      ['Scheduled', {order: 'perform_at', min: 'now'}, 'perform_at ≥ now'],
+      ['Most retried', {order: 'retry_count', dir: 'desc'}],
+    ]}),
+    list);
+  signal.addEventListener('abort', () => clearBanner('jobs'));
+  load();
+}
+
+// ---- /queues/{q}/processing ----
+
+/** renderProcessing shows the in-flight batch of every shard, refreshed live. */
+export function renderProcessing(root, {params: [q], signal}) {
+  document.title = `${q} · processing · Orderly`;
+  const list = h('div', {class: 'list'}, loading('Loading batches…'));
+  mount(root, queueHeader(q, 'processing', signal), list);
+  let last = '';
+  every(2000, async () => {
+    try {
+      const {batches} = await api.processing(q, {signal});
+      clearBanner('processing');
+      const key = JSON.stringify(batches);
+      if (signal.aborted || key === last) return;
+      last = key;
+      if (batches.length === 0) {
+        mount(list, emptyState('inbox', 'Nothing in flight',
+          'A batch shows here while a node runs its handler: the shard, the node that fetched it and its jobs.'));
+        return;
+      }
+      mount(list, batches.map((b) => batchCard(q, b)));
+    } catch (e) {
+      if (!signal.aborted) reportError('processing', `Could not load the batches of ${q}.`, e);
+    }
+  }, signal);
+  signal.addEventListener('abort', () => clearBanner('processing'));
+}
+
+function batchCard(q, b) {
+  return h('section', {class: 'panel batch', dataset: {shard: b.shard}},
+    h('div', {class: 'panel-head'},
+      h('h2', null, `Shard ${b.shard}`),
+      h('span', {class: 'chip owner', title: 'the node that fetched this batch'}, b.owner || '—'),
+      h('span', {class: 'muted'}, `epoch ${b.epoch} · batch ${b.seq} · fetched `, timeText(b.fetched_at)),
+      h('span', {class: 'spacer'}),
+      h('span', {class: 'muted'}, plural(b.jobs.length, 'job'))),
+    h('div', {class: 'panel-body flush'}, h('div', {class: 'table-wrap'}, h('table', {class: 'data'},
+      h('thead', null, h('tr', null, h('th', null, 'Job'), h('th', null, 'Retry'), h('th', null, 'perform_at'),
+        h('th', null, 'First payload'), h('th', {class: 'num'}, 'Payloads'))),
+      h('tbody', null, b.jobs.map((j) => h('tr', {dataset: {id: j.id}},
+        h('td', {class: 'idcell'}, h('a', {href: jobHref(q, j.id), class: 'id', title: j.id}, j.id)),
+        h('td', null, retryBadge(j.retry_count)),
+        h('td', null, timeText(j.perform_at)),
+        h('td', {class: 'preview'}, j.payloads.length ? previewText(j.payloads[0]) : '—'),
+        h('td', {class: 'num'}, num(j.payload_count)))))))));
+}
+
+function previewText(p) {
+  const text = typeof p.payload_base64 === 'string' ? 'base64 ' + p.payload_base64 : JSON.stringify(p.payload);
+  return h('code', {class: 'preview-code', title: text}, text);
+}
+
+// ---- /queues/{q}/job?id=... ----
+
+/**
+ * lookupJob reads one job. The ids "." and ".." cannot travel in a URL
+ * path from a browser (the URL standard resolves "%2E%2E" as a dot
+ * segment before the request leaves), so for those the page assembles the
+ * answer from the listing (min = max = id) and the in-flight batches.
+ */
+async function lookupJob(q, id, signal) {
+  if (!isDotId(id)) return api.job(q, id, {signal});
+  const [page, proc] = await Promise.all([
+    api.jobs(q, {order: 'id', min: id, max: id, limit: 1, payloads: 1000}, {signal}),
+    api.processing(q, {signal}),
+  ]);
+  const queued = page.jobs.find((j) => j.id === id) || null;
+  let processing = null, shard = null;
+  for (const b of proc.batches) {
+    const j = b.jobs.find((x) => x.id === id);
+    if (j) {
+      processing = {...j, owner: b.owner, epoch: b.epoch, seq: b.seq, fetched_at: b.fetched_at};
+      shard = b.shard;
+    }
+  }
+  if (!queued && !processing) throw new ApiError(404, `404 Not found: job ${id} is neither queued nor in flight`);
+  return {queue: q, shard, id, in_flight: Boolean(processing), queued, processing};
+}
+
+/** renderJob shows one job: its queued entry and its in-flight record. */
+export function renderJob(root, {params: [q], query, signal}) {
+  const id = query.id ?? '';
+  document.title = `${id} · ${q} · Orderly`;
+  const body = h('div', {class: 'job-detail'}, loading('Loading the job…'));
+  const load = async () => {
+    try {
+      const j = await lookupJob(q, id, signal);
+      clearBanner('job');
+      if (signal.aborted) return;
+      mount(body, jobDetail(q, j, load));
+    } catch (e) {
+      if (signal.aborted) return;
+      if (e instanceof ApiError && e.status === 404) {
+        mount(body, emptyState('inbox', 'No such job',
+          [`Nothing of ${JSON.stringify(id)} is queued or in flight in ${q}: it may have been processed, deleted or moved to the morgue. `,
+            h('a', {href: queueHref(q, 'morgue')}, 'Look in the morgue')]));
+        return;
+      }
+      reportError('job', 'Could not load the job.', e);
+      mount(body, emptyState('alert', 'The lookup failed', e.message));
+    }
+  };
+  mount(root, queueHeader(q, 'job', signal), body);
+  signal.addEventListener('abort', () => clearBanner('job'));
+  load();
+}
+
+function jobDetail(q, j, reload) {
+  const del = j.queued && isDotId(j.id)
+    ? button('Delete queued entry', {icon: 'trash', kind: 'danger-outline', small: true, disabled: true, title: DOT_ID_NOTE})
+    : j.queued
+    ? button('Delete queued entry', {icon: 'trash', kind: 'danger-outline', small: true, id: 'delete-job', onclick: async () => {
+      if (await deleteJob(q, j.id, j.queued.payload_count)) reload();
+    }})
+    : null;
+  return [
+    h('section', {class: 'panel job-title'},
+      h('div', {class: 'panel-head'},
+        h('div', {class: 'job-title-text'}, h('div', {class: 'meta-label'}, 'Job'), h('h2', {class: 'job-id-big', title: j.id}, j.id)),
+        h('span', {class: 'spacer'}),
+        j.shard !== null && j.shard !== undefined ? h('span', {class: 'chip'}, `shard ${j.shard}`) : null,
+        j.queued ? h('span', {class: 'badge queued'}, 'queued') : null,
+        j.in_flight ? h('span', {class: 'badge inflight'}, 'in flight') : null,
+        button('Refresh', {icon: 'refresh', small: true, onclick: reload}),
+        del)),
+    h('div', {class: 'detail-cols'},
+      recordPanel('Queued', j.queued, 'queued', 'Not queued: no payload of this id is waiting.'),
+      recordPanel('In flight', j.processing, 'processing', 'Not in flight: no node is running this id.')),
+  ];
+}
+
+function recordPanel(title, r, key, emptyText) {
+  if (!r) {
+    return h('section', {class: 'panel record', dataset: {record: key}},
+      h('div', {class: 'panel-head'}, h('h2', null, title)),
+      h('div', {class: 'panel-body'}, h('div', {class: 'muted'}, emptyText)));
+  }
+  const rows = [
+    ['perform_at', timeText(r.perform_at)],
+    ['retry_count', [String(r.retry_count), ' ', retryBadge(r.retry_count)]],
+  ];
+  if (r.owner !== undefined) {
+    rows.push(['owner', h('span', {class: 'chip owner'}, r.owner || '—')],
+      ['lease epoch', String(r.epoch)], ['batch', String(r.seq)], ['fetched_at', timeText(r.fetched_at)]);
+  }
+  rows.push(['payloads', num(r.payload_count)]);
+  return h('section', {class: 'panel record', dataset: {record: key}},
+    h('div', {class: 'panel-head'}, h('h2', null, title)),
+    h('div', {class: 'panel-body'},
+      h('dl', {class: 'kv'}, rows.map(([k, v]) => [h('dt', null, k), h('dd', null, v)])),
+      r.error ? [h('div', {class: 'meta-label'}, 'Last error'), errorBlock(r.error)] : null,
+      payloadList(r.payloads, r.payload_count)));
+}
