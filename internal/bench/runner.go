@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/orderlyhq/orderly"
+	"github.com/orderlyhq/orderly/client"
 	"github.com/orderlyhq/orderly/cluster"
 	"github.com/orderlyhq/orderly/internal/history"
 	"github.com/orderlyhq/orderly/internal/redisserver"
@@ -167,7 +168,7 @@ func (r *runner) throughput(ctx context.Context, sc scenario, res *Result) error
 	for i := range payload {
 		payload[i] = byte('a' + i%26)
 	}
-	jobs := make([]persistence.NewJob, n)
+	jobs := make([]client.Job, n)
 	enqueued := make(map[string][]string, ids)
 	now := time.Now()
 	for i := range jobs {
@@ -178,16 +179,21 @@ func (r *runner) throughput(ctx context.Context, sc scenario, res *Result) error
 			data = []byte(fmt.Sprintf("%s/%05d", id, k))
 		}
 		score := float64(k)
-		jobs[i] = persistence.NewJob{ID: id, Payload: data, Score: &score}
+		jobs[i] = client.Job{ID: id, Payload: data, Score: &score}
 		if sc.delay > 0 {
 			jobs[i].PerformAt = now.Add(rand.N(sc.delay))
 		}
 		enqueued[id] = append(enqueued[id], string(data))
 	}
 
+	// Producers enqueue through the Go client's batch API: one call.
+	producer, err := client.New(c, &client.Config{Prefix: prefix, Timeout: 10 * time.Minute})
+	if err != nil {
+		return err
+	}
 	r.progress(fmt.Sprintf("%s: enqueueing %d jobs", sc.name, n))
 	t0 := time.Now()
-	if err := admin.Enqueue(ctx, queue, jobs); err != nil {
+	if err := producer.Enqueue(ctx, queue, jobs...); err != nil {
 		return fmt.Errorf("enqueue: %w", err)
 	}
 	res.EnqueueSec = time.Since(t0).Seconds()
@@ -360,7 +366,7 @@ func audit(calls []history.Call, enqueued map[string][]string, allowDuplicates b
 		a.OK = false
 		a.Breaches = append(a.Breaches, fmt.Sprintf("%d duplicate deliveries without a crash", rep.Duplicates))
 	}
-	for _, list := range [][]string{rep.Overlaps, rep.OrderViolations, rep.Lost} {
+	for _, list := range [][]string{rep.Overlaps, rep.OrderViolations, rep.Lost, rep.Unexplained} {
 		for i, s := range list {
 			if i == 5 {
 				break

@@ -31,3 +31,39 @@ func TestCheckFindsEachBreach(t *testing.T) {
 	ok := Check(calls[5:], map[string][]string{"d": {"d1", "d2"}}, nil)
 	require.True(t, ok.OK(), ok.String())
 }
+
+// A payload acknowledged twice is fine after an ownership change (a higher
+// epoch) and a breach under the same lease.
+func TestCheckDuplicatesNeedAnOwnershipChange(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	call := func(ms int, delivery string) Call {
+		return Call{ID: "a", Delivery: delivery, Start: at(ms), End: at(ms + 1), Payloads: []Payload{{Data: "a1", Score: 1}}, Acked: true}
+	}
+	enq := map[string][]string{"a": {"a1"}}
+
+	rep := Check([]Call{call(0, "q/3/7/10"), call(5, "q/3/8/1")}, enq, nil)
+	require.True(t, rep.OK(), rep.String())
+	require.Equal(t, 1, rep.Duplicates)
+
+	rep = Check([]Call{call(0, "q/3/7/10"), call(5, "q/3/7/11")}, enq, nil)
+	require.False(t, rep.OK())
+	require.Equal(t, []string{`id "a": payload "a1" acknowledged in q/3/7/10 and again in q/3/7/11, under the same lease`}, rep.Unexplained)
+	require.Contains(t, rep.String(), "1 duplicate acknowledgements (1 not after an ownership change)")
+
+	// Without epochs in the delivery names there is nothing to compare.
+	rep = Check([]Call{call(0, ""), call(5, "")}, enq, nil)
+	require.True(t, rep.OK(), rep.String())
+}
+
+func TestEpoch(t *testing.T) {
+	for in, want := range map[string]int64{"emails/3/7/1042": 7, "a/b/0/2/9": 2} {
+		got, ok := Epoch(in)
+		require.True(t, ok, in)
+		require.Equal(t, want, got, in)
+	}
+	for _, in := range []string{"", "q/3/x/1", "3/7/1"} {
+		_, ok := Epoch(in)
+		require.False(t, ok, in)
+	}
+}
