@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -93,43 +92,13 @@ func (c *clusterEnv) recording(name string, sleep time.Duration) orderly.Handler
 	}
 }
 
-// produce enqueues rising scores to ids until stop is closed; it returns
-// what it enqueued.
-func produce(t *testing.T, s persistence.Store, ids int, stop <-chan struct{}, wg *sync.WaitGroup) map[string][]string {
-	enqueued := map[string][]string{}
-	var mu sync.Mutex
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for k := 0; ; k++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-			var jobs []persistence.NewJob
-			mu.Lock()
-			for i := range ids {
-				id := fmt.Sprintf("id-%d", i)
-				p := fmt.Sprintf("%s/%05d", id, k)
-				sc := float64(k)
-				jobs = append(jobs, persistence.NewJob{ID: id, Payload: []byte(p), Score: &sc})
-				enqueued[id] = append(enqueued[id], p)
-			}
-			mu.Unlock()
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			err := s.Enqueue(ctx, "q", jobs)
-			cancel()
-			if err != nil { // not acknowledged to the producer: not expected either
-				mu.Lock()
-				for _, j := range jobs {
-					enqueued[j.ID] = enqueued[j.ID][:len(enqueued[j.ID])-1]
-				}
-				mu.Unlock()
-			}
-		}
-	}()
-	return enqueued
+// produce enqueues rising scores to 20 ids through s until Stop.
+func produce(s persistence.Store) *history.Producer {
+	return history.Produce(20, 5*time.Millisecond, func(ctx context.Context, jobs []persistence.NewJob) error {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		return s.Enqueue(ctx, "q", jobs)
+	})
 }
 
 func seesAll(m *member, n int) bool {
@@ -175,9 +144,7 @@ func TestClusterPartition(t *testing.T) {
 		require.Eventually(t, func() bool { return seesAll(m, 3) }, 10*time.Second, 10*time.Millisecond)
 	}
 
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	enqueued := produce(t, n1.store, 20, stop, &wg)
+	producer := produce(n1.store)
 	time.Sleep(500 * time.Millisecond)
 
 	c.network.Isolate(n3.addr)
@@ -210,10 +177,9 @@ func TestClusterPartition(t *testing.T) {
 	for _, m := range all {
 		require.Eventually(t, func() bool { return seesAll(m, 3) }, 15*time.Second, 10*time.Millisecond, "one cluster again")
 	}
-	close(stop)
-	wg.Wait()
+	producer.Stop()
 	require.Eventually(t, c.drained(n1.store), 30*time.Second, 20*time.Millisecond)
-	c.check(n1.store, enqueued)
+	c.check(n1.store, producer.Enqueued())
 }
 
 // TestClusterNodeLosingRedis cuts one node's connections to Redis: it

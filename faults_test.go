@@ -1,13 +1,11 @@
 package orderly_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/client"
+	"github.com/orderlyhq/orderly/internal/nodetest"
 	"github.com/orderlyhq/orderly/internal/redistest"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
@@ -88,24 +87,6 @@ func TestFaultPoisonPayload(t *testing.T) {
 	require.EqualValues(t, 4, e.stats("q").Failed)
 }
 
-// syncBuffer is a log destination safe for concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // A handler that ignores its context after the node lost its lease (Redis
 // unreachable): the documented residue of the exclusivity guarantee. The
 // node cancels the context before the lease can expire, and logs loudly
@@ -118,7 +99,7 @@ func TestFaultHandlerIgnoringItsContext(t *testing.T) {
 	defer rdb.Close()
 	store, err := redisstore.New(rdb, &redisstore.Config{Prefix: db.Prefix})
 	require.NoError(t, err)
-	logs := &syncBuffer{}
+	logs := &nodetest.LogBuffer{}
 	started := make(chan struct{})
 	release := make(chan struct{})
 	var cancelledAt atomic.Int64

@@ -44,12 +44,27 @@ type FieldError struct {
 	Reason string
 }
 
-// Error implements error.
-func (e *FieldError) Error() string {
-	if e.Index >= 0 {
-		return fmt.Sprintf("jobs[%d].%s: %s", e.Index, e.Field, e.Reason)
+// Path names the offending field as the HTTP API does: "jobs[2].score"
+// for a field of the third job of a batch, "jobs[2]" for the job as a
+// whole (Field empty), "score" outside a batch, "" for a lone job as a
+// whole.
+func (e *FieldError) Path() string {
+	switch {
+	case e.Index >= 0 && e.Field != "":
+		return fmt.Sprintf("jobs[%d].%s", e.Index, e.Field)
+	case e.Index >= 0:
+		return fmt.Sprintf("jobs[%d]", e.Index)
+	default:
+		return e.Field
 	}
-	return fmt.Sprintf("%s: %s", e.Field, e.Reason)
+}
+
+// Error implements error: the path, then the reason.
+func (e *FieldError) Error() string {
+	if p := e.Path(); p != "" {
+		return p + ": " + e.Reason
+	}
+	return e.Reason
 }
 
 // Unwrap makes errors.Is(err, ErrInvalid) true for every FieldError.

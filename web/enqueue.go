@@ -73,7 +73,7 @@ func (s *Server) decodeJobs(body []byte, now time.Time) ([]persistence.NewJob, e
 	}
 	var jobs []persistence.NewJob
 	err := eachElement(body, func(i int, val []byte) error {
-		job, err := s.decodeJob(val, i, now)
+		job, err := DecodeJob(val, i, now, s.maxPayload)
 		jobs = append(jobs, job)
 		return err
 	})
@@ -93,20 +93,36 @@ const (
 	fPerformIn
 )
 
-// decodeJob decodes the i-th job object of a body:
+// jobFields lists the fields of a job object, for messages.
+const jobFields = "id, payload, payload_base64, score, perform_at, perform_in"
+
+// DecodeJob checks and decodes one job object of an enqueue request, as
+// the API does:
 //
 //	{"id": "order-1", "payload": <any JSON> | "payload_base64": "<base64>",
 //	 "score": <number>, "perform_at": <unix seconds> | "perform_in": <seconds>}
-func (s *Server) decodeJob(val []byte, i int, now time.Time) (persistence.NewJob, error) {
+//
+// val must be well-formed JSON (json.Valid). index is the job's position in
+// its request (-1 for a job on its own), now the time perform_in counts
+// from, and maxPayload the limit of a payload's stored bytes (<= 0 means
+// persistence.DefaultMaxPayloadBytes). A JSON payload is stored in compact
+// form; a job without one gets the JSON string "". Errors are
+// *persistence.FieldError naming the field. The checks that need the store
+// (the id's length and the like, persistence.ValidateJobs) are not made.
+func DecodeJob(val []byte, index int, now time.Time, maxPayload int) (persistence.NewJob, error) {
+	if maxPayload <= 0 {
+		maxPayload = persistence.DefaultMaxPayloadBytes
+	}
 	var (
 		job                  persistence.NewJob
 		seen                 int
 		performAt, performIn float64
 	)
-	// at names a field of this job; it is built only for errors.
-	at := func(key string) string { return fmt.Sprintf("jobs[%d].%s", i, truncate(key, 64)) }
+	bad := func(key, format string, args ...any) error {
+		return &persistence.FieldError{Field: truncate(key, 64), Index: index, Reason: fmt.Sprintf(format, args...)}
+	}
 	if k := kindOf(val); k != "an object" {
-		return job, badField(fmt.Sprintf("jobs[%d]", i), "must be a JSON object, got %s", k)
+		return job, bad("", "must be a JSON object, got %s", k)
 	}
 	err := eachField(val, func(key string, val []byte) error {
 		var f int
@@ -117,10 +133,10 @@ func (s *Server) decodeJob(val []byte, i int, now time.Time) (persistence.NewJob
 			job.ID, err = decodeString(val)
 		case "payload":
 			f = fPayload
-			job.Payload, err = s.compactPayload(val)
+			job.Payload, err = compactPayload(val, maxPayload)
 		case "payload_base64":
 			f = fPayloadBase64
-			job.Payload, err = s.decodeBase64(val)
+			job.Payload, err = decodeBase64(val, maxPayload)
 		case "score":
 			f = fScore
 			var score float64
@@ -139,14 +155,14 @@ func (s *Server) decodeJob(val []byte, i int, now time.Time) (persistence.NewJob
 				err = errors.New("must not be negative")
 			}
 		default:
-			return badField(at(key), "unknown field")
+			return bad(key, "unknown field (known: %s)", jobFields)
 		}
 		if seen&f != 0 {
-			return badField(at(key), "given more than once")
+			return bad(key, "given more than once")
 		}
 		seen |= f
 		if err != nil {
-			return badField(at(key), "%v", err)
+			return bad(key, "%v", err)
 		}
 		return nil
 	})
@@ -154,11 +170,11 @@ func (s *Server) decodeJob(val []byte, i int, now time.Time) (persistence.NewJob
 	case err != nil:
 		return job, err
 	case seen&fID == 0:
-		return job, badField(at("id"), "required")
+		return job, bad("id", "required")
 	case seen&fPayload != 0 && seen&fPayloadBase64 != 0:
-		return job, badField(at("payload_base64"), "give payload or payload_base64, not both")
+		return job, bad("payload_base64", "give payload or payload_base64, not both")
 	case seen&fPerformAt != 0 && seen&fPerformIn != 0:
-		return job, badField(at("perform_in"), "give perform_at or perform_in, not both")
+		return job, bad("perform_in", "give perform_at or perform_in, not both")
 	}
 	if seen&(fPayload|fPayloadBase64) == 0 {
 		job.Payload = []byte(emptyPayload)
@@ -169,7 +185,7 @@ func (s *Server) decodeJob(val []byte, i int, now time.Time) (persistence.NewJob
 	if seen&fPerformIn != 0 {
 		sec := persistence.UnixSeconds(now) + performIn
 		if sec > maxTimeSeconds {
-			return job, badField(at("perform_in"), "out of range: the time would be after unix second %d", int64(maxTimeSeconds))
+			return job, bad("perform_in", "out of range: the time would be after unix second %d", int64(maxTimeSeconds))
 		}
 		job.PerformAt = persistence.FromUnixSeconds(sec)
 	}
@@ -178,7 +194,7 @@ func (s *Server) decodeJob(val []byte, i int, now time.Time) (persistence.NewJob
 
 // compactPayload returns a payload value's compact encoding: insignificant
 // whitespace removed, key order and escapes kept.
-func (s *Server) compactPayload(val []byte) ([]byte, error) {
+func compactPayload(val []byte, maxPayload int) ([]byte, error) {
 	if !compactJSON(val) {
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, val); err != nil {
@@ -186,12 +202,12 @@ func (s *Server) compactPayload(val []byte) ([]byte, error) {
 		}
 		val = buf.Bytes()
 	}
-	return val, s.checkPayloadSize(len(val))
+	return val, checkPayloadSize(len(val), maxPayload)
 }
 
 // decodeBase64 decodes a payload_base64 value: a JSON string in standard
 // base64 (with padding).
-func (s *Server) decodeBase64(val []byte) ([]byte, error) {
+func decodeBase64(val []byte, maxPayload int) ([]byte, error) {
 	str, err := decodeString(val)
 	if err != nil {
 		return nil, err
@@ -200,13 +216,13 @@ func (s *Server) decodeBase64(val []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("not valid standard base64: %w", err)
 	}
-	return data, s.checkPayloadSize(len(data))
+	return data, checkPayloadSize(len(data), maxPayload)
 }
 
 // checkPayloadSize rejects a payload of n stored bytes over the limit.
-func (s *Server) checkPayloadSize(n int) error {
-	if n > s.maxPayload {
-		return fmt.Errorf("%d bytes, more than the limit of %d", n, s.maxPayload)
+func checkPayloadSize(n, maxPayload int) error {
+	if n > maxPayload {
+		return fmt.Errorf("%d bytes, more than the limit of %d", n, maxPayload)
 	}
 	return nil
 }

@@ -72,11 +72,7 @@ func (s *Server) classify(r *http.Request, err error) *apiError {
 	case errors.As(err, &ae):
 		return ae
 	case errors.As(err, &fe):
-		field := fe.Field
-		if fe.Index >= 0 {
-			field = fmt.Sprintf("jobs[%d].%s", fe.Index, fe.Field)
-		}
-		return &apiError{status: http.StatusBadRequest, field: field, msg: fe.Error()}
+		return &apiError{status: http.StatusBadRequest, field: fe.Path(), msg: fe.Error()}
 	case errors.Is(err, persistence.ErrInvalid):
 		return badRequest("%v", err)
 	case errors.Is(err, persistence.ErrUnknownQueue):

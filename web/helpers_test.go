@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -10,12 +9,12 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderlyhq/orderly/internal/nodetest"
 	"github.com/orderlyhq/orderly/internal/redistest"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
@@ -26,24 +25,6 @@ import (
 // t0 is the tests' starting time: a round number of unix seconds.
 var t0 = time.Unix(1_700_000_000, 0)
 
-// lockedBuffer collects log output written by the server's goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // env is one test's store, clock, server and queue "q" (3 shards).
 type env struct {
 	t     testing.TB
@@ -52,7 +33,7 @@ type env struct {
 	store *redisstore.Store
 	srv   *web.Server
 	ts    *httptest.Server
-	logs  *lockedBuffer
+	logs  *nodetest.LogBuffer
 }
 
 const testShards = 3
@@ -64,7 +45,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 	db := redistest.New(t)
 	c := storetest.NewClock(t0)
 	scfg := &redisstore.Config{Prefix: db.Prefix, Now: c.Now}
-	logs := &lockedBuffer{}
+	logs := &nodetest.LogBuffer{}
 	wcfg := &web.Config{Now: c.Now, Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	for _, o := range opts {
 		o(wcfg, scfg)

@@ -107,47 +107,12 @@ queues:
 	defer rdb.Close()
 	store, err := redisstore.New(rdb, nil)
 	require.NoError(t, err)
-	var emu sync.Mutex // guards enqueued, refused, unsure
-	enqueued := map[string][]string{}
-	refused := 0
-	// unsure holds the payloads of refused batches: a batch whose answer
-	// was lost (Redis killed after the write, a cut connection) may have
-	// landed all the same, so its payloads may be handled, or not.
-	unsure := map[string]bool{}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for k := 0; ; k++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(15 * time.Millisecond):
-			}
-			var jobs []persistence.NewJob
-			for i := range 40 {
-				id := "order-" + strconv.Itoa(i)
-				sc := float64(k)
-				jobs = append(jobs, persistence.NewJob{ID: id, Payload: []byte(strconv.Quote(fmt.Sprintf("%s/%d", id, k))), Score: &sc})
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			err := store.Enqueue(ctx, "orders", jobs)
-			cancel()
-			emu.Lock()
-			if err != nil {
-				refused++
-				for _, j := range jobs {
-					unsure[string(j.Payload)] = true
-				}
-			} else {
-				for _, j := range jobs {
-					enqueued[j.ID] = append(enqueued[j.ID], string(j.Payload))
-				}
-			}
-			emu.Unlock()
-		}
-	}()
+	producer := history.Produce(40, 15*time.Millisecond, func(ctx context.Context, jobs []persistence.NewJob) error {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		return store.Enqueue(ctx, "orders", jobs)
+	})
+	defer producer.Stop()
 
 	pick := func() *chaosNode { return nodes[rnd(len(nodes))] }
 	faults := []func(){
@@ -210,8 +175,7 @@ queues:
 		f()
 		time.Sleep(time.Duration(2000+rnd(2000)) * time.Millisecond)
 	}
-	close(stop)
-	wg.Wait()
+	producer.Stop()
 	note("producer stopped")
 
 	// Drain: every node ready, the queue empty, nothing in flight.
@@ -233,15 +197,14 @@ queues:
 			morgue[m.ID] = append(morgue[m.ID], string(p.Data))
 		}
 	}
-	emu.Lock()
-	defer emu.Unlock()
+	enqueued, unsure := producer.Enqueued(), producer.Unsure()
 	total := 0
 	for _, ps := range enqueued {
 		total += len(ps)
 	}
 	rep := history.Check(rcv.History.Calls(), enqueued, morgue)
 	t.Logf("seed %d: %d payloads acknowledged to the producer (%d batches refused during outages), %d in the morgue; %s\ntimeline:\n%s",
-		seed, total, refused, len(morgue), rep.String(), strings.Join(timeline, "\n"))
+		seed, total, producer.Refused(), len(morgue), rep.String(), strings.Join(timeline, "\n"))
 	require.True(t, rep.OK(), "seed %d: %s", seed, rep.String())
 	// rep.Lost covers the acknowledged payloads; here nothing handled
 	// may come from nowhere: it was acknowledged to the producer or was

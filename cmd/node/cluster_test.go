@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"sync"
 	"syscall"
 	"testing"
@@ -14,6 +17,7 @@ import (
 	"github.com/orderlyhq/orderly/internal/history"
 	"github.com/orderlyhq/orderly/internal/nodetest"
 	"github.com/orderlyhq/orderly/internal/redistest"
+	"github.com/orderlyhq/orderly/persistence"
 )
 
 type clusterView struct {
@@ -98,46 +102,25 @@ queues:
 `, clusterShards, url)
 }
 
-// load enqueues rising scores to ids through the nodes until stop; it
-// returns what was acknowledged to it.
-func load(t *testing.T, nodes []*nodetest.Node, ids int, stop <-chan struct{}, wg *sync.WaitGroup) func() map[string][]string {
-	var mu sync.Mutex
-	enqueued := map[string][]string{}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for k := 0; ; k++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(10 * time.Millisecond):
-			}
-			var body []map[string]any
-			var batch []string
-			for i := range ids {
-				id := fmt.Sprintf("order-%d", i)
-				p := fmt.Sprintf("%s/%05d", id, k)
-				body = append(body, map[string]any{"id": id, "payload": p, "score": k})
-				batch = append(batch, id, p)
-			}
-			b, _ := json.Marshal(body)
-			for _, n := range nodes { // the first node that answers takes it
-				if code, _ := n.Do("POST", "/api/v1/queues/orders/jobs", b); code == 202 {
-					mu.Lock()
-					for i := 0; i < len(batch); i += 2 {
-						enqueued[batch[i]] = append(enqueued[batch[i]], fmt.Sprintf("%q", batch[i+1]))
-					}
-					mu.Unlock()
-					break
-				}
+// load enqueues rising scores to ids through the nodes' HTTP API until
+// Stop; the first node that answers takes a round.
+func load(nodes []*nodetest.Node, ids int) *history.Producer {
+	return history.Produce(ids, 10*time.Millisecond, func(_ context.Context, jobs []persistence.NewJob) error {
+		body := make([]map[string]any, len(jobs))
+		for i, j := range jobs {
+			body[i] = map[string]any{"id": j.ID, "payload": json.RawMessage(j.Payload), "score": *j.Score}
+		}
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		for _, n := range nodes {
+			if code, _ := n.Do("POST", "/api/v1/queues/orders/jobs", b); code == http.StatusAccepted {
+				return nil
 			}
 		}
-	}()
-	return func() map[string][]string {
-		mu.Lock()
-		defer mu.Unlock()
-		return enqueued
-	}
+		return errors.New("no node took the round")
+	})
 }
 
 func waitEmpty(t *testing.T, n *nodetest.Node) {
@@ -180,9 +163,7 @@ func TestClusterJoinSplitAndLeave(t *testing.T) {
 	v, _ = viewOf(t, n1)
 	t.Logf("4 nodes: %v", owners(v))
 
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	acked := load(t, []*nodetest.Node{n1, n3, n4}, 20, stop, &wg)
+	producer := load([]*nodetest.Node{n1, n3, n4}, 20)
 	time.Sleep(time.Second)
 	n2.Signal(syscall.SIGTERM)
 	require.Equal(t, 0, n2.Wait(30*time.Second))
@@ -191,11 +172,10 @@ func TestClusterJoinSplitAndLeave(t *testing.T) {
 		return ok && balanced(v, n1.Name, n3.Name, n4.Name)
 	})
 	time.Sleep(time.Second)
-	close(stop)
-	wg.Wait()
+	producer.Stop()
 	waitEmpty(t, n1)
 
-	rep := history.Check(rcv.History.Calls(), acked(), nil)
+	rep := history.Check(rcv.History.Calls(), producer.Enqueued(), nil)
 	t.Log(rep.String())
 	require.True(t, rep.OK(), rep.String())
 	require.Zero(t, rep.Duplicates, "a graceful leave redelivers nothing")
@@ -229,9 +209,7 @@ func TestClusterFailoverAfterSigkill(t *testing.T) {
 		return ok && len(alive(v)) == 3 && servedBy(v, n1.Name, n2.Name, n3.Name)
 	})
 
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	acked := load(t, []*nodetest.Node{n1, n3}, 30, stop, &wg)
+	producer := load([]*nodetest.Node{n1, n3}, 30)
 	time.Sleep(1500 * time.Millisecond)
 
 	killed := time.Now()
@@ -248,11 +226,10 @@ func TestClusterFailoverAfterSigkill(t *testing.T) {
 	}
 	t.Logf("failover: every shard of the killed node served again %s after SIGKILL (lease_ttl 3s)", failover.Round(time.Millisecond))
 	time.Sleep(time.Second)
-	close(stop)
-	wg.Wait()
+	producer.Stop()
 	waitEmpty(t, n1)
 
-	rep := history.Check(rcv.History.Calls(), acked(), nil)
+	rep := history.Check(rcv.History.Calls(), producer.Enqueued(), nil)
 	t.Log(rep.String())
 	require.True(t, rep.OK(), rep.String())
 }

@@ -8,10 +8,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
+	"github.com/orderlyhq/orderly/internal/history"
 	"github.com/orderlyhq/orderly/internal/nodetest"
 	"github.com/orderlyhq/orderly/internal/redisserver"
 	"github.com/orderlyhq/orderly/persistence"
@@ -134,34 +134,10 @@ func (r *runner) failover(ctx context.Context, sc scenario, res *Result) error {
 	// Load: rising scores to many ids, through the store, while the kill
 	// happens.
 	ids := max(int(float64(r.cfg.Jobs)*sc.jobs)/200, 10)
-	var mu sync.Mutex // guards enqueued
-	enqueued := map[string][]string{}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for k := 0; ; k++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(10 * time.Millisecond):
-			}
-			jobs := make([]persistence.NewJob, ids)
-			for i := range jobs {
-				sc := float64(k)
-				jobs[i] = persistence.NewJob{ID: "order-" + strconv.Itoa(i), Payload: []byte(fmt.Sprintf("%q", fmt.Sprintf("%d/%d", i, k))), Score: &sc}
-			}
-			if err := admin.Enqueue(ctx, queue, jobs); err != nil {
-				continue // not acknowledged: not expected
-			}
-			mu.Lock()
-			for _, j := range jobs {
-				enqueued[j.ID] = append(enqueued[j.ID], string(j.Payload))
-			}
-			mu.Unlock()
-		}
-	}()
+	producer := history.Produce(ids, 10*time.Millisecond, func(ctx context.Context, jobs []persistence.NewJob) error {
+		return admin.Enqueue(ctx, queue, jobs)
+	})
+	defer producer.Stop()
 	time.Sleep(2 * time.Second)
 	victim := procs[1]
 	r.progress(fmt.Sprintf("%s: SIGKILL %s", sc.name, victim.name))
@@ -169,25 +145,21 @@ func (r *runner) failover(ctx context.Context, sc scenario, res *Result) error {
 	victim.kill()
 	procs = append(procs[:1], procs[2:]...)
 	if err := r.waitOwned(ctx, admin, sc.shards, names(procs), 60*time.Second); err != nil {
-		close(stop)
-		wg.Wait()
 		return err
 	}
 	res.FailoverSec = time.Since(killed).Seconds()
 	time.Sleep(2 * time.Second)
-	close(stop)
-	wg.Wait()
+	producer.Stop()
 	if err := waitEmpty(ctx, admin); err != nil {
 		return err
 	}
 	time.Sleep(200 * time.Millisecond) // the last webhook answers
-	mu.Lock()
+	enqueued := producer.Enqueued()
 	for _, ps := range enqueued {
 		res.Jobs += len(ps)
 	}
 	res.IDs = len(enqueued)
 	res.Audit = audit(rcv.History.Calls(), enqueued, true)
-	mu.Unlock()
 	return cleanup(ctx, c, prefix)
 }
 

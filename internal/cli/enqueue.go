@@ -310,7 +310,7 @@ func (e *env) enqueueFile(c *conn, o *enqueueOpts) int {
 		if n <= o.skip || len(trimJSONSpace(line)) == 0 {
 			continue
 		}
-		job, err := parseJobLine(line)
+		job, err := parseJobLine(line, e.now())
 		if err == nil && len(job)+2 > maxBodyBytes {
 			err = fmt.Errorf("the job is %d bytes, more than one request may carry (%d)", len(job), maxBodyBytes)
 		}

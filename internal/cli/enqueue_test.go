@@ -222,7 +222,7 @@ func TestEnqueueFileBadLines(t *testing.T) {
 	bad := writeFile(t, "bad.jsonl", lines("c", 1, 3)+"[1]\n")
 	r = n.run("enqueue", "--queue", "orders", "--file", bad)
 	require.Equal(t, ExitError, r.code)
-	require.Equal(t, "orderly enqueue: "+bad+":4: must be a JSON object (one job per line), got an array\n"+
+	require.Equal(t, "orderly enqueue: "+bad+":4: must be a JSON object, got an array (one job per line)\n"+
 		"orderly enqueue: no job enqueued; nothing from line 1 on was sent\n", r.stderr)
 	require.Equal(t, before, n.enqueues.Load())
 	require.Nil(t, n.job("orders", "c1"))
@@ -251,8 +251,8 @@ func TestParseJobLine(t *testing.T) {
 		{`   {"id": "a",}`, "malformed JSON at byte 15: invalid character '}' looking for beginning of object key string"},
 		{`{"id": "a"} {"id": "b"}`, "malformed JSON at byte 13: invalid character '{' after top-level value"},
 		{"\x00\x01\xff", `malformed JSON at byte 1: invalid character '\x00' looking for beginning of value`},
-		{`"a"`, "must be a JSON object (one job per line), got a string"},
-		{`null`, "must be a JSON object (one job per line), got null"},
+		{`"a"`, "must be a JSON object, got a string (one job per line)"},
+		{`null`, "must be a JSON object, got null (one job per line)"},
 		{`{}`, "id: required"},
 		{`{"id": ""}`, "id: must not be empty"},
 		{`{"id": 7}`, "id: must be a string, got a number"},
@@ -279,7 +279,7 @@ func TestParseJobLine(t *testing.T) {
 		{`{"id": "a", "perform_in": 1, "perform_at": 1}`, "perform_in: give perform_at or perform_in, not both"},
 	} {
 		t.Run(tc.line, func(t *testing.T) {
-			got, err := parseJobLine([]byte(tc.line))
+			got, err := parseJobLine([]byte(tc.line), time.Now())
 			if tc.err == "" {
 				require.NoError(t, err)
 				require.Equal(t, strings.TrimSpace(tc.line), string(got))

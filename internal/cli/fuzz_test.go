@@ -70,7 +70,7 @@ func FuzzParseJobLine(f *testing.F) {
 	})
 	require.NoError(f, err)
 	f.Fuzz(func(t *testing.T, line []byte) {
-		job, err := parseJobLine(line)
+		job, err := parseJobLine(line, time.Unix(0, 0))
 		trimmed := trimJSONSpace(line)
 		if len(trimmed) == 0 {
 			require.Error(t, err, "a blank line is not a job")

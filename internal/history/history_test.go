@@ -1,10 +1,15 @@
 package history
 
 import (
+	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/orderlyhq/orderly/persistence"
 )
 
 func TestCheckFindsEachBreach(t *testing.T) {
@@ -66,4 +71,28 @@ func TestEpoch(t *testing.T) {
 		_, ok := Epoch(in)
 		require.False(t, ok, in)
 	}
+}
+
+// The producer records what was acknowledged, and the payloads of failed
+// rounds as unsure; what it records is what Check takes.
+func TestProducer(t *testing.T) {
+	var calls atomic.Int32
+	p := Produce(3, time.Millisecond, func(ctx context.Context, jobs []persistence.NewJob) error {
+		require.Len(t, jobs, 3)
+		if calls.Add(1)%2 == 0 {
+			return errors.New("refused")
+		}
+		return nil
+	})
+	require.Eventually(t, func() bool { return calls.Load() >= 6 }, 5*time.Second, time.Millisecond)
+	p.Stop()
+	n := int(calls.Load())
+	enq, unsure := p.Enqueued(), p.Unsure()
+	require.Equal(t, n/2, p.Refused())
+	require.Len(t, enq, 3)
+	require.Len(t, enq["order-1"], n-n/2)
+	require.Equal(t, `"order-1/0"`, enq["order-1"][0], "round 0 was acknowledged")
+	require.True(t, unsure[`"order-1/1"`], "round 1 was refused")
+	require.Len(t, unsure, 3*(n/2))
+	p.Stop() // twice is fine
 }

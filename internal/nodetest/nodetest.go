@@ -115,7 +115,7 @@ type Node struct {
 	// Gossip is its gossip address, a seed for others.
 	Gossip string
 	cmd    *exec.Cmd
-	logs   *lockedBuffer
+	logs   *LogBuffer
 	done   chan struct{} // closed when the process exited
 	err    error         // its exit error, once done
 }
@@ -180,7 +180,7 @@ func Launch(t testing.TB, o Options) *Node {
 	args = append(args, o.Args...)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(cleanEnv(), o.Env...)
-	logs := &lockedBuffer{}
+	logs := &LogBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start node %s: %v", o.Name, err)
@@ -292,18 +292,22 @@ func (n *Node) Wait(timeout time.Duration) int {
 // Logs returns what the node wrote so far.
 func (n *Node) Logs() string { return n.logs.String() }
 
-type lockedBuffer struct {
+// LogBuffer collects log output written by several goroutines (a node
+// process's pipes, a server's handlers). The zero value is ready to use.
+type LogBuffer struct {
 	mu  sync.Mutex // guards buf
 	buf bytes.Buffer
 }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
+// Write implements io.Writer.
+func (b *LogBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *lockedBuffer) String() string {
+// String returns what was written so far.
+func (b *LogBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
