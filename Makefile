@@ -13,6 +13,12 @@ FUZZTIME ?= 20s
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z_-]+:.*?## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+.PHONY: build
+build: ## Build the orderly binary into bin/orderly.
+	$(GO) build -o bin/orderly ./cmd/orderly
+
 .PHONY: test
 test: ## Run every test with the race detector (starts throwaway redis-servers).
 	@.ci/ensure-redis

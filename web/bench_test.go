@@ -13,10 +13,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderlyhq/orderly/internal/clock"
 	"github.com/orderlyhq/orderly/internal/redistest"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
-	"github.com/orderlyhq/orderly/persistence/storetest"
 	"github.com/orderlyhq/orderly/web"
 )
 
@@ -78,8 +78,8 @@ func BenchmarkListJobsDeepPage(b *testing.B) {
 	)
 	ctx := context.Background()
 	rs := redistest.NewServer(b, redistest.Options{})
-	clock := storetest.NewClock(t0)
-	store, err := redisstore.New(rs.Client(b), &redisstore.Config{Now: clock.Now})
+	clk := clock.NewSimulated(t0)
+	store, err := redisstore.New(rs.Client(b), &redisstore.Config{Now: clk.Now})
 	require.NoError(b, err)
 	require.NoError(b, store.RegisterQueue(ctx, persistence.QueueSpec{Name: "deep", Shards: shards}))
 	// perform_at of job i: t0 + (i*7919 mod total) ms, a permutation.
@@ -94,7 +94,7 @@ func BenchmarkListJobsDeepPage(b *testing.B) {
 		require.NoError(b, store.Enqueue(ctx, "deep", jobs))
 	}
 	b.Logf("enqueued %d jobs in %s", total, time.Since(start).Round(time.Millisecond))
-	srv, err := web.New(&web.Config{Store: store, Now: clock.Now})
+	srv, err := web.New(&web.Config{Store: store, Now: clk.Now})
 	require.NoError(b, err)
 
 	get := func(tb testing.TB, query string) (next string, first string) {

@@ -14,11 +14,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderlyhq/orderly/internal/clock"
 	"github.com/orderlyhq/orderly/internal/nodetest"
 	"github.com/orderlyhq/orderly/internal/redistest"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
-	"github.com/orderlyhq/orderly/persistence/storetest"
 	"github.com/orderlyhq/orderly/web"
 )
 
@@ -29,7 +29,7 @@ var t0 = time.Unix(1_700_000_000, 0)
 type env struct {
 	t     testing.TB
 	ctx   context.Context
-	clock *storetest.Clock
+	clock *clock.Simulated
 	store *redisstore.Store
 	srv   *web.Server
 	ts    *httptest.Server
@@ -43,7 +43,7 @@ type option func(*web.Config, *redisstore.Config)
 func newEnv(t testing.TB, opts ...option) *env {
 	t.Helper()
 	db := redistest.New(t)
-	c := storetest.NewClock(t0)
+	c := clock.NewSimulated(t0)
 	scfg := &redisstore.Config{Prefix: db.Prefix, Now: c.Now}
 	logs := &nodetest.LogBuffer{}
 	wcfg := &web.Config{Now: c.Now, Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}

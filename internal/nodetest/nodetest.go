@@ -43,7 +43,7 @@ var (
 func Binary(t testing.TB) string { return binary(t, "") }
 
 // ChaosBinary builds cmd/node with the chaos tag: SIGUSR1 cuts its gossip
-// off, SIGUSR2 restores it (internal/chaos).
+// off, SIGUSR2 restores it (cmd/internal/chaos).
 func ChaosBinary(t testing.TB) string { return binary(t, "chaos") }
 
 func binary(t testing.TB, tag string) string {

@@ -8,12 +8,12 @@ package storetest
 import (
 	"context"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderlyhq/orderly/internal/clock"
 	"github.com/orderlyhq/orderly/persistence"
 )
 
@@ -27,37 +27,6 @@ type Harness struct {
 	Elapse func(t *testing.T, d time.Duration)
 }
 
-// Clock is a controlled clock for tests. The zero value is not usable; use
-// NewClock.
-type Clock struct {
-	mu  sync.Mutex // guards now
-	now time.Time
-}
-
-// NewClock returns a clock set to t.
-func NewClock(t time.Time) *Clock { return &Clock{now: t} }
-
-// Now returns the clock's time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Advance moves the clock forward by d.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-// Set sets the clock.
-func (c *Clock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
-
 // epoch is the suite's starting time: a round number of seconds, so that
 // times in failure messages are easy to read.
 var epoch = time.Unix(1_700_000_000, 0)
@@ -67,7 +36,7 @@ type env struct {
 	t      *testing.T
 	h      Harness
 	s      persistence.Store
-	clock  *Clock
+	clock  *clock.Simulated
 	ctx    context.Context
 	queue  string
 	shards int
@@ -75,8 +44,8 @@ type env struct {
 
 func newEnv(t *testing.T, h Harness, shards int) *env {
 	t.Helper()
-	clock := NewClock(epoch)
-	e := &env{t: t, h: h, s: h.New(t, clock.Now), clock: clock, ctx: context.Background(), queue: "q", shards: shards}
+	clk := clock.NewSimulated(epoch)
+	e := &env{t: t, h: h, s: h.New(t, clk.Now), clock: clk, ctx: context.Background(), queue: "q", shards: shards}
 	require.NoError(t, e.s.RegisterQueue(e.ctx, persistence.QueueSpec{Name: e.queue, Shards: shards}))
 	return e
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/orderlyhq/orderly/internal/bench"
+	"github.com/orderlyhq/orderly/cmd/internal/bench"
 )
 
 var benchHelp = help{

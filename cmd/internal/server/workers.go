@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/orderlyhq/orderly"
-	"github.com/orderlyhq/orderly/internal/config"
+	"github.com/orderlyhq/orderly/cmd/internal/config"
 	"github.com/orderlyhq/orderly/webhook"
 )
 

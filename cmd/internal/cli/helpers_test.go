@@ -16,10 +16,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderlyhq/orderly/internal/clock"
 	"github.com/orderlyhq/orderly/internal/redistest"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
-	"github.com/orderlyhq/orderly/persistence/storetest"
 	"github.com/orderlyhq/orderly/web"
 )
 
@@ -41,7 +41,7 @@ const (
 type node struct {
 	t     *testing.T
 	ctx   context.Context
-	clock *storetest.Clock
+	clock *clock.Simulated
 	store *redisstore.Store
 	ts    *httptest.Server
 	// enqueues counts the enqueue requests the node received.
@@ -65,16 +65,16 @@ func withMaxPayload(n int) nodeOption { return func(c *web.Config) { c.MaxPayloa
 func newNode(t *testing.T, opts ...nodeOption) *node {
 	t.Helper()
 	db := redistest.New(t)
-	clock := storetest.NewClock(t0)
-	store, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix, Now: clock.Now})
+	clk := clock.NewSimulated(t0)
+	store, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix, Now: clk.Now})
 	require.NoError(t, err)
-	cfg := &web.Config{Store: store, Now: clock.Now, Logger: slog.New(slog.DiscardHandler)}
+	cfg := &web.Config{Store: store, Now: clk.Now, Logger: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(cfg)
 	}
 	srv, err := web.New(cfg)
 	require.NoError(t, err)
-	n := &node{t: t, ctx: context.Background(), clock: clock, store: store}
+	n := &node{t: t, ctx: context.Background(), clock: clk, store: store}
 	n.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/jobs") {
 			num := n.enqueues.Add(1)

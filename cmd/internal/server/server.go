@@ -26,8 +26,8 @@ import (
 
 	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/cluster"
-	"github.com/orderlyhq/orderly/internal/chaos"
-	"github.com/orderlyhq/orderly/internal/config"
+	"github.com/orderlyhq/orderly/cmd/internal/chaos"
+	"github.com/orderlyhq/orderly/cmd/internal/config"
 	"github.com/orderlyhq/orderly/internal/embedded"
 	"github.com/orderlyhq/orderly/internal/logbridge"
 	"github.com/orderlyhq/orderly/metrics"

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderlyhq/orderly/internal/bench"
+	"github.com/orderlyhq/orderly/cmd/internal/bench"
 	"github.com/orderlyhq/orderly/internal/redistest"
 )
 
