@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -13,8 +14,7 @@ import (
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
-// script is one Lua script, called by SHA and loaded again when the server
-// answers NOSCRIPT (after a restart or SCRIPT FLUSH).
+// script is one Lua script, called by SHA.
 type script struct {
 	name string
 	src  string
@@ -35,41 +35,124 @@ func newScript(name string) *script {
 	return &script{name: name, src: src, sha: hex.EncodeToString(sum[:])}
 }
 
-// The store's scripts. Each file's header states its KEYS, ARGV and return.
+// The store's scripts. Each file's header states its KEYS, ARGV and reply.
 var (
 	scriptAcquire = newScript("acquire")
 	scriptRenew   = newScript("renew")
 	scriptRelease = newScript("release")
 	scriptAdvance = newScript("advance")
 	scriptEnqueue = newScript("enqueue")
-	scriptMorgue  = newScript("morgue")
 	scriptAction  = newScript("action")
+	scriptMorgue  = newScript("morgue")
+	scriptGet     = newScript("get")
+	scriptStats   = newScript("stats")
 	scriptList    = newScript("list")
+	scriptScan    = newScript("scan")
+	scriptMigrate = newScript("migrate")
 
 	allScripts = []*script{
-		scriptAcquire, scriptRenew, scriptRelease, scriptAdvance,
-		scriptEnqueue, scriptMorgue, scriptAction, scriptList,
+		scriptAcquire, scriptRenew, scriptRelease, scriptAdvance, scriptEnqueue, scriptAction,
+		scriptMorgue, scriptGet, scriptStats, scriptList, scriptScan, scriptMigrate,
 	}
 )
 
-// run calls the script by SHA, loading it on NOSCRIPT.
-func (s *script) run(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
-	cmd := c.EvalSha(ctx, s.sha, keys, args...)
-	if isNoScript(cmd.Err()) {
-		if err := c.ScriptLoad(ctx, s.src).Err(); err != nil {
-			return cmd
+// call is one script call of a pipeline.
+type call struct {
+	s    *script
+	keys []string
+	args []any
+}
+
+// run sends one script call.
+func run(ctx context.Context, c redis.UniversalClient, s *script, keys []string, args ...any) *redis.Cmd {
+	return runAll(ctx, c, []call{{s: s, keys: keys, args: args}})[0]
+}
+
+// runAll sends the calls in one pipeline (a lone call as a single command)
+// and returns their replies in order; each reply carries its own error.
+//
+// The one retry rule: a call answered NOSCRIPT did not run (the server
+// restarted, failed over or flushed its scripts), so its script is loaded
+// (on every master of a Cluster) and the calls that got NOSCRIPT are sent
+// once more. Nothing else is retried here: a script either ran or not, and
+// only the caller knows whether running it again is safe.
+func runAll(ctx context.Context, c redis.UniversalClient, calls []call) []*redis.Cmd {
+	cmds := send(ctx, c, calls)
+	var again []int
+	loaded := map[*script]error{}
+	for i, cmd := range cmds {
+		if !isNoScript(cmd.Err()) {
+			continue
 		}
-		cmd = c.EvalSha(ctx, s.sha, keys, args...)
+		s := calls[i].s
+		if _, ok := loaded[s]; !ok {
+			loaded[s] = c.ScriptLoad(ctx, s.src).Err()
+		}
+		if loaded[s] == nil {
+			again = append(again, i)
+		}
 	}
-	return cmd
+	if len(again) == 0 {
+		return cmds
+	}
+	retry := make([]call, len(again))
+	for j, i := range again {
+		retry[j] = calls[i]
+	}
+	for j, cmd := range send(ctx, c, retry) {
+		cmds[again[j]] = cmd
+	}
+	return cmds
+}
+
+func send(ctx context.Context, c redis.UniversalClient, calls []call) []*redis.Cmd {
+	if len(calls) == 1 {
+		return []*redis.Cmd{c.EvalSha(ctx, calls[0].s.sha, calls[0].keys, calls[0].args...)}
+	}
+	pipe := c.Pipeline()
+	cmds := make([]*redis.Cmd, len(calls))
+	for i, cl := range calls {
+		cmds[i] = pipe.EvalSha(ctx, cl.s.sha, cl.keys, cl.args...)
+	}
+	_, _ = pipe.Exec(ctx) // each command carries its own error
+	return cmds
+}
+
+// firstErr returns the first error of the replies that is not redis.Nil.
+func firstErr(cmds []*redis.Cmd) error {
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+	}
+	return nil
 }
 
 func isNoScript(err error) bool {
 	return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT")
 }
 
-// loadScripts loads every script into the server.
-func loadScripts(ctx context.Context, c redis.Scripter) error {
+func isLeaseLost(err error) bool {
+	return err != nil && redis.HasErrorPrefix(err, "LEASE_LOST")
+}
+
+// loadScripts loads every script into the server: in one pipeline on a
+// single server, on every master of a Cluster.
+func loadScripts(ctx context.Context, c redis.UniversalClient) error {
+	if _, ok := c.(*redis.ClusterClient); !ok {
+		pipe := c.Pipeline()
+		cmds := make([]*redis.StringCmd, len(allScripts))
+		for i, s := range allScripts {
+			cmds[i] = pipe.ScriptLoad(ctx, s.src)
+		}
+		_, _ = pipe.Exec(ctx)
+		for i, cmd := range cmds {
+			if err := cmd.Err(); err != nil {
+				return fmt.Errorf("redisstore: load script %s: %w", allScripts[i].name, err)
+			}
+		}
+		return nil
+	}
 	for _, s := range allScripts {
 		if err := c.ScriptLoad(ctx, s.src).Err(); err != nil {
 			return fmt.Errorf("redisstore: load script %s: %w", s.name, err)

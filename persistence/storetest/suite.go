@@ -892,7 +892,7 @@ func testLeaseRenewRelease(t *testing.T, h Harness) {
 	l2, restored, err := e.s.AcquireShard(e.ctx, ref, "node-b", time.Minute)
 	require.NoError(t, err)
 	require.Zero(t, restored)
-	require.Equal(t, l.Epoch+1, l2.Epoch)
+	require.Greater(t, l2.Epoch, l.Epoch)
 }
 
 // An Advance whose reply was lost can be sent again: the batch it fetched is
