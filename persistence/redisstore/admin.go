@@ -323,7 +323,7 @@ func (s *Store) parseRow(row any, morgue bool) (listEntry, error) {
 	if err != nil {
 		return e, err
 	}
-	e.rec.payloads = append(e.rec.payloads, ps...)
+	e.rec.more = ps
 	return e, nil
 }
 
@@ -543,7 +543,7 @@ func (s *Store) fillPayloads(ctx context.Context, queue string, shards int, q li
 	var calls []call
 	var idx []int
 	for i, e := range rows {
-		have := len(e.rec.payloads)
+		have := len(e.rec.shown())
 		if e.rec.count() > have && q.opts.Payloads > have {
 			sh := persistence.ShardOf(e.id, shards)
 			calls = append(calls, call{s: scriptGet, keys: s.keys.shard(queue, sh).keys,
@@ -573,7 +573,7 @@ func (s *Store) fillPayloads(ctx context.Context, queue string, shards int, q li
 		if err != nil {
 			return err
 		}
-		rec.payloads = append(rec.payloads, ps...)
+		rec.more = ps
 		rows[idx[j]].rec = rec
 	}
 	return nil
@@ -611,7 +611,7 @@ func payloadsOfWithScores(flat []any) ([]persistence.Payload, error) {
 }
 
 func jobOf(e listEntry, npay int) persistence.Job {
-	ps := e.rec.payloads
+	ps := e.rec.shown()
 	if len(ps) > npay {
 		ps = ps[:npay]
 	}
@@ -694,7 +694,7 @@ func (s *Store) GetJob(ctx context.Context, queue, id string) (persistence.JobIn
 		if err != nil {
 			return info, fmt.Errorf("redisstore: get job %s/%s: %w", queue, id, err)
 		}
-		rec.payloads = append(rec.payloads, ps...)
+		rec.more = ps
 		j := jobOf(listEntry{id: id, rec: rec}, persistence.MaxLookupPayloads)
 		info.Queued = &j
 	} else if old, _ := v[3].([]any); len(old) == 5 {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -102,12 +103,24 @@ type record struct {
 	rc       int
 	err      string
 	hold     time.Time
-	overflow int
+	overflow int // payloads in the overflow, not in payloads
 	payloads []persistence.Payload
+	// more are overflow payloads read besides the record, following
+	// payloads.
+	more []persistence.Payload
 }
 
 // count is the number of payloads the record holds, inline and overflow.
 func (r *record) count() int { return len(r.payloads) + r.overflow }
+
+// shown returns the payloads read: inline, then those read from the
+// overflow.
+func (r *record) shown() []persistence.Payload {
+	if len(r.more) == 0 {
+		return r.payloads
+	}
+	return append(slices.Clip(r.payloads), r.more...)
+}
 
 // decodeRecord decodes a job record (morgue: a morgue record, whose rc is
 // empty).

@@ -514,7 +514,7 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 	f, _ := res[5].(int64)
 	r, _ := res[6].(int64)
 	out.Processed, out.Failed, out.Restored = int(p), int(f), int(r)
-	if v1, _ := res[7].(int64); v1 == 1 {
+	if v1, _ := res[7].(int64); v1 > 0 {
 		// Layout 1 data waits in this shard: drain a chunk now. A failure is
 		// logged and the next Advance tries again.
 		if err := s.drainV1(ctx, lease, sk); err != nil && !errors.Is(err, persistence.ErrLeaseLost) {

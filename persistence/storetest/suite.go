@@ -58,6 +58,16 @@ func Run(t *testing.T, h Harness) {
 		{"ArbitraryBytesSurvive", testArbitraryBytes},
 		{"RegisterQueue_ShardCountIsFixed", testRegisterQueue},
 		{"Subscribe_NotifiesEnqueues", testSubscribe},
+		{"Rule1_UnscoredPayloadsKeepSendOrder", testSendOrder},
+		{"Rule3_DueChecksUseTheStoresTime", testDueChecksUseStoreTime},
+		{"Rule5_DeadListReturnedOnRetriedAdvance", testDeadListOnRetriedAdvance},
+		{"Guarantee5_EpochsGrowAfterLostWrites", testEpochsGrowAfterLostWrites},
+		{"Guarantee5_TokensNeverReissued", testTokensNeverReissued},
+		{"Guarantee6_PayloadsPerCallCappedInOrder", testPayloadsPerCallCapped},
+		{"Guarantee6_HotIDDrainsInBoundedCalls", testHotIDBounded},
+		{"Deadline_KeptAndHonouredOnRestore", testDeadlineKeptOnRestore},
+		{"Lease_RenewShardsTogether", testRenewShards},
+		{"Upgrade_Layout1DataServedAndDrained", testUpgrade},
 		{"Model_RandomOperations", testModel},
 	}
 	for _, tc := range tests {

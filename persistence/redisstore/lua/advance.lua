@@ -15,6 +15,7 @@
 -- ARGV[10] "1" when layout 1 keys may hold data (the store is being
 --          upgraded), else "0"
 -- ARGV[11] number of failed ids, then per failed id: id, error, retry_at
+--          ("" = now)
 -- then the number of skipped ids (not handled: back as they were), the ids
 -- then the number of interrupted ids (their call was cut while it ran:
 --      back as they were, not fetched before the call's deadline), the ids
@@ -36,8 +37,10 @@
 --
 -- Fetch: due jobs by (due time, id), merging the fifo's head with later;
 -- at most ARGV[7] payloads of one id (the lowest; the rest stay queued as a
--- fresh job at the same perform_at); the window stops adding ids once it
--- holds max(ARGV[7], ARGV[5]) payloads. An id that still has an entry in
+-- fresh job at the same perform_at); the window holds at most
+-- 2 x max(ARGV[7], ARGV[5]) payloads (its first id always fits; a big id
+-- that does not fit waits for the next window while smaller ones are
+-- taken). An id that still has an entry in
 -- layout 1 is not fetched until its older payloads are drained.
 --
 -- Cost: O(ids + payloads) of the settled and the fetched windows.
@@ -98,7 +101,9 @@ if L[3] then
   if h.token == token and h.seq == settle_seq then
     local fails, skips, ints = {}, {}, {}
     for i = 0, nfail - 1 do
-      fails[ARGV[12 + 3 * i]] = {ARGV[13 + 3 * i], ARGV[14 + 3 * i]}
+      local retry_at = ARGV[14 + 3 * i]
+      if retry_at == "" then retry_at = NOW end
+      fails[ARGV[12 + 3 * i]] = {ARGV[13 + 3 * i], retry_at}
     end
     for i = 1, nskip do skips[ARGV[iskip + i]] = true end
     for i = 1, nint do ints[ARGV[iint + i]] = true end
@@ -149,7 +154,8 @@ if ndead > 0 then dead = encode_batch(ndead, token, settle_seq, NOW, "", "", dea
 
 local parts, n, pay, more, next_due = {}, 0, 0, "0", ""
 if want > 0 then
-  local budget = math.max(maxp, want)
+  local budget = 2 * math.max(maxp, want)
+  local over = false
   local v1chk = v1mode and redis.call("EXISTS", K.v1due) == 1
   local taken = {}
   local del_jobs, del_later, del_retries = {}, {}, {}
@@ -225,6 +231,16 @@ if want > 0 then
       end
       r = nil
     end
+    if r and n > 0 and pay + math.min(#r.ps + r.ovn, maxp) > budget then
+      -- The window is full for this big id: it waits for the next one
+      -- (smaller ids still fit).
+      over = true
+      if use_fifo then
+        r.fseq = nil
+        store(id, r, r.rc)
+      end
+      r = nil
+    end
     if r then
       local rc, at, err = r.rc, r.at, r.err
       local got = take_payloads("q", id, r, maxp)
@@ -251,7 +267,7 @@ if want > 0 then
     redis.call("ZREM", K.retries, unpack(del_retries, i, math.min(i + CHUNK - 1, #del_retries)))
   end
   if consumed > 0 then redis.call("LTRIM", K.fifo, consumed, -1) end
-  if n == want or pay >= budget or scanned >= limit then
+  if n == want or pay >= budget or over or scanned >= limit then
     more = "1"
   elseif next_due == "" then
     local nd = redis.call("ZRANGEBYSCORE", K.later, "(" .. NOW, "+inf", "WITHSCORES", "LIMIT", 0, 1)
