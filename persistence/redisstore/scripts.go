@@ -49,10 +49,11 @@ var (
 	scriptList    = newScript("list")
 	scriptScan    = newScript("scan")
 	scriptMigrate = newScript("migrate")
+	scriptDowngr  = newScript("downgrade")
 
 	allScripts = []*script{
 		scriptAcquire, scriptRenew, scriptRelease, scriptAdvance, scriptEnqueue, scriptAction,
-		scriptMorgue, scriptGet, scriptStats, scriptList, scriptScan, scriptMigrate,
+		scriptMorgue, scriptGet, scriptStats, scriptList, scriptScan, scriptMigrate, scriptDowngr,
 	}
 )
 
