@@ -246,7 +246,9 @@ func (r *fieldReader) header() (batchHeader, error) {
 	return h, nil
 }
 
-// decodeBatch decodes an encoded batch. It never panics on corrupt input.
+// decodeBatch decodes an encoded batch: the header, then per job its id and
+// a job record holding the payloads handed over. It never panics on corrupt
+// input.
 func decodeBatch(s string) (batchHeader, []persistence.Job, error) {
 	r := &fieldReader{s: s}
 	h, err := r.header()
@@ -255,47 +257,25 @@ func decodeBatch(s string) (batchHeader, []persistence.Job, error) {
 	}
 	jobs := make([]persistence.Job, 0, min(h.n, 1024))
 	for range h.n {
-		var j persistence.Job
-		if j.ID, err = r.next(); err != nil {
-			return h, nil, err
-		}
-		rc, err := r.int()
+		id, err := r.next()
 		if err != nil {
 			return h, nil, err
 		}
-		j.RetryCount = int(rc)
-		at, err := r.float()
+		raw, err := r.next()
 		if err != nil {
 			return h, nil, err
 		}
-		j.PerformAt = persistence.FromUnixSeconds(at)
-		if j.Error, err = r.next(); err != nil {
-			return h, nil, err
-		}
-		if _, err := r.next(); err != nil { // hold
-			return h, nil, err
-		}
-		np, err := r.int()
+		rec, err := decodeRecord(raw, false)
 		if err != nil {
 			return h, nil, err
 		}
-		if np < 0 || np > int64(len(s)) {
-			return h, nil, errCorrupt
+		if rec.overflow != 0 {
+			return h, nil, fmt.Errorf("%w: overflow in a batch", errCorrupt)
 		}
-		j.Payloads = make([]persistence.Payload, 0, np)
-		for range np {
-			score, err := r.float()
-			if err != nil {
-				return h, nil, err
-			}
-			data, err := r.next()
-			if err != nil {
-				return h, nil, err
-			}
-			j.Payloads = append(j.Payloads, persistence.Payload{Data: []byte(data), Score: score})
-		}
-		j.PayloadCount = len(j.Payloads)
-		jobs = append(jobs, j)
+		jobs = append(jobs, persistence.Job{
+			ID: id, Payloads: rec.payloads, PayloadCount: len(rec.payloads),
+			PerformAt: persistence.FromUnixSeconds(rec.at), RetryCount: rec.rc, Error: rec.err,
+		})
 	}
 	if !r.done() {
 		return h, nil, fmt.Errorf("%w: %d trailing bytes", errCorrupt, len(s)-r.pos)

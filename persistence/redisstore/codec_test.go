@@ -39,15 +39,7 @@ func encodeBatch(h batchHeader, jobs []persistence.Job) string {
 	putField(&b, "")
 	for _, j := range jobs {
 		putField(&b, j.ID)
-		putField(&b, strconv.Itoa(j.RetryCount))
-		putField(&b, formatFloat(persistence.UnixSeconds(j.PerformAt)))
-		putField(&b, j.Error)
-		putField(&b, "")
-		putField(&b, strconv.Itoa(len(j.Payloads)))
-		for _, p := range j.Payloads {
-			putField(&b, formatFloat(p.Score))
-			putField(&b, string(p.Data))
-		}
+		putField(&b, encodeRecord(record{at: persistence.UnixSeconds(j.PerformAt), rc: j.RetryCount, err: j.Error, payloads: j.Payloads}, ""))
 	}
 	return b.String()
 }
@@ -180,7 +172,7 @@ func FuzzDecodeBatch(f *testing.F) {
 	h, jobs := sampleBatch()
 	f.Add(encodeBatch(h, jobs))
 	f.Add(encodeBatch(batchHeader{token: "1/n/x", seq: 1}, nil))
-	f.Add("\x012\x011\x011\x011\x011\x00\x00")
+	f.Add("\x012\x011\x011\x011\x011\x00\x00\x01a\x06\x00\x011\x02-1")
 	f.Fuzz(func(t *testing.T, s string) {
 		h, jobs, err := decodeBatch(s)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 //	P:T:lease  P:T:epoch                                  (shared with layout 1)
 //	P:T:2:lease  P:T:2:jobs  P:T:2:fifo  P:T:2:later  P:T:2:retries
 //	P:T:2:ovo  P:T:2:ovs  P:T:2:inflight  P:T:2:meta  P:T:2:morgue  P:T:2:mat
+//	P:T:2:outcome
 //	P:T:due ... P:T:morgue_errors, P:T:p:<id>, P:T:m:<id>  (layout 1, read
 //	while a store written by layout 1 is upgraded)
 //
@@ -49,6 +50,7 @@ const (
 	kMeta
 	kMorgue
 	kMat
+	kOutcome
 	kV1Due
 	kV1IDs
 	kV1Retries
@@ -75,6 +77,7 @@ var shardKeyNames = [numShardKeys]string{
 	kMeta:           "2:meta",
 	kMorgue:         "2:morgue",
 	kMat:            "2:mat",
+	kOutcome:        "2:outcome",
 	kV1Due:          "due",
 	kV1IDs:          "ids",
 	kV1Retries:      "retries",

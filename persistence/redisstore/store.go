@@ -97,6 +97,33 @@ type Store struct {
 	layout layoutState
 
 	scriptsLoaded atomic.Bool // LoadScripts succeeded once
+
+	v1mu      sync.Mutex                        // guards v1checked
+	v1checked map[persistence.ShardRef]time.Time // last look for layout 1 data, once upgraded
+}
+
+// v1Recheck is how often an Advance looks for layout 1 data in a shard of
+// an upgraded store: a layout 1 node that still runs may enqueue into its
+// old keys, and what it writes is drained from there.
+const v1Recheck = 10 * time.Second
+
+// checkV1 tells advance.lua whether to look for layout 1 data: always while
+// the store is being upgraded, now and then once it is.
+func (s *Store) checkV1(ctx context.Context, ref persistence.ShardRef) string {
+	mode, err := s.mode(ctx)
+	if err != nil || mode == modeUpgrading {
+		return "1"
+	}
+	s.v1mu.Lock()
+	defer s.v1mu.Unlock()
+	if s.v1checked == nil {
+		s.v1checked = map[persistence.ShardRef]time.Time{}
+	}
+	if time.Since(s.v1checked[ref]) < v1Recheck {
+		return "0"
+	}
+	s.v1checked[ref] = time.Now()
+	return "1"
 }
 
 var _ persistence.Store = (*Store)(nil)
@@ -449,9 +476,7 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 	if req.CallTimeout > 0 {
 		timeout = strconv.FormatInt(max(req.CallTimeout.Milliseconds(), 1), 10)
 	}
-	// Layout 1 keys are checked even once the store is upgraded (two O(1)
-	// commands): a layout 1 node still running may enqueue into them.
-	v1 := "1"
+	v1 := s.checkV1(ctx, lease.ShardRef)
 	args := make([]any, 0, 14+3*len(req.Failures)+len(req.Skipped)+len(req.Interrupted))
 	args = append(args, s.now(), lease.Token,
 		strconv.FormatInt(req.Settle, 10), strconv.FormatInt(req.NextSeq, 10),
@@ -515,8 +540,12 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 	r, _ := res[6].(int64)
 	out.Processed, out.Failed, out.Restored = int(p), int(f), int(r)
 	if v1, _ := res[7].(int64); v1 > 0 {
-		// Layout 1 data waits in this shard: drain a chunk now. A failure is
-		// logged and the next Advance tries again.
+		// Layout 1 data waits in this shard: drain a chunk now, and look
+		// again with the next Advance. A failure is logged and the next
+		// Advance tries again.
+		s.v1mu.Lock()
+		delete(s.v1checked, lease.ShardRef)
+		s.v1mu.Unlock()
 		if err := s.drainV1(ctx, lease, sk); err != nil && !errors.Is(err, persistence.ErrLeaseLost) {
 			s.cfg.Logger.Warn("could not move layout 1 data of the shard into layout 2; retrying with the next batch",
 				"queue", lease.Queue, "shard", lease.Shard, "err", err)

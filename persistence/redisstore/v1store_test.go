@@ -96,29 +96,52 @@ func (s *v1Store) RegisterQueue(ctx context.Context, spec persistence.QueueSpec)
 	return s.rdb.HSetNX(ctx, s.prefix+":queues", spec.Name, strconv.Itoa(spec.Shards)).Err()
 }
 
+// Enqueue groups the jobs by shard, 1000 per script call, all calls in one
+// pipeline, as layout 1's store did.
 func (s *v1Store) Enqueue(ctx context.Context, queue string, jobs []persistence.NewJob) error {
 	n, err := s.shards(ctx, queue)
 	if err != nil {
 		return err
 	}
 	now := v1Float(persistence.UnixSeconds(s.now()))
+	byShard := map[int][]persistence.NewJob{}
+	var order []int
 	for _, j := range jobs {
 		sh := persistence.ShardOf(j.ID, n)
+		if _, ok := byShard[sh]; !ok {
+			order = append(order, sh)
+		}
+		byShard[sh] = append(byShard[sh], j)
+	}
+	// Load the script first, so that the pipeline never meets NOSCRIPT.
+	if err := s.rdb.ScriptLoad(ctx, v1Enqueue.src).Err(); err != nil {
+		return err
+	}
+	pipe := s.rdb.Pipeline()
+	for _, sh := range order {
 		keys, base := s.shardKeys(queue, sh)
-		score, at := now, now
-		if j.Score != nil {
-			score = v1Float(*j.Score)
+		list := byShard[sh]
+		for start := 0; start < len(list); start += 1000 {
+			args := []any{base, s.prefix + ":notify:" + queue, strconv.Itoa(sh)}
+			for _, j := range list[start:min(start+1000, len(list))] {
+				score, at := now, now
+				if j.Score != nil {
+					score = v1Float(*j.Score)
+				}
+				if !j.PerformAt.IsZero() {
+					at = v1Float(persistence.UnixSeconds(j.PerformAt))
+				}
+				payload := j.Payload
+				if payload == nil {
+					payload = []byte{}
+				}
+				args = append(args, j.ID, payload, score, at)
+			}
+			pipe.EvalSha(ctx, v1Enqueue.sha, keys, args...)
 		}
-		if !j.PerformAt.IsZero() {
-			at = v1Float(persistence.UnixSeconds(j.PerformAt))
-		}
-		payload := j.Payload
-		if payload == nil {
-			payload = []byte{}
-		}
-		if err := v1Enqueue.run(ctx, s.rdb, keys, base, s.prefix+":notify:"+queue, strconv.Itoa(sh), j.ID, payload, score, at).Err(); err != nil {
-			return fmt.Errorf("v1 enqueue: %w", err)
-		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("v1 enqueue: %w", err)
 	}
 	return nil
 }

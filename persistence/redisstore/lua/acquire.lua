@@ -27,6 +27,9 @@
 --
 -- Cost: O(payloads restored), at most about 2 x max_payloads_per_call.
 
+local C = cold()
+local restore_inflight = C.restore_inflight
+
 local v1 = redis.call("GET", K.v1lease)
 if v1 and v1 ~= FENCE then
   return {"HELD", v1, redis.call("PTTL", K.v1lease)}

@@ -25,6 +25,9 @@
 --
 -- Cost: O(limit + payloads moved), payloads moved <= ARGV[6] per id.
 
+local C = cold()
+local take_payloads, drop_overflow, load, store, unlink, morgue_put = C.take_payloads, C.drop_overflow, C.load, C.store, C.unlink, C.morgue_put
+
 init_clock(ARGV[1])
 local action = ARGV[2]
 local maxp = tonumber(ARGV[6])

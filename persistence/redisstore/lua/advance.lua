@@ -12,8 +12,7 @@
 -- ARGV[7]  max_payloads_per_call: the most payloads of one id per call
 -- ARGV[8]  call timeout in milliseconds ("" = no deadline kept)
 -- ARGV[9]  ids per handler call ("0" = the whole window in one call)
--- ARGV[10] "1" when layout 1 keys may hold data (the store is being
---          upgraded), else "0"
+-- ARGV[10] "1" to look for layout 1 data (a store written by layout 1)
 -- ARGV[11] number of failed ids, then per failed id: id, error, retry_at
 --          ("" = now)
 -- then the number of skipped ids (not handled: back as they were), the ids
@@ -22,73 +21,74 @@
 --
 -- Returns {batch, more, next_due, dead, processed, failed, restored, v1}:
 --   batch     the fetched batch (lib.lua encoding), or "" when none
---   more      "1" when the fetch stopped at its size, so more may be due
+--   more      "1" when the fetch stopped early, so more may be due
 --   next_due  the due time of the earliest queued job not yet due, if the
 --             fetch stopped there, else ""
 --   dead      what the settlement moved to the morgue (batch encoding), ""
 --   processed, failed, restored: counts of ids
---   v1        1 when layout 1 keys of the shard still hold data to drain
+--   v1        > 0 when layout 1 keys of the shard still hold data to drain
 -- Error reply "LEASE_LOST" when ARGV[2] is not the current lease.
 --
--- Idempotence: a call whose seq to fetch is already the in-flight record's
--- (or the last settlement's) ran before and its reply was lost: the same
--- batch and the same report are returned and nothing changes. The report
--- stays in meta.outcome until a call with another seq confirms it.
+-- Idempotence: a call whose seq to fetch is the in-flight record's ran
+-- before and its reply was lost: the same batch is returned and nothing
+-- changes. A settlement that moved payloads to the morgue keeps its report
+-- (the outcome key) until a call with another seq confirms it, so a retried
+-- call (settle only, or settle and fetch) reports the same dead payloads.
 --
 -- Fetch: due jobs by (due time, id), merging the fifo's head with later;
 -- at most ARGV[7] payloads of one id (the lowest; the rest stay queued as a
 -- fresh job at the same perform_at); the window holds at most
 -- 2 x max(ARGV[7], ARGV[5]) payloads (its first id always fits; a big id
 -- that does not fit waits for the next window while smaller ones are
--- taken). An id that still has an entry in
--- layout 1 is not fetched until its older payloads are drained.
+-- taken). An id that still has an entry in layout 1 is not fetched until
+-- its older payloads are drained. A record without overflow is handed over
+-- as it is stored, without decoding it.
 --
--- Cost: O(ids + payloads) of the settled and the fetched windows.
+-- Cost: O(ids + payloads) of the settled and the fetched windows; at batch
+-- size 1, eleven commands.
 
 init_clock(ARGV[1])
 local token, settle_seq, next_seq = ARGV[2], ARGV[3], ARGV[4]
 local want, max_retry, maxp = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local timeout, call_size, v1mode = ARGV[8], tonumber(ARGV[9]), ARGV[10] == "1"
+local timeout, call_size = ARGV[8], tonumber(ARGV[9])
 local nfail = tonumber(ARGV[11])
 local iskip = 12 + 3 * nfail
 local nskip = tonumber(ARGV[iskip])
 local iint = iskip + 1 + nskip
 local nint = tonumber(ARGV[iint])
 
-local L = redis.call("MGET", K.lease, K.v1lease, K.inflight)
+local L = redis.call("MGET", K.lease, K.v1lease, K.inflight, K.outcome)
 if L[1] ~= token or L[2] ~= FENCE then
   return redis.error_reply("LEASE_LOST")
 end
 
-local function v1pending()
-  if not v1mode then return 0 end
-  return redis.call("EXISTS", K.v1due, K.v1morgue, K.v1stats, K.v1inflight)
+local v1 = 0
+if ARGV[10] == "1" then
+  v1 = redis.call("EXISTS", K.v1due, K.v1morgue, K.v1stats, K.v1inflight)
 end
 
--- The last settlement's report: fields token, seq, processed, failed,
--- restored, dead.
-local out = redis.call("HGET", K.meta, "outcome")
+-- The last report: fields token, seq, processed, failed, restored, dead.
 local o
-if out then
-  o = {}
+if L[4] then
   local pos = 1
-  o.token, pos = rdf(out, pos)
-  o.seq, pos = rdf(out, pos)
-  o.p, pos = rdf(out, pos)
-  o.f, pos = rdf(out, pos)
-  o.r, pos = rdf(out, pos)
-  o.dead, pos = rdf(out, pos)
+  o = {}
+  o.token, pos = rdf(L[4], pos)
+  o.seq, pos = rdf(L[4], pos)
+  o.p, pos = rdf(L[4], pos)
+  o.f, pos = rdf(L[4], pos)
+  o.r, pos = rdf(L[4], pos)
+  o.dead, pos = rdf(L[4], pos)
   if o.token ~= token or o.seq ~= next_seq then o = nil end
 end
 if L[3] then
   local h = decode_header(L[3])
   if h.token == token and h.seq == next_seq then
-    if o then return {L[3], "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1pending()} end
-    return {L[3], "0", "", "", 0, 0, 0, v1pending()}
+    if o then return {L[3], "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1} end
+    return {L[3], "0", "", "", 0, 0, 0, v1}
   end
 end
 if o then
-  return {"", "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1pending()}
+  return {"", "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1}
 end
 
 -- ---------------------------------------------------------------- settle
@@ -97,53 +97,57 @@ local processed, failed, restored = 0, 0, 0
 local dead_parts, ndead = {}, 0
 
 if L[3] then
-  local h, jobs = decode_batch(L[3])
+  local h = decode_header(L[3])
   if h.token == token and h.seq == settle_seq then
-    local fails, skips, ints = {}, {}, {}
-    for i = 0, nfail - 1 do
-      local retry_at = ARGV[14 + 3 * i]
-      if retry_at == "" then retry_at = NOW end
-      fails[ARGV[12 + 3 * i]] = {ARGV[13 + 3 * i], retry_at}
-    end
-    for i = 1, nskip do skips[ARGV[iskip + i]] = true end
-    for i = 1, nint do ints[ARGV[iint + i]] = true end
-    local hold = nil
-    if nint > 0 then hold = hold_of(h) end
-    for _, job in ipairs(jobs) do
-      local id = job.id
-      local f = fails[id]
-      if skips[id] or ints[id] then
-        local hj = nil
-        if ints[id] then hj = hold end
-        requeue(id, job.ps, job.rc, job.at, job.err, hj)
-        restored = restored + 1
-      elseif not f then
-        processed = processed + 1
-      else
-        failed = failed + 1
-        local rc = tonumber(job.rc) + 1
-        if rc >= max_retry then
-          -- The lowest-scored payload of what the handler was given dies;
-          -- the rest goes back as a fresh job, due now.
-          local d = {job.ps[1]}
-          morgue_put(id, d, f[1], NOW)
-          put_job(dead_parts, id, tostring(rc), job.at, f[1], "", d)
-          ndead = ndead + 1
-          if #job.ps > 1 then
-            local rest = {}
-            for i = 2, #job.ps do rest[#rest + 1] = job.ps[i] end
-            requeue(id, rest, "-1", NOW, "", nil)
-          end
+    if nfail == 0 and nskip == 0 and nint == 0 then
+      processed = h.n
+    else
+      local _, jobs = cold().decode_batch(L[3])
+      local fails, skips, ints = {}, {}, {}
+      for i = 0, nfail - 1 do
+        local retry_at = ARGV[14 + 3 * i]
+        if retry_at == "" then retry_at = NOW end
+        fails[ARGV[12 + 3 * i]] = {ARGV[13 + 3 * i], retry_at}
+      end
+      for i = 1, nskip do skips[ARGV[iskip + i]] = true end
+      for i = 1, nint do ints[ARGV[iint + i]] = true end
+      local hold = nil
+      if nint > 0 then hold = cold().hold_of(h) end
+      for _, job in ipairs(jobs) do
+        local id = job.id
+        local f = fails[id]
+        if skips[id] or ints[id] then
+          local hj = nil
+          if ints[id] then hj = hold end
+          cold().requeue(id, job.ps, job.rc, job.at, job.err, hj)
+          restored = restored + 1
+        elseif not f then
+          processed = processed + 1
         else
-          requeue(id, job.ps, tostring(rc), f[2], f[1], nil)
+          failed = failed + 1
+          local rc = tonumber(job.rc) + 1
+          if rc >= max_retry then
+            -- The lowest-scored payload of what the handler was given dies;
+            -- the rest goes back as a fresh job, due now.
+            local d = {job.ps[1]}
+            cold().morgue_put(id, d, f[1], NOW)
+            cold().put_job(dead_parts, id, tostring(rc), job.at, f[1], d)
+            ndead = ndead + 1
+            if #job.ps > 1 then
+              local rest = {}
+              for i = 2, #job.ps do rest[#rest + 1] = job.ps[i] end
+              cold().requeue(id, rest, "-1", NOW, "", nil)
+            end
+          else
+            cold().requeue(id, job.ps, tostring(rc), f[2], f[1], nil)
+          end
         end
       end
+      if failed > 0 then redis.call("HINCRBY", K.meta, "failed", failed) end
     end
     if processed > 0 then redis.call("HINCRBY", K.meta, "processed", processed) end
-    if failed > 0 then redis.call("HINCRBY", K.meta, "failed", failed) end
-    redis.call("DEL", K.inflight)
   else
-    restored = restore_inflight(L[3])
+    restored = cold().restore_inflight(L[3])
   end
 end
 
@@ -156,62 +160,77 @@ local parts, n, pay, more, next_due = {}, 0, 0, "0", ""
 if want > 0 then
   local budget = 2 * math.max(maxp, want)
   local over = false
-  local v1chk = v1mode and redis.call("EXISTS", K.v1due) == 1
+  local v1chk = v1 > 0 and redis.call("EXISTS", K.v1due) == 1
+  local whole = maxp >= INLINE_MAX -- a record without overflow fits a call
   local taken = {}
   local del_jobs, del_later, del_retries = {}, {}, {}
+  local chunk = want + 8
 
   -- The fifo, read in chunks from index base; fi is the next entry of fel
   -- to look at; consumed counts the leading entries taken, moved or found
-  -- stale (trimmed at the end).
+  -- stale (trimmed at the end). fifo_head returns the first valid entry:
+  -- {id, record, at, rc}.
   local fel, fi, base, consumed, fend = {}, 1, 0, 0, false
+  local fids, frecs = {}, {}
   local function fifo_head()
     while true do
       if fi > #fel then
         if fend then return nil end
         base = base + #fel
-        fel = redis.call("LRANGE", K.fifo, base, base + want + 31)
+        fel = redis.call("LRANGE", K.fifo, base, base + chunk - 1)
         fi = 1
-        if #fel < want + 32 then fend = true end
+        if #fel < chunk then fend = true end
         if #fel == 0 then return nil end
+        fids = {}
+        for j, e in ipairs(fel) do fids[j] = string.sub(e, string.find(e, ":", 1, true) + 1) end
+        frecs = redis.call("HMGET", K.jobs, unpack(fids))
       end
-      local e = fel[fi]
-      local c = string.find(e, ":", 1, true)
-      local seq, id = string.sub(e, 1, c - 1), string.sub(e, c + 1)
-      local s = redis.call("HGET", K.jobs, id)
+      local s = frecs[fi]
       if s then
-        local r = rec_decode(s)
-        if r.fseq == seq then return {id, r} end
+        local e = fel[fi]
+        local _, at, rc, fseq = rec_head(s)
+        if fseq == string.sub(e, 1, string.find(e, ":", 1, true) - 1) then return {fids[fi], s, at, rc} end
       end
       fi = fi + 1
       consumed = consumed + 1
     end
   end
 
-  local lat = redis.call("ZRANGEBYSCORE", K.later, "-inf", NOW, "WITHSCORES", "LIMIT", 0, want + 64)
+  local lat = redis.call("ZRANGEBYSCORE", K.later, "-inf", NOW, "WITHSCORES", "LIMIT", 0, chunk)
+  local lrecs = {}
+  if #lat > 0 then
+    local lids = {}
+    for j = 1, #lat, 2 do lids[#lids + 1] = lat[j] end
+    local got = redis.call("HMGET", K.jobs, unpack(lids))
+    for j, id in ipairs(lids) do lrecs[id] = got[j] or false end
+  end
   local li = 1
   local fh = nil
-  local scanned, limit = 0, want * 4 + 256
+  local scanned, limit = 0, want * 4 + 64
 
   while n < want and pay < budget and scanned < limit do
     scanned = scanned + 1
     if not fh then fh = fifo_head() end
     local lc = nil
     if li <= #lat then lc = lat[li] end
-    if not fh and not lc then break end
+    if not fh and not lc then
+      if #lat == chunk then over = true end -- later may hold more due jobs
+      break
+    end
     local use_fifo
     if fh and lc then
-      local fa, la = tonumber(fh[2].at), tonumber(lat[li + 1])
+      local fa, la = tonumber(fh[3]), tonumber(lat[li + 1])
       use_fifo = fa < la or (fa == la and bcmp(fh[1], lc) < 0)
     else
       use_fifo = fh ~= nil
     end
-    local id, r
+    local id, s, infifo
     if use_fifo then
-      if tonumber(fh[2].at) > NOWN then
-        next_due = fh[2].at
+      if tonumber(fh[3]) > NOWN then
+        next_due = fh[3]
         break
       end
-      id, r = fh[1], fh[2]
+      id, s, infifo = fh[1], fh[2], true
       fh = nil
       fi = fi + 1
       consumed = consumed + 1
@@ -219,43 +238,60 @@ if want > 0 then
       id = lc
       li = li + 2
       if not taken[id] then
-        r = load(id)
-        if not r then redis.call("ZREM", K.later, id) end
+        s = lrecs[id]
+        if not s then
+          s = nil
+          redis.call("ZREM", K.later, id)
+        end
       end
     end
-    if r and v1chk and redis.call("ZSCORE", K.v1due, id) then
+    local flags
+    if s then flags = string.byte(s, 1) end
+    if s and v1chk and redis.call("ZSCORE", K.v1due, id) then
       -- Older payloads of this id are still in layout 1: drained first.
-      if use_fifo then
+      if infifo then
+        local r = cold().rec_decode(s)
         r.fseq = nil
-        store(id, r, r.rc)
+        cold().store(id, r, r.rc)
       end
-      r = nil
+      s = nil
     end
-    if r and n > 0 and pay + math.min(#r.ps + r.ovn, maxp) > budget then
-      -- The window is full for this big id: it waits for the next one
-      -- (smaller ids still fit).
-      over = true
-      if use_fifo then
-        r.fseq = nil
-        store(id, r, r.rc)
-      end
-      r = nil
-    end
-    if r then
-      local rc, at, err = r.rc, r.at, r.err
-      local got = take_payloads("q", id, r, maxp)
-      put_job(parts, id, rc, at, err, nil, got)
+    if s and whole and flags % 8 < 4 then
+      -- No overflow: the whole record is one call's worth.
+      local _, _, rc = rec_head(s)
+      put_raw(parts, id, s)
       n = n + 1
-      pay = pay + #got
+      pay = pay + 1
       taken[id] = true
-      if #r.ps == 0 and r.ovn == 0 then
-        del_jobs[#del_jobs + 1] = id
-        if not r.fseq then del_later[#del_later + 1] = id end
-        if tonumber(rc) >= 0 then del_retries[#del_retries + 1] = id end
+      del_jobs[#del_jobs + 1] = id
+      if not infifo then del_later[#del_later + 1] = id end
+      if rc ~= "-1" then del_retries[#del_retries + 1] = id end
+    elseif s then
+      local r = cold().rec_decode(s)
+      if n > 0 and pay + math.min(#r.ps + r.ovn, maxp) > budget then
+        -- The window is full for this big id: it waits for the next one
+        -- (smaller ids still fit).
+        over = true
+        if infifo then
+          r.fseq = nil
+          cold().store(id, r, r.rc)
+        end
       else
-        -- The rest of a big id stays queued as a fresh job.
-        r.rc, r.err, r.hold, r.fseq = "-1", "", nil, nil
-        store(id, r, rc)
+        local rc, at, err = r.rc, r.at, r.err
+        local got = cold().take_payloads("q", id, r, maxp)
+        cold().put_job(parts, id, rc, at, err, got)
+        n = n + 1
+        pay = pay + #got
+        taken[id] = true
+        if #r.ps == 0 and r.ovn == 0 then
+          del_jobs[#del_jobs + 1] = id
+          if not r.fseq then del_later[#del_later + 1] = id end
+          if tonumber(rc) >= 0 then del_retries[#del_retries + 1] = id end
+        else
+          -- The rest of a big id stays queued as a fresh job.
+          r.rc, r.err, r.hold, r.fseq = "-1", "", nil, nil
+          cold().store(id, r, rc)
+        end
       end
     end
   end
@@ -286,13 +322,15 @@ if n > 0 then
   end
   batch = encode_batch(n, token, next_seq, NOW, bound, tms, parts)
   redis.call("SET", K.inflight, batch)
+elseif L[3] then
+  redis.call("DEL", K.inflight)
 end
 
-if processed + failed + restored + ndead > 0 then
-  redis.call("HSET", K.meta, "outcome", fld(token) .. fld(next_seq) .. fld(tostring(processed)) ..
+if ndead > 0 then
+  redis.call("SET", K.outcome, fld(token) .. fld(next_seq) .. fld(tostring(processed)) ..
     fld(tostring(failed)) .. fld(tostring(restored)) .. fld(dead))
-elseif out then
-  redis.call("HDEL", K.meta, "outcome")
+elseif L[4] then
+  redis.call("DEL", K.outcome)
 end
 
-return {batch, more, next_due, dead, processed, failed, restored, v1pending()}
+return {batch, more, next_due, dead, processed, failed, restored, v1}

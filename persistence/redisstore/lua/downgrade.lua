@@ -3,7 +3,7 @@
 -- (docs/storage.md section 8). Run only while no layout 2 node serves the
 -- shard (the client checks the lease).
 --
--- KEYS: the shard key set (lib.lua); for "queue" and "morgue", KEYS[23..]
+-- KEYS: the shard key set (lib.lua); for "queue" and "morgue", KEYS[24..]
 -- are layout 1's per-id keys ("p:<id>" or "m:<id>") of the ids, in order.
 -- ARGV[1] now ("" = Redis TIME; set only by the test seam)
 -- ARGV[2] operation:
@@ -21,6 +21,9 @@
 -- for another call ("finish": moved is 1 when the shard is clean).
 --
 -- Cost: O(ids + payloads moved).
+
+local C = cold()
+local rec_decode, rec_encode, take_payloads, load, due_of, store, unlink, restore_inflight = C.rec_decode, C.rec_encode, C.take_payloads, C.load, C.due_of, C.store, C.unlink, C.restore_inflight
 
 init_clock(ARGV[1])
 local op, maxp = ARGV[2], tonumber(ARGV[3])

@@ -3,7 +3,7 @@
 -- score wins for an equal payload, a queued job keeps its perform_at, retry
 -- count and error. An id in flight gets a fresh queued entry.
 --
--- KEYS: the shard key set (lib.lua); with ARGV[2] = "1", KEYS[23..] are
+-- KEYS: the shard key set (lib.lua); with ARGV[2] = "1", KEYS[24..] are
 -- layout 1's payload keys "p:<id>" of the jobs, one per job, in order.
 -- ARGV[1] now ("" = Redis TIME; set only by the test seam)
 -- ARGV[2] "2": write layout 2. "1": the store is being upgraded; a shard
@@ -36,6 +36,8 @@ local m = redis.call("HMGET", K.meta, "hw", "fseq", "tat", "tid")
 local hw = tonumber(m[1] or "0")
 local base = NOW_US
 if base <= hw then base = hw + 1 end
+local base_s = NOW
+if base ~= NOW_US then base_s = fmt_us(base) end
 local maxk = -1
 
 -- score returns the score of job i: its own, or the next default one of
@@ -44,6 +46,7 @@ local function score(i, k)
   local sc = ARGV[i + 2]
   if sc ~= "" then return sc, k end
   if k > maxk then maxk = k end
+  if k == 0 then return base_s, 1 end
   return fmt_us(base + k), k + 1
 end
 
@@ -91,37 +94,65 @@ end
 local fseq = tonumber(m[2] or "0")
 local tat, tid = m[3], m[4]
 local tatn = tat and tonumber(tat)
+local tail_ours = false -- the fifo's tail was appended by this call
 local hset, push, later = {}, {}, {}
 
 for j, id in ipairs(order) do
-  local r
-  if cur[j] then r = rec_decode(cur[j]) end
-  local new = r == nil
-  local k = 0
-  for _, i in ipairs(byid[id]) do
-    local sc
-    sc, k = score(i, k)
-    if not r then
-      local at = ARGV[i + 3]
-      if at == "" then at = NOW end
-      r = new_rec(at, "-1")
-    end
-    add_payload("q", id, r, sc, ARGV[i + 1])
-  end
-  if new then
-    local atn = tonumber(r.at)
-    if atn <= NOWN and (not tatn or atn > tatn or (atn == tatn and bcmp(id, tid) >= 0)) then
+  local g = byid[id]
+  local rec
+  if not cur[j] and #g == 1 then
+    -- The common case: a new id with one payload.
+    local i = g[1]
+    local sc = score(i, 0)
+    local at = ARGV[i + 3]
+    if at == "" then at = NOW end
+    local atn = at == NOW and NOWN or tonumber(at)
+    -- The client sends each call's jobs sorted by id, so within a call only
+    -- the first tie with the fifo's tail needs comparing ids.
+    if atn <= NOWN and (not tatn or atn > tatn or (atn == tatn and (tail_ours or bcmp(id, tid) >= 0))) then
       fseq = fseq + 1
-      r.fseq = string.format("%.0f", fseq)
-      push[#push + 1] = r.fseq .. ":" .. id
-      tat, tatn, tid = r.at, atn, id
+      local fs = tostring(fseq)
+      push[#push + 1] = fs .. ":" .. id
+      tat, tatn, tid, tail_ours = at, atn, id, true
+      if sc == at then sc = "" end
+      rec = "\2" .. fld(at) .. "\2-1" .. fld(fs) .. fld(sc) .. fld(ARGV[i + 1])
     else
-      later[#later + 1] = r.at
+      later[#later + 1] = at
       later[#later + 1] = id
+      if sc == at then sc = "" end
+      rec = "\0" .. fld(at) .. "\2-1" .. fld(sc) .. fld(ARGV[i + 1])
     end
+  else
+    local r
+    if cur[j] then r = cold().rec_decode(cur[j]) end
+    local new = r == nil
+    local k = 0
+    for _, i in ipairs(g) do
+      local sc
+      sc, k = score(i, k)
+      if not r then
+        local at = ARGV[i + 3]
+        if at == "" then at = NOW end
+        r = cold().new_rec(at, "-1")
+      end
+      cold().add_payload("q", id, r, sc, ARGV[i + 1])
+    end
+    if new then
+      local atn = tonumber(r.at)
+      if atn <= NOWN and (not tatn or atn > tatn or (atn == tatn and (tail_ours or bcmp(id, tid) >= 0))) then
+        fseq = fseq + 1
+        r.fseq = tostring(fseq)
+        push[#push + 1] = r.fseq .. ":" .. id
+        tat, tatn, tid, tail_ours = r.at, atn, id, true
+      else
+        later[#later + 1] = r.at
+        later[#later + 1] = id
+      end
+    end
+    rec = cold().rec_encode(r)
   end
   hset[#hset + 1] = id
-  hset[#hset + 1] = rec_encode(r)
+  hset[#hset + 1] = rec
 end
 
 for i = 1, #hset, CHUNK * 2 do
@@ -135,7 +166,7 @@ for i = 1, #later, CHUNK * 2 do
 end
 local meta = {}
 if #push > 0 then
-  meta = {"fseq", string.format("%.0f", fseq), "tat", tat, "tid", tid}
+  meta = {"fseq", tostring(fseq), "tat", tat, "tid", tid}
 end
 if maxk >= 0 then
   meta[#meta + 1] = "hw"

@@ -2,7 +2,7 @@
 -- start of its overflow, the shard's in-flight record and, while the store
 -- is being upgraded, its layout 1 entry. Read only.
 --
--- KEYS: the shard key set (lib.lua); with ARGV[4] = "1", KEYS[23] is layout
+-- KEYS: the shard key set (lib.lua); with ARGV[4] = "1", KEYS[24] is layout
 -- 1's payload key "p:<id>" of the id.
 -- ARGV[1] id
 -- ARGV[2] "q" for the queue, "m" for the morgue
@@ -16,6 +16,9 @@
 -- retry_count, error, count, {payload, score, ...}}.
 --
 -- Cost: O(log n + payloads returned).
+
+local C = cold()
+local rec_decode, ov_first = C.rec_decode, C.ov_first
 
 local id, ns, npay = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local key = K.jobs

@@ -16,9 +16,10 @@
 --   KEYS[11] 2:meta            HASH    counters and shard state
 --   KEYS[12] 2:morgue          HASH    morgue id -> morgue record
 --   KEYS[13] 2:mat             ZSET    morgue id -> updated_at
---   KEYS[14..22] layout 1's due, ids, retries, errors, inflight, stats,
+--   KEYS[14] 2:outcome         STRING  the last settlement's dead report
+--   KEYS[15..23] layout 1's due, ids, retries, errors, inflight, stats,
 --                morgue, morgue_ids, morgue_errors
--- Scripts that read layout 1's per-id keys receive them from KEYS[23] on.
+-- Scripts that read layout 1's per-id keys receive them from KEYS[24] on.
 -- All keys share one hash tag, so a script touches one cluster slot.
 --
 -- A field is a LEB128 length and that many bytes. Job record: a flags byte
@@ -35,12 +36,12 @@ local K = {
   v1lease = KEYS[1], epoch = KEYS[2], lease = KEYS[3], jobs = KEYS[4],
   fifo = KEYS[5], later = KEYS[6], retries = KEYS[7], ovo = KEYS[8],
   ovs = KEYS[9], inflight = KEYS[10], meta = KEYS[11], morgue = KEYS[12],
-  mat = KEYS[13],
-  v1due = KEYS[14], v1ids = KEYS[15], v1retries = KEYS[16],
-  v1errors = KEYS[17], v1inflight = KEYS[18], v1stats = KEYS[19],
-  v1morgue = KEYS[20], v1morgue_ids = KEYS[21], v1morgue_errors = KEYS[22],
+  mat = KEYS[13], outcome = KEYS[14],
+  v1due = KEYS[15], v1ids = KEYS[16], v1retries = KEYS[17],
+  v1errors = KEYS[18], v1inflight = KEYS[19], v1stats = KEYS[20],
+  v1morgue = KEYS[21], v1morgue_ids = KEYS[22], v1morgue_errors = KEYS[23],
 }
-local FIXED_KEYS = 22
+local FIXED_KEYS = 23
 local FENCE = "0/orderly-layout-2"
 local INLINE_MAX, INLINE_BYTES = 64, 4096
 local CHUNK = 500 -- arguments per multi-argument command
@@ -70,7 +71,7 @@ local function init_clock(arg)
   else
     local t = redis.call("TIME")
     NOW_US = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    NOW = fmt_us(NOW_US)
+    NOW = t[1] .. "." .. string.rep("0", 6 - #t[2]) .. t[2]
     NOWN = tonumber(NOW)
   end
 end
@@ -120,337 +121,30 @@ local function bcmp(a, b)
   return 1
 end
 
--- enc makes an id prefix-free and keeps byte order: NUL becomes \0\1, and
--- \0\0 ends it.
-local function enc(id)
-  if string.find(id, "\0", 1, true) then
-    id = string.gsub(id, "%z", "\0\1")
-  end
-  return id .. "\0\0"
-end
-
--- ---------------------------------------------------------------- score keys
-
--- skey encodes a score as 8 bytes whose byte order is the numeric order.
-local function skey(x)
-  local hi, lo = 0, 0
-  if x ~= 0 then
-    local a = math.abs(x)
-    local m, e = math.frexp(a)
-    local E = e + 1022
-    local f
-    if E <= 0 then
-      f = a * 2 ^ 1074
-      E = 0
-    else
-      f = (m * 2 - 1) * 2 ^ 52
-    end
-    hi = E * 1048576 + math.floor(f / 4294967296)
-    lo = f % 4294967296
-  end
-  if x < 0 then
-    hi = 2147483647 - hi
-    lo = 4294967295 - lo
-  else
-    hi = hi + 2147483648
-  end
-  return string.char(
-    math.floor(hi / 16777216) % 256, math.floor(hi / 65536) % 256,
-    math.floor(hi / 256) % 256, hi % 256,
-    math.floor(lo / 16777216) % 256, math.floor(lo / 65536) % 256,
-    math.floor(lo / 256) % 256, lo % 256)
-end
-
--- skey_num decodes skey.
-local function skey_num(k)
-  local b1, b2, b3, b4, b5, b6, b7, b8 = string.byte(k, 1, 8)
-  local hi = ((b1 * 256 + b2) * 256 + b3) * 256 + b4
-  local lo = ((b5 * 256 + b6) * 256 + b7) * 256 + b8
-  local sign = 1
-  if hi >= 2147483648 then
-    hi = hi - 2147483648
-  else
-    hi = 2147483647 - hi
-    lo = 4294967295 - lo
-    sign = -1
-  end
-  local E = math.floor(hi / 1048576)
-  local f = (hi % 1048576) * 4294967296 + lo
-  if E == 0 then
-    if f == 0 then return 0 end
-    return sign * math.ldexp(f, -1074)
-  end
-  return sign * math.ldexp(f + 4503599627370496, E - 1075)
-end
-
-local function skey_str(k)
-  return string.format("%.17g", skey_num(k))
-end
-
--- ---------------------------------------------------------------- records
-
-local function rec_decode(s)
-  local flags = string.byte(s, 1)
-  local r = {}
-  local pos = 2
-  r.at, pos = rdf(s, pos)
-  r.rc, pos = rdf(s, pos)
-  if flags % 4 >= 2 then r.fseq, pos = rdf(s, pos) end
-  if flags % 2 == 1 then r.err, pos = rdf(s, pos) else r.err = "" end
-  if flags % 16 >= 8 then r.hold, pos = rdf(s, pos) end
-  r.ovn = 0
-  if flags % 8 >= 4 then
-    local v
-    v, pos = rdf(s, pos)
-    r.ovn = tonumber(v)
-  end
-  local ps = {}
-  local n = #s
-  while pos <= n do
-    local sc, d
-    sc, pos = rdf(s, pos)
-    d, pos = rdf(s, pos)
-    if sc == "" then sc = r.at end
-    ps[#ps + 1] = {sc, d}
-  end
-  r.ps = ps
-  return r
-end
-
-local function rec_encode(r)
-  local flags = 0
-  local t = {"", fld(r.at), fld(r.rc)}
-  if r.fseq then flags = flags + 2; t[#t + 1] = fld(r.fseq) end
-  if r.err ~= "" then flags = flags + 1; t[#t + 1] = fld(r.err) end
-  if r.hold then flags = flags + 8; t[#t + 1] = fld(r.hold) end
-  if r.ovn > 0 then flags = flags + 4; t[#t + 1] = fld(string.format("%.0f", r.ovn)) end
-  local at = r.at
-  for _, p in ipairs(r.ps) do
-    if p[1] == at then t[#t + 1] = "\0" else t[#t + 1] = fld(p[1]) end
-    t[#t + 1] = fld(p[2])
-  end
-  t[1] = string.char(flags)
-  return table.concat(t)
-end
-
-local function new_rec(at, rc)
-  return {at = at, rc = rc, err = "", ovn = 0, ps = {}}
-end
-
--- plt orders payloads: score, then bytes.
-local function plt(a, b)
-  local x, y = tonumber(a[1]), tonumber(b[1])
-  if x ~= y then return x < y end
-  return bcmp(a[2], b[2]) < 0
-end
-
-local function insert_sorted(ps, p)
-  local i = #ps
-  while i >= 1 and plt(p, ps[i]) do i = i - 1 end
-  table.insert(ps, i + 1, p)
-end
-
-local function inline_bytes(ps)
-  local n = 0
-  for _, p in ipairs(ps) do n = n + #p[2] + #p[1] end
-  return n
-end
-
--- ---------------------------------------------------------------- overflow
--- ns is "q" for queued payloads, "m" for the morgue's.
-
-local function ovpfx(ns, id) return ns .. enc(id) end
-
-local function ov_add(ns, id, sc, d)
-  local p = ovpfx(ns, id)
-  local k = skey(tonumber(sc))
-  redis.call("ZADD", K.ovo, 0, p .. k .. d)
-  redis.call("HSET", K.ovs, p .. d, k)
-end
-
-local function ov_del(ns, id, d, k)
-  local p = ovpfx(ns, id)
-  redis.call("ZREM", K.ovo, p .. k .. d)
-  redis.call("HDEL", K.ovs, p .. d)
-end
-
--- ov_first returns the lowest n overflow payloads of id, each
--- {score, data, member}.
-local function ov_first(ns, id, n)
-  local p = ovpfx(ns, id)
-  local ms = redis.call("ZRANGEBYLEX", K.ovo, "[" .. p, "(" .. string.sub(p, 1, -2) .. "\1", "LIMIT", 0, n)
-  local out = {}
-  local lp = #p
-  for i, m in ipairs(ms) do
-    out[i] = {skey_str(string.sub(m, lp + 1, lp + 8)), string.sub(m, lp + 9), m}
-  end
-  return out
-end
-
+-- hdel_list deletes fields in chunks within Lua's argument limits.
 local function hdel_list(key, fields)
   for i = 1, #fields, CHUNK do
     redis.call("HDEL", key, unpack(fields, i, math.min(i + CHUNK - 1, #fields)))
   end
 end
 
--- ov_remove removes what ov_first returned (a contiguous range).
-local function ov_remove(ns, id, list)
-  if #list == 0 then return end
-  redis.call("ZREMRANGEBYLEX", K.ovo, "[" .. list[1][3], "[" .. list[#list][3])
-  local p = ovpfx(ns, id)
-  local fs = {}
-  for i, e in ipairs(list) do fs[i] = p .. e[2] end
-  hdel_list(K.ovs, fs)
-end
-
--- refill moves the lowest overflow payloads inline when nothing is inline.
-local function refill(ns, id, r)
-  if #r.ps > 0 or r.ovn == 0 then return end
-  local list = ov_first(ns, id, INLINE_MAX)
-  local take, bytes = {}, 0
-  for i, e in ipairs(list) do
-    bytes = bytes + #e[1] + #e[2]
-    if i > 1 and bytes > INLINE_BYTES then break end
-    take[i] = e
-  end
-  ov_remove(ns, id, take)
-  for i, e in ipairs(take) do r.ps[i] = {e[1], e[2]} end
-  r.ovn = r.ovn - #take
-end
-
--- add_payload merges a payload into record r of id: an equal payload keeps
--- the lower score. Inline payloads stay the lowest ones, within the inline
--- bounds; the rest go to the overflow.
-local function add_payload(ns, id, r, sc, d)
-  local n = tonumber(sc)
-  refill(ns, id, r)
-  local ps = r.ps
-  for i, p in ipairs(ps) do
-    if p[2] == d then
-      if n < tonumber(p[1]) then
-        table.remove(ps, i)
-        insert_sorted(ps, {sc, d})
-      end
-      return
-    end
-  end
-  if r.ovn > 0 then
-    local k = redis.call("HGET", K.ovs, ovpfx(ns, id) .. d)
-    if k then
-      if n >= skey_num(k) then return end
-      ov_del(ns, id, d, k)
-      r.ovn = r.ovn - 1
-    end
-    if #ps > 0 and not plt({sc, d}, ps[#ps]) then
-      ov_add(ns, id, sc, d)
-      r.ovn = r.ovn + 1
-      return
-    end
-  end
-  insert_sorted(ps, {sc, d})
-  if #ps > 1 and (#ps > INLINE_MAX or inline_bytes(ps) > INLINE_BYTES) then
-    while #ps > 1 and (#ps > INLINE_MAX or inline_bytes(ps) > INLINE_BYTES) do
-      local last = table.remove(ps)
-      ov_add(ns, id, last[1], last[2])
-      r.ovn = r.ovn + 1
-    end
-  end
-end
-
--- take_payloads takes up to n of the lowest payloads of record r (inline
--- first, then overflow) and returns them; r keeps the rest (refilled).
-local function take_payloads(ns, id, r, n)
-  local got = {}
-  local ps = r.ps
-  local ni = math.min(#ps, n)
-  for i = 1, ni do got[i] = ps[i] end
-  local rest = {}
-  for i = ni + 1, #ps do rest[#rest + 1] = ps[i] end
-  r.ps = rest
-  if #rest == 0 and r.ovn > 0 and ni < n then
-    local list = ov_first(ns, id, n - ni)
-    ov_remove(ns, id, list)
-    r.ovn = r.ovn - #list
-    for _, e in ipairs(list) do got[#got + 1] = {e[1], e[2]} end
-  end
-  refill(ns, id, r)
-  return got
-end
-
--- drop_overflow deletes up to n overflow payloads of id; returns how many
--- are left.
-local function drop_overflow(ns, id, r, n)
-  if r.ovn == 0 then return 0 end
-  local list = ov_first(ns, id, n)
-  ov_remove(ns, id, list)
-  r.ovn = r.ovn - #list
-  if #list < n then r.ovn = 0 end
-  return r.ovn
-end
-
--- ---------------------------------------------------------------- jobs
-
-local function load(id)
-  local s = redis.call("HGET", K.jobs, id)
-  if s then return rec_decode(s) end
-  return nil
-end
-
-local function due_of(r)
-  if r.hold and tonumber(r.hold) > tonumber(r.at) then return r.hold end
-  return r.at
-end
-
--- store writes record r of id and its index entries; old_rc is the retry
--- count it had before (nil for a new record).
-local function store(id, r, old_rc)
-  if not r.fseq then redis.call("ZADD", K.later, due_of(r), id) end
-  if tonumber(r.rc) >= 0 then
-    redis.call("ZADD", K.retries, r.rc, id)
-  elseif old_rc and tonumber(old_rc) >= 0 then
-    redis.call("ZREM", K.retries, id)
-  end
-  redis.call("HSET", K.jobs, id, rec_encode(r))
-end
-
--- unlink removes the queued record of id and its index entries (not its
--- overflow).
-local function unlink(id, r)
-  redis.call("HDEL", K.jobs, id)
-  if not r.fseq then redis.call("ZREM", K.later, id) end
-  if tonumber(r.rc) >= 0 then redis.call("ZREM", K.retries, id) end
-end
-
--- later_hold returns the larger of two holds still in the future, or nil.
-local function later_hold(a, b)
-  local h
-  if a and tonumber(a) > NOWN then h = a end
-  if b and tonumber(b) > NOWN and (not h or tonumber(b) > tonumber(h)) then h = b end
-  return h
-end
-
--- requeue merges a job back as "failed job + queued job" (SPEC 3.2 case
--- 2): payloads united (lower score wins); perform_at, retry count and error
--- are the given ones; hold keeps the id from being fetched before it.
-local function requeue(id, ps, rc, at, err, hold)
-  local r = load(id)
-  local old_rc
-  if r then old_rc = r.rc else r = new_rec(at, rc) end
-  for _, p in ipairs(ps) do add_payload("q", id, r, p[1], p[2]) end
-  r.rc, r.at = rc, at
-  if tonumber(rc) >= 0 then r.err = err else r.err = "" end
-  r.fseq = nil
-  r.hold = later_hold(r.hold, hold)
-  store(id, r, old_rc)
+-- rec_head reads the start of a job record: flags, at, rc and fseq.
+local function rec_head(s)
+  local flags = string.byte(s, 1)
+  local at, rc, fseq, pos
+  at, pos = rdf(s, 2)
+  rc, pos = rdf(s, pos)
+  if flags % 4 >= 2 then fseq = rdf(s, pos) end
+  return flags, at, rc, fseq
 end
 
 -- ---------------------------------------------------------------- batches
 -- In-flight batch: fields "2", n, token, seq, fetched_at, bound, timeout,
--- then n jobs: id, rc, at, err, hold, np, np x (score, data).
+-- then n jobs, each two fields: id and a job record (lib.lua's encoding,
+-- without overflow) holding the payloads handed over.
 
-local function put_job(t, id, rc, at, err, hold, ps)
-  t[#t + 1] = fld(id) .. fld(rc) .. fld(at) .. fld(err) .. fld(hold or "") .. fld(tostring(#ps))
-  for _, p in ipairs(ps) do t[#t + 1] = fld(p[1]) .. fld(p[2]) end
+local function put_raw(t, id, rec)
+  t[#t + 1] = fld(id) .. fld(rec)
 end
 
 local function encode_batch(n, token, seq, at, bound, timeout, parts)
@@ -473,75 +167,430 @@ local function decode_header(s)
   return h, pos
 end
 
-local function decode_batch(s)
-  local h, pos = decode_header(s)
-  local jobs = {}
-  for j = 1, h.n do
-    local job = {}
-    local np
-    job.id, pos = rdf(s, pos)
-    job.rc, pos = rdf(s, pos)
-    job.at, pos = rdf(s, pos)
-    job.err, pos = rdf(s, pos)
-    job.hold, pos = rdf(s, pos)
-    np, pos = rdf(s, pos)
-    local ps = {}
-    for i = 1, tonumber(np) do
-      local sc, d
-      sc, pos = rdf(s, pos)
-      d, pos = rdf(s, pos)
-      ps[i] = {sc, d}
-    end
-    job.ps = ps
-    jobs[j] = job
-  end
-  return h, jobs
-end
-
--- hold_of returns until when the ids of a restored batch wait: the
--- deadline bound written at fetch, and no later than now + the call
--- timeout (every call started before now). nil when no deadline was kept.
-local function hold_of(h)
-  if h.timeout == "" then return nil end
-  local t_us = tonumber(h.timeout) * 1000
-  local bound_us = math.floor(tonumber(h.bound) * 1000000 + 0.5)
-  local us = math.min(bound_us, NOW_US + t_us)
-  if us <= NOW_US then return nil end
-  return fmt_us(us)
-end
-
--- restore_inflight puts the in-flight batch back into the queue (SPEC 3.7)
--- and returns how many ids it restored.
-local function restore_inflight(cur)
-  if not cur then return 0 end
-  local h, jobs = decode_batch(cur)
-  local hold = hold_of(h)
-  for _, job in ipairs(jobs) do
-    requeue(job.id, job.ps, job.rc, job.at, job.err, hold)
-  end
-  redis.call("DEL", K.inflight)
-  return #jobs
-end
-
--- ---------------------------------------------------------------- morgue
-
--- morgue_put merges payloads into the morgue entry of id (the lower score
--- wins), and sets its error and updated_at.
-local function morgue_put(id, ps, err, at)
-  local s = redis.call("HGET", K.morgue, id)
-  local m
-  if s then m = rec_decode(s) else m = new_rec(at, "") end
-  for _, p in ipairs(ps) do add_payload("m", id, m, p[1], p[2]) end
-  if not s or tonumber(at) >= tonumber(m.at) then
-    m.at, m.err = at, err
-  end
-  redis.call("HSET", K.morgue, id, rec_encode(m))
-  redis.call("ZADD", K.mat, m.at, id)
-end
-
 -- ---------------------------------------------------------------- leases
 
 local function lease_ok(token)
   local v = redis.call("MGET", K.lease, K.v1lease)
   return v[1] == token and v[2] == FENCE
 end
+
+-- ---------------------------------------------------------------- cold
+-- The helpers below are created only when a script calls cold(): creating
+-- a closure costs Redis's Lua a few hundred nanoseconds, and the hot path
+-- of a fetch or an enqueue needs none of them.
+
+local COLD
+local function cold()
+  if COLD then return COLD end
+  -- enc makes an id prefix-free and keeps byte order: NUL becomes \0\1, and
+  -- \0\0 ends it.
+  local function enc(id)
+    if string.find(id, "\0", 1, true) then
+      id = string.gsub(id, "%z", "\0\1")
+    end
+    return id .. "\0\0"
+  end
+
+  -- ---------------------------------------------------------------- score keys
+
+  -- skey encodes a score as 8 bytes whose byte order is the numeric order.
+  local function skey(x)
+    local hi, lo = 0, 0
+    if x ~= 0 then
+      local a = math.abs(x)
+      local m, e = math.frexp(a)
+      local E = e + 1022
+      local f
+      if E <= 0 then
+        f = a * 2 ^ 1074
+        E = 0
+      else
+        f = (m * 2 - 1) * 2 ^ 52
+      end
+      hi = E * 1048576 + math.floor(f / 4294967296)
+      lo = f % 4294967296
+    end
+    if x < 0 then
+      hi = 2147483647 - hi
+      lo = 4294967295 - lo
+    else
+      hi = hi + 2147483648
+    end
+    return string.char(
+      math.floor(hi / 16777216) % 256, math.floor(hi / 65536) % 256,
+      math.floor(hi / 256) % 256, hi % 256,
+      math.floor(lo / 16777216) % 256, math.floor(lo / 65536) % 256,
+      math.floor(lo / 256) % 256, lo % 256)
+  end
+
+  -- skey_num decodes skey.
+  local function skey_num(k)
+    local b1, b2, b3, b4, b5, b6, b7, b8 = string.byte(k, 1, 8)
+    local hi = ((b1 * 256 + b2) * 256 + b3) * 256 + b4
+    local lo = ((b5 * 256 + b6) * 256 + b7) * 256 + b8
+    local sign = 1
+    if hi >= 2147483648 then
+      hi = hi - 2147483648
+    else
+      hi = 2147483647 - hi
+      lo = 4294967295 - lo
+      sign = -1
+    end
+    local E = math.floor(hi / 1048576)
+    local f = (hi % 1048576) * 4294967296 + lo
+    if E == 0 then
+      if f == 0 then return 0 end
+      return sign * math.ldexp(f, -1074)
+    end
+    return sign * math.ldexp(f + 4503599627370496, E - 1075)
+  end
+
+  local function skey_str(k)
+    return string.format("%.17g", skey_num(k))
+  end
+
+  -- ---------------------------------------------------------------- records
+
+  local function rec_decode(s)
+    local flags = string.byte(s, 1)
+    local r = {}
+    local pos = 2
+    r.at, pos = rdf(s, pos)
+    r.rc, pos = rdf(s, pos)
+    if flags % 4 >= 2 then r.fseq, pos = rdf(s, pos) end
+    if flags % 2 == 1 then r.err, pos = rdf(s, pos) else r.err = "" end
+    if flags % 16 >= 8 then r.hold, pos = rdf(s, pos) end
+    r.ovn = 0
+    if flags % 8 >= 4 then
+      local v
+      v, pos = rdf(s, pos)
+      r.ovn = tonumber(v)
+    end
+    local ps = {}
+    local n = #s
+    while pos <= n do
+      local sc, d
+      sc, pos = rdf(s, pos)
+      d, pos = rdf(s, pos)
+      if sc == "" then sc = r.at end
+      ps[#ps + 1] = {sc, d}
+    end
+    r.ps = ps
+    return r
+  end
+
+  local function rec_encode(r)
+    local flags = 0
+    local t = {"", fld(r.at), fld(r.rc)}
+    if r.fseq then flags = flags + 2; t[#t + 1] = fld(r.fseq) end
+    if r.err ~= "" then flags = flags + 1; t[#t + 1] = fld(r.err) end
+    if r.hold then flags = flags + 8; t[#t + 1] = fld(r.hold) end
+    if r.ovn > 0 then flags = flags + 4; t[#t + 1] = fld(string.format("%.0f", r.ovn)) end
+    local at = r.at
+    for _, p in ipairs(r.ps) do
+      if p[1] == at then t[#t + 1] = "\0" else t[#t + 1] = fld(p[1]) end
+      t[#t + 1] = fld(p[2])
+    end
+    t[1] = string.char(flags)
+    return table.concat(t)
+  end
+
+  local function new_rec(at, rc)
+    return {at = at, rc = rc, err = "", ovn = 0, ps = {}}
+  end
+
+  -- plt orders payloads: score, then bytes.
+  local function plt(a, b)
+    local x, y = tonumber(a[1]), tonumber(b[1])
+    if x ~= y then return x < y end
+    return bcmp(a[2], b[2]) < 0
+  end
+
+  local function insert_sorted(ps, p)
+    local i = #ps
+    while i >= 1 and plt(p, ps[i]) do i = i - 1 end
+    table.insert(ps, i + 1, p)
+  end
+
+  local function inline_bytes(ps)
+    local n = 0
+    for _, p in ipairs(ps) do n = n + #p[2] + #p[1] end
+    return n
+  end
+
+  -- ---------------------------------------------------------------- overflow
+  -- ns is "q" for queued payloads, "m" for the morgue's.
+
+  local function ovpfx(ns, id) return ns .. enc(id) end
+
+  local function ov_add(ns, id, sc, d)
+    local p = ovpfx(ns, id)
+    local k = skey(tonumber(sc))
+    redis.call("ZADD", K.ovo, 0, p .. k .. d)
+    redis.call("HSET", K.ovs, p .. d, k)
+  end
+
+  local function ov_del(ns, id, d, k)
+    local p = ovpfx(ns, id)
+    redis.call("ZREM", K.ovo, p .. k .. d)
+    redis.call("HDEL", K.ovs, p .. d)
+  end
+
+  -- ov_first returns the lowest n overflow payloads of id, each
+  -- {score, data, member}.
+  local function ov_first(ns, id, n)
+    local p = ovpfx(ns, id)
+    local ms = redis.call("ZRANGEBYLEX", K.ovo, "[" .. p, "(" .. string.sub(p, 1, -2) .. "\1", "LIMIT", 0, n)
+    local out = {}
+    local lp = #p
+    for i, m in ipairs(ms) do
+      out[i] = {skey_str(string.sub(m, lp + 1, lp + 8)), string.sub(m, lp + 9), m}
+    end
+    return out
+  end
+
+  -- ov_remove removes what ov_first returned (a contiguous range).
+  local function ov_remove(ns, id, list)
+    if #list == 0 then return end
+    redis.call("ZREMRANGEBYLEX", K.ovo, "[" .. list[1][3], "[" .. list[#list][3])
+    local p = ovpfx(ns, id)
+    local fs = {}
+    for i, e in ipairs(list) do fs[i] = p .. e[2] end
+    hdel_list(K.ovs, fs)
+  end
+
+  -- refill moves the lowest overflow payloads inline when nothing is inline.
+  local function refill(ns, id, r)
+    if #r.ps > 0 or r.ovn == 0 then return end
+    local list = ov_first(ns, id, INLINE_MAX)
+    local take, bytes = {}, 0
+    for i, e in ipairs(list) do
+      bytes = bytes + #e[1] + #e[2]
+      if i > 1 and bytes > INLINE_BYTES then break end
+      take[i] = e
+    end
+    ov_remove(ns, id, take)
+    for i, e in ipairs(take) do r.ps[i] = {e[1], e[2]} end
+    r.ovn = r.ovn - #take
+  end
+
+  -- add_payload merges a payload into record r of id: an equal payload keeps
+  -- the lower score. Inline payloads stay the lowest ones, within the inline
+  -- bounds; the rest go to the overflow.
+  local function add_payload(ns, id, r, sc, d)
+    local n = tonumber(sc)
+    refill(ns, id, r)
+    local ps = r.ps
+    for i, p in ipairs(ps) do
+      if p[2] == d then
+        if n < tonumber(p[1]) then
+          table.remove(ps, i)
+          insert_sorted(ps, {sc, d})
+        end
+        return
+      end
+    end
+    if r.ovn > 0 then
+      local k = redis.call("HGET", K.ovs, ovpfx(ns, id) .. d)
+      if k then
+        if n >= skey_num(k) then return end
+        ov_del(ns, id, d, k)
+        r.ovn = r.ovn - 1
+      end
+      if #ps > 0 and not plt({sc, d}, ps[#ps]) then
+        ov_add(ns, id, sc, d)
+        r.ovn = r.ovn + 1
+        return
+      end
+    end
+    insert_sorted(ps, {sc, d})
+    if #ps > 1 and (#ps > INLINE_MAX or inline_bytes(ps) > INLINE_BYTES) then
+      while #ps > 1 and (#ps > INLINE_MAX or inline_bytes(ps) > INLINE_BYTES) do
+        local last = table.remove(ps)
+        ov_add(ns, id, last[1], last[2])
+        r.ovn = r.ovn + 1
+      end
+    end
+  end
+
+  -- take_payloads takes up to n of the lowest payloads of record r (inline
+  -- first, then overflow) and returns them; r keeps the rest (refilled).
+  local function take_payloads(ns, id, r, n)
+    local got = {}
+    local ps = r.ps
+    local ni = math.min(#ps, n)
+    for i = 1, ni do got[i] = ps[i] end
+    local rest = {}
+    for i = ni + 1, #ps do rest[#rest + 1] = ps[i] end
+    r.ps = rest
+    if #rest == 0 and r.ovn > 0 and ni < n then
+      local list = ov_first(ns, id, n - ni)
+      ov_remove(ns, id, list)
+      r.ovn = r.ovn - #list
+      for _, e in ipairs(list) do got[#got + 1] = {e[1], e[2]} end
+    end
+    refill(ns, id, r)
+    return got
+  end
+
+  -- drop_overflow deletes up to n overflow payloads of id; returns how many
+  -- are left.
+  local function drop_overflow(ns, id, r, n)
+    if r.ovn == 0 then return 0 end
+    local list = ov_first(ns, id, n)
+    ov_remove(ns, id, list)
+    r.ovn = r.ovn - #list
+    if #list < n then r.ovn = 0 end
+    return r.ovn
+  end
+
+  -- ---------------------------------------------------------------- jobs
+
+  local function load(id)
+    local s = redis.call("HGET", K.jobs, id)
+    if s then return rec_decode(s) end
+    return nil
+  end
+
+  local function due_of(r)
+    if r.hold and tonumber(r.hold) > tonumber(r.at) then return r.hold end
+    return r.at
+  end
+
+  -- store writes record r of id and its index entries; old_rc is the retry
+  -- count it had before (nil for a new record).
+  local function store(id, r, old_rc)
+    if not r.fseq then redis.call("ZADD", K.later, due_of(r), id) end
+    if tonumber(r.rc) >= 0 then
+      redis.call("ZADD", K.retries, r.rc, id)
+    elseif old_rc and tonumber(old_rc) >= 0 then
+      redis.call("ZREM", K.retries, id)
+    end
+    redis.call("HSET", K.jobs, id, rec_encode(r))
+  end
+
+  -- unlink removes the queued record of id and its index entries (not its
+  -- overflow).
+  local function unlink(id, r)
+    redis.call("HDEL", K.jobs, id)
+    if not r.fseq then redis.call("ZREM", K.later, id) end
+    if tonumber(r.rc) >= 0 then redis.call("ZREM", K.retries, id) end
+  end
+
+  -- later_hold returns the larger of two holds still in the future, or nil.
+  local function later_hold(a, b)
+    local h
+    if a and tonumber(a) > NOWN then h = a end
+    if b and tonumber(b) > NOWN and (not h or tonumber(b) > tonumber(h)) then h = b end
+    return h
+  end
+
+  -- requeue merges a job back as "failed job + queued job" (SPEC 3.2 case
+  -- 2): payloads united (lower score wins); perform_at, retry count and error
+  -- are the given ones; hold keeps the id from being fetched before it.
+  local function requeue(id, ps, rc, at, err, hold)
+    local r = load(id)
+    local old_rc
+    if r then old_rc = r.rc else r = new_rec(at, rc) end
+    for _, p in ipairs(ps) do add_payload("q", id, r, p[1], p[2]) end
+    r.rc, r.at = rc, at
+    if tonumber(rc) >= 0 then r.err = err else r.err = "" end
+    r.fseq = nil
+    r.hold = later_hold(r.hold, hold)
+    store(id, r, old_rc)
+  end
+
+  local function put_job(t, id, rc, at, err, ps)
+    put_raw(t, id, rec_encode({at = at, rc = rc, err = err, ovn = 0, ps = ps}))
+  end
+
+
+  local function decode_batch(s)
+    local h, pos = decode_header(s)
+    local jobs = {}
+    for j = 1, h.n do
+      local id, rec
+      id, pos = rdf(s, pos)
+      rec, pos = rdf(s, pos)
+      local r = rec_decode(rec)
+      jobs[j] = {id = id, rc = r.rc, at = r.at, err = r.err, ps = r.ps}
+    end
+    return h, jobs
+  end
+
+  -- hold_of returns until when the ids of a restored batch wait: the
+  -- deadline bound written at fetch, and no later than now + the call
+  -- timeout (every call started before now). nil when no deadline was kept.
+  local function hold_of(h)
+    if h.timeout == "" then return nil end
+    local t_us = tonumber(h.timeout) * 1000
+    local bound_us = math.floor(tonumber(h.bound) * 1000000 + 0.5)
+    local us = math.min(bound_us, NOW_US + t_us)
+    if us <= NOW_US then return nil end
+    return fmt_us(us)
+  end
+
+  -- restore_inflight puts the in-flight batch back into the queue (SPEC 3.7)
+  -- and returns how many ids it restored.
+  local function restore_inflight(cur)
+    if not cur then return 0 end
+    local h, jobs = decode_batch(cur)
+    local hold = hold_of(h)
+    for _, job in ipairs(jobs) do
+      requeue(job.id, job.ps, job.rc, job.at, job.err, hold)
+    end
+    redis.call("DEL", K.inflight)
+    return #jobs
+  end
+
+  -- ---------------------------------------------------------------- morgue
+
+  -- morgue_put merges payloads into the morgue entry of id (the lower score
+  -- wins), and sets its error and updated_at.
+  local function morgue_put(id, ps, err, at)
+    local s = redis.call("HGET", K.morgue, id)
+    local m
+    if s then m = rec_decode(s) else m = new_rec(at, "") end
+    for _, p in ipairs(ps) do add_payload("m", id, m, p[1], p[2]) end
+    if not s or tonumber(at) >= tonumber(m.at) then
+      m.at, m.err = at, err
+    end
+    redis.call("HSET", K.morgue, id, rec_encode(m))
+    redis.call("ZADD", K.mat, m.at, id)
+  end
+
+  COLD = {
+    enc = enc,
+    skey = skey,
+    skey_num = skey_num,
+    skey_str = skey_str,
+    rec_decode = rec_decode,
+    rec_encode = rec_encode,
+    new_rec = new_rec,
+    plt = plt,
+    insert_sorted = insert_sorted,
+    inline_bytes = inline_bytes,
+    ovpfx = ovpfx,
+    ov_add = ov_add,
+    ov_del = ov_del,
+    ov_first = ov_first,
+    ov_remove = ov_remove,
+    refill = refill,
+    add_payload = add_payload,
+    take_payloads = take_payloads,
+    drop_overflow = drop_overflow,
+    load = load,
+    due_of = due_of,
+    store = store,
+    unlink = unlink,
+    later_hold = later_hold,
+    requeue = requeue,
+    put_job = put_job,
+    decode_batch = decode_batch,
+    hold_of = hold_of,
+    restore_inflight = restore_inflight,
+    morgue_put = morgue_put,
+  }
+  return COLD
+end
+

@@ -23,6 +23,9 @@
 -- searched by binary search on positions, each probe skipping stale
 -- entries.
 
+local C = cold()
+local rec_decode, ov_first = C.rec_decode, C.ov_first
+
 local view, rev = ARGV[1], ARGV[2] == "1"
 local min, max, limit = ARGV[3], ARGV[4], tonumber(ARGV[5])
 local has_cursor, cs, cm = ARGV[6] == "1", ARGV[7], ARGV[8]
@@ -104,8 +107,8 @@ local function valid(i, dir)
       local id = string.sub(e, c + 1)
       local s = redis.call("HGET", K.jobs, id)
       if s then
-        local r = rec_decode(s)
-        if r.fseq == string.sub(e, 1, c - 1) then return a + j - 1, id, r.at, s end
+        local _, at, _, fseq = rec_head(s)
+        if fseq == string.sub(e, 1, c - 1) then return a + j - 1, id, at, s end
       end
     end
     if dir == 1 then i = b + 1 else i = a - 1 end

@@ -1,7 +1,7 @@
 -- migrate.lua: move one bounded chunk of a shard's layout 1 data into
 -- layout 2 (docs/storage.md section 8). Only the shard's owner drains it.
 --
--- KEYS: the shard key set (lib.lua); for "queue" and "morgue", KEYS[23..]
+-- KEYS: the shard key set (lib.lua); for "queue" and "morgue", KEYS[24..]
 -- are layout 1's per-id keys ("p:<id>" or "m:<id>") of the ids, in order.
 -- ARGV[1] now ("" = Redis TIME; set only by the test seam)
 -- ARGV[2] lease token of the caller
@@ -24,6 +24,9 @@
 -- "LEASE_LOST" when ARGV[2] is not the current lease.
 --
 -- Cost: O(ids + payloads moved).
+
+local C = cold()
+local new_rec, add_payload, load, store, requeue, morgue_put = C.new_rec, C.add_payload, C.load, C.store, C.requeue, C.morgue_put
 
 if not lease_ok(ARGV[2]) then return redis.error_reply("LEASE_LOST") end
 init_clock(ARGV[1])

@@ -22,6 +22,9 @@
 --
 -- Cost: O(entries + payloads moved), payloads moved <= ARGV[7] per entry.
 
+local C = cold()
+local rec_decode, rec_encode, take_payloads, drop_overflow, requeue = C.rec_decode, C.rec_encode, C.take_payloads, C.drop_overflow, C.requeue
+
 init_clock(ARGV[1])
 local op, sel, maxp = ARGV[2], ARGV[5], tonumber(ARGV[7])
 local list

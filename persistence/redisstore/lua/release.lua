@@ -15,6 +15,9 @@
 --
 -- Cost: O(payloads restored).
 
+local C = cold()
+local restore_inflight = C.restore_inflight
+
 if not lease_ok(ARGV[2]) then
   return -1
 end

@@ -40,9 +40,9 @@ for _, e in ipairs(els) do
   local c = string.find(e, ":", 1, true)
   local s = redis.call("HGET", K.jobs, string.sub(e, c + 1))
   if s then
-    local r = rec_decode(s)
-    if r.fseq == string.sub(e, 1, c - 1) then
-      consider(r.at)
+    local _, at, _, fseq = rec_head(s)
+    if fseq == string.sub(e, 1, c - 1) then
+      consider(at)
       break
     end
   end
