@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -235,6 +237,74 @@ func BenchmarkMemory(b *testing.B) {
 			b.ReportMetric((ten-one)/9, "B/extra-payload")
 			b.ReportMetric(whale, "B/payload-of-10k-id")
 			b.ReportMetric(delayed, "B/delayed-job")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+var hotPayloads = flag.Int("hotpayloads", 20_000, "payloads of the one id BenchmarkHotID drains (500000 for the documented figures)")
+
+// BenchmarkHotID enqueues -hotpayloads payloads for one id and drains it
+// (fetch 10 ids per call, every call acknowledged), and reports the longest
+// script call of each phase as Redis's SLOWLOG timed it: no call may walk
+// the id's whole payload set.
+func BenchmarkHotID(b *testing.B) {
+	for _, l := range layouts {
+		b.Run("layout="+l, func(b *testing.B) {
+			e := newBenchEnv(b, l, 1)
+			ctx := context.Background()
+			require.NoError(b, e.admin.ConfigSet(ctx, "slowlog-log-slower-than", "0").Err())
+			require.NoError(b, e.admin.ConfigSet(ctx, "slowlog-max-len", "1000000").Err())
+			// longest returns the median and the longest script call since
+			// the last look (SLOWLOG times each call; on a busy machine the
+			// longest also holds the time the server waited for a core).
+			longest := func() (time.Duration, time.Duration) {
+				logs, err := e.admin.SlowLogGet(ctx, -1).Result()
+				require.NoError(b, err)
+				var ds []time.Duration
+				for _, s := range logs {
+					if len(s.Args) > 0 && strings.EqualFold(s.Args[0], "evalsha") {
+						ds = append(ds, s.Duration)
+					}
+				}
+				require.NoError(b, e.admin.SlowLogReset(ctx).Err())
+				if len(ds) == 0 {
+					return 0, 0
+				}
+				slices.Sort(ds)
+				return ds[len(ds)/2], ds[len(ds)-1]
+			}
+			longest()
+			b.ResetTimer()
+			jobs := make([]persistence.NewJob, 0, 1000)
+			for k := range *hotPayloads {
+				sc := float64(k)
+				jobs = append(jobs, persistence.NewJob{ID: "whale", Payload: []byte("p-" + strconv.Itoa(k)), Score: &sc})
+				if len(jobs) == 1000 || k == *hotPayloads-1 {
+					require.NoError(b, e.store.Enqueue(ctx, "bench", jobs))
+					jobs = jobs[:0]
+				}
+			}
+			enqMed, enqMax := longest()
+			lease, _, err := e.store.AcquireShard(ctx, persistence.ShardRef{Queue: "bench"}, "bench", time.Minute)
+			require.NoError(b, err)
+			var settle, seq int64
+			for {
+				seq++
+				res, err := e.store.Advance(ctx, lease, persistence.AdvanceRequest{Settle: settle, Fetch: 10, NextSeq: seq, MaxRetryCount: 25})
+				require.NoError(b, err)
+				if res.Batch == nil {
+					break
+				}
+				settle = res.Batch.Seq
+			}
+			advMed, advMax := longest()
+			b.StopTimer()
+			ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+			b.ReportMetric(ms(enqMed), "median-enqueue-ms")
+			b.ReportMetric(ms(enqMax), "max-enqueue-ms")
+			b.ReportMetric(ms(advMed), "median-advance-ms")
+			b.ReportMetric(ms(advMax), "max-advance-ms")
 			b.ReportMetric(0, "ns/op")
 		})
 	}

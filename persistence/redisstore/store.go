@@ -26,8 +26,9 @@ const (
 	DefaultPrefix = "orderly"
 	// DefaultEnqueueChunk is how many jobs one enqueue script call carries at
 	// most; larger batches are split into several calls sent in one pipeline,
-	// so that no single call blocks the server for long.
-	DefaultEnqueueChunk = 1000
+	// so that no single call blocks the server for long (500 payloads of one
+	// id with hundreds of thousands queued take a few milliseconds).
+	DefaultEnqueueChunk = 500
 	// actionChunk is how many ids one call of a bulk action handles.
 	actionChunk = 500
 	// idChunk is how many named ids one morgue call carries.
@@ -98,7 +99,7 @@ type Store struct {
 
 	scriptsLoaded atomic.Bool // LoadScripts succeeded once
 
-	v1mu      sync.Mutex                        // guards v1checked
+	v1mu      sync.Mutex                         // guards v1checked
 	v1checked map[persistence.ShardRef]time.Time // last look for layout 1 data, once upgraded
 }
 

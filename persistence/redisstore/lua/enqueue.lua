@@ -127,6 +127,7 @@ for j, id in ipairs(order) do
     if cur[j] then r = cold().rec_decode(cur[j]) end
     local new = r == nil
     local k = 0
+    local list = {}
     for _, i in ipairs(g) do
       local sc
       sc, k = score(i, k)
@@ -135,8 +136,9 @@ for j, id in ipairs(order) do
         if at == "" then at = NOW end
         r = cold().new_rec(at, "-1")
       end
-      cold().add_payload("q", id, r, sc, ARGV[i + 1])
+      list[#list + 1] = {sc, ARGV[i + 1]}
     end
+    cold().add_payloads("q", id, r, list)
     if new then
       local atn = tonumber(r.at)
       if atn <= NOWN and (not tatn or atn > tatn or (atn == tatn and (tail_ours or bcmp(id, tid) >= 0))) then

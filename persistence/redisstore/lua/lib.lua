@@ -413,6 +413,103 @@ local function cold()
     end
   end
 
+  -- add_payloads merges payloads {score, data} into record r of id as
+  -- add_payload would one by one, with one Redis command per kind of change
+  -- instead of several per payload (the path of ids with many payloads).
+  local function add_payloads(ns, id, r, list)
+    if #list == 0 then return end
+    if #list == 1 then return add_payload(ns, id, r, list[1][1], list[1][2]) end
+    refill(ns, id, r)
+    local ps = r.ps
+    local pos = {}
+    for i, p in ipairs(ps) do pos[p[2]] = i end
+    -- Equal inline payloads take the lower score; the others are
+    -- candidates, each with its lowest score in the list.
+    local cand, order, resort = {}, {}, false
+    for _, p in ipairs(list) do
+      local sc, d = p[1], p[2]
+      local i = pos[d]
+      if i then
+        if tonumber(sc) < tonumber(ps[i][1]) then
+          ps[i] = {sc, d}
+          resort = true
+        end
+      elseif not cand[d] then
+        cand[d] = sc
+        order[#order + 1] = d
+      elseif tonumber(sc) < tonumber(cand[d]) then
+        cand[d] = sc
+      end
+    end
+    if resort then table.sort(ps, plt) end
+    if #order == 0 then return end
+    local pfx = ovpfx(ns, id)
+    local zrem, hdel, zadd, hset = {}, {}, {}, {}
+    if r.ovn > 0 then
+      for i = 1, #order, CHUNK do
+        local fields = {}
+        for j = i, math.min(i + CHUNK - 1, #order) do fields[#fields + 1] = pfx .. order[j] end
+        local ks = redis.call("HMGET", K.ovs, unpack(fields))
+        for j = 1, #fields do
+          local k = ks[j]
+          if k then
+            local d = order[i + j - 1]
+            if tonumber(cand[d]) >= skey_num(k) then
+              cand[d] = nil
+            else
+              zrem[#zrem + 1] = pfx .. k .. d
+              hdel[#hdel + 1] = pfx .. d
+              r.ovn = r.ovn - 1
+            end
+          end
+        end
+      end
+    end
+    local function to_ov(sc, d)
+      local k = skey(tonumber(sc))
+      zadd[#zadd + 1] = 0
+      zadd[#zadd + 1] = pfx .. k .. d
+      hset[#hset + 1] = pfx .. d
+      hset[#hset + 1] = k
+      r.ovn = r.ovn + 1
+    end
+    -- With an overflow, a payload above the inline ones goes there: every
+    -- inline payload stays at most the overflow's lowest.
+    local last = nil
+    if r.ovn > 0 then last = ps[#ps] end
+    for _, d in ipairs(order) do
+      local sc = cand[d]
+      if sc then
+        if last and not plt({sc, d}, last) then
+          to_ov(sc, d)
+        else
+          ps[#ps + 1] = {sc, d}
+        end
+      end
+    end
+    table.sort(ps, plt)
+    local keep, bytes = 0, 0
+    for i, p in ipairs(ps) do
+      bytes = bytes + #p[1] + #p[2]
+      if i > 1 and (i > INLINE_MAX or bytes > INLINE_BYTES) then break end
+      keep = i
+    end
+    for i = #ps, keep + 1, -1 do
+      local p = table.remove(ps)
+      to_ov(p[1], p[2])
+    end
+    for i = 1, #zrem, CHUNK do
+      redis.call("ZREM", K.ovo, unpack(zrem, i, math.min(i + CHUNK - 1, #zrem)))
+    end
+    hdel_list(K.ovs, hdel)
+    for i = 1, #zadd, 2 * CHUNK do
+      redis.call("ZADD", K.ovo, unpack(zadd, i, math.min(i + 2 * CHUNK - 1, #zadd)))
+    end
+    for i = 1, #hset, 2 * CHUNK do
+      redis.call("HSET", K.ovs, unpack(hset, i, math.min(i + 2 * CHUNK - 1, #hset)))
+    end
+  end
+
   -- take_payloads takes up to n of the lowest payloads of record r (inline
   -- first, then overflow) and returns them; r keeps the rest (refilled).
   local function take_payloads(ns, id, r, n)
@@ -492,7 +589,7 @@ local function cold()
     local r = load(id)
     local old_rc
     if r then old_rc = r.rc else r = new_rec(at, rc) end
-    for _, p in ipairs(ps) do add_payload("q", id, r, p[1], p[2]) end
+    add_payloads("q", id, r, ps)
     r.rc, r.at = rc, at
     if tonumber(rc) >= 0 then r.err = err else r.err = "" end
     r.fseq = nil
@@ -551,7 +648,7 @@ local function cold()
     local s = redis.call("HGET", K.morgue, id)
     local m
     if s then m = rec_decode(s) else m = new_rec(at, "") end
-    for _, p in ipairs(ps) do add_payload("m", id, m, p[1], p[2]) end
+    add_payloads("m", id, m, ps)
     if not s or tonumber(at) >= tonumber(m.at) then
       m.at, m.err = at, err
     end
@@ -577,6 +674,7 @@ local function cold()
     ov_remove = ov_remove,
     refill = refill,
     add_payload = add_payload,
+    add_payloads = add_payloads,
     take_payloads = take_payloads,
     drop_overflow = drop_overflow,
     load = load,

@@ -26,7 +26,7 @@
 -- Cost: O(ids + payloads moved).
 
 local C = cold()
-local new_rec, add_payload, load, store, requeue, morgue_put = C.new_rec, C.add_payload, C.load, C.store, C.requeue, C.morgue_put
+local new_rec, add_payloads, load, store, requeue, morgue_put = C.new_rec, C.add_payloads, C.load, C.store, C.requeue, C.morgue_put
 
 if not lease_ok(ARGV[2]) then return redis.error_reply("LEASE_LOST") end
 init_clock(ARGV[1])
@@ -61,7 +61,7 @@ if op == "queue" then
         local r = load(id)
         local old_rc
         if r then old_rc = r.rc else r = new_rec(at, rc) end
-        for _, x in ipairs(pairs_of(flat)) do add_payload("q", id, r, x[1], x[2]) end
+        add_payloads("q", id, r, pairs_of(flat))
         r.at, r.rc, r.fseq = at, rc, nil
         if tonumber(rc) >= 0 then r.err = err else r.err = "" end
         store(id, r, old_rc)
