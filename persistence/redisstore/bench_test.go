@@ -309,3 +309,27 @@ func BenchmarkHotID(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkList times the first page (100 jobs) of each listing order over
+// -memjobs queued jobs in 5 shards, layout 2: by perform_at and by retry
+// count read indexes; by id reads the records hash in bounded chunks.
+func BenchmarkList(b *testing.B) {
+	e := newBenchEnv(b, "2", 5)
+	e.fill(*memJobs)
+	ctx := context.Background()
+	for _, order := range []persistence.Order{persistence.OrderPerformAt, persistence.OrderRetryCount, persistence.OrderID} {
+		b.Run("order="+string(order), func(b *testing.B) {
+			before := e.usage()
+			start := time.Now()
+			for range b.N {
+				page, err := e.store.ListJobs(ctx, "bench", persistence.ListOptions{Order: order, Limit: 100})
+				require.NoError(b, err)
+				require.Len(b, page.Jobs, 100)
+			}
+			u := e.usage().Sub(before)
+			b.ReportMetric(float64(time.Since(start).Microseconds())/1000/float64(b.N), "ms/page")
+			b.ReportMetric(u.CPUSeconds*1000/float64(b.N), "redis-cpu-ms/page")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
