@@ -164,7 +164,10 @@ if want > 0 then
   local whole = maxp >= INLINE_MAX -- a record without overflow fits a call
   local taken = {}
   local del_jobs, del_later, del_retries = {}, {}, {}
-  local chunk = want + 8
+  -- Read one entry more than wanted from the fifo and from later (most
+  -- entries are valid and due); a fifo with stale entries is read further
+  -- in bigger chunks.
+  local chunk = want + 1
 
   -- The fifo, read in chunks from index base; fi is the next entry of fel
   -- to look at; consumed counts the leading entries taken, moved or found
@@ -177,9 +180,11 @@ if want > 0 then
       if fi > #fel then
         if fend then return nil end
         base = base + #fel
-        fel = redis.call("LRANGE", K.fifo, base, base + chunk - 1)
+        local size = chunk
+        if base > 0 then size = chunk + 32 end
+        fel = redis.call("LRANGE", K.fifo, base, base + size - 1)
         fi = 1
-        if #fel < chunk then fend = true end
+        if #fel < size then fend = true end
         if #fel == 0 then return nil end
         fids = {}
         for j, e in ipairs(fel) do fids[j] = string.sub(e, string.find(e, ":", 1, true) + 1) end
