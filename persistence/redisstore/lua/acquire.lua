@@ -51,5 +51,5 @@ redis.call("SET", K.lease, token, "PX", ARGV[3])
 if not v1 then redis.call("SET", K.v1lease, FENCE) end
 
 local restored = restore_inflight(redis.call("GET", K.inflight))
-redis.call("HDEL", K.meta, "outcome")
+redis.call("DEL", K.outcome)
 return {"OK", token, epoch, restored, redis.call("EXISTS", K.v1inflight)}

@@ -38,7 +38,7 @@ if op == "finish" then
   if c[2] then redis.call("HINCRBY", K.v1stats, "failed", c[2]) end
   redis.call("HDEL", K.meta, "processed", "failed")
   if redis.call("EXISTS", K.jobs, K.morgue, K.inflight) > 0 then return {0, 0} end
-  redis.call("DEL", K.fifo, K.later, K.retries, K.ovo, K.ovs, K.meta, K.mat, K.lease)
+  redis.call("DEL", K.fifo, K.later, K.retries, K.ovo, K.ovs, K.meta, K.mat, K.lease, K.outcome)
   if redis.call("GET", K.v1lease) == FENCE then redis.call("DEL", K.v1lease) end
   return {1, 0}
 end

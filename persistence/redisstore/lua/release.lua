@@ -23,7 +23,7 @@ if not lease_ok(ARGV[2]) then
 end
 init_clock(ARGV[1])
 local restored = restore_inflight(redis.call("GET", K.inflight))
-redis.call("HDEL", K.meta, "outcome")
+redis.call("DEL", K.outcome)
 redis.call("DEL", K.lease)
 redis.call("PUBLISH", ARGV[3], ARGV[4])
 return restored
