@@ -18,6 +18,7 @@ import (
 	"github.com/orderlyhq/orderly/internal/nodetest"
 	"github.com/orderlyhq/orderly/internal/redistest"
 	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/webhook/webhooktest"
 )
 
 type clusterView struct {
@@ -123,17 +124,15 @@ func load(nodes []*nodetest.Node, ids int) *history.Producer {
 	})
 }
 
-func waitEmpty(t *testing.T, n *nodetest.Node) {
+// waitEmpty waits until the queue is empty, nothing is in flight and the
+// receiver answered every delivery, so that its record is complete.
+func waitEmpty(t *testing.T, n *nodetest.Node, rcv *webhooktest.Receiver) {
 	t.Helper()
-	eventually(t, "queue empty", func() bool {
-		code, b := n.Do("GET", "/api/v1/stats", nil)
-		var st struct {
-			Total struct{ Length int } `json:"total"`
-		}
-		return code == 200 && json.Unmarshal(b, &st) == nil && st.Total.Length == 0
+	eventually(t, "queue empty, nothing in flight, every delivery answered", func() bool {
+		code, b := n.Do("GET", "/api/v1/queues/orders", nil)
+		var q struct{ Length, Busy int64 }
+		return code == 200 && json.Unmarshal(b, &q) == nil && q.Length == 0 && q.Busy == 0 && rcv.Active() == 0
 	})
-	// And nothing in flight: every delivery answered.
-	time.Sleep(300 * time.Millisecond)
 }
 
 // TestClusterJoinSplitAndLeave: three nodes join through a seed and split the
@@ -142,7 +141,7 @@ func waitEmpty(t *testing.T, n *nodetest.Node) {
 func TestClusterJoinSplitAndLeave(t *testing.T) {
 	t.Parallel()
 	srv := redistest.NewServer(t, redistest.Options{})
-	rcv := nodetest.NewReceiver(t, func(nodetest.Delivery) nodetest.Answer { return nodetest.Answer{Delay: 5 * time.Millisecond} })
+	rcv := nodetest.NewReceiver(t, func(*webhooktest.Call) webhooktest.Answer { return webhooktest.Answer{Delay: 5 * time.Millisecond} })
 	cfg := clusterConfig(rcv.URL)
 	n1 := nodetest.Start(t, nodetest.Options{Redis: srv.URL(), Config: cfg})
 	join := []string{"--join", n1.Gossip}
@@ -173,9 +172,9 @@ func TestClusterJoinSplitAndLeave(t *testing.T) {
 	})
 	time.Sleep(time.Second)
 	producer.Stop()
-	waitEmpty(t, n1)
+	waitEmpty(t, n1, rcv)
 
-	rep := history.Check(rcv.History.Calls(), producer.Enqueued(), nil)
+	rep := history.Check(history.FromWebhook(rcv.Calls()), producer.Enqueued(), nil)
 	t.Log(rep.String())
 	require.True(t, rep.OK(), rep.String())
 	require.Zero(t, rep.Duplicates, "a graceful leave redelivers nothing")
@@ -189,12 +188,12 @@ func TestClusterFailoverAfterSigkill(t *testing.T) {
 	srv := redistest.NewServer(t, redistest.Options{AOF: true})
 	var rmu sync.Mutex // guards rng
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
-	rcv := nodetest.NewReceiver(t, func(d nodetest.Delivery) nodetest.Answer {
+	rcv := nodetest.NewReceiver(t, func(c *webhooktest.Call) webhooktest.Answer {
 		rmu.Lock()
 		defer rmu.Unlock()
-		a := nodetest.Answer{Delay: time.Duration(rng.IntN(20)) * time.Millisecond}
+		a := webhooktest.Answer{Delay: time.Duration(rng.IntN(20)) * time.Millisecond}
 		if rng.IntN(20) == 0 {
-			a.Fail = map[string]string{d.Jobs[0].ID: "random failure"}
+			a.Failed = map[string]string{c.Request.Jobs[0].ID: "random failure"}
 		}
 		return a
 	})
@@ -227,9 +226,9 @@ func TestClusterFailoverAfterSigkill(t *testing.T) {
 	t.Logf("failover: every shard of the killed node served again %s after SIGKILL (lease_ttl 3s)", failover.Round(time.Millisecond))
 	time.Sleep(time.Second)
 	producer.Stop()
-	waitEmpty(t, n1)
+	waitEmpty(t, n1, rcv)
 
-	rep := history.Check(rcv.History.Calls(), producer.Enqueued(), nil)
+	rep := history.Check(history.FromWebhook(rcv.Calls()), producer.Enqueued(), nil)
 	t.Log(rep.String())
 	require.True(t, rep.OK(), rep.String())
 }
