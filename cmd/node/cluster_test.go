@@ -18,24 +18,13 @@ import (
 	"github.com/orderlyhq/orderly/internal/nodetest"
 	"github.com/orderlyhq/orderly/internal/redistest"
 	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/web/apiv1"
 	"github.com/orderlyhq/orderly/webhook/webhooktest"
 )
 
-type clusterView struct {
-	Self    string `json:"self"`
-	Members []struct {
-		Name  string `json:"name"`
-		State string `json:"state"`
-	} `json:"members"`
-	Shards []struct {
-		Shard int    `json:"shard"`
-		Owner string `json:"owner"`
-	} `json:"shards"`
-}
-
-func viewOf(t *testing.T, n *nodetest.Node) (clusterView, bool) {
+func viewOf(t *testing.T, n *nodetest.Node) (apiv1.Cluster, bool) {
 	code, b := n.Do("GET", "/api/v1/cluster", nil)
-	var v clusterView
+	var v apiv1.Cluster
 	if code != 200 || json.Unmarshal(b, &v) != nil {
 		return v, false
 	}
@@ -43,7 +32,7 @@ func viewOf(t *testing.T, n *nodetest.Node) (clusterView, bool) {
 }
 
 // owners counts the shards each node holds, as the leases in Redis say.
-func owners(v clusterView) map[string]int {
+func owners(v apiv1.Cluster) map[string]int {
 	out := map[string]int{}
 	for _, s := range v.Shards {
 		out[s.Owner]++
@@ -51,7 +40,7 @@ func owners(v clusterView) map[string]int {
 	return out
 }
 
-func alive(v clusterView) map[string]bool {
+func alive(v apiv1.Cluster) map[string]bool {
 	out := map[string]bool{}
 	for _, m := range v.Members {
 		if m.State == "alive" {
@@ -63,7 +52,7 @@ func alive(v clusterView) map[string]bool {
 
 // servedBy reports whether every shard is held by one of names, each of
 // which holds at least one.
-func servedBy(v clusterView, names ...string) bool {
+func servedBy(v apiv1.Cluster, names ...string) bool {
 	o := owners(v)
 	total := 0
 	for _, n := range names {
@@ -77,7 +66,7 @@ func servedBy(v clusterView, names ...string) bool {
 
 // balanced reports whether every shard is held by one of names, each
 // holding its even share (floor or ceiling of shards/names).
-func balanced(v clusterView, names ...string) bool {
+func balanced(v apiv1.Cluster, names ...string) bool {
 	if !servedBy(v, names...) {
 		return false
 	}
@@ -130,7 +119,7 @@ func waitEmpty(t *testing.T, n *nodetest.Node, rcv *webhooktest.Receiver) {
 	t.Helper()
 	eventually(t, "queue empty, nothing in flight, every delivery answered", func() bool {
 		code, b := n.Do("GET", "/api/v1/queues/orders", nil)
-		var q struct{ Length, Busy int64 }
+		var q apiv1.Queue
 		return code == 200 && json.Unmarshal(b, &q) == nil && q.Length == 0 && q.Busy == 0 && rcv.Active() == 0
 	})
 }

@@ -44,6 +44,7 @@ func defaults() *Config {
 }
 
 func TestDefaults(t *testing.T) {
+	t.Parallel()
 	host, err := os.Hostname()
 	require.NoError(t, err)
 	cfg, err := Load(nil, nil, nil)
@@ -77,6 +78,7 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestEmptyFiles(t *testing.T) {
+	t.Parallel()
 	for name, file := range map[string]string{
 		"blank":         "\n\n",
 		"comments":      "# nothing here\n",
@@ -137,6 +139,7 @@ queues:
 `
 
 func TestExampleFile(t *testing.T) {
+	t.Parallel()
 	cfg, path, err := loadFile(t, exampleFile, nil)
 	require.NoError(t, err)
 	require.Equal(t, &Config{
@@ -187,6 +190,7 @@ func TestExampleFile(t *testing.T) {
 }
 
 func TestFileDetails(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, file string
 		check      func(t *testing.T, c *Config)
@@ -235,6 +239,7 @@ func TestFileDetails(t *testing.T) {
 }
 
 func TestPrecedence(t *testing.T) {
+	t.Parallel()
 	const file = `node:
   name: from-file
   bind: 10.0.0.1:1
@@ -272,6 +277,7 @@ func TestPrecedence(t *testing.T) {
 }
 
 func TestPrecedenceOfTheFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	envFile := filepath.Join(dir, "env.yaml")
 	flagFile := filepath.Join(dir, "flag.yaml")
@@ -299,6 +305,7 @@ func TestPrecedenceOfTheFile(t *testing.T) {
 }
 
 func TestEveryKeyHasEnvAndFlag(t *testing.T) {
+	t.Parallel()
 	// One value per setting, different from the default, in each source.
 	values := map[string][2]string{ // key: file/env value, flag value
 		"name":              {"n-a", "n-b"},
@@ -353,6 +360,7 @@ func TestEveryKeyHasEnvAndFlag(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
+	t.Parallel()
 	for _, arg := range []string{"-h", "--help", "-help"} {
 		var out strings.Builder
 		cfg, err := Load([]string{"--bind", "x", arg}, []string{"ORDERLY_CONCURRENCY=bad"}, &out)
@@ -379,6 +387,7 @@ func TestHelp(t *testing.T) {
 }
 
 func TestRedacted(t *testing.T) {
+	t.Parallel()
 	cfg, _, err := loadFile(t, `node:
   http_token: tok-SECRET
   gossip_key: U0VDUkVUU0VDUkVUU0VDUg==

@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/orderlyhq/orderly/cmd/internal/usage"
 )
 
 // Keys of the file's mappings.
@@ -270,7 +272,7 @@ func (fp *fileParser) mapping(n *yaml.Node, path string, known []string, fn func
 			fp.problem(k.Line, "merge keys (<<) are not supported, in %s", orTop(path))
 		case !slices.Contains(known, key):
 			hint := ""
-			if s := suggest(key, known); s != "" {
+			if s := usage.Suggest(key, known); s != "" {
 				hint = strings.TrimPrefix(path+"."+s, ".")
 			} else if path == "" && slices.Contains(nodeSettingKeys(), key) {
 				hint = "node." + key

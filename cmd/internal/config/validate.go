@@ -403,39 +403,3 @@ func (e *invalidError) Error() string {
 func (e *invalidError) Unwrap() []error {
 	return append([]error{ErrInvalid}, e.problems...)
 }
-
-// suggest returns the candidate closest to word if it is a likely typo of
-// it, or "".
-func suggest(word string, candidates []string) string {
-	if len(word) > 64 {
-		return ""
-	}
-	best, bestDist := "", 3 // at most two edits away
-	for _, c := range candidates {
-		if d := editDistance(word, c); d < bestDist {
-			best, bestDist = c, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
