@@ -32,6 +32,7 @@ func TestHelp(t *testing.T) {
 		}
 		require.Contains(t, out, "  --concurrency int\n        batches handled at once by the node, 1..10000\n        (default 5; env ORDERLY_CONCURRENCY)\n")
 		require.Contains(t, out, "  --version\n        print the version and exit\n")
+		require.Contains(t, out, "max_retry_count (default 25; -1 or none: no\nretries")
 		require.NotRegexp(t, `(?m)^  -[a-z]`, out, "no single-dash flags")
 	}
 	code, done, out, _ := run("help", "stats")

@@ -140,7 +140,11 @@ func TestFileErrors(t *testing.T) {
 			"queues[0].batch_size: must be between 1 and 1000, got 0 (line 1)",
 			"queues[1].batch_size: must be between 1 and 1000, got 1001 (line 1)",
 		}},
-		{"max_retry_count", "queues: [{name: a, max_retry_count: -1}]", []string{"queues[0].max_retry_count: must be 0 or more, got -1 (line 1)"}},
+		{"max_retry_count below -1", "queues: [{name: a, max_retry_count: -2}]", []string{"queues[0].max_retry_count: must be 1 or more, or -1 or none for no retries, got -2 (line 1)"}},
+		{"max_retry_count not a count", "queues: [{name: a, max_retry_count: never}]", []string{`queues[0].max_retry_count: "never" is not an integer: give a count, or -1 or none for no retries (line 1)`}},
+		// 0 used to mean no retries; it would now mean the default, so it
+		// is refused rather than silently changing an old file's meaning.
+		{"max_retry_count 0", "queues:\n  - name: a\n    max_retry_count: 0\n", []string{"queues[0].max_retry_count: " + MaxRetryZero + " (line 3)"}},
 		{"timeout", "queues: [{name: a, timeout: -1s}]", []string{"queues[0].timeout: must not be negative (0 means no timeout), got -1s (line 1)"}},
 		{"timeout number", "queues: [{name: a, timeout: 30}]", []string{`queues[0].timeout: 30 is not a duration: give it a unit, such as "30s" (line 1)`}},
 		{"retry policy", "queues: [{name: a, retry: {policy: fast}}]",

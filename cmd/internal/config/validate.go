@@ -69,8 +69,8 @@ func validateQueue(q *QueueConfig, report func(key, msg string)) {
 	if q.Prefetch != 0 && (q.Prefetch < q.BatchSize || q.Prefetch > maxBatchSize) {
 		report("prefetch", fmt.Sprintf("must be between batch_size (%d) and %d, got %d", q.BatchSize, maxBatchSize, q.Prefetch))
 	}
-	if q.MaxRetryCount < 0 {
-		report("max_retry_count", fmt.Sprintf("must be 0 or more, got %d", q.MaxRetryCount))
+	if q.MaxRetryCount < NoRetries {
+		report("max_retry_count", fmt.Sprintf("must be 1 or more, -1 (NoRetries) for no retries, or 0 for the default, got %d", q.MaxRetryCount))
 	}
 	if q.Timeout < 0 {
 		report("timeout", fmt.Sprintf("must not be negative (0 means no timeout), got %s", q.Timeout))

@@ -5,9 +5,11 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/cmd/internal/config"
 	"github.com/orderlyhq/orderly/internal/redistest"
 )
@@ -29,4 +31,24 @@ func TestOpenStoreRefusesEviction(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, rdb.Ping(context.Background()).Err())
 	closeStore()
+}
+
+// A queue's max_retry_count reaches the worker with the meaning it has in
+// Go: the default, a count, or no retries.
+func TestWorkersMaxRetryCount(t *testing.T) {
+	t.Parallel()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	queue := func(name string, maxRetry int) config.QueueConfig {
+		return config.QueueConfig{Name: name, Shards: 1, BatchSize: 1, MaxRetryCount: maxRetry,
+			Retry: config.RetryConfig{Policy: config.RetryLinear, Base: time.Second}, Handler: config.HandlerConfig{Type: config.HandlerNoop}}
+	}
+	workers, err := Workers([]config.QueueConfig{
+		queue("default", config.DefaultMaxRetryCount), queue("five", 5), queue("none", config.NoRetries), queue("zero", 0),
+	}, log)
+	require.NoError(t, err)
+	got := map[string]int{}
+	for _, w := range workers {
+		got[w.Queue] = w.MaxRetryCount
+	}
+	require.Equal(t, map[string]int{"default": 25, "five": 5, "none": orderly.NoRetries, "zero": 0}, got)
 }
