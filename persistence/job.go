@@ -59,7 +59,9 @@ type NewJob struct {
 	// Score orders an id's payloads (ascending). Nil means now, in unix
 	// seconds.
 	Score *float64
-	// PerformAt is when the job becomes due. The zero time means now.
+	// PerformAt is when the job becomes due, between 1970 and
+	// MaxTimeSeconds; the zero time means now. Transports that take
+	// perform_at or perform_in compute it with the PerformAt function.
 	PerformAt time.Time
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderlyhq/orderly/persistence"
-	"github.com/orderlyhq/orderly/web"
+	"github.com/orderlyhq/orderly/web/apiv1"
 )
 
 // failedFixture queues, in q, fresh jobs "fresh1" and "later" (due in an
@@ -153,7 +153,7 @@ func TestMorgueDelete(t *testing.T) {
 	require.Equal(t, "m2", page.Entries[0].ID)
 	require.Equal(t, "m3", page.Entries[1].ID)
 	l, _ := e.get("m1")
-	require.Equal(t, []web.Payload{{Data: []byte(`"queued"`), Score: 1_700_000_000}}, l.Queued.Payloads)
+	require.Equal(t, []apiv1.Payload{{Data: []byte(`"queued"`), Score: 1_700_000_000}}, l.Queued.Payloads)
 
 	a = e.do("POST", "/api/v1/queues/q/morgue/delete", `{"ids": []}`)
 	require.Equal(t, `{"deleted":0}`+"\n", a.body)

@@ -98,7 +98,7 @@
 //
 // # Payloads
 //
-// Wherever the API shows a payload it uses Payload: the stored bytes as a
+// Wherever the API shows a payload it uses apiv1.Payload: the stored bytes as a
 // JSON value under "payload" when they are valid, compact UTF-8 JSON, else
 // standard base64 under "payload_base64"; either way the stored bytes can be
 // recovered exactly.

@@ -91,7 +91,7 @@ func FuzzEnqueueMessage(f *testing.F) {
 		if err != nil {
 			var fe *persistence.FieldError
 			require.ErrorAs(t, err, &fe)
-			require.NotEmpty(t, fe.Field)
+			require.NotEmpty(t, fe.Path())
 			return
 		}
 		require.Len(t, jobs, len(m.GetJobs()))

@@ -227,26 +227,13 @@ func (s *Store) list(ctx context.Context, queue string, q listQuery) ([]listEntr
 	if q.cursor != nil {
 		hasCursor, cs, cm = "1", q.cursor.score, q.cursor.id
 	}
-	run := func(c redis.Scripter, sh int) *redis.Cmd {
+	calls := make([]call, shards)
+	for sh := range shards {
 		sk := s.keys.shard(queue, sh)
-		return c.EvalSha(ctx, scriptList.sha, sk.keys, sk.idBase, q.view, string(q.order), rev,
-			q.opts.Min, q.opts.Max, strconv.Itoa(q.opts.Limit), hasCursor, cs, cm, strconv.Itoa(q.opts.Payloads))
+		calls[sh] = call{keys: sk.keys, args: []any{sk.idBase, q.view, string(q.order), rev,
+			q.opts.Min, q.opts.Max, strconv.Itoa(q.opts.Limit), hasCursor, cs, cm, strconv.Itoa(q.opts.Payloads)}}
 	}
-	var cmds []*redis.Cmd
-	for attempt := 0; ; attempt++ {
-		pipe := s.rdb.Pipeline()
-		cmds = make([]*redis.Cmd, shards)
-		for sh := range shards {
-			cmds[sh] = run(pipe, sh)
-		}
-		_, err = pipe.Exec(ctx)
-		if err == nil || attempt > 0 || !slices.ContainsFunc(cmds, func(c *redis.Cmd) bool { return isNoScript(c.Err()) }) {
-			break
-		}
-		if err := s.rdb.ScriptLoad(ctx, scriptList.src).Err(); err != nil {
-			return nil, "", fmt.Errorf("redisstore: list %s: load script: %w", queue, err)
-		}
-	}
+	cmds, err := scriptList.runPipelined(ctx, s.rdb, calls)
 	if err != nil {
 		return nil, "", fmt.Errorf("redisstore: list %s: %w", queue, err)
 	}
@@ -582,19 +569,12 @@ func (s *Store) eachShard(ctx context.Context, queue, what string, argsOf func(s
 		if err := ctx.Err(); err != nil {
 			return total, fmt.Errorf("redisstore: %s in %s: %w", what, queue, err)
 		}
-		pipe := s.rdb.Pipeline()
-		cmds := make([]*redis.Cmd, len(pending))
+		calls := make([]call, len(pending))
 		for i, sh := range pending {
 			sk := s.keys.shard(queue, sh)
-			cmds[i] = pipe.EvalSha(ctx, sc.sha, sk.keys, argsOf(sk, sh, now)...)
+			calls[i] = call{keys: sk.keys, args: argsOf(sk, sh, now)}
 		}
-		_, err := pipe.Exec(ctx)
-		if slices.ContainsFunc(cmds, func(c *redis.Cmd) bool { return isNoScript(c.Err()) }) {
-			if err := s.rdb.ScriptLoad(ctx, sc.src).Err(); err != nil {
-				return total, fmt.Errorf("redisstore: %s in %s: load script: %w", what, queue, err)
-			}
-			continue
-		}
+		cmds, err := sc.runPipelined(ctx, s.rdb, calls)
 		if err != nil {
 			return total, fmt.Errorf("redisstore: %s in %s: %w", what, queue, err)
 		}

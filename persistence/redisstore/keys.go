@@ -81,5 +81,3 @@ func (k keyspace) shard(queue string, shard int) shardKeys {
 }
 
 func (s shardKeys) payloads(id string) string { return s.idBase + "p:" + id }
-
-func (s shardKeys) morguePayloads(id string) string { return s.idBase + "m:" + id }

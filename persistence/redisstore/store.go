@@ -228,10 +228,6 @@ func (s *Store) Enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 		byShard[sh] = append(byShard[sh], i)
 	}
 
-	type call struct {
-		keys []string
-		args []any
-	}
 	var calls []call
 	for _, sh := range order {
 		sk := s.keys.shard(queue, sh)
@@ -260,37 +256,10 @@ func (s *Store) Enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 		}
 	}
 
-	if len(calls) == 1 {
-		if err := scriptEnqueue.run(ctx, s.rdb, calls[0].keys, calls[0].args...).Err(); err != nil {
-			return fmt.Errorf("redisstore: enqueue to %s: %w", queue, err)
-		}
-		return nil
+	if _, err := scriptEnqueue.runPipelined(ctx, s.rdb, calls); err != nil {
+		return fmt.Errorf("redisstore: enqueue to %s: %w", queue, err)
 	}
-	// Enqueue is idempotent (payloads merge, lower score wins, NX times), so
-	// a pipeline that met NOSCRIPT is simply sent again after loading.
-	for attempt := 0; ; attempt++ {
-		pipe := s.rdb.Pipeline()
-		cmds := make([]*redis.Cmd, len(calls))
-		for i, c := range calls {
-			cmds[i] = pipe.EvalSha(ctx, scriptEnqueue.sha, c.keys, c.args...)
-		}
-		_, err := pipe.Exec(ctx)
-		if err == nil {
-			return nil
-		}
-		noScript := false
-		for _, c := range cmds {
-			if isNoScript(c.Err()) {
-				noScript = true
-			}
-		}
-		if !noScript || attempt > 0 {
-			return fmt.Errorf("redisstore: enqueue to %s: %w", queue, err)
-		}
-		if err := s.rdb.ScriptLoad(ctx, scriptEnqueue.src).Err(); err != nil {
-			return fmt.Errorf("redisstore: enqueue to %s: load script: %w", queue, err)
-		}
-	}
+	return nil
 }
 
 // AcquireShard implements persistence.Store.

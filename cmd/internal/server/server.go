@@ -34,6 +34,7 @@ import (
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
 	"github.com/orderlyhq/orderly/web"
+	"github.com/orderlyhq/orderly/web/apiv1"
 	"github.com/orderlyhq/orderly/web/ui"
 )
 
@@ -113,10 +114,10 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 		MaxPayloadBytes: cfg.Node.MaxPayloadBytes,
 		Metrics:         m.Handler(),
 		UI:              ui.Handler(),
-		Members: func(context.Context) (string, []web.Member) {
-			var out []web.Member
+		Members: func(context.Context) (string, []apiv1.Member) {
+			var out []apiv1.Member
 			for _, m := range node.Members() {
-				out = append(out, web.Member{Name: m.Name, State: m.State, HTTP: m.Meta.HTTP, Actor: m.Meta.Actor, Queues: m.Meta.Queues, Version: m.Meta.Version})
+				out = append(out, apiv1.Member{Name: m.Name, State: m.State, HTTP: m.Meta.HTTP, Actor: m.Meta.Actor, Queues: m.Meta.Queues, Version: m.Meta.Version})
 			}
 			return node.Name(), out
 		},
@@ -231,7 +232,7 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (redis
 	switch {
 	case errors.Is(err, redisstore.ErrServerTooOld), errors.Is(err, redisstore.ErrEvictionPolicy):
 		rdb.Close()
-		return nil, nil, err
+		return nil, nil, refusal(err)
 	case err != nil:
 		log.Warn("Redis is not reachable yet; the node starts and serves once it is", "addr", opts.Addr, "err", err)
 	default:
@@ -252,7 +253,7 @@ func checkServer(ctx context.Context, rdb redis.UniversalClient, allowEviction b
 		cancel()
 		switch {
 		case errors.Is(err, redisstore.ErrServerTooOld), errors.Is(err, redisstore.ErrEvictionPolicy):
-			fatal <- err
+			fatal <- refusal(err)
 			return
 		case err == nil:
 			for _, w := range info.Warnings {
@@ -266,6 +267,15 @@ func checkServer(ctx context.Context, rdb redis.UniversalClient, allowEviction b
 		case <-time.After(2 * time.Second):
 		}
 	}
+}
+
+// refusal explains a Redis the node refuses to run on, naming the setting
+// that accepts one that may evict keys.
+func refusal(err error) error {
+	if errors.Is(err, redisstore.ErrEvictionPolicy) {
+		return fmt.Errorf("%w: set --allow-eviction (ORDERLY_ALLOW_EVICTION=true, or allow_eviction: true under node in the config file) to run on it anyway, at the risk of losing jobs that Redis evicts", err)
+	}
+	return err
 }
 
 func isLoopback(a net.Addr) bool {

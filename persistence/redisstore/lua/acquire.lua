@@ -20,11 +20,5 @@ local epoch = redis.call("INCR", K.epoch)
 local token = epoch .. "/" .. ARGV[2]
 redis.call("SET", K.lease, token, "PX", ARGV[3])
 
-local restored = 0
-local cur = redis.call("GET", K.inflight)
-if cur then
-  local _, jobs = decode_batch(cur)
-  restored = restore_batch(jobs)
-  redis.call("DEL", K.inflight)
-end
+local restored = restore_inflight(redis.call("GET", K.inflight))
 return {"OK", token, epoch, restored}

@@ -94,8 +94,7 @@ if cur[2] then
     if processed > 0 then redis.call("HINCRBY", K.stats, "processed", processed) end
     if failed > 0 then redis.call("HINCRBY", K.stats, "failed", failed) end
   else
-    local _, jobs = decode_batch(cur[2])
-    restored = restore_batch(jobs)
+    restored = restore_inflight(cur[2])
   end
 end
 

@@ -133,6 +133,19 @@ local function restore_batch(jobs)
   return #jobs
 end
 
+-- restore_inflight puts the shard's in-flight record back into the queue,
+-- each job with its own perform_at, retry_count and error (SPEC 3.7), and
+-- deletes the record. cur is the record as GET returned it (false when
+-- there is none); returns the number of ids restored.
+local function restore_inflight(cur)
+  if not cur then
+    return 0
+  end
+  local _, jobs = decode_batch(cur)
+  redis.call("DEL", K.inflight)
+  return restore_batch(jobs)
+end
+
 -- delete_queued removes the queued entry of id.
 local function delete_queued(id)
   redis.call("DEL", pkey(id))

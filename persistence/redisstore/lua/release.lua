@@ -14,13 +14,7 @@
 if not lease_ok(ARGV[2]) then
   return -1
 end
-local restored = 0
-local cur = redis.call("GET", K.inflight)
-if cur then
-  local _, jobs = decode_batch(cur)
-  restored = restore_batch(jobs)
-  redis.call("DEL", K.inflight)
-end
+local restored = restore_inflight(redis.call("GET", K.inflight))
 redis.call("DEL", K.lease)
 redis.call("PUBLISH", ARGV[3], ARGV[4])
 return restored
