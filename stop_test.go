@@ -66,7 +66,9 @@ func TestStopAndCancelEscalatesARunningStop(t *testing.T) {
 	go func() { stopped <- n.Stop(e.ctx) }()
 	require.Never(t, func() bool { return cause.Load() != nil }, 200*time.Millisecond, 10*time.Millisecond, "the graceful stop lets the handler run")
 
+	began := time.Now()
 	require.NoError(t, n.StopAndCancel(e.ctx))
+	t.Logf("StopAndCancel cancelled the handler and returned with the node stopped after %s", time.Since(began).Round(time.Microsecond))
 	require.ErrorIs(t, cause.Load().(error), context.Canceled)
 	select {
 	case err := <-stopped:
