@@ -7,24 +7,24 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/client"
-	"github.com/orderlyhq/orderly/internal/embedded"
 	"github.com/orderlyhq/orderly/messages"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
 )
 
-// exampleRedis starts an in-memory Redis for the examples; a real program
-// connects to its Redis instead.
+// exampleRedis starts an in-memory Redis (miniredis) for the examples; a
+// real program connects to its Redis instead.
 func exampleRedis() (*redis.Client, func()) {
-	srv, err := embedded.Start()
-	if err != nil {
+	mr := miniredis.NewMiniRedis()
+	if err := mr.Start(); err != nil {
 		panic(err)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	return rdb, func() { rdb.Close(); srv.Close() }
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	return rdb, func() { rdb.Close(); mr.Close() }
 }
 
 // A worker handles one queue. Payloads of one id, enqueued in any order,
@@ -118,8 +118,9 @@ func ExampleFailIDs() {
 }
 
 // A program that embeds a node can enqueue by actor message: the node's
-// well-known enqueue actor answers Enqueue with EnqueueResult.
-func ExampleNode_EnqueuePID() {
+// well-known enqueue actor, which other processes reach through protoactor
+// remote (Config.ActorAddr), answers Enqueue with EnqueueResult.
+func ExampleNode_Ask() {
 	rdb, closeRedis := exampleRedis()
 	defer closeRedis()
 	store, _ := redisstore.New(rdb, nil)
@@ -139,10 +140,10 @@ func ExampleNode_EnqueuePID() {
 	_ = node.Start(ctx)
 	defer node.Stop(ctx)
 
-	res, err := node.ActorSystem().Root.RequestFuture(node.EnqueuePID(), &messages.Enqueue{
+	res, err := node.Ask(ctx, &messages.Enqueue{
 		Queue: "orders",
 		Jobs:  []*messages.Job{{Id: "order-7", Payload: []byte(`{"state":"shipped"}`)}},
-	}, 5*time.Second).Result()
+	})
 	if err != nil {
 		panic(err)
 	}

@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"context"
 	"log/slog"
 	"strings"
 	"testing"
@@ -46,9 +47,11 @@ func TestMembershipJoinMetaLeaveAndCrash(t *testing.T) {
 	}
 	require.Equal(t, "127.0.0.1:1", c.Members()[0].Meta.HTTP, "metadata travels")
 
-	require.NoError(t, b.SetMeta(func(m *cluster.Meta) { m.Draining = true }))
+	require.NoError(t, b.SetMeta(context.Background(), func(m *cluster.Meta) { m.Draining = true }))
 	require.Eventually(t, func() bool { return states(a)["b"] == "draining" }, 5*time.Second, 10*time.Millisecond)
-	require.NoError(t, b.Leave(time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	require.NoError(t, b.Leave(ctx))
 	require.Eventually(t, func() bool { _, ok := states(a)["b"]; return !ok }, 5*time.Second, 10*time.Millisecond, "a graceful leave is not a death")
 
 	c.Shutdown() // a crash: no leave message

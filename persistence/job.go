@@ -1,8 +1,11 @@
 package persistence
 
 import (
+	"cmp"
 	"hash/crc32"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -32,6 +35,19 @@ func ShardOf(id string, shards int) int {
 type ShardRef struct {
 	Queue string
 	Shard int
+}
+
+// String returns "<queue>/<shard>", the spelling of a shard in logs, errors
+// and actor names.
+func (r ShardRef) String() string { return r.Queue + "/" + strconv.Itoa(r.Shard) }
+
+// Compare orders shard refs by queue name, then by shard number; it returns
+// -1, 0 or +1 as r sorts before, with or after o (for slices.SortFunc).
+func (r ShardRef) Compare(o ShardRef) int {
+	if c := strings.Compare(r.Queue, o.Queue); c != 0 {
+		return c
+	}
+	return cmp.Compare(r.Shard, o.Shard)
 }
 
 // ShardOwner tells who holds a shard's lease: Owner is empty when nobody

@@ -15,9 +15,6 @@ import (
 	"github.com/orderlyhq/orderly/persistence"
 )
 
-// EnqueueActorName is the well-known name of the enqueue actor on every node.
-const EnqueueActorName = "enqueue"
-
 // Limits of the enqueue actor.
 const (
 	// MaxEnqueueInFlight is how many Enqueue requests the actor serves at
@@ -96,6 +93,9 @@ func (e *enqueuer) Receive(c actor.Context) {
 	case requestDone:
 		e.running--
 		e.next(c)
+	case *actor.Stopped:
+	default:
+		e.cfg.Logger.Warn("enqueue actor ignores an unknown message", "type", fmt.Sprintf("%T", m))
 	}
 }
 

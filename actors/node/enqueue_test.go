@@ -41,7 +41,7 @@ func TestEnqueueActorIsBounded(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(logbridge.Protoactor(log)), actor.WithDeadLetterThrottleInterval(100*time.Millisecond))
 	defer sys.Shutdown()
-	pid, err := sys.Root.SpawnNamed(EnqueueProps(EnqueueConfig{Store: store, Logger: log}), EnqueueActorName)
+	pid, err := sys.Root.SpawnNamed(EnqueueProps(EnqueueConfig{Store: store, Logger: log}), "enqueue")
 	require.NoError(t, err)
 
 	n := MaxEnqueueInFlight + MaxEnqueueWaiting + 500
