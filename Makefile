@@ -53,7 +53,7 @@ lint: ## Check formatting (gofmt) and run go vet.
 	$(GO) vet $(PKGS)
 
 .PHONY: guard
-guard: ## Repository guards: no tracked binaries, nothing under cmd/ links testing, staticcheck, go mod tidy, the version stamp.
+guard: ## Repository guards: no tracked binaries, nothing under cmd/ links testing, staticcheck, go mod tidy, the version stamp, examples build without internal imports, the README program builds, conformance cases name contract rules.
 	@.ci/guard
 
 .PHONY: tidy

@@ -1,6 +1,7 @@
 package orderly
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"strconv"
@@ -25,8 +26,9 @@ type network struct {
 
 // startNetwork starts protoactor remote (ActorAddr), the membership and the
 // cluster service (Cluster; the service's loops start once the store is
-// reachable). Called by Start, without n.mu.
-func (n *Node) startNetwork(sys *actor.ActorSystem) (network, error) {
+// reachable); ctx bounds the first join of the seeds. Called by Start,
+// without n.mu.
+func (n *Node) startNetwork(ctx context.Context, sys *actor.ActorSystem) (network, error) {
 	var nw network
 	if n.cfg.ActorAddr != "" {
 		r, err := n.startRemote(sys, n.cfg.ActorAddr)
@@ -48,7 +50,7 @@ func (n *Node) startNetwork(sys *actor.ActorSystem) (network, error) {
 	if nw.remote != nil {
 		c.Meta.Actor = sys.Address()
 	}
-	m, err := cluster.Start(&c)
+	m, err := cluster.Start(ctx, &c)
 	if err != nil {
 		if nw.remote != nil {
 			nw.remote.Shutdown(false)

@@ -147,8 +147,11 @@ func (n *Node) Queues() []string {
 // Start registers the queues, starts the actors and begins serving. It
 // returns once the node runs; serving starts as soon as the store is
 // reachable (Ready tells). A shard count that contradicts the store is an
-// error here when the store is reachable. Starting a running node does
-// nothing; a stopped node cannot start again (ErrStopped).
+// error here when the store is reachable. With Config.Cluster, ctx bounds
+// the first join of the seeds: a ctx that ends before they answered fails
+// Start (a seed that refuses at once is retried in the background).
+// Starting a running node does nothing; a stopped node cannot start again
+// (ErrStopped).
 func (n *Node) Start(ctx context.Context) error {
 	n.life.Lock()
 	defer n.life.Unlock()
@@ -197,7 +200,7 @@ func (n *Node) Start(ctx context.Context) error {
 		sys.Shutdown()
 		return fmt.Errorf("orderly: spawn enqueue actor: %w", err)
 	}
-	nw, err := n.startNetwork(sys)
+	nw, err := n.startNetwork(ctx, sys)
 	if err != nil {
 		sys.Shutdown()
 		return err

@@ -94,8 +94,13 @@ type Membership struct {
 
 // Start creates the local member, joins the seeds that answer and starts
 // the re-join loop. A seed that does not answer yet is retried later: a
-// lone first node is a cluster of one.
-func Start(cfg *Config) (*Membership, error) {
+// lone first node is a cluster of one. ctx bounds the first join: when it
+// ends before the seeds have answered, Start stops gossip and returns an
+// error wrapping ctx.Err().
+func Start(ctx context.Context, cfg *Config) (*Membership, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("cluster: start: %w", err)
+	}
 	c := *cfg
 	if c.Bind == "" {
 		c.Bind = DefaultBind
@@ -132,18 +137,48 @@ func Start(cfg *Config) (*Membership, error) {
 	m.mu.Lock()
 	m.localAddr = ml.LocalNode().Address()
 	m.mu.Unlock()
-	joined := len(c.Join) == 0
-	if !joined {
-		if n, err := ml.Join(c.Join); n > 0 {
-			joined = true
-		} else {
-			m.log.Info("no seed answered yet; retrying", "join", c.Join, "err", err)
-		}
+	joined, err := m.firstJoin(ctx)
+	if err != nil {
+		return nil, err
 	}
 	m.wg.Add(1)
 	go m.rejoin(joined)
 	m.log.Info("gossip started", "bind", m.Addr(), "join", c.Join, "encrypted", len(c.SecretKey) > 0, "label", c.Label)
 	return m, nil
+}
+
+// firstJoin joins the seeds once and reports whether one answered (true
+// without seeds). memberlist's Join takes no context, so it runs in a
+// goroutine: when ctx ends first, firstJoin stops gossip, waits for the
+// join to return (each seed it still tries is bounded by tcpTimeout) and
+// returns an error wrapping ctx.Err().
+func (m *Membership) firstJoin(ctx context.Context) (bool, error) {
+	seeds := m.cfg.Join
+	if len(seeds) == 0 {
+		return true, nil
+	}
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := m.ml.Join(seeds)
+		done <- result{n, err}
+	}()
+	select {
+	case r := <-done:
+		if r.n == 0 {
+			m.log.Info("no seed answered yet; retrying", "join", seeds, "err", r.err)
+		}
+		return r.n > 0, nil
+	case <-ctx.Done():
+		if err := m.ml.Shutdown(); err != nil {
+			m.log.Warn("gossip shutdown", "err", err)
+		}
+		<-done
+		return false, fmt.Errorf("cluster: join %v: %w", seeds, ctx.Err())
+	}
 }
 
 // rejoin re-joins every seed this node does not see, until Shutdown: every

@@ -9,9 +9,9 @@ import (
 )
 
 // queueAction serves POST /api/v1/queues/{q}/actions/{action}, the queue
-// actions of SPEC 3.9. Each is synchronous and answers how many queued ids
-// it changed: perform_all_now {"updated": n}, kill_failed {"killed": n},
-// delete_failed {"deleted": n}. The body must be empty or {}.
+// actions of docs/contract.md §3.9. Each is synchronous and answers how
+// many queued ids it changed: perform_all_now {"updated": n}, kill_failed
+// {"killed": n}, delete_failed {"deleted": n}. The body must be empty or {}.
 func (s *Server) queueAction(w http.ResponseWriter, r *http.Request) error {
 	var (
 		key string
