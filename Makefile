@@ -14,10 +14,23 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z_-]+:.*?## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+BIN     ?= bin/orderly
+# orderly version prints VERSION; without the stamp it falls back to the
+# module's build info.
+LDFLAGS := -X github.com/orderlyhq/orderly/cmd/internal/cli.version=$(VERSION)
+PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 
 .PHONY: build
-build: ## Build the orderly binary into bin/orderly.
-	$(GO) build -o bin/orderly ./cmd/orderly
+build: ## Build the orderly binary into bin/orderly, stamped with VERSION (git describe).
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/orderly
+
+.PHONY: release
+release: ## Build orderly for each of PLATFORMS into dist/, stamped with VERSION.
+	@for p in $(PLATFORMS); do \
+	  os=$${p%/*}; arch=$${p#*/}; out=dist/orderly-$(VERSION)-$$os-$$arch; \
+	  echo "$$out"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$out ./cmd/orderly || exit 1; \
+	done
 
 .PHONY: test
 test: ## Run every test with the race detector (starts throwaway redis-servers).
@@ -38,6 +51,14 @@ bench-smoke: ## Run every benchmark once, as CI does, to keep them working.
 lint: ## Check formatting (gofmt) and run go vet.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+
+.PHONY: guard
+guard: ## Repository guards: no tracked binaries, nothing under cmd/ links testing, staticcheck, go mod tidy, the version stamp, examples build without internal imports, the README program builds, conformance cases name contract rules.
+	@.ci/guard
+
+.PHONY: tidy
+tidy: ## Run go mod tidy.
+	$(GO) mod tidy
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (default 20s; make fuzz FUZZTIME=3s).

@@ -24,7 +24,7 @@ func BenchmarkIdleLatency(b *testing.B) {
 	store, err := redisstore.New(rdb, nil)
 	require.NoError(b, err)
 	got := make(chan time.Time, 1)
-	node, err := orderly.NewNode(store, &orderly.Config{Name: "bench", Logger: quiet(), Workers: []orderly.Worker{{
+	node, err := orderly.NewNode(store, &orderly.Config{Name: "bench", Logger: testLogger(b), Workers: []orderly.Worker{{
 		Queue: "q",
 		Handler: func(ctx context.Context, batch *orderly.Batch) error {
 			got <- time.Now()

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderlyhq/orderly"
-	"github.com/orderlyhq/orderly/cluster"
 	"github.com/orderlyhq/orderly/internal/clustertest"
 	"github.com/orderlyhq/orderly/internal/history"
 	"github.com/orderlyhq/orderly/internal/redistest"
@@ -54,8 +53,8 @@ func (c *clusterEnv) start(name, redisAddr string, handler orderly.HandlerFunc, 
 		handler = c.recording(name, 2*time.Millisecond)
 	}
 	n, err := orderly.NewNode(store, &orderly.Config{
-		Name: name, Logger: clusterLog(name), LeaseTTL: time.Second, Concurrency: 4,
-		Cluster: &cluster.Config{Bind: addr, Join: c.seeds, Transport: tr, RejoinInterval: 300 * time.Millisecond},
+		Name: name, Logger: clusterLog(c.t, name), LeaseTTL: time.Second, Concurrency: 4,
+		Cluster: &orderly.ClusterConfig{Bind: addr, Join: c.seeds, Transport: tr, RejoinInterval: 300 * time.Millisecond},
 		Workers: []orderly.Worker{{Queue: "q", Shards: shards, BatchSize: 3, RetryIn: orderly.LinearRetry(10 * time.Millisecond), Handler: handler}},
 	})
 	require.NoError(c.t, err)
@@ -104,7 +103,7 @@ func produce(s persistence.Store) *history.Producer {
 func seesAll(m *member, n int) bool {
 	alive := 0
 	for _, x := range m.node.Members() {
-		if x.State == cluster.StateAlive {
+		if x.State == orderly.MemberAlive {
 			alive++
 		}
 	}
@@ -222,7 +221,7 @@ func TestClusterNodeLosingRedis(t *testing.T) {
 	require.Eventually(t, func() bool {
 		for _, m := range b.node.Members() {
 			if m.Name == "a" {
-				return m.Meta.Unhealthy
+				return m.Unhealthy
 			}
 		}
 		return false
@@ -238,11 +237,12 @@ func TestClusterNodeLosingRedis(t *testing.T) {
 	}, 20*time.Second, 20*time.Millisecond, "a serves again once Redis is back")
 }
 
-// clusterLog returns the logger of an in-process node: quiet, unless
-// ORDERLY_DEBUG_CLUSTER names the node (debug logs on stderr).
-func clusterLog(name string) *slog.Logger {
+// clusterLog returns the logger of an in-process node: warnings to the
+// test's log, or debug logs on stderr when ORDERLY_DEBUG_CLUSTER names the
+// node.
+func clusterLog(t *testing.T, name string) *slog.Logger {
 	if os.Getenv("ORDERLY_DEBUG_CLUSTER") == name {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	return quiet()
+	return testLogger(t)
 }

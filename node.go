@@ -5,110 +5,89 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/orderlyhq/orderly/actors/node"
 	"github.com/orderlyhq/orderly/actors/shard"
 	"github.com/orderlyhq/orderly/actors/supervisor"
 	"github.com/orderlyhq/orderly/cluster"
+	"github.com/orderlyhq/orderly/internal/clock"
 	"github.com/orderlyhq/orderly/internal/logbridge"
+	"github.com/orderlyhq/orderly/messages"
 	"github.com/orderlyhq/orderly/persistence"
 )
 
-// Defaults of Config.
-const (
-	DefaultConcurrency     = 5
-	DefaultScheduler       = "lag"
-	DefaultLeaseTTL        = 3 * time.Second
-	DefaultShutdownTimeout = 25 * time.Second
-	DefaultHandoffTimeout  = 30 * time.Second
-	DefaultMorgueTTL       = 180 * 24 * time.Hour
-	DefaultIdlePoll        = 5 * time.Second
-)
+// EnqueueActorName is the well-known name of the enqueue actor every node
+// runs. A process that reaches a node's ActorAddr through protoactor
+// remote sends it *messages.Enqueue (answered with *messages.EnqueueResult),
+// *messages.StatsRequest and *messages.MembersRequest at
+// actor.NewPID(actorAddr, EnqueueActorName); Node.Ask does the same from
+// inside the node's process.
+const EnqueueActorName = "enqueue"
 
 // Errors of the node.
 var (
-	// ErrNotRunning is returned by calls that need a started node.
+	// ErrNotRunning is returned by calls that need a started node that has
+	// not begun stopping.
 	ErrNotRunning = errors.New("orderly: node is not running")
-	// ErrNotReady is wrapped by Ready's error while the node does not yet
-	// serve all its shards.
+	// ErrNotReady is wrapped by Ready's error while the node does not
+	// serve all the shards it should.
 	ErrNotReady = errors.New("orderly: node not ready")
+	// ErrStopped is returned by Start on a node that was stopped: a node
+	// runs once.
+	ErrStopped = errors.New("orderly: a stopped node cannot start again")
 )
 
-// Config configures a Node. The zero value of each field means its default.
-type Config struct {
-	// Name identifies the node in leases, logs and the cluster [hostname].
-	Name string
-	// Workers are the queues this node serves. At least one.
-	Workers []Worker
-	// Concurrency is how many batches run at once on the node
-	// [DefaultConcurrency].
-	Concurrency int
-	// Scheduler hands the concurrency to shards with work: "lag" serves the
-	// oldest due job first, "seq" serves shards in turn [DefaultScheduler].
-	Scheduler string
-	// LeaseTTL is how long a shard lease lives without renewal
-	// [DefaultLeaseTTL]; it is renewed every third of it. After a crash,
-	// another node takes the shard over once it expires.
-	LeaseTTL time.Duration
-	// ShutdownTimeout bounds a graceful Stop when its context has no
-	// earlier deadline [DefaultShutdownTimeout].
-	ShutdownTimeout time.Duration
-	// HandoffTimeout bounds the drain of a shard that moves to another
-	// node [DefaultHandoffTimeout].
-	HandoffTimeout time.Duration
-	// MorgueTTL is how long morgue entries are kept [DefaultMorgueTTL].
-	MorgueTTL time.Duration
-	// IdlePoll is how often an idle shard checks for work it was not told
-	// about (enqueue notices are hints) [DefaultIdlePoll].
-	IdlePoll time.Duration
-	// Middleware wraps every worker's handler; the first is the outermost.
-	Middleware []Middleware
-	// Logger receives the node's logs, protoactor's included [slog.Default()].
-	Logger *slog.Logger
-	// Now is the clock used for retry times [time.Now].
-	Now func() time.Time
-	// Cluster, when set, makes the node a member of a cluster: it gossips
-	// with the others (cluster.Config: bind address, seeds, encryption,
-	// label) and serves its share of the shards. Nil serves every shard of
-	// the node's queues. Name and Meta.Queues are filled in from the node.
-	Cluster *cluster.Config
-	// ActorAddr, when set (host:port; port 0 picks one), serves the node's
-	// actors through protoactor remote, so that other processes can send
-	// the enqueue actor messages.
-	ActorAddr string
-	// Observer, if set, receives every shard actor's batch and lease events
-	// (metrics.Metrics is one).
-	Observer shard.Observer
-}
+// Bounds of the node's requests to its own actors when the caller's context
+// has no earlier deadline.
+const (
+	statusTimeout = time.Second
+	// askTimeout exceeds the enqueue actor's own bound on a request's
+	// store calls (10 s), so that its answer, not this bound, ends a slow
+	// request.
+	askTimeout = 15 * time.Second
+)
 
 // Node runs workers: it serves the shards of its queues, one shard actor per
-// shard, and processes their jobs.
+// shard, and processes their jobs. Its methods are safe for concurrent use.
 type Node struct {
 	store   persistence.Store
-	cfg     Config
+	cfg     Config // with defaults
+	clock   clock.Clock
 	log     *slog.Logger
 	workers []Worker
+	// wrapNodeProps, set by tests only (export_test.go), adjusts the node
+	// actor's props before it is spawned.
+	wrapNodeProps func(*actor.Props) *actor.Props
 
-	mu      sync.Mutex // guards the fields below
-	state   nodeState
-	sys     *actor.ActorSystem
-	nodePID *actor.PID
-	enqPID  *actor.PID
-	sub     persistence.Subscription
-	quiet   bool // Quiet was called: no shards assigned
-	ready   bool // the store was reached: shards may be assigned
-	placed  bool // a placement was sent to the node actor
-	last    []persistence.ShardRef
-	members *cluster.Membership // nil on a single node
-	remote  *remote.Remote
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup // the bootstrap and notice goroutines
+	// life serializes Start and the beginning of a stop. Start holds it
+	// across its I/O (registering the queues, joining the cluster);
+	// nothing else waits on it (LOCKS.md).
+	life sync.Mutex
+
+	mu       sync.Mutex // guards the fields below; never held across I/O or a wait (LOCKS.md)
+	state    nodeState
+	sys      *actor.ActorSystem
+	nodePID  *actor.PID
+	enqPID   *actor.PID
+	sub      persistence.Subscription
+	quiet    bool                   // Quiet was called: no shards assigned
+	ready    bool                   // the store was reached: shards may be assigned
+	placed   bool                   // desired is known (single node: all shards; cluster: a placement came)
+	desired  []persistence.ShardRef // the shards the node actor should serve
+	last     node.Assign            // the last Assign sent, for a node actor that restarts
+	members  *cluster.Membership    // nil on a single node
+	service  *cluster.Service       // nil on a single node
+	remote   *remote.Remote
+	cancel   context.CancelFunc // ends the bootstrap goroutine
+	stopping *stopRun           // set by the first Stop or StopAndCancel
+
+	boot sync.WaitGroup // the bootstrap goroutine
 }
 
 type nodeState int
@@ -116,6 +95,7 @@ type nodeState int
 const (
 	stateNew nodeState = iota
 	stateRunning
+	stateStopping
 	stateStopped
 )
 
@@ -128,54 +108,15 @@ func NewNode(store persistence.Store, cfg *Config) (*Node, error) {
 	if cfg != nil {
 		c = *cfg
 	}
-	if c.Name == "" {
-		h, err := os.Hostname()
-		if err != nil || h == "" {
-			h = "orderly"
-		}
-		c.Name = h
+	c = c.withDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
 	}
-	if c.Concurrency == 0 {
-		c.Concurrency = DefaultConcurrency
+	var clk clock.Clock = clock.Real()
+	if c.Clock != nil {
+		clk = c.Clock
 	}
-	if c.Scheduler == "" {
-		c.Scheduler = DefaultScheduler
-	}
-	if c.LeaseTTL == 0 {
-		c.LeaseTTL = DefaultLeaseTTL
-	}
-	if c.ShutdownTimeout == 0 {
-		c.ShutdownTimeout = DefaultShutdownTimeout
-	}
-	if c.HandoffTimeout == 0 {
-		c.HandoffTimeout = DefaultHandoffTimeout
-	}
-	if c.MorgueTTL == 0 {
-		c.MorgueTTL = DefaultMorgueTTL
-	}
-	if c.IdlePoll == 0 {
-		c.IdlePoll = DefaultIdlePoll
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	switch {
-	case len(c.Workers) == 0:
-		return nil, errors.New("orderly: at least one worker is required")
-	case c.Concurrency < 1:
-		return nil, fmt.Errorf("orderly: concurrency must be at least 1, got %d", c.Concurrency)
-	case c.LeaseTTL < 300*time.Millisecond:
-		return nil, fmt.Errorf("orderly: lease_ttl must be at least 300ms, got %s", c.LeaseTTL)
-	case c.ShutdownTimeout < 0 || c.HandoffTimeout < 0 || c.MorgueTTL < 0 || c.IdlePoll < 0:
-		return nil, errors.New("orderly: durations must not be negative")
-	}
-	if _, err := node.ParseScheduler(c.Scheduler); err != nil {
-		return nil, fmt.Errorf("orderly: %w", err)
-	}
-	n := &Node{store: store, cfg: c, log: c.Logger.With("node", c.Name)}
+	n := &Node{store: store, cfg: c, clock: clk, log: c.Logger.With("node", c.Name)}
 	seen := map[string]bool{}
 	for i := range c.Workers {
 		w := c.Workers[i].withDefaults()
@@ -206,15 +147,22 @@ func (n *Node) Queues() []string {
 // Start registers the queues, starts the actors and begins serving. It
 // returns once the node runs; serving starts as soon as the store is
 // reachable (Ready tells). A shard count that contradicts the store is an
-// error here when the store is reachable.
+// error here when the store is reachable. With Config.Cluster, ctx bounds
+// the first join of the seeds: a ctx that ends before they answered fails
+// Start (a seed that refuses at once is retried in the background).
+// Starting a running node does nothing; a stopped node cannot start again
+// (ErrStopped).
 func (n *Node) Start(ctx context.Context) error {
+	n.life.Lock()
+	defer n.life.Unlock()
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	switch n.state {
+	state := n.state
+	n.mu.Unlock()
+	switch state {
 	case stateRunning:
 		return nil
-	case stateStopped:
-		return errors.New("orderly: a stopped node cannot start again")
+	case stateStopping, stateStopped:
+		return ErrStopped
 	}
 	regErr := n.register(ctx)
 	if errors.Is(regErr, persistence.ErrShardCountMismatch) || errors.Is(regErr, persistence.ErrInvalid) {
@@ -224,33 +172,48 @@ func (n *Node) Start(ctx context.Context) error {
 	// A dead letter (a timer firing for a stopped actor) starts a goroutine
 	// in protoactor that lives for the throttle interval: keep it short so
 	// that nothing of the node outlives Stop for long.
-	n.sys = actor.NewActorSystem(actor.WithLoggerFactory(logbridge.Protoactor(n.log)),
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(logbridge.Protoactor(n.log)),
 		actor.WithDeadLetterThrottleInterval(100*time.Millisecond))
-	sched, _ := node.ParseScheduler(n.cfg.Scheduler)
+	sched := node.SchedulerLag
+	if n.cfg.Scheduler == SchedulerSeq {
+		sched = node.SchedulerSeq
+	}
+	// The top-level actors get an explicit guardian strategy (restart, at
+	// most 10 times in 10 s); a restarted node actor reads its assignment
+	// back through Restore.
 	nodeProps := node.Props(node.Config{
-		Concurrency: n.cfg.Concurrency, Scheduler: sched, HandoffTimeout: n.cfg.HandoffTimeout, Logger: n.log,
-	})
-	pid, err := n.sys.Root.SpawnNamed(nodeProps, "node")
+		Concurrency: n.cfg.Concurrency, Scheduler: sched, HandoffTimeout: n.cfg.HandoffTimeout,
+		Clock: n.clock, Logger: n.log, Restore: n.restore,
+	}).Configure(actor.WithGuardian(supervisor.Node()))
+	if n.wrapNodeProps != nil {
+		nodeProps = n.wrapNodeProps(nodeProps)
+	}
+	nodePID, err := sys.Root.SpawnNamed(nodeProps, "node")
 	if err != nil {
+		sys.Shutdown()
 		return fmt.Errorf("orderly: spawn node actor: %w", err)
 	}
-	n.nodePID = pid
-	enq, err := n.sys.Root.SpawnNamed(node.EnqueueProps(node.EnqueueConfig{Store: n.store, Logger: n.log, Now: n.cfg.Now, Members: n.membersMessage}).
-		Configure(actor.WithSupervisor(supervisor.Node())), node.EnqueueActorName)
+	enqProps := node.EnqueueProps(node.EnqueueConfig{Store: n.store, Logger: n.log, Now: n.clock.Now, Members: n.membersMessage}).
+		Configure(actor.WithGuardian(supervisor.Node()))
+	enqPID, err := sys.Root.SpawnNamed(enqProps, EnqueueActorName)
 	if err != nil {
+		sys.Shutdown()
 		return fmt.Errorf("orderly: spawn enqueue actor: %w", err)
 	}
-	n.enqPID = enq
-	if err := n.startNetwork(); err != nil {
-		n.sys.Shutdown()
+	nw, err := n.startNetwork(ctx, sys)
+	if err != nil {
+		sys.Shutdown()
 		return err
 	}
 
 	bctx, cancel := context.WithCancel(context.Background())
-	n.cancel = cancel
-	n.state = stateRunning
-	n.wg.Add(1)
+	n.mu.Lock()
+	n.sys, n.nodePID, n.enqPID = sys, nodePID, enqPID
+	n.remote, n.members, n.service = nw.remote, nw.members, nw.service
+	n.cancel, n.state = cancel, stateRunning
+	n.boot.Add(1)
 	go n.bootstrap(bctx, regErr == nil)
+	n.mu.Unlock()
 	n.log.Info("node started", "queues", len(n.workers), "concurrency", n.cfg.Concurrency, "scheduler", n.cfg.Scheduler)
 	return nil
 }
@@ -266,23 +229,21 @@ func (n *Node) register(ctx context.Context) error {
 
 // bootstrap finishes starting once the store is reachable: it registers the
 // queues (if Start could not), subscribes to enqueue notices and assigns the
-// shards to the node actor. It then forwards notices until Stop.
+// shards to the node actor (or starts the cluster service, which does). It
+// then forwards notices until Stop.
 func (n *Node) bootstrap(ctx context.Context, registered bool) {
-	defer n.wg.Done()
+	defer n.boot.Done()
 	backoff := 100 * time.Millisecond
 	wait := func() bool {
-		select {
-		case <-ctx.Done():
+		if clock.Sleep(ctx, n.clock, backoff) != nil {
 			return false
-		case <-time.After(backoff):
-			backoff = min(backoff*2, 2*time.Second)
-			return true
 		}
+		backoff = min(backoff*2, 2*time.Second)
+		return true
 	}
 	for !registered {
 		err := n.register(ctx)
 		if err == nil {
-			registered = true
 			break
 		}
 		n.log.Warn("cannot register queues yet; retrying", "err", err)
@@ -310,34 +271,49 @@ func (n *Node) bootstrap(ctx context.Context, registered bool) {
 	}
 	n.sub = sub
 	n.ready = true
-	quiet := n.quiet
-	n.mu.Unlock()
-	if n.members != nil {
-		n.wg.Add(2)
-		go n.placementLoop(ctx)
-		go n.healthLoop(ctx)
-	} else if !quiet {
-		n.assignAll()
+	service := n.service
+	if service == nil {
+		n.assignLocked(n.allShards())
 	}
-	root := n.sys.Root
+	sys, pid := n.sys, n.nodePID
+	n.mu.Unlock()
+	if service != nil {
+		if err := service.Start(ctx); err != nil {
+			n.log.Warn("cluster service did not start", "err", err)
+		}
+	}
 	for ref := range sub.C() {
-		root.Send(n.nodePID, node.Notice{Ref: ref})
+		sys.Root.Send(pid, node.Notice{Ref: ref})
 	}
 }
 
-// assignAll gives the node every shard of its queues.
-func (n *Node) assignAll() {
+// allShards returns every shard of the node's queues.
+func (n *Node) allShards() []persistence.ShardRef {
 	var refs []persistence.ShardRef
 	for _, w := range n.workers {
 		for i := range w.Shards {
 			refs = append(refs, persistence.ShardRef{Queue: w.Queue, Shard: i})
 		}
 	}
-	n.assign(refs)
+	return refs
 }
 
-// assign makes the node actor serve exactly refs.
+// assign makes the node serve refs (the cluster service's placement).
 func (n *Node) assign(refs []persistence.ShardRef) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.assignLocked(refs)
+}
+
+// assignLocked sends the node actor its shards: refs, or none while quiet.
+// Called with n.mu held; it only sends a message.
+func (n *Node) assignLocked(refs []persistence.ShardRef) {
+	if n.state != stateRunning {
+		return
+	}
+	if n.quiet {
+		refs = nil
+	}
 	byQueue := map[string]Worker{}
 	for _, w := range n.workers {
 		byQueue[w.Queue] = w
@@ -346,7 +322,19 @@ func (n *Node) assign(refs []persistence.ShardRef) {
 	for _, r := range refs {
 		shards = append(shards, n.shardConfig(byQueue[r.Queue], r.Shard))
 	}
-	n.sys.Root.Send(n.nodePID, node.Assign{Shards: shards})
+	n.placed, n.desired = true, refs
+	n.last = node.Assign{Shards: shards}
+	n.sys.Root.Send(n.nodePID, n.last)
+}
+
+// restore tells a (re)starting node actor what to serve (node.Config.Restore).
+func (n *Node) restore() (node.Assign, *node.Drain) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stopping != nil {
+		return node.Assign{}, n.stopping.drainMessage()
+	}
+	return n.last, nil
 }
 
 func (n *Node) shardConfig(w Worker, i int) shard.Config {
@@ -357,15 +345,15 @@ func (n *Node) shardConfig(w Worker, i int) shard.Config {
 		BatchSize:     w.BatchSize,
 		Prefetch:      w.Prefetch,
 		MaxRetryCount: w.maxRetry(),
-		RetryIn:       w.RetryIn,
-		Timeout:       w.Timeout,
 		Process:       n.processor(w),
 		LeaseTTL:      n.cfg.LeaseTTL,
 		IdlePoll:      n.cfg.IdlePoll,
 		MorgueTTL:     n.cfg.MorgueTTL,
+		Clock:         n.clock,
 		Logger:        n.log,
-		Now:           n.cfg.Now,
-		Observer:      n.cfg.Observer,
+	}
+	if n.cfg.Observer != nil {
+		sc.Observer = n.cfg.Observer
 	}
 	if w.RetriesExhausted != nil {
 		hook := w.RetriesExhausted
@@ -374,214 +362,174 @@ func (n *Node) shardConfig(w Worker, i int) shard.Config {
 	return sc
 }
 
-// processor adapts a worker's handler, wrapped in the server middleware, to
-// the shard actor.
-func (n *Node) processor(w Worker) shard.Processor {
-	h := w.Handler
-	for i := len(n.cfg.Middleware) - 1; i >= 0; i-- {
-		h = n.cfg.Middleware[i](h)
-	}
-	return func(ctx context.Context, b *persistence.Batch) (map[string]string, error) {
-		batch := &Batch{Queue: b.Queue, Shard: b.Shard, Delivery: shard.Delivery(b), Jobs: toJobs(b.Jobs)}
-		err := h(ctx, batch)
-		if err == nil {
-			return nil, nil
-		}
-		if pf, ok := AsPartialFailure(err); ok {
-			failed := make(map[string]string, len(pf.Failed))
-			for id, e := range pf.Failed {
-				msg := "failed"
-				if e != nil && e.Error() != "" {
-					msg = e.Error()
-				}
-				failed[id] = msg
-			}
-			return failed, nil
-		}
-		return nil, err
-	}
-}
-
 // Quiet stops processing without stopping the node (SIGTSTP): every shard
 // finishes its batch (within HandoffTimeout), settles and releases its
-// lease; the node keeps running and answers enqueues. Resume undoes it.
-func (n *Node) Quiet() error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.state != stateRunning {
-		return ErrNotRunning
-	}
-	if !n.quiet {
-		n.quiet = true
-		n.log.Info("node quiet: shards finish their batches and are released")
-		if n.members != nil {
-			if err := n.members.SetMeta(func(m *cluster.Meta) { m.Draining = true }); err != nil {
-				n.log.Warn("cannot advertise quiet", "err", err)
-			}
-		}
-		n.sys.Root.Send(n.nodePID, node.Assign{})
-	}
-	return nil
-}
-
-// Resume makes a quiet node serve its shards again.
-func (n *Node) Resume() error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.state != stateRunning {
-		return ErrNotRunning
-	}
-	if n.quiet {
-		n.quiet = false
-		n.log.Info("node resumes serving")
-		switch {
-		case n.members != nil:
-			if err := n.members.SetMeta(func(m *cluster.Meta) { m.Draining = false }); err != nil {
-				n.log.Warn("cannot advertise resume", "err", err)
-			}
-			n.placed = false // the placement loop sends the assignment again
-		case n.ready:
-			n.assignAll()
-		}
-	}
-	return nil
-}
-
-// Stop stops the node gracefully: shards stop fetching, running batches
-// finish until ctx's deadline or ShutdownTimeout (whichever is first) and
-// are then cancelled (a cancelled batch is delivered again later), finished
-// batches are acknowledged, leases are released so that other nodes take
-// over at once. It returns when every goroutine of the node has ended.
-func (n *Node) Stop(ctx context.Context) error {
-	deadline := time.Now().Add(n.cfg.ShutdownTimeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	return n.stop(deadline)
-}
-
-// StopAndCancel stops the node at once: running handlers are cancelled (their
-// batches are delivered again later), leases released.
-func (n *Node) StopAndCancel(ctx context.Context) error {
-	return n.stop(time.Now())
-}
-
-func (n *Node) stop(deadline time.Time) error {
+// lease; the node keeps running and answers enqueues. In a cluster it
+// advertises itself as draining, waiting until ctx ends for the broadcast,
+// so that the others take its shards over. Resume undoes it.
+func (n *Node) Quiet(ctx context.Context) error {
 	n.mu.Lock()
 	if n.state != stateRunning {
 		n.mu.Unlock()
+		return ErrNotRunning
+	}
+	if n.quiet {
+		n.mu.Unlock()
 		return nil
 	}
-	n.state = stateStopped
-	sys, nodePID, enqPID := n.sys, n.nodePID, n.enqPID
+	n.quiet = true
+	n.assignLocked(nil)
+	members := n.members
 	n.mu.Unlock()
-
-	n.log.Info("node stopping", "deadline", time.Until(deadline).Round(time.Millisecond))
-	if n.members != nil {
-		// Others start taking the shards over now; they acquire each one
-		// as soon as it is released below.
-		if err := n.members.SetMeta(func(m *cluster.Meta) { m.Draining = true }); err != nil {
-			n.log.Warn("cannot advertise draining", "err", err)
+	n.log.Info("node quiet: shards finish their batches and are released")
+	if members != nil {
+		if err := members.SetMeta(ctx, func(m *cluster.Meta) { m.Draining = true }); err != nil {
+			n.log.Warn("cannot advertise quiet", "err", err)
 		}
 	}
-	// Shards first (each drains and releases its lease), then the actors
-	// that own them, then the notice forwarder and the actor system.
-	wait := time.Until(deadline) + n.cfg.LeaseTTL + 5*time.Second
-	_, drainErr := sys.Root.RequestFuture(nodePID, node.Drain{Deadline: deadline}, wait).Result()
-	if drainErr != nil {
-		drainErr = fmt.Errorf("orderly: shards did not stop in time (a handler may ignore its context): %w", drainErr)
-	}
-	n.cancel()
-	n.mu.Lock()
-	sub := n.sub
-	n.mu.Unlock()
-	if sub != nil {
-		sub.Close()
-	}
-	n.wg.Wait()
-	if n.members != nil {
-		if err := n.members.Leave(time.Second); err != nil {
-			n.log.Warn("leaving the cluster", "err", err)
-		}
-	}
-	if n.remote != nil {
-		n.remote.Shutdown(true)
-	}
-	for _, pid := range []*actor.PID{nodePID, enqPID} {
-		if err := sys.Root.StopFuture(pid).Wait(); err != nil {
-			n.log.Warn("actor did not stop in time", "actor", pid.Id, "err", err)
-		}
-	}
-	sys.Shutdown()
-	n.log.Info("node stopped")
-	return drainErr
+	return nil
 }
 
-// Status returns the node's view of its shards.
-func (n *Node) Status(ctx context.Context) (node.Status, error) {
+// Resume makes a quiet node serve its shards again; in a cluster it
+// advertises itself as serving, waiting until ctx ends for the broadcast.
+func (n *Node) Resume(ctx context.Context) error {
+	n.mu.Lock()
+	if n.state != stateRunning {
+		n.mu.Unlock()
+		return ErrNotRunning
+	}
+	if !n.quiet {
+		n.mu.Unlock()
+		return nil
+	}
+	n.quiet = false
+	members, service := n.members, n.service
+	switch {
+	case members != nil:
+		n.placed = false // not ready until the placement loop sends the share again
+	case n.ready:
+		n.assignLocked(n.allShards())
+	}
+	n.mu.Unlock()
+	n.log.Info("node resumes serving")
+	if members != nil {
+		if err := members.SetMeta(ctx, func(m *cluster.Meta) { m.Draining = false }); err != nil {
+			n.log.Warn("cannot advertise resume", "err", err)
+		}
+		service.Refresh() // the placement may not have changed meanwhile
+	}
+	return nil
+}
+
+// Status returns the node's view of the shards it should serve.
+func (n *Node) Status(ctx context.Context) (NodeStatus, error) {
+	st, err := n.status(ctx)
+	if err != nil {
+		return NodeStatus{}, err
+	}
+	out := NodeStatus{Assigned: st.Assigned, Serving: st.Serving, Waiting: st.Waiting, Running: st.Running}
+	for _, r := range st.Shards {
+		out.Shards = append(out.Shards, ShardStatus{Ref: r.Ref, Serving: r.Serving, Epoch: r.Epoch, Err: r.Err})
+	}
+	return out, nil
+}
+
+func (n *Node) status(ctx context.Context) (node.Status, error) {
 	n.mu.Lock()
 	sys, pid, state := n.sys, n.nodePID, n.state
 	n.mu.Unlock()
 	if state != stateRunning {
 		return node.Status{}, ErrNotRunning
 	}
-	timeout := time.Second
-	if d, ok := ctx.Deadline(); ok {
-		timeout = time.Until(d)
-	}
-	res, err := sys.Root.RequestFuture(pid, node.StatusRequest{}, timeout).Result()
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	res, err := request(ctx, sys, pid, node.StatusRequest{})
 	if err != nil {
 		return node.Status{}, fmt.Errorf("orderly: node status: %w", err)
 	}
-	st, _ := res.(node.Status)
+	st, ok := res.(node.Status)
+	if !ok {
+		return node.Status{}, fmt.Errorf("orderly: node status: unexpected answer %T", res)
+	}
 	return st, nil
 }
 
-// Ready returns nil when the node serves every shard assigned to it: it
-// holds their leases and reaches the store. Otherwise the error (wrapping
-// ErrNotReady) says why.
+// Ready returns nil when the node serves every shard it should: it reached
+// the store, knows its share (in a cluster: its part of the placement,
+// which may be empty when there are more nodes than shards), and holds the
+// lease of each of those shards. Otherwise the error (wrapping ErrNotReady)
+// says why.
 func (n *Node) Ready(ctx context.Context) error {
 	n.mu.Lock()
-	quiet := n.quiet
+	state, quiet, ready, placed, desired := n.state, n.quiet, n.ready, n.placed, n.desired
 	n.mu.Unlock()
-	if quiet {
+	switch {
+	case state != stateRunning:
+		return fmt.Errorf("%w: %w", ErrNotReady, ErrNotRunning)
+	case quiet:
 		return fmt.Errorf("%w: quiet (processing paused)", ErrNotReady)
+	case !ready:
+		return fmt.Errorf("%w: the store was not reached yet", ErrNotReady)
+	case !placed:
+		return fmt.Errorf("%w: no placement yet", ErrNotReady)
 	}
-	st, err := n.Status(ctx)
+	st, err := n.status(ctx)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrNotReady, err)
+		return fmt.Errorf("%w: %w", ErrNotReady, err)
 	}
-	n.mu.Lock()
-	clustered, placed := n.members != nil, n.placed
-	n.mu.Unlock()
-	if st.Assigned == 0 && (!clustered || !placed) {
-		return fmt.Errorf("%w: no shards assigned yet (is the store reachable?)", ErrNotReady)
+	assigned := make(map[persistence.ShardRef]bool, len(st.Shards))
+	for _, r := range st.Shards {
+		assigned[r.Ref] = true
 	}
-	if st.Serving < st.Assigned {
+	for _, ref := range desired {
+		if !assigned[ref] {
+			// A node actor that restarted and has not restored its
+			// assignment yet serves nothing.
+			return fmt.Errorf("%w: shard %s is not assigned to the node actor yet", ErrNotReady, ref)
+		}
+	}
+	if st.Serving < len(desired) {
 		reason := ""
 		for _, r := range st.Shards {
 			if !r.Serving && r.Err != "" {
-				reason = fmt.Sprintf(" (%s/%d: %s)", r.Ref.Queue, r.Ref.Shard, r.Err)
+				reason = fmt.Sprintf(" (%s: %s)", r.Ref, r.Err)
 				break
 			}
 		}
-		return fmt.Errorf("%w: serving %d of %d shards%s", ErrNotReady, st.Serving, st.Assigned, reason)
+		return fmt.Errorf("%w: serving %d of %d shards%s", ErrNotReady, st.Serving, len(desired), reason)
 	}
 	return nil
 }
 
-// ActorSystem returns the node's actor system (nil before Start), through
-// which a program that embeds the node can send actor messages.
-func (n *Node) ActorSystem() *actor.ActorSystem {
+// Ask sends msg to the node's enqueue actor, the well-known actor that
+// other processes reach through ActorAddr (EnqueueActorName), and returns
+// its answer: *messages.Enqueue is answered with *messages.EnqueueResult,
+// *messages.StatsRequest with *messages.StatsResponse and
+// *messages.MembersRequest with *messages.MembersResponse. Errors about the
+// request itself (a bad job, an unknown queue, a busy node) are in the
+// answer; Ask's error says that no answer came (the node is not running,
+// or ctx ended).
+func (n *Node) Ask(ctx context.Context, msg proto.Message) (proto.Message, error) {
+	switch msg.(type) {
+	case *messages.Enqueue, *messages.StatsRequest, *messages.MembersRequest:
+	default:
+		return nil, fmt.Errorf("orderly: the enqueue actor does not accept %T", msg)
+	}
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.sys
-}
-
-// EnqueuePID returns the PID of the node's enqueue actor (nil before
-// Start). It accepts *messages.Enqueue and answers *messages.EnqueueResult.
-func (n *Node) EnqueuePID() *actor.PID {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.enqPID
+	sys, pid, state := n.sys, n.enqPID, n.state
+	n.mu.Unlock()
+	if state != stateRunning {
+		return nil, ErrNotRunning
+	}
+	ctx, cancel := context.WithTimeout(ctx, askTimeout)
+	defer cancel()
+	res, err := request(ctx, sys, pid, msg)
+	if err != nil {
+		return nil, fmt.Errorf("orderly: ask the enqueue actor: %w", err)
+	}
+	out, ok := res.(proto.Message)
+	if !ok {
+		return nil, fmt.Errorf("orderly: ask the enqueue actor: unexpected answer %T", res)
+	}
+	return out, nil
 }

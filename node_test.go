@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderlyhq/orderly"
@@ -25,14 +27,36 @@ import (
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-// quiet is the logger of tests: warnings and errors only.
-func quiet() *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+// testLogger returns the logger of a test's nodes: their warnings and
+// errors go to the test's log, so that a failing test shows them.
+func testLogger(t testing.TB) *slog.Logger {
+	w := &testWriter{t: t}
+	t.Cleanup(w.close) // registered before the nodes' cleanups, so it runs after them
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
-type testWriter struct{}
+// testWriter writes to a test's log until the test ends; a node goroutine
+// that logs later is not reported.
+type testWriter struct {
+	mu   sync.Mutex // guards done and calls to t.Log
+	t    testing.TB
+	done bool
+}
 
-func (testWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	}
+	return len(p), nil
+}
+
+func (w *testWriter) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.done = true
+}
 
 type env struct {
 	t      *testing.T
@@ -54,7 +78,7 @@ func newEnv(t *testing.T) *env {
 func (e *env) start(cfg orderly.Config) *orderly.Node {
 	e.t.Helper()
 	if cfg.Logger == nil {
-		cfg.Logger = quiet()
+		cfg.Logger = testLogger(e.t)
 	}
 	if cfg.Name == "" {
 		cfg.Name = "test-node"
@@ -204,7 +228,7 @@ func TestNodeGracefulStopFinishesTheBatch(t *testing.T) {
 	e := newEnv(t)
 	started := make(chan struct{})
 	var cancelled atomic.Bool
-	cfg := orderly.Config{Name: "graceful", Logger: quiet(), Workers: []orderly.Worker{{
+	cfg := orderly.Config{Name: "graceful", Logger: testLogger(t), Workers: []orderly.Worker{{
 		Queue: "q", Shards: 3,
 		Handler: func(ctx context.Context, b *orderly.Batch) error {
 			close(started)
@@ -237,7 +261,7 @@ func TestNodeStopDeadlineCancelsAndRedelivers(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	started := make(chan struct{})
-	cfg := orderly.Config{Name: "deadline", Logger: quiet(), Workers: []orderly.Worker{{
+	cfg := orderly.Config{Name: "deadline", Logger: testLogger(t), Workers: []orderly.Worker{{
 		Queue: "q", Shards: 1,
 		Handler: func(ctx context.Context, b *orderly.Batch) error {
 			close(started)
@@ -317,28 +341,34 @@ func TestNodeEnqueueByActorMessage(t *testing.T) {
 		Queue: "q", Shards: 2,
 		Handler: func(ctx context.Context, b *orderly.Batch) error { got.add(b); return nil },
 	}}})
-	sys := n.ActorSystem()
 	score := 7.0
-	res, err := sys.Root.RequestFuture(n.EnqueuePID(), &messages.Enqueue{Queue: "q", Jobs: []*messages.Job{
+	res, err := n.Ask(e.ctx, &messages.Enqueue{Queue: "q", Jobs: []*messages.Job{
 		{Id: "m1", Payload: []byte("hello"), Score: &score},
-	}}, 5*time.Second).Result()
+	}})
 	require.NoError(t, err)
 	require.Equal(t, int64(1), res.(*messages.EnqueueResult).GetEnqueued())
 	require.Eventually(t, func() bool { return len(got.of("m1")) == 1 }, 10*time.Second, 10*time.Millisecond)
 
-	res, err = sys.Root.RequestFuture(n.EnqueuePID(), &messages.Enqueue{Queue: "q", Jobs: []*messages.Job{{Id: ""}}}, 5*time.Second).Result()
+	res, err = n.Ask(e.ctx, &messages.Enqueue{Queue: "q", Jobs: []*messages.Job{{Id: ""}}})
 	require.NoError(t, err)
 	r := res.(*messages.EnqueueResult)
 	require.Equal(t, messages.Code_CODE_INVALID, r.GetError().GetCode())
 	require.Equal(t, "jobs[0].id", r.GetError().GetField())
 
-	res, err = sys.Root.RequestFuture(n.EnqueuePID(), &messages.Enqueue{Queue: "nope", Jobs: []*messages.Job{{Id: "x"}}}, 5*time.Second).Result()
+	res, err = n.Ask(e.ctx, &messages.Enqueue{Queue: "nope", Jobs: []*messages.Job{{Id: "x"}}})
 	require.NoError(t, err)
 	require.Equal(t, messages.Code_CODE_UNKNOWN_QUEUE, res.(*messages.EnqueueResult).GetError().GetCode())
 
-	res, err = sys.Root.RequestFuture(n.EnqueuePID(), &messages.StatsRequest{}, 5*time.Second).Result()
+	res, err = n.Ask(e.ctx, &messages.StatsRequest{})
 	require.NoError(t, err)
 	require.Equal(t, "q", res.(*messages.StatsResponse).GetQueues()[0].GetName())
+
+	res, err = n.Ask(e.ctx, &messages.MembersRequest{})
+	require.NoError(t, err)
+	require.Equal(t, "test-node", res.(*messages.MembersResponse).GetMembers()[0].GetName())
+
+	_, err = n.Ask(e.ctx, &messages.Job{Id: "x"})
+	require.ErrorContains(t, err, "does not accept")
 }
 
 func TestNodeConfigErrors(t *testing.T) {
@@ -352,10 +382,11 @@ func TestNodeConfigErrors(t *testing.T) {
 		{orderly.Config{}, "at least one worker"},
 		{orderly.Config{Workers: []orderly.Worker{{Queue: "q"}}}, "Handler is required"},
 		{orderly.Config{Workers: []orderly.Worker{{Queue: "a b", Handler: h}}}, "queue"},
-		{orderly.Config{Workers: []orderly.Worker{{Queue: "q", BatchSize: 5000, Handler: h}}}, "batch_size"},
+		{orderly.Config{Workers: []orderly.Worker{{Queue: "q", BatchSize: 5000, Handler: h}}}, "BatchSize"},
+		{orderly.Config{Workers: []orderly.Worker{{Queue: "q", MaxRetryCount: -2, Handler: h}}}, "MaxRetryCount"},
 		{orderly.Config{Workers: []orderly.Worker{{Queue: "q", Handler: h}, {Queue: "q", Handler: h}}}, "two workers"},
-		{orderly.Config{Scheduler: "fast", Workers: []orderly.Worker{{Queue: "q", Handler: h}}}, "scheduler"},
-		{orderly.Config{LeaseTTL: time.Millisecond, Workers: []orderly.Worker{{Queue: "q", Handler: h}}}, "lease_ttl"},
+		{orderly.Config{Scheduler: "fast", Workers: []orderly.Worker{{Queue: "q", Handler: h}}}, "Scheduler"},
+		{orderly.Config{LeaseTTL: time.Millisecond, Workers: []orderly.Worker{{Queue: "q", Handler: h}}}, "LeaseTTL"},
 	}
 	for _, c := range cases {
 		_, err := orderly.NewNode(e.store, &c.cfg)
@@ -363,7 +394,7 @@ func TestNodeConfigErrors(t *testing.T) {
 	}
 	// A shard count that contradicts the store fails Start.
 	require.NoError(t, e.store.RegisterQueue(e.ctx, persistence.QueueSpec{Name: "fixed", Shards: 4}))
-	n, err := orderly.NewNode(e.store, &orderly.Config{Logger: quiet(), Workers: []orderly.Worker{{Queue: "fixed", Shards: 5, Handler: h}}})
+	n, err := orderly.NewNode(e.store, &orderly.Config{Logger: testLogger(t), Workers: []orderly.Worker{{Queue: "fixed", Shards: 5, Handler: h}}})
 	require.NoError(t, err)
 	require.ErrorIs(t, n.Start(e.ctx), persistence.ErrShardCountMismatch)
 }
@@ -473,7 +504,18 @@ func TestNodeSurvivesRedisOutage(t *testing.T) {
 
 	srv.Kill(t)
 	require.Eventually(t, func() bool { return n.Ready(e.ctx) != nil }, 10*time.Second, 20*time.Millisecond, "not ready while Redis is down")
-	time.Sleep(1500 * time.Millisecond) // longer than the lease TTL
+	require.Eventually(t, func() bool {
+		st, err := n.Status(e.ctx)
+		if err != nil {
+			return false
+		}
+		for _, sh := range st.Shards {
+			if sh.Epoch != 0 {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 20*time.Millisecond, "no lease held: the lease guards fired")
 	srv.Start(t)
 	require.Eventually(t, func() bool { return n.Ready(e.ctx) == nil }, 15*time.Second, 20*time.Millisecond, "ready again")
 	e.enqueue("q", client.Job{ID: "after"})
@@ -488,7 +530,7 @@ func TestNodeQuietAndResume(t *testing.T) {
 		Queue: "q", Shards: 2,
 		Handler: func(ctx context.Context, b *orderly.Batch) error { done.Add(int32(len(b.Jobs))); return nil },
 	}}})
-	require.NoError(t, n.Quiet())
+	require.NoError(t, n.Quiet(e.ctx))
 	require.ErrorIs(t, n.Ready(e.ctx), orderly.ErrNotReady)
 	// Quiet released the leases: another owner can take the shards at once.
 	require.Eventually(t, func() bool {
@@ -502,9 +544,8 @@ func TestNodeQuietAndResume(t *testing.T) {
 		return true
 	}, 10*time.Second, 20*time.Millisecond)
 	e.enqueue("q", client.Job{ID: "a"}, client.Job{ID: "b"})
-	time.Sleep(100 * time.Millisecond)
-	require.Zero(t, done.Load(), "a quiet node processes nothing")
-	require.NoError(t, n.Resume())
+	require.Never(t, func() bool { return done.Load() > 0 }, 100*time.Millisecond, 10*time.Millisecond, "a quiet node processes nothing")
+	require.NoError(t, n.Resume(e.ctx))
 	require.Eventually(t, func() bool { return done.Load() == 2 }, 10*time.Second, 10*time.Millisecond)
 	require.Eventually(t, func() bool { return n.Ready(e.ctx) == nil }, 10*time.Second, 10*time.Millisecond)
 }
@@ -548,7 +589,18 @@ func TestNodeServerMiddlewareOrder(t *testing.T) {
 // them to the handler BatchSize at a time, each call with its own delivery.
 func TestNodePrefetch(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	db := redistest.New(t)
+	s, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})
+	require.NoError(t, err)
+	c, err := client.NewFromStore(s, nil)
+	require.NoError(t, err)
+	e := &env{t: t, store: s, client: c, ctx: context.Background()}
+	// The node has a client of its own, so that its round trips are
+	// counted apart from the test's (enqueues, polling).
+	rdb := redis.NewClient(&redis.Options{Addr: db.Addr})
+	t.Cleanup(func() { rdb.Close() })
+	nodeStore, err := redisstore.New(rdb, &redisstore.Config{Prefix: db.Prefix})
+	require.NoError(t, err)
 	require.NoError(t, e.store.RegisterQueue(e.ctx, persistence.QueueSpec{Name: "q", Shards: 1}))
 	var jobs []client.Job
 	for i := range 30 {
@@ -558,8 +610,12 @@ func TestNodePrefetch(t *testing.T) {
 	var mu sync.Mutex
 	var sizes []int
 	deliveries := map[string]bool{}
-	before := e.store.Counters()
-	e.start(orderly.Config{Workers: []orderly.Worker{{
+	// Scripts loaded and a connection open before counting: the first
+	// test to run a script on the package's server would otherwise pay
+	// a NOSCRIPT and a SCRIPT LOAD per script.
+	require.NoError(t, nodeStore.LoadScripts(e.ctx))
+	before := nodeStore.Counters()
+	(&env{t: t, store: nodeStore, ctx: e.ctx}).start(orderly.Config{Workers: []orderly.Worker{{
 		Queue: "q", Shards: 1, BatchSize: 2, Prefetch: 10,
 		Handler: func(ctx context.Context, b *orderly.Batch) error {
 			mu.Lock()
@@ -577,9 +633,10 @@ func TestNodePrefetch(t *testing.T) {
 	for _, n := range sizes {
 		require.Equal(t, 2, n)
 	}
-	// 3 fetches of 10 and a last empty one, plus lease acquisition and
-	// renewals: far fewer round trips than the 15 calls.
-	used := e.store.Counters().Sub(before).RoundTrips
+	// 3 fetches of 10 and a last empty one, plus registering the queue,
+	// subscribing, acquiring the lease, the morgue retention and renewals:
+	// far fewer round trips than the 15 calls.
+	used := nodeStore.Counters().Sub(before).RoundTrips
 	require.Less(t, used, int64(15), "round trips: %d", used)
 }
 
@@ -592,7 +649,7 @@ func TestNodePrefetchCutByStop(t *testing.T) {
 	e.enqueue("q", client.Job{ID: "a"}, client.Job{ID: "b"}, client.Job{ID: "c"}, client.Job{ID: "d"})
 	second := make(chan struct{})
 	calls := 0
-	cfg := orderly.Config{Name: "cut", Logger: quiet(), Workers: []orderly.Worker{{
+	cfg := orderly.Config{Name: "cut", Logger: testLogger(t), Workers: []orderly.Worker{{
 		Queue: "q", Shards: 1, BatchSize: 1, Prefetch: 4,
 		Handler: func(ctx context.Context, b *orderly.Batch) error {
 			calls++

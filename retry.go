@@ -23,7 +23,8 @@ func capWait(seconds float64) time.Duration {
 
 // LowkiqRetry is Lowkiq's policy and the default: retry_count^4 + 15 +
 // rand(30) * (retry_count + 1) seconds, roughly 15 s, 16 s, 31 s, 96 s, 271 s,
-// and about 4.6 days at the 25th retry.
+// and about 3.8 days before the 25th retry (retry_count 24), the last of
+// DefaultMaxRetryCount.
 func LowkiqRetry() RetryPolicy {
 	return func(n int) time.Duration {
 		n = max(n, 0)

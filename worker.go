@@ -17,8 +17,9 @@ const (
 	// DefaultPrefetch is the least number of ids a shard fetches per round
 	// trip to Redis.
 	DefaultPrefetch = 10
-	// DefaultMaxRetryCount is how many times a payload is retried before
-	// it goes to the morgue (it is performed DefaultMaxRetryCount+1 times).
+	// DefaultMaxRetryCount is how many times a failed payload is retried
+	// before it goes to the morgue (it is performed DefaultMaxRetryCount+1
+	// times). A Worker's MaxRetryCount of 0 means this.
 	DefaultMaxRetryCount = 25
 	// NoRetries as a Worker's MaxRetryCount sends a payload to the morgue
 	// at its first failure.
@@ -45,9 +46,13 @@ type Worker struct {
 	// after a crash, up to Prefetch ids are delivered again. Prefetch equal
 	// to BatchSize behaves exactly like Lowkiq (one round trip per call).
 	Prefetch int
-	// MaxRetryCount is how many failures a payload survives
-	// [DefaultMaxRetryCount]; NoRetries sends it to the morgue at its first
-	// failure.
+	// MaxRetryCount is how many times a failed payload is retried before
+	// it goes to the morgue:
+	//   - 0 means DefaultMaxRetryCount (25 retries, 26 attempts);
+	//   - NoRetries (-1): no retry, the morgue at the first failure;
+	//   - n > 0: n retries, n+1 attempts.
+	// Other negative values are invalid. The configuration file's
+	// max_retry_count means the same.
 	MaxRetryCount int
 	// RetryIn is the backoff policy [LowkiqRetry].
 	RetryIn RetryPolicy
@@ -62,7 +67,7 @@ type Worker struct {
 	RetriesExhausted func(ctx context.Context, dead []Job)
 }
 
-// maxRetry returns the store's max_retry_count for the worker.
+// maxRetry returns the store's retry limit for the worker (0: none).
 func (w *Worker) maxRetry() int {
 	switch {
 	case w.MaxRetryCount == 0:
@@ -98,16 +103,16 @@ func (w *Worker) validate() error {
 		return fmt.Errorf("orderly: worker %s: %w", w.Queue, err)
 	}
 	if w.BatchSize < 1 || w.BatchSize > persistence.MaxBatchSize {
-		return fmt.Errorf("orderly: worker %s: batch_size must be between 1 and %d, got %d", w.Queue, persistence.MaxBatchSize, w.BatchSize)
+		return fmt.Errorf("orderly: worker %s: BatchSize must be between 1 and %d, got %d", w.Queue, persistence.MaxBatchSize, w.BatchSize)
 	}
 	if w.Prefetch < w.BatchSize || w.Prefetch > persistence.MaxBatchSize {
-		return fmt.Errorf("orderly: worker %s: prefetch must be between batch_size (%d) and %d, got %d", w.Queue, w.BatchSize, persistence.MaxBatchSize, w.Prefetch)
+		return fmt.Errorf("orderly: worker %s: Prefetch must be between BatchSize (%d) and %d, got %d", w.Queue, w.BatchSize, persistence.MaxBatchSize, w.Prefetch)
 	}
 	if w.MaxRetryCount < NoRetries {
-		return fmt.Errorf("orderly: worker %s: max_retry_count must be >= 0 (or NoRetries), got %d", w.Queue, w.MaxRetryCount)
+		return fmt.Errorf("orderly: worker %s: MaxRetryCount must be >= 0 or NoRetries, got %d", w.Queue, w.MaxRetryCount)
 	}
 	if w.Timeout < 0 {
-		return fmt.Errorf("orderly: worker %s: timeout must not be negative", w.Queue)
+		return fmt.Errorf("orderly: worker %s: Timeout must not be negative, got %s", w.Queue, w.Timeout)
 	}
 	if w.Handler == nil {
 		return fmt.Errorf("orderly: worker %s: a Handler is required", w.Queue)

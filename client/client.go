@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -51,8 +50,9 @@ type Job struct {
 	// Score orders the id's payloads; nil means now (unix seconds). Use
 	// Score(v) to set one.
 	Score *float64
-	// PerformAt delays the job until then; PerformIn delays it by a
-	// duration. At most one of them; neither means now.
+	// PerformAt delays the job until then (between 1970 and
+	// persistence.MaxTimeSeconds); PerformIn delays it by a duration (not
+	// negative). At most one of them; neither means now.
 	PerformAt time.Time
 	PerformIn time.Duration
 }
@@ -126,20 +126,22 @@ func (c *Client) write(ctx context.Context, queue string, jobs []Job) error {
 	now := c.cfg.Now()
 	out := make([]persistence.NewJob, len(jobs))
 	for i, j := range jobs {
-		if !j.PerformAt.IsZero() && j.PerformIn != 0 {
-			return &persistence.FieldError{Field: "perform_in", Index: i, Reason: "cannot be combined with perform_at"}
+		// The due time follows the rule of every transport, in float
+		// seconds as the store keeps times.
+		var at, in *float64
+		if !j.PerformAt.IsZero() {
+			v := persistence.UnixSeconds(j.PerformAt)
+			at = &v
 		}
-		if j.PerformIn < 0 {
-			return &persistence.FieldError{Field: "perform_in", Index: i, Reason: "must not be negative"}
+		if j.PerformIn != 0 {
+			v := j.PerformIn.Seconds()
+			in = &v
 		}
-		if j.Score != nil && (math.IsNaN(*j.Score) || math.IsInf(*j.Score, 0)) {
-			return &persistence.FieldError{Field: "score", Index: i, Reason: "must be a finite number"}
+		due, err := persistence.PerformAt(at, in, now, i)
+		if err != nil {
+			return err
 		}
-		nj := persistence.NewJob{ID: j.ID, Payload: j.Payload, Score: j.Score, PerformAt: j.PerformAt}
-		if j.PerformIn > 0 {
-			nj.PerformAt = now.Add(j.PerformIn)
-		}
-		out[i] = nj
+		out[i] = persistence.NewJob{ID: j.ID, Payload: j.Payload, Score: j.Score, PerformAt: due}
 	}
 	if err := c.store.Enqueue(ctx, queue, out); err != nil {
 		if errors.Is(err, persistence.ErrInvalid) || errors.Is(err, persistence.ErrUnknownQueue) {

@@ -9,15 +9,20 @@
 //
 // Nodes join through seed addresses and keep re-joining any seed they do not
 // see (every RejoinInterval): after a partition heals, memberlist alone often
-// never merges the two sides again. Failure detection is tuned for speed
-// (ProbeInterval 200 ms, ProbeTimeout 100 ms, SuspicionMult 2: a SIGKILL is
-// noticed in about 0.7 to 0.9 s on a LAN; memberlist's LAN defaults take 5 to
-// 6 s). Each node advertises metadata (at most 512 bytes): its HTTP and actor
+// never merges the two sides again. The gossip profile is memberlist's LAN
+// profile with faster failure detection (config.go, one commented line per
+// override: ProbeInterval 200 ms, ProbeTimeout 100 ms, SuspicionMult 2: a
+// SIGKILL is noticed in about 0.7 to 0.9 s on a LAN; the LAN profile takes 5
+// to 6 s). Each node advertises metadata (at most 512 bytes): its HTTP and actor
 // addresses, version, the queues it serves, and two flags: draining (set
 // before a graceful leave or while quiet; memberlist cannot tell a leave
 // from a death) and unhealthy (set while the node cannot reach Redis).
 // memberlist calls its event callbacks under its own lock, so they only
-// signal a channel; everything else happens outside.
+// copy the node and signal a channel; everything else happens outside
+// (LOCKS.md at the repository root has the lock order).
+//
+// A Service runs the node's two cluster loops over its Membership: the
+// placement loop and the health loop (below), with Start and Stop.
 //
 // # Placement and rebalancing
 //
@@ -26,7 +31,8 @@
 // (shard, member) pair gets hash(queue, shard, member name); pairs are taken
 // in descending order and a shard goes to the first member with room, each
 // member holding floor or ceil of shards/members. Every node computes the
-// whole placement from its own view and serves its part (Assign). The split
+// whole placement from its own view and serves its part (the Service's
+// Assign). The split
 // is even, and a join or a leave moves about the shards it must (a quarter
 // of them when a fourth node joins three) and few others.
 //

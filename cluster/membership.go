@@ -1,40 +1,20 @@
 package cluster
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/memberlist"
 
-	"github.com/orderlyhq/orderly/internal/logbridge"
-)
-
-// Defaults of Config: failure detection tuned for speed (measured on
-// loopback: a SIGKILL is noticed in 0.65 to 0.85 s).
-const (
-	DefaultBind             = "127.0.0.1:7946"
-	DefaultProbeInterval    = 200 * time.Millisecond
-	DefaultProbeTimeout     = 100 * time.Millisecond
-	DefaultSuspicionMult    = 2
-	DefaultGossipInterval   = 50 * time.Millisecond
-	DefaultPushPullInterval = 5 * time.Second
-	// DefaultRejoinInterval is how often a node re-joins the seeds it does
-	// not see: memberlist does not reliably merge by itself after a
-	// partition heals.
-	DefaultRejoinInterval = 10 * time.Second
-	// DeadRetention is how long a member that died stays in Members, as
-	// dead, for operators to see.
-	DeadRetention = 10 * time.Minute
-	// MaxMetaBytes is memberlist's limit on a node's metadata.
-	MaxMetaBytes = memberlist.MetaMaxSize
+	"github.com/orderlyhq/orderly/internal/clock"
 )
 
 // Member states.
@@ -92,60 +72,35 @@ type Member struct {
 	Since time.Time
 }
 
-// Config configures a Membership. The zero value of each field means its
-// default.
-type Config struct {
-	// Name is the node's unique name in the cluster.
-	Name string
-	// Bind is the gossip address (UDP and TCP), host:port [DefaultBind];
-	// port 0 picks a free one.
-	Bind string
-	// Advertise is the address others reach this node at, when it differs
-	// from Bind (NAT, containers).
-	Advertise string
-	// Join are seed addresses (host:port) of other members.
-	Join []string
-	// RejoinInterval [DefaultRejoinInterval].
-	RejoinInterval time.Duration
-	// Failure detection [DefaultProbeInterval, DefaultProbeTimeout,
-	// DefaultSuspicionMult].
-	ProbeInterval, ProbeTimeout time.Duration
-	SuspicionMult               int
-	// SecretKey (16, 24 or 32 bytes) encrypts gossip with AES; nil sends it
-	// in the clear. All members must share it.
-	SecretKey []byte
-	// Label is put on every gossip packet; members with another label are
-	// ignored, so that two clusters on one network never merge.
-	Label string
-	// Meta is the node's initial metadata.
-	Meta Meta
-	// Transport replaces memberlist's network transport (fault injection
-	// in tests).
-	Transport memberlist.Transport
-	Logger    *slog.Logger
-}
-
 // Membership is this node's membership in the cluster.
 type Membership struct {
 	cfg     Config
 	log     *slog.Logger
 	ml      *memberlist.Memberlist
-	changes chan struct{} // signalled (non-blocking) on every change
-	stop    chan struct{}
+	changes chan struct{}  // signalled (non-blocking) on every change; read by the Service
+	stop    chan struct{}  // closed by Shutdown: ends the re-join loop
 	wg      sync.WaitGroup // the re-join loop
-	once    sync.Once
+	once    sync.Once      // Shutdown runs once
 
-	mu        sync.Mutex // guards meta, members and dead
+	// mu guards the fields below. memberlist's event callbacks take it
+	// while memberlist holds its node lock: never call memberlist with it
+	// held (LOCKS.md).
+	mu        sync.Mutex
 	meta      Meta
 	members   map[string]Member // live members, copied from memberlist's events
-	localAddr string
+	localAddr string            // this node's gossip address
 	dead      map[string]Member // members that died, until DeadRetention
 }
 
 // Start creates the local member, joins the seeds that answer and starts
 // the re-join loop. A seed that does not answer yet is retried later: a
-// lone first node is a cluster of one.
-func Start(cfg *Config) (*Membership, error) {
+// lone first node is a cluster of one. ctx bounds the first join: when it
+// ends before the seeds have answered, Start stops gossip and returns an
+// error wrapping ctx.Err().
+func Start(ctx context.Context, cfg *Config) (*Membership, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("cluster: start: %w", err)
+	}
 	c := *cfg
 	if c.Bind == "" {
 		c.Bind = DefaultBind
@@ -155,6 +110,9 @@ func Start(cfg *Config) (*Membership, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real()
 	}
 	if c.Name == "" {
 		return nil, errors.New("cluster: a node name is required")
@@ -179,13 +137,9 @@ func Start(cfg *Config) (*Membership, error) {
 	m.mu.Lock()
 	m.localAddr = ml.LocalNode().Address()
 	m.mu.Unlock()
-	joined := len(c.Join) == 0
-	if !joined {
-		if n, err := ml.Join(c.Join); n > 0 {
-			joined = true
-		} else {
-			m.log.Info("no seed answered yet; retrying", "join", c.Join, "err", err)
-		}
+	joined, err := m.firstJoin(ctx)
+	if err != nil {
+		return nil, err
 	}
 	m.wg.Add(1)
 	go m.rejoin(joined)
@@ -193,65 +147,38 @@ func Start(cfg *Config) (*Membership, error) {
 	return m, nil
 }
 
-func (m *Membership) memberlistConfig() (*memberlist.Config, error) {
-	c := m.cfg
-	mc := memberlist.DefaultLocalConfig()
-	mc.Name = c.Name
-	host, port, err := splitHostPort(c.Bind)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: bind %q: %w", c.Bind, err)
+// firstJoin joins the seeds once and reports whether one answered (true
+// without seeds). memberlist's Join takes no context, so it runs in a
+// goroutine: when ctx ends first, firstJoin stops gossip, waits for the
+// join to return (each seed it still tries is bounded by tcpTimeout) and
+// returns an error wrapping ctx.Err().
+func (m *Membership) firstJoin(ctx context.Context) (bool, error) {
+	seeds := m.cfg.Join
+	if len(seeds) == 0 {
+		return true, nil
 	}
-	mc.BindAddr, mc.BindPort = host, port
-	mc.AdvertisePort = port
-	if c.Advertise != "" {
-		ahost, aport, err := splitHostPort(c.Advertise)
-		if err != nil {
-			return nil, fmt.Errorf("cluster: advertise %q: %w", c.Advertise, err)
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := m.ml.Join(seeds)
+		done <- result{n, err}
+	}()
+	select {
+	case r := <-done:
+		if r.n == 0 {
+			m.log.Info("no seed answered yet; retrying", "join", seeds, "err", r.err)
 		}
-		mc.AdvertiseAddr, mc.AdvertisePort = ahost, aport
+		return r.n > 0, nil
+	case <-ctx.Done():
+		if err := m.ml.Shutdown(); err != nil {
+			m.log.Warn("gossip shutdown", "err", err)
+		}
+		<-done
+		return false, fmt.Errorf("cluster: join %v: %w", seeds, ctx.Err())
 	}
-	mc.ProbeInterval = or(c.ProbeInterval, DefaultProbeInterval)
-	mc.ProbeTimeout = or(c.ProbeTimeout, DefaultProbeTimeout)
-	mc.SuspicionMult = max(c.SuspicionMult, 0)
-	if mc.SuspicionMult == 0 {
-		mc.SuspicionMult = DefaultSuspicionMult
-	}
-	mc.SuspicionMaxTimeoutMult = 3
-	mc.GossipInterval = DefaultGossipInterval
-	mc.PushPullInterval = DefaultPushPullInterval
-	mc.TCPTimeout = 500 * time.Millisecond
-	mc.GossipToTheDeadTime = 5 * time.Second
-	mc.SecretKey = c.SecretKey
-	mc.Label = c.Label
-	mc.Delegate = (*delegate)(m)
-	mc.Events = (*events)(m)
-	mc.Logger = logbridge.Memberlist(m.log)
-	if c.Transport != nil {
-		mc.Transport = c.Transport
-	}
-	return mc, nil
-}
-
-func splitHostPort(addr string) (string, int, error) {
-	host, p, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", 0, err
-	}
-	port, err := strconv.Atoi(p)
-	if err != nil || port < 0 || port > 65535 {
-		return "", 0, fmt.Errorf("bad port %q", p)
-	}
-	if host == "" {
-		host = "0.0.0.0"
-	}
-	return host, port, nil
-}
-
-func or(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 // rejoin re-joins every seed this node does not see, until Shutdown: every
@@ -265,10 +192,12 @@ func (m *Membership) rejoin(joined bool) {
 		wait = m.cfg.RejoinInterval
 	}
 	for {
+		after, stop := clock.After(m.cfg.Clock, wait)
 		select {
 		case <-m.stop:
+			stop()
 			return
-		case <-time.After(wait):
+		case <-after:
 		}
 		missing := m.missingSeeds()
 		if len(missing) == 0 {
@@ -320,13 +249,6 @@ func (m *Membership) Addr() string {
 	return m.localAddr
 }
 
-// Name returns this node's name.
-func (m *Membership) Name() string { return m.cfg.Name }
-
-// Changes signals (coalesced) that the membership or a member's metadata
-// changed.
-func (m *Membership) Changes() <-chan struct{} { return m.changes }
-
 // Members returns the members as this node sees them, itself included,
 // sorted by name; members that died recently are included as dead.
 func (m *Membership) Members() []Member {
@@ -351,7 +273,7 @@ func (m *Membership) Members() []Member {
 		out = append(out, Member{Name: m.cfg.Name, Addr: m.localAddr, State: st, Meta: m.meta})
 	}
 	for name, d := range m.dead {
-		if time.Since(d.Since) > DeadRetention {
+		if clock.Since(m.cfg.Clock, d.Since) > DeadRetention {
 			delete(m.dead, name)
 			continue
 		}
@@ -362,8 +284,12 @@ func (m *Membership) Members() []Member {
 	return out
 }
 
-// SetMeta changes this node's metadata and broadcasts it.
-func (m *Membership) SetMeta(update func(*Meta)) error {
+// SetMeta changes this node's metadata and broadcasts it, waiting until ctx
+// ends for the broadcast to go out. The change applies locally at once (in
+// Members and to this node's placement) even when the broadcast times out.
+// It must not be called with a lock held that memberlist's callbacks take
+// (LOCKS.md).
+func (m *Membership) SetMeta(ctx context.Context, update func(*Meta)) error {
 	m.mu.Lock()
 	next := m.meta
 	update(&next)
@@ -376,24 +302,39 @@ func (m *Membership) SetMeta(update func(*Meta)) error {
 		return err
 	}
 	m.signal()
-	if err := m.ml.UpdateNode(time.Second); err != nil {
+	timeout, err := timeoutOf(ctx)
+	if err == nil {
+		err = m.ml.UpdateNode(timeout)
+	}
+	if err != nil {
 		return fmt.Errorf("cluster: broadcast metadata: %w", err)
 	}
 	return nil
 }
 
-// Meta returns this node's metadata.
-func (m *Membership) Meta() Meta {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.meta
+// timeoutOf turns ctx into memberlist's timeout argument, at the one place
+// where memberlist is called with one: the time left until ctx's deadline,
+// or broadcastTimeout when it has none (memberlist cannot be cancelled, and
+// 0 would wait for ever).
+func timeoutOf(ctx context.Context) (time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if d, ok := ctx.Deadline(); ok {
+		return max(time.Until(d), time.Millisecond), nil
+	}
+	return broadcastTimeout, nil
 }
 
-// Leave announces a graceful leave and stops gossip. Call SetMeta with
-// Draining first, and drain, so that the others take the shards over
-// without waiting for a failure detection.
-func (m *Membership) Leave(timeout time.Duration) error {
-	err := m.ml.Leave(timeout)
+// Leave announces a graceful leave, waiting until ctx ends for the
+// announcement to go out, and stops gossip. Call SetMeta with Draining
+// first, and drain, so that the others take the shards over without
+// waiting for a failure detection.
+func (m *Membership) Leave(ctx context.Context) error {
+	timeout, err := timeoutOf(ctx)
+	if err == nil {
+		err = m.ml.Leave(timeout)
+	}
 	m.Shutdown()
 	if err != nil {
 		return fmt.Errorf("cluster: leave: %w", err)
@@ -444,13 +385,13 @@ func (d *delegate) MergeRemoteState(buf []byte, join bool)     {}
 // memberlist nor block, so they copy the node and signal the change channel.
 type events Membership
 
-func copyMember(n *memberlist.Node) Member {
-	return Member{Name: n.Name, Addr: n.Address(), Meta: decodeMeta(n.Meta), Since: time.Now()}
+func (m *Membership) copyMember(n *memberlist.Node) Member {
+	return Member{Name: n.Name, Addr: n.Address(), Meta: decodeMeta(n.Meta), Since: m.cfg.Clock.Now()}
 }
 
 func (e *events) NotifyJoin(n *memberlist.Node) {
 	m := (*Membership)(e)
-	mem := copyMember(n)
+	mem := m.copyMember(n)
 	m.mu.Lock()
 	m.members[mem.Name] = mem
 	delete(m.dead, mem.Name)
@@ -460,7 +401,7 @@ func (e *events) NotifyJoin(n *memberlist.Node) {
 
 func (e *events) NotifyUpdate(n *memberlist.Node) {
 	m := (*Membership)(e)
-	mem := copyMember(n)
+	mem := m.copyMember(n)
 	m.mu.Lock()
 	if old, ok := m.members[mem.Name]; ok {
 		mem.Since = old.Since
@@ -472,7 +413,7 @@ func (e *events) NotifyUpdate(n *memberlist.Node) {
 
 func (e *events) NotifyLeave(n *memberlist.Node) {
 	m := (*Membership)(e)
-	mem := copyMember(n)
+	mem := m.copyMember(n)
 	m.mu.Lock()
 	delete(m.members, mem.Name)
 	if !mem.Meta.Draining { // a member that drained first left gracefully

@@ -1,7 +1,9 @@
 package cluster_test
 
 import (
+	"context"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +20,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func start(t *testing.T, nw *clustertest.Network, name string, join []string, meta cluster.Meta) (*cluster.Membership, string) {
 	t.Helper()
 	tr, addr := nw.Transport(t)
-	m, err := cluster.Start(&cluster.Config{
+	m, err := cluster.Start(t.Context(), &cluster.Config{
 		Name: name, Bind: addr, Join: join, Meta: meta, Transport: tr,
 		RejoinInterval: 200 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
 	})
@@ -46,9 +48,11 @@ func TestMembershipJoinMetaLeaveAndCrash(t *testing.T) {
 	}
 	require.Equal(t, "127.0.0.1:1", c.Members()[0].Meta.HTTP, "metadata travels")
 
-	require.NoError(t, b.SetMeta(func(m *cluster.Meta) { m.Draining = true }))
+	require.NoError(t, b.SetMeta(context.Background(), func(m *cluster.Meta) { m.Draining = true }))
 	require.Eventually(t, func() bool { return states(a)["b"] == "draining" }, 5*time.Second, 10*time.Millisecond)
-	require.NoError(t, b.Leave(time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	require.NoError(t, b.Leave(ctx))
 	require.Eventually(t, func() bool { _, ok := states(a)["b"]; return !ok }, 5*time.Second, 10*time.Millisecond, "a graceful leave is not a death")
 
 	c.Shutdown() // a crash: no leave message
@@ -76,8 +80,45 @@ func TestPartitionHealsThroughRejoin(t *testing.T) {
 }
 
 func TestMetaTooLarge(t *testing.T) {
-	_, err := cluster.Start(&cluster.Config{Name: "x", Bind: "127.0.0.1:0", Meta: cluster.Meta{Queues: []string{strings.Repeat("q", 600)}}})
+	_, err := cluster.Start(t.Context(), &cluster.Config{Name: "x", Bind: "127.0.0.1:0", Meta: cluster.Meta{Queues: []string{strings.Repeat("q", 600)}}})
 	require.ErrorIs(t, err, cluster.ErrMetaTooLarge)
+}
+
+// ctx bounds the first join: a seed that accepts the connection and never
+// answers keeps memberlist's join waiting, and Start gives up when ctx
+// ends, with ctx's error, leaving nothing running (goleak checks).
+func TestStartHonoursContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := cluster.Start(ctx, &cluster.Config{Name: "x", Bind: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
+	require.ErrorIs(t, err, context.Canceled)
+
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer silent.Close()
+	accepted := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c // held open, never answered
+		}
+	}()
+	defer func() {
+		silent.Close()
+		for c := range accepted {
+			c.Close()
+		}
+	}()
+	ctx, cancel = context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	_, err = cluster.Start(ctx, &cluster.Config{Name: "y", Bind: "127.0.0.1:0", Join: []string{silent.Addr().String()},
+		Logger: slog.New(slog.DiscardHandler)})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorContains(t, err, "cluster: join")
 }
 
 func equal(a, b map[string]string) bool {
@@ -98,7 +139,7 @@ func TestEncryptionAndLabel(t *testing.T) {
 	key := []byte("0123456789abcdef")
 	other := []byte("fedcba9876543210")
 	mk := func(name, label string, k []byte, join []string) (*cluster.Membership, string) {
-		m, err := cluster.Start(&cluster.Config{Name: name, Bind: "127.0.0.1:0", Join: join, Label: label, SecretKey: k,
+		m, err := cluster.Start(t.Context(), &cluster.Config{Name: name, Bind: "127.0.0.1:0", Join: join, Label: label, SecretKey: k,
 			RejoinInterval: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 		require.NoError(t, err)
 		t.Cleanup(m.Shutdown)

@@ -9,7 +9,7 @@ import (
 	"github.com/orderlyhq/orderly/persistence"
 )
 
-// Placement returns the owner of each shard of queue among the eligible
+// placement returns the owner of each shard of queue among the eligible
 // members (names): rendezvous hashing with bounded loads. Every (shard,
 // member) pair gets a hash score; pairs are taken in descending score order
 // and a shard goes to the first member that still has room, each member
@@ -17,7 +17,7 @@ import (
 // one shard), every node computes the same placement from the same view, and a
 // join or leave moves few shards besides those of the member concerned.
 // Owners are "" when there is no member.
-func Placement(queue string, shards int, members []string) []string {
+func placement(queue string, shards int, members []string) []string {
 	owners := make([]string, shards)
 	if len(members) == 0 || shards == 0 {
 		return owners
@@ -84,33 +84,25 @@ func score(queue string, shard int, member string) uint64 {
 	return x
 }
 
-// Assignment returns the shards self should serve: every shard of the given
+// assignment returns the shards self should serve: every shard of the given
 // queues (name -> shard count) whose owner among the eligible members of
 // that queue is self.
-func Assignment(self string, queues map[string]int, members []Member) []persistence.ShardRef {
+func assignment(self string, queues map[string]int, members []Member) []persistence.ShardRef {
 	var out []persistence.ShardRef
 	for q, n := range queues {
-		for s, owner := range Placement(q, n, Eligible(members, q)) {
+		for s, owner := range placement(q, n, eligible(members, q)) {
 			if owner == self {
 				out = append(out, persistence.ShardRef{Queue: q, Shard: s})
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b persistence.ShardRef) int {
-		if a.Queue != b.Queue {
-			if a.Queue < b.Queue {
-				return -1
-			}
-			return 1
-		}
-		return a.Shard - b.Shard
-	})
+	slices.SortFunc(out, persistence.ShardRef.Compare)
 	return out
 }
 
-// Eligible returns the names of the members that may serve queue: alive,
+// eligible returns the names of the members that may serve queue: alive,
 // not draining, not unhealthy, and serving it.
-func Eligible(members []Member, queue string) []string {
+func eligible(members []Member, queue string) []string {
 	var out []string
 	for _, m := range members {
 		if m.State == StateAlive && !m.Meta.Unhealthy && slices.Contains(m.Meta.Queues, queue) {

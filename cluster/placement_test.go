@@ -25,7 +25,7 @@ func count(owners []string) map[string]int {
 
 func TestPlacementIsBalanced(t *testing.T) {
 	for _, c := range []struct{ shards, members int }{{5, 3}, {8, 3}, {16, 4}, {300, 3}, {3, 5}, {64, 7}} {
-		got := count(Placement("orders", c.shards, names(c.members)))
+		got := count(placement("orders", c.shards, names(c.members)))
 		limit := (c.shards + c.members - 1) / c.members
 		total := 0
 		for m, n := range got {
@@ -36,12 +36,12 @@ func TestPlacementIsBalanced(t *testing.T) {
 		}
 		require.Equal(t, c.shards, total)
 	}
-	require.Equal(t, []string{"", ""}, Placement("orders", 2, nil))
+	require.Equal(t, []string{"", ""}, placement("orders", 2, nil))
 }
 
 func TestPlacementIsDeterministic(t *testing.T) {
-	a := Placement("q", 64, []string{"c", "a", "b"})
-	b := Placement("q", 64, []string{"b", "c", "a"})
+	a := placement("q", 64, []string{"c", "a", "b"})
+	b := placement("q", 64, []string{"b", "c", "a"})
 	require.Equal(t, a, b, "the order of the view does not matter")
 }
 
@@ -56,12 +56,12 @@ func TestPlacementMovesLittle(t *testing.T) {
 		}
 		return n
 	}
-	before := Placement("q", 256, names(3))
-	after := Placement("q", 256, names(4))
+	before := placement("q", 256, names(3))
+	after := placement("q", 256, names(4))
 	require.Equal(t, 64, count(after)["node-3"])
 	require.LessOrEqual(t, moved(before, after), 64+16, "joining moves about a quarter")
 
-	gone := Placement("q", 256, []string{"node-0", "node-2"})
+	gone := placement("q", 256, []string{"node-0", "node-2"})
 	require.LessOrEqual(t, moved(before, gone), count(before)["node-1"]+16, "leaving moves about the leaver's shards")
 }
 
@@ -73,15 +73,15 @@ func TestAssignmentHonoursEligibility(t *testing.T) {
 		{Name: "d", State: StateAlive, Meta: Meta{Queues: []string{"q", "r"}, Unhealthy: true}},
 		{Name: "e", State: StateDead, Meta: Meta{Queues: []string{"q", "r"}}},
 	}
-	require.Equal(t, []string{"a", "b"}, Eligible(members, "q"))
-	require.Equal(t, []string{"a"}, Eligible(members, "r"))
+	require.Equal(t, []string{"a", "b"}, eligible(members, "q"))
+	require.Equal(t, []string{"a"}, eligible(members, "r"))
 	queues := map[string]int{"q": 16, "r": 4}
-	a := Assignment("a", queues, members)
-	b := Assignment("b", queues, members)
+	a := assignment("a", queues, members)
+	b := assignment("b", queues, members)
 	require.Len(t, a, 16+4-len(b))
 	require.Len(t, b, 8, "q is split evenly between a and b")
 	for _, ref := range b {
 		require.Equal(t, "q", ref.Queue, "b does not serve r")
 	}
-	require.Empty(t, Assignment("c", queues, members))
+	require.Empty(t, assignment("c", queues, members))
 }

@@ -4,8 +4,12 @@
 //
 // The well-known actor "enqueue" on every node accepts Enqueue and answers
 // EnqueueResult; it also answers StatsRequest and MembersRequest. A program
-// that embeds a node reaches it through the node's actor system; another
-// process reaches it through protoactor remote at the node's actor address.
+// that embeds a node reaches it with orderly.Node.Ask; another process
+// reaches it through protoactor remote at the node's actor address
+// (orderly.EnqueueActorName; examples/remote-enqueue is such a program).
+//
+// Field numbers are never reused; each message in orderly.proto says which
+// number its next field takes ("Next field: N").
 package messages
 
 //go:generate ../.ci/protoc-gen orderly.proto

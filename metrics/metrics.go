@@ -3,7 +3,7 @@
 // Event counters are counted where the events happen on this node: Store
 // wraps the node's persistence.Store and counts every enqueue and every
 // settlement (processed, failed, dead, restored), and Metrics is the node's
-// shard.Observer (batch durations, lease losses). Gauges are read when
+// orderly.Observer (batch durations, lease losses). Gauges are read when
 // scraped: queue metrics from Redis (the same for every node: aggregate them
 // with max, not sum), the shards this node serves, the cluster's members as
 // it sees them, and the Redis round trips of its client.
@@ -12,7 +12,7 @@
 //	orderly_jobs_processed_total{queue}        ids acknowledged by this node
 //	orderly_jobs_failed_total{queue}           ids failed on this node
 //	orderly_jobs_dead_total{queue}             payloads this node moved to the morgue
-//	orderly_jobs_restored_total{queue}         ids restored from an in-flight batch a crashed owner left
+//	orderly_jobs_restored_total{queue}         ids put back into the queue unprocessed: a crashed owner's in-flight batch, or ids a stop cut short
 //	orderly_batch_duration_seconds{queue,outcome}  handler calls (outcome ok, partial, failed)
 //	orderly_lease_losses_total{queue}          leases this node lost while holding them
 //	orderly_shards_owned{queue}                shards this node serves
@@ -35,7 +35,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/orderlyhq/orderly/actors/shard"
+	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/persistence"
 )
 
@@ -67,7 +67,7 @@ type Metrics struct {
 	batch                                                    *prometheus.HistogramVec
 }
 
-var _ shard.Observer = (*Metrics)(nil)
+var _ orderly.Observer = (*Metrics)(nil)
 
 // New returns a node's metrics on a new registry, with Go's process and
 // runtime collectors.
@@ -85,7 +85,7 @@ func New() *Metrics {
 		processed:   counter("jobs_processed_total", "Ids acknowledged by this node."),
 		failed:      counter("jobs_failed_total", "Ids failed on this node."),
 		dead:        counter("jobs_dead_total", "Payloads this node moved to the morgue."),
-		restored:    counter("jobs_restored_total", "Ids restored from an in-flight batch a crashed owner left."),
+		restored:    counter("jobs_restored_total", "Ids put back into the queue unprocessed: a crashed owner's in-flight batch, or ids a stop cut short."),
 		leaseLosses: counter("lease_losses_total", "Shard leases this node lost while holding them."),
 		batch: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "orderly", Name: "batch_duration_seconds", Help: "Handler calls by outcome (ok, partial, failed).",
@@ -112,7 +112,7 @@ func (m *Metrics) Handler() http.Handler {
 // Registry returns the registry, to add a program's own metrics.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
-// BatchDone implements shard.Observer.
+// BatchDone implements orderly.Observer.
 func (m *Metrics) BatchDone(ref persistence.ShardRef, ids, failed int, d time.Duration, err error) {
 	outcome := "ok"
 	switch {
@@ -124,7 +124,7 @@ func (m *Metrics) BatchDone(ref persistence.ShardRef, ids, failed int, d time.Du
 	m.batch.WithLabelValues(ref.Queue, outcome).Observe(d.Seconds())
 }
 
-// LeaseLost implements shard.Observer.
+// LeaseLost implements orderly.Observer.
 func (m *Metrics) LeaseLost(ref persistence.ShardRef) {
 	m.leaseLosses.WithLabelValues(ref.Queue).Inc()
 }

@@ -1,8 +1,11 @@
 package persistence
 
 import (
+	"cmp"
 	"hash/crc32"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -38,6 +41,19 @@ type ShardRef struct {
 	Shard int
 }
 
+// String returns "<queue>/<shard>", the spelling of a shard in logs, errors
+// and actor names.
+func (r ShardRef) String() string { return r.Queue + "/" + strconv.Itoa(r.Shard) }
+
+// Compare orders shard refs by queue name, then by shard number; it returns
+// -1, 0 or +1 as r sorts before, with or after o (for slices.SortFunc).
+func (r ShardRef) Compare(o ShardRef) int {
+	if c := strings.Compare(r.Queue, o.Queue); c != 0 {
+		return c
+	}
+	return cmp.Compare(r.Shard, o.Shard)
+}
+
 // ShardOwner tells who holds a shard's lease: Owner is empty when nobody
 // does; Epoch is the epoch of the last acquisition (epochs only grow).
 type ShardOwner struct {
@@ -63,7 +79,9 @@ type NewJob struct {
 	// Score orders an id's payloads (ascending). Nil means now, in unix
 	// seconds.
 	Score *float64
-	// PerformAt is when the job becomes due. The zero time means now.
+	// PerformAt is when the job becomes due, between 1970 and
+	// MaxTimeSeconds; the zero time means now. Transports that take
+	// perform_at or perform_in compute it with the PerformAt function.
 	PerformAt time.Time
 }
 

@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"fmt"
 	"math"
 	"time"
 	"unicode/utf8"
@@ -51,9 +52,62 @@ func ValidateID(id string, index int) error {
 	return nil
 }
 
+// MaxTimeSeconds is the latest time a job may be due, in unix seconds:
+// 2^34, in the year 2514. Times are kept as float unix seconds, which hold
+// this range to the microsecond. The earliest is 0 (1970).
+const MaxTimeSeconds = 1 << 34
+
+// PerformAt is the one rule for when a new job becomes due, whatever
+// carried it (the HTTP API, an actor message, the CLI, the Go client):
+// at, in unix seconds, when given; else now plus in seconds, when given;
+// else the zero time, which Enqueue reads as the store's now. Giving both,
+// a value that is not a finite number, a negative one, or a time outside 0
+// to MaxTimeSeconds is an error: a *FieldError naming perform_at or
+// perform_in, with Index index (-1 for a job on its own).
+func PerformAt(at, in *float64, now time.Time, index int) (time.Time, error) {
+	switch {
+	case at != nil && in != nil:
+		return time.Time{}, fieldErr("perform_in", index, "give perform_at or perform_in, not both")
+	case at != nil:
+		if reason := checkSeconds(*at); reason != "" {
+			return time.Time{}, fieldErr("perform_at", index, "%s", reason)
+		}
+		return FromUnixSeconds(*at), nil
+	case in != nil:
+		switch v := *in; {
+		case math.IsNaN(v) || math.IsInf(v, 0):
+			return time.Time{}, fieldErr("perform_in", index, "must be a finite number")
+		case v < 0:
+			return time.Time{}, fieldErr("perform_in", index, "must not be negative")
+		}
+		sec := UnixSeconds(now) + *in
+		if sec > MaxTimeSeconds {
+			return time.Time{}, fieldErr("perform_in", index, "out of range: the time would be after unix second %d", int64(MaxTimeSeconds))
+		}
+		return FromUnixSeconds(sec), nil
+	}
+	return time.Time{}, nil
+}
+
+// timeOutOfRange is the reason of a perform_at outside 0 to MaxTimeSeconds,
+// however it was given.
+var timeOutOfRange = fmt.Sprintf("out of range: must be unix seconds between 0 and %d", int64(MaxTimeSeconds))
+
+// checkSeconds returns why unix seconds cannot be a job's perform_at, or "".
+func checkSeconds(sec float64) string {
+	switch {
+	case math.IsNaN(sec) || math.IsInf(sec, 0):
+		return "must be a finite number"
+	case sec < 0 || sec > MaxTimeSeconds:
+		return timeOutOfRange
+	}
+	return ""
+}
+
 // ValidateJobs checks a batch of jobs before anything is written: ids,
 // payload sizes (maxPayload bytes; <= 0 means DefaultMaxPayloadBytes),
-// finite scores and times. It returns the first *FieldError.
+// finite scores, and times between 0 and MaxTimeSeconds. It returns the
+// first *FieldError.
 func ValidateJobs(jobs []NewJob, maxPayload int) error {
 	if maxPayload <= 0 {
 		maxPayload = DefaultMaxPayloadBytes
@@ -69,8 +123,8 @@ func ValidateJobs(jobs []NewJob, maxPayload int) error {
 			return fieldErr("score", i, "must be a finite number")
 		}
 		if !j.PerformAt.IsZero() {
-			if err := validTime(j.PerformAt); err != nil {
-				return fieldErr("perform_at", i, "%s", err.Reason)
+			if reason := checkTime(j.PerformAt); reason != "" {
+				return fieldErr("perform_at", i, "%s", reason)
 			}
 		}
 	}
@@ -80,12 +134,13 @@ func ValidateJobs(jobs []NewJob, maxPayload int) error {
 // Times must survive the round trip through float unix seconds.
 var (
 	minTime = time.Unix(0, 0)
-	maxTime = time.Unix(1<<34, 0) // year 2514
+	maxTime = time.Unix(MaxTimeSeconds, 0)
 )
 
-func validTime(t time.Time) *FieldError {
+// checkTime returns why t cannot be a job's perform_at, or "".
+func checkTime(t time.Time) string {
 	if t.Before(minTime) || t.After(maxTime) {
-		return fieldErr("perform_at", -1, "out of range (%s)", t.UTC().Format(time.RFC3339))
+		return timeOutOfRange
 	}
-	return nil
+	return ""
 }

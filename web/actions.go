@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+
+	"github.com/orderlyhq/orderly/web/internal/jsonscan"
 )
 
 // queueAction serves POST /api/v1/queues/{q}/actions/{action}, the queue
-// actions of SPEC 3.9. Each is synchronous and answers how many queued ids
-// it changed: perform_all_now {"updated": n}, kill_failed {"killed": n},
-// delete_failed {"deleted": n}. The body must be empty or {}.
+// actions of docs/contract.md §3.9. Each is synchronous and answers how
+// many queued ids it changed: perform_all_now {"updated": n}, kill_failed
+// {"killed": n}, delete_failed {"deleted": n}. The body must be empty or {}.
 func (s *Server) queueAction(w http.ResponseWriter, r *http.Request) error {
 	var (
 		key string
@@ -24,7 +26,7 @@ func (s *Server) queueAction(w http.ResponseWriter, r *http.Request) error {
 		key, run = "deleted", s.store.DeleteFailed
 	default:
 		return &apiError{status: http.StatusNotFound, field: "action",
-			msg: fmt.Sprintf("unknown action %q (known: perform_all_now, kill_failed, delete_failed)", truncate(name, 64))}
+			msg: fmt.Sprintf("unknown action %q (known: perform_all_now, kill_failed, delete_failed)", jsonscan.Truncate(name, 64))}
 	}
 	if _, err := queryParams(r); err != nil {
 		return err

@@ -20,6 +20,7 @@ import (
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
 	"github.com/orderlyhq/orderly/web"
+	"github.com/orderlyhq/orderly/web/apiv1"
 )
 
 func TestStatsShape(t *testing.T) {
@@ -98,10 +99,10 @@ func TestLookup(t *testing.T) {
 	l, raw = e.get("j")
 	require.True(t, l.InFlight)
 	require.Nil(t, l.Queued)
-	require.Equal(t, &inFlightJS{
-		jobJSON: jobJSON{
+	require.Equal(t, &apiv1.InFlightJob{
+		Job: apiv1.Job{
 			PerformAt: 1700000000, RetryCount: -1,
-			Payloads:     []web.Payload{{Data: []byte(`{"v":1}`), Score: 1}},
+			Payloads:     []apiv1.Payload{{Data: []byte(`{"v":1}`), Score: 1}},
 			PayloadCount: 1,
 		},
 		Owner: "node-a", Epoch: lease.Epoch, Seq: 1, FetchedAt: 1700000000.5,
@@ -114,8 +115,8 @@ func TestLookup(t *testing.T) {
 	require.True(t, l.InFlight)
 	require.NotNil(t, l.Processing)
 	require.NotNil(t, l.Queued)
-	require.Equal(t, []web.Payload{{Data: []byte(`{"v":2}`), Score: 2}}, l.Queued.Payloads)
-	require.Equal(t, []web.Payload{{Data: []byte(`{"v":1}`), Score: 1}}, l.Processing.Payloads)
+	require.Equal(t, []apiv1.Payload{{Data: []byte(`{"v":2}`), Score: 2}}, l.Queued.Payloads)
+	require.Equal(t, []apiv1.Payload{{Data: []byte(`{"v":1}`), Score: 1}}, l.Processing.Payloads)
 }
 
 func TestLookupIDsInPath(t *testing.T) {
@@ -167,16 +168,7 @@ func TestMorgue(t *testing.T) {
 	}
 	a := e.do("GET", "/api/v1/queues/q/morgue?order=id&limit=2", "")
 	require.Equal(t, http.StatusOK, a.status, a.body)
-	var page struct {
-		Entries []struct {
-			ID           string        `json:"id"`
-			UpdatedAt    float64       `json:"updated_at"`
-			Error        string        `json:"error"`
-			Payloads     []web.Payload `json:"payloads"`
-			PayloadCount int           `json:"payload_count"`
-		} `json:"entries"`
-		Next string `json:"next"`
-	}
+	var page apiv1.MorguePage
 	require.NoError(t, json.Unmarshal([]byte(a.body), &page))
 	require.Len(t, page.Entries, 2)
 	require.Equal(t, "m1", page.Entries[0].ID)
@@ -199,7 +191,7 @@ func TestMorgue(t *testing.T) {
 	require.Equal(t, http.StatusOK, a.status, a.body)
 	require.Equal(t, `{"requeued":1}`+"\n", a.body)
 	l, _ := e.get("m1")
-	require.Equal(t, []web.Payload{{Data: []byte(`{"n":1}`), Score: 1}}, l.Queued.Payloads)
+	require.Equal(t, []apiv1.Payload{{Data: []byte(`{"n":1}`), Score: 1}}, l.Queued.Payloads)
 	require.Equal(t, -1, l.Queued.RetryCount)
 	require.Equal(t, persistence.UnixSeconds(e.clock.Now()), l.Queued.PerformAt)
 
@@ -305,7 +297,7 @@ func TestRequeueBodyErrors(t *testing.T) {
 func TestHealth(t *testing.T) {
 	t.Parallel()
 	var notReady atomic.Bool
-	e := newEnv(t, func(c *web.Config, _ *redisstore.Config) {
+	e := newEnv(t, func(c *web.Config) {
 		c.Ready = func(ctx context.Context) error {
 			if notReady.Load() {
 				return errors.New("serving 3 of 5 shards")
@@ -344,7 +336,7 @@ func downStore(t *testing.T) *redisstore.Store {
 
 func TestStoreUnreachable(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(c *web.Config, _ *redisstore.Config) { c.Store = downStore(t) })
+	e := newEnv(t, func(c *web.Config) { c.Store = downStore(t) })
 	for _, r := range [][2]string{
 		{"GET", "/api/v1/stats"},
 		{"GET", "/api/v1/queues/q/jobs/a"},
@@ -392,7 +384,7 @@ func (brokenStore) GetJob(context.Context, string, string) (persistence.JobInfo,
 
 func TestInternalErrors(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(c *web.Config, s *redisstore.Config) { c.Store = brokenStore{} })
+	e := newEnv(t, func(c *web.Config) { c.Store = brokenStore{} })
 	a := e.do("GET", "/api/v1/stats", "")
 	require.Equal(t, http.StatusInternalServerError, a.status, a.body)
 	require.NotContains(t, a.body, "secret")
@@ -461,7 +453,7 @@ func TestRouting(t *testing.T) {
 func TestToken(t *testing.T) {
 	t.Parallel()
 	for _, publicReads := range []bool{false, true} {
-		e := newEnv(t, func(c *web.Config, _ *redisstore.Config) {
+		e := newEnv(t, func(c *web.Config) {
 			c.Token = "s3cret"
 			c.PublicReads = publicReads
 		})
@@ -534,13 +526,13 @@ func TestPayloadJSON(t *testing.T) {
 		var buf strings.Builder
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false) // as the server's answers
-		require.NoError(t, enc.Encode(web.Payload{Data: c.data, Score: 1.5}))
+		require.NoError(t, enc.Encode(apiv1.Payload{Data: c.data, Score: 1.5}))
 		require.Equal(t, c.want+"\n", buf.String())
-		var back web.Payload
+		var back apiv1.Payload
 		require.NoError(t, json.Unmarshal([]byte(buf.String()), &back))
 		require.Equal(t, c.data, []byte(string(back.Data)), "the stored bytes are recovered exactly")
 	}
-	var p web.Payload
+	var p apiv1.Payload
 	require.Error(t, json.Unmarshal([]byte(`{"score":1}`), &p))
 	require.Error(t, json.Unmarshal([]byte(`{"payload":1,"payload_base64":"AA==","score":1}`), &p))
 	require.Error(t, json.Unmarshal([]byte(`{"payload_base64":"!","score":1}`), &p))

@@ -5,34 +5,9 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/orderlyhq/orderly/web/apiv1"
 )
-
-// Member is a node of the cluster, as the answering node sees it.
-type Member struct {
-	Name string `json:"name"`
-	// State is alive, draining or dead.
-	State   string   `json:"state"`
-	HTTP    string   `json:"http"`
-	Actor   string   `json:"actor"`
-	Queues  []string `json:"queues"`
-	Version string   `json:"version,omitempty"`
-}
-
-// shardView is one shard and the node holding its lease.
-type shardView struct {
-	Queue string `json:"queue"`
-	Shard int    `json:"shard"`
-	// Owner is the name of the node holding the lease, "" when none does.
-	Owner string `json:"owner"`
-	Epoch int64  `json:"epoch"`
-}
-
-// clusterAnswer is the answer of GET /api/v1/cluster.
-type clusterAnswer struct {
-	Self    string      `json:"self"`
-	Members []Member    `json:"members"`
-	Shards  []shardView `json:"shards"`
-}
 
 // cluster serves GET /api/v1/cluster: the members (from Config.Members) and,
 // for every shard of every queue, the node holding its lease (from Redis,
@@ -41,7 +16,7 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) error {
 	if _, err := queryParams(r); err != nil {
 		return err
 	}
-	ans := clusterAnswer{Members: []Member{}, Shards: []shardView{}}
+	ans := apiv1.Cluster{Members: []apiv1.Member{}, Shards: []apiv1.Shard{}}
 	if s.members != nil {
 		ans.Self, ans.Members = s.members(r.Context())
 		for i := range ans.Members {
@@ -59,22 +34,22 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) shardOwners(ctx context.Context) ([]shardView, error) {
+func (s *Server) shardOwners(ctx context.Context) ([]apiv1.Shard, error) {
 	specs, err := s.store.Queues(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := []shardView{}
+	out := []apiv1.Shard{}
 	for _, q := range specs {
 		owners, err := s.store.ShardOwners(ctx, q.Name)
 		if err != nil {
 			return nil, err
 		}
 		for _, o := range owners {
-			out = append(out, shardView{Queue: q.Name, Shard: o.Shard, Owner: o.Owner, Epoch: o.Epoch})
+			out = append(out, apiv1.Shard{Queue: q.Name, Shard: o.Shard, Owner: o.Owner, Epoch: o.Epoch})
 		}
 	}
-	slices.SortFunc(out, func(a, b shardView) int {
+	slices.SortFunc(out, func(a, b apiv1.Shard) int {
 		if c := strings.Compare(a.Queue, b.Queue); c != 0 {
 			return c
 		}

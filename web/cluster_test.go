@@ -10,18 +10,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderlyhq/orderly/persistence"
-	"github.com/orderlyhq/orderly/persistence/redisstore"
 	"github.com/orderlyhq/orderly/web"
+	"github.com/orderlyhq/orderly/web/apiv1"
 )
 
 func TestClusterView(t *testing.T) {
-	members := func(context.Context) (string, []web.Member) {
-		return "n1", []web.Member{
+	members := func(context.Context) (string, []apiv1.Member) {
+		return "n1", []apiv1.Member{
 			{Name: "n1", State: "alive", HTTP: "127.0.0.1:8080", Actor: "127.0.0.1:8090", Queues: []string{"q"}, Version: "0.1.0"},
 			{Name: "n2", State: "dead", HTTP: "127.0.0.1:8081"},
 		}
 	}
-	e := newEnv(t, func(c *web.Config, _ *redisstore.Config) { c.Members = members })
+	e := newEnv(t, func(c *web.Config) { c.Members = members })
 	lease, _, err := e.store.AcquireShard(e.ctx, persistence.ShardRef{Queue: "q", Shard: 1}, "n1", time.Minute)
 	require.NoError(t, err)
 

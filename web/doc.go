@@ -34,7 +34,7 @@
 //
 // GET /api/v1/queues lists every queue registered in the store, by name;
 // GET /api/v1/queues/{q} answers one (404 with field "queue" when it is
-// unknown). A queue and its metrics (SPEC 3.10):
+// unknown). A queue and its metrics (docs/contract.md §3.10):
 //
 //	{"name": "orders", "shards": 8, "length": 3, "fresh": 2, "retries": 1,
 //	 "morgue_length": 1, "lag": 5.5, "busy": 1, "processed": 120, "failed": 4,
@@ -98,7 +98,7 @@
 //
 // # Payloads
 //
-// Wherever the API shows a payload it uses Payload: the stored bytes as a
+// Wherever the API shows a payload it uses apiv1.Payload: the stored bytes as a
 // JSON value under "payload" when they are valid, compact UTF-8 JSON, else
 // standard base64 under "payload_base64"; either way the stored bytes can be
 // recovered exactly.
@@ -139,7 +139,7 @@
 // # Actions
 //
 // POST /api/v1/queues/{q}/actions/{action}, with an empty body or {}, runs
-// a queue action (SPEC 3.9) synchronously and answers how many queued ids
+// a queue action (docs/contract.md §3.9) synchronously and answers how many queued ids
 // it changed; in-flight batches are not touched:
 //
 //	perform_all_now  every queued job due later becomes due now  {"updated": n}
@@ -158,7 +158,7 @@
 // {"ids": ["a", "b"]} or {"all": true} (exactly one of the two; {"ids": []}
 // selects nothing) and answer {"requeued": n} or {"deleted": n}; ids not in
 // the morgue are skipped. A requeued entry merges into the queue with
-// perform_at now and retry_count -1 (SPEC 3.2).
+// perform_at now and retry_count -1 (docs/contract.md §3.2).
 //
 // # Metrics and dashboard
 //

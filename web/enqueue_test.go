@@ -13,6 +13,7 @@ import (
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
 	"github.com/orderlyhq/orderly/web"
+	"github.com/orderlyhq/orderly/web/apiv1"
 )
 
 func TestEnqueueLookupRoundTrip(t *testing.T) {
@@ -73,7 +74,7 @@ func TestEnqueueMerge(t *testing.T) {
 	e.enqueue(`[{"id": "m", "payload": "v2", "score": 3}, {"id": "m", "payload": "v3", "score": 4}]`)
 	l, _ := e.get("m")
 	require.Equal(t, 3, l.Queued.PayloadCount)
-	require.Equal(t, []web.Payload{
+	require.Equal(t, []apiv1.Payload{
 		{Data: []byte(`"v1"`), Score: 1},
 		{Data: []byte(`"v2"`), Score: 2}, // the lower score wins
 		{Data: []byte(`"v3"`), Score: 4},
@@ -141,7 +142,7 @@ func TestEnqueueAllOrNothing(t *testing.T) {
 	t.Run("rejected by the store", func(t *testing.T) {
 		// The store's own limit is lower than the API's: its *FieldError
 		// comes back as the API's error, naming the job.
-		e := newEnv(t, func(_ *web.Config, s *redisstore.Config) { s.MaxPayloadBytes = 8 })
+		e := newEnvStore(t, func(s *redisstore.Config) { s.MaxPayloadBytes = 8 })
 		a := e.do("POST", "/api/v1/queues/q/jobs", `[{"id": "a"}, {"id": "b"}, {"id": "c", "payload": "0123456789"}]`)
 		require.Equal(t, http.StatusBadRequest, a.status, a.body)
 		msg, field := a.errorBody(t)
@@ -153,7 +154,7 @@ func TestEnqueueAllOrNothing(t *testing.T) {
 
 func TestEnqueueBadInput(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(c *web.Config, _ *redisstore.Config) { c.MaxPayloadBytes = 16 })
+	e := newEnv(t, func(c *web.Config) { c.MaxPayloadBytes = 16 })
 	long := strings.Repeat("x", persistence.MaxIDBytes+1)
 	for _, c := range []struct {
 		name, body  string
@@ -231,7 +232,7 @@ func TestEnqueueBadInput(t *testing.T) {
 
 func TestEnqueueAcceptedEdges(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(c *web.Config, _ *redisstore.Config) { c.MaxPayloadBytes = 16 })
+	e := newEnv(t, func(c *web.Config) { c.MaxPayloadBytes = 16 })
 	id512 := strings.Repeat("é", persistence.MaxIDBytes/2) // 512 bytes
 	e.enqueue(`[
 		{"id": "`+id512+`"},
@@ -251,7 +252,7 @@ func TestEnqueueAcceptedEdges(t *testing.T) {
 
 func TestEnqueueBodyLimit(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(c *web.Config, _ *redisstore.Config) { c.MaxBodyBytes = 1024 })
+	e := newEnv(t, func(c *web.Config) { c.MaxBodyBytes = 1024 })
 	big := `[{"id": "a", "payload": "` + strings.Repeat("x", 2000) + `"}]`
 
 	a := e.do("POST", "/api/v1/queues/q/jobs", big)

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/web/apiv1"
 )
 
 // msgInternal is the answer to failures whose detail stays in the log.
@@ -42,12 +43,6 @@ func badRequest(format string, args ...any) *apiError {
 	return &apiError{status: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
 }
 
-// errorBody is the JSON of every error answer.
-type errorBody struct {
-	Error string `json:"error"`
-	Field string `json:"field,omitempty"`
-}
-
 // writeError answers err; it is the one place that turns errors into
 // answers. Validation errors of the store become 400s naming the field,
 // unknown queues and jobs 404s, an unreachable store 503, anything else a
@@ -60,7 +55,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if e.status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
-	s.writeJSON(w, r, e.status, errorBody{Error: e.msg, Field: e.field})
+	s.writeJSON(w, r, e.status, apiv1.Error{Error: e.msg, Field: e.field})
 }
 
 func (s *Server) classify(r *http.Request, err error) *apiError {

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderlyhq/orderly/persistence"
-	"github.com/orderlyhq/orderly/persistence/redisstore"
 	"github.com/orderlyhq/orderly/web"
 )
 
@@ -41,7 +40,7 @@ func (s *slowStore) Enqueue(ctx context.Context, q string, jobs []persistence.Ne
 // handled at once; the others wait for a slot, and all succeed.
 func TestEnqueueFloodIsBounded(t *testing.T) {
 	var slow *slowStore
-	e := newEnv(t, func(c *web.Config, _ *redisstore.Config) { c.MaxConcurrentEnqueues = 4 })
+	e := newEnv(t, func(c *web.Config) { c.MaxConcurrentEnqueues = 4 })
 	slow = &slowStore{Store: e.store, release: make(chan struct{})}
 	srv, err := web.New(&web.Config{Store: slow, MaxConcurrentEnqueues: 4})
 	require.NoError(t, err)

@@ -4,16 +4,13 @@ import (
 	"context"
 	"errors"
 	"net/http"
-)
 
-// statusAnswer is the answer of the probes.
-type statusAnswer struct {
-	Status string `json:"status"`
-}
+	"github.com/orderlyhq/orderly/web/apiv1"
+)
 
 // healthz serves GET /healthz: liveness, the process answers.
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
-	s.writeJSON(w, r, http.StatusOK, statusAnswer{Status: "ok"})
+	s.writeJSON(w, r, http.StatusOK, apiv1.Status{Status: "ok"})
 	return nil
 }
 
@@ -34,6 +31,6 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 		}
 		return &apiError{status: http.StatusServiceUnavailable, msg: msg}
 	}
-	s.writeJSON(w, r, http.StatusOK, statusAnswer{Status: "ready"})
+	s.writeJSON(w, r, http.StatusOK, apiv1.Status{Status: "ready"})
 	return nil
 }

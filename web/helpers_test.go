@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -16,14 +15,15 @@ import (
 
 	"github.com/orderlyhq/orderly/internal/clock"
 	"github.com/orderlyhq/orderly/internal/nodetest"
-	"github.com/orderlyhq/orderly/internal/redistest"
+	"github.com/orderlyhq/orderly/internal/webtest"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
 	"github.com/orderlyhq/orderly/web"
+	"github.com/orderlyhq/orderly/web/apiv1"
 )
 
 // t0 is the tests' starting time: a round number of unix seconds.
-var t0 = time.Unix(1_700_000_000, 0)
+var t0 = webtest.T0
 
 // env is one test's store, clock, server and queue "q" (3 shards).
 type env struct {
@@ -38,29 +38,28 @@ type env struct {
 
 const testShards = 3
 
-type option func(*web.Config, *redisstore.Config)
+// option adjusts the API's configuration.
+type option func(*web.Config)
 
 func newEnv(t testing.TB, opts ...option) *env {
 	t.Helper()
-	db := redistest.New(t)
-	c := clock.NewSimulated(t0)
-	scfg := &redisstore.Config{Prefix: db.Prefix, Now: c.Now}
-	logs := &nodetest.LogBuffer{}
-	wcfg := &web.Config{Now: c.Now, Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	return newEnvStore(t, nil, opts...)
+}
+
+// newEnvStore is newEnv with store adjusting the store's configuration.
+func newEnvStore(t testing.TB, store func(*redisstore.Config), opts ...option) *env {
+	t.Helper()
+	wcfg := &web.Config{}
 	for _, o := range opts {
-		o(wcfg, scfg)
+		o(wcfg)
 	}
-	store, err := redisstore.New(db.Client, scfg)
-	require.NoError(t, err)
-	if wcfg.Store == nil {
-		wcfg.Store = store
+	var wopts []webtest.Option
+	if store != nil {
+		wopts = append(wopts, webtest.WithStore(store))
 	}
-	srv, err := web.New(wcfg)
-	require.NoError(t, err)
-	ts := httptest.NewServer(srv)
-	t.Cleanup(ts.Close)
-	e := &env{t: t, ctx: context.Background(), clock: c, store: store, srv: srv, ts: ts, logs: logs}
-	e.register("q", testShards)
+	ws := webtest.NewServer(t, wcfg, wopts...)
+	e := &env{t: t, ctx: context.Background(), clock: ws.Clock, store: ws.Store, srv: ws.API, ts: ws.Server, logs: ws.Logs}
+	ws.Register("q", testShards)
 	return e
 }
 
@@ -140,38 +139,12 @@ func (e *env) enqueue(body string, headers ...string) {
 	require.Equal(e.t, http.StatusAccepted, a.status, a.body)
 }
 
-// lookup is the decoded answer of a one-job lookup.
-type lookup struct {
-	Queue      string      `json:"queue"`
-	Shard      int         `json:"shard"`
-	ID         string      `json:"id"`
-	InFlight   bool        `json:"in_flight"`
-	Queued     *jobJSON    `json:"queued"`
-	Processing *inFlightJS `json:"processing"`
-}
-
-type jobJSON struct {
-	PerformAt    float64       `json:"perform_at"`
-	RetryCount   int           `json:"retry_count"`
-	Error        string        `json:"error"`
-	Payloads     []web.Payload `json:"payloads"`
-	PayloadCount int           `json:"payload_count"`
-}
-
-type inFlightJS struct {
-	jobJSON
-	Owner     string  `json:"owner"`
-	Epoch     int64   `json:"epoch"`
-	Seq       int64   `json:"seq"`
-	FetchedAt float64 `json:"fetched_at"`
-}
-
 // get looks an id up in queue q (escaping it) and requires 200.
-func (e *env) get(id string) (lookup, answer) {
+func (e *env) get(id string) (apiv1.JobLookup, answer) {
 	e.t.Helper()
 	a := e.do("GET", "/api/v1/queues/q/jobs/"+escapeID(id), "")
 	require.Equal(e.t, http.StatusOK, a.status, a.body)
-	var l lookup
+	var l apiv1.JobLookup
 	dec := json.NewDecoder(strings.NewReader(a.body))
 	dec.DisallowUnknownFields()
 	require.NoError(e.t, dec.Decode(&l), a.body)

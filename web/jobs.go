@@ -6,47 +6,17 @@ import (
 	"slices"
 
 	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/web/apiv1"
 )
 
-// jobView is a job in an answer. Times are unix seconds.
-type jobView struct {
-	PerformAt    float64   `json:"perform_at"`
-	RetryCount   int       `json:"retry_count"`
-	Error        string    `json:"error"`
-	Payloads     []Payload `json:"payloads"`
-	PayloadCount int       `json:"payload_count"`
-}
-
-func viewOf(j persistence.Job) jobView {
-	return jobView{
+func jobOf(j persistence.Job) apiv1.Job {
+	return apiv1.Job{
 		PerformAt:    persistence.UnixSeconds(j.PerformAt),
 		RetryCount:   j.RetryCount,
 		Error:        j.Error,
-		Payloads:     payloads(j.Payloads),
+		Payloads:     apiv1.Payloads(j.Payloads),
 		PayloadCount: j.PayloadCount,
 	}
-}
-
-// processingView is an id's entry in its shard's in-flight batch, with the
-// owner that fetched it.
-type processingView struct {
-	jobView
-	Owner     string  `json:"owner"`
-	Epoch     int64   `json:"epoch"`
-	Seq       int64   `json:"seq"`
-	FetchedAt float64 `json:"fetched_at"`
-}
-
-// lookupAnswer is the answer of GET /api/v1/queues/{q}/jobs/{id}: the
-// queued entry (null when none) and, when the id is in flight, the
-// in-flight entry under "processing" with "in_flight": true.
-type lookupAnswer struct {
-	Queue      string          `json:"queue"`
-	Shard      int             `json:"shard"`
-	ID         string          `json:"id"`
-	InFlight   bool            `json:"in_flight"`
-	Queued     *jobView        `json:"queued"`
-	Processing *processingView `json:"processing"`
 }
 
 // getJob serves GET /api/v1/queues/{q}/jobs/{id...}. The id is the rest of
@@ -60,14 +30,14 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ans := lookupAnswer{Queue: info.Queue, Shard: info.Shard, ID: id, InFlight: info.InFlight != nil}
+	ans := apiv1.JobLookup{Queue: info.Queue, Shard: info.Shard, ID: id, InFlight: info.InFlight != nil}
 	if info.Queued != nil {
-		v := viewOf(*info.Queued)
+		v := jobOf(*info.Queued)
 		ans.Queued = &v
 	}
 	if f := info.InFlight; f != nil {
-		ans.Processing = &processingView{
-			jobView:   viewOf(f.Job),
+		ans.Processing = &apiv1.InFlightJob{
+			Job:       jobOf(f.Job),
 			Owner:     f.Owner,
 			Epoch:     f.Epoch,
 			Seq:       f.Seq,
@@ -78,26 +48,12 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// listedJob is a job of a listing or of an in-flight batch: its id and
-// what jobView shows.
-type listedJob struct {
-	ID string `json:"id"`
-	jobView
-}
-
-func listedJobs(jobs []persistence.Job) []listedJob {
-	out := make([]listedJob, len(jobs))
+func listedJobs(jobs []persistence.Job) []apiv1.ListedJob {
+	out := make([]apiv1.ListedJob, len(jobs))
 	for i, j := range jobs {
-		out[i] = listedJob{ID: j.ID, jobView: viewOf(j)}
+		out[i] = apiv1.ListedJob{ID: j.ID, Job: jobOf(j)}
 	}
 	return out
-}
-
-// jobPage is the answer of GET /api/v1/queues/{q}/jobs. next is the cursor
-// of the following page, empty on the last.
-type jobPage struct {
-	Jobs []listedJob `json:"jobs"`
-	Next string      `json:"next"`
 }
 
 // listJobs serves GET /api/v1/queues/{q}/jobs: a page of queued jobs (not
@@ -112,7 +68,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.writeJSON(w, r, http.StatusOK, jobPage{Jobs: listedJobs(page.Jobs), Next: page.Next})
+	s.writeJSON(w, r, http.StatusOK, apiv1.JobPage{Jobs: listedJobs(page.Jobs), Next: page.Next})
 	return nil
 }
 
@@ -135,24 +91,8 @@ func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request) error {
 		return &apiError{status: http.StatusNotFound,
 			msg: fmt.Sprintf("job %q is not queued in %q (a job in an in-flight batch is not deleted: its handler settles it)", id, q)}
 	}
-	s.writeJSON(w, r, http.StatusOK, deletedAnswer{Deleted: 1})
+	s.writeJSON(w, r, http.StatusOK, apiv1.Deleted{Deleted: 1})
 	return nil
-}
-
-// batchView is the in-flight batch of a shard, with the owner that fetched
-// it.
-type batchView struct {
-	Shard     int         `json:"shard"`
-	Owner     string      `json:"owner"`
-	Epoch     int64       `json:"epoch"`
-	Seq       int64       `json:"seq"`
-	FetchedAt float64     `json:"fetched_at"`
-	Jobs      []listedJob `json:"jobs"`
-}
-
-// processingAnswer is the answer of GET /api/v1/queues/{q}/processing.
-type processingAnswer struct {
-	Batches []batchView `json:"batches"`
 }
 
 // processing serves GET /api/v1/queues/{q}/processing: the in-flight batch
@@ -166,9 +106,9 @@ func (s *Server) processing(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	slices.SortFunc(batches, func(a, b persistence.InFlightBatch) int { return a.Shard - b.Shard })
-	ans := processingAnswer{Batches: make([]batchView, len(batches))}
+	ans := apiv1.Processing{Batches: make([]apiv1.Batch, len(batches))}
 	for i, b := range batches {
-		ans.Batches[i] = batchView{
+		ans.Batches[i] = apiv1.Batch{
 			Shard:     b.Shard,
 			Owner:     b.Owner,
 			Epoch:     b.Epoch,

@@ -1,14 +1,13 @@
 package web_test
 
 import (
-	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
-	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,26 +15,15 @@ import (
 
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/web"
+	"github.com/orderlyhq/orderly/web/apiv1"
 )
 
-// listedJob is a job of a listing or an in-flight batch, decoded.
-type listedJob struct {
-	ID string `json:"id"`
-	jobJSON
-}
-
-// jobPage is the decoded answer of a queue listing.
-type jobPage struct {
-	Jobs []listedJob `json:"jobs"`
-	Next string      `json:"next"`
-}
-
 // listJobs gets one page of queue q's listing and requires 200.
-func (e *env) listJobs(query string) jobPage {
+func (e *env) listJobs(query string) apiv1.JobPage {
 	e.t.Helper()
 	a := e.do("GET", "/api/v1/queues/q/jobs?"+query, "")
 	require.Equal(e.t, http.StatusOK, a.status, "%s: %s", query, a.body)
-	var p jobPage
+	var p apiv1.JobPage
 	dec := json.NewDecoder(strings.NewReader(a.body))
 	dec.DisallowUnknownFields()
 	require.NoError(e.t, dec.Decode(&p), a.body)
@@ -64,163 +52,81 @@ func (e *env) failDue(retryAt func(id string) time.Time) {
 	}
 }
 
-// modelJob is what a test expects of a queued job.
-type modelJob struct {
-	id  string
-	at  float64
-	rc  int
-	err string
+// listingStore records the options of the listings it serves.
+type listingStore struct {
+	persistence.Store
+	mu   sync.Mutex // guards opts
+	opts []persistence.ListOptions
 }
 
-// listingFixture fills q with 30 jobs over the 3 shards, with many ties in
-// each order: f00..f19 fresh (retry_count -1), r0..r9 failed once to three
-// times. It returns the expected jobs.
-func listingFixture(t *testing.T, e *env) map[string]*modelJob {
-	want := map[string]*modelJob{}
-	// Failed jobs: group g is enqueued before round g and fails in every
-	// round from then on, so that it ends with retry count 3-g.
-	groups := [][]string{{"r0", "r1", "r2"}, {"r3", "r4", "r5", "r6"}, {"r7", "r8", "r9"}}
-	for round, group := range groups {
-		var jobs []string
-		for _, id := range group {
-			jobs = append(jobs, fmt.Sprintf(`{"id": %q, "payload": {"id": %q}}`, id, id))
-			want[id] = &modelJob{id: id}
-		}
-		e.enqueue("[" + strings.Join(jobs, ",") + "]")
-		last := round == len(groups)-1
-		e.failDue(func(id string) time.Time {
-			if !last {
-				return e.clock.Now() // due again for the next round
-			}
-			n, _ := strconv.Atoi(id[1:])
-			return t0.Add(time.Duration(100+n%4) * time.Second)
-		})
-		for _, g := range groups[:round+1] {
-			for _, id := range g {
-				want[id].rc++
-			}
-		}
-	}
-	for _, j := range want {
-		j.rc-- // the first failure makes retry count 0
-		n, _ := strconv.Atoi(j.id[1:])
-		j.at = persistence.UnixSeconds(t0.Add(time.Duration(100+n%4) * time.Second))
-		j.err = "err-" + j.id
-	}
-	// Fresh jobs, due at one of 5 times.
-	var jobs []string
-	for i := range 20 {
-		id := fmt.Sprintf("f%02d", i)
-		at := 1_699_999_990 + float64(i%5)
-		jobs = append(jobs, fmt.Sprintf(`{"id": %q, "payload": {"id": %q}, "perform_at": %v}`, id, id, at))
-		want[id] = &modelJob{id: id, at: at, rc: -1}
-	}
-	e.enqueue("[" + strings.Join(jobs, ",") + "]")
-	return want
+func (s *listingStore) ListJobs(ctx context.Context, queue string, opts persistence.ListOptions) (persistence.JobPage, error) {
+	s.mu.Lock()
+	s.opts = append(s.opts, opts)
+	s.mu.Unlock()
+	return s.Store.ListJobs(ctx, queue, opts)
 }
 
-func TestListJobsOrders(t *testing.T) {
+func (s *listingStore) last() persistence.ListOptions {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.opts[len(s.opts)-1]
+}
+
+// The API turns a listing's query string into the store's ListOptions as
+// they are: the store checks and applies them (its conformance suite,
+// persistence/storetest, proves the orders, bounds, ties and cursors).
+func TestListJobsQuery(t *testing.T) {
+	t.Parallel()
+	ls := &listingStore{}
+	e := newEnv(t, func(c *web.Config) { c.Store = ls })
+	ls.Store = e.store
+	e.enqueue(`[{"id": "a"}]`)
+	page := e.listJobs("limit=1&order=perform_at&rev=1")
+	require.NotEmpty(t, page.Jobs)
+	cursor := e.listJobs("limit=1").Next
+	for _, c := range []struct {
+		query string
+		want  persistence.ListOptions
+	}{
+		{"", persistence.ListOptions{}},
+		{"order=id", persistence.ListOptions{Order: persistence.OrderID}},
+		{"order=perform_at&min=1699999991&max=1699999993.5", persistence.ListOptions{Order: persistence.OrderPerformAt, Min: "1699999991", Max: "1699999993.5"}},
+		{"order=retry_count&min=-1&max=%2Binf&rev=1", persistence.ListOptions{Order: persistence.OrderRetryCount, Min: "-1", Max: "+inf", Rev: true}},
+		{"order=id&min=f05&max=r3&rev=0&limit=7", persistence.ListOptions{Order: persistence.OrderID, Min: "f05", Max: "r3", Limit: 7}},
+		{"rev=TRUE&limit=1000&payloads=1000", persistence.ListOptions{Rev: true, Limit: 1000, Payloads: 1000}},
+		{"rev=&order=&limit=", persistence.ListOptions{}},
+		{"min=%FF%FE&max=%F0%9F%98%80", persistence.ListOptions{Min: "\xff\xfe", Max: "😀"}},
+		{"limit=1&cursor=" + url.QueryEscape(cursor), persistence.ListOptions{Limit: 1, Cursor: cursor}},
+	} {
+		a := e.do("GET", "/api/v1/queues/q/jobs?"+c.query, "")
+		require.Equal(t, http.StatusOK, a.status, "%s: %s", c.query, a.body)
+		require.Equal(t, c.want, ls.last(), c.query)
+	}
+}
+
+// One round trip through the API: a page's JSON, and its cursor to the
+// next.
+func TestListJobsRoundTrip(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	want := listingFixture(t, e)
-	all := make([]*modelJob, 0, len(want))
-	for _, j := range want {
-		all = append(all, j)
-	}
-	shards := map[int]bool{}
-	for _, j := range all {
-		shards[persistence.ShardOf(j.id, testShards)] = true
-	}
-	require.Len(t, shards, testShards, "the jobs span every shard")
-
-	keys := map[string]func(*modelJob) float64{
-		"id":          nil,
-		"perform_at":  func(j *modelJob) float64 { return j.at },
-		"retry_count": func(j *modelJob) float64 { return float64(j.rc) },
-	}
-	bounds := map[string][][2]string{
-		"id":          {{"", ""}, {"f05", "r3"}, {"f10", ""}, {"", "f10"}, {"r", "r"}, {"zz", ""}},
-		"perform_at":  {{"", ""}, {"1699999991", "1699999993"}, {"1700000101", ""}, {"-inf", "1699999990"}, {"1699999990.5", "1699999990.9"}},
-		"retry_count": {{"", ""}, {"0", "1"}, {"-1", "-1"}, {"2", "+inf"}, {"1.5", ""}},
-	}
-	for order, key := range keys {
-		for _, b := range bounds[order] {
-			for _, rev := range []bool{false, true} {
-				// Expected: the jobs within the bounds, by key then id.
-				var exp []string
-				for _, j := range all {
-					if key == nil {
-						if b[0] != "" && j.id < b[0] || b[1] != "" && j.id > b[1] {
-							continue
-						}
-					} else {
-						lo, hi := parseBound(t, b[0], -1), parseBound(t, b[1], 1)
-						if k := key(j); k < lo || k > hi {
-							continue
-						}
-					}
-					exp = append(exp, j.id)
-				}
-				slices.SortFunc(exp, func(x, y string) int {
-					c := 0
-					if key != nil {
-						c = cmp.Compare(key(want[x]), key(want[y]))
-					}
-					if c == 0 {
-						c = strings.Compare(x, y)
-					}
-					if rev {
-						c = -c
-					}
-					return c
-				})
-				for _, limit := range []int{1, 4, 7, 100} {
-					q := url.Values{"order": {order}, "min": {b[0]}, "max": {b[1]}, "rev": {strconv.FormatBool(rev)}, "limit": {strconv.Itoa(limit)}}
-					var got []string
-					pages := 0
-					for {
-						p := e.listJobs(q.Encode())
-						pages++
-						require.LessOrEqual(t, len(p.Jobs), limit)
-						for _, j := range p.Jobs {
-							got = append(got, j.ID)
-							m := want[j.ID]
-							require.Equal(t, m.at, j.PerformAt, j.ID)
-							require.Equal(t, m.rc, j.RetryCount, j.ID)
-							require.Equal(t, m.err, j.Error, j.ID)
-							require.Equal(t, []web.Payload{{Data: []byte(`{"id":"` + j.ID + `"}`), Score: j.Payloads[0].Score}}, j.Payloads)
-							require.Equal(t, 1, j.PayloadCount)
-						}
-						if p.Next == "" {
-							break
-						}
-						q.Set("cursor", p.Next)
-						require.Less(t, pages, 100, "the listing ends")
-					}
-					require.Equal(t, exp, got, "order=%s bounds=%v rev=%v limit=%d: every job once, in order", order, b, rev, limit)
-				}
-			}
-		}
-	}
-
-	// Defaults: by id, ascending, 100 a page, 10 payloads.
-	require.Len(t, e.listJobs("").Jobs, len(want))
-	p := e.listJobs("limit=2")
-	require.Equal(t, []string{"f00", "f01"}, []string{p.Jobs[0].ID, p.Jobs[1].ID})
-	a := e.do("GET", "/api/v1/queues/q/jobs?limit=1&order=retry_count&rev=1", "")
+	e.enqueue(`[{"id": "b", "payload": {"id": "b"}, "perform_at": 1699999990},
+		{"id": "a", "payload": {"id": "a"}, "perform_at": 1699999995},
+		{"id": "c", "payload_base64": "AP8=", "score": 7}]`)
+	a := e.do("GET", "/api/v1/queues/q/jobs?limit=2&order=perform_at&rev=1", "")
 	require.Equal(t, http.StatusOK, a.status, a.body)
-	require.True(t, strings.HasPrefix(a.body, `{"jobs":[{"id":"r2","perform_at":1700000102,"retry_count":2,"error":"err-r2","payloads":[{"payload":{"id":"r2"},"score":1700000000}],"payload_count":1}],"next":"`), a.body)
-}
+	require.True(t, strings.HasPrefix(a.body, `{"jobs":[`+
+		`{"id":"c","perform_at":1700000000,"retry_count":-1,"error":"","payloads":[{"payload_base64":"AP8=","score":7}],"payload_count":1},`+
+		`{"id":"a","perform_at":1699999995,"retry_count":-1,"error":"","payloads":[{"payload":{"id":"a"},"score":1700000000}],"payload_count":1}],"next":"`), a.body)
+	var first apiv1.JobPage
+	require.NoError(t, json.Unmarshal([]byte(a.body), &first))
+	next := e.listJobs("limit=2&order=perform_at&rev=1&cursor=" + url.QueryEscape(first.Next))
+	require.Equal(t, "", next.Next, "the last page")
+	require.Len(t, next.Jobs, 1)
+	require.Equal(t, "b", next.Jobs[0].ID)
 
-func parseBound(t *testing.T, s string, inf int) float64 {
-	t.Helper()
-	switch s {
-	case "", "-inf", "+inf":
-		return float64(inf) * 1e308
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	require.NoError(t, err)
-	return f
+	// Defaults: by id, ascending.
+	p := e.listJobs("")
+	require.Equal(t, []string{"a", "b", "c"}, []string{p.Jobs[0].ID, p.Jobs[1].ID, p.Jobs[2].ID})
 }
 
 func TestListJobsPayloads(t *testing.T) {
@@ -235,14 +141,14 @@ func TestListJobsPayloads(t *testing.T) {
 	p := e.listJobs("")
 	require.Len(t, p.Jobs, 2)
 	require.Equal(t, "bin", p.Jobs[0].ID)
-	require.Equal(t, []web.Payload{{Data: []byte{0, 0xff}, Score: 1_700_000_000}}, p.Jobs[0].Payloads)
+	require.Equal(t, []apiv1.Payload{{Data: []byte{0, 0xff}, Score: 1_700_000_000}}, p.Jobs[0].Payloads)
 	require.Len(t, p.Jobs[1].Payloads, 10, "10 payloads by default")
 	require.Equal(t, 15, p.Jobs[1].PayloadCount)
 	require.Equal(t, []byte("0"), p.Jobs[1].Payloads[0].Data, "the lowest scores first")
 	p = e.listJobs("payloads=1000&min=many")
 	require.Len(t, p.Jobs[0].Payloads, 15)
 	p = e.listJobs("payloads=2&min=many")
-	require.Equal(t, []web.Payload{{Data: []byte("0"), Score: 0}, {Data: []byte("1"), Score: 1}}, p.Jobs[0].Payloads)
+	require.Equal(t, []apiv1.Payload{{Data: []byte("0"), Score: 0}, {Data: []byte("1"), Score: 1}}, p.Jobs[0].Payloads)
 
 	e.register("empty", 2)
 	a := e.do("GET", "/api/v1/queues/empty/jobs", "")
@@ -428,13 +334,7 @@ func TestProcessing(t *testing.T) {
 	e.enqueue(`[{"id": "` + other + `"}]`)
 	e.fetch(other)
 	a = e.do("GET", "/api/v1/queues/q/processing", "")
-	var ans struct {
-		Batches []struct {
-			Shard int         `json:"shard"`
-			Owner string      `json:"owner"`
-			Jobs  []listedJob `json:"jobs"`
-		} `json:"batches"`
-	}
+	var ans apiv1.Processing
 	require.NoError(t, json.Unmarshal([]byte(a.body), &ans))
 	require.Len(t, ans.Batches, 2)
 	require.Less(t, ans.Batches[0].Shard, ans.Batches[1].Shard)

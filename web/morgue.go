@@ -7,23 +7,9 @@ import (
 	"net/http"
 
 	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/web/apiv1"
+	"github.com/orderlyhq/orderly/web/internal/jsonscan"
 )
-
-// morgueEntryView is a morgue entry in an answer.
-type morgueEntryView struct {
-	ID           string    `json:"id"`
-	UpdatedAt    float64   `json:"updated_at"`
-	Error        string    `json:"error"`
-	Payloads     []Payload `json:"payloads"`
-	PayloadCount int       `json:"payload_count"`
-}
-
-// morguePage is the answer of GET /api/v1/queues/{q}/morgue. next is the
-// cursor of the following page, empty on the last.
-type morguePage struct {
-	Entries []morgueEntryView `json:"entries"`
-	Next    string            `json:"next"`
-}
 
 // listOptions reads a listing's query parameters; the store validates their
 // values (order, bounds, limit, cursor) and names the one at fault.
@@ -57,29 +43,18 @@ func (s *Server) listMorgue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ans := morguePage{Entries: make([]morgueEntryView, len(page.Entries)), Next: page.Next}
+	ans := apiv1.MorguePage{Entries: make([]apiv1.MorgueEntry, len(page.Entries)), Next: page.Next}
 	for i, e := range page.Entries {
-		ans.Entries[i] = morgueEntryView{
+		ans.Entries[i] = apiv1.MorgueEntry{
 			ID:           e.ID,
 			UpdatedAt:    persistence.UnixSeconds(e.UpdatedAt),
 			Error:        e.Error,
-			Payloads:     payloads(e.Payloads),
+			Payloads:     apiv1.Payloads(e.Payloads),
 			PayloadCount: e.PayloadCount,
 		}
 	}
 	s.writeJSON(w, r, http.StatusOK, ans)
 	return nil
-}
-
-// requeueAnswer is the answer of POST /api/v1/queues/{q}/morgue/requeue.
-type requeueAnswer struct {
-	Requeued int `json:"requeued"`
-}
-
-// deletedAnswer is the answer of the endpoints that delete: how many ids
-// they deleted.
-type deletedAnswer struct {
-	Deleted int `json:"deleted"`
 }
 
 // requeueMorgue serves POST /api/v1/queues/{q}/morgue/requeue, body
@@ -90,7 +65,7 @@ func (s *Server) requeueMorgue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.writeJSON(w, r, http.StatusOK, requeueAnswer{Requeued: n})
+	s.writeJSON(w, r, http.StatusOK, apiv1.Requeued{Requeued: n})
 	return nil
 }
 
@@ -102,7 +77,7 @@ func (s *Server) deleteMorgue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.writeJSON(w, r, http.StatusOK, deletedAnswer{Deleted: n})
+	s.writeJSON(w, r, http.StatusOK, apiv1.Deleted{Deleted: n})
 	return nil
 }
 
@@ -142,10 +117,10 @@ func decodeSelection(body []byte) (selection, error) {
 		sel            selection
 		hasIDs, hasAll bool
 	)
-	if k := kindOf(body); k != "an object" {
+	if k := jsonscan.KindOf(body); k != "an object" {
 		return sel, badRequest(`the body must be {"ids": [...]} or {"all": true}, got %s`, k)
 	}
-	err := eachField(body, func(key string, val []byte) error {
+	err := jsonscan.EachField(body, func(key string, val []byte) error {
 		switch key {
 		case "ids":
 			if hasIDs {
@@ -160,7 +135,7 @@ func decodeSelection(body []byte) (selection, error) {
 				return badField("all", "given more than once")
 			}
 			hasAll = true
-			if k := kindOf(val); k != "a boolean" {
+			if k := jsonscan.KindOf(val); k != "a boolean" {
 				return badField("all", "must be true, got %s", k)
 			}
 			if sel.all = string(val) == "true"; !sel.all {
@@ -168,7 +143,7 @@ func decodeSelection(body []byte) (selection, error) {
 			}
 			return nil
 		default:
-			return badField(truncate(key, 64), `unknown field (known: "ids", "all")`)
+			return badField(jsonscan.Truncate(key, 64), `unknown field (known: "ids", "all")`)
 		}
 	})
 	switch {
@@ -184,12 +159,12 @@ func decodeSelection(body []byte) (selection, error) {
 
 // decodeIDs decodes a JSON array of valid job ids.
 func decodeIDs(val []byte) ([]string, error) {
-	if k := kindOf(val); k != "an array" {
+	if k := jsonscan.KindOf(val); k != "an array" {
 		return nil, badField("ids", "must be an array of ids, got %s", k)
 	}
 	ids := []string{}
-	err := eachElement(val, func(i int, val []byte) error {
-		id, err := decodeString(val)
+	err := jsonscan.EachElement(val, func(i int, val []byte) error {
+		id, err := jsonscan.DecodeString(val)
 		if err == nil {
 			err = persistence.ValidateID(id, -1)
 			if fe := (*persistence.FieldError)(nil); errors.As(err, &fe) {

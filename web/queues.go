@@ -6,26 +6,11 @@ import (
 	"slices"
 
 	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/web/apiv1"
 )
 
-// queueView is a queue and its metrics (SPEC 3.10) in an answer. Times are
-// unix seconds; oldest_due is null when nothing is queued.
-type queueView struct {
-	Name         string   `json:"name"`
-	Shards       int      `json:"shards"`
-	Length       int64    `json:"length"`
-	Fresh        int64    `json:"fresh"`
-	Retries      int64    `json:"retries"`
-	MorgueLength int64    `json:"morgue_length"`
-	Lag          float64  `json:"lag"`
-	Busy         int64    `json:"busy"`
-	Processed    int64    `json:"processed"`
-	Failed       int64    `json:"failed"`
-	OldestDue    *float64 `json:"oldest_due"`
-}
-
-func queueViewOf(st persistence.QueueStats) queueView {
-	v := queueView{
+func queueOf(st persistence.QueueStats) apiv1.Queue {
+	v := apiv1.Queue{
 		Name:         st.Name,
 		Shards:       st.Shards,
 		Length:       st.Length,
@@ -44,11 +29,6 @@ func queueViewOf(st persistence.QueueStats) queueView {
 	return v
 }
 
-// queuesAnswer is the answer of GET /api/v1/queues.
-type queuesAnswer struct {
-	Queues []queueView `json:"queues"`
-}
-
 // listQueues serves GET /api/v1/queues: every registered queue with its
 // metrics, by name.
 func (s *Server) listQueues(w http.ResponseWriter, r *http.Request) error {
@@ -59,9 +39,9 @@ func (s *Server) listQueues(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ans := queuesAnswer{Queues: make([]queueView, len(all))}
+	ans := apiv1.Queues{Queues: make([]apiv1.Queue, len(all))}
 	for i, st := range all {
-		ans.Queues[i] = queueViewOf(st)
+		ans.Queues[i] = queueOf(st)
 	}
 	s.writeJSON(w, r, http.StatusOK, ans)
 	return nil
@@ -76,7 +56,7 @@ func (s *Server) getQueue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.writeJSON(w, r, http.StatusOK, queueViewOf(st[0]))
+	s.writeJSON(w, r, http.StatusOK, queueOf(st[0]))
 	return nil
 }
 

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderlyhq/orderly/persistence"
-	"github.com/orderlyhq/orderly/persistence/redisstore"
 	"github.com/orderlyhq/orderly/web"
 )
 
@@ -76,7 +75,7 @@ func TestQueues(t *testing.T) {
 
 func TestQueuesEmptyStore(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(c *web.Config, _ *redisstore.Config) { c.Store = emptyStore{c.Store} })
+	e := newEnv(t, func(c *web.Config) { c.Store = emptyStore{c.Store} })
 	a := e.do("GET", "/api/v1/queues", "")
 	require.Equal(t, http.StatusOK, a.status, a.body)
 	require.Equal(t, `{"queues":[]}`+"\n", a.body)
@@ -107,7 +106,7 @@ func TestMetrics(t *testing.T) {
 	require.Equal(t, `{"error":"no metrics: this server has no Prometheus handler"}`+"\n", a.body)
 
 	for _, publicReads := range []bool{false, true} {
-		e := newEnv(t, func(c *web.Config, _ *redisstore.Config) {
+		e := newEnv(t, func(c *web.Config) {
 			c.Metrics = metricsText
 			c.Token = "s3cret"
 			c.PublicReads = publicReads
@@ -130,7 +129,7 @@ func TestMetrics(t *testing.T) {
 
 func TestUI(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(c *web.Config, _ *redisstore.Config) {
+	e := newEnv(t, func(c *web.Config) {
 		c.UI = dashboard
 		c.Metrics = metricsText
 		c.Token = "s3cret"
@@ -188,7 +187,7 @@ func TestUI(t *testing.T) {
 func TestTokenNewEndpoints(t *testing.T) {
 	t.Parallel()
 	for _, publicReads := range []bool{false, true} {
-		e := newEnv(t, func(c *web.Config, _ *redisstore.Config) {
+		e := newEnv(t, func(c *web.Config) {
 			c.Token = "s3cret"
 			c.PublicReads = publicReads
 		})
@@ -233,7 +232,7 @@ func TestTokenNewEndpoints(t *testing.T) {
 
 func TestUIPanics(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(c *web.Config, _ *redisstore.Config) {
+	e := newEnv(t, func(c *web.Config) {
 		c.UI = http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom in the dashboard") })
 	})
 	a := e.do("GET", "/", "")

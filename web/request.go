@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/orderlyhq/orderly/web/internal/jsonscan"
 )
 
 // readJSONBody reads a request body of at most maxBody bytes and checks
@@ -25,7 +27,7 @@ func (s *Server) readJSONBody(w http.ResponseWriter, r *http.Request, want strin
 	if err != nil {
 		return nil, err
 	}
-	if skipSpace(body, 0) == len(body) {
+	if jsonscan.SkipSpace(body, 0) == len(body) {
 		return nil, badRequest("the request body is empty: send %s", want)
 	}
 	return body, checkJSON(body)
@@ -36,7 +38,7 @@ func (s *Server) readJSONBody(w http.ResponseWriter, r *http.Request, want strin
 // empty JSON object {}.
 func (s *Server) readNoBody(w http.ResponseWriter, r *http.Request) error {
 	body, err := s.readBody(w, r)
-	if err != nil || skipSpace(body, 0) == len(body) {
+	if err != nil || jsonscan.SkipSpace(body, 0) == len(body) {
 		return err
 	}
 	if err := checkJSONType(r); err != nil {
@@ -45,11 +47,11 @@ func (s *Server) readNoBody(w http.ResponseWriter, r *http.Request) error {
 	if err := checkJSON(body); err != nil {
 		return err
 	}
-	if k := kindOf(body); k != "an object" {
+	if k := jsonscan.KindOf(body); k != "an object" {
 		return badRequest("this endpoint takes no body (or {}), got %s", k)
 	}
-	return eachField(body, func(key string, _ []byte) error {
-		return badField(truncate(key, 64), "unknown field: this endpoint takes no body (or {})")
+	return jsonscan.EachField(body, func(key string, _ []byte) error {
+		return badField(jsonscan.Truncate(key, 64), "unknown field: this endpoint takes no body (or {})")
 	})
 }
 
@@ -64,7 +66,7 @@ func checkJSONType(r *http.Request) error {
 	isJSON := mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")
 	if cs := params["charset"]; err != nil || !isJSON || cs != "" && !strings.EqualFold(cs, "utf-8") {
 		return &apiError{status: http.StatusUnsupportedMediaType,
-			msg: fmt.Sprintf("unsupported Content-Type %q: send application/json (UTF-8)", truncate(ct, 64))}
+			msg: fmt.Sprintf("unsupported Content-Type %q: send application/json (UTF-8)", jsonscan.Truncate(ct, 64))}
 	}
 	return nil
 }
@@ -114,9 +116,9 @@ func queryParams(r *http.Request, known ...string) (url.Values, error) {
 		case k == "":
 			return nil, badRequest("malformed query string: a parameter without a name")
 		case len(known) == 0:
-			return nil, badField(truncate(k, 64), "unknown parameter: this endpoint takes none")
+			return nil, badField(jsonscan.Truncate(k, 64), "unknown parameter: this endpoint takes none")
 		case !slices.Contains(known, k):
-			return nil, badField(truncate(k, 64), "unknown parameter (known: %s)", strings.Join(known, ", "))
+			return nil, badField(jsonscan.Truncate(k, 64), "unknown parameter (known: %s)", strings.Join(known, ", "))
 		case len(vals[k]) > 1:
 			return nil, badField(k, "given more than once")
 		}
@@ -134,9 +136,9 @@ func countParam(vals url.Values, name string, most int) (int, error) {
 	n, err := strconv.Atoi(v)
 	switch {
 	case errors.Is(err, strconv.ErrRange):
-		return 0, badField(name, "%q is out of range: must be between 1 and %d", truncate(v, 32), most)
+		return 0, badField(name, "%q is out of range: must be between 1 and %d", jsonscan.Truncate(v, 32), most)
 	case err != nil:
-		return 0, badField(name, "%q is not an integer", truncate(v, 32))
+		return 0, badField(name, "%q is not an integer", jsonscan.Truncate(v, 32))
 	case n < 1 || n > most:
 		return 0, badField(name, "must be between 1 and %d, got %d", most, n)
 	}
@@ -152,6 +154,6 @@ func boolParam(vals url.Values, name string) (bool, error) {
 	case v == "1" || strings.EqualFold(v, "true"):
 		return true, nil
 	default:
-		return false, badField(name, "%q is not a boolean: use true, false, 1 or 0", truncate(v, 32))
+		return false, badField(name, "%q is not a boolean: use true, false, 1 or 0", jsonscan.Truncate(v, 32))
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/web/apiv1"
 )
 
 // DefaultMaxBodyBytes is the default limit on a request body.
@@ -60,7 +61,7 @@ type Config struct {
 	PublicReads bool
 	// Members returns this node's name and the cluster's members as it
 	// sees them (/api/v1/cluster). [none: an empty member list]
-	Members func(ctx context.Context) (self string, members []Member)
+	Members func(ctx context.Context) (self string, members []apiv1.Member)
 	// Metrics serves GET /metrics, the node's Prometheus handler. It needs
 	// the token like the other reads. [none: /metrics answers 404]
 	Metrics http.Handler
@@ -85,7 +86,7 @@ type Server struct {
 	publicReads bool
 	origin      *http.CrossOriginProtection
 	mux         *http.ServeMux
-	members     func(context.Context) (string, []Member)
+	members     func(context.Context) (string, []apiv1.Member)
 	metrics     http.Handler
 	ui          http.Handler
 	// enqueueSlots holds a token per enqueue request being handled.

@@ -15,6 +15,13 @@ const (
 	jsonSpace = " \t\r\n"
 )
 
+// Answer is the body of a 2xx answer that fails some ids of a delivery:
+// {"failed": {"<id>": "<error>", ...}}. The ids it does not name are
+// acknowledged; a 2xx answer with an empty body acknowledges every id.
+type Answer struct {
+	Failed map[string]string `json:"failed"`
+}
+
 // errBadAnswer is wrapped by the error of decodeAnswer.
 var errBadAnswer = errors.New(`the body is not empty and not {"failed": {"<id>": "<error>", ...}}`)
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -12,18 +13,63 @@ import (
 	"github.com/orderlyhq/orderly"
 )
 
-// encodeBatch returns the JSON body of a delivery of b (see the package
-// documentation). It writes the JSON by hand because encoding/json compacts
-// a json.RawMessage, and a JSON payload must reach the receiver byte for
-// byte.
-func encodeBatch(b *orderly.Batch) ([]byte, error) {
+// Request is the JSON body of a delivery (see the package documentation):
+// what the node POSTs and what a receiver written in Go decodes.
+type Request struct {
+	Queue string `json:"queue"`
+	Shard int    `json:"shard"`
+	Jobs  []Job  `json:"jobs"`
+}
+
+// Job is one job of a Request.
+type Job struct {
+	ID string `json:"id"`
+	// RetryCount is how many times the job failed so far; -1 for a job that
+	// never failed.
+	RetryCount int `json:"retry_count"`
+	// PerformAt is when the job was due, in unix seconds.
+	PerformAt float64 `json:"perform_at"`
+	// Error is the job's last error; empty (absent on the wire) when there
+	// is none.
+	Error string `json:"error,omitempty"`
+	// Payloads are in ascending score order.
+	Payloads []Payload `json:"payloads"`
+}
+
+// Payload is one payload of a Job: its stored bytes and its score. On the
+// wire the bytes appear as "payload" when they are valid JSON in valid
+// UTF-8, byte for byte, and as "payload_base64" otherwise.
+type Payload struct {
+	Data  []byte
+	Score float64
+}
+
+// requestOf is the Request that delivers b.
+func requestOf(b *orderly.Batch) *Request {
+	r := &Request{Queue: b.Queue, Shard: b.Shard, Jobs: make([]Job, len(b.Jobs))}
+	for i, j := range b.Jobs {
+		ps := make([]Payload, len(j.Payloads))
+		for k, p := range j.Payloads {
+			ps[k] = Payload{Data: p.Data, Score: p.Score}
+		}
+		r.Jobs[i] = Job{ID: j.ID, RetryCount: j.RetryCount, PerformAt: unixSeconds(j.PerformAt), Error: j.Error, Payloads: ps}
+	}
+	return r
+}
+
+// MarshalJSON returns the body the node sends. It writes the JSON by hand:
+// a JSON payload must reach the receiver byte for byte, and encoding/json
+// compacts what a Marshaler returns, so json.Marshal(r) equals r's bytes
+// only when every JSON payload is compact. Scores and times that are NaN or
+// infinite have no JSON form and are an error.
+func (r *Request) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	buf.WriteString(`{"queue":`)
-	writeString(&buf, b.Queue)
+	writeString(&buf, r.Queue)
 	buf.WriteString(`,"shard":`)
-	buf.WriteString(strconv.Itoa(b.Shard))
+	buf.WriteString(strconv.Itoa(r.Shard))
 	buf.WriteString(`,"jobs":[`)
-	for i, j := range b.Jobs {
+	for i, j := range r.Jobs {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
@@ -36,13 +82,13 @@ func encodeBatch(b *orderly.Batch) ([]byte, error) {
 }
 
 // writeJob writes one element of "jobs".
-func writeJob(buf *bytes.Buffer, j orderly.Job) error {
+func writeJob(buf *bytes.Buffer, j Job) error {
 	buf.WriteString(`{"id":`)
 	writeString(buf, j.ID)
 	buf.WriteString(`,"retry_count":`)
 	buf.WriteString(strconv.Itoa(j.RetryCount))
 	buf.WriteString(`,"perform_at":`)
-	if err := writeNumber(buf, unixSeconds(j.PerformAt)); err != nil {
+	if err := writeNumber(buf, j.PerformAt); err != nil {
 		return fmt.Errorf("webhook: job %q: perform_at: %w", j.ID, err)
 	}
 	if j.Error != "" {
@@ -54,7 +100,7 @@ func writeJob(buf *bytes.Buffer, j orderly.Job) error {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		if err := writePayload(buf, p); err != nil {
+		if err := p.write(buf); err != nil {
 			return fmt.Errorf("webhook: job %q: %w", j.ID, err)
 		}
 	}
@@ -62,9 +108,19 @@ func writeJob(buf *bytes.Buffer, j orderly.Job) error {
 	return nil
 }
 
-// writePayload writes one element of "payloads": the data as "payload" when
-// it is JSON that any receiver can parse, else as "payload_base64".
-func writePayload(buf *bytes.Buffer, p orderly.Payload) error {
+// MarshalJSON implements json.Marshaler (see Request.MarshalJSON for why
+// the node writes the bytes itself).
+func (p Payload) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	if err := p.write(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// write writes the payload: the data as "payload" when it is JSON that any
+// receiver can parse, else as "payload_base64".
+func (p Payload) write(buf *bytes.Buffer) error {
 	if isPortableJSON(p.Data) {
 		buf.WriteString(`{"payload":`)
 		buf.Write(p.Data)
@@ -78,6 +134,36 @@ func writePayload(buf *bytes.Buffer, p orderly.Payload) error {
 		return fmt.Errorf("score: %w", err)
 	}
 	buf.WriteByte('}')
+	return nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler: Data is the value of "payload"
+// as it appears in the body (without the whitespace around it), or the
+// decoded "payload_base64". Exactly one of the two must be given.
+func (p *Payload) UnmarshalJSON(b []byte) error {
+	var v struct {
+		Payload       json.RawMessage `json:"payload"`
+		PayloadBase64 *string         `json:"payload_base64"`
+		Score         float64         `json:"score"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	switch {
+	case v.Payload != nil && v.PayloadBase64 != nil:
+		return errors.New("webhook: payload and payload_base64 both given")
+	case v.Payload != nil:
+		p.Data = []byte(v.Payload)
+	case v.PayloadBase64 != nil:
+		data, err := base64.StdEncoding.DecodeString(*v.PayloadBase64)
+		if err != nil {
+			return fmt.Errorf("webhook: payload_base64: %w", err)
+		}
+		p.Data = data
+	default:
+		return errors.New("webhook: payload or payload_base64 required")
+	}
+	p.Score = v.Score
 	return nil
 }
 

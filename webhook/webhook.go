@@ -73,7 +73,7 @@ func newSender(cfg *Config) (*sender, error) {
 // deliver is the orderly.HandlerFunc: one POST of b, its answer turned into
 // the batch's outcome.
 func (s *sender) deliver(ctx context.Context, b *orderly.Batch) error {
-	body, err := encodeBatch(b)
+	body, err := requestOf(b).MarshalJSON()
 	if err != nil {
 		return err
 	}

@@ -151,6 +151,7 @@ type (
 func ptr[T any](v T) *T { return &v }
 
 func TestRequestBody(t *testing.T) {
+	t.Parallel()
 	rcv := newReceiver(t, answerWith(http.StatusNoContent, ""))
 	s := newTestSender(t, &Config{URL: rcv.srv.URL + "/hook"})
 
@@ -252,6 +253,7 @@ func TestRequestBody(t *testing.T) {
 }
 
 func TestRequestBodyRejectsNaN(t *testing.T) {
+	t.Parallel()
 	rcv := newReceiver(t, answerWith(http.StatusNoContent, ""))
 	s := newTestSender(t, &Config{URL: rcv.srv.URL})
 	b := testBatch("a")
@@ -265,6 +267,7 @@ func TestRequestBodyRejectsNaN(t *testing.T) {
 }
 
 func TestRequestHeaders(t *testing.T) {
+	t.Parallel()
 	rcv := newReceiver(t, answerWith(http.StatusOK, ""))
 	header := http.Header{}
 	header.Set("Authorization", "Bearer s3cret")
@@ -291,6 +294,7 @@ func TestRequestHeaders(t *testing.T) {
 }
 
 func TestBasicAuthFromURL(t *testing.T) {
+	t.Parallel()
 	rcv := newReceiver(t, answerWith(http.StatusOK, ""))
 	u := strings.Replace(rcv.srv.URL, "http://", "http://user:pa55@", 1)
 	s := newTestSender(t, &Config{URL: u})
@@ -307,6 +311,7 @@ func TestBasicAuthFromURL(t *testing.T) {
 }
 
 func TestAnswers(t *testing.T) {
+	t.Parallel()
 	const notSuch = `the body is not empty and not {"failed"`
 	tests := []struct {
 		name       string
@@ -407,6 +412,7 @@ func TestAnswers(t *testing.T) {
 }
 
 func TestStatusErrorQuotesAtMost4KiB(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		body string
@@ -430,6 +436,7 @@ func TestStatusErrorQuotesAtMost4KiB(t *testing.T) {
 }
 
 func TestMaxResponseBytes(t *testing.T) {
+	t.Parallel()
 	body := `{"failed": {"a": "boom"}}`
 	tests := []struct {
 		name     string
@@ -462,6 +469,7 @@ func TestMaxResponseBytes(t *testing.T) {
 }
 
 func TestTimeout(t *testing.T) {
+	t.Parallel()
 	t.Run("no answer", func(t *testing.T) {
 		rcv := newReceiver(t, waitForCancel)
 		s := newTestSender(t, &Config{URL: rcv.srv.URL + "/hook?token=s3cret", Timeout: 50 * time.Millisecond})
@@ -492,6 +500,7 @@ func TestTimeout(t *testing.T) {
 }
 
 func TestContextCancellation(t *testing.T) {
+	t.Parallel()
 	t.Run("cancelled while waiting", func(t *testing.T) {
 		rcv := newReceiver(t, waitForCancel)
 		s := newTestSender(t, &Config{URL: rcv.srv.URL})
@@ -529,6 +538,7 @@ func TestContextCancellation(t *testing.T) {
 }
 
 func TestConnectionRefused(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
@@ -545,6 +555,7 @@ func TestConnectionRefused(t *testing.T) {
 }
 
 func TestSecretsStayOut(t *testing.T) {
+	t.Parallel()
 	rcv := newReceiver(t, answerWith(http.StatusOK, `{"failed": {"ghost": "x"}}`))
 	base := strings.Replace(rcv.srv.URL, "http://", "http://user:s3cret@", 1)
 	logger, logs := logBuffer()
@@ -563,6 +574,7 @@ func TestSecretsStayOut(t *testing.T) {
 }
 
 func TestConnectionsAreReused(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	conns := 0
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -598,6 +610,7 @@ func TestConnectionsAreReused(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
+	t.Parallel()
 	rcv := newReceiver(t, answerWith(http.StatusOK, `{"failed": {"b": "boom"}}`))
 	client := &http.Client{Transport: &http.Transport{}}
 	t.Cleanup(client.CloseIdleConnections)
@@ -613,6 +626,7 @@ func TestNew(t *testing.T) {
 }
 
 func TestDefaults(t *testing.T) {
+	t.Parallel()
 	s := newTestSender(t, &Config{URL: "https://example.com/hook"})
 
 	require.Equal(t, DefaultTimeout, s.timeout)
@@ -628,6 +642,7 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestConfigValidation(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		cfg     *Config
@@ -661,6 +676,7 @@ func TestConfigValidation(t *testing.T) {
 }
 
 func TestQuoteBody(t *testing.T) {
+	t.Parallel()
 	require.Equal(t, "", quoteBody(nil))
 	require.Equal(t, "abc", quoteBody([]byte("abc \r\n")))
 	require.Equal(t, strings.Repeat("a", maxQuotedBody), quoteBody([]byte(strings.Repeat("a", 2*maxQuotedBody))))
@@ -668,4 +684,23 @@ func TestQuoteBody(t *testing.T) {
 	require.Len(t, quoteBody(binary), maxQuotedBody, "invalid bytes are not a cut rune")
 	cut := strings.Repeat("a", maxQuotedBody-2) + "€" // 3 bytes: cut after 2
 	require.Equal(t, strings.Repeat("a", maxQuotedBody-2), quoteBody([]byte(cut)))
+}
+
+// Request is the body the node sends and what a Go receiver decodes: a
+// round trip keeps every payload's bytes and every field.
+func TestRequestRoundTrip(t *testing.T) {
+	t.Parallel()
+	b := testBatch("a", "b")
+	b.Jobs[1].RetryCount, b.Jobs[1].Error = 3, "boom"
+	b.Jobs[1].Payloads = append(b.Jobs[1].Payloads, orderly.Payload{Data: []byte{0, 0xff}, Score: 7}, orderly.Payload{Data: []byte(`"<&>"`), Score: 8})
+	body, err := requestOf(b).MarshalJSON()
+	require.NoError(t, err)
+	var got Request
+	require.NoError(t, json.Unmarshal(body, &got))
+	require.Equal(t, *requestOf(b), got)
+
+	var p Payload
+	require.ErrorContains(t, json.Unmarshal([]byte(`{"payload": 1, "payload_base64": "AA==", "score": 1}`), &p), "both given")
+	require.ErrorContains(t, json.Unmarshal([]byte(`{"score": 1}`), &p), "payload or payload_base64 required")
+	require.ErrorContains(t, json.Unmarshal([]byte(`{"payload_base64": "!!", "score": 1}`), &p), "payload_base64")
 }

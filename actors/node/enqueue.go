@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"sync"
 	"time"
 
@@ -15,9 +14,6 @@ import (
 	"github.com/orderlyhq/orderly/messages"
 	"github.com/orderlyhq/orderly/persistence"
 )
-
-// EnqueueActorName is the well-known name of the enqueue actor on every node.
-const EnqueueActorName = "enqueue"
 
 // Limits of the enqueue actor.
 const (
@@ -97,6 +93,9 @@ func (e *enqueuer) Receive(c actor.Context) {
 	case requestDone:
 		e.running--
 		e.next(c)
+	case *actor.Stopped:
+	default:
+		e.cfg.Logger.Warn("enqueue actor ignores an unknown message", "type", fmt.Sprintf("%T", m))
 	}
 }
 
@@ -164,8 +163,10 @@ func (e *enqueuer) serve(ctx context.Context, msg any) any {
 	return nil
 }
 
-// JobsFromMessage converts an Enqueue message to store jobs, checking what
-// the store cannot (perform_in, finite times); the store validates the rest.
+// JobsFromMessage converts an Enqueue message to store jobs: the due time by
+// persistence.PerformAt, the rule every transport shares; the store
+// validates the rest (persistence.ValidateJobs). Errors are
+// *persistence.FieldError.
 func JobsFromMessage(m *messages.Enqueue, now time.Time) ([]persistence.NewJob, error) {
 	if m.GetQueue() == "" {
 		return nil, &persistence.FieldError{Field: "queue", Index: -1, Reason: "must not be empty"}
@@ -173,49 +174,25 @@ func JobsFromMessage(m *messages.Enqueue, now time.Time) ([]persistence.NewJob, 
 	jobs := make([]persistence.NewJob, len(m.GetJobs()))
 	for i, j := range m.GetJobs() {
 		if j == nil {
-			return nil, &persistence.FieldError{Field: "jobs", Index: i, Reason: "must not be null"}
+			return nil, &persistence.FieldError{Index: i, Reason: "must not be null"}
 		}
-		nj := persistence.NewJob{ID: j.GetId(), Payload: j.GetPayload()}
-		if j.Score != nil {
-			sc := j.GetScore()
-			nj.Score = &sc
+		at, err := persistence.PerformAt(j.PerformAt, j.PerformIn, now, i)
+		if err != nil {
+			return nil, err
 		}
-		if j.PerformAt != nil && j.PerformIn != nil {
-			return nil, &persistence.FieldError{Field: "perform_in", Index: i, Reason: "cannot be combined with perform_at"}
-		}
-		if j.PerformAt != nil {
-			v := j.GetPerformAt()
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, &persistence.FieldError{Field: "perform_at", Index: i, Reason: "must be a finite number"}
-			}
-			nj.PerformAt = persistence.FromUnixSeconds(v)
-			if nj.PerformAt.IsZero() || v <= 0 {
-				return nil, &persistence.FieldError{Field: "perform_at", Index: i, Reason: "must be after 1970"}
-			}
-		}
-		if j.PerformIn != nil {
-			v := j.GetPerformIn()
-			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > 1e10 {
-				return nil, &persistence.FieldError{Field: "perform_in", Index: i, Reason: "must be a finite number of seconds >= 0"}
-			}
-			nj.PerformAt = now.Add(time.Duration(v * float64(time.Second)))
-		}
-		jobs[i] = nj
+		jobs[i] = persistence.NewJob{ID: j.GetId(), Payload: j.GetPayload(), Score: j.Score, PerformAt: at}
 	}
 	return jobs, nil
 }
 
 // ErrorMessage converts an error to its message form; unexpected errors
-// are logged and answered without internals.
+// are logged and answered without internals. A field at fault is named as
+// the HTTP API names it (persistence.FieldError.Path).
 func ErrorMessage(err error, log *slog.Logger) *messages.Error {
 	var fe *persistence.FieldError
 	switch {
 	case errors.As(err, &fe):
-		field := fe.Field
-		if fe.Index >= 0 {
-			field = fmt.Sprintf("jobs[%d].%s", fe.Index, fe.Field)
-		}
-		return &messages.Error{Code: messages.Code_CODE_INVALID, Message: fe.Error(), Field: field}
+		return &messages.Error{Code: messages.Code_CODE_INVALID, Message: fe.Error(), Field: fe.Path()}
 	case errors.Is(err, persistence.ErrUnknownQueue):
 		return &messages.Error{Code: messages.Code_CODE_UNKNOWN_QUEUE, Message: err.Error(), Field: "queue"}
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):

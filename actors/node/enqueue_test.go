@@ -41,7 +41,7 @@ func TestEnqueueActorIsBounded(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(logbridge.Protoactor(log)), actor.WithDeadLetterThrottleInterval(100*time.Millisecond))
 	defer sys.Shutdown()
-	pid, err := sys.Root.SpawnNamed(EnqueueProps(EnqueueConfig{Store: store, Logger: log}), EnqueueActorName)
+	pid, err := sys.Root.SpawnNamed(EnqueueProps(EnqueueConfig{Store: store, Logger: log}), "enqueue")
 	require.NoError(t, err)
 
 	n := MaxEnqueueInFlight + MaxEnqueueWaiting + 500
@@ -91,7 +91,7 @@ func FuzzEnqueueMessage(f *testing.F) {
 		if err != nil {
 			var fe *persistence.FieldError
 			require.ErrorAs(t, err, &fe)
-			require.NotEmpty(t, fe.Field)
+			require.NotEmpty(t, fe.Path())
 			return
 		}
 		require.Len(t, jobs, len(m.GetJobs()))

@@ -3,8 +3,8 @@ package node
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/orderlyhq/orderly/internal/redistest"
 )
 
 // TestMain fails the package when a goroutine outlives its tests.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { redistest.Main(m) }

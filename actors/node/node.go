@@ -9,6 +9,11 @@
 // Assign reconciles: shards no longer assigned drain (finish or cancel their
 // batch within the handoff timeout, settle, release the lease) and stop; new
 // ones are spawned once a previous actor of the same shard is gone.
+//
+// The facade (orderly.Node) is the source of truth for what the node
+// serves: a node actor that starts, also after a restart by its guardian
+// (its shard actors were stopped with the old instance), reads the last
+// Assign and any Drain from Config.Restore and serves again at once.
 package node
 
 import (
@@ -21,17 +26,26 @@ import (
 
 	"github.com/orderlyhq/orderly/actors/shard"
 	"github.com/orderlyhq/orderly/actors/supervisor"
+	"github.com/orderlyhq/orderly/internal/clock"
 	"github.com/orderlyhq/orderly/persistence"
 )
 
-// Config configures the node actor.
+// Config configures the node actor. Concurrency and HandoffTimeout are
+// required (the facade passes orderly's defaults).
 type Config struct {
 	// Concurrency is how many batches may run at once on the node.
 	Concurrency int
 	Scheduler   Scheduler
 	// HandoffTimeout bounds the drain of a shard that moves to another node.
 	HandoffTimeout time.Duration
-	Logger         *slog.Logger
+	// Clock dates handoff deadlines [clock.Real()].
+	Clock  clock.Clock
+	Logger *slog.Logger
+	// Restore, if set, returns what a starting actor must serve: the last
+	// Assign the facade sent and, once the node stops, its Drain (nil
+	// before). It is called on every *actor.Started, from the actor's
+	// goroutine; it must not block.
+	Restore func() (Assign, *Drain)
 }
 
 // Messages the node actor accepts.
@@ -44,8 +58,16 @@ type (
 	Notice struct{ Ref persistence.ShardRef }
 
 	// Drain stops every shard actor gracefully (each finishes or, at the
-	// deadline, cancels its batch) and answers Drained once all stopped.
-	Drain struct{ Deadline time.Time }
+	// deadline, cancels its batch) and, once all stopped, answers Drained
+	// to its sender and calls Done. A later Drain with an earlier Deadline
+	// brings the drain forward; the node serves nothing any more after the
+	// first.
+	Drain struct {
+		Deadline time.Time
+		// Done, if set, is called once the drain completed; it may be
+		// called more than once (by a restarted actor) and must not block.
+		Done func()
+	}
 
 	// Drained answers Drain.
 	Drained struct{}
@@ -68,14 +90,14 @@ type Status struct {
 // Props returns the props of a node actor, supervising its shard actors
 // with supervisor.Shards.
 func Props(cfg Config) *actor.Props {
+	if cfg.Concurrency <= 0 || cfg.HandoffTimeout <= 0 {
+		panic(fmt.Sprintf("node: incomplete config (concurrency %d, handoff timeout %s)", cfg.Concurrency, cfg.HandoffTimeout))
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = 1
-	}
-	if cfg.HandoffTimeout <= 0 {
-		cfg.HandoffTimeout = 30 * time.Second
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real()
 	}
 	return actor.PropsFromProducer(func() actor.Actor { return newActor(cfg) },
 		actor.WithSupervisor(supervisor.Shards()),
@@ -84,12 +106,11 @@ func Props(cfg Config) *actor.Props {
 
 type child struct {
 	pid      *actor.PID
-	ref      persistence.ShardRef
 	report   shard.Report
 	draining bool
 }
 
-// Actor is the node actor.
+// Actor is the node actor. Its fields are touched only by Receive.
 type Actor struct {
 	cfg     Config
 	log     *slog.Logger
@@ -98,8 +119,10 @@ type Actor struct {
 	byID    map[string]persistence.ShardRef // child PID id -> shard
 	permits *permits
 
-	draining bool
+	stopping bool         // Stopping or Restarting arrived: spawn nothing more
+	drain    *Drain       // set once draining: the earliest deadline asked for
 	drainTo  []*actor.PID // who waits for Drained
+	done     []func()     // Done functions of the Drains received
 }
 
 func newActor(cfg Config) *Actor {
@@ -117,8 +140,12 @@ func newActor(cfg Config) *Actor {
 func (a *Actor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
-		// A restarted node actor lost its children: they are re-spawned by
-		// the next Assign (the facade re-sends it).
+		a.onStarted(c)
+	case *actor.Stopping, *actor.Restarting:
+		// protoactor stops the shard actors (they release their leases);
+		// this instance must not spawn them again as they terminate.
+		a.stopping = true
+	case *actor.Stopped:
 	case Assign:
 		a.onAssign(c, m)
 	case Notice:
@@ -141,6 +168,26 @@ func (a *Actor) Receive(c actor.Context) {
 		a.onDrain(c, m)
 	case StatusRequest:
 		c.Respond(a.status())
+	default:
+		a.log.Warn("node actor ignores an unknown message", "type", fmt.Sprintf("%T", m))
+	}
+}
+
+// onStarted restores what the facade wants served: after a restart the old
+// instance's shard actors are gone, and no change of placement may come to
+// re-send the assignment.
+func (a *Actor) onStarted(c actor.Context) {
+	if a.cfg.Restore == nil {
+		return
+	}
+	assign, drain := a.cfg.Restore()
+	if drain != nil {
+		a.onDrain(c, *drain)
+		return
+	}
+	if len(assign.Shards) > 0 {
+		a.log.Info("node actor started: serving the assigned shards", "shards", len(assign.Shards))
+		a.onAssign(c, assign)
 	}
 }
 
@@ -171,7 +218,7 @@ func (a *Actor) onReturn(c actor.Context, m shard.PermitReturn) {
 }
 
 func (a *Actor) onAssign(c actor.Context, m Assign) {
-	if a.draining {
+	if a.drain != nil {
 		return
 	}
 	a.want = make(map[persistence.ShardRef]shard.Config, len(m.Shards))
@@ -187,7 +234,7 @@ func (a *Actor) reconcile(c actor.Context) {
 	for ref, k := range a.kids {
 		if _, ok := a.want[ref]; !ok && !k.draining {
 			k.draining = true
-			c.Send(k.pid, shard.Drain{Deadline: time.Now().Add(a.cfg.HandoffTimeout)})
+			c.Send(k.pid, shard.Drain{Deadline: a.cfg.Clock.Now().Add(a.cfg.HandoffTimeout)})
 		}
 	}
 	refs := make([]persistence.ShardRef, 0, len(a.want))
@@ -196,22 +243,14 @@ func (a *Actor) reconcile(c actor.Context) {
 			refs = append(refs, ref)
 		}
 	}
-	slices.SortFunc(refs, func(x, y persistence.ShardRef) int {
-		if x.Queue != y.Queue {
-			if x.Queue < y.Queue {
-				return -1
-			}
-			return 1
-		}
-		return x.Shard - y.Shard
-	})
+	slices.SortFunc(refs, persistence.ShardRef.Compare)
 	for _, ref := range refs {
-		pid, err := c.SpawnNamed(shard.Props(a.want[ref]), fmt.Sprintf("%s:%d", ref.Queue, ref.Shard))
+		pid, err := c.SpawnNamed(shard.Props(a.want[ref]), ref.String())
 		if err != nil {
 			a.log.Error("cannot spawn shard actor", "queue", ref.Queue, "shard", ref.Shard, "err", err)
 			continue
 		}
-		a.kids[ref] = &child{pid: pid, ref: ref}
+		a.kids[ref] = &child{pid: pid}
 		a.byID[pid.Id] = ref
 	}
 }
@@ -223,38 +262,52 @@ func (a *Actor) onTerminated(c actor.Context, m *actor.Terminated) {
 	}
 	delete(a.byID, m.Who.Id)
 	delete(a.kids, ref)
+	if a.stopping {
+		return
+	}
 	a.permits.release(ref)
 	for _, r := range a.permits.grant() {
 		a.grant(c, r)
 	}
-	if a.draining {
-		if len(a.kids) == 0 {
-			for _, to := range a.drainTo {
-				c.Send(to, Drained{})
-			}
-			a.drainTo = nil
-		}
+	if a.drain != nil {
+		a.drained(c)
 		return
 	}
 	a.reconcile(c)
 }
 
+// onDrain drains every shard actor, or brings a running drain's deadline
+// forward (the shard actors lower their own).
 func (a *Actor) onDrain(c actor.Context, m Drain) {
 	if c.Sender() != nil {
 		a.drainTo = append(a.drainTo, c.Sender())
 	}
-	a.draining = true
-	a.want = map[persistence.ShardRef]shard.Config{}
-	for _, k := range a.kids {
-		k.draining = true
-		c.Send(k.pid, shard.Drain{Deadline: m.Deadline})
+	if m.Done != nil {
+		a.done = append(a.done, m.Done)
 	}
-	if len(a.kids) == 0 {
-		for _, to := range a.drainTo {
-			c.Send(to, Drained{})
+	if a.drain == nil || m.Deadline.Before(a.drain.Deadline) {
+		a.drain = &Drain{Deadline: m.Deadline}
+		a.want = map[persistence.ShardRef]shard.Config{}
+		for _, k := range a.kids {
+			k.draining = true
+			c.Send(k.pid, shard.Drain{Deadline: m.Deadline})
 		}
-		a.drainTo = nil
 	}
+	a.drained(c)
+}
+
+// drained answers the drains once every shard actor is gone.
+func (a *Actor) drained(c actor.Context) {
+	if len(a.kids) > 0 {
+		return
+	}
+	for _, to := range a.drainTo {
+		c.Send(to, Drained{})
+	}
+	for _, done := range a.done {
+		done()
+	}
+	a.drainTo, a.done = nil, nil
 }
 
 func (a *Actor) status() Status {
@@ -272,14 +325,6 @@ func (a *Actor) status() Status {
 		r.Ref = ref
 		s.Shards = append(s.Shards, r)
 	}
-	slices.SortFunc(s.Shards, func(x, y shard.Report) int {
-		if x.Ref.Queue != y.Ref.Queue {
-			if x.Ref.Queue < y.Ref.Queue {
-				return -1
-			}
-			return 1
-		}
-		return x.Ref.Shard - y.Ref.Shard
-	})
+	slices.SortFunc(s.Shards, func(x, y shard.Report) int { return x.Ref.Compare(y.Ref) })
 	return s
 }

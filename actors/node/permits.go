@@ -1,7 +1,6 @@
 package node
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/orderlyhq/orderly/persistence"
@@ -9,26 +8,15 @@ import (
 
 // Scheduler names how a node hands its concurrency permits to shards that
 // have work.
-type Scheduler string
+type Scheduler uint8
 
 const (
 	// SchedulerLag serves the shard whose oldest due job waited longest
 	// (Lowkiq's default).
-	SchedulerLag Scheduler = "lag"
+	SchedulerLag Scheduler = iota
 	// SchedulerSeq serves shards in turn (round robin).
-	SchedulerSeq Scheduler = "seq"
+	SchedulerSeq
 )
-
-// ParseScheduler validates a scheduler name.
-func ParseScheduler(s string) (Scheduler, error) {
-	switch Scheduler(s) {
-	case SchedulerLag, SchedulerSeq:
-		return Scheduler(s), nil
-	case "":
-		return SchedulerLag, nil
-	}
-	return "", fmt.Errorf("scheduler %q is not one of lag, seq", s)
-}
 
 // permits is the node-wide concurrency limit: at most size shards run a
 // batch at once. It is plain data owned by the node actor.

@@ -40,7 +40,7 @@ func TestPermitsSeqIsRoundRobin(t *testing.T) {
 	require.Equal(t, []persistence.ShardRef{ref(2)}, p.grant())
 	require.False(t, p.keep(ref(1), t0))
 	require.Equal(t, []persistence.ShardRef{ref(0)}, p.grant(), "first in line")
-	require.True(t, p.keep(ref(2), t0) == false)
+	require.False(t, p.keep(ref(2), t0))
 	require.Equal(t, []persistence.ShardRef{ref(1)}, p.grant())
 }
 

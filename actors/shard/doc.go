@@ -4,35 +4,46 @@
 // # Protocol
 //
 // A shard actor owns at most one lease on its shard, at most one store call
-// in flight and at most one handler call in flight; it never runs a store
-// call that could fetch while a handler runs. Every store call and every
-// handler call runs off the actor's goroutine, and its result comes back as
-// a message, so the actor answers Status and Drain at any time. State lives
-// in the actor and is touched only in Receive.
+// or handler run in flight (its phase, state.go) and, beside it, at most one
+// lease renewal; it never runs a store call that could fetch while a
+// handler runs. Every store call and every handler run goes off the actor's
+// goroutine, and its result comes back as a message, so the actor answers
+// Drain at any time. State lives in the actor and is touched only in
+// Receive; after every message, step starts what comes next when nothing is
+// in flight.
 //
-//		acquiring ──lease──▶ idle ──wake/timer/poll──▶ wants permit ──granted──▶ advancing
-//		    ▲                  ▲                                                    │
-//		    │                  └──────────── empty fetch (permit returned) ◀────────┤
-//		    │                                                                       ▼ batch
-//		 lease lost ◀──────── (any state) ◀── renew refused or lease guard      running handler
-//		                                                                            │ done
-//		                           advancing (settle + fetch) ◀──permit kept────────┤
-//		                           advancing (settle only)    ◀──permit yielded─────┘
+//		             ┌──────────── backoff (timerRetry) ◀── store error ──────────────┐
+//		             ▼                                                                │
+//		  acquiring ─lease─▶ idle ──wake/due/poll──▶ (ask permit) ──granted──▶ advancing
+//		     ▲                ▲                                                   │   │
+//		     │                └───────── empty fetch: permit returned ◀───────────┘   │ batch
+//		 lease lost ◀── (any phase) ◀── renewal refused or lease guard                ▼
+//		                                                                            running
+//		          advancing (settle + fetch) ◀── permit kept (PermitGranted) ◀─────────┤ done
+//		          advancing (settle only)    ◀── permit yielded (PermitWait) ◀─────────┘
 //
 //	  - Acquiring: AcquireShard, which also restores the previous owner's
-//	    in-flight batch. ErrLeaseHeld retries every LeaseTTL/10 (a handoff or a
-//	    crashed owner's lease running out); other errors back off up to 1 s.
-//	  - Permits: the node grants a node-wide number of concurrent batches
-//	    (PermitRequest, PermitGranted, PermitReturn, PermitWait). When a batch
-//	    ends, the actor asks to keep its permit; if the node lets it, one
-//	    Advance call settles the batch and fetches the next (one round trip
-//	    per batch); otherwise it settles only and waits for a new grant.
+//	    in-flight batch. ErrLeaseHeld retries when the holder's lease would
+//	    expire, or at once on a Wake (a release notice); other errors back
+//	    off up to 1 s.
+//	  - Permits (permitState): the node grants a node-wide number of
+//	    concurrent batches (PermitRequest, PermitGranted, PermitReturn,
+//	    PermitWait). When a batch ends, the actor asks to keep its permit
+//	    (deciding); if the node lets it, one Advance call settles the batch
+//	    and fetches the next (one round trip per batch); otherwise it
+//	    settles only and waits in line. Only a held permit is given back
+//	    (returnPermit); a grant the actor no longer wants is given back when
+//	    it arrives, so that the node's count and the actor's always agree.
 //	  - Wake-ups: a Wake (an enqueue notice), a timer at the next perform_at
 //	    the store reported, or a slow idle poll (IdlePoll, for notices lost
 //	    while pub/sub reconnects). An idle actor holds no goroutine and sends
 //	    nothing but lease renewals.
 //	  - Failures of store calls: Advance is retried with the very same request
 //	    (it is idempotent) with backoff; the permit is kept meanwhile.
+//	  - Morgue retention: TrimMorgue once after acquiring, then hourly.
+//
+// Every timer runs on the configured clock (internal/clock), so the
+// protocol is tested in virtual time.
 //
 // # Lease
 //
@@ -48,15 +59,24 @@
 // # Drain and stop
 //
 // Drain stops fetching; a running handler may finish until the drain
-// deadline, then its context is cancelled. A finished batch is settled; one
-// cut by the deadline is not (Release restores it for the next owner, with
-// its retry count unchanged). Then the lease is released and the actor stops
-// itself. On Stopping (also when stopped without a drain) it cancels what
-// runs and waits for its goroutines, so none survives the actor.
+// deadline, then its context is cancelled. A later Drain may bring the
+// deadline forward (a second stop signal), never back. A finished batch is
+// settled; a handler call cut by the deadline is not (its ids are skipped:
+// they go back to the queue with their retry count unchanged). Then the
+// lease is released and the actor stops itself. A drain that cannot reach
+// the store past its deadline gives up and leaves the lease to expire.
+//
+// On Stopping or Restarting (a parent that stops or restarts, or a stop
+// without a drain) the actor cancels what runs, waits for its goroutines
+// and releases a lease it still holds, so that the next actor of the shard
+// serves at once. A handler that ignores its cancelled context is waited for
+// one LeaseTTL at most; the actor then stops without it and leaves its lease
+// to expire, since the handler may still hold the batch's ids.
 //
 // # Failure of the actor itself
 //
-// A panic in Receive is a bug; the supervisor restarts the actor with
-// backoff. The old instance releases its lease on Restarting (restoring its
-// in-flight batch), and the new one starts from Redis.
+// A panic in Receive or in a task is a bug; the supervisor restarts the
+// actor with backoff. The old instance releases its lease (restoring its
+// in-flight batch), and the new one starts from Redis. Messages of unknown
+// types are logged and ignored.
 package shard

@@ -8,15 +8,15 @@ import (
 
 // Messages a shard actor accepts from its node.
 type (
-	// Wake tells the actor that jobs were enqueued into its shard.
+	// Wake tells the actor that jobs were enqueued into its shard (or that
+	// its lease was released elsewhere).
 	Wake struct{}
 
-	// Drain asks the actor to stop fetching, finish (or, at Deadline,
-	// cancel) its batch, settle, release its lease and stop itself.
+	// Drain asks the actor to stop fetching, finish its batch (or, at
+	// Deadline, cancel it), settle, release its lease and stop itself. A
+	// later Drain with an earlier Deadline brings the deadline forward; one
+	// with a later Deadline changes nothing.
 	Drain struct{ Deadline time.Time }
-
-	// StatusRequest asks for a Status reply.
-	StatusRequest struct{}
 
 	// PermitGranted lets the actor run one batch (and keep the permit while
 	// the node lets it continue).
@@ -38,8 +38,9 @@ type (
 		Since time.Time
 	}
 
-	// PermitReturn gives a permit back. With Again, the shard wants to
-	// continue: the node answers PermitGranted (keep it) or PermitWait.
+	// PermitReturn gives a permit back (or withdraws a request for one).
+	// With Again, the shard wants to continue: the node answers
+	// PermitGranted (keep it) or PermitWait.
 	PermitReturn struct {
 		Ref   persistence.ShardRef
 		Again bool
@@ -47,25 +48,32 @@ type (
 	}
 
 	// Report tells the node about the actor's lease and health, for
-	// readiness and the cluster view.
+	// readiness and the cluster view. An actor that stops reports a zero
+	// Report (not serving).
 	Report struct {
 		Ref     persistence.ShardRef
-		Serving bool // holds the lease and its last store call succeeded
+		Serving bool // holds the lease, its last store call succeeded, not draining
 		Epoch   int64
 		Err     string
 	}
 )
 
-// Status describes a shard actor.
-type Status struct {
-	Ref      persistence.ShardRef
-	State    string
-	Epoch    int64
-	InFlight int
-	Err      string
-}
+// Internal messages: results of the actor's own tasks and timers. Both carry
+// the incarnation that started them, so that a restarted actor ignores what
+// its previous instance left behind.
+type (
+	taskResult struct {
+		inst uint64
+		v    any
+	}
+	timerFired struct {
+		inst uint64
+		kind timerKind
+		gen  uint64
+	}
+)
 
-// Internal messages: results of the actor's own tasks and timers.
+// Results of tasks (taskResult.v).
 type (
 	acquired struct {
 		lease    persistence.Lease
@@ -81,9 +89,8 @@ type (
 	processed struct {
 		seq      int64
 		failures []persistence.Failure
-		skipped  []string // ids not handled (a drain deadline)
-		err      error    // a call's error, for logs
-		cut      bool     // cancelled by lease loss or drain deadline
+		skipped  []string // ids not handled (cut by the drain deadline or a cancellation)
+		err      error    // a call's whole-batch error, for logs
 		dur      time.Duration
 	}
 	renewed struct {
@@ -95,23 +102,10 @@ type (
 		n   int
 		err error
 	}
-	timerFired struct {
-		inst uint64
-		kind timerKind
-		gen  uint64
+	// taskPanic reports a panic of a task (a bug in a store or in the
+	// processor): it becomes the actor's failure.
+	taskPanic struct {
+		value any
+		stack string
 	}
-)
-
-type timerKind int
-
-const (
-	timerDue      timerKind = iota // next perform_at
-	timerPoll                      // idle poll
-	timerRenew                     // lease renewal
-	timerGuard                     // lease guard
-	timerRetry                     // backoff of a failed store call
-	timerDeadline                  // drain deadline
-	timerTrim                      // morgue retention
-	timerStuck                     // handler ignoring its cancelled context
-	numTimers
 )

@@ -2,6 +2,7 @@ package shard_test
 
 import (
 	"context"
+	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,7 +16,6 @@ import (
 	"github.com/orderlyhq/orderly/internal/redistest"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
-	"log/slog"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -49,13 +49,14 @@ func TestStorePanicRestartsTheActorWithBackoff(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(logbridge.Protoactor(log)), actor.WithDeadLetterThrottleInterval(100*time.Millisecond))
 	defer sys.Shutdown()
-	pid, err := sys.Root.SpawnNamed(node.Props(node.Config{Concurrency: 1, Logger: log}), "node")
+	pid, err := sys.Root.SpawnNamed(node.Props(node.Config{Concurrency: 1, HandoffTimeout: time.Second, Logger: log}), "node")
 	require.NoError(t, err)
 	var done atomic.Int32
 	start := time.Now()
 	sys.Root.Send(pid, node.Assign{Shards: []shard.Config{{
 		Ref: persistence.ShardRef{Queue: "q"}, Store: store, Owner: "n", MaxRetryCount: 25, Logger: log,
-		Process: func(ctx context.Context, b *persistence.Batch) (map[string]string, error) {
+		LeaseTTL: 3 * time.Second, IdlePoll: time.Second,
+		Process: func(ctx context.Context, b *persistence.Batch) ([]persistence.Failure, error) {
 			done.Add(int32(len(b.Jobs)))
 			return nil, nil
 		},

@@ -4,10 +4,17 @@
 //
 // Supervision tree of a node:
 //
-//	root
-//	├── node      (actors/node; strategy Node: restart, at most 10 times in 10 s)
-//	│   ├── <queue>:<shard> ... (actors/shard; strategy Shards: restart with backoff)
-//	└── enqueue   (actors/node; strategy Node)
+//	guardian (strategy Node: restart, at most 10 times in 10 s)
+//	├── node      (actors/node; supervises its children with Shards)
+//	│   └── <queue>/<shard> ... (actors/shard; restarted with backoff)
+//	guardian (strategy Node)
+//	└── enqueue   (actors/node)
+//
+// The top-level actors are spawned with actor.WithGuardian(Node()), so that
+// their strategy is explicit rather than protoactor's hidden default. A
+// restarted node actor loses its shard actors (protoactor stops a failed
+// actor's children; they release their leases) and asks the facade for its
+// assignment again (node.Config.Restore).
 //
 // A panicking handler is not an actor failure: the shard actor runs
 // handlers off its own goroutine, recovers their panics and fails the batch.
@@ -39,8 +46,9 @@ func Shards() actor.SupervisorStrategy {
 	return actor.NewExponentialBackoffStrategy(BackoffWindow, InitialBackoff)
 }
 
-// Node is the strategy for the node-level actors: restart the failed actor,
-// at most 10 times within 10 seconds; beyond that it stops.
+// Node is the guardian strategy of the top-level actors (the node and
+// enqueue actors): restart the failed actor, at most 10 times within 10
+// seconds; beyond that it stops.
 func Node() actor.SupervisorStrategy {
 	return actor.NewOneForOneStrategy(10, 10*time.Second, func(any) actor.Directive {
 		return actor.RestartDirective

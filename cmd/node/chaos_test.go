@@ -20,6 +20,7 @@ import (
 	"github.com/orderlyhq/orderly/internal/redistest"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
+	"github.com/orderlyhq/orderly/webhook/webhooktest"
 )
 
 // chaosNode is one node of the chaos test and how to start it again.
@@ -53,14 +54,14 @@ func TestChaos(t *testing.T) {
 	rnd := func(n int) int { rmu.Lock(); defer rmu.Unlock(); return rng.IntN(n) }
 
 	srv := redistest.NewServer(t, redistest.Options{AOF: true})
-	rcv := nodetest.NewReceiver(t, func(d nodetest.Delivery) nodetest.Answer {
-		a := nodetest.Answer{Delay: time.Duration(rnd(10)) * time.Millisecond, Fail: map[string]string{}}
+	rcv := nodetest.NewReceiver(t, func(c *webhooktest.Call) webhooktest.Answer {
+		a := webhooktest.Answer{Delay: time.Duration(rnd(10)) * time.Millisecond, Failed: map[string]string{}}
 		if rnd(50) == 0 {
 			a.Delay = 300 * time.Millisecond // a slow handler
 		}
-		for _, j := range d.Jobs {
+		for _, j := range c.Request.Jobs {
 			if rnd(20) == 0 {
-				a.Fail[j.ID] = "random failure"
+				a.Failed[j.ID] = "random failure"
 			}
 		}
 		return a
@@ -184,9 +185,8 @@ queues:
 	}
 	require.Eventually(t, func() bool {
 		st, err := store.Stats(context.Background(), "orders")
-		return err == nil && st[0].Length == 0 && st[0].Busy == 0
-	}, 60*time.Second, 50*time.Millisecond, "the queue drains")
-	time.Sleep(300 * time.Millisecond) // the last webhook answers
+		return err == nil && st[0].Length == 0 && st[0].Busy == 0 && rcv.Active() == 0
+	}, 60*time.Second, 50*time.Millisecond, "the queue drains and the receiver answered every delivery")
 	note("queue empty")
 
 	morgue := map[string][]string{}
@@ -202,7 +202,7 @@ queues:
 	for _, ps := range enqueued {
 		total += len(ps)
 	}
-	rep := history.Check(rcv.History.Calls(), enqueued, morgue)
+	rep := history.Check(history.FromWebhook(rcv.Calls()), enqueued, morgue)
 	t.Logf("seed %d: %d payloads acknowledged to the producer (%d batches refused during outages), %d in the morgue; %s\ntimeline:\n%s",
 		seed, total, producer.Refused(), len(morgue), rep.String(), strings.Join(timeline, "\n"))
 	require.True(t, rep.OK(), "seed %d: %s", seed, rep.String())
@@ -215,7 +215,7 @@ queues:
 			known[p] = true
 		}
 	}
-	for _, c := range rcv.History.Calls() {
+	for _, c := range history.FromWebhook(rcv.Calls()) {
 		for _, p := range c.Payloads {
 			require.True(t, known[p.Data] || unsure[p.Data], "payload %s was handled but never enqueued", p.Data)
 		}

@@ -18,23 +18,13 @@ import (
 	"github.com/orderlyhq/orderly/internal/nodetest"
 	"github.com/orderlyhq/orderly/internal/redistest"
 	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/web/apiv1"
+	"github.com/orderlyhq/orderly/webhook/webhooktest"
 )
 
-type clusterView struct {
-	Self    string `json:"self"`
-	Members []struct {
-		Name  string `json:"name"`
-		State string `json:"state"`
-	} `json:"members"`
-	Shards []struct {
-		Shard int    `json:"shard"`
-		Owner string `json:"owner"`
-	} `json:"shards"`
-}
-
-func viewOf(t *testing.T, n *nodetest.Node) (clusterView, bool) {
+func viewOf(t *testing.T, n *nodetest.Node) (apiv1.Cluster, bool) {
 	code, b := n.Do("GET", "/api/v1/cluster", nil)
-	var v clusterView
+	var v apiv1.Cluster
 	if code != 200 || json.Unmarshal(b, &v) != nil {
 		return v, false
 	}
@@ -42,7 +32,7 @@ func viewOf(t *testing.T, n *nodetest.Node) (clusterView, bool) {
 }
 
 // owners counts the shards each node holds, as the leases in Redis say.
-func owners(v clusterView) map[string]int {
+func owners(v apiv1.Cluster) map[string]int {
 	out := map[string]int{}
 	for _, s := range v.Shards {
 		out[s.Owner]++
@@ -50,7 +40,7 @@ func owners(v clusterView) map[string]int {
 	return out
 }
 
-func alive(v clusterView) map[string]bool {
+func alive(v apiv1.Cluster) map[string]bool {
 	out := map[string]bool{}
 	for _, m := range v.Members {
 		if m.State == "alive" {
@@ -62,7 +52,7 @@ func alive(v clusterView) map[string]bool {
 
 // servedBy reports whether every shard is held by one of names, each of
 // which holds at least one.
-func servedBy(v clusterView, names ...string) bool {
+func servedBy(v apiv1.Cluster, names ...string) bool {
 	o := owners(v)
 	total := 0
 	for _, n := range names {
@@ -76,7 +66,7 @@ func servedBy(v clusterView, names ...string) bool {
 
 // balanced reports whether every shard is held by one of names, each
 // holding its even share (floor or ceiling of shards/names).
-func balanced(v clusterView, names ...string) bool {
+func balanced(v apiv1.Cluster, names ...string) bool {
 	if !servedBy(v, names...) {
 		return false
 	}
@@ -123,17 +113,15 @@ func load(nodes []*nodetest.Node, ids int) *history.Producer {
 	})
 }
 
-func waitEmpty(t *testing.T, n *nodetest.Node) {
+// waitEmpty waits until the queue is empty, nothing is in flight and the
+// receiver answered every delivery, so that its record is complete.
+func waitEmpty(t *testing.T, n *nodetest.Node, rcv *webhooktest.Receiver) {
 	t.Helper()
-	eventually(t, "queue empty", func() bool {
-		code, b := n.Do("GET", "/api/v1/stats", nil)
-		var st struct {
-			Total struct{ Length int } `json:"total"`
-		}
-		return code == 200 && json.Unmarshal(b, &st) == nil && st.Total.Length == 0
+	eventually(t, "queue empty, nothing in flight, every delivery answered", func() bool {
+		code, b := n.Do("GET", "/api/v1/queues/orders", nil)
+		var q apiv1.Queue
+		return code == 200 && json.Unmarshal(b, &q) == nil && q.Length == 0 && q.Busy == 0 && rcv.Active() == 0
 	})
-	// And nothing in flight: every delivery answered.
-	time.Sleep(300 * time.Millisecond)
 }
 
 // TestClusterJoinSplitAndLeave: three nodes join through a seed and split the
@@ -142,7 +130,7 @@ func waitEmpty(t *testing.T, n *nodetest.Node) {
 func TestClusterJoinSplitAndLeave(t *testing.T) {
 	t.Parallel()
 	srv := redistest.NewServer(t, redistest.Options{})
-	rcv := nodetest.NewReceiver(t, func(nodetest.Delivery) nodetest.Answer { return nodetest.Answer{Delay: 5 * time.Millisecond} })
+	rcv := nodetest.NewReceiver(t, func(*webhooktest.Call) webhooktest.Answer { return webhooktest.Answer{Delay: 5 * time.Millisecond} })
 	cfg := clusterConfig(rcv.URL)
 	n1 := nodetest.Start(t, nodetest.Options{Redis: srv.URL(), Config: cfg})
 	join := []string{"--join", n1.Gossip}
@@ -173,9 +161,9 @@ func TestClusterJoinSplitAndLeave(t *testing.T) {
 	})
 	time.Sleep(time.Second)
 	producer.Stop()
-	waitEmpty(t, n1)
+	waitEmpty(t, n1, rcv)
 
-	rep := history.Check(rcv.History.Calls(), producer.Enqueued(), nil)
+	rep := history.Check(history.FromWebhook(rcv.Calls()), producer.Enqueued(), nil)
 	t.Log(rep.String())
 	require.True(t, rep.OK(), rep.String())
 	require.Zero(t, rep.Duplicates, "a graceful leave redelivers nothing")
@@ -189,12 +177,12 @@ func TestClusterFailoverAfterSigkill(t *testing.T) {
 	srv := redistest.NewServer(t, redistest.Options{AOF: true})
 	var rmu sync.Mutex // guards rng
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
-	rcv := nodetest.NewReceiver(t, func(d nodetest.Delivery) nodetest.Answer {
+	rcv := nodetest.NewReceiver(t, func(c *webhooktest.Call) webhooktest.Answer {
 		rmu.Lock()
 		defer rmu.Unlock()
-		a := nodetest.Answer{Delay: time.Duration(rng.IntN(20)) * time.Millisecond}
+		a := webhooktest.Answer{Delay: time.Duration(rng.IntN(20)) * time.Millisecond}
 		if rng.IntN(20) == 0 {
-			a.Fail = map[string]string{d.Jobs[0].ID: "random failure"}
+			a.Failed = map[string]string{c.Request.Jobs[0].ID: "random failure"}
 		}
 		return a
 	})
@@ -227,9 +215,9 @@ func TestClusterFailoverAfterSigkill(t *testing.T) {
 	t.Logf("failover: every shard of the killed node served again %s after SIGKILL (lease_ttl 3s)", failover.Round(time.Millisecond))
 	time.Sleep(time.Second)
 	producer.Stop()
-	waitEmpty(t, n1)
+	waitEmpty(t, n1, rcv)
 
-	rep := history.Check(rcv.History.Calls(), producer.Enqueued(), nil)
+	rep := history.Check(history.FromWebhook(rcv.Calls()), producer.Enqueued(), nil)
 	t.Log(rep.String())
 	require.True(t, rep.OK(), rep.String())
 }

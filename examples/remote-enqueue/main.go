@@ -4,7 +4,7 @@
 //
 // Start a node with an actor address, then enqueue:
 //
-//	go run ./cmd/node --redis redis://127.0.0.1:6379/0 --actor-addr 127.0.0.1:8090
+//	orderly --redis redis://127.0.0.1:6379/0 --actor-addr 127.0.0.1:8090
 //	go run ./examples/remote-enqueue --actor 127.0.0.1:8090 --queue default --id order-1 --payload '{"state":"paid"}'
 //
 // Without --actor it asks a node's HTTP API (--http) for a member that

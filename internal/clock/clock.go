@@ -1,11 +1,14 @@
 // Package clock is the time source of everything in Orderly that schedules:
-// leases and their guard, drains, due timers, retries and morgue retention.
-// Production code uses Real; tests use a Simulated clock and move time by
-// hand, so that a lease guard or a drain deadline is tested in virtual time
-// without sleeping.
+// leases and their guard, drains and the node's stop deadline, due timers,
+// retries, morgue retention, and the cluster's health and re-join loops.
+// Production code uses Real (or the clock a program sets in
+// orderly.Config.Clock, which has the same methods); tests use a Simulated
+// clock and move time by hand, so that a lease guard or a drain deadline is
+// tested in virtual time without sleeping.
 package clock
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"time"
@@ -19,14 +22,9 @@ type Clock interface {
 	// steps.
 	Now() time.Time
 	// AfterFunc calls f in its own goroutine once d has passed (at once
-	// when d <= 0) and returns a Timer that can cancel the call.
-	AfterFunc(d time.Duration, f func()) Timer
-}
-
-// Timer is a pending AfterFunc call.
-type Timer interface {
-	// Stop cancels the call; it reports whether the call was still pending.
-	Stop() bool
+	// when d <= 0). Calling stop cancels the call; it reports whether the
+	// call was still pending (as context.AfterFunc's stop does).
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
 }
 
 // Since returns the time elapsed since t on c.
@@ -35,6 +33,27 @@ func Since(c Clock, t time.Time) time.Duration { return c.Now().Sub(t) }
 // Until returns the duration until t on c.
 func Until(c Clock, t time.Time) time.Duration { return t.Sub(c.Now()) }
 
+// After returns a channel that receives one value once d has passed on c,
+// and a function that cancels it (a select on a stopped channel blocks for
+// ever, so cancel only what nobody waits on).
+func After(c Clock, d time.Duration) (<-chan struct{}, func() bool) {
+	ch := make(chan struct{}, 1)
+	stop := c.AfterFunc(d, func() { ch <- struct{}{} })
+	return ch, stop
+}
+
+// Sleep waits d on c; it returns ctx's error if ctx ends first.
+func Sleep(ctx context.Context, c Clock, d time.Duration) error {
+	ch, stop := After(c, d)
+	defer stop()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Real returns the system clock.
 func Real() Clock { return realClock{} }
 
@@ -42,7 +61,7 @@ type realClock struct{}
 
 func (realClock) Now() time.Time { return time.Now() }
 
-func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+func (realClock) AfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 
 // Simulated is a clock that moves only when told to. Functions scheduled with
 // AfterFunc run, in the order of their due times, on the goroutine that calls
@@ -74,21 +93,20 @@ func (s *Simulated) Now() time.Time {
 
 // AfterFunc implements Clock. A call with d <= 0 runs f in a new goroutine at
 // once, as time.AfterFunc does.
-func (s *Simulated) AfterFunc(d time.Duration, f func()) Timer {
+func (s *Simulated) AfterFunc(d time.Duration, f func()) func() bool {
 	if d <= 0 {
 		go f()
-		return stopped{}
+		return func() bool { return false }
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
 	t := &simTimer{c: s, at: s.now.Add(d), seq: s.seq, f: f}
 	s.timers = append(s.timers, t)
-	return t
+	return t.stop
 }
 
-// Stop implements Timer.
-func (t *simTimer) Stop() bool {
+func (t *simTimer) stop() bool {
 	s := t.c
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -153,6 +171,27 @@ func (s *Simulated) Pending() int {
 	return len(s.timers)
 }
 
-type stopped struct{}
+// Timers returns the due times of the pending timers, earliest first.
+func (s *Simulated) Timers() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]time.Time, len(s.timers))
+	for i, x := range s.timers {
+		out[i] = x.at
+	}
+	slices.SortFunc(out, time.Time.Compare)
+	return out
+}
 
-func (stopped) Stop() bool { return false }
+// Next returns the due time of the earliest pending timer; ok is false when
+// none is pending.
+func (s *Simulated) Next() (at time.Time, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, x := range s.timers {
+		if !ok || x.at.Before(at) {
+			at, ok = x.at, true
+		}
+	}
+	return at, ok
+}

@@ -1,6 +1,7 @@
 package clock_test
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,8 +24,12 @@ func TestSimulatedRunsTimersInDueOrder(t *testing.T) {
 		// A timer set by a timer runs in the same Advance when it falls due.
 		c.AfterFunc(500*time.Millisecond, func() { got = append(got, "nested") })
 	})
-	require.True(t, stop.Stop())
-	require.False(t, stop.Stop())
+	require.True(t, stop())
+	require.False(t, stop())
+	next, ok := c.Next()
+	require.True(t, ok)
+	require.Equal(t, t0.Add(time.Second), next)
+	require.Equal(t, []time.Time{t0.Add(time.Second), t0.Add(time.Second), t0.Add(3 * time.Second)}, c.Timers())
 
 	c.Advance(2 * time.Second)
 	require.Equal(t, []string{"a", "b", "nested"}, got)
@@ -35,6 +40,8 @@ func TestSimulatedRunsTimersInDueOrder(t *testing.T) {
 	require.Equal(t, []string{"a", "b", "nested", "c"}, got)
 	require.Equal(t, []time.Time{t0.Add(time.Second), t0.Add(3 * time.Second)}, seen)
 	require.Equal(t, 0, c.Pending())
+	_, ok = c.Next()
+	require.False(t, ok)
 }
 
 func TestSimulatedNeverGoesBack(t *testing.T) {
@@ -56,4 +63,25 @@ func TestZeroDelayRunsAtOnce(t *testing.T) {
 	done2 := make(chan struct{})
 	clock.Real().AfterFunc(time.Millisecond, func() { close(done2) })
 	<-done2
+}
+
+func TestSleepAndAfter(t *testing.T) {
+	c := clock.NewSimulated(time.Unix(1_700_000_000, 0))
+	done := make(chan error, 1)
+	go func() { done <- clock.Sleep(context.Background(), c, time.Minute) }()
+	require.Eventually(t, func() bool { return c.Pending() == 1 }, 5*time.Second, time.Millisecond)
+	c.Advance(time.Minute)
+	require.NoError(t, <-done)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { done <- clock.Sleep(ctx, c, time.Minute) }()
+	require.Eventually(t, func() bool { return c.Pending() == 1 }, 5*time.Second, time.Millisecond)
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	require.Zero(t, c.Pending(), "a cancelled sleep stops its timer")
+
+	ch, stop := clock.After(c, time.Second)
+	c.Advance(time.Second)
+	<-ch
+	require.False(t, stop())
 }

@@ -1,5 +1,5 @@
 // Package history records what handlers were given and checks Orderly's
-// guarantees on the record (SPEC section 2), per id:
+// guarantees on the record (docs/contract.md §2.1 to §2.3), per id:
 //
 //   - exclusivity: no two handler calls holding the id overlap in time;
 //   - order: each call's payloads are in score order, and no payload is

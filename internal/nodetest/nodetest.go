@@ -1,8 +1,8 @@
 // Package nodetest runs real node processes for end-to-end and cluster
 // tests: it builds cmd/node once per test binary, starts nodes on free
 // ports of 127.0.0.1, sends them signals or SIGKILL, and talks to their
-// HTTP API. Receiver (receiver.go) is a webhook endpoint that records what
-// the nodes delivered.
+// HTTP API. NewReceiver (receiver.go) starts a webhook receiver
+// (webhook/webhooktest) that records what the nodes delivered.
 package nodetest
 
 import (

@@ -25,6 +25,7 @@ import (
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
 	"github.com/orderlyhq/orderly/web"
+	"github.com/orderlyhq/orderly/web/apiv1"
 	"github.com/orderlyhq/orderly/web/ui"
 )
 
@@ -294,7 +295,7 @@ func (s outageStore) Stats(ctx context.Context, queues ...string) ([]persistence
 	return s.Store.Stats(ctx, queues...)
 }
 
-var members = []web.Member{
+var members = []apiv1.Member{
 	{Name: "node-a", State: "alive", HTTP: "10.0.0.1:8080", Actor: "10.0.0.1:8090", Queues: []string{"orders", "emails", "reports"}, Version: "v0.4.0"},
 	{Name: "node-b", State: "alive", HTTP: "10.0.0.2:8080", Actor: "10.0.0.2:8090", Queues: []string{"orders", "emails"}, Version: "v0.4.0"},
 	{Name: "node-c", State: "draining", HTTP: "10.0.0.3:8080", Actor: "10.0.0.3:8090", Queues: []string{"orders"}, Version: "v0.4.0"},
@@ -367,7 +368,7 @@ func newFixture(t *testing.T, token string) *fixture {
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Token:  token,
 		UI:     ui.Handler(),
-		Members: func(context.Context) (string, []web.Member) {
+		Members: func(context.Context) (string, []apiv1.Member) {
 			return "node-a", members
 		},
 	})

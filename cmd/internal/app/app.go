@@ -10,8 +10,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/orderlyhq/orderly/cmd/internal/cli"
@@ -22,16 +24,9 @@ import (
 // Main runs the command with the process's arguments and environment and
 // returns its exit code.
 func Main() int {
-	if len(os.Args) > 1 && cli.IsCommand(os.Args[1]) {
-		return cli.Run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
-	}
-	cfg, err := config.Load(os.Args[1:], os.Environ(), os.Stdout)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "orderly:", err)
-		return 2
+	cfg, code, done := parse(os.Args[1:], os.Environ(), os.Getenv, os.Stdout, os.Stderr)
+	if done {
+		return code
 	}
 	signals := make(chan os.Signal, 4)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGTSTP, syscall.SIGCONT)
@@ -40,4 +35,30 @@ func Main() int {
 		return 1
 	}
 	return 0
+}
+
+// parse handles the command line: a subcommand (or a word that looks like
+// a mistyped one), --version and --help run to completion (done, with the
+// exit code); anything else is the configuration of a node to run.
+func parse(args, environ []string, getenv func(string) string, stdout, stderr io.Writer) (cfg *config.Config, code int, done bool) {
+	if len(args) > 0 {
+		switch a := args[0]; {
+		case a == "--version" || a == "-version" || a == "-v":
+			return nil, cli.Run(append([]string{"version"}, args[1:]...), getenv, stdout, stderr), true
+		case a != "" && !strings.HasPrefix(a, "-"):
+			// A node takes no arguments, so a word is a command; the CLI
+			// names the nearest when it is not one.
+			return nil, cli.Run(args, getenv, stdout, stderr), true
+		}
+	}
+	cfg, err := config.Load(args, environ, nil)
+	if errors.Is(err, flag.ErrHelp) {
+		cli.WriteHelp(stdout)
+		return nil, cli.ExitOK, true
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "orderly:", err)
+		return nil, cli.ExitUsage, true
+	}
+	return cfg, 0, false
 }

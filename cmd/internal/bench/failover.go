@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/orderlyhq/orderly/internal/history"
-	"github.com/orderlyhq/orderly/internal/nodetest"
 	"github.com/orderlyhq/orderly/internal/redisserver"
 	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/webhook/webhooktest"
 )
 
 // nodeProc is a node process of the failover scenario.
@@ -97,7 +97,7 @@ func (r *runner) failover(ctx context.Context, sc scenario, res *Result) error {
 		return err
 	}
 	defer c.Close()
-	rcv := nodetest.StartReceiver(nil)
+	rcv := webhooktest.NewReceiver(nil)
 	defer rcv.Close()
 	dir, err := os.MkdirTemp("", "orderly-bench-")
 	if err != nil {
@@ -153,13 +153,15 @@ func (r *runner) failover(ctx context.Context, sc scenario, res *Result) error {
 	if err := waitEmpty(ctx, admin); err != nil {
 		return err
 	}
-	time.Sleep(200 * time.Millisecond) // the last webhook answers
+	if err := waitAnswered(rcv, 10*time.Second); err != nil {
+		return err
+	}
 	enqueued := producer.Enqueued()
 	for _, ps := range enqueued {
 		res.Jobs += len(ps)
 	}
 	res.IDs = len(enqueued)
-	res.Audit = audit(rcv.History.Calls(), enqueued, true)
+	res.Audit = audit(history.FromWebhook(rcv.Calls()), enqueued, true)
 	return cleanup(ctx, c, prefix)
 }
 
@@ -169,6 +171,20 @@ func names(ps []*nodeProc) map[string]bool {
 		out[p.name] = true
 	}
 	return out
+}
+
+// waitAnswered waits until the receiver answered every request it got, so
+// that its record is complete: a request the killed node left behind ends
+// when its connection does.
+func waitAnswered(rcv *webhooktest.Receiver, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for rcv.Active() > 0 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the webhook receiver still answers %d requests after %s", rcv.Active(), timeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return nil
 }
 
 // waitOwned waits until every shard is held by one of the named nodes.

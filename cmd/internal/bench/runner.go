@@ -16,7 +16,6 @@ import (
 
 	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/client"
-	"github.com/orderlyhq/orderly/cluster"
 	"github.com/orderlyhq/orderly/internal/history"
 	"github.com/orderlyhq/orderly/internal/redisserver"
 	"github.com/orderlyhq/orderly/persistence"
@@ -129,7 +128,7 @@ func (r *runner) startNodes(ctx context.Context, sc scenario, prefix string, han
 				return nil, nil, nil, err
 			}
 			bind := "127.0.0.1:" + strconv.Itoa(port)
-			cfg.Cluster = &cluster.Config{Bind: bind}
+			cfg.Cluster = &orderly.ClusterConfig{Bind: bind}
 			if seed != "" {
 				cfg.Cluster.Join = []string{seed}
 			}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
-	"github.com/orderlyhq/orderly/cluster"
+	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/internal/logbridge"
 )
 
@@ -25,7 +25,7 @@ const Enabled = true
 
 // Install gives the node a gossip transport that SIGUSR1 cuts off and
 // SIGUSR2 restores; stop ends the signal handling.
-func Install(cfg *cluster.Config, log *slog.Logger) (stop func(), err error) {
+func Install(cfg *orderly.ClusterConfig, log *slog.Logger) (stop func(), err error) {
 	if cfg == nil {
 		return func() {}, nil
 	}

@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"runtime/pprof"
@@ -14,8 +13,8 @@ import (
 )
 
 var benchHelp = help{
-	usage: []string{"orderly bench [--redis URL] [--scenario NAME,...|all] [--jobs N] [flags]"},
-	text: `Measures Orderly on this machine and audits what it did. The default
+	Usage: []string{"orderly bench [--redis URL] [--scenario NAME,...|all] [--jobs N] [flags]"},
+	Text: `Measures Orderly on this machine and audits what it did. The default
 scenario is Lowkiq's benchmark: enqueue N blank jobs, then process them with
 concurrency 5 on 5 shards at batch size 1. Without --redis a throwaway
 redis-server is started (it must be installed). Nodes run in this process,
@@ -28,7 +27,7 @@ the nodes and of Redis, and peak memory. Every run records what the handlers
 got and checks, per id, that no two calls overlapped, that payloads came in
 score order and that nothing was lost; the command exits 1 when an
 invariant broke. --list shows the scenarios.`,
-	examples: []string{
+	Examples: []string{
 		"orderly bench",
 		"orderly bench --scenario all --json > bench.json",
 		"orderly bench --redis redis://127.0.0.1:6379/15 --scenario lowkiq,batch10 --jobs 1000000",
@@ -37,15 +36,14 @@ invariant broke. --list shows the scenarios.`,
 
 // benchCmd runs the benchmark.
 func benchCmd(e *env, args []string) int {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	e.setUsage(fs, benchHelp)
-	redisURL := fs.String("redis", e.getenv("ORDERLY_BENCH_REDIS"), "Redis URL; empty starts a throwaway redis-server (env ORDERLY_BENCH_REDIS)")
+	fs := e.newFlags("bench", benchHelp)
+	redisURL := fs.String("redis", e.getenv("ORDERLY_BENCH_REDIS"), "Redis `URL`; empty starts a throwaway redis-server")
+	fs.env["redis"] = "ORDERLY_BENCH_REDIS"
 	jobs := fs.Int("jobs", bench.DefaultJobs, "jobs per throughput scenario")
 	scenarios := fs.String("scenario", "lowkiq", "comma-separated scenarios, or all (see --list)")
 	list := fs.Bool("list", false, "list the scenarios and exit")
-	asJSON := fs.Bool("json", false, "print JSON instead of a table")
-	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	asJSON := fs.Bool("json", false, "print JSON instead of a table (errors too, on stderr)")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this `file`")
 	if code, stop := e.parse(fs, args); stop {
 		return code
 	}
@@ -93,8 +91,7 @@ func benchCmd(e *env, args []string) int {
 		printBench(e, results)
 	}
 	if err != nil {
-		fmt.Fprintln(e.stderr, "orderly bench: an invariant broke; see the audit column")
-		return ExitError
+		return e.fail("bench", errors.New("an invariant broke; see the audit column"))
 	}
 	return ExitOK
 }

@@ -1,21 +1,27 @@
 // Package cli implements the orderly command's subcommands, which talk to a
 // running node over its HTTP API:
 //
-//	orderly enqueue --queue Q (--id ID [--payload P] ... | --file jobs.jsonl)
+//	orderly enqueue --queue Q (--id ID [--payload JSON] ... | --file jobs.jsonl)
 //	orderly stats [--queue Q]
 //	orderly members
 //	orderly morgue list|requeue|delete --queue Q ...
 //	orderly bench [--redis URL] [--scenario lowkiq,...|all]
+//	orderly version
+//	orderly help [command]
 //
-// Output is a table for people, or JSON with --json. Every subcommand takes
-// --http (the node's HTTP address, env ORDERLY_HTTP) and --http-token (its
-// bearer token, env ORDERLY_HTTP_TOKEN), and explains itself with --help.
+// Output is a table for people, or JSON with --json; with --json, errors
+// are JSON on stderr too ({"error": "...", "exit_code": 2, ...}). Every
+// subcommand that talks to a node takes --http (the node's HTTP address,
+// env ORDERLY_HTTP) and --http-token (its bearer token, env
+// ORDERLY_HTTP_TOKEN), and explains itself with --help (on stdout, in the
+// style of package usage). A mistyped command or flag is answered with the
+// nearest one.
 //
 // Exit codes: 0 success; 1 the operation failed: the node could not be
 // reached or answered an error, or an input file is unreadable or holds a
 // bad job (the same job the node would have refused); 2 bad usage: an
-// unknown flag, a missing or malformed flag value (checked before anything
-// is sent).
+// unknown command or flag, a missing or malformed flag value (checked
+// before anything is sent).
 package cli
 
 import (
@@ -34,7 +40,11 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/term"
+
+	"github.com/orderlyhq/orderly/cmd/internal/usage"
 	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/web/apiv1"
 )
 
 // Exit codes.
@@ -50,18 +60,43 @@ const DefaultHTTP = "127.0.0.1:8080"
 // requestTimeout bounds one request to the node, answer included.
 const requestTimeout = 30 * time.Second
 
-// commands are the subcommands by name.
-var commands = map[string]func(*env, []string) int{
-	"bench":   benchCmd,
-	"enqueue": enqueue,
-	"members": members,
-	"morgue":  morgue,
-	"stats":   stats,
+// command is a subcommand.
+type command struct {
+	name string
+	// summary says what it does in one line, for orderly --help.
+	summary string
+	run     func(*env, []string) int
+}
+
+// commands are the subcommands, in the order orderly --help lists them.
+// (The list is filled in init: help refers to it.)
+var commands []command
+
+func init() {
+	commands = []command{
+		{"enqueue", "enqueue a job given by flags, or the jobs of a JSONL file", enqueue},
+		{"stats", "show every queue's metrics, or one queue's", stats},
+		{"members", "list the cluster's members and the shards each holds", members},
+		{"morgue", "list, requeue or delete the payloads whose retries ran out", morgue},
+		{"bench", "measure Orderly on this machine and audit what it did", benchCmd},
+		{"version", "print orderly's version", versionCmd},
+		{"help", "show this help, or a command's (orderly help enqueue)", helpCmd},
+	}
+}
+
+// lookup returns the subcommand name.
+func lookup(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
 }
 
 // IsCommand reports whether name is a subcommand.
 func IsCommand(name string) bool {
-	_, ok := commands[name]
+	_, ok := lookup(name)
 	return ok
 }
 
@@ -82,6 +117,8 @@ type env struct {
 	stdinTTY, stderrTTY bool
 	// client sends the requests; its timeout bounds each one.
 	client *http.Client
+	// jsonErrors makes errors JSON objects on stderr (--json was given).
+	jsonErrors bool
 }
 
 // Run runs the subcommand named by args[0] and returns the exit code. It
@@ -111,40 +148,58 @@ func Run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 
 // run dispatches args to their subcommand.
 func (e *env) run(args []string) int {
+	e.jsonErrors = wantsJSON(args)
 	if len(args) == 0 {
-		fmt.Fprintln(e.stderr, "orderly: missing command (enqueue, stats, members, morgue or bench)")
-		return ExitUsage
+		return e.report("", &usageError{msg: "missing command (see orderly --help)"}, ExitUsage)
 	}
-	cmd, ok := commands[args[0]]
+	cmd, ok := lookup(args[0])
 	if !ok {
-		fmt.Fprintf(e.stderr, "orderly: unknown command %q (enqueue, stats, members, morgue or bench)\n", args[0])
-		return ExitUsage
+		return e.report("", &usageError{msg: unknownCommand(args[0], commandNames(), "orderly --help")}, ExitUsage)
 	}
-	return cmd(e, args[1:])
+	return cmd.run(e, args[1:])
 }
 
-// isTerminal reports whether f is a character device, which is how a
-// terminal looks without asking the terminal driver (golang.org/x/term is
-// not a dependency). /dev/null is one too: a confirmation read from it
-// meets end of file and is refused, progress drawn to it is lost.
+// wantsJSON reports whether args ask for JSON output (--json before any
+// "--"), so that even an error in parsing them is JSON.
+func wantsJSON(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "--json", "-json", "--json=true", "-json=true", "--json=1", "-json=1":
+			return true
+		}
+	}
+	return false
+}
+
+func commandNames() []string {
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.name
+	}
+	return names
+}
+
+// unknownCommand is the message of a mistyped command, with the nearest
+// one when there is one.
+func unknownCommand(name string, known []string, helpCmd string) string {
+	msg := fmt.Sprintf("unknown command %q", printable(truncate(name, 64)))
+	if s := usage.Suggest(name, known); s != "" {
+		msg += "; did you mean " + s + "?"
+	}
+	return msg + " (see " + helpCmd + ")"
+}
+
+// isTerminal reports whether f is a terminal (golang.org/x/term asks the
+// terminal driver; /dev/null, a character device too, is not one).
 func isTerminal(f any) bool {
 	file, ok := f.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := file.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(file.Fd()))
 }
 
 // help documents a subcommand for --help.
-type help struct {
-	// usage holds the synopsis lines, without "Usage: ".
-	usage []string
-	// text says what the subcommand does, in a paragraph or two.
-	text string
-	// examples are command lines, shown indented.
-	examples []string
-}
+type help = usage.Help
 
 // conn holds the flags every subcommand shares: where the node is.
 type conn struct {
@@ -155,49 +210,56 @@ type conn struct {
 	client *http.Client
 }
 
+// flagSet is a subcommand's flags, with the environment variable of each
+// flag that has one, for the help.
+type flagSet struct {
+	*flag.FlagSet
+	help help
+	env  map[string]string
+}
+
+// newFlags returns an empty flag set for the subcommand name (as the
+// messages name it: "morgue list").
+func (e *env) newFlags(name string, h help) *flagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // parse reports errors, and --help writes the help
+	fs.Usage = func() {}
+	return &flagSet{FlagSet: fs, help: h, env: map[string]string{}}
+}
+
 // flags returns a flag set for the subcommand name with the shared flags,
 // and the connection they fill.
-func (e *env) flags(name string, h help) (*flag.FlagSet, *conn) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+func (e *env) flags(name string, h help) (*flagSet, *conn) {
+	fs := e.newFlags(name, h)
 	c := &conn{ctx: e.ctx, client: e.client}
 	def := DefaultHTTP
 	if v := e.getenv("ORDERLY_HTTP"); v != "" {
 		def = v
 	}
-	fs.StringVar(&c.http, "http", def, "address of a node's HTTP API, host:port or URL (env ORDERLY_HTTP)")
-	fs.StringVar(&c.token, "http-token", e.getenv("ORDERLY_HTTP_TOKEN"), "bearer token of the HTTP API (env ORDERLY_HTTP_TOKEN)")
-	fs.BoolVar(&c.json, "json", false, "print JSON instead of a table")
-	e.setUsage(fs, h)
+	fs.StringVar(&c.http, "http", def, "address of a node's HTTP API, host:port or URL")
+	fs.env["http"] = "ORDERLY_HTTP"
+	fs.StringVar(&c.token, "http-token", e.getenv("ORDERLY_HTTP_TOKEN"), "bearer token of the HTTP API")
+	fs.env["http-token"] = "ORDERLY_HTTP_TOKEN"
+	fs.BoolVar(&c.json, "json", false, "print JSON instead of a table (errors too, on stderr)")
 	return fs, c
 }
 
-// setUsage makes fs's --help print h and the flags.
-func (e *env) setUsage(fs *flag.FlagSet, h help) {
-	fs.Usage = func() {
-		w := e.stderr
-		for i, u := range h.usage {
-			if i == 0 {
-				fmt.Fprintf(w, "Usage: %s\n", u)
-			} else {
-				fmt.Fprintf(w, "       %s\n", u)
+// writeHelp writes the subcommand's help to stdout.
+func (e *env) writeHelp(fs *flagSet) {
+	flags := usage.FlagsOf(fs.FlagSet, fs.env)
+	if tok := fs.Lookup("http-token"); tok != nil && tok.DefValue != "" {
+		for i := range flags { // a token from the environment stays out of the help
+			if flags[i].Name == "http-token" {
+				flags[i].Default = ""
 			}
 		}
-		fmt.Fprintf(w, "\n%s\n", h.text)
-		if len(h.examples) > 0 {
-			fmt.Fprintf(w, "\nExamples:\n")
-			for _, ex := range h.examples {
-				fmt.Fprintf(w, "  %s\n", ex)
-			}
-		}
-		fmt.Fprintf(w, "\nFlags:\n")
-		fs.PrintDefaults()
 	}
+	usage.Write(e.stdout, fs.help, flags)
 }
 
 // parse parses flags and refuses positional arguments; it returns an exit
 // code when the command must stop.
-func (e *env) parse(fs *flag.FlagSet, args []string) (int, bool) {
+func (e *env) parse(fs *flagSet, args []string) (int, bool) {
 	rest, code, stop := e.parseArgs(fs, args)
 	if stop {
 		return code, true
@@ -211,14 +273,16 @@ func (e *env) parse(fs *flag.FlagSet, args []string) (int, bool) {
 // parseArgs parses flags placed anywhere among the arguments (package flag
 // stops at the first argument that is not a flag; this goes on after it)
 // and returns the other arguments in order. After "--" everything is an
-// argument, so that an id starting with '-' can be given.
-func (e *env) parseArgs(fs *flag.FlagSet, args []string) (rest []string, code int, stop bool) {
+// argument, so that an id starting with '-' can be given. --help writes
+// the help.
+func (e *env) parseArgs(fs *flagSet, args []string) (rest []string, code int, stop bool) {
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				e.writeHelp(fs)
 				return nil, ExitOK, true
 			}
-			return nil, ExitUsage, true
+			return nil, e.usage(fs, "%v", usage.FlagError(fs.FlagSet, err)), true
 		}
 		left := fs.Args()
 		if len(left) == 0 {
@@ -232,14 +296,73 @@ func (e *env) parseArgs(fs *flag.FlagSet, args []string) (rest []string, code in
 	}
 }
 
+// usageError is bad usage of a subcommand: an error that exits 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
 // usage reports bad usage of fs's subcommand and returns ExitUsage.
-func (e *env) usage(fs *flag.FlagSet, format string, args ...any) int {
-	fmt.Fprintf(e.stderr, "orderly %s: %s (see orderly %s --help)\n", fs.Name(), fmt.Sprintf(format, args...), fs.Name())
-	return ExitUsage
+func (e *env) usage(fs *flagSet, format string, args ...any) int {
+	msg := fmt.Sprintf(format, args...) + fmt.Sprintf(" (see orderly %s --help)", fs.Name())
+	return e.report(fs.Name(), &usageError{msg: msg}, ExitUsage)
+}
+
+// fail reports err of the subcommand cmd and returns ExitError.
+func (e *env) fail(cmd string, err error) int {
+	return e.report(cmd, err, ExitError)
+}
+
+// errorJSON is an error on stderr with --json.
+type errorJSON struct {
+	// Error is the message, as it reads without --json after "orderly
+	// <command>: ".
+	Error string `json:"error"`
+	// Command is the subcommand ("morgue list"); empty for the command
+	// line as a whole.
+	Command string `json:"command,omitempty"`
+	// Field is the field the node named, Status its HTTP status, when the
+	// node answered the error.
+	Field  string `json:"field,omitempty"`
+	Status int    `json:"status,omitempty"`
+	// ExitCode is the command's exit code: 1 failed, 2 bad usage.
+	ExitCode int `json:"exit_code"`
+	// Extra holds what else a command reports with the error (enqueue
+	// --file: how far it got).
+	Extra map[string]any `json:"details,omitempty"`
+}
+
+// report writes err of the subcommand cmd to stderr, as a line or, with
+// --json, as a JSON object, and returns code.
+func (e *env) report(cmd string, err error, code int) int {
+	return e.reportWith(cmd, err, code, nil)
+}
+
+// reportWith is report with details: further lines without --json (each
+// after "orderly <cmd>: "), further members of "details" with it.
+func (e *env) reportWith(cmd string, err error, code int, details map[string]any, lines ...string) int {
+	prefix := "orderly"
+	if cmd != "" {
+		prefix += " " + cmd
+	}
+	if !e.jsonErrors {
+		fmt.Fprintf(e.stderr, "%s: %v\n", prefix, err)
+		for _, l := range lines {
+			fmt.Fprintf(e.stderr, "%s: %s\n", prefix, l)
+		}
+		return code
+	}
+	ej := errorJSON{Error: err.Error(), Command: cmd, ExitCode: code, Extra: details}
+	var ae *apiError
+	if errors.As(err, &ae) {
+		ej.Field, ej.Status = ae.Field, ae.Status
+	}
+	b, _ := json.Marshal(ej) // plain strings, numbers and maps of them
+	fmt.Fprintf(e.stderr, "%s\n", b)
+	return code
 }
 
 // given returns the names of the flags set on the command line.
-func given(fs *flag.FlagSet) map[string]bool {
+func given(fs *flagSet) map[string]bool {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	return set
@@ -247,7 +370,7 @@ func given(fs *flag.FlagSet) map[string]bool {
 
 // checkQueue checks the --queue flag locally: required, and a valid queue
 // name, so that it is safe in a URL path.
-func (e *env) checkQueue(fs *flag.FlagSet, queue string) (int, bool) {
+func (e *env) checkQueue(fs *flagSet, queue string) (int, bool) {
 	if queue == "" {
 		return e.usage(fs, "--queue is required"), true
 	}
@@ -261,11 +384,11 @@ func (e *env) checkQueue(fs *flag.FlagSet, queue string) (int, bool) {
 	return 0, false
 }
 
-// apiError is an error answer of the API.
+// apiError is an error answer of the API: its status, and its message and
+// field (apiv1.Error).
 type apiError struct {
-	Status int
-	Msg    string `json:"error"`
-	Field  string `json:"field"`
+	Status     int
+	Msg, Field string
 }
 
 func (e *apiError) Error() string {
@@ -322,11 +445,11 @@ func (c *conn) callCtx(ctx context.Context, method, path string, body []byte, ou
 		return fmt.Errorf("reading the answer of %s: %w", u.Host, err)
 	}
 	if res.StatusCode >= 300 {
-		ae := &apiError{Status: res.StatusCode}
-		if json.Unmarshal(b, ae) != nil || ae.Msg == "" {
-			ae.Msg = printable(truncate(strings.TrimSpace(string(b)), 200))
+		var body apiv1.Error
+		if json.Unmarshal(b, &body) != nil || body.Error == "" {
+			body = apiv1.Error{Error: printable(truncate(strings.TrimSpace(string(b)), 200))}
 		}
-		return ae
+		return &apiError{Status: res.StatusCode, Msg: body.Error, Field: body.Field}
 	}
 	if raw, ok := out.(*json.RawMessage); ok {
 		*raw = append((*raw)[:0], b...)
@@ -336,12 +459,6 @@ func (c *conn) callCtx(ctx context.Context, method, path string, body []byte, ou
 		return fmt.Errorf("the node's answer is not the expected JSON: %w", err)
 	}
 	return nil
-}
-
-// fail reports err of the subcommand cmd and returns ExitError.
-func (e *env) fail(cmd string, err error) int {
-	fmt.Fprintf(e.stderr, "orderly %s: %v\n", cmd, err)
-	return ExitError
 }
 
 // printJSON writes raw JSON indented, otherwise as the node sent it: keys

@@ -3,9 +3,12 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -68,9 +71,9 @@ func TestExitCodes(t *testing.T) {
 	require.Equal(t, ExitUsage, code)
 	code, _, _ = runCLI([]string{"members", "extra"}, nil)
 	require.Equal(t, ExitUsage, code)
-	code, _, errOut = runCLI([]string{"members", "--help"}, nil)
+	code, out, _ := runCLI([]string{"members", "--help"}, nil)
 	require.Equal(t, ExitOK, code)
-	require.Contains(t, errOut, "Usage: orderly members")
+	require.Contains(t, out, "Usage: orderly members")
 	code, _, _ = runCLI([]string{"frobnicate"}, nil)
 	require.Equal(t, ExitUsage, code)
 }
@@ -91,12 +94,16 @@ func TestHelp(t *testing.T) {
 	} {
 		code, out, errOut := runCLI(tc.args, nil)
 		require.Equal(t, ExitOK, code, tc.args)
-		require.Empty(t, out)
-		require.True(t, strings.HasPrefix(errOut, tc.usage), "%v: %s", tc.args, errOut)
-		require.Contains(t, errOut, "\nExamples:\n")
-		require.Contains(t, errOut, tc.example)
-		require.Contains(t, errOut, "\nFlags:\n")
-		require.Contains(t, errOut, "-http-token string")
+		require.Empty(t, errOut, "help goes to stdout")
+		require.True(t, strings.HasPrefix(out, tc.usage), "%v: %s", tc.args, out)
+		require.Contains(t, out, "\nExamples:\n")
+		require.Contains(t, out, tc.example)
+		require.Contains(t, out, "\nFlags:\n")
+		// One style: --flag, its value's type, then its default and its
+		// environment variable; never Go's "-flag" dump.
+		require.Contains(t, out, "  --http-token string\n        bearer token of the HTTP API\n        (env ORDERLY_HTTP_TOKEN)\n")
+		require.Contains(t, out, "  --http string\n        address of a node's HTTP API, host:port or URL\n        (default 127.0.0.1:8080; env ORDERLY_HTTP)\n")
+		require.NotRegexp(t, `(?m)^  -[a-z]`, out)
 	}
 }
 
@@ -111,6 +118,19 @@ func TestCommands(t *testing.T) {
 	code, _, errOut := runCLI([]string{}, nil)
 	require.Equal(t, ExitUsage, code)
 	require.Contains(t, errOut, "orderly: missing command")
+
+	// A mistyped command: the nearest one.
+	for _, tc := range []struct{ typed, want string }{
+		{"stast", `orderly: unknown command "stast"; did you mean stats? (see orderly --help)` + "\n"},
+		{"enqeue", `orderly: unknown command "enqeue"; did you mean enqueue? (see orderly --help)` + "\n"},
+		{"mem", `orderly: unknown command "mem"; did you mean members? (see orderly --help)` + "\n"},
+		{"frobnicate", `orderly: unknown command "frobnicate" (see orderly --help)` + "\n"},
+	} {
+		code, out, errOut := runCLI([]string{tc.typed}, nil)
+		require.Equal(t, ExitUsage, code, tc.typed)
+		require.Empty(t, out)
+		require.Equal(t, tc.want, errOut)
+	}
 }
 
 func TestUnreachable(t *testing.T) {
@@ -228,4 +248,99 @@ func TestInterrupted(t *testing.T) {
 	r := n.runWith(runOpts{ctx: ctx}, "stats")
 	require.Equal(t, ExitError, r.code)
 	require.Equal(t, "orderly stats: interrupted\n", r.stderr)
+}
+
+// With --json, errors are one JSON object on stderr: usage errors, errors
+// the node answered, and how far an import got.
+func TestJSONErrors(t *testing.T) {
+	t.Parallel()
+	n := newNode(t)
+	decode := func(t *testing.T, r result) map[string]any {
+		t.Helper()
+		require.Empty(t, r.stdout)
+		require.True(t, strings.HasSuffix(r.stderr, "}\n"), r.stderr)
+		require.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line: %s", r.stderr)
+		var v map[string]any
+		require.NoError(t, json.Unmarshal([]byte(r.stderr), &v), r.stderr)
+		return v
+	}
+
+	r := n.run("enqueue", "--json", "--queue", "orders", "--id", "a", "--payload", "hello")
+	require.Equal(t, ExitUsage, r.code)
+	v := decode(t, r)
+	require.Equal(t, "enqueue", v["command"])
+	require.EqualValues(t, ExitUsage, v["exit_code"])
+	require.Contains(t, v["error"], "--payload: not valid JSON")
+
+	r = n.run("stats", "--queu", "orders", "--json")
+	require.Equal(t, ExitUsage, r.code)
+	require.Equal(t, "unknown flag --queu; did you mean --queue? (see orderly stats --help)", decode(t, r)["error"])
+
+	r = n.run("morgue", "list", "--queue", "nope", "--json")
+	require.Equal(t, ExitError, r.code)
+	v = decode(t, r)
+	require.Equal(t, map[string]any{"error": `unknown queue "nope" (field queue; HTTP 404)`, "command": "morgue list",
+		"field": "queue", "status": float64(404), "exit_code": float64(1)}, v)
+
+	path := writeFile(t, "jobs.jsonl", lines("j", 1, 3)+`{"id": ""}`+"\n")
+	r = n.run("enqueue", "--queue", "orders", "--file", path, "--batch", "2", "--json")
+	require.Equal(t, ExitError, r.code)
+	v = decode(t, r)
+	require.Equal(t, path+":4: id: must not be empty", v["error"])
+	require.Equal(t, map[string]any{"enqueued": float64(2), "first_line": float64(1), "last_line": float64(2), "resume_skip": float64(2)}, v["details"])
+
+	r = exec(runOpts{}, "frobnicate", "--json")
+	require.Equal(t, ExitUsage, r.code)
+	require.Equal(t, `unknown command "frobnicate" (see orderly --help)`, decode(t, r)["error"])
+
+	// Without --json, the same errors are lines.
+	r = n.run("stats", "--queu", "orders")
+	require.Equal(t, "orderly stats: unknown flag --queu; did you mean --queue? (see orderly stats --help)\n", r.stderr)
+}
+
+// /dev/null is a character device, not a terminal: no prompt is shown to
+// it, and a confirmation needs --yes.
+func TestIsTerminal(t *testing.T) {
+	t.Parallel()
+	null, err := os.Open(os.DevNull)
+	require.NoError(t, err)
+	defer null.Close()
+	fi, err := null.Stat()
+	require.NoError(t, err)
+	require.NotZero(t, fi.Mode()&os.ModeCharDevice, "a character device")
+	require.False(t, isTerminal(null))
+	require.False(t, isTerminal(&bytes.Buffer{}))
+	f, err := os.CreateTemp(t.TempDir(), "x")
+	require.NoError(t, err)
+	defer f.Close()
+	require.False(t, isTerminal(f))
+}
+
+func TestVersionOf(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		info debug.BuildInfo
+		want string
+	}{
+		{debug.BuildInfo{Main: debug.Module{Version: "v0.1.0"}}, "v0.1.0"},
+		{debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "devel"},
+		{debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"}}}, "devel 0123456789ab-dirty"},
+		{debug.BuildInfo{}, "devel"},
+	} {
+		require.Equal(t, tc.want, versionOf(&tc.info))
+	}
+}
+
+func TestHelpCommand(t *testing.T) {
+	t.Parallel()
+	code, out, _ := runCLI([]string{"help"}, nil)
+	require.Equal(t, ExitOK, code)
+	require.Contains(t, out, "Commands:\n  enqueue   enqueue a job given by flags, or the jobs of a JSONL file\n")
+	code, out, _ = runCLI([]string{"help", "members"}, nil)
+	require.Equal(t, ExitOK, code)
+	require.True(t, strings.HasPrefix(out, "Usage: orderly members"), out)
+	code, _, errOut := runCLI([]string{"help", "membres"}, nil)
+	require.Equal(t, ExitUsage, code)
+	require.Equal(t, "orderly help: unknown command \"membres\"; did you mean members? (see orderly --help)\n", errOut)
 }

@@ -9,16 +9,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/url"
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/web/apiv1"
 )
 
 // Enqueue limits.
@@ -34,11 +34,11 @@ const (
 )
 
 var enqueueHelp = help{
-	usage: []string{
-		"orderly enqueue --queue Q --id ID [--payload P | --payload-base64 B] [--score S] [--perform-in D | --perform-at T] [flags]",
+	Usage: []string{
+		"orderly enqueue --queue Q --id ID [--payload JSON | --payload-raw S | --payload-base64 B] [--score S] [--perform-in D | --perform-at T] [flags]",
 		"orderly enqueue --queue Q --file jobs.jsonl|- [--batch N] [--skip N] [flags]",
 	},
-	text: `Enqueues one job given by flags, or the jobs of a JSONL file (--file, "-" for
+	Text: `Enqueues one job given by flags, or the jobs of a JSONL file (--file, "-" for
 stdin): one job object per line in the API's shape,
   {"id": "...", "payload": <any JSON> | "payload_base64": "...", "score": <number>,
    "perform_at": <unix seconds> | "perform_in": <seconds>}
@@ -50,15 +50,14 @@ before its batch is sent. Batches sent before it stay enqueued: the command
 says how many, and --skip resumes after them. Each request is all or
 nothing.
 
---payload is sent as a JSON value when it parses as JSON (42, true,
-{"sku":42}, "\"quoted\"") and as a JSON string otherwise (hello); to send
-the string "42", quote it: --payload '"42"'. JSON payloads are stored in
-compact form. Without a payload the job's payload is the JSON string "".
---payload-base64 gives binary payloads.
+--payload must be JSON (42, true, {"sku":42}, '"a string"'), stored in
+compact form; anything else is an error. --payload-raw stores its text as
+it is, bytes and all, and --payload-base64 gives binary payloads. Without
+a payload the job's payload is the JSON string "".
 
 --perform-in takes a duration (90s, 1h30m) or seconds (90, 0.5);
 --perform-at an RFC 3339 time (2024-05-01T12:00:00Z) or unix seconds.`,
-	examples: []string{
+	Examples: []string{
 		`orderly enqueue --queue orders --id order-1 --payload '{"sku":42}' --perform-in 30s`,
 		`orderly enqueue --queue orders --file jobs.jsonl`,
 		`orderly enqueue --queue orders --file jobs.jsonl --skip 20000   # resume after line 20000`,
@@ -68,11 +67,11 @@ compact form. Without a payload the job's payload is the JSON string "".
 
 // enqueueOpts are the enqueue flags besides the connection's.
 type enqueueOpts struct {
-	queue, id, payload, payloadBase64 string
-	score                             float64
-	performIn, performAt              string
-	file                              string
-	batch, skip                       int
+	queue, id, payload, payloadRaw, payloadBase64 string
+	score                                         float64
+	performIn, performAt                          string
+	file                                          string
+	batch, skip                                   int
 }
 
 // enqueue enqueues one job from flags or the jobs of a JSONL file.
@@ -81,14 +80,15 @@ func enqueue(e *env, args []string) int {
 	var o enqueueOpts
 	fs.StringVar(&o.queue, "queue", "", "queue to enqueue into (required)")
 	fs.StringVar(&o.id, "id", "", "the job's id (one job from flags)")
-	fs.StringVar(&o.payload, "payload", "", "the job's payload: JSON if it parses as JSON, else a string")
+	fs.StringVar(&o.payload, "payload", "", "the job's payload, a JSON value (anything else is an error)")
+	fs.StringVar(&o.payloadRaw, "payload-raw", "", "the job's payload, stored as it is (text that is not JSON)")
 	fs.StringVar(&o.payloadBase64, "payload-base64", "", "the job's payload as standard base64 (binary payloads)")
-	fs.Float64Var(&o.score, "score", 0, "the payload's score [now]")
-	fs.StringVar(&o.performIn, "perform-in", "", "run the job after this duration (30s, 1h) or seconds [now]")
-	fs.StringVar(&o.performAt, "perform-at", "", "run the job at this RFC 3339 time or unix seconds [now]")
+	fs.Float64Var(&o.score, "score", 0, "the payload's score (default now)")
+	fs.StringVar(&o.performIn, "perform-in", "", "run the job after this `duration` (30s, 1h) or seconds (default now)")
+	fs.StringVar(&o.performAt, "perform-at", "", "run the job at this `time`, RFC 3339 or unix seconds (default now)")
 	fs.StringVar(&o.file, "file", "", `JSONL file of jobs, one object per line; "-" reads stdin`)
 	fs.IntVar(&o.batch, "batch", DefaultBatch, "jobs per request with --file")
-	fs.IntVar(&o.skip, "skip", 0, "skip the first N lines of --file (to resume an import)")
+	fs.IntVar(&o.skip, "skip", 0, "skip the first `N` lines of --file (to resume an import)")
 	if code, stop := e.parse(fs, args); stop {
 		return code
 	}
@@ -97,7 +97,7 @@ func enqueue(e *env, args []string) int {
 	}
 	set := given(fs)
 	if set["file"] {
-		for _, f := range []string{"id", "payload", "payload-base64", "score", "perform-in", "perform-at"} {
+		for _, f := range []string{"id", "payload", "payload-raw", "payload-base64", "score", "perform-in", "perform-at"} {
 			if set[f] {
 				return e.usage(fs, "--%s is for one job from flags; it does not go with --file", f)
 			}
@@ -120,7 +120,7 @@ func enqueue(e *env, args []string) int {
 	if !set["id"] {
 		return e.usage(fs, "give --id (one job) or --file (a JSONL file of jobs)")
 	}
-	body, err := jobFromFlags(&o, set)
+	body, err := jobFromFlags(&o, set, e.now())
 	if err != nil {
 		return e.usage(fs, "%v", err)
 	}
@@ -132,9 +132,7 @@ func enqueue(e *env, args []string) int {
 		e.printJSON(raw)
 		return ExitOK
 	}
-	var ans struct {
-		Enqueued int `json:"enqueued"`
-	}
+	var ans apiv1.Enqueued
 	if err := json.Unmarshal(raw, &ans); err != nil {
 		return e.fail("enqueue", fmt.Errorf("the node's answer is not the expected JSON: %w", err))
 	}
@@ -147,75 +145,83 @@ func jobsPath(queue string) string {
 	return "/api/v1/queues/" + url.PathEscape(queue) + "/jobs"
 }
 
-// jobFromFlags makes the body of a one-job enqueue request; its errors
-// name the flag at fault.
-func jobFromFlags(o *enqueueOpts, set map[string]bool) ([]byte, error) {
-	if err := persistence.ValidateID(o.id, -1); err != nil {
-		if fe := (*persistence.FieldError)(nil); errors.As(err, &fe) {
-			return nil, fmt.Errorf("--id: %s", fe.Reason)
+// jobFromFlags makes the body of a one-job enqueue request, checked as the
+// node checks a job (but for its payload limit); its errors name the flag
+// at fault. now is the time --perform-in counts from.
+func jobFromFlags(o *enqueueOpts, set map[string]bool, now time.Time) ([]byte, error) {
+	job := apiv1.NewJob{ID: o.id}
+	payloadFlag := ""
+	for _, f := range []string{"payload", "payload-raw", "payload-base64"} {
+		if !set[f] {
+			continue
 		}
-		return nil, fmt.Errorf("--id: %w", err)
+		if payloadFlag != "" {
+			return nil, errors.New("give one of --payload, --payload-raw and --payload-base64")
+		}
+		payloadFlag = f
 	}
-	b := []byte(`[{"id":`)
-	b = appendJSONString(b, o.id)
-	switch {
-	case set["payload"] && set["payload-base64"]:
-		return nil, errors.New("give --payload or --payload-base64, not both")
-	case set["payload"]:
-		b = append(b, `,"payload":`...)
-		if p := []byte(o.payload); json.Valid(p) {
-			b = append(b, trimJSONSpace(p)...)
-		} else if !utf8.Valid(p) {
-			return nil, errors.New("--payload is neither JSON nor valid UTF-8; give binary payloads with --payload-base64")
-		} else {
-			b = appendJSONString(b, o.payload)
+	switch payloadFlag {
+	case "payload":
+		p := []byte(o.payload)
+		if err := json.Unmarshal(p, new(json.RawMessage)); err != nil {
+			return nil, fmt.Errorf("--payload: not valid JSON (%v); quote a string as JSON (--payload '\"text\"'), or give --payload-raw to store the text as it is", err)
 		}
-	case set["payload-base64"]:
-		if _, err := base64.StdEncoding.DecodeString(o.payloadBase64); err != nil {
+		var buf bytes.Buffer
+		_ = json.Compact(&buf, p) // valid JSON compacts
+		job.Payload = buf.Bytes()
+	case "payload-raw":
+		job.Payload = []byte(o.payloadRaw)
+	case "payload-base64":
+		data, err := base64.StdEncoding.DecodeString(o.payloadBase64)
+		if err != nil {
 			return nil, fmt.Errorf("--payload-base64 is not valid standard base64: %w", err)
 		}
-		b = append(b, `,"payload_base64":`...)
-		b = appendJSONString(b, o.payloadBase64)
+		job.Payload = data
 	}
 	if set["score"] {
-		if math.IsNaN(o.score) || math.IsInf(o.score, 0) {
-			return nil, errors.New("--score must be a finite number")
-		}
-		b = append(b, `,"score":`...)
-		b = strconv.AppendFloat(b, o.score, 'g', -1, 64)
+		job.Score = &o.score
 	}
-	switch {
-	case set["perform-in"] && set["perform-at"]:
+	if set["perform-in"] && set["perform-at"] {
 		return nil, errors.New("give --perform-in or --perform-at, not both")
-	case set["perform-in"]:
+	}
+	if set["perform-in"] {
 		sec, err := parsePerformIn(o.performIn)
 		if err != nil {
 			return nil, fmt.Errorf("--perform-in: %w", err)
 		}
-		b = append(b, `,"perform_in":`...)
-		b = strconv.AppendFloat(b, sec, 'g', -1, 64)
-	case set["perform-at"]:
+		job.PerformIn = &sec
+	}
+	if set["perform-at"] {
 		sec, err := parsePerformAt(o.performAt)
 		if err != nil {
 			return nil, fmt.Errorf("--perform-at: %w", err)
 		}
-		b = append(b, `,"perform_at":`...)
-		b = strconv.AppendFloat(b, sec, 'g', -1, 64)
+		job.PerformAt = &sec
 	}
-	return append(b, "}]"...), nil
-}
-
-// appendJSONString appends s (valid UTF-8) as a JSON string, HTML
-// characters unescaped.
-func appendJSONString(b []byte, s string) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.Encode(s) // a string always encodes
-	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
+	// The node's rules: the due time, the id, finite numbers.
+	stored, err := job.Store(now, -1)
+	if err == nil {
+		err = persistence.ValidateJobs([]persistence.NewJob{stored}, maxBodyBytes)
+	}
+	if fe := (*persistence.FieldError)(nil); errors.As(err, &fe) {
+		flag := strings.ReplaceAll(fe.Field, "_", "-")
+		if fe.Field == "payload" {
+			flag = payloadFlag
+		}
+		return nil, fmt.Errorf("--%s: %s", flag, fe.Reason)
+	}
+	if err != nil {
+		return nil, err
+	}
+	b, err := job.MarshalJSON() // not json.Marshal, which would escape HTML in the payload
+	if err != nil {
+		return nil, err
+	}
+	return append(append([]byte{'['}, b...), ']'), nil
 }
 
 // parsePerformIn reads a delay: a Go duration (90s, 1h30m) or seconds.
+// The node's rules (persistence.PerformAt) check its range.
 func parsePerformIn(v string) (float64, error) {
 	sec, err := strconv.ParseFloat(v, 64)
 	if err != nil {
@@ -225,18 +231,11 @@ func parsePerformIn(v string) (float64, error) {
 		}
 		sec = d.Seconds()
 	}
-	switch {
-	case math.IsNaN(sec) || math.IsInf(sec, 0):
-		return 0, fmt.Errorf("%q is not a finite number of seconds", v)
-	case sec < 0:
-		return 0, errors.New("must not be negative")
-	case sec > maxTimeSeconds:
-		return 0, errors.New("out of range")
-	}
 	return sec, nil
 }
 
-// parsePerformAt reads a time: RFC 3339 or unix seconds.
+// parsePerformAt reads a time: RFC 3339 or unix seconds. The node's rules
+// (persistence.PerformAt) check its range.
 func parsePerformAt(v string) (float64, error) {
 	sec, err := strconv.ParseFloat(v, 64)
 	if err != nil {
@@ -245,9 +244,6 @@ func parsePerformAt(v string) (float64, error) {
 			return 0, fmt.Errorf("%q is neither an RFC 3339 time (2024-05-01T12:00:00Z) nor unix seconds", v)
 		}
 		sec = persistence.UnixSeconds(t)
-	}
-	if math.IsNaN(sec) || sec < 0 || sec > maxTimeSeconds {
-		return 0, fmt.Errorf("out of range: must be between 1970 and unix second %d", int64(maxTimeSeconds))
 	}
 	return sec, nil
 }
@@ -383,9 +379,7 @@ func (im *importer) send() (int, bool) {
 		return im.stop(errInterrupted, false), true
 	}
 	body := joinJobs(im.batch, im.size)
-	var ans struct {
-		Enqueued int `json:"enqueued"`
-	}
+	var ans apiv1.Enqueued
 	// The batch in flight is not cut short by an interrupt: it completes,
 	// and the count stays exact.
 	err := im.c.callCtx(context.WithoutCancel(im.e.ctx), "POST", jobsPath(im.queue), body, &ans)
@@ -428,11 +422,13 @@ func uncertain(err error) bool {
 }
 
 // stop reports err and what was enqueued before it, and returns ExitError.
-// maybe says that the failed batch may be partly enqueued.
+// maybe says that the failed batch may be partly enqueued. With --json the
+// report is one JSON object whose details say how far the import got:
+// enqueued, the lines they came from (first_line to last_line), the --skip
+// that resumes (resume_skip, 0 when nothing is confirmed) and, when maybe,
+// the lines that may be partly in (uncertain_lines).
 func (im *importer) stop(err error, maybe bool) int {
 	im.prog.clear()
-	e := im.e
-	fmt.Fprintf(e.stderr, "orderly enqueue: %v\n", err)
 	var what string
 	switch {
 	case im.enqueued > 0:
@@ -443,20 +439,23 @@ func (im *importer) stop(err error, maybe bool) int {
 		what = "no job enqueued"
 	}
 	next := im.done + 1
+	details := map[string]any{"enqueued": im.enqueued, "first_line": im.first, "last_line": im.done, "resume_skip": im.done}
+	var lines []string
 	if maybe && len(im.lines) > 0 {
 		last := im.lines[len(im.lines)-1]
-		fmt.Fprintf(e.stderr, "orderly enqueue: %s; the batch of lines %d to %d may be partly enqueued (the node did not confirm it); nothing after line %d was sent\n", what, next, last, last)
+		details["uncertain_lines"] = []int{next, last}
+		lines = append(lines, fmt.Sprintf("%s; the batch of lines %d to %d may be partly enqueued (the node did not confirm it); nothing after line %d was sent", what, next, last, last))
 	} else {
-		fmt.Fprintf(e.stderr, "orderly enqueue: %s; nothing from line %d on was sent\n", what, next)
+		lines = append(lines, fmt.Sprintf("%s; nothing from line %d on was sent", what, next))
 	}
 	if im.done > 0 {
 		hint := ""
 		if maybe {
 			hint = " (jobs re-sent merge with those that got in: equal payloads are kept once)"
 		}
-		fmt.Fprintf(e.stderr, "orderly enqueue: to resume, rerun with --skip %d%s\n", im.done, hint)
+		lines = append(lines, fmt.Sprintf("to resume, rerun with --skip %d%s", im.done, hint))
 	}
-	return ExitError
+	return im.e.reportWith("enqueue", err, ExitError, details, lines...)
 }
 
 // rate is n per second over d, as a whole number.

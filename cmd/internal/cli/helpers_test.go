@@ -18,6 +18,7 @@ import (
 
 	"github.com/orderlyhq/orderly/internal/clock"
 	"github.com/orderlyhq/orderly/internal/redistest"
+	"github.com/orderlyhq/orderly/internal/webtest"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
 	"github.com/orderlyhq/orderly/web"
@@ -27,7 +28,7 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 
 // t0 is the node's clock in the tests: a round number of unix seconds
 // (2023-11-14T22:13:20Z).
-var t0 = time.Unix(1_700_000_000, 0)
+var t0 = webtest.T0
 
 // Queues every test node has.
 const (
@@ -35,15 +36,14 @@ const (
 	mailShards   = 1
 )
 
-// node is a real Orderly HTTP API on a real store (the package's
-// redis-server, a key prefix of its own), with queues "orders" (4 shards)
-// and "mail" (1 shard), and a clock that stands at t0.
+// node is a real Orderly HTTP API on a real store (webtest), with queues
+// "orders" (4 shards) and "mail" (1 shard), and a clock that stands at t0.
 type node struct {
 	t     *testing.T
 	ctx   context.Context
 	clock *clock.Simulated
 	store *redisstore.Store
-	ts    *httptest.Server
+	ts    *webtest.Server
 	// enqueues counts the enqueue requests the node received.
 	enqueues atomic.Int64
 
@@ -64,18 +64,21 @@ func withMaxPayload(n int) nodeOption { return func(c *web.Config) { c.MaxPayloa
 
 func newNode(t *testing.T, opts ...nodeOption) *node {
 	t.Helper()
-	db := redistest.New(t)
-	clk := clock.NewSimulated(t0)
-	store, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix, Now: clk.Now})
-	require.NoError(t, err)
-	cfg := &web.Config{Store: store, Now: clk.Now, Logger: slog.New(slog.DiscardHandler)}
+	cfg := &web.Config{Logger: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(cfg)
 	}
-	srv, err := web.New(cfg)
-	require.NoError(t, err)
-	n := &node{t: t, ctx: context.Background(), clock: clk, store: store}
-	n.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	n := &node{t: t, ctx: context.Background()}
+	n.ts = webtest.NewServer(t, cfg, webtest.WithHandler(n.hook))
+	n.clock, n.store = n.ts.Clock, n.ts.Store
+	n.ts.Register("orders", ordersShards)
+	n.ts.Register("mail", mailShards)
+	return n
+}
+
+// hook counts the enqueue requests and runs onEnqueue before api.
+func (n *node) hook(api http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/jobs") {
 			num := n.enqueues.Add(1)
 			n.mu.Lock()
@@ -90,13 +93,8 @@ func newNode(t *testing.T, opts ...nodeOption) *node {
 				}
 			}
 		}
-		srv.ServeHTTP(w, r)
-	}))
-	t.Cleanup(n.ts.Close)
-	for _, q := range []persistence.QueueSpec{{Name: "orders", Shards: ordersShards}, {Name: "mail", Shards: mailShards}} {
-		require.NoError(t, store.RegisterQueue(n.ctx, q))
-	}
-	return n
+		api.ServeHTTP(w, r)
+	})
 }
 
 // setOnEnqueue sets the enqueue hook.
@@ -197,14 +195,6 @@ func (n *node) queued(queue string) map[string]persistence.Job {
 		}
 		opts.Cursor = page.Next
 	}
-}
-
-// stats returns the store's metrics of queue.
-func (n *node) stats(queue string) persistence.QueueStats {
-	n.t.Helper()
-	st, err := n.store.Stats(n.ctx, queue)
-	require.NoError(n.t, err)
-	return st[0]
 }
 
 // enqueue enqueues jobs into queue through the store.

@@ -7,17 +7,14 @@ import (
 	"time"
 
 	"github.com/orderlyhq/orderly/persistence"
-	"github.com/orderlyhq/orderly/web"
+	"github.com/orderlyhq/orderly/web/apiv1"
 )
 
-// This file checks one line of a JSONL jobs file before it is sent, with
-// the node's own decoder of a job object (web.DecodeJob), so that a bad
-// line is reported with its line number and stops the import before its
-// batch is sent. What only the node knows (its payload size limit, the
-// queue) the node checks.
-
-// maxTimeSeconds is the latest perform_at the node accepts, in unix seconds.
-const maxTimeSeconds = 1 << 34
+// This file checks one line of a JSONL jobs file before it is sent, as the
+// node checks a job object (apiv1.DecodeJob, apiv1.NewJob.Store and
+// persistence.ValidateJobs), so that a bad line is reported with its line
+// number and stops the import before its batch is sent. What only the node
+// knows (its payload size limit, the queue) the node checks.
 
 // lineError is what is wrong with a line. field names the job's field at
 // fault as the API does; it is empty when the line as a whole is at fault.
@@ -48,7 +45,7 @@ func trimJSONSpace(b []byte) []byte {
 }
 
 // parseJobLine checks one line of a JSONL jobs file, a job object in the
-// API's shape (web.DecodeJob), and returns it without the whitespace around
+// API's shape (apiv1.NewJob), and returns it without the whitespace around
 // it, ready to be an element of an enqueue request; its bytes are sent as
 // they are, so payloads reach the node byte for byte. now is the time
 // perform_in counts from. A line that is only whitespace is not a job;
@@ -64,20 +61,32 @@ func parseJobLine(line []byte, now time.Time) ([]byte, error) {
 	}
 	// The payload limit is the node's to check; here only what one
 	// request may carry.
-	job, err := web.DecodeJob(line, -1, now, maxBodyBytes)
+	if err := checkJob(line, now); err != nil {
+		return nil, err
+	}
+	return line, nil
+}
+
+// checkJob checks a job object as the node does, but for its payload
+// limit. Errors are *lineError naming the job's field at fault.
+func checkJob(obj []byte, now time.Time) error {
+	wire, err := apiv1.DecodeJob(obj, -1, maxBodyBytes)
 	if err == nil {
-		err = persistence.ValidateID(job.ID, -1)
+		var job persistence.NewJob
+		if job, err = wire.Store(now, -1); err == nil {
+			err = persistence.ValidateJobs([]persistence.NewJob{job}, maxBodyBytes)
+		}
 	}
 	if fe := (*persistence.FieldError)(nil); errors.As(err, &fe) {
 		if fe.Field == "" { // not an object
-			return nil, &lineError{msg: fe.Reason + " (one job per line)"}
+			return &lineError{msg: fe.Reason + " (one job per line)"}
 		}
-		return nil, &lineError{field: printable(fe.Field), msg: fe.Reason}
+		return &lineError{field: printable(fe.Field), msg: fe.Reason}
 	}
 	if err != nil {
-		return nil, &lineError{msg: err.Error()}
+		return &lineError{msg: err.Error()}
 	}
-	return line, nil
+	return nil
 }
 
 // syntaxError describes why line is not well-formed JSON; lead is the

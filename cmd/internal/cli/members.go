@@ -6,30 +6,14 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/orderlyhq/orderly/web/apiv1"
 )
 
 var membersHelp = help{
-	usage:    []string{"orderly members [flags]"},
-	text:     "Lists the cluster's members as the node sees them, with the shards each holds.",
-	examples: []string{"orderly members --http 10.0.0.5:8080"},
-}
-
-type clusterView struct {
-	Self    string `json:"self"`
-	Members []struct {
-		Name    string   `json:"name"`
-		State   string   `json:"state"`
-		HTTP    string   `json:"http"`
-		Actor   string   `json:"actor"`
-		Queues  []string `json:"queues"`
-		Version string   `json:"version"`
-	} `json:"members"`
-	Shards []struct {
-		Queue string `json:"queue"`
-		Shard int    `json:"shard"`
-		Owner string `json:"owner"`
-		Epoch int64  `json:"epoch"`
-	} `json:"shards"`
+	Usage:    []string{"orderly members [flags]"},
+	Text:     "Lists the cluster's members as the node sees them, with the shards each holds.",
+	Examples: []string{"orderly members --http 10.0.0.5:8080"},
 }
 
 // members prints the cluster's members and how many shards each serves.
@@ -46,7 +30,7 @@ func members(e *env, args []string) int {
 		e.printJSON(raw)
 		return ExitOK
 	}
-	var v clusterView
+	var v apiv1.Cluster
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return e.fail("members", fmt.Errorf("the node's answer is not the expected JSON: %w", err))
 	}

@@ -2,26 +2,33 @@ package cli
 
 import (
 	"bufio"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/orderlyhq/orderly/cmd/internal/usage"
 	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/web/apiv1"
 )
 
-// morgueUsage is the help of "orderly morgue" itself.
-const morgueUsage = `Usage: orderly morgue list    --queue Q [--order id|updated_at] [--rev] [--limit N] [--cursor C] [flags]
-       orderly morgue requeue --queue Q (--all [--yes] | ID...) [flags]
-       orderly morgue delete  --queue Q (--all [--yes] | ID...) [flags]
+// morgueHelp is the help of "orderly morgue" itself.
+var morgueHelp = help{
+	Usage: []string{
+		"orderly morgue list    --queue Q [--order id|updated_at] [--rev] [--limit N] [--cursor C] [flags]",
+		"orderly morgue requeue --queue Q (--all [--yes] | ID...) [flags]",
+		"orderly morgue delete  --queue Q (--all [--yes] | ID...) [flags]",
+	},
+	Text: `Lists, requeues or deletes the payloads whose retries ran out. Run
+"orderly morgue <command> --help" for a command's flags.`,
+}
 
-Lists, requeues or deletes the payloads whose retries ran out. Run
-"orderly morgue <command> --help" for a command's flags.
-`
+// morgueCommands are the commands of orderly morgue.
+var morgueCommands = []string{"list", "requeue", "delete"}
 
 // Cell widths of the morgue table, in characters.
 const (
@@ -33,8 +40,7 @@ const (
 // morgue dispatches "orderly morgue list|requeue|delete".
 func morgue(e *env, args []string) int {
 	if len(args) == 0 {
-		fmt.Fprint(e.stderr, "orderly morgue: missing command (list, requeue or delete)\n\n"+morgueUsage)
-		return ExitUsage
+		return e.report("morgue", &usageError{msg: "missing command: list, requeue or delete (see orderly morgue --help)"}, ExitUsage)
 	}
 	switch args[0] {
 	case "list":
@@ -44,50 +50,33 @@ func morgue(e *env, args []string) int {
 	case "delete":
 		return morgueAction(e, "delete", args[1:])
 	case "-h", "-help", "--help", "help":
-		fmt.Fprint(e.stderr, morgueUsage)
+		usage.Write(e.stdout, morgueHelp, nil)
 		return ExitOK
 	}
-	fmt.Fprintf(e.stderr, "orderly morgue: unknown command %q (list, requeue or delete)\n\n%s", args[0], morgueUsage)
-	return ExitUsage
+	return e.report("morgue", &usageError{msg: unknownCommand(args[0], morgueCommands, "orderly morgue --help")}, ExitUsage)
 }
 
 var morgueListHelp = help{
-	usage: []string{"orderly morgue list --queue Q [--order id|updated_at] [--rev] [--limit N] [--cursor C] [--min M] [--max M] [flags]"},
-	text: `Lists a page of the queue's morgue: each id with when it last went there,
+	Usage: []string{"orderly morgue list --queue Q [--order id|updated_at] [--rev] [--limit N] [--cursor C] [--min M] [--max M] [flags]"},
+	Text: `Lists a page of the queue's morgue: each id with when it last went there,
 its last error and its payloads (long cells are cut; --json shows them
 whole, each payload as "payload" when it is JSON, else "payload_base64").
 When there are more entries, the last line is "next: <cursor>": pass it to
 --cursor, with the same --order and --rev, for the next page. --min and
 --max bound the sort key, inclusive: ids, or unix seconds for updated_at.`,
-	examples: []string{
+	Examples: []string{
 		"orderly morgue list --queue orders",
 		"orderly morgue list --queue orders --order updated_at --rev --limit 20",
 	},
 }
 
-// payloadView is a payload as the API shows it.
-type payloadView struct {
-	Payload       json.RawMessage `json:"payload"`
-	PayloadBase64 *string         `json:"payload_base64"`
-	Score         float64         `json:"score"`
-}
-
-// String renders the payload for a table: its JSON, or base64:... for
-// bytes that are not JSON.
-func (p payloadView) String() string {
-	if p.PayloadBase64 != nil {
-		return "base64:" + *p.PayloadBase64
+// payloadText renders a payload for a table: its JSON, or base64:... for
+// bytes that the API shows as base64.
+func payloadText(p apiv1.Payload) string {
+	if apiv1.IsJSONPayload(p.Data) {
+		return string(p.Data)
 	}
-	return string(p.Payload)
-}
-
-// morgueEntryView is an entry of GET /api/v1/queues/{q}/morgue.
-type morgueEntryView struct {
-	ID           string        `json:"id"`
-	UpdatedAt    float64       `json:"updated_at"`
-	Error        string        `json:"error"`
-	Payloads     []payloadView `json:"payloads"`
-	PayloadCount int           `json:"payload_count"`
+	return "base64:" + base64.StdEncoding.EncodeToString(p.Data)
 }
 
 // morgueList prints a page of a queue's morgue.
@@ -96,7 +85,7 @@ func morgueList(e *env, args []string) int {
 	queue := fs.String("queue", "", "queue whose morgue to list (required)")
 	order := fs.String("order", "id", "sort by id or updated_at")
 	rev := fs.Bool("rev", false, "reverse order: highest first")
-	limit := fs.Int("limit", 0, fmt.Sprintf("entries per page, 1 to %d [%d]", persistence.MaxListLimit, persistence.DefaultListLimit))
+	limit := fs.Int("limit", 0, fmt.Sprintf("entries per page, 1 to %d (default %d)", persistence.MaxListLimit, persistence.DefaultListLimit))
 	cursor := fs.String("cursor", "", "continue after a previous page (its next: line)")
 	minKey := fs.String("min", "", "lowest sort key to list (an id, or unix seconds for updated_at)")
 	maxKey := fs.String("max", "", "highest sort key to list")
@@ -134,10 +123,7 @@ func morgueList(e *env, args []string) int {
 		e.printJSON(raw)
 		return ExitOK
 	}
-	var page struct {
-		Entries []morgueEntryView `json:"entries"`
-		Next    string            `json:"next"`
-	}
+	var page apiv1.MorguePage
 	if err := json.Unmarshal(raw, &page); err != nil {
 		return e.fail("morgue list", fmt.Errorf("the node's answer is not the expected JSON: %w", err))
 	}
@@ -163,10 +149,10 @@ func morgueList(e *env, args []string) int {
 
 // payloadsCell renders an entry's payloads in one cell: the payload, or
 // the count and the first ones ("3: {"sku":1}, "b", …").
-func payloadsCell(m morgueEntryView) string {
+func payloadsCell(m apiv1.MorgueEntry) string {
 	parts := make([]string, len(m.Payloads))
 	for i, p := range m.Payloads {
-		parts[i] = p.String()
+		parts[i] = payloadText(p)
 	}
 	s := strings.Join(parts, ", ")
 	if n := max(m.PayloadCount, len(m.Payloads)); n > 1 {
@@ -192,14 +178,14 @@ are skipped.`,
 		"delete": `Deletes morgue entries for good. Ids not in the morgue are skipped.`,
 	}[action]
 	return help{
-		usage: []string{fmt.Sprintf("orderly morgue %s --queue Q (--all [--yes] | ID...) [flags]", action)},
-		text: what + `
+		Usage: []string{fmt.Sprintf("orderly morgue %s --queue Q (--all [--yes] | ID...) [flags]", action)},
+		Text: what + `
 
 Name the ids as arguments (after "--" when one starts with '-'), or give
 --all for the whole morgue; --all asks for confirmation when stdin is a
 terminal, and needs --yes when it is not. Prints "` + pastTense(action) + ` N", or the API's
 answer with --json.`,
-		examples: []string{
+		Examples: []string{
 			fmt.Sprintf("orderly morgue %s --queue orders order-1 order-7", action),
 			fmt.Sprintf("orderly morgue %s --queue orders --all --yes", action),
 		},
@@ -232,7 +218,7 @@ func morgueAction(e *env, action string, args []string) int {
 				return code
 			}
 		}
-		body = []byte(`{"all":true}`)
+		body, _ = json.Marshal(apiv1.Selection{All: true})
 	case len(ids) == 0:
 		return e.usage(fs, "give the ids to %s, or --all", action)
 	default:
@@ -245,7 +231,7 @@ func morgueAction(e *env, action string, args []string) int {
 				return e.usage(fs, "id %d: %v", i+1, err)
 			}
 		}
-		body, _ = json.Marshal(map[string][]string{"ids": ids})
+		body, _ = json.Marshal(apiv1.Selection{IDs: ids}) // strings always marshal
 	}
 	var raw json.RawMessage
 	if err := c.call("POST", morguePath(*queue)+"/"+action, body, &raw); err != nil {
@@ -274,12 +260,12 @@ func morgueAction(e *env, action string, args []string) int {
 
 // confirm asks the person at the terminal to confirm an action on the
 // whole morgue. Without a terminal it refuses: scripts say --yes.
-func (e *env) confirm(fs *flag.FlagSet, c *conn, action, queue string) (int, bool) {
+func (e *env) confirm(fs *flagSet, c *conn, action, queue string) (int, bool) {
 	if !e.stdinTTY {
 		return e.usage(fs, "--all %ss the whole morgue; confirm with --yes (stdin is not a terminal to ask)", action), true
 	}
 	what := "every entry"
-	var q queueView
+	var q apiv1.Queue
 	if c.call("GET", "/api/v1/queues/"+url.PathEscape(queue), nil, &q) == nil { // the count is a courtesy
 		what = fmt.Sprintf("all %d entries", q.MorgueLength)
 		if q.MorgueLength == 1 {
@@ -299,6 +285,5 @@ func (e *env) confirm(fs *flag.FlagSet, c *conn, action, queue string) (int, boo
 	case "y", "yes":
 		return 0, false
 	}
-	fmt.Fprintf(e.stderr, "orderly %s: not confirmed; nothing changed\n", fs.Name())
-	return ExitError, true
+	return e.fail(fs.Name(), errors.New("not confirmed; nothing changed")), true
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/orderlyhq/orderly/web/apiv1"
 )
 
 // evilID is a valid id made to upset a terminal: an escape sequence and a
@@ -70,14 +72,12 @@ order-3           2023-11-14T22:15:20Z  boom                                    
 
 	// --json: the API's answer, payloads as JSON or base64, whole.
 	out = n.run("morgue", "list", "--queue", "orders", "--json", "--min", "order-2").ok(t)
-	var page struct {
-		Entries []morgueEntryView `json:"entries"`
-		Next    string            `json:"next"`
-	}
+	var page apiv1.MorguePage
 	require.NoError(t, json.Unmarshal([]byte(out), &page), out)
 	require.Len(t, page.Entries, 2)
 	require.Equal(t, "order-2", page.Entries[0].ID)
-	require.Equal(t, "AP8=", *page.Entries[0].PayloadBase64())
+	require.Equal(t, []byte{0x00, 0xff}, page.Entries[0].Payloads[0].Data)
+	require.Contains(t, out, `"payload_base64": "AP8="`)
 	require.Equal(t, "line one\nline two "+strings.Repeat("x", 100), page.Entries[0].Error)
 	require.Equal(t, 3, page.Entries[1].PayloadCount)
 	require.Contains(t, out, `"payload": "a"`)
@@ -91,9 +91,6 @@ order-3           2023-11-14T22:15:20Z  boom                                    
 	require.Equal(t, "orderly morgue list: unknown queue \"nope\" (field queue; HTTP 404)\n", r.stderr)
 }
 
-// PayloadBase64 returns the first payload's base64, for the test.
-func (m morgueEntryView) PayloadBase64() *string { return m.Payloads[0].PayloadBase64 }
-
 func TestMorgueListUsage(t *testing.T) {
 	t.Parallel()
 	n := newNode(t)
@@ -105,10 +102,10 @@ func TestMorgueListUsage(t *testing.T) {
 		{[]string{"--queue", "orders", "--order", "perform_at"}, `--order must be id or updated_at, got "perform_at"`},
 		{[]string{"--queue", "orders", "--limit", "0"}, "--limit must be between 1 and 1000, got 0"},
 		{[]string{"--queue", "orders", "--limit", "1001"}, "--limit must be between 1 and 1000, got 1001"},
-		{[]string{"--queue", "orders", "--limit", "x"}, `invalid value "x" for flag -limit`},
-		{[]string{"--queue", "orders", "--rev=maybe"}, `invalid boolean value "maybe" for -rev`},
+		{[]string{"--queue", "orders", "--limit", "x"}, `invalid value "x" for flag --limit`},
+		{[]string{"--queue", "orders", "--rev=maybe"}, `invalid boolean value "maybe" for flag --rev`},
 		{[]string{"--queue", "orders", "extra"}, `unexpected argument "extra"`},
-		{[]string{"--queue", "orders", "--yes"}, "flag provided but not defined: -yes"},
+		{[]string{"--queue", "orders", "--yes"}, "unknown flag --yes"},
 	} {
 		r := n.run(append([]string{"morgue", "list"}, tc.args...)...)
 		require.Equal(t, ExitUsage, r.code, tc.args)
@@ -167,7 +164,7 @@ func TestMorgueRequeueDelete(t *testing.T) {
 				{[]string{"--queue", "orders", "a\xffb"}, `id 1 (a\xffb): not valid UTF-8`},
 				{[]string{"--queue", "orders", strings.Repeat("i", 513)}, "id 1 (iiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiiii…): longer than 512 bytes"},
 				{[]string{"--queue", "orders", "--all"}, "--all " + action + "s the whole morgue; confirm with --yes (stdin is not a terminal to ask)"},
-				{[]string{"--queue", "orders", "--limit", "1", "order-3"}, "flag provided but not defined: -limit"},
+				{[]string{"--queue", "orders", "--limit", "1", "order-3"}, "unknown flag --limit"},
 			} {
 				r := n.run(append([]string{"morgue", action}, tc.args...)...)
 				require.Equal(t, ExitUsage, r.code, tc.args)
@@ -233,30 +230,33 @@ func TestMorgueCommand(t *testing.T) {
 	t.Parallel()
 	r := exec(runOpts{}, "morgue")
 	require.Equal(t, ExitUsage, r.code)
-	require.Contains(t, r.stderr, "orderly morgue: missing command (list, requeue or delete)")
-	require.Contains(t, r.stderr, "Usage: orderly morgue list")
+	require.Equal(t, "orderly morgue: missing command: list, requeue or delete (see orderly morgue --help)\n", r.stderr)
 	r = exec(runOpts{}, "morgue", "purge")
 	require.Equal(t, ExitUsage, r.code)
-	require.Contains(t, r.stderr, `orderly morgue: unknown command "purge"`)
+	require.Equal(t, "orderly morgue: unknown command \"purge\" (see orderly morgue --help)\n", r.stderr)
+	r = exec(runOpts{}, "morgue", "lst")
+	require.Equal(t, ExitUsage, r.code)
+	require.Equal(t, "orderly morgue: unknown command \"lst\"; did you mean list? (see orderly morgue --help)\n", r.stderr)
 	r = exec(runOpts{}, "morgue", "--help")
 	require.Equal(t, ExitOK, r.code)
-	require.Contains(t, r.stderr, "orderly morgue delete  --queue Q (--all [--yes] | ID...)")
+	require.Contains(t, r.stdout, "orderly morgue delete  --queue Q (--all [--yes] | ID...)")
 }
 
 func TestPayloadsCell(t *testing.T) {
 	t.Parallel()
-	b64 := "AAECAw=="
+	type entry = apiv1.MorgueEntry
+	type p = apiv1.Payload
 	for _, tc := range []struct {
-		entry morgueEntryView
+		entry entry
 		want  string
 	}{
-		{morgueEntryView{}, "-"},
-		{morgueEntryView{Payloads: []payloadView{{Payload: json.RawMessage(`{"a":1}`)}}, PayloadCount: 1}, `{"a":1}`},
-		{morgueEntryView{Payloads: []payloadView{{PayloadBase64: &b64}}, PayloadCount: 1}, "base64:AAECAw=="},
-		{morgueEntryView{Payloads: []payloadView{{Payload: json.RawMessage(`1`)}, {Payload: json.RawMessage(`2`)}}, PayloadCount: 12}, "12: 1, 2, …"},
-		{morgueEntryView{Payloads: []payloadView{{Payload: json.RawMessage(`"` + strings.Repeat("long ", 20) + `"`)}}, PayloadCount: 1},
+		{entry{}, "-"},
+		{entry{Payloads: []p{{Data: []byte(`{"a":1}`)}}, PayloadCount: 1}, `{"a":1}`},
+		{entry{Payloads: []p{{Data: []byte{0, 1, 2, 3}}}, PayloadCount: 1}, "base64:AAECAw=="},
+		{entry{Payloads: []p{{Data: []byte(`1`)}, {Data: []byte(`2`)}}, PayloadCount: 12}, "12: 1, 2, …"},
+		{entry{Payloads: []p{{Data: []byte(`"` + strings.Repeat("long ", 20) + `"`)}}, PayloadCount: 1},
 			`"long long long long long long long long long long long lon…`},
-		{morgueEntryView{Payloads: []payloadView{{Payload: json.RawMessage(`"\u001b[2J"`)}}, PayloadCount: 1}, `"\u001b[2J"`},
+		{entry{Payloads: []p{{Data: []byte(`"\u001b[2J"`)}}, PayloadCount: 1}, `"\u001b[2J"`},
 	} {
 		require.Equal(t, tc.want, payloadsCell(tc.entry))
 	}

@@ -5,35 +5,23 @@ import (
 	"fmt"
 	"net/url"
 	"text/tabwriter"
+
+	"github.com/orderlyhq/orderly/web/apiv1"
 )
 
 var statsHelp = help{
-	usage: []string{"orderly stats [--queue Q] [flags]"},
-	text: `Shows every queue's metrics (GET /api/v1/queues), or one queue's with --queue
+	Usage: []string{"orderly stats [--queue Q] [flags]"},
+	Text: `Shows every queue's metrics (GET /api/v1/queues), or one queue's with --queue
 (GET /api/v1/queues/Q):
 LENGTH queued ids (FRESH never failed, RETRIES failed before), MORGUE ids in
 the morgue, LAG how long the most overdue job has waited, BUSY ids in flight,
 PROCESSED and FAILED ids settled since the queue was created. With --json,
 the API's answer, {"queues": [...]}; with --queue too, the one queue's
 object in that shape.`,
-	examples: []string{
+	Examples: []string{
 		"orderly stats",
 		"orderly stats --queue orders --json",
 	},
-}
-
-// queueView is one queue of GET /api/v1/queues.
-type queueView struct {
-	Name         string  `json:"name"`
-	Shards       int     `json:"shards"`
-	Length       int64   `json:"length"`
-	Fresh        int64   `json:"fresh"`
-	Retries      int64   `json:"retries"`
-	MorgueLength int64   `json:"morgue_length"`
-	Lag          float64 `json:"lag"`
-	Busy         int64   `json:"busy"`
-	Processed    int64   `json:"processed"`
-	Failed       int64   `json:"failed"`
 }
 
 // stats prints the queues' metrics.
@@ -63,9 +51,7 @@ func stats(e *env, args []string) int {
 		e.printJSON(raw)
 		return ExitOK
 	}
-	var ans struct {
-		Queues []queueView `json:"queues"`
-	}
+	var ans apiv1.Queues
 	if err := json.Unmarshal(raw, &ans); err != nil {
 		return e.fail("stats", fmt.Errorf("the node's answer is not the expected JSON: %w", err))
 	}

@@ -94,7 +94,7 @@ orders  3       3      0        1       3m4s  0     0          1
 	require.Contains(t, r.stderr, `orderly stats: unexpected argument "orders" (see orderly stats --help)`)
 	r = n.run("stats", "--queue")
 	require.Equal(t, ExitUsage, r.code)
-	require.Contains(t, r.stderr, "flag needs an argument: -queue")
+	require.Contains(t, r.stderr, "flag --queue needs a value")
 }
 
 func TestStatsEmptyAndHostile(t *testing.T) {

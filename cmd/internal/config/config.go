@@ -61,6 +61,9 @@ const (
 	// DefaultMaxRetryCount is how many failures a payload survives before
 	// it goes to the morgue.
 	DefaultMaxRetryCount = orderly.DefaultMaxRetryCount
+	// NoRetries as a queue's MaxRetryCount (max_retry_count: -1 or none in
+	// the file) sends a payload to the morgue at its first failure.
+	NoRetries = orderly.NoRetries
 	// DefaultRetryPolicy is a queue's backoff policy.
 	DefaultRetryPolicy = RetryLowkiq
 	// DefaultHandlerType is a queue's handler.
@@ -68,6 +71,12 @@ const (
 	// DefaultHTTPHandlerTimeout bounds one request of an http handler.
 	DefaultHTTPHandlerTimeout = webhook.DefaultTimeout
 )
+
+// MaxRetryZero is the error of max_retry_count: 0 in a config file. Until
+// version 0.1 it meant no retries, while orderly.Worker reads 0 as the
+// default; rather than change the meaning of a file silently, Load refuses
+// it.
+const MaxRetryZero = "0 is no longer accepted: it used to mean no retries, and now, as in Go's orderly.Worker, 0 would mean the default (25); write -1 or none for no retries, or leave the key out (or write 25) for the default"
 
 // Values of NodeConfig.Scheduler.
 const (
@@ -194,9 +203,10 @@ type QueueConfig struct {
 	// to 1000; 0 means max(batch_size, 10) [prefetch; 0].
 	Prefetch int
 	// MaxRetryCount is how many failures a payload survives before it goes
-	// to the morgue; 0 sends it there at its first failure
-	// [max_retry_count; DefaultMaxRetryCount]. Unlike orderly.Worker, 0
-	// means zero retries, not the default.
+	// to the morgue; NoRetries sends it there at its first failure, and 0
+	// means DefaultMaxRetryCount, as in orderly.Worker [max_retry_count;
+	// DefaultMaxRetryCount]. In the file, -1 and none mean NoRetries, and 0
+	// is refused (MaxRetryZero).
 	MaxRetryCount int
 	// Timeout bounds one handler call; 0 means no limit [timeout; 0].
 	Timeout time.Duration

@@ -44,6 +44,7 @@ func defaults() *Config {
 }
 
 func TestDefaults(t *testing.T) {
+	t.Parallel()
 	host, err := os.Hostname()
 	require.NoError(t, err)
 	cfg, err := Load(nil, nil, nil)
@@ -77,6 +78,7 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestEmptyFiles(t *testing.T) {
+	t.Parallel()
 	for name, file := range map[string]string{
 		"blank":         "\n\n",
 		"comments":      "# nothing here\n",
@@ -126,7 +128,7 @@ queues:
     handler: {type: http, url: http://127.0.0.1:9000/perform, timeout: 30s}   # or {type: log} / {type: noop}
   - name: mail.out
     timeout: 1m30s
-    max_retry_count: 0
+    max_retry_count: none
     retry:
       policy: exponential
       base: 1s
@@ -137,6 +139,7 @@ queues:
 `
 
 func TestExampleFile(t *testing.T) {
+	t.Parallel()
 	cfg, path, err := loadFile(t, exampleFile, nil)
 	require.NoError(t, err)
 	require.Equal(t, &Config{
@@ -176,7 +179,7 @@ func TestExampleFile(t *testing.T) {
 				Name:          "mail.out",
 				Shards:        5,
 				BatchSize:     1,
-				MaxRetryCount: 0, // given: zero retries, not the default
+				MaxRetryCount: NoRetries, // none: to the morgue at the first failure
 				Timeout:       90 * time.Second,
 				Retry:         RetryConfig{Policy: "exponential", Base: time.Second, Max: time.Hour},
 				Handler:       HandlerConfig{Type: "noop"},
@@ -187,6 +190,7 @@ func TestExampleFile(t *testing.T) {
 }
 
 func TestFileDetails(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, file string
 		check      func(t *testing.T, c *Config)
@@ -235,6 +239,7 @@ func TestFileDetails(t *testing.T) {
 }
 
 func TestPrecedence(t *testing.T) {
+	t.Parallel()
 	const file = `node:
   name: from-file
   bind: 10.0.0.1:1
@@ -272,6 +277,7 @@ func TestPrecedence(t *testing.T) {
 }
 
 func TestPrecedenceOfTheFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	envFile := filepath.Join(dir, "env.yaml")
 	flagFile := filepath.Join(dir, "flag.yaml")
@@ -299,6 +305,7 @@ func TestPrecedenceOfTheFile(t *testing.T) {
 }
 
 func TestEveryKeyHasEnvAndFlag(t *testing.T) {
+	t.Parallel()
 	// One value per setting, different from the default, in each source.
 	values := map[string][2]string{ // key: file/env value, flag value
 		"name":              {"n-a", "n-b"},
@@ -353,6 +360,7 @@ func TestEveryKeyHasEnvAndFlag(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
+	t.Parallel()
 	for _, arg := range []string{"-h", "--help", "-help"} {
 		var out strings.Builder
 		cfg, err := Load([]string{"--bind", "x", arg}, []string{"ORDERLY_CONCURRENCY=bad"}, &out)
@@ -379,6 +387,7 @@ func TestHelp(t *testing.T) {
 }
 
 func TestRedacted(t *testing.T) {
+	t.Parallel()
 	cfg, _, err := loadFile(t, `node:
   http_token: tok-SECRET
   gossip_key: U0VDUkVUU0VDUkVUU0VDUg==
@@ -419,4 +428,37 @@ queues:
 	require.Empty(t, r.Node.GossipKey)
 	require.Equal(t, "redis://db.example:6379/0", r.Node.Redis)
 	require.Equal(t, "REDACTED", redactURL("%zz://a:b@c")) // unparseable: all of it
+}
+
+// max_retry_count has the meaning of orderly.Worker's MaxRetryCount: the
+// default when absent, NoRetries for -1 or none; 0 is refused in a file
+// (errors_test.go), and means the default in a Config built in code.
+func TestMaxRetryCount(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		yaml string
+		want int
+	}{
+		{"", DefaultMaxRetryCount},
+		{"max_retry_count: 5", 5},
+		{"max_retry_count: 1", 1},
+		{"max_retry_count: -1", NoRetries},
+		{"max_retry_count: none", NoRetries},
+		{"max_retry_count: ~", DefaultMaxRetryCount},
+	} {
+		file := "queues:\n  - name: a\n"
+		if tc.yaml != "" {
+			file += "    " + tc.yaml + "\n"
+		}
+		cfg, _, err := loadFile(t, file, nil)
+		require.NoError(t, err, tc.yaml)
+		require.Equal(t, tc.want, cfg.Queues[0].MaxRetryCount, tc.yaml)
+	}
+	c := defaults()
+	c.Queues[0].MaxRetryCount = 0 // in code: the default
+	require.NoError(t, c.Validate())
+	c.Queues[0].MaxRetryCount = NoRetries
+	require.NoError(t, c.Validate())
+	c.Queues[0].MaxRetryCount = -2
+	require.ErrorContains(t, c.Validate(), "queues[0].max_retry_count: must be 1 or more, -1 (NoRetries) for no retries, or 0 for the default, got -2")
 }

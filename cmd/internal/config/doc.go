@@ -36,10 +36,16 @@
 //	    shards: 8
 //	    batch_size: 10
 //	    prefetch: 10                  # ids fetched per round trip (default max(batch_size, 10))
-//	    max_retry_count: 5              # 0: to the morgue at the first failure
+//	    max_retry_count: 5              # default 25; -1 or none: to the morgue at the first failure
 //	    timeout: 0s                     # bounds one handler call; 0 = none
 //	    retry: {policy: linear, base: 10s}   # lowkiq | linear | exponential (base, max)
 //	    handler: {type: http, url: http://127.0.0.1:9000/perform, timeout: 30s}  # or log, noop
+//
+// A queue's max_retry_count is how many failures a payload survives before
+// it goes to the morgue: 25 when the key is absent, -1 or none for no
+// retries. 0 is an error: it used to mean no retries, while Go's
+// orderly.Worker reads 0 as the default, so a file that says 0 must now say
+// which it means (MaxRetryZero).
 //
 // Durations are Go duration strings ("3s", "1m30s"); a bare number is
 // rejected. Every node key has an environment variable (ORDERLY_ and the key

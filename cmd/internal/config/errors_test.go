@@ -29,6 +29,7 @@ func requireProblems(t *testing.T, err error, prefix string, want ...string) {
 }
 
 func TestFileErrors(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("a", 129)
 	for _, tc := range []struct {
 		name, file string
@@ -139,7 +140,11 @@ func TestFileErrors(t *testing.T) {
 			"queues[0].batch_size: must be between 1 and 1000, got 0 (line 1)",
 			"queues[1].batch_size: must be between 1 and 1000, got 1001 (line 1)",
 		}},
-		{"max_retry_count", "queues: [{name: a, max_retry_count: -1}]", []string{"queues[0].max_retry_count: must be 0 or more, got -1 (line 1)"}},
+		{"max_retry_count below -1", "queues: [{name: a, max_retry_count: -2}]", []string{"queues[0].max_retry_count: must be 1 or more, or -1 or none for no retries, got -2 (line 1)"}},
+		{"max_retry_count not a count", "queues: [{name: a, max_retry_count: never}]", []string{`queues[0].max_retry_count: "never" is not an integer: give a count, or -1 or none for no retries (line 1)`}},
+		// 0 used to mean no retries; it would now mean the default, so it
+		// is refused rather than silently changing an old file's meaning.
+		{"max_retry_count 0", "queues:\n  - name: a\n    max_retry_count: 0\n", []string{"queues[0].max_retry_count: " + MaxRetryZero + " (line 3)"}},
 		{"timeout", "queues: [{name: a, timeout: -1s}]", []string{"queues[0].timeout: must not be negative (0 means no timeout), got -1s (line 1)"}},
 		{"timeout number", "queues: [{name: a, timeout: 30}]", []string{`queues[0].timeout: 30 is not a duration: give it a unit, such as "30s" (line 1)`}},
 		{"retry policy", "queues: [{name: a, retry: {policy: fast}}]",
@@ -199,6 +204,7 @@ func TestFileErrors(t *testing.T) {
 }
 
 func TestErrorMessage(t *testing.T) {
+	t.Parallel()
 	_, path, err := loadFile(t, "queues:\n- name: a\n- handler: {type: http}\n", nil)
 	require.EqualError(t, err, "config: invalid configuration (2 problems):\n"+
 		"  config file "+path+": queues[1].name: required (line 3)\n"+
@@ -209,6 +215,7 @@ func TestErrorMessage(t *testing.T) {
 }
 
 func TestMissingFile(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "missing.yaml")
 	_, err := Load(nil, []string{"ORDERLY_CONFIG=" + path}, nil)
 	requireProblems(t, err, "", "config file "+path+": no such file or directory")
@@ -220,6 +227,7 @@ func TestMissingFile(t *testing.T) {
 }
 
 func TestFileTooLarge(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "big.yaml")
 	require.NoError(t, os.WriteFile(path, make([]byte, maxFileBytes+1), 0o600))
 	_, err := Load([]string{"--config", path}, nil, nil)
@@ -227,6 +235,7 @@ func TestFileTooLarge(t *testing.T) {
 }
 
 func TestEnvErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		env  string
 		want string
@@ -252,6 +261,7 @@ func TestEnvErrors(t *testing.T) {
 }
 
 func TestEnvWarnings(t *testing.T) {
+	t.Parallel()
 	cfg, _, err := loadFile(t, "", []string{
 		"PATH=/bin",
 		"ORDERLY_CONCURENCY=5",
@@ -274,6 +284,7 @@ func TestEnvWarnings(t *testing.T) {
 }
 
 func TestFlagErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want []string
@@ -287,8 +298,11 @@ func TestFlagErrors(t *testing.T) {
 			`flag --log-format: "xml" is not one of text, json`, // in the order of the flags' names
 			`flag --scheduler: "fast" is not one of lag, seq`,
 		}},
-		{[]string{"--nope"}, []string{"flag provided but not defined: -nope (see --help)"}},
-		{[]string{"--bind"}, []string{"flag needs an argument: -bind (see --help)"}},
+		{[]string{"--nope"}, []string{"unknown flag --nope; did you mean --name? (see --help)"}},
+		{[]string{"--concurency", "5"}, []string{"unknown flag --concurency; did you mean --concurrency? (see --help)"}},
+		{[]string{"-shutdown", "5s"}, []string{"unknown flag --shutdown; did you mean --shutdown-timeout? (see --help)"}},
+		{[]string{"--frobnicate"}, []string{"unknown flag --frobnicate (see --help)"}},
+		{[]string{"--bind"}, []string{"flag --bind needs a value (see --help)"}},
 		{[]string{"--bind", "h:1", "extra"}, []string{`unexpected argument "extra": settings are given as flags such as --name n1 (see --help)`}},
 		{[]string{"--allow-eviction", "false"}, []string{`unexpected argument "false": settings are given as flags such as --name n1 (see --help)`}},
 	} {
@@ -300,12 +314,14 @@ func TestFlagErrors(t *testing.T) {
 }
 
 func TestBoolFlag(t *testing.T) {
+	t.Parallel()
 	cfg, _, err := loadFile(t, "node: {allow_eviction: false}", nil, "--allow-eviction")
 	require.NoError(t, err)
 	require.True(t, cfg.Node.AllowEviction)
 }
 
 func TestEverySourceReported(t *testing.T) {
+	t.Parallel()
 	// A bad value is an error even where a later source overrides it.
 	_, path, err := loadFile(t, "node: {concurrency: 0}", []string{"ORDERLY_CONCURRENCY=x"}, "--concurrency=5", "--lease-ttl=1")
 	requireProblems(t, err, "",
@@ -316,6 +332,7 @@ func TestEverySourceReported(t *testing.T) {
 }
 
 func TestSecretsNotInErrors(t *testing.T) {
+	t.Parallel()
 	_, _, err := loadFile(t, `node:
   http_token: "tok SECRET1"
   gossip_key: "SECRET2!"
@@ -332,6 +349,7 @@ queues:
 }
 
 func TestHostnameUnknown(t *testing.T) {
+	t.Parallel()
 	l := loader{readFile: readFile, hostname: func() (string, error) { return "", errors.New("no uts") }}
 	_, err := l.load(nil, nil, nil)
 	requireProblems(t, err, "", "node.name: not set, and the host name is unknown (no uts): set node.name, ORDERLY_NAME or --name")
@@ -342,6 +360,7 @@ func TestHostnameUnknown(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
+	t.Parallel()
 	require.NoError(t, defaults().Validate())
 
 	c := defaults()

@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/orderlyhq/orderly/cmd/internal/usage"
 )
 
 // Keys of the file's mappings.
@@ -168,7 +170,7 @@ func (fp *fileParser) queue(n *yaml.Node, path string) QueueConfig {
 		case "prefetch":
 			good = decodeInto(fp, v, at, line, &q.Prefetch)
 		case "max_retry_count":
-			good = decodeInto(fp, v, at, line, &q.MaxRetryCount)
+			good = decodeMaxRetryCount(fp, v, at, line, &q.MaxRetryCount)
 		case "timeout":
 			good = decodeInto(fp, v, at, line, &q.Timeout)
 		case "retry":
@@ -216,6 +218,32 @@ func (fp *fileParser) queue(n *yaml.Node, path string) QueueConfig {
 		}
 	})
 	return q
+}
+
+// decodeMaxRetryCount decodes a queue's max_retry_count: a count of 1 or
+// more, or -1 or none for no retries. 0 is refused: it used to mean no
+// retries, while orderly.Worker reads 0 as the default, so a file that
+// says 0 must say which it means.
+func decodeMaxRetryCount(fp *fileParser, v *yaml.Node, path string, line int, dst *int) bool {
+	if r := resolveAlias(v); r.Kind == yaml.ScalarNode && r.ShortTag() == tagStr && r.Value == "none" {
+		*dst = NoRetries
+		return true
+	}
+	n, err := decodeYAML[int](v)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("%v: give a count, or -1 or none for no retries", err)
+	case n == 0:
+		err = errors.New(MaxRetryZero)
+	case n < NoRetries:
+		err = fmt.Errorf("must be 1 or more, or -1 or none for no retries, got %d", n)
+	}
+	if err != nil {
+		fp.errorf(line, path, "%v", err)
+		return false
+	}
+	*dst = n
+	return true
 }
 
 // lineOf returns the line of key, or for a missing key the line of the
@@ -270,7 +298,7 @@ func (fp *fileParser) mapping(n *yaml.Node, path string, known []string, fn func
 			fp.problem(k.Line, "merge keys (<<) are not supported, in %s", orTop(path))
 		case !slices.Contains(known, key):
 			hint := ""
-			if s := suggest(key, known); s != "" {
+			if s := usage.Suggest(key, known); s != "" {
 				hint = strings.TrimPrefix(path+"."+s, ".")
 			} else if path == "" && slices.Contains(nodeSettingKeys(), key) {
 				hint = "node." + key

@@ -3,9 +3,9 @@ package config
 import (
 	"errors"
 	"flag"
-	"fmt"
 	"io"
-	"strings"
+
+	"github.com/orderlyhq/orderly/cmd/internal/usage"
 )
 
 // flagValue holds a setting's flag as given; Load parses it after the
@@ -46,7 +46,7 @@ func parseFlags(args []string, p *problems) (parsedFlags, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return out, err
 		}
-		p.addf("%v (see --help)", err)
+		p.addf("%v (see --help)", usage.FlagError(fs, err))
 	} else if fs.NArg() > 0 {
 		p.addf("unexpected argument %q: settings are given as flags such as --name n1 (see --help)", fs.Arg(0))
 	}
@@ -60,12 +60,8 @@ func parseFlags(args []string, p *problems) (parsedFlags, error) {
 	return out, nil
 }
 
-// writeUsage writes the text of --help.
-func writeUsage(w io.Writer) {
-	var b strings.Builder
-	b.WriteString(`Usage: orderly [flags]
-
-Runs an Orderly node. Its settings come from a YAML config file, from
+// NodeText explains how a node takes its settings, for --help.
+const NodeText = `A node's settings come from a YAML config file, from
 ORDERLY_* environment variables and from these flags: a flag overrides its
 environment variable, which overrides the file, which overrides the default.
 An environment variable set to "" counts as unset.
@@ -73,15 +69,17 @@ An environment variable set to "" counts as unset.
 The config file, named by --config or ORDERLY_CONFIG, has a "node" mapping
 with the settings below (under their names with '_' for '-', as in
 lease_ttl: 3s) and a "queues" list; each queue has a name and optionally
-shards, batch_size, max_retry_count, timeout, retry {policy: lowkiq, linear
-or exponential, base, max} and handler {type: log, noop or http, url,
-timeout}. Queues are defined only in the file; without any, the node serves
-one queue "default" whose handler logs each job. Durations are written as
-3s or 1m30s; lists are comma-separated.
+shards, batch_size, prefetch, max_retry_count (default 25; -1 or none: no
+retries, to the morgue at the first failure), timeout, retry {policy:
+lowkiq, linear or exponential, base, max} and handler {type: log, noop or
+http, url, timeout}. Queues are defined only in the file; without any, the
+node serves one queue "default" whose handler logs each job. Durations are
+written as 3s or 1m30s; lists are comma-separated.`
 
-Flags:
-`)
-	writeFlag(&b, "config", "string", "path of the YAML config file", "none", envConfig)
+// Flags documents the node's flags, each with its default and its
+// environment variable.
+func Flags() []usage.Flag {
+	flags := []usage.Flag{{Name: "config", Type: "string", Help: "path of the YAML config file", Default: "none", Env: envConfig}}
 	defaults := defaultNode()
 	defaults.Name = "the host name" // Load looks it up when no source sets the name
 	for _, s := range settings() {
@@ -89,16 +87,12 @@ Flags:
 		if def == "" {
 			def = "empty"
 		}
-		writeFlag(&b, flagName(s.key()), s.typeName(), s.help(), def, envName(s.key()))
+		flags = append(flags, usage.Flag{Name: flagName(s.key()), Type: s.typeName(), Help: s.help(), Default: def, Env: envName(s.key())})
 	}
-	b.WriteString("  -h, --help\n        show this help\n")
-	io.WriteString(w, b.String())
+	return append(flags, usage.Flag{Name: "help", Help: "show this help"})
 }
 
-func writeFlag(b *strings.Builder, name, typ, help, def, env string) {
-	fmt.Fprintf(b, "  --%s", name)
-	if typ != "" {
-		fmt.Fprintf(b, " %s", typ)
-	}
-	fmt.Fprintf(b, "\n        %s\n        (default %s; env %s)\n", help, def, env)
+// writeUsage writes the text of --help.
+func writeUsage(w io.Writer) {
+	usage.Write(w, usage.Help{Usage: []string{"orderly [flags]"}, Text: "Runs an Orderly node.\n" + NodeText}, Flags())
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/orderlyhq/orderly/cmd/internal/usage"
 )
 
 // envConfig names the config file.
@@ -126,7 +128,7 @@ func readEnv(environ []string) (map[string]string, []string) {
 			// the test tooling's: no warning
 		default:
 			w := "unknown environment variable " + name + " is ignored"
-			if s := suggest(name, known); s != "" {
+			if s := usage.Suggest(name, known); s != "" {
 				w += "; did you mean " + s + "?"
 			}
 			warnings = append(warnings, w)

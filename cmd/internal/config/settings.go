@@ -229,6 +229,7 @@ const (
 	tagInt   = "!!int"
 	tagFloat = "!!float"
 	tagNull  = "!!null"
+	tagStr   = "!!str"
 )
 
 // decodeYAML decodes a value of the file, which is not null.

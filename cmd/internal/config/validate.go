@@ -69,8 +69,8 @@ func validateQueue(q *QueueConfig, report func(key, msg string)) {
 	if q.Prefetch != 0 && (q.Prefetch < q.BatchSize || q.Prefetch > maxBatchSize) {
 		report("prefetch", fmt.Sprintf("must be between batch_size (%d) and %d, got %d", q.BatchSize, maxBatchSize, q.Prefetch))
 	}
-	if q.MaxRetryCount < 0 {
-		report("max_retry_count", fmt.Sprintf("must be 0 or more, got %d", q.MaxRetryCount))
+	if q.MaxRetryCount < NoRetries {
+		report("max_retry_count", fmt.Sprintf("must be 1 or more, -1 (NoRetries) for no retries, or 0 for the default, got %d", q.MaxRetryCount))
 	}
 	if q.Timeout < 0 {
 		report("timeout", fmt.Sprintf("must not be negative (0 means no timeout), got %s", q.Timeout))
@@ -402,40 +402,4 @@ func (e *invalidError) Error() string {
 
 func (e *invalidError) Unwrap() []error {
 	return append([]error{ErrInvalid}, e.problems...)
-}
-
-// suggest returns the candidate closest to word if it is a likely typo of
-// it, or "".
-func suggest(word string, candidates []string) string {
-	if len(word) > 64 {
-		return ""
-	}
-	best, bestDist := "", 3 // at most two edits away
-	for _, c := range candidates {
-		if d := editDistance(word, c); d < bestDist {
-			best, bestDist = c, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -25,7 +25,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/orderlyhq/orderly"
-	"github.com/orderlyhq/orderly/cluster"
 	"github.com/orderlyhq/orderly/cmd/internal/chaos"
 	"github.com/orderlyhq/orderly/cmd/internal/config"
 	"github.com/orderlyhq/orderly/internal/embedded"
@@ -34,6 +33,7 @@ import (
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
 	"github.com/orderlyhq/orderly/web"
+	"github.com/orderlyhq/orderly/web/apiv1"
 	"github.com/orderlyhq/orderly/web/ui"
 )
 
@@ -89,7 +89,7 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 		Name:            cfg.Node.Name,
 		Workers:         workers,
 		Concurrency:     cfg.Node.Concurrency,
-		Scheduler:       cfg.Node.Scheduler,
+		Scheduler:       orderly.Scheduler(cfg.Node.Scheduler),
 		LeaseTTL:        cfg.Node.LeaseTTL,
 		ShutdownTimeout: cfg.Node.ShutdownTimeout,
 		HandoffTimeout:  cfg.Node.HandoffTimeout,
@@ -113,10 +113,10 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 		MaxPayloadBytes: cfg.Node.MaxPayloadBytes,
 		Metrics:         m.Handler(),
 		UI:              ui.Handler(),
-		Members: func(context.Context) (string, []web.Member) {
-			var out []web.Member
+		Members: func(context.Context) (string, []apiv1.Member) {
+			var out []apiv1.Member
 			for _, m := range node.Members() {
-				out = append(out, web.Member{Name: m.Name, State: m.State, HTTP: m.Meta.HTTP, Actor: m.Meta.Actor, Queues: m.Meta.Queues, Version: m.Meta.Version})
+				out = append(out, apiv1.Member{Name: m.Name, State: string(m.State), HTTP: m.HTTP, Actor: m.Actor, Queues: m.Queues, Version: m.Version})
 			}
 			return node.Name(), out
 		},
@@ -144,7 +144,7 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 
 	// Stop the node first (the HTTP API keeps answering, /readyz says not
 	// ready), then the HTTP server.
-	stopErr := stopNode(node, cfg.Node.ShutdownTimeout, signals, log)
+	stopErr := stopNode(node, signals, log)
 	sctx, cancel := context.WithTimeout(context.Background(), httpShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
@@ -171,11 +171,11 @@ func wait(ctx context.Context, node *orderly.Node, signals <-chan os.Signal, htt
 		case sig := <-signals:
 			switch sig {
 			case syscall.SIGTSTP:
-				if err := node.Quiet(); err != nil {
+				if err := node.Quiet(ctx); err != nil {
 					log.Warn("cannot quiet the node", "err", err)
 				}
 			case syscall.SIGCONT:
-				if err := node.Resume(); err != nil {
+				if err := node.Resume(ctx); err != nil {
 					log.Warn("cannot resume the node", "err", err)
 				}
 			default:
@@ -186,15 +186,13 @@ func wait(ctx context.Context, node *orderly.Node, signals <-chan os.Signal, htt
 	}
 }
 
-// stopNode stops the node gracefully; a further stop signal cancels the
-// running batches at once.
-func stopNode(node *orderly.Node, timeout time.Duration, signals <-chan os.Signal, log *slog.Logger) error {
+// stopNode stops the node gracefully (running batches finish within
+// shutdown_timeout); a further stop signal cuts the stop short: running
+// batches are cancelled at once and go back to the queue. It returns once
+// the node has stopped.
+func stopNode(node *orderly.Node, signals <-chan os.Signal, log *slog.Logger) error {
 	done := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		done <- node.Stop(ctx)
-	}()
+	go func() { done <- node.Stop(context.Background()) }()
 	for {
 		select {
 		case err := <-done:
@@ -202,7 +200,10 @@ func stopNode(node *orderly.Node, timeout time.Duration, signals <-chan os.Signa
 		case sig := <-signals:
 			if sig == syscall.SIGINT || sig == syscall.SIGTERM {
 				log.Warn("second stop signal: cancelling running batches", "signal", sig.String())
-				go func() { _ = node.StopAndCancel(context.Background()) }()
+				if err := node.StopAndCancel(context.Background()); err != nil {
+					log.Warn("node stopped with an error", "err", err)
+				}
+				return <-done // the same stop's outcome, now complete
 			}
 		}
 	}
@@ -231,7 +232,7 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (redis
 	switch {
 	case errors.Is(err, redisstore.ErrServerTooOld), errors.Is(err, redisstore.ErrEvictionPolicy):
 		rdb.Close()
-		return nil, nil, err
+		return nil, nil, refusal(err)
 	case err != nil:
 		log.Warn("Redis is not reachable yet; the node starts and serves once it is", "addr", opts.Addr, "err", err)
 	default:
@@ -252,7 +253,7 @@ func checkServer(ctx context.Context, rdb redis.UniversalClient, allowEviction b
 		cancel()
 		switch {
 		case errors.Is(err, redisstore.ErrServerTooOld), errors.Is(err, redisstore.ErrEvictionPolicy):
-			fatal <- err
+			fatal <- refusal(err)
 			return
 		case err == nil:
 			for _, w := range info.Warnings {
@@ -266,6 +267,15 @@ func checkServer(ctx context.Context, rdb redis.UniversalClient, allowEviction b
 		case <-time.After(2 * time.Second):
 		}
 	}
+}
+
+// refusal explains a Redis the node refuses to run on, naming the setting
+// that accepts one that may evict keys.
+func refusal(err error) error {
+	if errors.Is(err, redisstore.ErrEvictionPolicy) {
+		return fmt.Errorf("%w: set --allow-eviction (ORDERLY_ALLOW_EVICTION=true, or allow_eviction: true under node in the config file) to run on it anyway, at the risk of losing jobs that Redis evicts", err)
+	}
+	return err
 }
 
 func isLoopback(a net.Addr) bool {
@@ -297,7 +307,7 @@ func metricsSource(node *orderly.Node, store persistence.Store, rs *redisstore.S
 		Members: func() map[string]int {
 			out := map[string]int{}
 			for _, m := range node.Members() {
-				out[m.State]++
+				out[string(m.State)]++
 			}
 			return out
 		},
@@ -312,15 +322,15 @@ func metricsSource(node *orderly.Node, store persistence.Store, rs *redisstore.S
 // clusterConfig returns the gossip configuration: on whenever the node uses
 // Redis (nodes sharing a Redis form a cluster); off on the embedded store,
 // which no other node can share.
-func clusterConfig(cfg *config.Config, httpAddr string, log *slog.Logger) (*cluster.Config, error) {
+func clusterConfig(cfg *config.Config, httpAddr string, log *slog.Logger) (*orderly.ClusterConfig, error) {
 	if cfg.Node.Redis == "" {
 		return nil, nil
 	}
-	c := &cluster.Config{
+	c := &orderly.ClusterConfig{
 		Bind:  cfg.Node.Bind,
 		Join:  cfg.Node.Join,
 		Label: cfg.Node.ClusterLabel,
-		Meta:  cluster.Meta{HTTP: httpAddr},
+		HTTP:  httpAddr,
 	}
 	if cfg.Node.GossipKey != "" {
 		key, err := base64.StdEncoding.DecodeString(cfg.Node.GossipKey)

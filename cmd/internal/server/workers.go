@@ -27,11 +27,9 @@ func Workers(queues []config.QueueConfig, log *slog.Logger) ([]orderly.Worker, e
 			Prefetch:  q.Prefetch,
 			Timeout:   q.Timeout,
 			RetryIn:   retryPolicy(q.Retry),
-		}
-		// config: 0 means no retries; orderly.Worker: 0 means the default.
-		w.MaxRetryCount = q.MaxRetryCount
-		if q.MaxRetryCount == 0 {
-			w.MaxRetryCount = orderly.NoRetries
+			// One meaning: 0 is the default, config.NoRetries is
+			// orderly.NoRetries.
+			MaxRetryCount: q.MaxRetryCount,
 		}
 		switch q.Handler.Type {
 		case config.HandlerNoop:

@@ -19,7 +19,7 @@ const LIST_PAYLOADS = 5;
 // request leaves, so the API's DELETE cannot name those ids from here.
 const DOT_ID_NOTE = 'A browser cannot send the id "." or ".." in a URL path: delete it with the CLI or the API.';
 
-// ---- Queue actions (SPEC 3.9) ----
+// ---- Queue actions (docs/contract.md §3.9) ----
 
 const ACTIONS = {
   perform_all_now: {

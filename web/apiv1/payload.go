@@ -1,4 +1,4 @@
-package web
+package apiv1
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/web/internal/jsonscan"
 )
 
 // Payload is one stored payload as the API shows it, the one place that
@@ -34,10 +35,10 @@ type Payload struct {
 func (p Payload) MarshalJSON() ([]byte, error) {
 	score, err := json.Marshal(p.Score)
 	if err != nil {
-		return nil, fmt.Errorf("web: payload score: %w", err)
+		return nil, fmt.Errorf("apiv1: payload score: %w", err)
 	}
 	b := make([]byte, 0, len(p.Data)*4/3+len(score)+32)
-	if isJSONPayload(p.Data) {
+	if IsJSONPayload(p.Data) {
 		b = append(b, `{"payload":`...)
 		b = append(b, p.Data...)
 	} else {
@@ -63,7 +64,7 @@ func (p *Payload) UnmarshalJSON(b []byte) error {
 	}
 	switch {
 	case v.Payload != nil && v.PayloadBase64 != nil:
-		return errors.New("web: payload and payload_base64 both given")
+		return errors.New("apiv1: payload and payload_base64 both given")
 	case v.Payload != nil:
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, v.Payload); err != nil {
@@ -73,26 +74,26 @@ func (p *Payload) UnmarshalJSON(b []byte) error {
 	case v.PayloadBase64 != nil:
 		data, err := base64.StdEncoding.DecodeString(*v.PayloadBase64)
 		if err != nil {
-			return fmt.Errorf("web: payload_base64: %w", err)
+			return fmt.Errorf("apiv1: payload_base64: %w", err)
 		}
 		p.Data = data
 	default:
-		return errors.New("web: payload or payload_base64 required")
+		return errors.New("apiv1: payload or payload_base64 required")
 	}
 	p.Score = v.Score
 	return nil
 }
 
-// isJSONPayload reports whether stored payload bytes are shown as a JSON
+// IsJSONPayload reports whether stored payload bytes are shown as a JSON
 // value: valid UTF-8, valid JSON, and compact (no whitespace outside
 // strings), so that the JSON text of the answer is the stored bytes.
-func isJSONPayload(b []byte) bool {
-	return utf8.Valid(b) && json.Valid(b) && compactJSON(b)
+func IsJSONPayload(b []byte) bool {
+	return utf8.Valid(b) && json.Valid(b) && jsonscan.IsCompact(b)
 }
 
-// payloads converts stored payloads for an answer; never nil, so that an
+// Payloads converts stored payloads for an answer; never nil, so that an
 // empty list is [] rather than null.
-func payloads(ps []persistence.Payload) []Payload {
+func Payloads(ps []persistence.Payload) []Payload {
 	out := make([]Payload, len(ps))
 	for i, p := range ps {
 		out[i] = Payload{Data: p.Data, Score: p.Score}

@@ -1,4 +1,9 @@
-package web
+// Package jsonscan walks JSON that json.Valid accepted, without decoding it
+// into maps: enqueue bodies hold megabytes of jobs, and the walk keeps the
+// keys' order, sees repeated keys and matches names exactly (which
+// encoding/json does not). The helpers return reasons; callers name the
+// field. The HTTP API (web) and its wire types (web/apiv1) share it.
+package jsonscan
 
 import (
 	"encoding/json"
@@ -10,21 +15,15 @@ import (
 	"unicode/utf8"
 )
 
-// This file walks JSON that json.Valid accepted, without decoding it into
-// maps: enqueue bodies hold up to MaxBodyBytes of jobs, and the walk keeps
-// the keys' order, sees repeated keys and matches names exactly (which
-// encoding/json does not). The helpers return reasons; callers name the
-// field.
-
 // errMalformed guards the walk against input that is not well-formed JSON
 // (it never is: bodies are checked first).
 var errMalformed = errors.New("malformed JSON")
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
-// skipSpace returns the index of the first non-space byte of b at or after
+// SkipSpace returns the index of the first non-space byte of b at or after
 // i, or len(b).
-func skipSpace(b []byte, i int) int {
+func SkipSpace(b []byte, i int) int {
 	for i < len(b) && isSpace(b[i]) {
 		i++
 	}
@@ -73,12 +72,12 @@ func valueEnd(b []byte, i int) int {
 	}
 }
 
-// eachElement calls fn with the index and bytes of every element of a
+// EachElement calls fn with the index and bytes of every element of a
 // well-formed JSON array, in order, until fn fails.
-func eachElement(arr []byte, fn func(n int, val []byte) error) error {
-	i := skipSpace(arr, 0) + 1 // past '['
+func EachElement(arr []byte, fn func(n int, val []byte) error) error {
+	i := SkipSpace(arr, 0) + 1 // past '['
 	for n := 0; ; n++ {
-		if i = skipSpace(arr, i); i >= len(arr) {
+		if i = SkipSpace(arr, i); i >= len(arr) {
 			return errMalformed
 		}
 		if arr[i] == ']' {
@@ -88,18 +87,18 @@ func eachElement(arr []byte, fn func(n int, val []byte) error) error {
 		if err := fn(n, arr[i:end]); err != nil {
 			return err
 		}
-		if i = skipSpace(arr, end); i < len(arr) && arr[i] == ',' {
+		if i = SkipSpace(arr, end); i < len(arr) && arr[i] == ',' {
 			i++
 		}
 	}
 }
 
-// eachField calls fn with every key and value of a well-formed JSON object,
+// EachField calls fn with every key and value of a well-formed JSON object,
 // in order, until fn fails.
-func eachField(obj []byte, fn func(key string, val []byte) error) error {
-	i := skipSpace(obj, 0) + 1 // past '{'
+func EachField(obj []byte, fn func(key string, val []byte) error) error {
+	i := SkipSpace(obj, 0) + 1 // past '{'
 	for {
-		if i = skipSpace(obj, i); i >= len(obj) {
+		if i = SkipSpace(obj, i); i >= len(obj) {
 			return errMalformed
 		}
 		if obj[i] == '}' {
@@ -110,7 +109,7 @@ func eachField(obj []byte, fn func(key string, val []byte) error) error {
 		if err != nil {
 			key = string(obj[i+1 : keyEnd-1]) // shown in the error, escapes and all
 		}
-		i = skipSpace(obj, skipSpace(obj, keyEnd)+1) // past ':'
+		i = SkipSpace(obj, SkipSpace(obj, keyEnd)+1) // past ':'
 		if i >= len(obj) {
 			return errMalformed
 		}
@@ -118,16 +117,16 @@ func eachField(obj []byte, fn func(key string, val []byte) error) error {
 		if err := fn(key, obj[i:end]); err != nil {
 			return err
 		}
-		if i = skipSpace(obj, end); i < len(obj) && obj[i] == ',' {
+		if i = SkipSpace(obj, end); i < len(obj) && obj[i] == ',' {
 			i++
 		}
 	}
 }
 
-// kindOf names the kind of a well-formed JSON value, with its article, for
+// KindOf names the kind of a well-formed JSON value, with its article, for
 // messages.
-func kindOf(val []byte) string {
-	i := skipSpace(val, 0)
+func KindOf(val []byte) string {
+	i := SkipSpace(val, 0)
 	if i == len(val) {
 		return "nothing"
 	}
@@ -147,11 +146,11 @@ func kindOf(val []byte) string {
 	}
 }
 
-// decodeString decodes a JSON string value that must survive decoding
+// DecodeString decodes a JSON string value that must survive decoding
 // unchanged: encoding/json silently replaces invalid UTF-8 and unpaired
 // surrogate escapes with U+FFFD, which would turn an id into another one.
-func decodeString(val []byte) (string, error) {
-	if k := kindOf(val); k != "a string" {
+func DecodeString(val []byte) (string, error) {
+	if k := KindOf(val); k != "a string" {
 		return "", fmt.Errorf("must be a string, got %s", k)
 	}
 	return unquote(val)
@@ -212,21 +211,21 @@ func pairedSurrogates(lit []byte) bool {
 	return true
 }
 
-// finiteNumber decodes a JSON number that must be finite as a float64.
-func finiteNumber(val []byte) (float64, error) {
-	if k := kindOf(val); k != "a number" {
+// FiniteNumber decodes a JSON number that must be finite as a float64.
+func FiniteNumber(val []byte) (float64, error) {
+	if k := KindOf(val); k != "a number" {
 		return 0, fmt.Errorf("must be a number, got %s", k)
 	}
 	f, err := strconv.ParseFloat(string(val), 64)
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		return 0, fmt.Errorf("must be a finite number (%s does not fit a float64)", truncate(string(val), 32))
+		return 0, fmt.Errorf("must be a finite number (%s does not fit a float64)", Truncate(string(val), 32))
 	}
 	return f, nil
 }
 
-// compactJSON reports whether well-formed JSON b has no insignificant
+// IsCompact reports whether well-formed JSON b has no insignificant
 // whitespace.
-func compactJSON(b []byte) bool {
+func IsCompact(b []byte) bool {
 	inString, escaped := false, false
 	for _, c := range b {
 		switch {
@@ -248,7 +247,9 @@ func compactJSON(b []byte) bool {
 	return true
 }
 
-func truncate(s string, n int) string {
+// Truncate cuts s to at most n bytes (on a rune boundary), marking the cut
+// with "...", for quoting input in messages.
+func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

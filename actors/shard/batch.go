@@ -1,0 +1,217 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/orderlyhq/orderly/internal/clock"
+	"github.com/orderlyhq/orderly/persistence"
+)
+
+// Batches: Advance (settle the last batch and fetch the next in one call),
+// the handler run over a fetched batch, and the morgue's retention.
+
+// trimEvery is how often the morgue retention runs per shard.
+const trimEvery = time.Hour
+
+// newRequest prepares the next Advance: settle the pending outcome, if any,
+// and fetch up to fetch ids.
+func (a *Actor) newRequest(fetch int) {
+	a.seq++
+	req := persistence.AdvanceRequest{Fetch: fetch, NextSeq: a.seq, MaxRetryCount: a.cfg.MaxRetryCount}
+	if a.settle != nil && a.cur != nil {
+		req.Settle = a.cur.Seq
+		req.Failures = a.settle.failures
+		req.Skipped = a.settle.skipped
+	}
+	if fetch > 0 {
+		a.work.due = false
+	}
+	a.req = &req
+}
+
+func (a *Actor) startAdvance(c actor.Context) {
+	a.phase = phaseAdvancing
+	req := *a.req
+	lease := *a.lease
+	cfg := a.cfg
+	log := a.log
+	timeout := a.storeTimeout()
+	a.task(c, func(ctx context.Context) any {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		res, err := cfg.Store.Advance(ctx, lease, req)
+		if err == nil && len(res.Dead) > 0 {
+			log.Warn("retries exhausted: payloads moved to the morgue", "ids", len(res.Dead))
+			if cfg.OnDead != nil {
+				callOnDead(ctx, cfg.OnDead, res.Dead, log)
+			}
+		}
+		return advanced{req: req, res: res, err: err}
+	})
+}
+
+func (a *Actor) onAdvanced(c actor.Context, m advanced) {
+	a.phase = phaseIdle
+	if a.lease == nil {
+		return // lost meanwhile; what this call did is restored by the next owner
+	}
+	if m.err != nil {
+		if errors.Is(m.err, persistence.ErrLeaseLost) {
+			a.leaseLost(c, "the store refused the lease")
+			return
+		}
+		a.storeFailed(c, "advance", m.err)
+		return
+	}
+	a.req = nil
+	a.storeOK(c)
+	if m.req.Settle != 0 {
+		a.settle, a.cur = nil, nil
+	}
+	if m.res.Restored > 0 && len(m.req.Skipped) == 0 {
+		// (With skipped ids, Restored counts those going back.)
+		a.log.Warn("an in-flight batch this owner no longer tracked went back to the queue", "ids", m.res.Restored)
+	}
+	a.work.more, a.work.next = m.res.More, m.res.NextDue
+	if b := m.res.Batch; b != nil {
+		a.cur = b
+		if a.draining() {
+			// Not started: Release restores it for the next owner.
+			a.returnPermit(c)
+			return
+		}
+		a.startHandler(c, b)
+		return
+	}
+	a.cur = nil
+	a.returnPermit(c)
+	if !a.draining() {
+		if !a.work.next.IsZero() {
+			a.arm(c, timerDue, max(clock.Until(a.cfg.Clock, a.work.next), 0)+time.Millisecond)
+		}
+		a.arm(c, timerPoll, a.cfg.IdlePoll)
+	}
+}
+
+// startHandler runs the fetched batch through the processor, BatchSize ids
+// per call, one call after the other. A cancellation (drain deadline, lease
+// lost) stops it between calls, and a call cut by the drain deadline counts
+// as not handled: the ids not handled are skipped, so that they go back to
+// the queue untouched.
+func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
+	hctx, cancel := context.WithCancelCause(a.base)
+	a.phase, a.handler = phaseRunning, cancel
+	cfg := a.cfg
+	first := a.calls
+	size := cfg.BatchSize
+	a.calls += int64((len(b.Jobs) + size - 1) / size)
+	a.task(c, func(context.Context) any {
+		out := processed{seq: b.Seq}
+		skip := func(jobs []persistence.Job) {
+			for _, j := range jobs {
+				out.skipped = append(out.skipped, j.ID)
+			}
+		}
+		start := cfg.Clock.Now()
+		for i, k := 0, first; i < len(b.Jobs); i, k = i+size, k+1 {
+			if hctx.Err() != nil {
+				skip(b.Jobs[i:])
+				break
+			}
+			jobs := b.Jobs[i:min(i+size, len(b.Jobs))]
+			call := &persistence.Batch{ShardRef: b.ShardRef, Seq: k + 1, Token: b.Token, FetchedAt: b.FetchedAt, Jobs: jobs}
+			callStart := cfg.Clock.Now()
+			fs, err := cfg.Process(hctx, call)
+			if (err != nil || len(fs) > 0) && errors.Is(context.Cause(hctx), errDrainDeadline) {
+				// Cut by the drain deadline: not handled, not failed.
+				skip(b.Jobs[i:])
+				break
+			}
+			if o := cfg.Observer; o != nil {
+				o.BatchDone(b.ShardRef, len(jobs), len(fs), clock.Since(cfg.Clock, callStart), err)
+			}
+			if err != nil {
+				out.err = err
+			}
+			out.failures = append(out.failures, fs...)
+		}
+		out.dur = clock.Since(cfg.Clock, start)
+		cancel(nil)
+		return out
+	})
+}
+
+func (a *Actor) onProcessed(c actor.Context, m processed) {
+	a.phase, a.handler = phaseIdle, nil
+	a.disarm(timerStuck)
+	if a.lease == nil || a.cur == nil || a.cur.Seq != m.seq {
+		return // lease lost meanwhile: the next owner restores the batch
+	}
+	switch {
+	case len(m.skipped) > 0:
+		a.log.Warn("batch cut by shutdown; the ids not handled go back to the queue", "ids", len(a.cur.Jobs), "skipped", len(m.skipped))
+	case m.err != nil:
+		a.log.Warn("batch failed", "ids", len(a.cur.Jobs), "failed", len(m.failures), "err", m.err, "duration", m.dur)
+	case len(m.failures) > 0:
+		a.log.Info("batch partly failed", "ids", len(a.cur.Jobs), "failed", len(m.failures), "duration", m.dur)
+	}
+	a.settle = &pendingSettle{failures: m.failures, skipped: m.skipped}
+	if a.permit != permitHeld {
+		return
+	}
+	if a.draining() {
+		a.returnPermit(c)
+		return
+	}
+	a.permit = permitDeciding
+	c.Send(c.Parent(), PermitReturn{Ref: a.cfg.Ref, Again: true, Since: a.since()})
+}
+
+// callOnDead runs the retries-exhausted hook; a panic in it is logged.
+func callOnDead(ctx context.Context, fn func(context.Context, []persistence.Job), dead []persistence.Job, log *slog.Logger) {
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("retries_exhausted hook panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		}
+	}()
+	fn(ctx, dead)
+}
+
+func (a *Actor) startTrim(c actor.Context) {
+	a.phase, a.trimDue = phaseTrimming, false
+	cfg := a.cfg
+	timeout := a.storeTimeout()
+	a.task(c, func(ctx context.Context) any {
+		before := cfg.Clock.Now().Add(-cfg.MorgueTTL)
+		total := 0
+		for range 20 { // at most 10,000 entries per run
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			n, err := cfg.Store.TrimMorgue(ctx, cfg.Ref, before, 500)
+			cancel()
+			total += n
+			if err != nil || n < 500 {
+				return trimmed{n: total, err: err}
+			}
+		}
+		return trimmed{n: total}
+	})
+}
+
+func (a *Actor) onTrimmed(c actor.Context, m trimmed) {
+	a.phase = phaseIdle
+	if m.err != nil {
+		a.log.Warn("morgue retention failed", "err", m.err)
+	} else if m.n > 0 {
+		a.log.Info("morgue retention deleted old entries", "entries", m.n)
+	}
+	if a.lease != nil && !a.draining() {
+		a.arm(c, timerTrim, trimEvery)
+	}
+}

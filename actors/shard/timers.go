@@ -1,0 +1,81 @@
+package shard
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// Timers: every timer runs on the actor's clock and comes back as a
+// timerFired message. Re-arming a timer makes its earlier firing stale (gens).
+
+type timerKind int
+
+const (
+	timerDue      timerKind = iota // next perform_at the store reported
+	timerPoll                      // idle poll (enqueue notices are hints)
+	timerRenew                     // lease renewal, every LeaseTTL/3
+	timerGuard                     // lease guard: the lease counts as lost
+	timerRetry                     // backoff before retrying a store call or an acquisition
+	timerDeadline                  // drain deadline
+	timerTrim                      // morgue retention
+	timerStuck                     // a cancelled handler that has not returned
+	numTimers
+)
+
+func (a *Actor) arm(c actor.Context, k timerKind, d time.Duration) {
+	a.disarm(k)
+	a.gens[k]++
+	gen := a.gens[k]
+	self, root := c.Self(), c.ActorSystem().Root
+	inst := a.inst
+	a.timers[k] = a.cfg.Clock.AfterFunc(d, func() { root.Send(self, timerFired{inst: inst, kind: k, gen: gen}) })
+}
+
+func (a *Actor) disarm(k timerKind) {
+	if stop := a.timers[k]; stop != nil {
+		stop()
+		a.timers[k] = nil
+	}
+}
+
+func (a *Actor) armed(k timerKind) bool { return a.timers[k] != nil }
+
+func (a *Actor) onTimer(c actor.Context, m timerFired) {
+	if m.gen != a.gens[m.kind] || a.timers[m.kind] == nil {
+		return // stale
+	}
+	a.timers[m.kind] = nil
+	switch m.kind {
+	case timerDue, timerPoll:
+		a.work.due = true
+	case timerRenew:
+		if a.lease != nil && !a.renewing {
+			a.startRenew(c)
+		}
+	case timerGuard:
+		if a.lease != nil {
+			a.leaseLost(c, "could not renew the lease before it could expire")
+		}
+	case timerRetry:
+		// step retries what failed
+	case timerTrim:
+		a.trimDue = a.lease != nil && !a.draining()
+	case timerDeadline:
+		a.onDeadline(c)
+	case timerStuck:
+		if a.phase == phaseRunning {
+			a.log.Error("handler ignores its cancelled context; the shard waits for it (another node may already serve these ids)")
+			a.arm(c, timerStuck, a.cfg.LeaseTTL)
+		}
+	}
+}
+
+// jitter returns d plus up to 50% more, so that shards do not move in step.
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return d + rand.N(d/2+1)
+}

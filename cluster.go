@@ -1,0 +1,135 @@
+package orderly
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+
+	"github.com/orderlyhq/orderly/cluster"
+	"github.com/orderlyhq/orderly/messages"
+)
+
+// remoteQueueSize bounds protoactor remote's per-peer queues (its default
+// preallocates 16 MiB per peer).
+const remoteQueueSize = 4096
+
+// network is what startNetwork started.
+type network struct {
+	remote  *remote.Remote
+	members *cluster.Membership
+	service *cluster.Service
+}
+
+// startNetwork starts protoactor remote (ActorAddr), the membership and the
+// cluster service (Cluster; the service's loops start once the store is
+// reachable); ctx bounds the first join of the seeds. Called by Start,
+// without n.mu.
+func (n *Node) startNetwork(ctx context.Context, sys *actor.ActorSystem) (network, error) {
+	var nw network
+	if n.cfg.ActorAddr != "" {
+		r, err := n.startRemote(sys, n.cfg.ActorAddr)
+		if err != nil {
+			return nw, err
+		}
+		nw.remote = r
+	}
+	if n.cfg.Cluster == nil {
+		return nw, nil
+	}
+	cc := n.cfg.Cluster
+	c := cluster.Config{
+		Name: n.cfg.Name, Bind: cc.Bind, Advertise: cc.Advertise, Join: cc.Join, RejoinInterval: cc.RejoinInterval,
+		ProbeInterval: cc.ProbeInterval, ProbeTimeout: cc.ProbeTimeout, SuspicionMult: cc.SuspicionMult,
+		SecretKey: cc.SecretKey, Label: cc.Label, Transport: cc.Transport, Clock: n.clock, Logger: n.log,
+		Meta: cluster.Meta{HTTP: cc.HTTP, Queues: n.Queues(), Version: Version},
+	}
+	if nw.remote != nil {
+		c.Meta.Actor = sys.Address()
+	}
+	m, err := cluster.Start(ctx, &c)
+	if err != nil {
+		if nw.remote != nil {
+			nw.remote.Shutdown(false)
+		}
+		return nw, fmt.Errorf("orderly: %w", err)
+	}
+	queues := map[string]int{}
+	for _, w := range n.workers {
+		queues[w.Queue] = w.Shards
+	}
+	nw.members = m
+	nw.service = cluster.NewService(cluster.ServiceConfig{
+		Members: m, Self: n.cfg.Name, Queues: queues, Assign: n.assign, Ping: n.store.Ping,
+		LeaseTTL: n.cfg.LeaseTTL, Clock: n.clock, Logger: n.log,
+	})
+	return nw, nil
+}
+
+// startRemote serves the node's actors at addr. protoactor's remote panics
+// when it cannot listen, so the address is checked first.
+func (n *Node) startRemote(sys *actor.ActorSystem, addr string) (r *remote.Remote, err error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("orderly: actor address %q: %w", addr, err)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		return nil, fmt.Errorf("orderly: actor address %q: bad port", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("orderly: actor address %s: %w", addr, err)
+	}
+	if port == 0 {
+		port = ln.Addr().(*net.TCPAddr).Port
+	}
+	ln.Close()
+	defer func() {
+		if v := recover(); v != nil {
+			r, err = nil, fmt.Errorf("orderly: start actor remote on %s: %v", addr, v)
+		}
+	}()
+	r = remote.NewRemote(sys, remote.Configure(host, port,
+		remote.WithEndpointWriterQueueSize(remoteQueueSize), remote.WithEndpointManagerQueueSize(remoteQueueSize)))
+	r.Start()
+	n.log.Info("actor remote listening", "actor_addr", sys.Address())
+	return r, nil
+}
+
+// Members returns the cluster's members as this node sees them, itself
+// included, by name; a node without a cluster is a member alone.
+func (n *Node) Members() []Member {
+	n.mu.Lock()
+	m, sys := n.members, n.sys
+	n.mu.Unlock()
+	if m == nil {
+		self := Member{Name: n.cfg.Name, State: MemberAlive, Queues: n.Queues(), Version: Version}
+		if n.cfg.ActorAddr != "" && sys != nil {
+			self.Actor = sys.Address()
+		}
+		return []Member{self}
+	}
+	var out []Member
+	for _, c := range m.Members() {
+		out = append(out, Member{
+			Name: c.Name, Addr: c.Addr, State: MemberState(c.State), HTTP: c.Meta.HTTP, Actor: c.Meta.Actor,
+			Version: c.Meta.Version, Queues: c.Meta.Queues, Unhealthy: c.Meta.Unhealthy, Since: c.Since,
+		})
+	}
+	return out
+}
+
+// membersMessage answers the enqueue actor's MembersRequest.
+func (n *Node) membersMessage() *messages.MembersResponse {
+	out := &messages.MembersResponse{Self: n.cfg.Name}
+	for _, m := range n.Members() {
+		out.Members = append(out.Members, &messages.Member{
+			Name: m.Name, State: string(m.State), Http: m.HTTP, Actor: m.Actor, Queues: m.Queues, Version: m.Version,
+		})
+	}
+	return out
+}

@@ -1,0 +1,54 @@
+package server
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderlyhq/orderly"
+	"github.com/orderlyhq/orderly/cmd/internal/config"
+	"github.com/orderlyhq/orderly/internal/redistest"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// A Redis that may evict keys is refused with the flag that accepts it.
+func TestOpenStoreRefusesEviction(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t, redistest.Options{Args: []string{"--maxmemory-policy", "allkeys-lru"}})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg := &config.Config{Node: config.NodeConfig{Redis: srv.URL()}}
+	_, _, err := openStore(context.Background(), cfg, log)
+	require.ErrorContains(t, err, `maxmemory-policy must be noeviction (server has "allkeys-lru")`)
+	require.ErrorContains(t, err, "set --allow-eviction (ORDERLY_ALLOW_EVICTION=true, or allow_eviction: true under node in the config file) to run on it anyway")
+
+	cfg.Node.AllowEviction = true
+	rdb, closeStore, err := openStore(context.Background(), cfg, log)
+	require.NoError(t, err)
+	require.NoError(t, rdb.Ping(context.Background()).Err())
+	closeStore()
+}
+
+// A queue's max_retry_count reaches the worker with the meaning it has in
+// Go: the default, a count, or no retries.
+func TestWorkersMaxRetryCount(t *testing.T) {
+	t.Parallel()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	queue := func(name string, maxRetry int) config.QueueConfig {
+		return config.QueueConfig{Name: name, Shards: 1, BatchSize: 1, MaxRetryCount: maxRetry,
+			Retry: config.RetryConfig{Policy: config.RetryLinear, Base: time.Second}, Handler: config.HandlerConfig{Type: config.HandlerNoop}}
+	}
+	workers, err := Workers([]config.QueueConfig{
+		queue("default", config.DefaultMaxRetryCount), queue("five", 5), queue("none", config.NoRetries), queue("zero", 0),
+	}, log)
+	require.NoError(t, err)
+	got := map[string]int{}
+	for _, w := range workers {
+		got[w.Queue] = w.MaxRetryCount
+	}
+	require.Equal(t, map[string]int{"default": 25, "five": 5, "none": orderly.NoRetries, "zero": 0}, got)
+}

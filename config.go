@@ -1,0 +1,199 @@
+package orderly
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// Defaults of Config.
+const (
+	DefaultConcurrency     = 5
+	DefaultScheduler       = SchedulerLag
+	DefaultLeaseTTL        = 3 * time.Second
+	DefaultShutdownTimeout = 25 * time.Second
+	DefaultHandoffTimeout  = 30 * time.Second
+	DefaultMorgueTTL       = 180 * 24 * time.Hour
+	DefaultIdlePoll        = 5 * time.Second
+	// MinLeaseTTL is the shortest LeaseTTL accepted: renewals go out every
+	// third of it and must reach Redis well within that.
+	MinLeaseTTL = 300 * time.Millisecond
+)
+
+// Scheduler names how a node hands its concurrency (Config.Concurrency) to
+// the shards that have work.
+type Scheduler string
+
+// Schedulers.
+const (
+	// SchedulerLag serves the shard whose oldest due job has waited
+	// longest (Lowkiq's default).
+	SchedulerLag Scheduler = "lag"
+	// SchedulerSeq serves the shards with work in turn (round robin).
+	SchedulerSeq Scheduler = "seq"
+)
+
+// Clock is a node's time source. Leases (renewals and the lease guard),
+// drain and stop deadlines, wake-up timers, retry times, morgue retention
+// and the cluster's health checks all read it. Implementations are safe for
+// concurrent use.
+//
+// The default is the system clock. A test may set a clock it moves by hand,
+// together with the same clock on the store (redisstore.Config.Now): time
+// written to Redis and time measured by the node then agree. Redis still
+// expires leases in real time, so a clock that runs slower than real time
+// makes a node lose its leases.
+type Clock interface {
+	// Now returns the current time.
+	Now() time.Time
+	// AfterFunc calls f in its own goroutine once d has passed on the
+	// clock. Calling stop cancels the call and reports whether it was
+	// still pending (as context.AfterFunc's stop does).
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
+
+// Config configures a Node. The zero value of each field means its default.
+type Config struct {
+	// Name identifies the node in leases, logs and the cluster [hostname].
+	Name string
+	// Workers are the queues this node serves. At least one.
+	Workers []Worker
+	// Concurrency is how many batches run at once on the node
+	// [DefaultConcurrency].
+	Concurrency int
+	// Scheduler hands the concurrency to shards with work
+	// [DefaultScheduler].
+	Scheduler Scheduler
+	// LeaseTTL is how long a shard lease lives without renewal
+	// [DefaultLeaseTTL], at least MinLeaseTTL; it is renewed every third of
+	// it. After a crash, another node takes the shard over once it expires.
+	LeaseTTL time.Duration
+	// ShutdownTimeout bounds a graceful Stop when its context has no
+	// earlier deadline [DefaultShutdownTimeout].
+	ShutdownTimeout time.Duration
+	// HandoffTimeout bounds the drain of a shard that moves to another
+	// node, and of the shards of a node going quiet [DefaultHandoffTimeout].
+	HandoffTimeout time.Duration
+	// MorgueTTL is how long morgue entries are kept [DefaultMorgueTTL].
+	MorgueTTL time.Duration
+	// IdlePoll is how often an idle shard checks for work it was not told
+	// about (enqueue notices are hints) [DefaultIdlePoll].
+	IdlePoll time.Duration
+	// Middleware wraps every worker's handler; the first is the outermost.
+	Middleware []Middleware
+	// Logger receives the node's logs, protoactor's and memberlist's
+	// included [slog.Default()].
+	Logger *slog.Logger
+	// Clock is the node's time source [the system clock].
+	Clock Clock
+	// Cluster, when set, makes the node a member of a cluster: it gossips
+	// with the others and serves its share of the shards. Nil serves every
+	// shard of the node's queues.
+	Cluster *ClusterConfig
+	// ActorAddr, when set (host:port; port 0 picks one), serves the node's
+	// enqueue actor through protoactor remote, so that other processes can
+	// send it messages (see EnqueueActorName).
+	ActorAddr string
+	// Observer, if set, receives every shard's batch and lease events
+	// (metrics.Metrics is one).
+	Observer Observer
+}
+
+// ClusterConfig configures a node's membership in a cluster: nodes gossip
+// (hashicorp/memberlist, from its LAN profile with failure detection tuned
+// to about 1 s) and share the shards of the queues they serve. The zero
+// value of each field means its default.
+type ClusterConfig struct {
+	// Bind is the gossip address (UDP and TCP), host:port
+	// [127.0.0.1:7946]; port 0 picks a free one.
+	Bind string
+	// Advertise is the address others reach this node at, when it differs
+	// from Bind (NAT, containers).
+	Advertise string
+	// Join are seed addresses (host:port) of other members. A seed that
+	// does not answer is retried; the first node of a cluster has none.
+	Join []string
+	// RejoinInterval is how often the node re-joins the seeds it does not
+	// see, which heals partitions [10 s].
+	RejoinInterval time.Duration
+	// ProbeInterval, ProbeTimeout and SuspicionMult tune failure detection
+	// [200 ms, 100 ms, 2: a crashed member is noticed in about 1 s].
+	ProbeInterval, ProbeTimeout time.Duration
+	SuspicionMult               int
+	// SecretKey (16, 24 or 32 bytes) encrypts gossip with AES; nil sends it
+	// in the clear. All members must share it.
+	SecretKey []byte
+	// Label is put on every gossip packet; members with another label are
+	// ignored, so that two clusters on one network never merge.
+	Label string
+	// HTTP is the address of the node's HTTP API, advertised to the others
+	// (shown by `orderly members`).
+	HTTP string
+	// Transport replaces memberlist's network transport, for example to
+	// inject faults in tests.
+	Transport memberlist.Transport
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	if c.Name == "" {
+		h, err := os.Hostname()
+		if err != nil || h == "" {
+			h = "orderly"
+		}
+		c.Name = h
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.Scheduler == "" {
+		c.Scheduler = DefaultScheduler
+	}
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = DefaultLeaseTTL
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.HandoffTimeout == 0 {
+		c.HandoffTimeout = DefaultHandoffTimeout
+	}
+	if c.MorgueTTL == 0 {
+		c.MorgueTTL = DefaultMorgueTTL
+	}
+	if c.IdlePoll == 0 {
+		c.IdlePoll = DefaultIdlePoll
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// validate checks a config with its defaults applied; errors name the
+// field.
+func (c *Config) validate() error {
+	switch {
+	case len(c.Workers) == 0:
+		return errors.New("orderly: at least one worker is required")
+	case c.Concurrency < 1:
+		return fmt.Errorf("orderly: Concurrency must be at least 1, got %d", c.Concurrency)
+	case c.Scheduler != SchedulerLag && c.Scheduler != SchedulerSeq:
+		return fmt.Errorf("orderly: Scheduler %q is not %q or %q", c.Scheduler, SchedulerLag, SchedulerSeq)
+	case c.LeaseTTL < MinLeaseTTL:
+		return fmt.Errorf("orderly: LeaseTTL must be at least %s, got %s", MinLeaseTTL, c.LeaseTTL)
+	case c.ShutdownTimeout < 0:
+		return fmt.Errorf("orderly: ShutdownTimeout must not be negative, got %s", c.ShutdownTimeout)
+	case c.HandoffTimeout < 0:
+		return fmt.Errorf("orderly: HandoffTimeout must not be negative, got %s", c.HandoffTimeout)
+	case c.MorgueTTL < 0:
+		return fmt.Errorf("orderly: MorgueTTL must not be negative, got %s", c.MorgueTTL)
+	case c.IdlePoll < 0:
+		return fmt.Errorf("orderly: IdlePoll must not be negative, got %s", c.IdlePoll)
+	}
+	return nil
+}

@@ -1,0 +1,41 @@
+package orderly
+
+import (
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/orderlyhq/orderly/actors/node"
+	"github.com/orderlyhq/orderly/persistence"
+)
+
+// CrashNodeActor arms n (before Start) so that the returned function makes
+// its node actor panic once, as a bug in it would.
+func CrashNodeActor(n *Node) (crash func()) {
+	var armed atomic.Bool
+	n.wrapNodeProps = func(p *actor.Props) *actor.Props {
+		return p.Configure(actor.WithReceiverMiddleware(func(next actor.ReceiverFunc) actor.ReceiverFunc {
+			return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+				if armed.CompareAndSwap(true, false) {
+					panic("a bug in the node actor")
+				}
+				next(c, env)
+			}
+		}))
+	}
+	return func() {
+		armed.Store(true)
+		n.mu.Lock()
+		sys, pid := n.sys, n.nodePID
+		n.mu.Unlock()
+		sys.Root.Send(pid, node.Notice{Ref: persistence.ShardRef{Queue: "none"}})
+	}
+}
+
+// DesyncNodeActor tells n's node actor to serve nothing behind the
+// facade's back, as a node actor that lost its assignment would.
+func DesyncNodeActor(n *Node) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.sys.Root.Send(n.nodePID, node.Assign{})
+}

@@ -1,0 +1,106 @@
+package orderly
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"strings"
+
+	"github.com/orderlyhq/orderly/actors/shard"
+	"github.com/orderlyhq/orderly/persistence"
+)
+
+// maxErrorBytes bounds an error message stored with a job.
+const maxErrorBytes = 4096
+
+// errTimeout is the cause of a handler context cancelled by Worker.Timeout.
+var errTimeout = errors.New("orderly: handler timeout")
+
+// processor adapts a worker's handler, wrapped in the server middleware, to
+// the shard actor: it runs one call and converts its outcome, once, into
+// the store's failures with their retry times (Worker.RetryIn).
+func (n *Node) processor(w Worker) shard.Processor {
+	h := w.Handler
+	for i := len(n.cfg.Middleware) - 1; i >= 0; i-- {
+		h = n.cfg.Middleware[i](h)
+	}
+	log := n.log.With("queue", w.Queue)
+	return func(ctx context.Context, b *persistence.Batch) ([]persistence.Failure, error) {
+		batch := &Batch{Queue: b.Queue, Shard: b.Shard, Delivery: delivery(b), Jobs: toJobs(b.Jobs)}
+		if w.Timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeoutCause(ctx, w.Timeout, errTimeout)
+			defer cancel()
+		}
+		err := call(ctx, h, batch, n)
+		if err != nil && errors.Is(context.Cause(ctx), errTimeout) {
+			err = fmt.Errorf("timed out after %s: %w", w.Timeout, err)
+		}
+		if err == nil {
+			return nil, nil
+		}
+		now := n.clock.Now()
+		fail := func(j persistence.Job, e error) persistence.Failure {
+			msg := "failed"
+			if e != nil && e.Error() != "" {
+				msg = e.Error()
+			}
+			if len(msg) > maxErrorBytes {
+				msg = msg[:maxErrorBytes]
+			}
+			return persistence.Failure{ID: j.ID, Error: msg, RetryAt: now.Add(w.RetryIn(j.RetryCount + 1))}
+		}
+		pf, partial := AsPartialFailure(err)
+		if !partial {
+			out := make([]persistence.Failure, len(b.Jobs))
+			for i, j := range b.Jobs {
+				out[i] = fail(j, err)
+			}
+			return out, err
+		}
+		var out []persistence.Failure
+		for _, j := range b.Jobs {
+			if e, ok := pf.Failed[j.ID]; ok {
+				out = append(out, fail(j, e))
+			}
+		}
+		if len(out) < len(pf.Failed) {
+			for id := range pf.Failed {
+				if !inBatch(b, id) {
+					log.Warn("handler failed an id that is not in the batch; ignored", "shard", b.Shard, "job_id", id)
+				}
+			}
+		}
+		return out, nil
+	}
+}
+
+// call runs the handler, turning a panic into a failure of the whole call.
+func call(ctx context.Context, h HandlerFunc, b *Batch, n *Node) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			n.log.Error("handler panicked; the batch fails", "queue", b.Queue, "shard", b.Shard, "delivery", b.Delivery,
+				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return h(ctx, b)
+}
+
+func inBatch(b *persistence.Batch, id string) bool {
+	for _, j := range b.Jobs {
+		if j.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// delivery names a delivery attempt of a batch:
+// "<queue>/<shard>/<epoch>/<seq>" (the token is "<epoch>/<owner>").
+func delivery(b *persistence.Batch) string {
+	epoch, _, _ := strings.Cut(b.Token, "/")
+	return b.ShardRef.String() + "/" + epoch + "/" + strconv.FormatInt(b.Seq, 10)
+}

@@ -1,0 +1,186 @@
+package apiv1
+
+// Error is every error answer: the message, and the field at fault
+// ("jobs[2].perform_at", "limit", "queue") when one is.
+type Error struct {
+	Error string `json:"error"`
+	Field string `json:"field,omitempty"`
+}
+
+// Enqueued is the answer of POST /api/v1/queues/{q}/jobs.
+type Enqueued struct {
+	Enqueued int `json:"enqueued"`
+}
+
+// Queue is a queue and its metrics, GET /api/v1/queues/{q} (and each queue
+// of GET /api/v1/queues).
+type Queue struct {
+	Name   string `json:"name"`
+	Shards int    `json:"shards"`
+	// Length counts queued ids (not those in flight, which Busy counts);
+	// Fresh those that never failed, Retries the others.
+	Length       int64 `json:"length"`
+	Fresh        int64 `json:"fresh"`
+	Retries      int64 `json:"retries"`
+	MorgueLength int64 `json:"morgue_length"`
+	// Lag is the seconds since the earliest perform_at among queued ids,
+	// 0 when none is due.
+	Lag  float64 `json:"lag"`
+	Busy int64   `json:"busy"`
+	// Processed and Failed count settled ids since the queue was created.
+	Processed int64 `json:"processed"`
+	Failed    int64 `json:"failed"`
+	// OldestDue is the earliest perform_at among queued ids; null when
+	// nothing is queued.
+	OldestDue *float64 `json:"oldest_due"`
+}
+
+// Queues is the answer of GET /api/v1/queues, by name.
+type Queues struct {
+	Queues []Queue `json:"queues"`
+}
+
+// StatsCounts are one queue's (or the total's) metrics in Lowkiq's stats
+// shape.
+type StatsCounts struct {
+	Length       int64   `json:"length"`
+	MorgueLength int64   `json:"morgue_length"`
+	Lag          float64 `json:"lag"`
+}
+
+// Stats is the answer of GET /api/v1/stats, Lowkiq's shape. ByWorker is
+// keyed by queue name; the total lag is the maximum, the other totals sums.
+type Stats struct {
+	Total    StatsCounts            `json:"total"`
+	ByWorker map[string]StatsCounts `json:"by_worker"`
+}
+
+// Job is a queued job, or an id's entry of an in-flight batch.
+type Job struct {
+	PerformAt  float64 `json:"perform_at"`
+	RetryCount int     `json:"retry_count"`
+	Error      string  `json:"error"`
+	// Payloads are the lowest-scored ones (ListOptions.Payloads);
+	// PayloadCount is the total.
+	Payloads     []Payload `json:"payloads"`
+	PayloadCount int       `json:"payload_count"`
+}
+
+// ListedJob is a job of a listing or of an in-flight batch.
+type ListedJob struct {
+	ID string `json:"id"`
+	Job
+}
+
+// JobPage is the answer of GET /api/v1/queues/{q}/jobs. Next is the cursor
+// of the following page, empty on the last.
+type JobPage struct {
+	Jobs []ListedJob `json:"jobs"`
+	Next string      `json:"next"`
+}
+
+// InFlightJob is an id's entry of its shard's in-flight batch, with the
+// owner that fetched it.
+type InFlightJob struct {
+	Job
+	Owner     string  `json:"owner"`
+	Epoch     int64   `json:"epoch"`
+	Seq       int64   `json:"seq"`
+	FetchedAt float64 `json:"fetched_at"`
+}
+
+// JobLookup is the answer of GET /api/v1/queues/{q}/jobs/{id}: the queued
+// entry and, when the id is in flight (InFlight), its in-flight entry;
+// either is null when absent.
+type JobLookup struct {
+	Queue      string       `json:"queue"`
+	Shard      int          `json:"shard"`
+	ID         string       `json:"id"`
+	InFlight   bool         `json:"in_flight"`
+	Queued     *Job         `json:"queued"`
+	Processing *InFlightJob `json:"processing"`
+}
+
+// Batch is the in-flight batch of a shard, with the owner that fetched it.
+type Batch struct {
+	Shard     int         `json:"shard"`
+	Owner     string      `json:"owner"`
+	Epoch     int64       `json:"epoch"`
+	Seq       int64       `json:"seq"`
+	FetchedAt float64     `json:"fetched_at"`
+	Jobs      []ListedJob `json:"jobs"`
+}
+
+// Processing is the answer of GET /api/v1/queues/{q}/processing, by shard.
+type Processing struct {
+	Batches []Batch `json:"batches"`
+}
+
+// MorgueEntry is an id in the morgue: its payloads whose retries ran out,
+// when it last went there and the last error.
+type MorgueEntry struct {
+	ID           string    `json:"id"`
+	UpdatedAt    float64   `json:"updated_at"`
+	Error        string    `json:"error"`
+	Payloads     []Payload `json:"payloads"`
+	PayloadCount int       `json:"payload_count"`
+}
+
+// MorguePage is the answer of GET /api/v1/queues/{q}/morgue. Next is the
+// cursor of the following page, empty on the last.
+type MorguePage struct {
+	Entries []MorgueEntry `json:"entries"`
+	Next    string        `json:"next"`
+}
+
+// Selection is the body of POST /api/v1/queues/{q}/morgue/requeue and
+// /morgue/delete: the ids to act on, or All for the whole morgue (exactly
+// one of the two).
+type Selection struct {
+	IDs []string `json:"ids,omitempty"`
+	All bool     `json:"all,omitempty"`
+}
+
+// Requeued is the answer of POST /api/v1/queues/{q}/morgue/requeue.
+type Requeued struct {
+	Requeued int `json:"requeued"`
+}
+
+// Deleted is the answer of the endpoints that delete: how many ids they
+// deleted.
+type Deleted struct {
+	Deleted int `json:"deleted"`
+}
+
+// Member is a node of the cluster, as the answering node sees it.
+type Member struct {
+	Name string `json:"name"`
+	// State is alive, suspect, draining or dead.
+	State   string   `json:"state"`
+	HTTP    string   `json:"http"`
+	Actor   string   `json:"actor"`
+	Queues  []string `json:"queues"`
+	Version string   `json:"version,omitempty"`
+}
+
+// Shard is one shard and the node holding its lease.
+type Shard struct {
+	Queue string `json:"queue"`
+	Shard int    `json:"shard"`
+	// Owner is the name of the node holding the lease, "" when none does.
+	Owner string `json:"owner"`
+	Epoch int64  `json:"epoch"`
+}
+
+// Cluster is the answer of GET /api/v1/cluster: the answering node's name,
+// the members and, for every shard of every queue, who holds its lease.
+type Cluster struct {
+	Self    string   `json:"self"`
+	Members []Member `json:"members"`
+	Shards  []Shard  `json:"shards"`
+}
+
+// Status is the answer of the probes, GET /healthz and /readyz.
+type Status struct {
+	Status string `json:"status"`
+}

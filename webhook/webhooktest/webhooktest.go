@@ -1,0 +1,239 @@
+// Package webhooktest provides a webhook receiver for tests and benchmarks,
+// in the shape of net/http/httptest: NewReceiver starts an HTTP endpoint on
+// 127.0.0.1 that decodes each delivery (webhook.Request), answers it as an
+// AnswerFunc decides (acknowledge, fail some ids, fail the whole delivery,
+// answer late) and records every call with when it started and ended.
+//
+//	rcv := webhooktest.NewReceiver(func(c *webhooktest.Call) webhooktest.Answer {
+//		return webhooktest.Answer{Failed: map[string]string{"order-2": "card declined"}}
+//	})
+//	defer rcv.Close()
+//	// configure a queue with handler {type: http, url: rcv.URL}, enqueue, then:
+//	for _, c := range rcv.Calls() { ... }
+//
+// The package does not import testing: the orderly bench command uses it
+// as well as the tests.
+package webhooktest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/orderlyhq/orderly/webhook"
+)
+
+// Path is the path of the receiver's endpoint, under its server's URL.
+const Path = "/perform"
+
+// Call is one delivery the receiver got.
+type Call struct {
+	// Header is the request's header; Delivery returns its
+	// Orderly-Delivery.
+	Header http.Header
+	// Request is the decoded body.
+	Request webhook.Request
+	// Answer is what the receiver answered, or was about to when the
+	// call was cut.
+	Answer Answer
+	// Start is when the request arrived; End when the answer was about to
+	// be written, or when the call was cut. End is zero while the call is
+	// being answered.
+	Start, End time.Time
+	// Cut reports that the request ended before its answer was written:
+	// the sender gave up (a timeout, a stop) or the connection broke. The
+	// call acknowledged nothing.
+	Cut bool
+}
+
+// Delivery returns the call's Orderly-Delivery header, which names the
+// delivery attempt as "<queue>/<shard>/<epoch>/<seq>".
+func (c *Call) Delivery() string { return c.Header.Get(webhook.DeliveryHeader) }
+
+// Acked reports whether the call acknowledged the job id: it was answered,
+// not cut, with a 2xx status, and its answer did not fail id.
+func (c *Call) Acked(id string) bool {
+	if c.End.IsZero() || c.Cut || !c.Answer.succeeds() {
+		return false
+	}
+	_, failed := c.Answer.Failed[id]
+	return !failed
+}
+
+// Answer is how the receiver answers one delivery.
+type Answer struct {
+	// Status is the answer's HTTP status; 0 means 200. A status outside
+	// 2xx fails the whole delivery.
+	Status int
+	// Failed fails these ids with these messages (a partial failure, sent
+	// as a webhook.Answer); the delivery's other ids are acknowledged.
+	Failed map[string]string
+	// Delay holds the answer back; Hold, when not nil, holds it until the
+	// channel is closed. Both end early when the sender gives up.
+	Delay time.Duration
+	Hold  <-chan struct{}
+}
+
+func (a Answer) succeeds() bool { return a.Status == 0 || a.Status >= 200 && a.Status <= 299 }
+
+// AnswerFunc decides the answer to a call whose Header, Request and Start
+// are set. It is called for every request, concurrently.
+type AnswerFunc func(c *Call) Answer
+
+// Receiver is a webhook endpoint that answers deliveries and records them.
+// Its methods are safe for concurrent use.
+type Receiver struct {
+	// URL is the endpoint to configure as a queue's handler url, of the
+	// form http://127.0.0.1:port/perform; set by Start.
+	URL string
+
+	srv    *httptest.Server
+	mu     sync.Mutex // guards answer, calls and active
+	answer AnswerFunc
+	calls  []Call
+	active int
+}
+
+// NewReceiver starts and returns a receiver that answers as answer decides
+// (nil acknowledges every delivery). The caller must Close it.
+func NewReceiver(answer AnswerFunc) *Receiver {
+	r := NewUnstartedReceiver(answer)
+	r.Start()
+	return r
+}
+
+// NewUnstartedReceiver returns a receiver that does not listen yet: call
+// Start, and Close when done.
+func NewUnstartedReceiver(answer AnswerFunc) *Receiver {
+	r := &Receiver{answer: answer}
+	r.srv = httptest.NewUnstartedServer(http.HandlerFunc(r.serve))
+	return r
+}
+
+// Start starts the receiver on a free port of 127.0.0.1 and sets URL.
+func (r *Receiver) Start() {
+	r.srv.Start()
+	r.URL = r.srv.URL + Path
+}
+
+// Close stops the receiver. It waits for the requests being answered;
+// those held by an Answer end when their sender gives up.
+func (r *Receiver) Close() { r.srv.Close() }
+
+// SetAnswer replaces the answer function for the requests to come.
+func (r *Receiver) SetAnswer(answer AnswerFunc) {
+	r.mu.Lock()
+	r.answer = answer
+	r.mu.Unlock()
+}
+
+// Calls returns the calls so far in the order they arrived, those being
+// answered included (with a zero End).
+func (r *Receiver) Calls() []Call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.calls)
+}
+
+// Active returns the number of requests being answered: received, and
+// whose answer is not written yet.
+func (r *Receiver) Active() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.active
+}
+
+// JobsOf returns the delivered jobs of id in the order their calls
+// arrived, those being answered included.
+func (r *Receiver) JobsOf(id string) []webhook.Job {
+	var out []webhook.Job
+	for _, c := range r.Calls() {
+		for _, j := range c.Request.Jobs {
+			if j.ID == id {
+				out = append(out, j)
+			}
+		}
+	}
+	return out
+}
+
+func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
+	if req.Method != http.MethodPost || req.URL.Path != Path {
+		http.Error(w, fmt.Sprintf("webhooktest: the endpoint is POST %s", Path), http.StatusNotFound)
+		return
+	}
+	c := Call{Header: req.Header.Clone(), Start: time.Now()}
+	if err := json.NewDecoder(req.Body).Decode(&c.Request); err != nil {
+		http.Error(w, "webhooktest: bad body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	r.mu.Lock()
+	i := len(r.calls)
+	r.calls = append(r.calls, c) // seen at once, End zero until answered
+	r.active++
+	answer := r.answer
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.active--
+		r.mu.Unlock()
+	}()
+
+	if answer != nil {
+		c.Answer = answer(&c)
+	}
+	wait(req, c.Answer)
+	c.End = time.Now()
+	c.Cut = req.Context().Err() != nil
+	// The call is complete before the answer is written, so that a sender
+	// that saw the answer finds it so in Calls.
+	r.mu.Lock()
+	r.calls[i] = c
+	r.mu.Unlock()
+	if c.Cut {
+		return
+	}
+	write(w, c.Answer)
+}
+
+// wait holds the answer as a says, until req ends.
+func wait(req *http.Request, a Answer) {
+	if a.Hold != nil {
+		select {
+		case <-a.Hold:
+		case <-req.Context().Done():
+		}
+	}
+	if a.Delay > 0 {
+		t := time.NewTimer(a.Delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-req.Context().Done():
+		}
+	}
+}
+
+// write writes the answer a.
+func write(w http.ResponseWriter, a Answer) {
+	status := a.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if !a.succeeds() {
+		http.Error(w, "webhooktest: failing the delivery on purpose", status)
+		return
+	}
+	if len(a.Failed) == 0 {
+		w.WriteHeader(status)
+		return
+	}
+	body, _ := json.Marshal(webhook.Answer{Failed: a.Failed}) // a map of strings always marshals
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}

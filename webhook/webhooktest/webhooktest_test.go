@@ -1,0 +1,142 @@
+package webhooktest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/orderlyhq/orderly"
+	"github.com/orderlyhq/orderly/webhook"
+	"github.com/orderlyhq/orderly/webhook/webhooktest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// handler returns a webhook handler posting to rcv, whose idle connections
+// are closed when the test ends.
+func handler(t *testing.T, rcv *webhooktest.Receiver, timeout time.Duration) orderly.HandlerFunc {
+	t.Helper()
+	client := &http.Client{}
+	t.Cleanup(client.CloseIdleConnections)
+	h, err := webhook.New(&webhook.Config{URL: rcv.URL, Timeout: timeout, Client: client})
+	require.NoError(t, err)
+	return h
+}
+
+func batch(delivery string, ids ...string) *orderly.Batch {
+	b := &orderly.Batch{Queue: "orders", Shard: 1, Delivery: delivery}
+	for i, id := range ids {
+		b.Jobs = append(b.Jobs, orderly.Job{ID: id, RetryCount: -1, PerformAt: time.Unix(1_700_000_000, 0),
+			Payloads: []orderly.Payload{{Data: []byte(fmt.Sprintf(`{"n": %d}`, i)), Score: float64(i)}, {Data: []byte{0xff}, Score: 9}}})
+	}
+	return b
+}
+
+func TestReceiverRecordsAndAnswers(t *testing.T) {
+	t.Parallel()
+	rcv := webhooktest.NewReceiver(func(c *webhooktest.Call) webhooktest.Answer {
+		switch c.Delivery() {
+		case "orders/1/1/2":
+			return webhooktest.Answer{Failed: map[string]string{"b": "card declined"}}
+		case "orders/1/1/3":
+			return webhooktest.Answer{Status: http.StatusServiceUnavailable}
+		}
+		return webhooktest.Answer{}
+	})
+	defer rcv.Close()
+	h := handler(t, rcv, 5*time.Second)
+	ctx := context.Background()
+
+	require.NoError(t, h(ctx, batch("orders/1/1/1", "a", "b")))
+	var pf *orderly.PartialFailure
+	require.ErrorAs(t, h(ctx, batch("orders/1/1/2", "a", "b")), &pf)
+	require.ErrorContains(t, h(ctx, batch("orders/1/1/3", "a")), "503")
+
+	calls := rcv.Calls()
+	require.Len(t, calls, 3)
+	c := calls[0]
+	require.Equal(t, "orders/1/1/1", c.Delivery())
+	require.Equal(t, webhook.Request{Queue: "orders", Shard: 1, Jobs: []webhook.Job{
+		{ID: "a", RetryCount: -1, PerformAt: 1_700_000_000, Payloads: []webhook.Payload{{Data: []byte(`{"n": 0}`), Score: 0}, {Data: []byte{0xff}, Score: 9}}},
+		{ID: "b", RetryCount: -1, PerformAt: 1_700_000_000, Payloads: []webhook.Payload{{Data: []byte(`{"n": 1}`), Score: 1}, {Data: []byte{0xff}, Score: 9}}},
+	}}, c.Request, "JSON payloads byte for byte, others through base64")
+	require.False(t, c.Start.IsZero() || c.End.Before(c.Start))
+	require.True(t, c.Acked("a") && c.Acked("b"))
+	require.True(t, calls[1].Acked("a"))
+	require.False(t, calls[1].Acked("b"), "failed by the answer")
+	require.False(t, calls[2].Acked("a"), "a 503 fails the delivery")
+	require.Len(t, rcv.JobsOf("a"), 3)
+	require.Zero(t, rcv.Active())
+
+	rcv.SetAnswer(func(*webhooktest.Call) webhooktest.Answer {
+		return webhooktest.Answer{Failed: map[string]string{"a": ""}}
+	})
+	require.ErrorAs(t, h(ctx, batch("orders/1/1/4", "a")), &pf)
+}
+
+// A held answer is seen at once (Active, Calls with a zero End), and a
+// sender that gives up cuts the call, which then acknowledged nothing.
+func TestReceiverHoldAndCut(t *testing.T) {
+	t.Parallel()
+	hold := make(chan struct{})
+	rcv := webhooktest.NewUnstartedReceiver(func(*webhooktest.Call) webhooktest.Answer {
+		return webhooktest.Answer{Hold: hold}
+	})
+	require.Empty(t, rcv.URL, "not started")
+	rcv.Start()
+	defer rcv.Close()
+	h := handler(t, rcv, 300*time.Millisecond)
+
+	done := make(chan error, 1)
+	go func() { done <- h(context.Background(), batch("orders/1/2/1", "k")) }()
+	require.Eventually(t, func() bool { return rcv.Active() == 1 }, 5*time.Second, time.Millisecond)
+	calls := rcv.Calls()
+	require.Len(t, calls, 1)
+	require.True(t, calls[0].End.IsZero(), "being answered")
+	require.False(t, calls[0].Acked("k"))
+	err := <-done
+	require.True(t, errors.Is(err, context.DeadlineExceeded), "%v", err)
+	require.Eventually(t, func() bool { return rcv.Active() == 0 }, 5*time.Second, time.Millisecond)
+	c := rcv.Calls()[0]
+	require.True(t, c.Cut)
+	require.False(t, c.End.IsZero())
+	require.False(t, c.Acked("k"))
+	close(hold)
+}
+
+// A Go receiver decodes a delivery into webhook.Request and answers a
+// webhook.Answer; webhooktest plays that receiver for tests.
+func Example() {
+	rcv := webhooktest.NewReceiver(func(c *webhooktest.Call) webhooktest.Answer {
+		for _, j := range c.Request.Jobs {
+			fmt.Printf("%s: %d payloads, first %s\n", j.ID, len(j.Payloads), j.Payloads[0].Data)
+		}
+		return webhooktest.Answer{Failed: map[string]string{"order-2": "card declined"}}
+	})
+	defer rcv.Close()
+	client := &http.Client{}
+	defer client.CloseIdleConnections()
+	handle, err := webhook.New(&webhook.Config{URL: rcv.URL, Client: client})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	err = handle(context.Background(), &orderly.Batch{Queue: "orders", Delivery: "orders/0/1/1", Jobs: []orderly.Job{
+		{ID: "order-1", RetryCount: -1, Payloads: []orderly.Payload{{Data: []byte(`{"sku":"A-1"}`), Score: 1}}},
+		{ID: "order-2", RetryCount: -1, Payloads: []orderly.Payload{{Data: []byte(`{"sku":"B-2"}`), Score: 2}}},
+	}})
+	fmt.Println("handler:", err)
+	c := rcv.Calls()[0]
+	fmt.Println("acked:", c.Acked("order-1"), c.Acked("order-2"))
+	// Output:
+	// order-1: 1 payloads, first {"sku":"A-1"}
+	// order-2: 1 payloads, first {"sku":"B-2"}
+	// handler: 1 of the batch's ids failed: "order-2": card declined
+	// acked: true false
+}
