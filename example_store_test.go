@@ -41,10 +41,13 @@ func Example_stats() {
 	if err != nil {
 		panic(err)
 	}
+	// Jobs without a perform_at are due when they reach Redis; these name
+	// theirs, so that the listing below reads the same on every run.
+	now := time.Now()
 	err = c.Enqueue(ctx, "orders",
-		client.Job{ID: "order-3", Payload: []byte("created")},
+		client.Job{ID: "order-3", Payload: []byte("created"), PerformAt: now.Add(-time.Minute)},
 		client.Job{ID: "order-1", Payload: []byte("created"), PerformIn: time.Hour},
-		client.Job{ID: "order-2", Payload: []byte("created"), Score: client.Score(1)},
+		client.Job{ID: "order-2", Payload: []byte("created"), Score: client.Score(1), PerformAt: now.Add(-2 * time.Minute)},
 		client.Job{ID: "order-2", Payload: []byte("paid"), Score: client.Score(2)})
 	if err != nil {
 		panic(err)

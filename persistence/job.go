@@ -21,6 +21,10 @@ const (
 	MaxShards = 4096
 	// MaxBatchSize is the largest number of ids one fetch may return.
 	MaxBatchSize = 1000
+	// DefaultMaxPayloadsPerCall is how many payloads of one id a fetch
+	// hands over at most when AdvanceRequest.MaxPayloads is 0 (SPEC 2.6):
+	// the lowest-scored ones; the rest stay queued, in order.
+	DefaultMaxPayloadsPerCall = 1000
 	// FreshRetryCount is the retry count of a job that never failed.
 	FreshRetryCount = -1
 )
@@ -51,7 +55,7 @@ func (r ShardRef) Compare(o ShardRef) int {
 }
 
 // ShardOwner tells who holds a shard's lease: Owner is empty when nobody
-// does; Epoch counts the shard's acquisitions.
+// does; Epoch is the epoch of the last acquisition (epochs only grow).
 type ShardOwner struct {
 	Shard int
 	Owner string
@@ -114,8 +118,10 @@ type MorgueEntry struct {
 }
 
 // Lease is a shard owner's right to change the shard's state. Token is the
-// fencing token every state-changing call presents; Epoch grows with every
-// acquisition of the shard.
+// fencing token every state-changing call presents: opaque, never issued
+// twice. Epoch is strictly greater than the epoch of every earlier
+// acquisition of the shard, also after the store lost recent writes (SPEC
+// 2.5); it is not a count.
 type Lease struct {
 	ShardRef
 	Owner string
@@ -164,6 +170,25 @@ type AdvanceRequest struct {
 	// MaxRetryCount is the queue's max_retry_count: a failed id whose retry
 	// count reaches it sends its lowest-scored payload to the morgue.
 	MaxRetryCount int
+	// MaxPayloads is the queue's max_payloads_per_call: the most payloads
+	// of one id the fetched batch holds (the lowest-scored; the rest stay
+	// queued in order). 0 means DefaultMaxPayloadsPerCall.
+	MaxPayloads int
+	// CallTimeout, when positive, is the longest one handler call of the
+	// fetched batch may run (its deadline is its start plus CallTimeout),
+	// and CallSize how many ids one call takes (0: the whole batch in one
+	// call). The store keeps a bound on the calls' deadlines with the
+	// in-flight record: if the record is restored (the owner crashed or
+	// released the shard), its ids are not fetched again before that bound.
+	// The caller must keep the deadline of its i-th call within i x
+	// CallTimeout of the time it sent this request. Zero keeps no deadline.
+	CallTimeout time.Duration
+	CallSize    int
+	// Interrupted are ids of the settled batch whose call was cancelled
+	// while it ran (a receiver may still be at work on them): they go back
+	// as Skipped ones do, and are not fetched again before their call's
+	// deadline bound.
+	Interrupted []string
 }
 
 // AdvanceResult is the outcome of an Advance.
@@ -177,7 +202,8 @@ type AdvanceResult struct {
 	// when the fetch met one; the zero time otherwise.
 	NextDue time.Time
 	// Dead is what the settlement moved to the morgue, one entry per id
-	// with the payload that died.
+	// with the payload that died. An Advance retried after a lost reply
+	// returns the same Dead again.
 	Dead []Job
 	// Processed and Failed count the settled ids.
 	Processed, Failed int
@@ -254,6 +280,9 @@ type InFlightJob struct {
 	Epoch     int64
 	Seq       int64
 	FetchedAt time.Time
+	// Deadline bounds the deadlines of the batch's handler calls (zero when
+	// the owner keeps none).
+	Deadline time.Time
 }
 
 // InFlightBatch is the in-flight record of one shard.
@@ -263,7 +292,10 @@ type InFlightBatch struct {
 	Epoch     int64
 	Seq       int64
 	FetchedAt time.Time
-	Jobs      []Job
+	// Deadline bounds the deadlines of the batch's handler calls (zero when
+	// the owner keeps none).
+	Deadline time.Time
+	Jobs     []Job
 }
 
 // QueueStats are the metrics of one queue (SPEC 3.10).

@@ -12,8 +12,9 @@ import (
 // Three kinds of callers use it:
 //   - producers (the client, the HTTP enqueue endpoint, the enqueue actor)
 //     call Enqueue;
-//   - the owner of a shard (a shard actor) calls AcquireShard, RenewShard,
-//     Advance, TrimMorgue and ReleaseShard, presenting its lease's token;
+//   - the owner of a shard (a shard actor) calls AcquireShard, RenewShard
+//     (or RenewShards), Advance, TrimMorgue and ReleaseShard, presenting
+//     its lease's token;
 //     a call with a stale token fails with ErrLeaseLost and changes nothing;
 //   - operators (the HTTP API, the dashboard, the CLI) call the rest.
 type Store interface {
@@ -37,6 +38,10 @@ type Store interface {
 	// RenewShard extends the lease to ttl from now, or fails with
 	// ErrLeaseLost.
 	RenewShard(ctx context.Context, lease Lease, ttl time.Duration) error
+	// RenewShards renews several leases together (one round trip, or one
+	// per server of a clustered store), each fenced on its own: the error
+	// at index i is RenewShard's for leases[i].
+	RenewShards(ctx context.Context, leases []Lease, ttl time.Duration) []error
 	// ReleaseShard gives the lease up, first restoring an unsettled
 	// in-flight record into the queue. Releasing a lease that was already
 	// lost returns ErrLeaseLost and changes nothing.

@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ func TestClusterView(t *testing.T) {
 		}
 	}
 	e := newEnv(t, func(c *web.Config) { c.Members = members })
-	_, _, err := e.store.AcquireShard(e.ctx, persistence.ShardRef{Queue: "q", Shard: 1}, "n1", time.Minute)
+	lease, _, err := e.store.AcquireShard(e.ctx, persistence.ShardRef{Queue: "q", Shard: 1}, "n1", time.Minute)
 	require.NoError(t, err)
 
 	a := e.do("GET", "/api/v1/cluster", "")
@@ -34,7 +35,7 @@ func TestClusterView(t *testing.T) {
 		],
 		"shards": [
 			{"queue":"q","shard":0,"owner":"","epoch":0},
-			{"queue":"q","shard":1,"owner":"n1","epoch":1},
+			{"queue":"q","shard":1,"owner":"n1","epoch":`+strconv.FormatInt(lease.Epoch, 10)+`},
 			{"queue":"q","shard":2,"owner":"","epoch":0}
 		]
 	}`, a.body)

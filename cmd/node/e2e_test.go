@@ -264,11 +264,11 @@ func TestGracefulSigterm(t *testing.T) {
 	rdb := srv.Client(t)
 	ctx := context.Background()
 	for sh := range 2 {
-		require.Zero(t, rdb.Exists(ctx, fmt.Sprintf("orderly:{orders:%d}:lease", sh)).Val(), "lease of shard %d released", sh)
+		require.Zero(t, rdb.Exists(ctx, fmt.Sprintf("orderly:{orders:%d}:2:lease", sh)).Val(), "lease of shard %d released", sh)
 	}
-	st, err := rdb.HGet(ctx, fmt.Sprintf("orderly:{orders:%d}:stats", 0), "processed").Result()
+	st, err := rdb.HGet(ctx, fmt.Sprintf("orderly:{orders:%d}:2:meta", 0), "processed").Result()
 	if err != nil {
-		st, _ = rdb.HGet(ctx, "orderly:{orders:1}:stats", "processed").Result()
+		st, _ = rdb.HGet(ctx, "orderly:{orders:1}:2:meta", "processed").Result()
 	}
 	require.Equal(t, "1", st)
 }

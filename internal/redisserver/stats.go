@@ -16,16 +16,22 @@ type Usage struct {
 	Commands int64
 	// CPUSeconds is used_cpu_user + used_cpu_sys.
 	CPUSeconds float64
+	// ScriptMicros is the time spent in script calls (EVAL, EVALSHA and
+	// their read-only forms), commands inside them included.
+	ScriptMicros int64
+	// MemoryBytes is used_memory (not a counter: Sub keeps the later one's).
+	MemoryBytes int64
 }
 
 // Sub returns u - o.
 func (u Usage) Sub(o Usage) Usage {
-	return Usage{Commands: u.Commands - o.Commands, CPUSeconds: u.CPUSeconds - o.CPUSeconds}
+	return Usage{Commands: u.Commands - o.Commands, CPUSeconds: u.CPUSeconds - o.CPUSeconds,
+		ScriptMicros: u.ScriptMicros - o.ScriptMicros, MemoryBytes: u.MemoryBytes}
 }
 
 // ReadUsage reads the server's command counts and CPU time.
 func ReadUsage(ctx context.Context, c redis.UniversalClient) (Usage, error) {
-	raw, err := c.Info(ctx, "commandstats", "cpu").Result()
+	raw, err := c.Info(ctx, "commandstats", "cpu", "memory").Result()
 	if err != nil {
 		return Usage{}, fmt.Errorf("redisserver: INFO: %w", err)
 	}
@@ -40,6 +46,17 @@ func ReadUsage(ctx context.Context, c redis.UniversalClient) (Usage, error) {
 			calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
 			n, _ := strconv.ParseInt(calls, 10, 64)
 			u.Commands += n
+			switch name {
+			case "cmdstat_eval", "cmdstat_evalsha", "cmdstat_eval_ro", "cmdstat_evalsha_ro":
+				for _, kv := range strings.Split(rest, ",") {
+					if v, ok := strings.CutPrefix(kv, "usec="); ok {
+						us, _ := strconv.ParseInt(v, 10, 64)
+						u.ScriptMicros += us
+					}
+				}
+			}
+		case name == "used_memory":
+			u.MemoryBytes, _ = strconv.ParseInt(rest, 10, 64)
 		case name == "used_cpu_user" || name == "used_cpu_sys":
 			f, _ := strconv.ParseFloat(rest, 64)
 			u.CPUSeconds += f

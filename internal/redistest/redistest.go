@@ -14,6 +14,7 @@
 package redistest
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"regexp"
@@ -38,11 +39,12 @@ const EnvRequire = "ORDERLY_REQUIRE_REDIS"
 const EnvBinary = redisserver.EnvBinary
 
 var (
-	sharedMu  sync.Mutex // guards shared, sharedMR and atExit
-	atExit    []func()
-	shared    *redisserver.Server
-	sharedMR  *miniredis.Miniredis
-	prefixSeq atomic.Int64
+	sharedMu      sync.Mutex // guards shared, sharedMR, sharedCluster and atExit
+	atExit        []func()
+	shared        *redisserver.Server
+	sharedMR      *miniredis.Miniredis
+	sharedCluster *redisserver.Cluster
+	prefixSeq     atomic.Int64
 )
 
 // Main runs the package's tests, stops the shared server and then checks
@@ -62,6 +64,10 @@ func Main(m *testing.M, opts ...goleak.Option) {
 	if sharedMR != nil {
 		sharedMR.Close()
 		sharedMR = nil
+	}
+	if sharedCluster != nil {
+		sharedCluster.Close()
+		sharedCluster = nil
 	}
 	sharedMu.Unlock()
 	if code == 0 {
@@ -180,6 +186,51 @@ func NewServer(t testing.TB, opts Options) *Server {
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func FreePort() (int, error) { return redisserver.FreePort() }
 
+// ClusterDB is a test's view of the package's shared Redis Cluster (three
+// masters started with redis-cli --cluster create).
+type ClusterDB struct {
+	// Addrs are the masters' host:port.
+	Addrs []string
+	// Prefix is a key prefix no other test uses.
+	Prefix string
+	// Client is a cluster client, closed when the test ends.
+	Client *redis.ClusterClient
+}
+
+// NewCluster returns the package's shared 3-master Redis Cluster, started
+// on first use, with a fresh key prefix for the calling test. Without a
+// redis-server or redis-cli binary it skips the test, unless
+// ORDERLY_REQUIRE_REDIS is set, which fails it.
+func NewCluster(t testing.TB) *ClusterDB {
+	t.Helper()
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if sharedCluster == nil {
+		missing := ""
+		switch {
+		case Binary() == "":
+			missing = "redis-server"
+		case redisserver.CLI() == "":
+			missing = "redis-cli"
+		}
+		if missing != "" {
+			if Required() {
+				t.Fatalf("redistest: no %s binary found and %s is set; a Redis Cluster needs it", missing, EnvRequire)
+			}
+			t.Skipf("redistest: %s not installed; this test needs a real Redis Cluster (set %s=1 to fail instead)", missing, EnvRequire)
+		}
+		c, err := redisserver.StartCluster(redisserver.ClusterOptions{Masters: 3})
+		if err != nil {
+			t.Fatalf("redistest: %v", err)
+		}
+		sharedCluster = c
+	}
+	db := &ClusterDB{Addrs: sharedCluster.Addrs(), Prefix: NewPrefix(t)}
+	db.Client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: db.Addrs})
+	t.Cleanup(func() { db.Client.Close() })
+	return db
+}
+
 // Client returns a new client of the server, closed when the test ends.
 func (s *Server) Client(t testing.TB) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
@@ -189,6 +240,25 @@ func (s *Server) Client(t testing.TB) *redis.Client {
 
 // Kill stops the server with SIGKILL: what was not written to the AOF is lost.
 func (s *Server) Kill(t testing.TB) { s.Server.Kill() }
+
+// Snapshot makes the server save its data now (SAVE); Rollback then brings
+// it back to that point, as a Redis that lost its last writes would come
+// back (a restart with appendfsync everysec, a promoted replica that lagged).
+// It needs a server without AOF.
+func (s *Server) Snapshot(t testing.TB) {
+	t.Helper()
+	c := s.Client(t)
+	if err := c.Save(context.Background()).Err(); err != nil {
+		t.Fatalf("redistest: SAVE: %v", err)
+	}
+}
+
+// Rollback kills the server and starts it again from its last Snapshot: the
+// writes since are lost.
+func (s *Server) Rollback(t testing.TB) {
+	t.Helper()
+	s.Restart(t)
+}
 
 // Stop stops the server gracefully (SIGTERM).
 func (s *Server) Stop(t testing.TB) { s.Server.Stop() }

@@ -2,8 +2,13 @@ package redisstore_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"net"
+	"slices"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,50 +21,99 @@ import (
 	"github.com/orderlyhq/orderly/persistence/redisstore"
 )
 
-// serverCommands returns the commands Redis ran so far (inside scripts too).
-func serverCommands(b *testing.B, c *redis.Client) int64 {
-	u, err := redisserver.ReadUsage(context.Background(), c)
-	require.NoError(b, err)
-	return u.Commands
+// The benchmarks run layout 1 (the previous release's scripts, through the
+// test-only v1Store) and layout 2 side by side, each on a redis-server of
+// its own, and report per job: jobs/s, round trips, commands Redis ran
+// (scripts' inner commands included), microseconds of Redis time spent in
+// scripts (lua-us/job) and Redis CPU (redis-cpu-us/job).
+//
+//	go test -run '^$' -bench . -benchtime 100000x ./persistence/redisstore
+//	go test -run '^$' -bench Memory -benchtime 1x ./persistence/redisstore -args -memjobs 1000000
+
+var memJobs = flag.Int("memjobs", 10_000, "queued jobs BenchmarkMemory fills each layout with (1000000 for the documented figures)")
+
+// roundTrips is a go-redis hook that counts round trips, for both layouts.
+type roundTrips struct{ n atomic.Int64 }
+
+func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) { return next(ctx, network, addr) }
 }
 
+func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		r.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		r.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// benchEnv is one layout on a fresh server.
+type benchEnv struct {
+	b     *testing.B
+	store persistence.Store
+	admin *redis.Client // INFO, uncounted
+	rt    *roundTrips
+}
+
+var layouts = []string{"1", "2"}
+
+func newBenchEnv(b *testing.B, layout string, shards int) *benchEnv {
+	srv := redistest.NewServer(b, redistest.Options{})
+	c := srv.Client(b)
+	rt := &roundTrips{}
+	c.AddHook(rt)
+	e := &benchEnv{b: b, admin: srv.Client(b), rt: rt}
+	ctx := context.Background()
+	if layout == "1" {
+		e.store = newV1Store(c, redisstore.DefaultPrefix, nil)
+	} else {
+		s, err := redisstore.New(c, nil)
+		require.NoError(b, err)
+		e.store = s
+	}
+	require.NoError(b, e.store.RegisterQueue(ctx, persistence.QueueSpec{Name: "bench", Shards: shards}))
+	return e
+}
+
+func (e *benchEnv) usage() redisserver.Usage {
+	u, err := redisserver.ReadUsage(context.Background(), e.admin)
+	require.NoError(e.b, err)
+	return u
+}
+
+// meter measures a stretch of work.
 type meter struct {
-	b      *testing.B
-	s      *redisstore.Store
-	c      *redis.Client
+	e      *benchEnv
 	start  time.Time
-	before redisstore.Counters
-	cmds   int64
+	rt     int64
+	before redisserver.Usage
 }
 
-func startMeter(b *testing.B, s *redisstore.Store, c *redis.Client) *meter {
-	m := &meter{b: b, s: s, c: c}
-	m.cmds = serverCommands(b, c)
-	m.before = s.Counters()
-	b.ResetTimer()
+func (e *benchEnv) startMeter() *meter {
+	m := &meter{e: e, before: e.usage(), rt: e.rt.n.Load()}
+	e.b.ResetTimer()
 	m.start = time.Now()
 	return m
 }
 
 func (m *meter) report(jobs int) {
 	elapsed := time.Since(m.start)
-	m.b.StopTimer()
-	d := m.s.Counters().Sub(m.before)
-	cmds := serverCommands(m.b, m.c) - m.cmds
-	m.b.ReportMetric(float64(jobs)/elapsed.Seconds(), "jobs/s")
-	m.b.ReportMetric(float64(d.RoundTrips)/float64(jobs), "roundtrips/job")
-	m.b.ReportMetric(float64(cmds)/float64(jobs), "rediscmds/job")
-	m.b.ReportMetric(0, "ns/op")
-}
-
-func benchStore(b *testing.B, shards int) (*redisstore.Store, *redis.Client) {
-	srv := redistest.NewServer(b, redistest.Options{})
-	c := srv.Client(b)
-	s, err := redisstore.New(c, nil)
-	require.NoError(b, err)
-	require.NoError(b, s.RegisterQueue(context.Background(), persistence.QueueSpec{Name: "bench", Shards: shards}))
-	require.NoError(b, s.LoadScripts(context.Background()))
-	return s, c
+	m.e.b.StopTimer()
+	u := m.e.usage().Sub(m.before)
+	rt := m.e.rt.n.Load() - m.rt
+	n := float64(jobs)
+	m.e.b.ReportMetric(n/elapsed.Seconds(), "jobs/s")
+	m.e.b.ReportMetric(float64(rt)/n, "roundtrips/job")
+	m.e.b.ReportMetric(float64(u.Commands)/n, "rediscmds/job")
+	m.e.b.ReportMetric(float64(u.ScriptMicros)/n, "lua-us/job")
+	m.e.b.ReportMetric(u.CPUSeconds*1e6/n, "redis-cpu-us/job")
+	m.e.b.ReportMetric(0, "ns/op")
 }
 
 func blankJobs(from, n int) []persistence.NewJob {
@@ -70,51 +124,212 @@ func blankJobs(from, n int) []persistence.NewJob {
 	return jobs
 }
 
-// BenchmarkEnqueue enqueues blank jobs in batches of 1000 into a queue of 5
-// shards: one pipeline (one round trip) per batch.
-func BenchmarkEnqueue(b *testing.B) {
-	s, c := benchStore(b, 5)
+// fill enqueues n blank jobs in calls of 1000.
+func (e *benchEnv) fill(n int) {
 	ctx := context.Background()
-	const batch = 1000
-	n := max(b.N, batch)
-	jobs := blankJobs(0, n)
-	b.ReportAllocs()
-	m := startMeter(b, s, c)
-	for start := 0; start < n; start += batch {
-		require.NoError(b, s.Enqueue(ctx, "bench", jobs[start:min(start+batch, n)]))
+	for start := 0; start < n; start += 1000 {
+		require.NoError(e.b, e.store.Enqueue(ctx, "bench", blankJobs(start, min(1000, n-start))))
 	}
-	m.report(n)
+}
+
+// BenchmarkEnqueue enqueues blank jobs in calls of 1000 into a queue of 5
+// shards: one pipeline (one round trip) per call.
+func BenchmarkEnqueue(b *testing.B) {
+	for _, l := range layouts {
+		b.Run("layout="+l, func(b *testing.B) {
+			e := newBenchEnv(b, l, 5)
+			n := max(b.N, 1000)
+			b.ReportAllocs()
+			m := e.startMeter()
+			e.fill(n)
+			m.report(n)
+		})
+	}
 }
 
 // BenchmarkProcess fetches and acknowledges a pre-filled shard at batch
-// sizes 1, 10 and 100: one Advance call (one round trip) per batch.
+// sizes 1, 10 and 100: one Advance (one round trip) per batch.
 func BenchmarkProcess(b *testing.B) {
-	for _, size := range []int{1, 10, 100} {
-		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
-			s, c := benchStore(b, 1)
+	for _, l := range layouts {
+		for _, size := range []int{1, 10, 100} {
+			b.Run(fmt.Sprintf("layout=%s/batch=%d", l, size), func(b *testing.B) {
+				e := newBenchEnv(b, l, 1)
+				ctx := context.Background()
+				n := max(b.N, size)
+				e.fill(n)
+				lease, _, err := e.store.AcquireShard(ctx, persistence.ShardRef{Queue: "bench"}, "bench", time.Minute)
+				require.NoError(b, err)
+				b.ReportAllocs()
+				m := e.startMeter()
+				var settle, seq int64
+				done := 0
+				for {
+					seq++
+					res, err := e.store.Advance(ctx, lease, persistence.AdvanceRequest{Settle: settle, Fetch: size, NextSeq: seq, MaxRetryCount: 25})
+					require.NoError(b, err)
+					done += res.Processed
+					if res.Batch == nil {
+						break
+					}
+					settle = res.Batch.Seq
+				}
+				m.report(done)
+				require.Equal(b, n, done)
+			})
+		}
+	}
+}
+
+// BenchmarkMemory fills each layout with -memjobs blank jobs (ids "job-N",
+// the empty payload, default score and perform_at) and reports Redis memory
+// (INFO used_memory) per queued job; then per extra payload of an id, with
+// ids of 10 small payloads (inline in layout 2) and one id of 10,000
+// (layout 2's overflow); then per delayed job (due in an hour).
+func BenchmarkMemory(b *testing.B) {
+	for _, l := range layouts {
+		b.Run("layout="+l, func(b *testing.B) {
 			ctx := context.Background()
-			n := max(b.N, size)
-			for start := 0; start < n; start += 10000 {
-				require.NoError(b, s.Enqueue(ctx, "bench", blankJobs(start, min(10000, n-start))))
+			measure := func(fill func(*benchEnv) int) float64 {
+				e := newBenchEnv(b, l, 1)
+				before := e.usage().MemoryBytes
+				n := fill(e)
+				return float64(e.usage().MemoryBytes-before) / float64(n)
 			}
-			lease, _, err := s.AcquireShard(ctx, persistence.ShardRef{Queue: "bench"}, "bench", time.Minute)
+			enqueue := func(e *benchEnv, jobs []persistence.NewJob) {
+				for start := 0; start < len(jobs); start += 1000 {
+					require.NoError(b, e.store.Enqueue(ctx, "bench", jobs[start:min(start+1000, len(jobs))]))
+				}
+			}
+			b.ResetTimer()
+			perJob := measure(func(e *benchEnv) int { e.fill(*memJobs); return *memJobs })
+			ids := max(*memJobs/10, 100)
+			one := measure(func(e *benchEnv) int { e.fill(ids); return ids })
+			ten := measure(func(e *benchEnv) int {
+				var jobs []persistence.NewJob
+				for i := range ids {
+					for k := range 10 {
+						sc := float64(k)
+						jobs = append(jobs, persistence.NewJob{ID: "job-" + strconv.Itoa(i), Payload: []byte("p-" + strconv.Itoa(k)), Score: &sc})
+					}
+				}
+				enqueue(e, jobs)
+				return ids
+			})
+			whale := measure(func(e *benchEnv) int {
+				var jobs []persistence.NewJob
+				for k := range 10_000 {
+					sc := float64(k)
+					jobs = append(jobs, persistence.NewJob{ID: "whale", Payload: []byte("p-" + strconv.Itoa(k)), Score: &sc})
+				}
+				enqueue(e, jobs)
+				return 10_000
+			})
+			delayed := measure(func(e *benchEnv) int {
+				jobs := blankJobs(0, *memJobs)
+				for i := range jobs {
+					jobs[i].PerformAt = time.Now().Add(time.Hour)
+				}
+				enqueue(e, jobs)
+				return *memJobs
+			})
+			b.StopTimer()
+			b.ReportMetric(perJob, "B/queued-job")
+			b.ReportMetric((ten-one)/9, "B/extra-payload")
+			b.ReportMetric(whale, "B/payload-of-10k-id")
+			b.ReportMetric(delayed, "B/delayed-job")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+var hotPayloads = flag.Int("hotpayloads", 20_000, "payloads of the one id BenchmarkHotID drains (500000 for the documented figures)")
+
+// BenchmarkHotID enqueues -hotpayloads payloads for one id and drains it
+// (fetch 10 ids per call, every call acknowledged), and reports the longest
+// script call of each phase as Redis's SLOWLOG timed it: no call may walk
+// the id's whole payload set.
+func BenchmarkHotID(b *testing.B) {
+	for _, l := range layouts {
+		b.Run("layout="+l, func(b *testing.B) {
+			e := newBenchEnv(b, l, 1)
+			ctx := context.Background()
+			require.NoError(b, e.admin.ConfigSet(ctx, "slowlog-log-slower-than", "0").Err())
+			require.NoError(b, e.admin.ConfigSet(ctx, "slowlog-max-len", "1000000").Err())
+			// longest returns the median and the longest script call since
+			// the last look (SLOWLOG times each call; on a busy machine the
+			// longest also holds the time the server waited for a core).
+			longest := func() (time.Duration, time.Duration) {
+				logs, err := e.admin.SlowLogGet(ctx, -1).Result()
+				require.NoError(b, err)
+				var ds []time.Duration
+				for _, s := range logs {
+					if len(s.Args) > 0 && strings.EqualFold(s.Args[0], "evalsha") {
+						ds = append(ds, s.Duration)
+					}
+				}
+				require.NoError(b, e.admin.SlowLogReset(ctx).Err())
+				if len(ds) == 0 {
+					return 0, 0
+				}
+				slices.Sort(ds)
+				return ds[len(ds)/2], ds[len(ds)-1]
+			}
+			longest()
+			b.ResetTimer()
+			jobs := make([]persistence.NewJob, 0, 1000)
+			for k := range *hotPayloads {
+				sc := float64(k)
+				jobs = append(jobs, persistence.NewJob{ID: "whale", Payload: []byte("p-" + strconv.Itoa(k)), Score: &sc})
+				if len(jobs) == 1000 || k == *hotPayloads-1 {
+					require.NoError(b, e.store.Enqueue(ctx, "bench", jobs))
+					jobs = jobs[:0]
+				}
+			}
+			enqMed, enqMax := longest()
+			lease, _, err := e.store.AcquireShard(ctx, persistence.ShardRef{Queue: "bench"}, "bench", time.Minute)
 			require.NoError(b, err)
-			b.ReportAllocs()
-			m := startMeter(b, s, c)
 			var settle, seq int64
-			done := 0
 			for {
 				seq++
-				res, err := s.Advance(ctx, lease, persistence.AdvanceRequest{Settle: settle, Fetch: size, NextSeq: seq, MaxRetryCount: 25})
+				res, err := e.store.Advance(ctx, lease, persistence.AdvanceRequest{Settle: settle, Fetch: 10, NextSeq: seq, MaxRetryCount: 25})
 				require.NoError(b, err)
-				done += res.Processed
 				if res.Batch == nil {
 					break
 				}
 				settle = res.Batch.Seq
 			}
-			m.report(done)
-			require.Equal(b, n, done)
+			advMed, advMax := longest()
+			b.StopTimer()
+			ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+			b.ReportMetric(ms(enqMed), "median-enqueue-ms")
+			b.ReportMetric(ms(enqMax), "max-enqueue-ms")
+			b.ReportMetric(ms(advMed), "median-advance-ms")
+			b.ReportMetric(ms(advMax), "max-advance-ms")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// BenchmarkList times the first page (100 jobs) of each listing order over
+// -memjobs queued jobs in 5 shards, layout 2: by perform_at and by retry
+// count read indexes; by id reads the records hash in bounded chunks.
+func BenchmarkList(b *testing.B) {
+	e := newBenchEnv(b, "2", 5)
+	e.fill(*memJobs)
+	ctx := context.Background()
+	for _, order := range []persistence.Order{persistence.OrderPerformAt, persistence.OrderRetryCount, persistence.OrderID} {
+		b.Run("order="+string(order), func(b *testing.B) {
+			before := e.usage()
+			start := time.Now()
+			for range b.N {
+				page, err := e.store.ListJobs(ctx, "bench", persistence.ListOptions{Order: order, Limit: 100})
+				require.NoError(b, err)
+				require.Len(b, page.Jobs, 100)
+			}
+			u := e.usage().Sub(before)
+			b.ReportMetric(float64(time.Since(start).Microseconds())/1000/float64(b.N), "ms/page")
+			b.ReportMetric(u.CPUSeconds*1000/float64(b.N), "redis-cpu-ms/page")
+			b.ReportMetric(0, "ns/op")
 		})
 	}
 }

@@ -4,53 +4,48 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/orderlyhq/orderly/persistence"
 )
 
-// The in-flight record of a shard is written by the scripts (lua/lib.lua) as
-// a sequence of length-prefixed fields "<len>:<bytes>":
-//
-//	"1", n, token, seq, fetched_at,
-//	n times: id, retry_count, perform_at, error, np, np/2 x (payload, score)
-//
-// The fetch script returns the same bytes to the caller, so one decoder
-// serves fetch results, the morgue report, lookups and listings.
+// The scripts (lua/lib.lua) write fields: a LEB128 length, then that many
+// bytes. Job and morgue records, in-flight batches and dead reports are
+// sequences of fields; docs/storage.md section 3 lays them out. The decoders
+// here never panic on corrupt input (FuzzDecode).
 
-var errCorrupt = errors.New("redisstore: corrupt batch record")
-
-// batchHeader is the header of an encoded batch.
-type batchHeader struct {
-	n         int
-	token     string
-	epoch     int64
-	owner     string
-	seq       int64
-	fetchedAt float64
-}
+var errCorrupt = errors.New("redisstore: corrupt record")
 
 type fieldReader struct {
 	s   string
 	pos int
 }
 
+func (r *fieldReader) done() bool { return r.pos >= len(r.s) }
+
 func (r *fieldReader) next() (string, error) {
-	colon := strings.IndexByte(r.s[r.pos:], ':')
-	if colon <= 0 || colon > 10 {
+	n, shift := 0, 0
+	for {
+		if r.pos >= len(r.s) || shift > 28 {
+			return "", errCorrupt
+		}
+		b := r.s[r.pos]
+		r.pos++
+		n |= int(b&0x7f) << shift
+		if b < 0x80 {
+			break
+		}
+		shift += 7
+	}
+	if n > len(r.s)-r.pos {
 		return "", errCorrupt
 	}
-	n, err := strconv.Atoi(r.s[r.pos : r.pos+colon])
-	if err != nil || n < 0 {
-		return "", errCorrupt
-	}
-	start := r.pos + colon + 1
-	if n > len(r.s)-start {
-		return "", errCorrupt
-	}
-	r.pos = start + n
-	return r.s[start:r.pos], nil
+	f := r.s[r.pos : r.pos+n]
+	r.pos += n
+	return f, nil
 }
 
 func (r *fieldReader) int() (int64, error) {
@@ -73,7 +68,7 @@ func (r *fieldReader) float() (float64, error) {
 	return parseScore(f)
 }
 
-// parseScore parses a score or time as Redis formats it.
+// parseScore parses a score or time as the scripts keep it.
 func parseScore(s string) (float64, error) {
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(v) {
@@ -82,13 +77,142 @@ func parseScore(s string) (float64, error) {
 	return v, nil
 }
 
+// optTime parses an optional time field ("" = none).
+func optTime(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	f, err := parseScore(s)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return persistence.FromUnixSeconds(f), nil
+}
+
+// Record flags (lua/lib.lua).
+const (
+	flagError    = 1
+	flagFifo     = 2
+	flagOverflow = 4
+	flagHold     = 8
+)
+
+// record is a decoded job or morgue record.
+type record struct {
+	at       float64
+	rc       int
+	err      string
+	hold     time.Time
+	overflow int // payloads in the overflow, not in payloads
+	payloads []persistence.Payload
+	// more are overflow payloads read besides the record, following
+	// payloads.
+	more []persistence.Payload
+}
+
+// count is the number of payloads the record holds, inline and overflow.
+func (r *record) count() int { return len(r.payloads) + r.overflow }
+
+// shown returns the payloads read: inline, then those read from the
+// overflow.
+func (r *record) shown() []persistence.Payload {
+	if len(r.more) == 0 {
+		return r.payloads
+	}
+	return append(slices.Clip(r.payloads), r.more...)
+}
+
+// decodeRecord decodes a job record (morgue: a morgue record, whose rc is
+// empty).
+func decodeRecord(s string, morgue bool) (record, error) {
+	var rec record
+	if s == "" {
+		return rec, errCorrupt
+	}
+	flags := s[0]
+	r := &fieldReader{s: s, pos: 1}
+	atS, err := r.next()
+	if err != nil {
+		return rec, err
+	}
+	if rec.at, err = parseScore(atS); err != nil {
+		return rec, err
+	}
+	rc, err := r.next()
+	if err != nil {
+		return rec, err
+	}
+	if !morgue {
+		v, err := strconv.Atoi(rc)
+		if err != nil {
+			return rec, errCorrupt
+		}
+		rec.rc = v
+	}
+	if flags&flagFifo != 0 {
+		if _, err := r.next(); err != nil {
+			return rec, err
+		}
+	}
+	if flags&flagError != 0 {
+		if rec.err, err = r.next(); err != nil {
+			return rec, err
+		}
+	}
+	if flags&flagHold != 0 {
+		h, err := r.next()
+		if err != nil {
+			return rec, err
+		}
+		if rec.hold, err = optTime(h); err != nil {
+			return rec, err
+		}
+	}
+	if flags&flagOverflow != 0 {
+		n, err := r.int()
+		if err != nil || n < 0 {
+			return rec, errCorrupt
+		}
+		rec.overflow = int(n)
+	}
+	for !r.done() {
+		sc, err := r.next()
+		if err != nil {
+			return rec, err
+		}
+		data, err := r.next()
+		if err != nil {
+			return rec, err
+		}
+		score := rec.at
+		if sc != "" {
+			if score, err = parseScore(sc); err != nil {
+				return rec, err
+			}
+		}
+		rec.payloads = append(rec.payloads, persistence.Payload{Data: []byte(data), Score: score})
+	}
+	return rec, nil
+}
+
+// batchHeader is the header of an encoded batch.
+type batchHeader struct {
+	n         int
+	token     string
+	epoch     int64
+	owner     string
+	seq       int64
+	fetchedAt float64
+	bound     time.Time
+}
+
 func (r *fieldReader) header() (batchHeader, error) {
 	var h batchHeader
 	ver, err := r.next()
 	if err != nil {
 		return h, err
 	}
-	if ver != "1" {
+	if ver != "2" {
 		return h, fmt.Errorf("%w: version %q", errCorrupt, ver)
 	}
 	n, err := r.int()
@@ -109,10 +233,22 @@ func (r *fieldReader) header() (batchHeader, error) {
 	if h.fetchedAt, err = r.float(); err != nil {
 		return h, err
 	}
+	bound, err := r.next()
+	if err != nil {
+		return h, err
+	}
+	if h.bound, err = optTime(bound); err != nil {
+		return h, err
+	}
+	if _, err := r.next(); err != nil { // the call timeout
+		return h, err
+	}
 	return h, nil
 }
 
-// decodeBatch decodes an encoded batch. It never panics on corrupt input.
+// decodeBatch decodes an encoded batch: the header, then per job its id and
+// a job record holding the payloads handed over. It never panics on corrupt
+// input.
 func decodeBatch(s string) (batchHeader, []persistence.Job, error) {
 	r := &fieldReader{s: s}
 	h, err := r.header()
@@ -121,86 +257,37 @@ func decodeBatch(s string) (batchHeader, []persistence.Job, error) {
 	}
 	jobs := make([]persistence.Job, 0, min(h.n, 1024))
 	for range h.n {
-		var j persistence.Job
-		if j.ID, err = r.next(); err != nil {
-			return h, nil, err
-		}
-		rc, err := r.int()
+		id, err := r.next()
 		if err != nil {
 			return h, nil, err
 		}
-		j.RetryCount = int(rc)
-		at, err := r.float()
+		raw, err := r.next()
 		if err != nil {
 			return h, nil, err
 		}
-		j.PerformAt = persistence.FromUnixSeconds(at)
-		if j.Error, err = r.next(); err != nil {
-			return h, nil, err
-		}
-		np, err := r.int()
+		rec, err := decodeRecord(raw, false)
 		if err != nil {
 			return h, nil, err
 		}
-		if np < 0 || np%2 != 0 || np > int64(len(s)) {
-			return h, nil, errCorrupt
+		if rec.overflow != 0 {
+			return h, nil, fmt.Errorf("%w: overflow in a batch", errCorrupt)
 		}
-		j.Payloads = make([]persistence.Payload, 0, np/2)
-		for range np / 2 {
-			data, err := r.next()
-			if err != nil {
-				return h, nil, err
-			}
-			score, err := r.float()
-			if err != nil {
-				return h, nil, err
-			}
-			j.Payloads = append(j.Payloads, persistence.Payload{Data: []byte(data), Score: score})
-		}
-		j.PayloadCount = len(j.Payloads)
-		jobs = append(jobs, j)
+		jobs = append(jobs, persistence.Job{
+			ID: id, Payloads: rec.payloads, PayloadCount: len(rec.payloads),
+			PerformAt: persistence.FromUnixSeconds(rec.at), RetryCount: rec.rc, Error: rec.err,
+		})
 	}
-	if r.pos != len(s) {
+	if !r.done() {
 		return h, nil, fmt.Errorf("%w: %d trailing bytes", errCorrupt, len(s)-r.pos)
 	}
 	return h, jobs, nil
 }
 
-// encodeBatch is the Go twin of the scripts' encoder, used by tests.
-func encodeBatch(h batchHeader, jobs []persistence.Job) string {
-	var b strings.Builder
-	put := func(s string) {
-		b.WriteString(strconv.Itoa(len(s)))
-		b.WriteByte(':')
-		b.WriteString(s)
-	}
-	put("1")
-	put(strconv.Itoa(len(jobs)))
-	put(h.token)
-	put(strconv.FormatInt(h.seq, 10))
-	put(formatFloat(h.fetchedAt))
-	for _, j := range jobs {
-		put(j.ID)
-		put(strconv.Itoa(j.RetryCount))
-		put(formatFloat(persistence.UnixSeconds(j.PerformAt)))
-		put(j.Error)
-		put(strconv.Itoa(2 * len(j.Payloads)))
-		for _, p := range j.Payloads {
-			put(string(p.Data))
-			put(formatFloat(p.Score))
-		}
-	}
-	return b.String()
-}
-
-// countOfHeader reads n from the first bytes of an encoded batch (enough to
-// hold "1:1" and the count); 0 when there is no record.
+// countOfHeader reads n from the first bytes of an encoded batch; 0 when
+// there is no record.
 func countOfHeader(prefix string) int64 {
-	if prefix == "" {
-		return 0
-	}
 	r := &fieldReader{s: prefix}
-	if v, err := r.next(); err != nil || v != "1" {
+	if v, err := r.next(); err != nil || v != "2" {
 		return 0
 	}
 	n, err := r.int()
@@ -210,9 +297,10 @@ func countOfHeader(prefix string) int64 {
 	return n
 }
 
-// splitToken splits a lease token "<epoch>/<owner>".
+// splitToken splits a lease token "<epoch>/<owner>/<nonce>" (layout 1's
+// tokens have no nonce).
 func splitToken(token string) (epoch int64, owner string, ok bool) {
-	e, o, found := strings.Cut(token, "/")
+	e, rest, found := strings.Cut(token, "/")
 	if !found {
 		return 0, "", false
 	}
@@ -220,7 +308,10 @@ func splitToken(token string) (epoch int64, owner string, ok bool) {
 	if err != nil {
 		return 0, "", false
 	}
-	return v, o, true
+	if i := strings.LastIndexByte(rest, '/'); i >= 0 {
+		rest = rest[:i]
+	}
+	return v, rest, true
 }
 
 // formatFloat formats a score or time so that Redis and Lua read back the

@@ -26,6 +26,39 @@ func TestConformanceRedis(t *testing.T) {
 			return s
 		},
 		Elapse: func(t *testing.T, d time.Duration) { time.Sleep(d) },
+		Light:  redistest.New(t).Embedded,
+		Lossy: func(t *testing.T, now func() time.Time) (persistence.Store, func(), func()) {
+			srv := redistest.NewServer(t, redistest.Options{})
+			s, err := redisstore.New(srv.Client(t), &redisstore.Config{Now: now})
+			require.NoError(t, err)
+			return s, func() { srv.Snapshot(t) }, func() { srv.Rollback(t) }
+		},
+		Upgrade: func(t *testing.T, now func() time.Time) (persistence.Store, persistence.Store) {
+			db := redistest.New(t)
+			s, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix, Now: now})
+			require.NoError(t, err)
+			return newV1Store(db.Client, db.Prefix, now), s
+		},
+	})
+}
+
+// TestConformanceCluster runs the suite on a real 3-master Redis Cluster:
+// every script must touch one slot and declare its keys.
+func TestConformanceCluster(t *testing.T) {
+	storetest.Run(t, storetest.Harness{
+		New: func(t *testing.T, now func() time.Time) persistence.Store {
+			db := redistest.NewCluster(t)
+			s, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix, Now: now})
+			require.NoError(t, err)
+			return s
+		},
+		Elapse: func(t *testing.T, d time.Duration) { time.Sleep(d) },
+		Upgrade: func(t *testing.T, now func() time.Time) (persistence.Store, persistence.Store) {
+			db := redistest.NewCluster(t)
+			s, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix, Now: now})
+			require.NoError(t, err)
+			return newV1Store(db.Client, db.Prefix, now), s
+		},
 	})
 }
 
@@ -48,6 +81,15 @@ func TestConformanceEmbedded(t *testing.T) {
 			mu.Lock()
 			mr.FastForward(d)
 			mu.Unlock()
+		},
+		Light: true,
+		Upgrade: func(t *testing.T, now func() time.Time) (persistence.Store, persistence.Store) {
+			c := redis.NewClient(&redis.Options{Addr: mr.Addr(), Protocol: 2})
+			t.Cleanup(func() { c.Close() })
+			prefix := redistest.NewPrefix(t)
+			s, err := redisstore.New(c, &redisstore.Config{Prefix: prefix, Now: now})
+			require.NoError(t, err)
+			return newV1Store(c, prefix, now), s
 		},
 	})
 }

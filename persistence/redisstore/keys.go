@@ -6,16 +6,19 @@ import (
 )
 
 // keyspace builds every Redis key and channel name of the store. Nothing else
-// in the package spells a key.
+// in the package spells a key. docs/storage.md describes what each key holds.
 //
-// Layout, for prefix P, queue q and shard s (tag T = "{q:s}"):
+// For prefix P, queue q and shard s (tag T = "{q:s}"):
 //
-//	P:queues                HASH   queue name -> shard count
-//	P:notify:q              channel: enqueue notices (message: shard number)
-//	P:T:lease  P:T:epoch  P:T:due  P:T:ids  P:T:retries  P:T:errors
-//	P:T:inflight  P:T:stats  P:T:morgue  P:T:morgue_ids  P:T:morgue_errors
-//	P:T:p:<id>              ZSET   queued payloads of one id
-//	P:T:m:<id>              ZSET   morgue payloads of one id
+//	P:queues     HASH   queue name -> shard count
+//	P:layout     STRING the layout version ("2")
+//	P:notify:q   channel: enqueue notices (message: shard number)
+//	P:T:lease  P:T:epoch                                  (shared with layout 1)
+//	P:T:2:lease  P:T:2:jobs  P:T:2:fifo  P:T:2:later  P:T:2:retries
+//	P:T:2:ovo  P:T:2:ovs  P:T:2:inflight  P:T:2:meta  P:T:2:morgue  P:T:2:mat
+//	P:T:2:outcome
+//	P:T:due ... P:T:morgue_errors, P:T:p:<id>, P:T:m:<id>  (layout 1, read
+//	while a store written by layout 1 is upgraded)
 //
 // The hash tag makes all keys of a shard one Redis Cluster slot, so that each
 // script touches a single slot. Queue names cannot contain '{', '}' or ':'
@@ -26,7 +29,7 @@ type keyspace struct {
 }
 
 // shardKeys are the fixed keys of one shard, in the order the scripts expect
-// them as KEYS (lua/lib.lua), plus the prefix of its per-id keys.
+// them as KEYS (lua/lib.lua), plus the prefix of layout 1's per-id keys.
 type shardKeys struct {
 	keys   []string
 	idBase string
@@ -34,35 +37,61 @@ type shardKeys struct {
 
 // Indexes into shardKeys.keys.
 const (
-	kLease = iota
+	kV1Lease = iota
 	kEpoch
-	kDue
-	kIDs
+	kLease
+	kJobs
+	kFifo
+	kLater
 	kRetries
-	kErrors
+	kOvo
+	kOvs
 	kInflight
-	kStats
+	kMeta
 	kMorgue
-	kMorgueIDs
-	kMorgueErrors
+	kMat
+	kOutcome
+	kV1Due
+	kV1IDs
+	kV1Retries
+	kV1Errors
+	kV1Inflight
+	kV1Stats
+	kV1Morgue
+	kV1MorgueIDs
+	kV1MorgueErrors
 	numShardKeys
 )
 
 var shardKeyNames = [numShardKeys]string{
-	kLease:        "lease",
-	kEpoch:        "epoch",
-	kDue:          "due",
-	kIDs:          "ids",
-	kRetries:      "retries",
-	kErrors:       "errors",
-	kInflight:     "inflight",
-	kStats:        "stats",
-	kMorgue:       "morgue",
-	kMorgueIDs:    "morgue_ids",
-	kMorgueErrors: "morgue_errors",
+	kV1Lease:        "lease",
+	kEpoch:          "epoch",
+	kLease:          "2:lease",
+	kJobs:           "2:jobs",
+	kFifo:           "2:fifo",
+	kLater:          "2:later",
+	kRetries:        "2:retries",
+	kOvo:            "2:ovo",
+	kOvs:            "2:ovs",
+	kInflight:       "2:inflight",
+	kMeta:           "2:meta",
+	kMorgue:         "2:morgue",
+	kMat:            "2:mat",
+	kOutcome:        "2:outcome",
+	kV1Due:          "due",
+	kV1IDs:          "ids",
+	kV1Retries:      "retries",
+	kV1Errors:       "errors",
+	kV1Inflight:     "inflight",
+	kV1Stats:        "stats",
+	kV1Morgue:       "morgue",
+	kV1MorgueIDs:    "morgue_ids",
+	kV1MorgueErrors: "morgue_errors",
 }
 
 func (k keyspace) queues() string { return k.prefix + ":queues" }
+
+func (k keyspace) layout() string { return k.prefix + ":layout" }
 
 func (k keyspace) channel(queue string) string { return k.prefix + ":notify:" + queue }
 
@@ -80,4 +109,15 @@ func (k keyspace) shard(queue string, shard int) shardKeys {
 	return shardKeys{keys: keys, idBase: base}
 }
 
-func (s shardKeys) payloads(id string) string { return s.idBase + "p:" + id }
+// v1Payloads is layout 1's key of an id's queued payloads.
+func (s shardKeys) v1Payloads(id string) string { return s.idBase + "p:" + id }
+
+// v1Morgue is layout 1's key of an id's morgue payloads.
+func (s shardKeys) v1Morgue(id string) string { return s.idBase + "m:" + id }
+
+// with returns the shard's keys followed by extra keys.
+func (s shardKeys) with(extra ...string) []string {
+	out := make([]string, 0, len(s.keys)+len(extra))
+	out = append(out, s.keys...)
+	return append(out, extra...)
+}

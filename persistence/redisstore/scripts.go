@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -13,8 +14,7 @@ import (
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
-// script is one Lua script, called by SHA and loaded again when the server
-// answers NOSCRIPT (after a restart or SCRIPT FLUSH).
+// script is one Lua script, called by SHA.
 type script struct {
 	name string
 	src  string
@@ -35,97 +35,125 @@ func newScript(name string) *script {
 	return &script{name: name, src: src, sha: hex.EncodeToString(sum[:])}
 }
 
-// The store's scripts. Each file's header states its KEYS, ARGV and return.
+// The store's scripts. Each file's header states its KEYS, ARGV and reply.
 var (
 	scriptAcquire = newScript("acquire")
 	scriptRenew   = newScript("renew")
 	scriptRelease = newScript("release")
 	scriptAdvance = newScript("advance")
 	scriptEnqueue = newScript("enqueue")
-	scriptMorgue  = newScript("morgue")
 	scriptAction  = newScript("action")
+	scriptMorgue  = newScript("morgue")
+	scriptGet     = newScript("get")
+	scriptStats   = newScript("stats")
 	scriptList    = newScript("list")
+	scriptScan    = newScript("scan")
+	scriptMigrate = newScript("migrate")
+	scriptDowngr  = newScript("downgrade")
 
 	allScripts = []*script{
-		scriptAcquire, scriptRenew, scriptRelease, scriptAdvance,
-		scriptEnqueue, scriptMorgue, scriptAction, scriptList,
+		scriptAcquire, scriptRenew, scriptRelease, scriptAdvance, scriptEnqueue, scriptAction,
+		scriptMorgue, scriptGet, scriptStats, scriptList, scriptScan, scriptMigrate, scriptDowngr,
 	}
 )
 
-// run calls the script by SHA, loading it on NOSCRIPT.
-func (s *script) run(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
-	cmd := c.EvalSha(ctx, s.sha, keys, args...)
-	if isNoScript(cmd.Err()) {
-		if err := c.ScriptLoad(ctx, s.src).Err(); err != nil {
-			return cmd
-		}
-		cmd = c.EvalSha(ctx, s.sha, keys, args...)
-	}
-	return cmd
-}
-
-// call is one call of a script in a pipeline: its keys and arguments.
+// call is one script call of a pipeline.
 type call struct {
+	s    *script
 	keys []string
 	args []any
 }
 
-// runPipelined sends calls of the script in one pipeline (one round trip)
-// and returns their commands in order, and the first error among them.
+// run sends one script call.
+func run(ctx context.Context, c redis.UniversalClient, s *script, keys []string, args ...any) *redis.Cmd {
+	return runAll(ctx, c, []call{{s: s, keys: keys, args: args}})[0]
+}
+
+// runAll sends the calls in one pipeline (a lone call as a single command)
+// and returns their replies in order; each reply carries its own error.
 //
-// The one NOSCRIPT rule of the store: a call answered NOSCRIPT did not run
-// (the server lost its script cache: a restart, SCRIPT FLUSH, a failover,
-// or in Redis Cluster a node that never loaded it). The script is loaded
-// and those calls only are sent again, once, in a second pipeline; the
-// calls that ran keep their replies. So a pipelined script runs at most
-// once per call, as a single call through run does, and need not be
-// idempotent.
-func (s *script) runPipelined(ctx context.Context, rdb redis.UniversalClient, calls []call) ([]*redis.Cmd, error) {
-	cmds := s.pipeline(ctx, rdb, calls)
+// The one retry rule: a call answered NOSCRIPT did not run (the server
+// restarted, failed over or flushed its scripts), so its script is loaded
+// (on every master of a Cluster) and the calls that got NOSCRIPT are sent
+// once more. Nothing else is retried here: a script either ran or not, and
+// only the caller knows whether running it again is safe.
+func runAll(ctx context.Context, c redis.UniversalClient, calls []call) []*redis.Cmd {
+	cmds := send(ctx, c, calls)
 	var again []int
-	for i, c := range cmds {
-		if isNoScript(c.Err()) {
+	loaded := map[*script]error{}
+	for i, cmd := range cmds {
+		if !isNoScript(cmd.Err()) {
+			continue
+		}
+		s := calls[i].s
+		if _, ok := loaded[s]; !ok {
+			loaded[s] = c.ScriptLoad(ctx, s.src).Err()
+		}
+		if loaded[s] == nil {
 			again = append(again, i)
 		}
 	}
-	if len(again) > 0 {
-		if err := rdb.ScriptLoad(ctx, s.src).Err(); err != nil {
-			return cmds, fmt.Errorf("load script %s: %w", s.name, err)
-		}
-		retry := make([]call, len(again))
-		for k, i := range again {
-			retry[k] = calls[i]
-		}
-		for k, c := range s.pipeline(ctx, rdb, retry) {
-			cmds[again[k]] = c
-		}
+	if len(again) == 0 {
+		return cmds
 	}
-	for _, c := range cmds {
-		if err := c.Err(); err != nil {
-			return cmds, err
-		}
+	retry := make([]call, len(again))
+	for j, i := range again {
+		retry[j] = calls[i]
 	}
-	return cmds, nil
+	for j, cmd := range send(ctx, c, retry) {
+		cmds[again[j]] = cmd
+	}
+	return cmds
 }
 
-// pipeline sends the calls by SHA in one pipeline; each command holds its
-// reply or its error.
-func (s *script) pipeline(ctx context.Context, rdb redis.UniversalClient, calls []call) []*redis.Cmd {
-	pipe := rdb.Pipeline()
-	cmds := make([]*redis.Cmd, len(calls))
-	for i, c := range calls {
-		cmds[i] = pipe.EvalSha(ctx, s.sha, c.keys, c.args...)
+func send(ctx context.Context, c redis.UniversalClient, calls []call) []*redis.Cmd {
+	if len(calls) == 1 {
+		return []*redis.Cmd{c.EvalSha(ctx, calls[0].s.sha, calls[0].keys, calls[0].args...)}
 	}
-	_, _ = pipe.Exec(ctx) // the errors are the commands'
+	pipe := c.Pipeline()
+	cmds := make([]*redis.Cmd, len(calls))
+	for i, cl := range calls {
+		cmds[i] = pipe.EvalSha(ctx, cl.s.sha, cl.keys, cl.args...)
+	}
+	_, _ = pipe.Exec(ctx) // each command carries its own error
 	return cmds
+}
+
+// firstErr returns the first error of the replies that is not redis.Nil.
+func firstErr(cmds []*redis.Cmd) error {
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+	}
+	return nil
 }
 
 func isNoScript(err error) bool {
 	return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT")
 }
 
-// loadScripts loads every script into the server.
-func loadScripts(ctx context.Context, c redis.Scripter) error {
+func isLeaseLost(err error) bool {
+	return err != nil && redis.HasErrorPrefix(err, "LEASE_LOST")
+}
+
+// loadScripts loads every script into the server: in one pipeline on a
+// single server, on every master of a Cluster.
+func loadScripts(ctx context.Context, c redis.UniversalClient) error {
+	if _, ok := c.(*redis.ClusterClient); !ok {
+		pipe := c.Pipeline()
+		cmds := make([]*redis.StringCmd, len(allScripts))
+		for i, s := range allScripts {
+			cmds[i] = pipe.ScriptLoad(ctx, s.src)
+		}
+		_, _ = pipe.Exec(ctx)
+		for i, cmd := range cmds {
+			if err := cmd.Err(); err != nil {
+				return fmt.Errorf("redisstore: load script %s: %w", allScripts[i].name, err)
+			}
+		}
+		return nil
+	}
 	for _, s := range allScripts {
 		if err := c.ScriptLoad(ctx, s.src).Err(); err != nil {
 			return fmt.Errorf("redisstore: load script %s: %w", s.name, err)

@@ -1,13 +1,18 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -21,12 +26,18 @@ const (
 	DefaultPrefix = "orderly"
 	// DefaultEnqueueChunk is how many jobs one enqueue script call carries at
 	// most; larger batches are split into several calls sent in one pipeline,
-	// so that no single call blocks the server for long.
-	DefaultEnqueueChunk = 1000
+	// so that no single call blocks the server for long (500 payloads of one
+	// id with hundreds of thousands queued take a few milliseconds).
+	DefaultEnqueueChunk = 500
 	// actionChunk is how many ids one call of a bulk action handles.
 	actionChunk = 500
 	// idChunk is how many named ids one morgue call carries.
 	idChunk = 500
+	// movePayloads is how many payloads of one id a queue action, a morgue
+	// move or a migration call moves or deletes at most.
+	movePayloads = persistence.DefaultMaxPayloadsPerCall
+	// drainChunk is how many layout 1 ids one migration call moves.
+	drainChunk = 200
 )
 
 // Config configures a Store. The zero value of each field means its default.
@@ -34,8 +45,12 @@ type Config struct {
 	// Prefix is put before every key [DefaultPrefix]. It must not contain
 	// '{' or '}'.
 	Prefix string
-	// Now reads the clock used for scores, perform_at and morgue times
-	// [time.Now]. Tests inject a controlled clock.
+	// Now is a test seam. When it is nil (production), the scripts read the
+	// time from Redis (TIME) for every due check, default score, default
+	// perform_at and morgue time, so that the nodes' clocks do not matter.
+	// When it is set, its value is sent to the scripts as "now" instead, so
+	// that a test drives the store's time. Lease TTLs and epochs always
+	// follow Redis's own clock.
 	Now func() time.Time
 	// Logger receives the store's logs [slog.Default()].
 	Logger *slog.Logger
@@ -58,9 +73,6 @@ func (c *Config) withDefaults() (Config, error) {
 	if strings.ContainsAny(out.Prefix, "{}") {
 		return out, fmt.Errorf("redisstore: prefix %q must not contain '{' or '}'", out.Prefix)
 	}
-	if out.Now == nil {
-		out.Now = time.Now
-	}
 	if out.Logger == nil {
 		out.Logger = slog.Default()
 	}
@@ -82,12 +94,44 @@ type Store struct {
 
 	mu     sync.RWMutex   // guards shards
 	shards map[string]int // queue name -> shard count, as registered
+
+	layout layoutState
+
+	scriptsLoaded atomic.Bool // LoadScripts succeeded once
+
+	v1mu      sync.Mutex                         // guards v1checked
+	v1checked map[persistence.ShardRef]time.Time // last look for layout 1 data, once upgraded
+}
+
+// v1Recheck is how often an Advance looks for layout 1 data in a shard of
+// an upgraded store: a layout 1 node that still runs may enqueue into its
+// old keys, and what it writes is drained from there.
+const v1Recheck = 10 * time.Second
+
+// checkV1 tells advance.lua whether to look for layout 1 data: always while
+// the store is being upgraded, now and then once it is.
+func (s *Store) checkV1(ctx context.Context, ref persistence.ShardRef) string {
+	mode, err := s.mode(ctx)
+	if err != nil || mode == modeUpgrading {
+		return "1"
+	}
+	s.v1mu.Lock()
+	defer s.v1mu.Unlock()
+	if s.v1checked == nil {
+		s.v1checked = map[persistence.ShardRef]time.Time{}
+	}
+	if time.Since(s.v1checked[ref]) < v1Recheck {
+		return "0"
+	}
+	s.v1checked[ref] = time.Now()
+	return "1"
 }
 
 var _ persistence.Store = (*Store)(nil)
 
-// New returns a Store on the given client. It adds a hook to the client that
-// counts round trips and commands (see Counters); it does no I/O.
+// New returns a Store on the given client (a plain, Cluster or Sentinel
+// client). It adds a hook to the client that counts round trips and
+// commands (see Counters); it does no I/O.
 func New(rdb redis.UniversalClient, cfg *Config) (*Store, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
@@ -111,11 +155,15 @@ func (s *Store) Client() redis.UniversalClient { return s.rdb }
 // client since it was created.
 func (s *Store) Counters() Counters { return s.count.snapshot() }
 
-// LoadScripts loads the store's Lua scripts into the server. Calling it at
-// start is optional (a script missing on the server is loaded on first use)
-// but surfaces permission problems early.
+// LoadScripts loads the store's Lua scripts into the server (every master of
+// a Cluster). Calling it at start is optional (a script missing on the
+// server is loaded on first use) but surfaces permission problems early.
 func (s *Store) LoadScripts(ctx context.Context) error {
-	return loadScripts(ctx, s.rdb)
+	if err := loadScripts(ctx, s.rdb); err != nil {
+		return err
+	}
+	s.scriptsLoaded.Store(true)
+	return nil
 }
 
 // Ping implements persistence.Store.
@@ -126,15 +174,32 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-func (s *Store) now() float64 { return persistence.UnixSeconds(s.cfg.Now()) }
+// now returns the "now" argument of the scripts: empty (Redis TIME) unless
+// the test seam Config.Now is set.
+func (s *Store) now() string {
+	if s.cfg.Now == nil {
+		return ""
+	}
+	return formatFloat(persistence.UnixSeconds(s.cfg.Now()))
+}
 
-// RegisterQueue implements persistence.Store.
+// RegisterQueue implements persistence.Store. On a store no release wrote
+// to yet, it also records the layout version. The first registration of a
+// Store loads the scripts, so that calls do not meet NOSCRIPT later.
 func (s *Store) RegisterQueue(ctx context.Context, spec persistence.QueueSpec) error {
 	if err := persistence.ValidateQueueName(spec.Name); err != nil {
 		return err
 	}
 	if err := persistence.ValidateShards(spec.Shards); err != nil {
 		return err
+	}
+	if err := s.initLayout(ctx); err != nil {
+		return err
+	}
+	if !s.scriptsLoaded.Load() {
+		if err := s.LoadScripts(ctx); err != nil {
+			return err
+		}
 	}
 	want := strconv.Itoa(spec.Shards)
 	if _, err := s.rdb.HSetNX(ctx, s.keys.queues(), spec.Name, want).Result(); err != nil {
@@ -168,7 +233,7 @@ func (s *Store) Queues(ctx context.Context) ([]persistence.QueueSpec, error) {
 		}
 		out = append(out, persistence.QueueSpec{Name: name, Shards: n})
 	}
-	sortSpecs(out)
+	slices.SortFunc(out, func(a, b persistence.QueueSpec) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
@@ -200,9 +265,21 @@ func (s *Store) shardsOf(ctx context.Context, queue string) (int, error) {
 	return n, nil
 }
 
-// Enqueue implements persistence.Store. Jobs are grouped by shard; each shard
-// gets one script call per EnqueueChunk jobs, and all calls go out in one
-// pipeline: one network round trip for the whole batch.
+func (s *Store) shardKeys(ctx context.Context, ref persistence.ShardRef) (shardKeys, error) {
+	n, err := s.shardsOf(ctx, ref.Queue)
+	if err != nil {
+		return shardKeys{}, err
+	}
+	if ref.Shard < 0 || ref.Shard >= n {
+		return shardKeys{}, &persistence.FieldError{Field: "shard", Index: -1, Reason: fmt.Sprintf("%d is not a shard of %s (0..%d)", ref.Shard, ref.Queue, n-1)}
+	}
+	return s.keys.shard(ref.Queue, ref.Shard), nil
+}
+
+// Enqueue implements persistence.Store. Jobs are grouped by shard and sorted
+// by id (stable: the jobs of one id keep their order), so that the jobs of
+// one call enter the shard's fifo; each shard gets one script call per
+// EnqueueChunk jobs, and all calls go out in one pipeline.
 func (s *Store) Enqueue(ctx context.Context, queue string, jobs []persistence.NewJob) error {
 	shards, err := s.shardsOf(ctx, queue)
 	if err != nil {
@@ -214,8 +291,11 @@ func (s *Store) Enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 	if len(jobs) == 0 {
 		return nil
 	}
+	mode, err := s.mode(ctx)
+	if err != nil {
+		return err
+	}
 	now := s.now()
-	nowS := formatFloat(now)
 	channel := s.keys.channel(queue)
 
 	byShard := make(map[int][]int, shards)
@@ -232,17 +312,22 @@ func (s *Store) Enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 	for _, sh := range order {
 		sk := s.keys.shard(queue, sh)
 		idx := byShard[sh]
+		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(jobs[a].ID, jobs[b].ID) })
 		for start := 0; start < len(idx); start += s.cfg.EnqueueChunk {
 			end := min(start+s.cfg.EnqueueChunk, len(idx))
-			args := make([]any, 0, 3+4*(end-start))
-			args = append(args, sk.idBase, channel, strconv.Itoa(sh))
+			args := make([]any, 0, 4+4*(end-start))
+			args = append(args, now, mode, channel, strconv.Itoa(sh))
+			keys := sk.keys
+			if mode == modeUpgrading {
+				keys = sk.with()
+			}
 			for _, i := range idx[start:end] {
 				j := &jobs[i]
-				score := nowS
+				sc := ""
 				if j.Score != nil {
-					score = formatFloat(*j.Score)
+					sc = formatFloat(*j.Score)
 				}
-				at := nowS
+				at := ""
 				if !j.PerformAt.IsZero() {
 					at = formatFloat(persistence.UnixSeconds(j.PerformAt))
 				}
@@ -250,16 +335,27 @@ func (s *Store) Enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 				if payload == nil {
 					payload = []byte{}
 				}
-				args = append(args, j.ID, payload, score, at)
+				args = append(args, j.ID, payload, sc, at)
+				if mode == modeUpgrading {
+					keys = append(keys, sk.v1Payloads(j.ID))
+				}
 			}
-			calls = append(calls, call{keys: sk.keys, args: args})
+			calls = append(calls, call{s: scriptEnqueue, keys: keys, args: args})
 		}
 	}
-
-	if _, err := scriptEnqueue.runPipelined(ctx, s.rdb, calls); err != nil {
+	// A failed enqueue may have written part of the jobs; sending it again is
+	// safe (payloads merge, the lower score wins).
+	if err := firstErr(runAll(ctx, s.rdb, calls)); err != nil {
 		return fmt.Errorf("redisstore: enqueue to %s: %w", queue, err)
 	}
 	return nil
+}
+
+// newNonce returns 64 random bits, hex-encoded.
+func newNonce() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return hex.EncodeToString(b[:])
 }
 
 // AcquireShard implements persistence.Store.
@@ -271,40 +367,70 @@ func (s *Store) AcquireShard(ctx context.Context, ref persistence.ShardRef, owne
 	if err != nil {
 		return persistence.Lease{}, 0, err
 	}
-	res, err := scriptAcquire.run(ctx, s.rdb, sk.keys, sk.idBase, owner, ttlMillis(ttl)).Slice()
+	res, err := run(ctx, s.rdb, scriptAcquire, sk.keys, s.now(), owner, ttlMillis(ttl), newNonce()).Slice()
 	if err != nil {
 		return persistence.Lease{}, 0, fmt.Errorf("redisstore: acquire %s/%d: %w", ref.Queue, ref.Shard, err)
 	}
 	status, _ := res[0].(string)
 	if status == "HELD" {
 		holder, _ := res[1].(string)
-		_, owner, _ := splitToken(holder)
-		var ttl int64
+		_, who, _ := splitToken(holder)
+		var left int64
 		if len(res) > 2 {
-			ttl, _ = res[2].(int64)
+			left, _ = res[2].(int64)
 		}
-		return persistence.Lease{}, 0, &persistence.LeaseHeldError{ShardRef: ref, Holder: owner, TTL: time.Duration(max(ttl, 0)) * time.Millisecond}
+		return persistence.Lease{}, 0, &persistence.LeaseHeldError{ShardRef: ref, Holder: who, TTL: time.Duration(max(left, 0)) * time.Millisecond}
+	}
+	if len(res) < 5 {
+		return persistence.Lease{}, 0, fmt.Errorf("redisstore: acquire %s/%d: unexpected reply of %d values", ref.Queue, ref.Shard, len(res))
 	}
 	token, _ := res[1].(string)
 	epoch, _ := res[2].(int64)
 	restored, _ := res[3].(int64)
-	return persistence.Lease{ShardRef: ref, Owner: owner, Epoch: epoch, Token: token}, int(restored), nil
+	lease := persistence.Lease{ShardRef: ref, Owner: owner, Epoch: epoch, Token: token}
+	if v1, _ := res[4].(int64); v1 == 1 {
+		n, err := s.restoreV1Inflight(ctx, lease, sk, ttl)
+		restored += int64(n)
+		if err != nil {
+			return lease, int(restored), err
+		}
+	}
+	return lease, int(restored), nil
 }
 
 // RenewShard implements persistence.Store.
 func (s *Store) RenewShard(ctx context.Context, lease persistence.Lease, ttl time.Duration) error {
-	sk, err := s.shardKeys(ctx, lease.ShardRef)
-	if err != nil {
-		return err
+	return s.RenewShards(ctx, []persistence.Lease{lease}, ttl)[0]
+}
+
+// RenewShards implements persistence.Store: one pipeline of renewals.
+func (s *Store) RenewShards(ctx context.Context, leases []persistence.Lease, ttl time.Duration) []error {
+	errs := make([]error, len(leases))
+	calls := make([]call, 0, len(leases))
+	idx := make([]int, 0, len(leases))
+	for i, l := range leases {
+		sk, err := s.shardKeys(ctx, l.ShardRef)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		calls = append(calls, call{s: scriptRenew, keys: sk.keys, args: []any{l.Token, ttlMillis(ttl)}})
+		idx = append(idx, i)
 	}
-	ok, err := scriptRenew.run(ctx, s.rdb, sk.keys, sk.idBase, lease.Token, ttlMillis(ttl)).Int()
-	if err != nil {
-		return fmt.Errorf("redisstore: renew %s/%d: %w", lease.Queue, lease.Shard, err)
+	if len(calls) == 0 {
+		return errs
 	}
-	if ok != 1 {
-		return fmt.Errorf("%w: %s/%d (token %s)", persistence.ErrLeaseLost, lease.Queue, lease.Shard, lease.Token)
+	for j, cmd := range runAll(ctx, s.rdb, calls) {
+		l := leases[idx[j]]
+		ok, err := cmd.Int()
+		switch {
+		case err != nil:
+			errs[idx[j]] = fmt.Errorf("redisstore: renew %s/%d: %w", l.Queue, l.Shard, err)
+		case ok != 1:
+			errs[idx[j]] = fmt.Errorf("%w: %s/%d (token %s)", persistence.ErrLeaseLost, l.Queue, l.Shard, l.Token)
+		}
 	}
-	return nil
+	return errs
 }
 
 // ReleaseShard implements persistence.Store.
@@ -313,7 +439,7 @@ func (s *Store) ReleaseShard(ctx context.Context, lease persistence.Lease) error
 	if err != nil {
 		return err
 	}
-	n, err := scriptRelease.run(ctx, s.rdb, sk.keys, sk.idBase, lease.Token,
+	n, err := run(ctx, s.rdb, scriptRelease, sk.keys, s.now(), lease.Token,
 		s.keys.channel(lease.Queue), strconv.Itoa(lease.Shard)).Int()
 	if err != nil {
 		return fmt.Errorf("redisstore: release %s/%d: %w", lease.Queue, lease.Shard, err)
@@ -336,34 +462,50 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 	if req.MaxRetryCount < 0 {
 		return out, &persistence.FieldError{Field: "max_retry_count", Index: -1, Reason: "must not be negative"}
 	}
+	if req.MaxPayloads < 0 || req.CallTimeout < 0 || req.CallSize < 0 {
+		return out, &persistence.FieldError{Field: "max_payloads_per_call", Index: -1, Reason: "MaxPayloads, CallTimeout and CallSize must not be negative"}
+	}
 	sk, err := s.shardKeys(ctx, lease.ShardRef)
 	if err != nil {
 		return out, err
 	}
-	now := s.now()
-	args := make([]any, 0, 9+3*len(req.Failures)+len(req.Skipped))
-	args = append(args, sk.idBase, lease.Token, formatFloat(now),
+	maxp := req.MaxPayloads
+	if maxp == 0 {
+		maxp = persistence.DefaultMaxPayloadsPerCall
+	}
+	timeout := ""
+	if req.CallTimeout > 0 {
+		timeout = strconv.FormatInt(max(req.CallTimeout.Milliseconds(), 1), 10)
+	}
+	v1 := s.checkV1(ctx, lease.ShardRef)
+	args := make([]any, 0, 14+3*len(req.Failures)+len(req.Skipped)+len(req.Interrupted))
+	args = append(args, s.now(), lease.Token,
 		strconv.FormatInt(req.Settle, 10), strconv.FormatInt(req.NextSeq, 10),
-		strconv.Itoa(req.Fetch), strconv.Itoa(req.MaxRetryCount), strconv.Itoa(len(req.Failures)))
+		strconv.Itoa(req.Fetch), strconv.Itoa(req.MaxRetryCount), strconv.Itoa(maxp),
+		timeout, strconv.Itoa(req.CallSize), v1, strconv.Itoa(len(req.Failures)))
 	for _, f := range req.Failures {
-		at := now
+		at := ""
 		if !f.RetryAt.IsZero() {
-			at = persistence.UnixSeconds(f.RetryAt)
+			at = formatFloat(persistence.UnixSeconds(f.RetryAt))
 		}
-		args = append(args, f.ID, f.Error, formatFloat(at))
+		args = append(args, f.ID, f.Error, at)
 	}
 	args = append(args, strconv.Itoa(len(req.Skipped)))
 	for _, id := range req.Skipped {
 		args = append(args, id)
 	}
-	res, err := scriptAdvance.run(ctx, s.rdb, sk.keys, args...).Slice()
+	args = append(args, strconv.Itoa(len(req.Interrupted)))
+	for _, id := range req.Interrupted {
+		args = append(args, id)
+	}
+	res, err := run(ctx, s.rdb, scriptAdvance, sk.keys, args...).Slice()
 	if err != nil {
-		if redis.HasErrorPrefix(err, "LEASE_LOST") {
+		if isLeaseLost(err) {
 			return out, fmt.Errorf("%w: %s/%d (token %s)", persistence.ErrLeaseLost, lease.Queue, lease.Shard, lease.Token)
 		}
 		return out, fmt.Errorf("redisstore: advance %s/%d: %w", lease.Queue, lease.Shard, err)
 	}
-	if len(res) != 7 {
+	if len(res) != 8 {
 		return out, fmt.Errorf("redisstore: advance %s/%d: unexpected reply of %d values", lease.Queue, lease.Shard, len(res))
 	}
 	if enc, _ := res[0].(string); enc != "" {
@@ -383,8 +525,7 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 		out.More = true
 	}
 	if v, _ := res[2].(string); v != "" {
-		f, err := parseScore(v)
-		if err == nil {
+		if f, err := parseScore(v); err == nil {
 			out.NextDue = persistence.FromUnixSeconds(f)
 		}
 	}
@@ -399,6 +540,18 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 	f, _ := res[5].(int64)
 	r, _ := res[6].(int64)
 	out.Processed, out.Failed, out.Restored = int(p), int(f), int(r)
+	if v1, _ := res[7].(int64); v1 > 0 {
+		// Layout 1 data waits in this shard: drain a chunk now, and look
+		// again with the next Advance. A failure is logged and the next
+		// Advance tries again.
+		s.v1mu.Lock()
+		delete(s.v1checked, lease.ShardRef)
+		s.v1mu.Unlock()
+		if err := s.drainV1(ctx, lease, sk); err != nil && !errors.Is(err, persistence.ErrLeaseLost) {
+			s.cfg.Logger.Warn("could not move layout 1 data of the shard into layout 2; retrying with the next batch",
+				"queue", lease.Queue, "shard", lease.Shard, "err", err)
+		}
+	}
 	return out, nil
 }
 
@@ -411,24 +564,12 @@ func (s *Store) TrimMorgue(ctx context.Context, ref persistence.ShardRef, before
 	if limit <= 0 {
 		limit = actionChunk
 	}
-	n, err := scriptMorgue.run(ctx, s.rdb, sk.keys, sk.idBase, "trim", formatFloat(s.now()),
-		s.keys.channel(ref.Queue), strconv.Itoa(ref.Shard), "before", strconv.Itoa(limit),
-		formatFloat(persistence.UnixSeconds(before))).Int()
+	res, err := run(ctx, s.rdb, scriptMorgue, sk.keys, s.now(), "delete", s.keys.channel(ref.Queue), strconv.Itoa(ref.Shard),
+		"before", strconv.Itoa(limit), strconv.Itoa(movePayloads), formatFloat(persistence.UnixSeconds(before))).Int64Slice()
 	if err != nil {
 		return 0, fmt.Errorf("redisstore: trim morgue of %s/%d: %w", ref.Queue, ref.Shard, err)
 	}
-	return n, nil
-}
-
-func (s *Store) shardKeys(ctx context.Context, ref persistence.ShardRef) (shardKeys, error) {
-	n, err := s.shardsOf(ctx, ref.Queue)
-	if err != nil {
-		return shardKeys{}, err
-	}
-	if ref.Shard < 0 || ref.Shard >= n {
-		return shardKeys{}, &persistence.FieldError{Field: "shard", Index: -1, Reason: fmt.Sprintf("%d is not a shard of %s (0..%d)", ref.Shard, ref.Queue, n-1)}
-	}
-	return s.keys.shard(ref.Queue, ref.Shard), nil
+	return int(res[0]), nil
 }
 
 func validOwner(owner string) error {

@@ -20,11 +20,24 @@ import (
 // Harness adapts a store implementation to the suite.
 type Harness struct {
 	// New returns a store on a fresh, empty namespace that reads time from
-	// now.
+	// now; with now nil, the store reads its own clock, as in production.
 	New func(t *testing.T, now func() time.Time) persistence.Store
 	// Elapse lets d of server time pass, so that lease TTLs run out (a real
 	// server sleeps; an in-memory one fast-forwards).
 	Elapse func(t *testing.T, d time.Duration)
+	// Light shrinks the tests that load one id with very many payloads, for
+	// slow in-memory servers.
+	Light bool
+	// Lossy, when set, returns a store on a server of its own, with save,
+	// which marks the server's state, and lose, which brings the server back
+	// to the last mark, as a restart that lost its last writes (or a
+	// promoted replica that lagged) would. The tests that need it are
+	// skipped without it.
+	Lossy func(t *testing.T, now func() time.Time) (s persistence.Store, save, lose func())
+	// Upgrade, when set, returns a store of the previous release's storage
+	// layout and a store of this release on one fresh namespace, to test the
+	// upgrade. The tests that need it are skipped without it.
+	Upgrade func(t *testing.T, now func() time.Time) (old, cur persistence.Store)
 }
 
 // epoch is the suite's starting time: a round number of seconds, so that

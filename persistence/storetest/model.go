@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -40,6 +41,7 @@ type mInFlight struct {
 }
 
 type model struct {
+	hw        map[int]int64 // per shard: the last default score, in microseconds
 	shards    int
 	maxRetry  int
 	queued    map[string]*mJob
@@ -54,6 +56,28 @@ func mergeMin(dst map[string]float64, src map[string]float64) {
 		if cur, ok := dst[p]; !ok || s < cur {
 			dst[p] = s
 		}
+	}
+}
+
+// defaultScores returns the default score of each unscored payload of one
+// Enqueue call, in send order (SPEC 3.1): per shard, now in whole
+// microseconds made strictly greater than the last default score, plus k µs
+// for the k-th unscored payload of an id in the call.
+func (m *model) defaultScores(now float64) func(id string) float64 {
+	nowUS := int64(math.Floor(now*1e6 + 0.5))
+	base := map[int]int64{}
+	k := map[string]int64{}
+	return func(id string) float64 {
+		sh := persistence.ShardOf(id, m.shards)
+		b, ok := base[sh]
+		if !ok {
+			b = max(nowUS, m.hw[sh]+1)
+			base[sh] = b
+		}
+		us := b + k[id]
+		k[id]++
+		m.hw[sh] = max(m.hw[sh], us)
+		return float64(us) / 1e6
 	}
 }
 
@@ -167,7 +191,11 @@ func (m *model) restore(shard int) {
 // modelIDs are the ids the test draws from; few, so that merges are common.
 var modelIDs = []string{"a", "b", "c", "d", "x:{y}", "日本", "nul\x00"}
 
-var modelPayloads = [][]byte{[]byte("p0"), []byte("p1"), []byte("p2"), {0, 0xff, 0x10}, {}}
+// modelPayloads are few, so that equal payloads meet; the large ones make
+// the Redis store keep an id's payloads partly inline and partly in its
+// overflow structures.
+var modelPayloads = [][]byte{[]byte("p0"), []byte("p1"), []byte("p2"), {0, 0xff, 0x10}, {},
+	bytes.Repeat([]byte("a"), 3000), bytes.Repeat([]byte("b"), 3000), bytes.Repeat([]byte("c"), 1500)}
 
 func testModel(t *testing.T, h Harness) {
 	seed := uint64(time.Now().UnixNano())
@@ -179,7 +207,7 @@ func testModel(t *testing.T, h Harness) {
 
 	const shards = 2
 	e := newEnv(t, h, shards)
-	m := &model{shards: shards, maxRetry: 2, queued: map[string]*mJob{}, morgue: map[string]*mMorgue{}, inflight: map[int][]mInFlight{}}
+	m := &model{hw: map[int]int64{}, shards: shards, maxRetry: 2, queued: map[string]*mJob{}, morgue: map[string]*mMorgue{}, inflight: map[int][]mInFlight{}}
 	owners := make([]*owner, shards)
 	for sh := range shards {
 		owners[sh] = e.own(sh)
@@ -194,12 +222,15 @@ func testModel(t *testing.T, h Harness) {
 		case r < 35:
 			op = "enqueue"
 			var jobs []persistence.NewJob
+			calls := m.defaultScores(now)
 			for range 1 + rng.IntN(3) {
 				j := persistence.NewJob{ID: pick(), Payload: modelPayloads[rng.IntN(len(modelPayloads))]}
-				sc := now
+				var sc float64
 				if rng.IntN(3) > 0 {
 					sc = float64(rng.IntN(20))
 					j.Score = &sc
+				} else {
+					sc = calls(j.ID)
 				}
 				at := now
 				if rng.IntN(2) == 0 {

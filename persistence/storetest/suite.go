@@ -58,6 +58,16 @@ func Run(t *testing.T, h Harness) {
 		{"ArbitraryBytesSurvive", testArbitraryBytes},
 		{"RegisterQueue_ShardCountIsFixed", testRegisterQueue},
 		{"Subscribe_NotifiesEnqueues", testSubscribe},
+		{"Rule1_UnscoredPayloadsKeepSendOrder", testSendOrder},
+		{"Rule3_DueChecksUseTheStoresTime", testDueChecksUseStoreTime},
+		{"Rule5_DeadListReturnedOnRetriedAdvance", testDeadListOnRetriedAdvance},
+		{"Guarantee5_EpochsGrowAfterLostWrites", testEpochsGrowAfterLostWrites},
+		{"Guarantee5_TokensNeverReissued", testTokensNeverReissued},
+		{"Guarantee6_PayloadsPerCallCappedInOrder", testPayloadsPerCallCapped},
+		{"Guarantee6_HotIDDrainsInBoundedCalls", testHotIDBounded},
+		{"Deadline_KeptAndHonouredOnRestore", testDeadlineKeptOnRestore},
+		{"Lease_RenewShardsTogether", testRenewShards},
+		{"Upgrade_Layout1DataServedAndDrained", testUpgrade},
 		{"Model_RandomOperations", testModel},
 	}
 	for _, tc := range tests {
@@ -892,7 +902,7 @@ func testLeaseRenewRelease(t *testing.T, h Harness) {
 	l2, restored, err := e.s.AcquireShard(e.ctx, ref, "node-b", time.Minute)
 	require.NoError(t, err)
 	require.Zero(t, restored)
-	require.Equal(t, l.Epoch+1, l2.Epoch)
+	require.Greater(t, l2.Epoch, l.Epoch)
 }
 
 // An Advance whose reply was lost can be sent again: the batch it fetched is

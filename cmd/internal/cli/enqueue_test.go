@@ -71,11 +71,12 @@ func TestEnqueueFromFlags(t *testing.T) {
 			require.NotNil(t, j)
 			require.Len(t, j.Payloads, 1)
 			require.Equal(t, tc.payload, string(j.Payloads[0].Data))
-			score := tc.score
-			if score == 0 {
-				score = persistence.UnixSeconds(t0)
+			if tc.score != 0 {
+				require.Equal(t, tc.score, j.Payloads[0].Score)
+			} else {
+				// Default scores are now, made strictly increasing per shard.
+				require.InDelta(t, persistence.UnixSeconds(t0), j.Payloads[0].Score, 1e-3)
 			}
-			require.Equal(t, score, j.Payloads[0].Score)
 			require.True(t, tc.performAt.Equal(j.PerformAt), "perform_at %s, want %s", j.PerformAt, tc.performAt)
 		})
 	}

@@ -1,24 +1,55 @@
--- acquire.lua: take a shard's lease and restore its in-flight record
--- (SPEC 3.7) in one atomic step.
+-- acquire.lua: take a shard's lease and restore its in-flight record (SPEC
+-- 3.7) in one atomic step.
 --
 -- KEYS: the shard key set (lib.lua).
--- ARGV[1] key prefix
+-- ARGV[1] now ("" = Redis TIME; set only by the test seam)
 -- ARGV[2] owner name
 -- ARGV[3] lease TTL in milliseconds
+-- ARGV[4] nonce: random, so that no two acquisitions yield one token
 --
--- Returns {"OK", token, epoch, restored} when the lease was taken: token is
--- "<epoch>/<owner>", epoch the shard's new acquisition count, restored the
--- number of ids put back into the queue from the previous owner's in-flight
--- batch. Returns {"HELD", current token, remaining TTL in milliseconds} when
--- another owner holds it.
+-- The shard is free when layout 1's lease key is absent or holds the fence
+-- (no layout 1 node serves it) and the layout 2 lease is absent. Taking it
+-- writes the fence into layout 1's lease key (no TTL): layout 1 nodes never
+-- serve the shard again.
+--
+-- The epoch is max(previous epoch + 1, Redis TIME in milliseconds), so it
+-- grows even after Redis lost its last writes. The token is
+-- "<epoch>/<owner>/<nonce>".
+--
+-- Restored ids wait for the deadline bound of their calls (lib.lua
+-- hold_of) before they are fetched again.
+--
+-- Returns {"OK", token, epoch, restored, v1} where restored counts the ids
+-- put back into the queue and v1 is 1 when layout 1 left an in-flight
+-- record to restore (the client restores it in chunks, migrate.lua).
+-- Returns {"HELD", holder token, remaining TTL in ms} when the shard is
+-- held, by a layout 1 or a layout 2 owner.
+--
+-- Cost: O(payloads restored), at most about 2 x max_payloads_per_call.
 
+local C = cold()
+local restore_inflight = C.restore_inflight
+
+local v1 = redis.call("GET", K.v1lease)
+if v1 and v1 ~= FENCE then
+  return {"HELD", v1, redis.call("PTTL", K.v1lease)}
+end
 local holder = redis.call("GET", K.lease)
 if holder then
   return {"HELD", holder, redis.call("PTTL", K.lease)}
 end
-local epoch = redis.call("INCR", K.epoch)
-local token = epoch .. "/" .. ARGV[2]
+init_clock(ARGV[1])
+
+local t = redis.call("TIME")
+local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local epoch = tonumber(redis.call("GET", K.epoch) or "0") + 1
+if ms > epoch then epoch = ms end
+local es = string.format("%.0f", epoch)
+redis.call("SET", K.epoch, es)
+local token = es .. "/" .. ARGV[2] .. "/" .. ARGV[4]
 redis.call("SET", K.lease, token, "PX", ARGV[3])
+if not v1 then redis.call("SET", K.v1lease, FENCE) end
 
 local restored = restore_inflight(redis.call("GET", K.inflight))
-return {"OK", token, epoch, restored}
+redis.call("DEL", K.outcome)
+return {"OK", token, epoch, restored, redis.call("EXISTS", K.v1inflight)}

@@ -1,51 +1,93 @@
--- action.lua: the queue actions of one shard (SPEC 3.9), each bounded so that
--- a large queue is processed in several calls.
+-- action.lua: the queue actions of one shard (SPEC 3.9), each bounded so
+-- that a large queue, or an id with many payloads, is handled in several
+-- calls.
 --
 -- KEYS: the shard key set (lib.lua).
--- ARGV[1] key prefix
+-- ARGV[1] now ("" = Redis TIME; the client passes the first call's time to
+--         the next calls of one action)
 -- ARGV[2] action: "perform_now", "kill_failed", "delete_failed" or "delete"
--- ARGV[3] now (unix seconds)
--- ARGV[4] limit (ids handled per call), or for "delete" the id
--- ARGV[5] notification channel
--- ARGV[6] shard number (the notification message)
+-- ARGV[3] limit (ids per call), or for "delete" the id
+-- ARGV[4] notification channel
+-- ARGV[5] shard number (the notification message)
+-- ARGV[6] most payloads of one id moved or deleted per call
+-- ARGV[7] perform_now: how many held entries earlier calls passed over
 --
 -- perform_now sets perform_at = now for up to limit queued jobs due later;
+-- an id held by a restored call's deadline keeps waiting for it.
 -- kill_failed moves up to limit queued jobs with retry_count >= 0 to the
--- morgue with all their payloads and error; delete_failed deletes them;
--- delete deletes the queued entry of one id (an in-flight one is untouched).
--- Returns the number of ids changed; a call that returns less than limit
--- finished the shard.
+-- morgue with their payloads and error; delete_failed deletes them; delete
+-- deletes the queued entry of one id (an in-flight one is untouched).
+--
+-- Returns {done, seen, partial, held, now}: done counts ids changed
+-- completely, seen the ids looked at, partial the ids left with payloads
+-- for another call, held the ids perform_now left waiting for a hold.
+-- The action is finished on a shard when seen < limit and partial is 0.
+--
+-- Cost: O(limit + payloads moved), payloads moved <= ARGV[6] per id.
 
-local action, now = ARGV[2], ARGV[3]
+local C = cold()
+local take_payloads, drop_overflow, load, store, unlink, morgue_put = C.take_payloads, C.drop_overflow, C.load, C.store, C.unlink, C.morgue_put
+
+init_clock(ARGV[1])
+local action = ARGV[2]
+local maxp = tonumber(ARGV[6])
 
 if action == "delete" then
-  local id = ARGV[4]
-  if not redis.call("ZSCORE", K.due, id) then return 0 end
-  delete_queued(id)
-  return 1
+  local id = ARGV[3]
+  local r = load(id)
+  if not r then return {0, 0, 0, 0, NOW} end
+  if drop_overflow("q", id, r, maxp) > 0 then
+    store(id, r, r.rc)
+    return {0, 1, 1, 0, NOW}
+  end
+  unlink(id, r)
+  return {1, 1, 0, 0, NOW}
 end
 
-local limit = tonumber(ARGV[4])
+local limit = tonumber(ARGV[3])
+local done, partial, held = 0, 0, 0
+
 if action == "perform_now" then
-  local list = redis.call("ZRANGEBYSCORE", K.due, "(" .. now, "+inf", "LIMIT", 0, limit)
-  if #list == 0 then return 0 end
-  local args = {}
+  local skip = tonumber(ARGV[7])
+  local list = redis.call("ZRANGEBYSCORE", K.later, "(" .. NOW, "+inf", "LIMIT", skip, limit)
   for _, id in ipairs(list) do
-    args[#args + 1] = now
-    args[#args + 1] = id
+    local r = load(id)
+    if not r then
+      redis.call("ZREM", K.later, id)
+    else
+      if tonumber(r.at) > NOWN then
+        r.at = NOW
+        done = done + 1
+      end
+      if r.hold and tonumber(r.hold) > NOWN then held = held + 1 end
+      store(id, r, r.rc)
+    end
   end
-  redis.call("ZADD", K.due, "XX", unpack(args))
-  redis.call("PUBLISH", ARGV[5], ARGV[6])
-  return #list
+  if done > 0 then redis.call("PUBLISH", ARGV[4], ARGV[5]) end
+  return {done, #list, 0, held, NOW}
 end
 
-local list = redis.call("ZRANGEBYSCORE", K.retries, 0, "+inf", "LIMIT", 0, limit)
+local list = redis.call("ZRANGE", K.retries, 0, limit - 1)
 for _, id in ipairs(list) do
-  if action == "kill_failed" then
-    local flat = redis.call("ZRANGE", pkey(id), 0, -1, "WITHSCORES")
-    local err = redis.call("HGET", K.errors, id) or ""
-    morgue_put(id, flat, err, now)
+  local r = load(id)
+  if not r then
+    redis.call("ZREM", K.retries, id)
+  else
+    local left
+    if action == "kill_failed" then
+      local got = take_payloads("q", id, r, maxp)
+      morgue_put(id, got, r.err, NOW)
+      left = #r.ps + r.ovn
+    else
+      left = drop_overflow("q", id, r, maxp)
+    end
+    if left > 0 then
+      store(id, r, r.rc)
+      partial = partial + 1
+    else
+      unlink(id, r)
+      done = done + 1
+    end
   end
-  delete_queued(id)
 end
-return #list
+return {done, #list, partial, 0, NOW}

@@ -1,72 +1,125 @@
--- advance.lua: settle the owner's in-flight batch and fetch the next one, in
--- one atomic step (SPEC 3.3 to 3.6). The steady-state cost of processing a
--- shard is one call of this script per batch.
+-- advance.lua: settle the owner's in-flight batch and fetch the next one,
+-- in one atomic step (SPEC 3.3 to 3.6). Processing a shard costs one call
+-- of this script per window.
 --
 -- KEYS: the shard key set (lib.lua).
--- ARGV[1] key prefix
--- ARGV[2] lease token of the caller
--- ARGV[3] now (unix seconds)
--- ARGV[4] seq of the batch being settled ("0" = none)
--- ARGV[5] seq for the batch to fetch
--- ARGV[6] how many ids to fetch ("0" = settle only)
--- ARGV[7] max_retry_count
--- ARGV[8] number of failed ids, then per failed id three values:
---         id, error, retry_at (perform_at if it keeps retries left)
--- then the number of skipped ids (not handled: they go back as they were),
---         then the ids
+-- ARGV[1]  now ("" = Redis TIME; set only by the test seam)
+-- ARGV[2]  lease token of the caller
+-- ARGV[3]  seq of the batch being settled ("0" = none)
+-- ARGV[4]  seq for the batch to fetch
+-- ARGV[5]  how many ids to fetch ("0" = settle only)
+-- ARGV[6]  max_retry_count
+-- ARGV[7]  max_payloads_per_call: the most payloads of one id per call
+-- ARGV[8]  call timeout in milliseconds ("" = no deadline kept)
+-- ARGV[9]  ids per handler call ("0" = the whole window in one call)
+-- ARGV[10] "1" to look for layout 1 data (a store written by layout 1)
+-- ARGV[11] number of failed ids, then per failed id: id, error, retry_at
+--          ("" = now)
+-- then the number of skipped ids (not handled: back as they were), the ids
+-- then the number of interrupted ids (their call was cut while it ran:
+--      back as they were, not fetched before the call's deadline), the ids
 --
--- Returns {batch, more, next_due, dead, processed, failed, restored}:
---   batch     the fetched batch, encoded (lib.lua), or "" when nothing is due
---   more      "1" when the fetch stopped at the requested size
---   next_due  perform_at of the earliest queued job not yet due, if the fetch
---             met one, else ""
---   dead      the jobs moved to the morgue, encoded as a batch, or ""
+-- Returns {batch, more, next_due, dead, processed, failed, restored, v1}:
+--   batch     the fetched batch (lib.lua encoding), or "" when none
+--   more      "1" when the fetch stopped early, so more may be due
+--   next_due  the due time of the earliest queued job not yet due, if the
+--             fetch stopped there, else ""
+--   dead      what the settlement moved to the morgue (batch encoding), ""
 --   processed, failed, restored: counts of ids
+--   v1        > 0 when layout 1 keys of the shard still hold data to drain
 -- Error reply "LEASE_LOST" when ARGV[2] is not the current lease.
 --
--- Settlement: the in-flight record is settled only when it carries the
--- caller's token and the seq being settled. When it carries the seq to fetch,
--- an earlier call with the same arguments already ran and its reply was lost:
--- that batch is returned again and nothing changes. Any other in-flight
--- record (a previous owner's, or one the caller lost track of) is restored
--- into the queue first.
+-- Idempotence: a call whose seq to fetch is the in-flight record's ran
+-- before and its reply was lost: the same batch is returned and nothing
+-- changes. A settlement that moved payloads to the morgue keeps its report
+-- (the outcome key) until a call with another seq confirms it, so a retried
+-- call (settle only, or settle and fetch) reports the same dead payloads.
+--
+-- Fetch: due jobs by (due time, id), merging the fifo's head with later;
+-- at most ARGV[7] payloads of one id (the lowest; the rest stay queued as a
+-- fresh job at the same perform_at); the window holds at most
+-- 2 x max(ARGV[7], ARGV[5]) payloads (its first id always fits; a big id
+-- that does not fit waits for the next window while smaller ones are
+-- taken). An id that still has an entry in layout 1 is not fetched until
+-- its older payloads are drained. A record without overflow is handed over
+-- as it is stored, without decoding it.
+--
+-- Cost: O(ids + payloads) of the settled and the fetched windows; at batch
+-- size 1, eleven commands.
 
-local token, now = ARGV[2], ARGV[3]
-local settle_seq, next_seq = ARGV[4], ARGV[5]
-local want = tonumber(ARGV[6])
-local max_retry = tonumber(ARGV[7])
-local nfail = tonumber(ARGV[8])
-local nskip = tonumber(ARGV[9 + 3 * nfail])
+init_clock(ARGV[1])
+local token, settle_seq, next_seq = ARGV[2], ARGV[3], ARGV[4]
+local want, max_retry, maxp = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local timeout, call_size = ARGV[8], tonumber(ARGV[9])
+local nfail = tonumber(ARGV[11])
+local iskip = 12 + 3 * nfail
+local nskip = tonumber(ARGV[iskip])
+local iint = iskip + 1 + nskip
+local nint = tonumber(ARGV[iint])
 
-local cur = redis.call("MGET", K.lease, K.inflight)
-if cur[1] ~= token then
+local L = redis.call("MGET", K.lease, K.v1lease, K.inflight, K.outcome)
+if L[1] ~= token or L[2] ~= FENCE then
   return redis.error_reply("LEASE_LOST")
 end
+
+local v1 = 0
+if ARGV[10] == "1" then
+  v1 = redis.call("EXISTS", K.v1due, K.v1morgue, K.v1stats, K.v1inflight)
+end
+
+-- The last report: fields token, seq, processed, failed, restored, dead.
+local o
+if L[4] then
+  local pos = 1
+  o = {}
+  o.token, pos = rdf(L[4], pos)
+  o.seq, pos = rdf(L[4], pos)
+  o.p, pos = rdf(L[4], pos)
+  o.f, pos = rdf(L[4], pos)
+  o.r, pos = rdf(L[4], pos)
+  o.dead, pos = rdf(L[4], pos)
+  if o.token ~= token or o.seq ~= next_seq then o = nil end
+end
+if L[3] then
+  local h = decode_header(L[3])
+  if h.token == token and h.seq == next_seq then
+    if o then return {L[3], "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1} end
+    return {L[3], "0", "", "", 0, 0, 0, v1}
+  end
+end
+if o then
+  return {"", "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1}
+end
+
+-- ---------------------------------------------------------------- settle
 
 local processed, failed, restored = 0, 0, 0
 local dead_parts, ndead = {}, 0
 
-if cur[2] then
-  local h = decode_header(cur[2])
-  if h.token == token and h.seq == next_seq then
-    return {cur[2], "0", "", "", 0, 0, 0}
-  end
+if L[3] then
+  local h = decode_header(L[3])
   if h.token == token and h.seq == settle_seq then
-    if nfail == 0 and nskip == 0 then
+    if nfail == 0 and nskip == 0 and nint == 0 then
       processed = h.n
     else
-      local fails, skips = {}, {}
+      local _, jobs = cold().decode_batch(L[3])
+      local fails, skips, ints = {}, {}, {}
       for i = 0, nfail - 1 do
-        fails[ARGV[9 + 3 * i]] = {ARGV[10 + 3 * i], ARGV[11 + 3 * i]}
+        local retry_at = ARGV[14 + 3 * i]
+        if retry_at == "" then retry_at = NOW end
+        fails[ARGV[12 + 3 * i]] = {ARGV[13 + 3 * i], retry_at}
       end
-      for i = 1, nskip do
-        skips[ARGV[9 + 3 * nfail + i]] = true
-      end
-      local _, jobs = decode_batch(cur[2])
+      for i = 1, nskip do skips[ARGV[iskip + i]] = true end
+      for i = 1, nint do ints[ARGV[iint + i]] = true end
+      local hold = nil
+      if nint > 0 then hold = cold().hold_of(h) end
       for _, job in ipairs(jobs) do
-        local f = fails[job.id]
-        if skips[job.id] then
-          requeue(job.id, job.flat, job.rc, job.at, job.err)
+        local id = job.id
+        local f = fails[id]
+        if skips[id] or ints[id] then
+          local hj = nil
+          if ints[id] then hj = hold end
+          cold().requeue(id, job.ps, job.rc, job.at, job.err, hj)
           restored = restored + 1
         elseif not f then
           processed = processed + 1
@@ -75,82 +128,214 @@ if cur[2] then
           local rc = tonumber(job.rc) + 1
           if rc >= max_retry then
             -- The lowest-scored payload of what the handler was given dies;
-            -- the rest go back as a fresh job.
-            local dead = {job.flat[1], job.flat[2]}
-            morgue_put(job.id, dead, f[1], now)
-            put_job(dead_parts, job.id, tostring(rc), job.at, f[1], dead)
+            -- the rest goes back as a fresh job, due now.
+            local d = {job.ps[1]}
+            cold().morgue_put(id, d, f[1], NOW)
+            cold().put_job(dead_parts, id, tostring(rc), job.at, f[1], d)
             ndead = ndead + 1
-            if #job.flat > 2 then
+            if #job.ps > 1 then
               local rest = {}
-              for i = 3, #job.flat do rest[#rest + 1] = job.flat[i] end
-              requeue(job.id, rest, "-1", now, "")
+              for i = 2, #job.ps do rest[#rest + 1] = job.ps[i] end
+              cold().requeue(id, rest, "-1", NOW, "", nil)
             end
           else
-            requeue(job.id, job.flat, tostring(rc), f[2], f[1])
+            cold().requeue(id, job.ps, tostring(rc), f[2], f[1], nil)
           end
         end
       end
+      if failed > 0 then redis.call("HINCRBY", K.meta, "failed", failed) end
     end
-    if processed > 0 then redis.call("HINCRBY", K.stats, "processed", processed) end
-    if failed > 0 then redis.call("HINCRBY", K.stats, "failed", failed) end
+    if processed > 0 then redis.call("HINCRBY", K.meta, "processed", processed) end
   else
-    restored = restore_inflight(cur[2])
+    restored = cold().restore_inflight(L[3])
   end
 end
 
 local dead = ""
-if ndead > 0 then dead = encode_batch(ndead, token, settle_seq, now, dead_parts) end
+if ndead > 0 then dead = encode_batch(ndead, token, settle_seq, NOW, "", "", dead_parts) end
 
-local parts, n, more, next_due = {}, 0, "0", ""
+-- ---------------------------------------------------------------- fetch
+
+local parts, n, pay, more, next_due = {}, 0, 0, "0", ""
 if want > 0 then
-  local popped = redis.call("ZPOPMIN", K.due, want)
-  local ids, ats = {}, {}
-  local nnum = tonumber(now)
-  local i = 1
-  while i <= #popped do
-    if tonumber(popped[i + 1]) > nnum then
-      -- Not due: put it and everything after it back.
-      next_due = popped[i + 1]
-      local back = {}
-      for j = i, #popped, 2 do
-        back[#back + 1] = popped[j + 1]
-        back[#back + 1] = popped[j]
+  local budget = 2 * math.max(maxp, want)
+  local over = false
+  local v1chk = v1 > 0 and redis.call("EXISTS", K.v1due) == 1
+  local whole = maxp >= INLINE_MAX -- a record without overflow fits a call
+  local taken = {}
+  local del_jobs, del_later, del_retries = {}, {}, {}
+  -- Read one entry more than wanted from the fifo and from later (most
+  -- entries are valid and due); a fifo with stale entries is read further
+  -- in bigger chunks.
+  local chunk = want + 1
+
+  -- The fifo, read in chunks from index base; fi is the next entry of fel
+  -- to look at; consumed counts the leading entries taken, moved or found
+  -- stale (trimmed at the end). fifo_head returns the first valid entry:
+  -- {id, record, at, rc}.
+  local fel, fi, base, consumed, fend = {}, 1, 0, 0, false
+  local fids, frecs = {}, {}
+  local function fifo_head()
+    while true do
+      if fi > #fel then
+        if fend then return nil end
+        base = base + #fel
+        local size = chunk
+        if base > 0 then size = chunk + 32 end
+        fel = redis.call("LRANGE", K.fifo, base, base + size - 1)
+        fi = 1
+        if #fel < size then fend = true end
+        if #fel == 0 then return nil end
+        fids = {}
+        for j, e in ipairs(fel) do fids[j] = string.sub(e, string.find(e, ":", 1, true) + 1) end
+        frecs = redis.call("HMGET", K.jobs, unpack(fids))
       end
-      redis.call("ZADD", K.due, unpack(back))
+      local s = frecs[fi]
+      if s then
+        local e = fel[fi]
+        local _, at, rc, fseq = rec_head(s)
+        if fseq == string.sub(e, 1, string.find(e, ":", 1, true) - 1) then return {fids[fi], s, at, rc} end
+      end
+      fi = fi + 1
+      consumed = consumed + 1
+    end
+  end
+
+  local lat = redis.call("ZRANGEBYSCORE", K.later, "-inf", NOW, "WITHSCORES", "LIMIT", 0, chunk)
+  local lrecs = {}
+  if #lat > 0 then
+    local lids = {}
+    for j = 1, #lat, 2 do lids[#lids + 1] = lat[j] end
+    local got = redis.call("HMGET", K.jobs, unpack(lids))
+    for j, id in ipairs(lids) do lrecs[id] = got[j] or false end
+  end
+  local li = 1
+  local fh = nil
+  local scanned, limit = 0, want * 4 + 64
+
+  while n < want and pay < budget and scanned < limit do
+    scanned = scanned + 1
+    if not fh then fh = fifo_head() end
+    local lc = nil
+    if li <= #lat then lc = lat[li] end
+    if not fh and not lc then
+      if #lat == chunk then over = true end -- later may hold more due jobs
       break
     end
-    n = n + 1
-    ids[n], ats[n] = popped[i], popped[i + 1]
-    i = i + 2
-  end
-  if n == want then more = "1" end
-  if n > 0 then
-    local rcs = redis.call("ZMSCORE", K.retries, unpack(ids))
-    local pkeys = {}
-    for j = 1, n do
-      local id = ids[j]
-      pkeys[j] = pkey(id)
-      local flat = redis.call("ZRANGE", pkeys[j], 0, -1, "WITHSCORES")
-      local rc = rcs[j] or "-1"
-      local err = ""
-      if tonumber(rc) >= 0 then
-        err = redis.call("HGET", K.errors, id) or ""
-        if err ~= "" then redis.call("HDEL", K.errors, id) end
-      end
-      put_job(parts, id, rc, ats[j], err, flat)
+    local use_fifo
+    if fh and lc then
+      local fa, la = tonumber(fh[3]), tonumber(lat[li + 1])
+      use_fifo = fa < la or (fa == la and bcmp(fh[1], lc) < 0)
+    else
+      use_fifo = fh ~= nil
     end
-    redis.call("DEL", unpack(pkeys))
-    redis.call("ZREM", K.ids, unpack(ids))
-    redis.call("ZREM", K.retries, unpack(ids))
+    local id, s, infifo
+    if use_fifo then
+      if tonumber(fh[3]) > NOWN then
+        next_due = fh[3]
+        break
+      end
+      id, s, infifo = fh[1], fh[2], true
+      fh = nil
+      fi = fi + 1
+      consumed = consumed + 1
+    else
+      id = lc
+      li = li + 2
+      if not taken[id] then
+        s = lrecs[id]
+        if not s then
+          s = nil
+          redis.call("ZREM", K.later, id)
+        end
+      end
+    end
+    local flags
+    if s then flags = string.byte(s, 1) end
+    if s and v1chk and redis.call("ZSCORE", K.v1due, id) then
+      -- Older payloads of this id are still in layout 1: drained first.
+      if infifo then
+        local r = cold().rec_decode(s)
+        r.fseq = nil
+        cold().store(id, r, r.rc)
+      end
+      s = nil
+    end
+    if s and whole and flags % 8 < 4 then
+      -- No overflow: the whole record is one call's worth.
+      local _, _, rc = rec_head(s)
+      put_raw(parts, id, s)
+      n = n + 1
+      pay = pay + 1
+      taken[id] = true
+      del_jobs[#del_jobs + 1] = id
+      if not infifo then del_later[#del_later + 1] = id end
+      if rc ~= "-1" then del_retries[#del_retries + 1] = id end
+    elseif s then
+      local r = cold().rec_decode(s)
+      if n > 0 and pay + math.min(#r.ps + r.ovn, maxp) > budget then
+        -- The window is full for this big id: it waits for the next one
+        -- (smaller ids still fit).
+        over = true
+        if infifo then
+          r.fseq = nil
+          cold().store(id, r, r.rc)
+        end
+      else
+        local rc, at, err = r.rc, r.at, r.err
+        local got = cold().take_payloads("q", id, r, maxp)
+        cold().put_job(parts, id, rc, at, err, got)
+        n = n + 1
+        pay = pay + #got
+        taken[id] = true
+        if #r.ps == 0 and r.ovn == 0 then
+          del_jobs[#del_jobs + 1] = id
+          if not r.fseq then del_later[#del_later + 1] = id end
+          if tonumber(rc) >= 0 then del_retries[#del_retries + 1] = id end
+        else
+          -- The rest of a big id stays queued as a fresh job.
+          r.rc, r.err, r.hold, r.fseq = "-1", "", nil, nil
+          cold().store(id, r, rc)
+        end
+      end
+    end
+  end
+  hdel_list(K.jobs, del_jobs)
+  for i = 1, #del_later, CHUNK do
+    redis.call("ZREM", K.later, unpack(del_later, i, math.min(i + CHUNK - 1, #del_later)))
+  end
+  for i = 1, #del_retries, CHUNK do
+    redis.call("ZREM", K.retries, unpack(del_retries, i, math.min(i + CHUNK - 1, #del_retries)))
+  end
+  if consumed > 0 then redis.call("LTRIM", K.fifo, consumed, -1) end
+  if n == want or pay >= budget or over or scanned >= limit then
+    more = "1"
+  elseif next_due == "" then
+    local nd = redis.call("ZRANGEBYSCORE", K.later, "(" .. NOW, "+inf", "WITHSCORES", "LIMIT", 0, 1)
+    if #nd > 0 then next_due = nd[2] end
   end
 end
 
 local batch = ""
 if n > 0 then
-  batch = encode_batch(n, token, next_seq, now, parts)
+  local bound, tms = "", ""
+  if timeout ~= "" then
+    local calls = 1
+    if call_size > 0 then calls = math.ceil(n / call_size) end
+    tms = timeout
+    bound = fmt_us(NOW_US + calls * tonumber(timeout) * 1000)
+  end
+  batch = encode_batch(n, token, next_seq, NOW, bound, tms, parts)
   redis.call("SET", K.inflight, batch)
-elseif cur[2] then
+elseif L[3] then
   redis.call("DEL", K.inflight)
 end
 
-return {batch, more, next_due, dead, processed, failed, restored}
+if ndead > 0 then
+  redis.call("SET", K.outcome, fld(token) .. fld(next_seq) .. fld(tostring(processed)) ..
+    fld(tostring(failed)) .. fld(tostring(restored)) .. fld(dead))
+elseif L[4] then
+  redis.call("DEL", K.outcome)
+end
+
+return {batch, more, next_due, dead, processed, failed, restored, v1}

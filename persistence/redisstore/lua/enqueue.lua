@@ -1,48 +1,179 @@
--- enqueue.lua: add jobs to one shard, merging with queued jobs of the same id
--- as "new job + queued job" (SPEC 3.2 case 1): payloads are united and the
--- lower score wins for an equal payload; a queued job keeps its perform_at
--- and retry_count. A job that is in flight gets a fresh queued entry.
+-- enqueue.lua: add jobs to one shard, merging with queued jobs of the same
+-- id as "new job + queued job" (SPEC 3.2 case 1): payloads united, the lower
+-- score wins for an equal payload, a queued job keeps its perform_at, retry
+-- count and error. An id in flight gets a fresh queued entry.
 --
--- KEYS: the shard key set (lib.lua).
--- ARGV[1] key prefix
--- ARGV[2] notification channel
--- ARGV[3] shard number (the notification message)
--- ARGV[4..] per job four values: id, payload, score, perform_at
+-- KEYS: the shard key set (lib.lua); with ARGV[2] = "1", KEYS[24..] are
+-- layout 1's payload keys "p:<id>" of the jobs, one per job, in order.
+-- ARGV[1] now ("" = Redis TIME; set only by the test seam)
+-- ARGV[2] "2": write layout 2. "1": the store is being upgraded; a shard
+--         not fenced yet may be served by a layout 1 node, so the jobs go
+--         to layout 1's keys (docs/storage.md section 8)
+-- ARGV[3] notification channel
+-- ARGV[4] shard number (the notification message)
+-- ARGV[5..] per job four values: id, payload, score ("" = default),
+--         perform_at ("" = now)
 --
--- Returns the number of jobs written. Publishes the shard number on the
--- channel so that the shard's owner wakes up.
+-- Default scores: the k-th unscored payload of an id in this call scores
+-- base + k microseconds, where base is now, made strictly greater than the
+-- last default score of the shard (meta.hw): unscored payloads keep the
+-- order in which they reached Redis.
 --
--- Cost: one ZADD per job (its payload) plus one ZADD per index for the whole
--- call. Only the first job of an id in the call counts for the indexes, as if
--- the jobs were added one by one with ZADD NX.
+-- A new job due now that sorts after the fifo's tail is appended to the
+-- fifo; any other new job goes to later.
+--
+-- Returns the number of jobs written. Publishes the shard number.
+--
+-- Cost: HMGET, HSET, RPUSH, ZADD (later) and two meta commands per call,
+-- plus HGET/ZADD/HSET per payload that goes to an id's overflow.
 
-local due, ids, rcs, seen = {}, {}, {}, {}
-local n = 0
-for i = 4, #ARGV, 4 do
+init_clock(ARGV[1])
+local mode, channel, shard = ARGV[2], ARGV[3], ARGV[4]
+local FIRST = 5
+local njobs = (#ARGV - FIRST + 1) / 4
+
+local m = redis.call("HMGET", K.meta, "hw", "fseq", "tat", "tid")
+local hw = tonumber(m[1] or "0")
+local base = NOW_US
+if base <= hw then base = hw + 1 end
+local base_s = NOW
+if base ~= NOW_US then base_s = fmt_us(base) end
+local maxk = -1
+
+-- score returns the score of job i: its own, or the next default one of
+-- its id (k counts the id's unscored payloads in this call).
+local function score(i, k)
+  local sc = ARGV[i + 2]
+  if sc ~= "" then return sc, k end
+  if k > maxk then maxk = k end
+  if k == 0 then return base_s, 1 end
+  return fmt_us(base + k), k + 1
+end
+
+if mode == "1" and redis.call("GET", K.v1lease) ~= FENCE then
+  -- Layout 1, as a layout 1 node writes it: payloads with ZADD LT, the
+  -- indexes with NX.
+  local j = 0
+  local ks = {}
+  for i = FIRST, #ARGV, 4 do
+    j = j + 1
+    local id = ARGV[i]
+    local sc
+    sc, ks[id] = score(i, ks[id] or 0)
+    local at = ARGV[i + 3]
+    if at == "" then at = NOW end
+    redis.call("ZADD", KEYS[FIXED_KEYS + j], "LT", sc, ARGV[i + 1])
+    redis.call("ZADD", K.v1due, "NX", at, id)
+    redis.call("ZADD", K.v1ids, "NX", 0, id)
+    redis.call("ZADD", K.v1retries, "NX", -1, id)
+  end
+  if maxk >= 0 then redis.call("HSET", K.meta, "hw", string.format("%.0f", base + maxk)) end
+  redis.call("PUBLISH", channel, shard)
+  return njobs
+end
+
+-- Group the jobs by id, in order of first appearance.
+local order, byid = {}, {}
+for i = FIRST, #ARGV, 4 do
   local id = ARGV[i]
-  redis.call("ZADD", pkey(id), "LT", ARGV[i + 2], ARGV[i + 1])
-  if not seen[id] then
-    seen[id] = true
-    due[#due + 1] = ARGV[i + 3]
-    due[#due + 1] = id
-    ids[#ids + 1] = 0
-    ids[#ids + 1] = id
-    rcs[#rcs + 1] = -1
-    rcs[#rcs + 1] = id
+  local g = byid[id]
+  if not g then
+    g = {}
+    byid[id] = g
+    order[#order + 1] = id
   end
-  n = n + 1
+  g[#g + 1] = i
 end
 
--- zadd_nx adds flat {score, member, ...} args in chunks within Lua's limits.
-local function zadd_nx(key, args)
-  for i = 1, #args, 2000 do
-    redis.call("ZADD", key, "NX", unpack(args, i, math.min(i + 1999, #args)))
+local cur = {}
+for i = 1, #order, CHUNK do
+  local part = redis.call("HMGET", K.jobs, unpack(order, i, math.min(i + CHUNK - 1, #order)))
+  for j, v in ipairs(part) do cur[i + j - 1] = v end
+end
+
+local fseq = tonumber(m[2] or "0")
+local tat, tid = m[3], m[4]
+local tatn = tat and tonumber(tat)
+local tail_ours = false -- the fifo's tail was appended by this call
+local hset, push, later = {}, {}, {}
+
+for j, id in ipairs(order) do
+  local g = byid[id]
+  local rec
+  if not cur[j] and #g == 1 then
+    -- The common case: a new id with one payload.
+    local i = g[1]
+    local sc = score(i, 0)
+    local at = ARGV[i + 3]
+    if at == "" then at = NOW end
+    local atn = at == NOW and NOWN or tonumber(at)
+    -- The client sends each call's jobs sorted by id, so within a call only
+    -- the first tie with the fifo's tail needs comparing ids.
+    if atn <= NOWN and (not tatn or atn > tatn or (atn == tatn and (tail_ours or bcmp(id, tid) >= 0))) then
+      fseq = fseq + 1
+      local fs = tostring(fseq)
+      push[#push + 1] = fs .. ":" .. id
+      tat, tatn, tid, tail_ours = at, atn, id, true
+      if sc == at then sc = "" end
+      rec = "\2" .. fld(at) .. "\2-1" .. fld(fs) .. fld(sc) .. fld(ARGV[i + 1])
+    else
+      later[#later + 1] = at
+      later[#later + 1] = id
+      if sc == at then sc = "" end
+      rec = "\0" .. fld(at) .. "\2-1" .. fld(sc) .. fld(ARGV[i + 1])
+    end
+  else
+    local r
+    if cur[j] then r = cold().rec_decode(cur[j]) end
+    local new = r == nil
+    local k = 0
+    local list = {}
+    for _, i in ipairs(g) do
+      local sc
+      sc, k = score(i, k)
+      if not r then
+        local at = ARGV[i + 3]
+        if at == "" then at = NOW end
+        r = cold().new_rec(at, "-1")
+      end
+      list[#list + 1] = {sc, ARGV[i + 1]}
+    end
+    cold().add_payloads("q", id, r, list)
+    if new then
+      local atn = tonumber(r.at)
+      if atn <= NOWN and (not tatn or atn > tatn or (atn == tatn and (tail_ours or bcmp(id, tid) >= 0))) then
+        fseq = fseq + 1
+        r.fseq = tostring(fseq)
+        push[#push + 1] = r.fseq .. ":" .. id
+        tat, tatn, tid, tail_ours = r.at, atn, id, true
+      else
+        later[#later + 1] = r.at
+        later[#later + 1] = id
+      end
+    end
+    rec = cold().rec_encode(r)
   end
+  hset[#hset + 1] = id
+  hset[#hset + 1] = rec
 end
-if n > 0 then
-  zadd_nx(K.due, due)
-  zadd_nx(K.ids, ids)
-  zadd_nx(K.retries, rcs)
+
+for i = 1, #hset, CHUNK * 2 do
+  redis.call("HSET", K.jobs, unpack(hset, i, math.min(i + CHUNK * 2 - 1, #hset)))
 end
-redis.call("PUBLISH", ARGV[2], ARGV[3])
-return n
+for i = 1, #push, CHUNK do
+  redis.call("RPUSH", K.fifo, unpack(push, i, math.min(i + CHUNK - 1, #push)))
+end
+for i = 1, #later, CHUNK * 2 do
+  redis.call("ZADD", K.later, unpack(later, i, math.min(i + CHUNK * 2 - 1, #later)))
+end
+local meta = {}
+if #push > 0 then
+  meta = {"fseq", tostring(fseq), "tat", tat, "tid", tid}
+end
+if maxk >= 0 then
+  meta[#meta + 1] = "hw"
+  meta[#meta + 1] = string.format("%.0f", base + maxk)
+end
+if #meta > 0 then redis.call("HSET", K.meta, unpack(meta)) end
+redis.call("PUBLISH", channel, shard)
+return njobs

@@ -1,178 +1,694 @@
--- lib.lua: helpers shared by the shard scripts. The loader prepends this file
--- to every script named in scripts.go that needs it, so each script below is
--- self-contained once loaded.
+-- lib.lua: what the shard scripts share. The loader prepends this file to
+-- every script, so each script is self-contained once loaded. The layout,
+-- the encodings and the rules are described in docs/storage.md.
 --
 -- Every shard script receives the shard's keys in this order (keys.go):
---   KEYS[1]  lease          STRING  current lease token, with a TTL
---   KEYS[2]  epoch          STRING  INCR counter of acquisitions
---   KEYS[3]  due            ZSET    queued id -> perform_at
---   KEYS[4]  ids            ZSET    queued id -> 0 (lexicographic index)
---   KEYS[5]  retries        ZSET    queued id -> retry_count
---   KEYS[6]  errors         HASH    queued id -> last error (retry_count >= 0 only)
---   KEYS[7]  inflight       STRING  the in-flight batch, encoded as below
---   KEYS[8]  stats          HASH    processed, failed
---   KEYS[9]  morgue         ZSET    morgue id -> updated_at
---   KEYS[10] morgue_ids     ZSET    morgue id -> 0 (lexicographic index)
---   KEYS[11] morgue_errors  HASH    morgue id -> error
--- and ARGV[1] = the shard's key prefix; per-id keys are ARGV[1].."p:"..id
--- (queued payloads: payload -> score) and ARGV[1].."m:"..id (morgue payloads).
+--   KEYS[1]  lease (layout 1)  STRING  layout 1's lease, or the fence FENCE
+--   KEYS[2]  epoch             STRING  highest epoch issued
+--   KEYS[3]  2:lease           STRING  the owner's token, with a TTL
+--   KEYS[4]  2:jobs            HASH    queued id -> job record
+--   KEYS[5]  2:fifo            LIST    "fseq:id" of jobs due when queued
+--   KEYS[6]  2:later           ZSET    id -> due time of the other queued jobs
+--   KEYS[7]  2:retries         ZSET    id -> retry count (>= 0 only)
+--   KEYS[8]  2:ovo             ZSET    overflow payloads, lexicographic
+--   KEYS[9]  2:ovs             HASH    overflow payload -> score key
+--   KEYS[10] 2:inflight        STRING  the in-flight batch
+--   KEYS[11] 2:meta            HASH    counters and shard state
+--   KEYS[12] 2:morgue          HASH    morgue id -> morgue record
+--   KEYS[13] 2:mat             ZSET    morgue id -> updated_at
+--   KEYS[14] 2:outcome         STRING  the last settlement's dead report
+--   KEYS[15..23] layout 1's due, ids, retries, errors, inflight, stats,
+--                morgue, morgue_ids, morgue_errors
+-- Scripts that read layout 1's per-id keys receive them from KEYS[24] on.
 -- All keys share one hash tag, so a script touches one cluster slot.
 --
--- In-flight batch encoding: a sequence of fields, each "<len>:<bytes>":
---   "1" (version), n, token, seq, fetched_at,
---   then n jobs: id, retry_count, perform_at, error, np, then np/2 pairs of
---   payload, score (ascending score).
--- Scores and times are kept as the strings Redis returned, never re-formatted
--- through Lua numbers (which would lose precision).
+-- A field is a LEB128 length and that many bytes. Job record: a flags byte
+-- (1 error, 2 in the fifo, 4 overflow, 8 hold), then the fields at, rc,
+-- [fseq], [err], [hold], [ovn], then the inline payloads lowest first as
+-- pairs (score, data), score "" meaning "equal to at". Morgue records have
+-- the same shape (at is updated_at, rc is empty).
+--
+-- Scores and times are decimal strings, kept as sent; times computed here
+-- are whole microseconds. Byte-wise comparisons never use Lua's < on
+-- strings (it follows the server's locale).
 
 local K = {
-  lease = KEYS[1], epoch = KEYS[2], due = KEYS[3], ids = KEYS[4],
-  retries = KEYS[5], errors = KEYS[6], inflight = KEYS[7], stats = KEYS[8],
-  morgue = KEYS[9], morgue_ids = KEYS[10], morgue_errors = KEYS[11],
+  v1lease = KEYS[1], epoch = KEYS[2], lease = KEYS[3], jobs = KEYS[4],
+  fifo = KEYS[5], later = KEYS[6], retries = KEYS[7], ovo = KEYS[8],
+  ovs = KEYS[9], inflight = KEYS[10], meta = KEYS[11], morgue = KEYS[12],
+  mat = KEYS[13], outcome = KEYS[14],
+  v1due = KEYS[15], v1ids = KEYS[16], v1retries = KEYS[17],
+  v1errors = KEYS[18], v1inflight = KEYS[19], v1stats = KEYS[20],
+  v1morgue = KEYS[21], v1morgue_ids = KEYS[22], v1morgue_errors = KEYS[23],
 }
-local PFX = ARGV[1]
+local FIXED_KEYS = 23
+local FENCE = "0/orderly-layout-2"
+local INLINE_MAX, INLINE_BYTES = 64, 4096
+local CHUNK = 500 -- arguments per multi-argument command
 
-local function pkey(id) return PFX .. "p:" .. id end
-local function mkey(id) return PFX .. "m:" .. id end
+-- ---------------------------------------------------------------- time
 
--- put appends one length-prefixed field to the parts table t.
-local function put(t, s)
-  t[#t + 1] = #s .. ":" .. s
+local NOW, NOW_US, NOWN
+
+-- fmt_us formats whole microseconds as decimal seconds, shortest form.
+local function fmt_us(us)
+  local sec = math.floor(us / 1000000)
+  local frac = us - sec * 1000000
+  local s = string.format("%.0f", sec)
+  if frac == 0 then return s end
+  local f = string.format("%.0f", frac)
+  f = string.rep("0", 6 - #f) .. f
+  f = string.gsub(f, "0+$", "")
+  return s .. "." .. f
 end
 
--- field reads the field starting at pos; returns it and the next position.
-local function field(s, pos)
-  local c = string.find(s, ":", pos, true)
-  local n = tonumber(string.sub(s, pos, c - 1))
-  return string.sub(s, c + 1, c + n), c + n + 1
+-- init_clock sets NOW from an explicit time (the test seam) or Redis TIME.
+local function init_clock(arg)
+  if arg ~= nil and arg ~= "" then
+    NOW = arg
+    NOWN = tonumber(arg)
+    NOW_US = math.floor(NOWN * 1000000 + 0.5)
+  else
+    local t = redis.call("TIME")
+    NOW_US = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    NOW = t[1] .. "." .. string.rep("0", 6 - #t[2]) .. t[2]
+    NOWN = tonumber(NOW)
+  end
 end
 
--- put_job encodes one job; flat is {payload, score, payload, score, ...}.
-local function put_job(t, id, rc, at, err, flat)
-  put(t, id); put(t, rc); put(t, at); put(t, err); put(t, tostring(#flat))
-  for i = 1, #flat do put(t, flat[i]) end
+-- ---------------------------------------------------------------- fields
+
+local function fld(s)
+  local n = #s
+  if n < 128 then return string.char(n) .. s end
+  local t = {}
+  while n >= 128 do
+    t[#t + 1] = string.char(128 + n % 128)
+    n = math.floor(n / 128)
+  end
+  t[#t + 1] = string.char(n)
+  return table.concat(t) .. s
 end
 
--- encode_batch joins a header and the parts of n encoded jobs.
-local function encode_batch(n, token, seq, at, parts)
-  local h = {}
-  put(h, "1"); put(h, tostring(n)); put(h, token); put(h, seq); put(h, at)
-  return table.concat(h) .. table.concat(parts)
+-- rdf reads the field at pos; returns it and the position after it.
+local function rdf(s, pos)
+  local b = string.byte(s, pos)
+  if b < 128 then return string.sub(s, pos + 1, pos + b), pos + 1 + b end
+  local n, mul = 0, 1
+  while true do
+    b = string.byte(s, pos)
+    pos = pos + 1
+    if b < 128 then n = n + b * mul; break end
+    n = n + (b - 128) * mul
+    mul = mul * 128
+  end
+  return string.sub(s, pos, pos + n - 1), pos + n
 end
 
--- decode_header returns the header fields and the position of the first job.
+-- bcmp compares two strings byte by byte: -1, 0 or 1.
+local function bcmp(a, b)
+  if a == b then return 0 end
+  local la, lb = #a, #b
+  local n = la < lb and la or lb
+  for i = 1, n do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then
+      if x < y then return -1 end
+      return 1
+    end
+  end
+  if la < lb then return -1 end
+  return 1
+end
+
+-- hdel_list deletes fields in chunks within Lua's argument limits.
+local function hdel_list(key, fields)
+  for i = 1, #fields, CHUNK do
+    redis.call("HDEL", key, unpack(fields, i, math.min(i + CHUNK - 1, #fields)))
+  end
+end
+
+-- rec_head reads the start of a job record: flags, at, rc and fseq.
+local function rec_head(s)
+  local flags = string.byte(s, 1)
+  local at, rc, fseq, pos
+  at, pos = rdf(s, 2)
+  rc, pos = rdf(s, pos)
+  if flags % 4 >= 2 then fseq = rdf(s, pos) end
+  return flags, at, rc, fseq
+end
+
+-- ---------------------------------------------------------------- batches
+-- In-flight batch: fields "2", n, token, seq, fetched_at, bound, timeout,
+-- then n jobs, each two fields: id and a job record (lib.lua's encoding,
+-- without overflow) holding the payloads handed over.
+
+local function put_raw(t, id, rec)
+  t[#t + 1] = fld(id) .. fld(rec)
+end
+
+local function encode_batch(n, token, seq, at, bound, timeout, parts)
+  return fld("2") .. fld(tostring(n)) .. fld(token) .. fld(seq) .. fld(at) ..
+    fld(bound or "") .. fld(timeout or "") .. table.concat(parts)
+end
+
 local function decode_header(s)
   local pos = 1
-  local ver, n, token, seq, at
-  ver, pos = field(s, pos)
-  n, pos = field(s, pos)
-  token, pos = field(s, pos)
-  seq, pos = field(s, pos)
-  at, pos = field(s, pos)
-  return {n = tonumber(n), token = token, seq = seq, at = at}, pos
+  local h = {}
+  local v, n
+  v, pos = rdf(s, pos)
+  n, pos = rdf(s, pos)
+  h.n = tonumber(n)
+  h.token, pos = rdf(s, pos)
+  h.seq, pos = rdf(s, pos)
+  h.at, pos = rdf(s, pos)
+  h.bound, pos = rdf(s, pos)
+  h.timeout, pos = rdf(s, pos)
+  return h, pos
 end
 
--- decode_batch returns the header and the list of jobs of an encoded batch.
-local function decode_batch(s)
-  local h, pos = decode_header(s)
-  local jobs = {}
-  for j = 1, h.n do
-    local job = {}
-    job.id, pos = field(s, pos)
-    job.rc, pos = field(s, pos)
-    job.at, pos = field(s, pos)
-    job.err, pos = field(s, pos)
-    local np
-    np, pos = field(s, pos)
-    local flat = {}
-    for i = 1, tonumber(np) do flat[i], pos = field(s, pos) end
-    job.flat = flat
-    jobs[j] = job
-  end
-  return h, jobs
-end
+-- ---------------------------------------------------------------- leases
 
--- zadd_flat adds {member, score, ...} pairs to a zset with the given flag
--- ("LT": a lower score wins for an existing member), in chunks that stay
--- within Lua's argument limit.
-local function zadd_flat(key, flat, flag)
-  local i = 1
-  while i <= #flat do
-    local args = {}
-    local last = math.min(#flat, i + 1999)
-    for j = i, last, 2 do
-      args[#args + 1] = flat[j + 1]
-      args[#args + 1] = flat[j]
-    end
-    redis.call("ZADD", key, flag, unpack(args))
-    i = last + 1
-  end
-end
-
--- requeue merges a job back into the queue as "failed job + queued job"
--- (SPEC 3.2 case 2): payloads are united (the lower score wins), and the
--- given perform_at, retry_count and error replace the queued job's.
-local function requeue(id, flat, rc, at, err)
-  zadd_flat(pkey(id), flat, "LT")
-  redis.call("ZADD", K.due, at, id)
-  redis.call("ZADD", K.ids, 0, id)
-  redis.call("ZADD", K.retries, rc, id)
-  if tonumber(rc) >= 0 and err ~= "" then
-    redis.call("HSET", K.errors, id, err)
-  else
-    redis.call("HDEL", K.errors, id)
-  end
-end
-
--- restore_batch requeues every job of a decoded in-flight batch with its own
--- perform_at, retry_count and error (SPEC 3.7); it returns the count.
-local function restore_batch(jobs)
-  for _, job in ipairs(jobs) do
-    requeue(job.id, job.flat, job.rc, job.at, job.err)
-  end
-  return #jobs
-end
-
--- restore_inflight puts the shard's in-flight record back into the queue,
--- each job with its own perform_at, retry_count and error (SPEC 3.7), and
--- deletes the record. cur is the record as GET returned it (false when
--- there is none); returns the number of ids restored.
-local function restore_inflight(cur)
-  if not cur then
-    return 0
-  end
-  local _, jobs = decode_batch(cur)
-  redis.call("DEL", K.inflight)
-  return restore_batch(jobs)
-end
-
--- delete_queued removes the queued entry of id.
-local function delete_queued(id)
-  redis.call("DEL", pkey(id))
-  redis.call("ZREM", K.due, id)
-  redis.call("ZREM", K.ids, id)
-  redis.call("ZREM", K.retries, id)
-  redis.call("HDEL", K.errors, id)
-end
-
--- morgue_put merges payloads into the morgue entry of id (the lower score
--- wins), sets its error and its updated_at to now.
-local function morgue_put(id, flat, err, now)
-  zadd_flat(mkey(id), flat, "LT")
-  redis.call("ZADD", K.morgue, now, id)
-  redis.call("ZADD", K.morgue_ids, 0, id)
-  redis.call("HSET", K.morgue_errors, id, err)
-end
-
--- morgue_delete removes the morgue entry of id.
-local function morgue_delete(id)
-  redis.call("DEL", mkey(id))
-  redis.call("ZREM", K.morgue, id)
-  redis.call("ZREM", K.morgue_ids, id)
-  redis.call("HDEL", K.morgue_errors, id)
-end
-
--- lease_ok reports whether token is the shard's current lease.
 local function lease_ok(token)
-  return redis.call("GET", K.lease) == token
+  local v = redis.call("MGET", K.lease, K.v1lease)
+  return v[1] == token and v[2] == FENCE
 end
+
+-- ---------------------------------------------------------------- cold
+-- The helpers below are created only when a script calls cold(): creating
+-- a closure costs Redis's Lua a few hundred nanoseconds, and the hot path
+-- of a fetch or an enqueue needs none of them.
+
+local COLD
+local function cold()
+  if COLD then return COLD end
+  -- enc makes an id prefix-free and keeps byte order: NUL becomes \0\1, and
+  -- \0\0 ends it.
+  local function enc(id)
+    if string.find(id, "\0", 1, true) then
+      id = string.gsub(id, "%z", "\0\1")
+    end
+    return id .. "\0\0"
+  end
+
+  -- ---------------------------------------------------------------- score keys
+
+  -- skey encodes a score as 8 bytes whose byte order is the numeric order.
+  local function skey(x)
+    local hi, lo = 0, 0
+    if x ~= 0 then
+      local a = math.abs(x)
+      local m, e = math.frexp(a)
+      local E = e + 1022
+      local f
+      if E <= 0 then
+        f = a * 2 ^ 1074
+        E = 0
+      else
+        f = (m * 2 - 1) * 2 ^ 52
+      end
+      hi = E * 1048576 + math.floor(f / 4294967296)
+      lo = f % 4294967296
+    end
+    if x < 0 then
+      hi = 2147483647 - hi
+      lo = 4294967295 - lo
+    else
+      hi = hi + 2147483648
+    end
+    return string.char(
+      math.floor(hi / 16777216) % 256, math.floor(hi / 65536) % 256,
+      math.floor(hi / 256) % 256, hi % 256,
+      math.floor(lo / 16777216) % 256, math.floor(lo / 65536) % 256,
+      math.floor(lo / 256) % 256, lo % 256)
+  end
+
+  -- skey_num decodes skey.
+  local function skey_num(k)
+    local b1, b2, b3, b4, b5, b6, b7, b8 = string.byte(k, 1, 8)
+    local hi = ((b1 * 256 + b2) * 256 + b3) * 256 + b4
+    local lo = ((b5 * 256 + b6) * 256 + b7) * 256 + b8
+    local sign = 1
+    if hi >= 2147483648 then
+      hi = hi - 2147483648
+    else
+      hi = 2147483647 - hi
+      lo = 4294967295 - lo
+      sign = -1
+    end
+    local E = math.floor(hi / 1048576)
+    local f = (hi % 1048576) * 4294967296 + lo
+    if E == 0 then
+      if f == 0 then return 0 end
+      return sign * math.ldexp(f, -1074)
+    end
+    return sign * math.ldexp(f + 4503599627370496, E - 1075)
+  end
+
+  local function skey_str(k)
+    return string.format("%.17g", skey_num(k))
+  end
+
+  -- ---------------------------------------------------------------- records
+
+  local function rec_decode(s)
+    local flags = string.byte(s, 1)
+    local r = {}
+    local pos = 2
+    r.at, pos = rdf(s, pos)
+    r.rc, pos = rdf(s, pos)
+    if flags % 4 >= 2 then r.fseq, pos = rdf(s, pos) end
+    if flags % 2 == 1 then r.err, pos = rdf(s, pos) else r.err = "" end
+    if flags % 16 >= 8 then r.hold, pos = rdf(s, pos) end
+    r.ovn = 0
+    if flags % 8 >= 4 then
+      local v
+      v, pos = rdf(s, pos)
+      r.ovn = tonumber(v)
+    end
+    local ps = {}
+    local n = #s
+    while pos <= n do
+      local sc, d
+      sc, pos = rdf(s, pos)
+      d, pos = rdf(s, pos)
+      if sc == "" then sc = r.at end
+      ps[#ps + 1] = {sc, d}
+    end
+    r.ps = ps
+    return r
+  end
+
+  local function rec_encode(r)
+    local flags = 0
+    local t = {"", fld(r.at), fld(r.rc)}
+    if r.fseq then flags = flags + 2; t[#t + 1] = fld(r.fseq) end
+    if r.err ~= "" then flags = flags + 1; t[#t + 1] = fld(r.err) end
+    if r.hold then flags = flags + 8; t[#t + 1] = fld(r.hold) end
+    if r.ovn > 0 then flags = flags + 4; t[#t + 1] = fld(string.format("%.0f", r.ovn)) end
+    local at = r.at
+    for _, p in ipairs(r.ps) do
+      if p[1] == at then t[#t + 1] = "\0" else t[#t + 1] = fld(p[1]) end
+      t[#t + 1] = fld(p[2])
+    end
+    t[1] = string.char(flags)
+    return table.concat(t)
+  end
+
+  local function new_rec(at, rc)
+    return {at = at, rc = rc, err = "", ovn = 0, ps = {}}
+  end
+
+  -- plt orders payloads: score, then bytes.
+  local function plt(a, b)
+    local x, y = tonumber(a[1]), tonumber(b[1])
+    if x ~= y then return x < y end
+    return bcmp(a[2], b[2]) < 0
+  end
+
+  local function insert_sorted(ps, p)
+    local i = #ps
+    while i >= 1 and plt(p, ps[i]) do i = i - 1 end
+    table.insert(ps, i + 1, p)
+  end
+
+  local function inline_bytes(ps)
+    local n = 0
+    for _, p in ipairs(ps) do n = n + #p[2] + #p[1] end
+    return n
+  end
+
+  -- ---------------------------------------------------------------- overflow
+  -- ns is "q" for queued payloads, "m" for the morgue's.
+
+  local function ovpfx(ns, id) return ns .. enc(id) end
+
+  local function ov_add(ns, id, sc, d)
+    local p = ovpfx(ns, id)
+    local k = skey(tonumber(sc))
+    redis.call("ZADD", K.ovo, 0, p .. k .. d)
+    redis.call("HSET", K.ovs, p .. d, k)
+  end
+
+  local function ov_del(ns, id, d, k)
+    local p = ovpfx(ns, id)
+    redis.call("ZREM", K.ovo, p .. k .. d)
+    redis.call("HDEL", K.ovs, p .. d)
+  end
+
+  -- ov_first returns the lowest n overflow payloads of id, each
+  -- {score, data, member}.
+  local function ov_first(ns, id, n)
+    local p = ovpfx(ns, id)
+    local ms = redis.call("ZRANGEBYLEX", K.ovo, "[" .. p, "(" .. string.sub(p, 1, -2) .. "\1", "LIMIT", 0, n)
+    local out = {}
+    local lp = #p
+    for i, m in ipairs(ms) do
+      out[i] = {skey_str(string.sub(m, lp + 1, lp + 8)), string.sub(m, lp + 9), m}
+    end
+    return out
+  end
+
+  -- ov_remove removes what ov_first returned (a contiguous range).
+  local function ov_remove(ns, id, list)
+    if #list == 0 then return end
+    redis.call("ZREMRANGEBYLEX", K.ovo, "[" .. list[1][3], "[" .. list[#list][3])
+    local p = ovpfx(ns, id)
+    local fs = {}
+    for i, e in ipairs(list) do fs[i] = p .. e[2] end
+    hdel_list(K.ovs, fs)
+  end
+
+  -- refill moves the lowest overflow payloads inline when nothing is inline.
+  local function refill(ns, id, r)
+    if #r.ps > 0 or r.ovn == 0 then return end
+    local list = ov_first(ns, id, INLINE_MAX)
+    local take, bytes = {}, 0
+    for i, e in ipairs(list) do
+      bytes = bytes + #e[1] + #e[2]
+      if i > 1 and bytes > INLINE_BYTES then break end
+      take[i] = e
+    end
+    ov_remove(ns, id, take)
+    for i, e in ipairs(take) do r.ps[i] = {e[1], e[2]} end
+    r.ovn = r.ovn - #take
+  end
+
+  -- add_payload merges a payload into record r of id: an equal payload keeps
+  -- the lower score. Inline payloads stay the lowest ones, within the inline
+  -- bounds; the rest go to the overflow.
+  local function add_payload(ns, id, r, sc, d)
+    local n = tonumber(sc)
+    refill(ns, id, r)
+    local ps = r.ps
+    for i, p in ipairs(ps) do
+      if p[2] == d then
+        if n < tonumber(p[1]) then
+          table.remove(ps, i)
+          insert_sorted(ps, {sc, d})
+        end
+        return
+      end
+    end
+    if r.ovn > 0 then
+      local k = redis.call("HGET", K.ovs, ovpfx(ns, id) .. d)
+      if k then
+        if n >= skey_num(k) then return end
+        ov_del(ns, id, d, k)
+        r.ovn = r.ovn - 1
+      end
+      if #ps > 0 and not plt({sc, d}, ps[#ps]) then
+        ov_add(ns, id, sc, d)
+        r.ovn = r.ovn + 1
+        return
+      end
+    end
+    insert_sorted(ps, {sc, d})
+    if #ps > 1 and (#ps > INLINE_MAX or inline_bytes(ps) > INLINE_BYTES) then
+      while #ps > 1 and (#ps > INLINE_MAX or inline_bytes(ps) > INLINE_BYTES) do
+        local last = table.remove(ps)
+        ov_add(ns, id, last[1], last[2])
+        r.ovn = r.ovn + 1
+      end
+    end
+  end
+
+  -- add_payloads merges payloads {score, data} into record r of id as
+  -- add_payload would one by one, with one Redis command per kind of change
+  -- instead of several per payload (the path of ids with many payloads).
+  local function add_payloads(ns, id, r, list)
+    if #list == 0 then return end
+    if #list == 1 then return add_payload(ns, id, r, list[1][1], list[1][2]) end
+    refill(ns, id, r)
+    local ps = r.ps
+    local pos = {}
+    for i, p in ipairs(ps) do pos[p[2]] = i end
+    -- Equal inline payloads take the lower score; the others are
+    -- candidates, each with its lowest score in the list.
+    local cand, order, resort = {}, {}, false
+    for _, p in ipairs(list) do
+      local sc, d = p[1], p[2]
+      local i = pos[d]
+      if i then
+        if tonumber(sc) < tonumber(ps[i][1]) then
+          ps[i] = {sc, d}
+          resort = true
+        end
+      elseif not cand[d] then
+        cand[d] = sc
+        order[#order + 1] = d
+      elseif tonumber(sc) < tonumber(cand[d]) then
+        cand[d] = sc
+      end
+    end
+    if resort then table.sort(ps, plt) end
+    if #order == 0 then return end
+    local pfx = ovpfx(ns, id)
+    local zrem, hdel, zadd, hset = {}, {}, {}, {}
+    if r.ovn > 0 then
+      for i = 1, #order, CHUNK do
+        local fields = {}
+        for j = i, math.min(i + CHUNK - 1, #order) do fields[#fields + 1] = pfx .. order[j] end
+        local ks = redis.call("HMGET", K.ovs, unpack(fields))
+        for j = 1, #fields do
+          local k = ks[j]
+          if k then
+            local d = order[i + j - 1]
+            if tonumber(cand[d]) >= skey_num(k) then
+              cand[d] = nil
+            else
+              zrem[#zrem + 1] = pfx .. k .. d
+              hdel[#hdel + 1] = pfx .. d
+              r.ovn = r.ovn - 1
+            end
+          end
+        end
+      end
+    end
+    local function to_ov(sc, d)
+      local k = skey(tonumber(sc))
+      zadd[#zadd + 1] = 0
+      zadd[#zadd + 1] = pfx .. k .. d
+      hset[#hset + 1] = pfx .. d
+      hset[#hset + 1] = k
+      r.ovn = r.ovn + 1
+    end
+    -- With an overflow, a payload above the inline ones goes there: every
+    -- inline payload stays at most the overflow's lowest.
+    local last = nil
+    if r.ovn > 0 then last = ps[#ps] end
+    for _, d in ipairs(order) do
+      local sc = cand[d]
+      if sc then
+        if last and not plt({sc, d}, last) then
+          to_ov(sc, d)
+        else
+          ps[#ps + 1] = {sc, d}
+        end
+      end
+    end
+    table.sort(ps, plt)
+    local keep, bytes = 0, 0
+    for i, p in ipairs(ps) do
+      bytes = bytes + #p[1] + #p[2]
+      if i > 1 and (i > INLINE_MAX or bytes > INLINE_BYTES) then break end
+      keep = i
+    end
+    for i = #ps, keep + 1, -1 do
+      local p = table.remove(ps)
+      to_ov(p[1], p[2])
+    end
+    for i = 1, #zrem, CHUNK do
+      redis.call("ZREM", K.ovo, unpack(zrem, i, math.min(i + CHUNK - 1, #zrem)))
+    end
+    hdel_list(K.ovs, hdel)
+    for i = 1, #zadd, 2 * CHUNK do
+      redis.call("ZADD", K.ovo, unpack(zadd, i, math.min(i + 2 * CHUNK - 1, #zadd)))
+    end
+    for i = 1, #hset, 2 * CHUNK do
+      redis.call("HSET", K.ovs, unpack(hset, i, math.min(i + 2 * CHUNK - 1, #hset)))
+    end
+  end
+
+  -- take_payloads takes up to n of the lowest payloads of record r (inline
+  -- first, then overflow) and returns them; r keeps the rest (refilled).
+  local function take_payloads(ns, id, r, n)
+    local got = {}
+    local ps = r.ps
+    local ni = math.min(#ps, n)
+    for i = 1, ni do got[i] = ps[i] end
+    local rest = {}
+    for i = ni + 1, #ps do rest[#rest + 1] = ps[i] end
+    r.ps = rest
+    if #rest == 0 and r.ovn > 0 and ni < n then
+      local list = ov_first(ns, id, n - ni)
+      ov_remove(ns, id, list)
+      r.ovn = r.ovn - #list
+      for _, e in ipairs(list) do got[#got + 1] = {e[1], e[2]} end
+    end
+    refill(ns, id, r)
+    return got
+  end
+
+  -- drop_overflow deletes up to n overflow payloads of id; returns how many
+  -- are left.
+  local function drop_overflow(ns, id, r, n)
+    if r.ovn == 0 then return 0 end
+    local list = ov_first(ns, id, n)
+    ov_remove(ns, id, list)
+    r.ovn = r.ovn - #list
+    if #list < n then r.ovn = 0 end
+    return r.ovn
+  end
+
+  -- ---------------------------------------------------------------- jobs
+
+  local function load(id)
+    local s = redis.call("HGET", K.jobs, id)
+    if s then return rec_decode(s) end
+    return nil
+  end
+
+  local function due_of(r)
+    if r.hold and tonumber(r.hold) > tonumber(r.at) then return r.hold end
+    return r.at
+  end
+
+  -- store writes record r of id and its index entries; old_rc is the retry
+  -- count it had before (nil for a new record).
+  local function store(id, r, old_rc)
+    if not r.fseq then redis.call("ZADD", K.later, due_of(r), id) end
+    if tonumber(r.rc) >= 0 then
+      redis.call("ZADD", K.retries, r.rc, id)
+    elseif old_rc and tonumber(old_rc) >= 0 then
+      redis.call("ZREM", K.retries, id)
+    end
+    redis.call("HSET", K.jobs, id, rec_encode(r))
+  end
+
+  -- unlink removes the queued record of id and its index entries (not its
+  -- overflow).
+  local function unlink(id, r)
+    redis.call("HDEL", K.jobs, id)
+    if not r.fseq then redis.call("ZREM", K.later, id) end
+    if tonumber(r.rc) >= 0 then redis.call("ZREM", K.retries, id) end
+  end
+
+  -- later_hold returns the larger of two holds still in the future, or nil.
+  local function later_hold(a, b)
+    local h
+    if a and tonumber(a) > NOWN then h = a end
+    if b and tonumber(b) > NOWN and (not h or tonumber(b) > tonumber(h)) then h = b end
+    return h
+  end
+
+  -- requeue merges a job back as "failed job + queued job" (SPEC 3.2 case
+  -- 2): payloads united (lower score wins); perform_at, retry count and error
+  -- are the given ones; hold keeps the id from being fetched before it.
+  local function requeue(id, ps, rc, at, err, hold)
+    local r = load(id)
+    local old_rc
+    if r then old_rc = r.rc else r = new_rec(at, rc) end
+    add_payloads("q", id, r, ps)
+    r.rc, r.at = rc, at
+    if tonumber(rc) >= 0 then r.err = err else r.err = "" end
+    r.fseq = nil
+    r.hold = later_hold(r.hold, hold)
+    store(id, r, old_rc)
+  end
+
+  local function put_job(t, id, rc, at, err, ps)
+    put_raw(t, id, rec_encode({at = at, rc = rc, err = err, ovn = 0, ps = ps}))
+  end
+
+
+  local function decode_batch(s)
+    local h, pos = decode_header(s)
+    local jobs = {}
+    for j = 1, h.n do
+      local id, rec
+      id, pos = rdf(s, pos)
+      rec, pos = rdf(s, pos)
+      local r = rec_decode(rec)
+      jobs[j] = {id = id, rc = r.rc, at = r.at, err = r.err, ps = r.ps}
+    end
+    return h, jobs
+  end
+
+  -- hold_of returns until when the ids of a restored batch wait: the
+  -- deadline bound written at fetch, and no later than now + the call
+  -- timeout (every call started before now). nil when no deadline was kept.
+  local function hold_of(h)
+    if h.timeout == "" then return nil end
+    local t_us = tonumber(h.timeout) * 1000
+    local bound_us = math.floor(tonumber(h.bound) * 1000000 + 0.5)
+    local us = math.min(bound_us, NOW_US + t_us)
+    if us <= NOW_US then return nil end
+    return fmt_us(us)
+  end
+
+  -- restore_inflight puts the in-flight batch back into the queue (SPEC 3.7)
+  -- and returns how many ids it restored.
+  local function restore_inflight(cur)
+    if not cur then return 0 end
+    local h, jobs = decode_batch(cur)
+    local hold = hold_of(h)
+    for _, job in ipairs(jobs) do
+      requeue(job.id, job.ps, job.rc, job.at, job.err, hold)
+    end
+    redis.call("DEL", K.inflight)
+    return #jobs
+  end
+
+  -- ---------------------------------------------------------------- morgue
+
+  -- morgue_put merges payloads into the morgue entry of id (the lower score
+  -- wins), and sets its error and updated_at.
+  local function morgue_put(id, ps, err, at)
+    local s = redis.call("HGET", K.morgue, id)
+    local m
+    if s then m = rec_decode(s) else m = new_rec(at, "") end
+    add_payloads("m", id, m, ps)
+    if not s or tonumber(at) >= tonumber(m.at) then
+      m.at, m.err = at, err
+    end
+    redis.call("HSET", K.morgue, id, rec_encode(m))
+    redis.call("ZADD", K.mat, m.at, id)
+  end
+
+  COLD = {
+    enc = enc,
+    skey = skey,
+    skey_num = skey_num,
+    skey_str = skey_str,
+    rec_decode = rec_decode,
+    rec_encode = rec_encode,
+    new_rec = new_rec,
+    plt = plt,
+    insert_sorted = insert_sorted,
+    inline_bytes = inline_bytes,
+    ovpfx = ovpfx,
+    ov_add = ov_add,
+    ov_del = ov_del,
+    ov_first = ov_first,
+    ov_remove = ov_remove,
+    refill = refill,
+    add_payload = add_payload,
+    add_payloads = add_payloads,
+    take_payloads = take_payloads,
+    drop_overflow = drop_overflow,
+    load = load,
+    due_of = due_of,
+    store = store,
+    unlink = unlink,
+    later_hold = later_hold,
+    requeue = requeue,
+    put_job = put_job,
+    decode_batch = decode_batch,
+    hold_of = hold_of,
+    restore_inflight = restore_inflight,
+    morgue_put = morgue_put,
+  }
+  return COLD
+end
+

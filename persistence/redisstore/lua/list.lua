@@ -1,70 +1,63 @@
--- list.lua: one page of a shard's queued jobs or morgue entries, in the
--- order of one of its indexes, continuing after a cursor. The caller merges
--- the pages of all shards. Cost is O(log n + limit) whatever the size of the
--- shard, also when many entries share one score (a cursor inside a band of
--- equal scores is found by binary search on ranks).
+-- list.lua: one page of a shard's queued jobs by due time (the fifo and
+-- later, merged), of its failed jobs by retry count, or of its morgue by
+-- updated_at, continuing after a cursor. The client merges the pages of all
+-- shards. Read only. (The listings by id read scan.lua.)
 --
 -- KEYS: the shard key set (lib.lua).
--- ARGV[1] key prefix
--- ARGV[2] view: "queue" or "morgue"
--- ARGV[3] order: "id", "perform_at", "retry_count" (queue) or "updated_at"
---         (morgue)
--- ARGV[4] "1" for descending order
--- ARGV[5] min bound, inclusive ("" = none): a number, or an id for "id"
--- ARGV[6] max bound, inclusive ("" = none)
--- ARGV[7] limit
--- ARGV[8] "1" when a cursor follows
--- ARGV[9] cursor score (as returned in a previous page; "0" for "id")
--- ARGV[10] cursor id
--- ARGV[11] how many payloads to return per entry
+-- ARGV[1] view: "perform_at", "retries" (retry_count >= 0) or "updated_at"
+-- ARGV[2] "1" for descending order
+-- ARGV[3] min bound on the sort key, inclusive ("" = none)
+-- ARGV[4] max bound, inclusive ("" = none)
+-- ARGV[5] limit
+-- ARGV[6] "1" when a cursor follows
+-- ARGV[7] cursor sort key
+-- ARGV[8] cursor id
+-- ARGV[9] how many payloads to return per entry
 --
--- Returns a list of entries, each {id, sort_score, time, retry_count, error,
--- payload_count, {payload, score, ...}}: time is perform_at (queue) or
--- updated_at (morgue); retry_count is "" for the morgue.
+-- Returns a list of rows {id, sort key, record, overflow}: record is the
+-- job's (or morgue entry's) record, overflow a flat list {score, payload,
+-- ...} of payloads that follow the inline ones, up to ARGV[9] in all.
+--
+-- Cost: O(log n + limit) for the zsets, also through long bands of equal
+-- scores (the cursor is found by binary search on ranks); the fifo is
+-- searched by binary search on positions, each probe skipping stale
+-- entries.
 
-local view, order, rev = ARGV[2], ARGV[3], ARGV[4] == "1"
-local min, max, limit = ARGV[5], ARGV[6], tonumber(ARGV[7])
-local has_cursor, cs, cm = ARGV[8] == "1", ARGV[9], ARGV[10]
-local npay = tonumber(ARGV[11])
+local C = cold()
+local rec_decode, ov_first = C.rec_decode, C.ov_first
 
--- Byte-wise comparison; Lua's < on strings follows the server's locale.
-local function bytes_lt(a, b)
-  local la, lb = #a, #b
-  local n = la < lb and la or lb
-  for i = 1, n do
-    local x, y = string.byte(a, i), string.byte(b, i)
-    if x ~= y then return x < y end
-  end
-  return la < lb
-end
+local view, rev = ARGV[1], ARGV[2] == "1"
+local min, max, limit = ARGV[3], ARGV[4], tonumber(ARGV[5])
+local has_cursor, cs, cm = ARGV[6] == "1", ARGV[7], ARGV[8]
+local npay = tonumber(ARGV[9])
 
 local function member_at(key, rank)
   return redis.call("ZRANGE", key, rank, rank)[1]
 end
 
--- first_after returns the rank of the first element of key after (or, with
+-- rank_after returns the rank of the first element of key after (or, with
 -- inclusive, at or after) the position (score s, member m).
-local function first_after(key, s, m, inclusive)
+local function rank_after(key, s, m, inclusive)
   local lo = redis.call("ZCOUNT", key, "-inf", "(" .. s)
   local hi = redis.call("ZCOUNT", key, "-inf", s)
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
-    local x = member_at(key, mid)
+    local c = bcmp(member_at(key, mid), m)
     local before
-    if inclusive then before = bytes_lt(x, m) else before = not bytes_lt(m, x) end
+    if inclusive then before = c < 0 else before = c <= 0 end
     if before then lo = mid + 1 else hi = mid end
   end
   return lo
 end
 
--- page_scored returns up to limit {member, score} pairs of a zset ordered by
+-- page_scored returns up to limit {member, score} of a zset ordered by
 -- (score, member), within [min, max], strictly after the cursor.
 local function page_scored(key)
   local out = {}
   if not rev then
     local start
     if has_cursor and (min == "" or tonumber(cs) >= tonumber(min)) then
-      start = first_after(key, cs, cm, false)
+      start = rank_after(key, cs, cm, false)
     elseif min ~= "" then
       start = redis.call("ZCOUNT", key, "-inf", "(" .. min)
     else
@@ -78,7 +71,7 @@ local function page_scored(key)
   else
     local last
     if has_cursor and (max == "" or tonumber(cs) <= tonumber(max)) then
-      last = first_after(key, cs, cm, true) - 1
+      last = rank_after(key, cs, cm, true) - 1
     elseif max ~= "" then
       last = redis.call("ZCOUNT", key, "-inf", max) - 1
     else
@@ -95,62 +88,144 @@ local function page_scored(key)
   return out
 end
 
--- page_lex does the same for an index whose scores are all 0.
-local function page_lex(key)
-  local r
-  if not rev then
-    local lower = "-"
-    if min ~= "" then lower = "[" .. min end
-    if has_cursor and (min == "" or not bytes_lt(cm, min)) then lower = "(" .. cm end
-    local upper = "+"
-    if max ~= "" then upper = "[" .. max end
-    r = redis.call("ZRANGEBYLEX", key, lower, upper, "LIMIT", 0, limit)
-  else
-    local upper = "+"
-    if max ~= "" then upper = "[" .. max end
-    if has_cursor and (max == "" or not bytes_lt(max, cm)) then upper = "(" .. cm end
-    local lower = "-"
-    if min ~= "" then lower = "[" .. min end
-    r = redis.call("ZREVRANGEBYLEX", key, upper, lower, "LIMIT", 0, limit)
+-- The fifo: entries in (perform_at, id) order, some of them stale.
+local flen = 0
+if view == "perform_at" then flen = redis.call("LLEN", K.fifo) end
+
+-- valid returns the nearest valid fifo entry from index i on, forward
+-- (dir 1) or backward (dir -1): its index, id, perform_at and record.
+local function valid(i, dir)
+  while i >= 0 and i < flen do
+    local a, b
+    if dir == 1 then a, b = i, math.min(i + 31, flen - 1) else a, b = math.max(i - 31, 0), i end
+    local els = redis.call("LRANGE", K.fifo, a, b)
+    local from, to, step = 1, #els, 1
+    if dir == -1 then from, to, step = #els, 1, -1 end
+    for j = from, to, step do
+      local e = els[j]
+      local c = string.find(e, ":", 1, true)
+      local id = string.sub(e, c + 1)
+      local s = redis.call("HGET", K.jobs, id)
+      if s then
+        local _, at, _, fseq = rec_head(s)
+        if fseq == string.sub(e, 1, c - 1) then return a + j - 1, id, at, s end
+      end
+    end
+    if dir == 1 then i = b + 1 else i = a - 1 end
   end
+  return nil
+end
+
+-- first_true returns the first fifo index from which the next valid entry
+-- satisfies pred (monotone along the fifo), or flen.
+local function first_true(pred)
+  local lo, hi = 0, flen
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    local idx, id, at = valid(mid, 1)
+    if not idx or idx >= hi or pred(at, id) then
+      hi = mid
+    else
+      lo = idx + 1
+    end
+  end
+  return lo
+end
+
+local function cmp_pos(at, id, s, m)
+  local x, y = tonumber(at), tonumber(s)
+  if x ~= y then
+    if x < y then return -1 end
+    return 1
+  end
+  return bcmp(id, m)
+end
+
+-- page_fifo returns up to limit {id, perform_at, record} of the fifo.
+local function page_fifo()
   local out = {}
-  for i = 1, #r do out[i] = {r[i], "0"} end
+  if flen == 0 then return out end
+  if not rev then
+    local start = 0
+    if has_cursor and (min == "" or tonumber(cs) >= tonumber(min)) then
+      start = first_true(function(at, id) return cmp_pos(at, id, cs, cm) > 0 end)
+    elseif min ~= "" then
+      start = first_true(function(at) return tonumber(at) >= tonumber(min) end)
+    end
+    local i = start
+    while #out < limit do
+      local idx, id, at, s = valid(i, 1)
+      if not idx or (max ~= "" and tonumber(at) > tonumber(max)) then break end
+      out[#out + 1] = {id, at, s}
+      i = idx + 1
+    end
+  else
+    local stop = flen
+    if has_cursor and (max == "" or tonumber(cs) <= tonumber(max)) then
+      stop = first_true(function(at, id) return cmp_pos(at, id, cs, cm) >= 0 end)
+    elseif max ~= "" then
+      stop = first_true(function(at) return tonumber(at) > tonumber(max) end)
+    end
+    local i = stop - 1
+    while #out < limit do
+      local idx, id, at, s = valid(i, -1)
+      if not idx or (min ~= "" and tonumber(at) < tonumber(min)) then break end
+      out[#out + 1] = {id, at, s}
+      i = idx - 1
+    end
+  end
   return out
 end
 
-local page
-if order == "id" then
-  if view == "queue" then page = page_lex(K.ids) else page = page_lex(K.morgue_ids) end
-elseif order == "perform_at" then
-  page = page_scored(K.due)
-elseif order == "retry_count" then
-  page = page_scored(K.retries)
-else
-  page = page_scored(K.morgue)
-end
-
-local out = {}
-for _, e in ipairs(page) do
-  local id = e[1]
-  if view == "queue" then
-    local at = redis.call("ZSCORE", K.due, id)
-    if at then
-      local rc = redis.call("ZSCORE", K.retries, id) or "-1"
-      local err = redis.call("HGET", K.errors, id) or ""
-      local count = redis.call("ZCARD", pkey(id))
-      local flat = {}
-      if npay > 0 then flat = redis.call("ZRANGE", pkey(id), 0, npay - 1, "WITHSCORES") end
-      out[#out + 1] = {id, e[2], at, rc, err, count, flat}
-    end
-  else
-    local at = redis.call("ZSCORE", K.morgue, id)
-    if at then
-      local err = redis.call("HGET", K.morgue_errors, id) or ""
-      local count = redis.call("ZCARD", mkey(id))
-      local flat = {}
-      if npay > 0 then flat = redis.call("ZRANGE", mkey(id), 0, npay - 1, "WITHSCORES") end
-      out[#out + 1] = {id, e[2], at, "", err, count, flat}
+local function overflow(ns, id, rec)
+  local r = rec_decode(rec)
+  local flat = {}
+  local want = npay - #r.ps
+  if r.ovn > 0 and want > 0 then
+    for _, e in ipairs(ov_first(ns, id, want)) do
+      flat[#flat + 1] = e[1]
+      flat[#flat + 1] = e[2]
     end
   end
+  return flat
 end
-return out
+
+local rows = {}
+if view == "updated_at" then
+  for _, e in ipairs(page_scored(K.mat)) do
+    local s = redis.call("HGET", K.morgue, e[1])
+    if s then rows[#rows + 1] = {e[1], e[2], s, overflow("m", e[1], s)} end
+  end
+  return rows
+end
+if view == "retries" then
+  for _, e in ipairs(page_scored(K.retries)) do
+    local s = redis.call("HGET", K.jobs, e[1])
+    if s then rows[#rows + 1] = {e[1], e[2], s, overflow("q", e[1], s)} end
+  end
+  return rows
+end
+
+-- perform_at: merge the fifo's page and later's page.
+local a = page_fifo()
+local b = {}
+for _, e in ipairs(page_scored(K.later)) do
+  local s = redis.call("HGET", K.jobs, e[1])
+  if s then b[#b + 1] = {e[1], e[2], s} end
+end
+local i, j = 1, 1
+while #rows < limit and (i <= #a or j <= #b) do
+  local pick_a
+  if i > #a then
+    pick_a = false
+  elseif j > #b then
+    pick_a = true
+  else
+    local c = cmp_pos(a[i][2], a[i][1], b[j][2], b[j][1])
+    if rev then pick_a = c > 0 else pick_a = c < 0 end
+  end
+  local e
+  if pick_a then e = a[i]; i = i + 1 else e = b[j]; j = j + 1 end
+  rows[#rows + 1] = {e[1], e[2], e[3], overflow("q", e[1], e[3])}
+end
+return rows

@@ -1,44 +1,68 @@
--- morgue.lua: requeue or delete morgue entries of one shard (SPEC 3.8).
+-- morgue.lua: requeue or delete morgue entries of one shard (SPEC 3.8),
+-- bounded per call.
 --
 -- KEYS: the shard key set (lib.lua).
--- ARGV[1] key prefix
--- ARGV[2] operation: "requeue", "delete" or "trim"
--- ARGV[3] now (unix seconds)
--- ARGV[4] notification channel
--- ARGV[5] shard number (the notification message)
--- ARGV[6] selection: "ids" (the ids follow), "first" (the first ARGV[7]
---         entries by id) or "before" (up to ARGV[7] entries updated before
---         ARGV[8], for retention)
--- ARGV[7] limit for "first" and "before"
--- ARGV[8..] ids for "ids"; the cut-off time for "before"
+-- ARGV[1] now ("" = Redis TIME; set only by the test seam)
+-- ARGV[2] operation: "requeue" or "delete"
+-- ARGV[3] notification channel
+-- ARGV[4] shard number (the notification message)
+-- ARGV[5] selection: "ids" (the ids follow from ARGV[9]), "first" (the
+--         first ARGV[6] entries by updated_at) or "before" (up to ARGV[6]
+--         entries updated before ARGV[8], for retention)
+-- ARGV[6] limit for "first" and "before"
+-- ARGV[7] most payloads of one entry moved or deleted per call
+-- ARGV[8] the cut-off time for "before"
 --
 -- A requeued entry merges as "morgue job + queued job" (SPEC 3.2 case 3):
 -- payloads united (lower score wins), perform_at = now, retry_count = -1.
--- Returns the number of entries requeued or deleted; unknown ids are skipped.
+--
+-- Returns {done, partial, seen}: done counts entries requeued or deleted
+-- completely, partial the entries left with payloads for another call,
+-- seen the entries of the selection that exist. Unknown ids are skipped.
+--
+-- Cost: O(entries + payloads moved), payloads moved <= ARGV[7] per entry.
 
-local op, now, sel = ARGV[2], ARGV[3], ARGV[6]
+local C = cold()
+local rec_decode, rec_encode, take_payloads, drop_overflow, requeue = C.rec_decode, C.rec_encode, C.take_payloads, C.drop_overflow, C.requeue
+
+init_clock(ARGV[1])
+local op, sel, maxp = ARGV[2], ARGV[5], tonumber(ARGV[7])
 local list
 if sel == "first" then
-  list = redis.call("ZRANGE", K.morgue_ids, 0, tonumber(ARGV[7]) - 1)
+  list = redis.call("ZRANGE", K.mat, 0, tonumber(ARGV[6]) - 1)
 elseif sel == "before" then
-  list = redis.call("ZRANGEBYSCORE", K.morgue, "-inf", "(" .. ARGV[8], "LIMIT", 0, tonumber(ARGV[7]))
+  list = redis.call("ZRANGEBYSCORE", K.mat, "-inf", "(" .. ARGV[8], "LIMIT", 0, tonumber(ARGV[6]))
 else
   list = {}
-  for i = 8, #ARGV do list[#list + 1] = ARGV[i] end
+  for i = 9, #ARGV do list[#list + 1] = ARGV[i] end
 end
 
-local n = 0
+local done, partial, seen = 0, 0, 0
 for _, id in ipairs(list) do
-  if redis.call("ZSCORE", K.morgue, id) then
+  local s = redis.call("HGET", K.morgue, id)
+  if s then
+    seen = seen + 1
+    local m = rec_decode(s)
     if op == "requeue" then
-      local flat = redis.call("ZRANGE", mkey(id), 0, -1, "WITHSCORES")
-      requeue(id, flat, "-1", now, "")
+      local got = take_payloads("m", id, m, maxp)
+      requeue(id, got, "-1", NOW, "", nil)
+    else
+      drop_overflow("m", id, m, maxp)
+      m.ps = {}
     end
-    morgue_delete(id)
-    n = n + 1
+    if #m.ps + m.ovn > 0 then
+      redis.call("HSET", K.morgue, id, rec_encode(m))
+      partial = partial + 1
+    else
+      redis.call("HDEL", K.morgue, id)
+      redis.call("ZREM", K.mat, id)
+      done = done + 1
+    end
+  elseif sel ~= "ids" then
+    redis.call("ZREM", K.mat, id)
   end
 end
-if op == "requeue" and n > 0 then
-  redis.call("PUBLISH", ARGV[4], ARGV[5])
+if op == "requeue" and done + partial > 0 then
+  redis.call("PUBLISH", ARGV[3], ARGV[4])
 end
-return n
+return {done, partial, seen}

@@ -1,20 +1,29 @@
 -- release.lua: give a shard's lease up. An unsettled in-flight record is
--- restored into the queue first, so the next owner starts from a clean shard.
+-- restored into the queue first (its ids wait for their calls' deadline
+-- bound), so the next owner starts from a clean shard. The fence in layout
+-- 1's lease key stays.
 --
 -- KEYS: the shard key set (lib.lua).
--- ARGV[1] key prefix
+-- ARGV[1] now ("" = Redis TIME; set only by the test seam)
 -- ARGV[2] lease token
 -- ARGV[3] notification channel
 -- ARGV[4] shard number (the notification message)
 --
 -- Returns the number of ids restored, or -1 when the token is not the
--- current lease (nothing changes then). Publishes the shard number on the
--- channel, so that a node waiting to take the shard over acquires it at once.
+-- current lease (nothing changes then). Publishes the shard number, so that
+-- a node waiting to take the shard over acquires it at once.
+--
+-- Cost: O(payloads restored).
+
+local C = cold()
+local restore_inflight = C.restore_inflight
 
 if not lease_ok(ARGV[2]) then
   return -1
 end
+init_clock(ARGV[1])
 local restored = restore_inflight(redis.call("GET", K.inflight))
+redis.call("DEL", K.outcome)
 redis.call("DEL", K.lease)
 redis.call("PUBLISH", ARGV[3], ARGV[4])
 return restored

@@ -1,0 +1,49 @@
+-- get.lua: one id, as stored: its queued record (or morgue record), the
+-- start of its overflow, the shard's in-flight record and, while the store
+-- is being upgraded, its layout 1 entry. Read only.
+--
+-- KEYS: the shard key set (lib.lua); with ARGV[4] = "1", KEYS[24] is layout
+-- 1's payload key "p:<id>" of the id.
+-- ARGV[1] id
+-- ARGV[2] "q" for the queue, "m" for the morgue
+-- ARGV[3] how many payloads to return at most
+-- ARGV[4] "1" to read layout 1's entry too
+--
+-- Returns {record, overflow, inflight, v1}: record is the record ("" when
+-- none); overflow a flat list {score, payload, ...} of the payloads that
+-- follow the inline ones, up to ARGV[3] in all; inflight the in-flight
+-- record ("" when none, or for the morgue); v1 is {} or {perform_at,
+-- retry_count, error, count, {payload, score, ...}}.
+--
+-- Cost: O(log n + payloads returned).
+
+local C = cold()
+local rec_decode, ov_first = C.rec_decode, C.ov_first
+
+local id, ns, npay = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local key = K.jobs
+if ns == "m" then key = K.morgue end
+local s = redis.call("HGET", key, id)
+local flat = {}
+if s then
+  local r = rec_decode(s)
+  local want = npay - #r.ps
+  if r.ovn > 0 and want > 0 then
+    for _, e in ipairs(ov_first(ns, id, want)) do
+      flat[#flat + 1] = e[1]
+      flat[#flat + 1] = e[2]
+    end
+  end
+end
+local inflight = ""
+if ns == "q" then inflight = redis.call("GET", K.inflight) or "" end
+local v1 = {}
+if ARGV[4] == "1" then
+  local at = redis.call("ZSCORE", K.v1due, id)
+  if at then
+    local p = KEYS[FIXED_KEYS + 1]
+    v1 = {at, redis.call("ZSCORE", K.v1retries, id) or "-1", redis.call("HGET", K.v1errors, id) or "",
+      redis.call("ZCARD", p), redis.call("ZRANGE", p, 0, npay - 1, "WITHSCORES")}
+  end
+end
+return {s or "", flat, inflight, v1}

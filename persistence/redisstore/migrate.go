@@ -1,0 +1,319 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orderlyhq/orderly/persistence"
+)
+
+// LayoutVersion is the storage layout this release writes, recorded in
+// Redis (the key "<prefix>:layout") so that later releases can gate on it.
+const LayoutVersion = "2"
+
+// Script modes (enqueue.lua ARGV[2], the v1 flags of the other scripts).
+const (
+	// modeLayout2: every shard is in layout 2; layout 1's keys are ignored.
+	modeLayout2 = "2"
+	// modeUpgrading: a store written by layout 1 is being upgraded; the
+	// scripts read and drain layout 1's keys (docs/storage.md section 8).
+	modeUpgrading = "1"
+)
+
+// upgradeRecheck is how long the store trusts a cached "upgrading" state
+// before it reads the layout key again.
+const upgradeRecheck = 5 * time.Second
+
+// layoutState caches what the store knows of the layout version.
+type layoutState struct {
+	mu      sync.Mutex // guards the fields
+	v2      bool       // the layout key says 2: final, never read again
+	checked time.Time  // when "upgrading" was last read
+}
+
+// initLayout records the layout version on a store nothing wrote to yet: no
+// layout 1 node ever registered a queue there, so no layout 1 data exists.
+func (s *Store) initLayout(ctx context.Context) error {
+	s.layout.mu.Lock()
+	v2 := s.layout.v2
+	s.layout.mu.Unlock()
+	if v2 {
+		return nil
+	}
+	n, err := s.rdb.HLen(ctx, s.keys.queues()).Result()
+	if err != nil {
+		return fmt.Errorf("redisstore: read the layout: %w", err)
+	}
+	if n == 0 {
+		if err := s.rdb.SetNX(ctx, s.keys.layout(), LayoutVersion, 0).Err(); err != nil {
+			return fmt.Errorf("redisstore: record the layout: %w", err)
+		}
+	}
+	_, err = s.mode(ctx)
+	return err
+}
+
+// mode returns modeLayout2 once the store is fully in layout 2, else
+// modeUpgrading. While upgrading, it reads the layout key at most every
+// upgradeRecheck, and records the layout version once the upgrade is done.
+func (s *Store) mode(ctx context.Context) (string, error) {
+	s.layout.mu.Lock()
+	if s.layout.v2 {
+		s.layout.mu.Unlock()
+		return modeLayout2, nil
+	}
+	if !s.layout.checked.IsZero() && time.Since(s.layout.checked) < upgradeRecheck {
+		s.layout.mu.Unlock()
+		return modeUpgrading, nil
+	}
+	s.layout.checked = time.Now()
+	s.layout.mu.Unlock()
+
+	v, err := s.rdb.Get(ctx, s.keys.layout()).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return "", fmt.Errorf("redisstore: read the layout: %w", err)
+	}
+	done := v != "" && v >= LayoutVersion
+	if !done {
+		if done, err = s.upgradeDone(ctx); err != nil {
+			return "", err
+		}
+		if done {
+			if err := s.rdb.Set(ctx, s.keys.layout(), LayoutVersion, 0).Err(); err != nil {
+				return "", fmt.Errorf("redisstore: record the layout: %w", err)
+			}
+			s.cfg.Logger.Info("storage upgraded: every shard is in layout 2", "layout", LayoutVersion)
+		}
+	}
+	if !done {
+		return modeUpgrading, nil
+	}
+	s.layout.mu.Lock()
+	s.layout.v2 = true
+	s.layout.mu.Unlock()
+	return modeLayout2, nil
+}
+
+// Layout reports the layout version recorded in the store: LayoutVersion,
+// or "" for a store written by layout 1 and not fully upgraded yet (every
+// shard of every queue fenced and drained of layout 1 data). It records
+// the version when the upgrade just finished.
+func (s *Store) Layout(ctx context.Context) (string, error) {
+	s.layout.mu.Lock()
+	s.layout.checked = time.Time{}
+	s.layout.mu.Unlock()
+	m, err := s.mode(ctx)
+	if err != nil || m != modeLayout2 {
+		return "", err
+	}
+	return LayoutVersion, nil
+}
+
+// upgradeDone reports whether no shard of any queue holds layout 1 data or
+// may be served by a layout 1 node. (A layout 1 node still running may
+// enqueue into layout 1 keys later: owners drain those whatever the
+// recorded version.)
+func (s *Store) upgradeDone(ctx context.Context) (bool, error) {
+	specs, err := s.Queues(ctx)
+	if err != nil {
+		return false, err
+	}
+	pipe := s.rdb.Pipeline()
+	type probe struct {
+		lease *redis.StringCmd
+		data  *redis.IntCmd
+	}
+	var probes []probe
+	for _, q := range specs {
+		for sh := range q.Shards {
+			k := s.keys.shard(q.Name, sh).keys
+			probes = append(probes, probe{
+				lease: pipe.Get(ctx, k[kV1Lease]),
+				data:  pipe.Exists(ctx, k[kV1Due], k[kV1Morgue], k[kV1Inflight], k[kV1Stats]),
+			})
+		}
+	}
+	if len(probes) == 0 {
+		return false, nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return false, fmt.Errorf("redisstore: check the upgrade: %w", err)
+	}
+	for _, p := range probes {
+		if p.lease.Val() != fence || p.data.Val() > 0 {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// fence is what layout 2 writes into layout 1's lease key (lua/lib.lua).
+const fence = "0/orderly-layout-2"
+
+// restoreV1Inflight restores, chunk by chunk, the in-flight record a layout
+// 1 owner left in the shard, renewing the lease as it goes.
+func (s *Store) restoreV1Inflight(ctx context.Context, lease persistence.Lease, sk shardKeys, ttl time.Duration) (int, error) {
+	restored := 0
+	last := time.Now()
+	for {
+		res, err := run(ctx, s.rdb, scriptMigrate, sk.keys, s.now(), lease.Token, "inflight", strconv.Itoa(movePayloads)).Int64Slice()
+		if err != nil {
+			if isLeaseLost(err) {
+				return restored, fmt.Errorf("%w: %s/%d (token %s)", persistence.ErrLeaseLost, lease.Queue, lease.Shard, lease.Token)
+			}
+			return restored, fmt.Errorf("redisstore: restore layout 1 in-flight record of %s/%d: %w", lease.Queue, lease.Shard, err)
+		}
+		restored += int(res[0])
+		if res[1] == 0 {
+			return restored, nil
+		}
+		if time.Since(last) > ttl/3 {
+			if err := s.RenewShard(ctx, lease, ttl); err != nil {
+				return restored, err
+			}
+			last = time.Now()
+		}
+	}
+}
+
+// drainV1 moves one chunk of the shard's layout 1 data into layout 2: queued
+// jobs first (fetches skip an id until its layout 1 entry is gone), then
+// the morgue, then the counters. A first round trip reads the ids, a second
+// moves them, handed their per-id keys.
+func (s *Store) drainV1(ctx context.Context, lease persistence.Lease, sk shardKeys) error {
+	k := sk.keys
+	var op string
+	var ids []string
+	for _, src := range []struct {
+		op  string
+		key string
+	}{{"queue", k[kV1Due]}, {"morgue", k[kV1Morgue]}} {
+		list, err := s.rdb.ZRange(ctx, src.key, 0, drainChunk-1).Result()
+		if err != nil {
+			return fmt.Errorf("redisstore: read layout 1 ids of %s/%d: %w", lease.Queue, lease.Shard, err)
+		}
+		if len(list) > 0 {
+			op, ids = src.op, list
+			break
+		}
+	}
+	args := []any{s.now(), lease.Token}
+	keys := sk.keys
+	switch {
+	case op != "":
+		args = append(args, op, strconv.Itoa(movePayloads))
+		keys = sk.with()
+		for _, id := range ids {
+			args = append(args, id)
+			if op == "queue" {
+				keys = append(keys, sk.v1Payloads(id))
+			} else {
+				keys = append(keys, sk.v1Morgue(id))
+			}
+		}
+	default:
+		n, err := s.rdb.Exists(ctx, k[kV1Inflight]).Result()
+		if err != nil {
+			return fmt.Errorf("redisstore: read layout 1 keys of %s/%d: %w", lease.Queue, lease.Shard, err)
+		}
+		if n > 0 {
+			args = append(args, "inflight", strconv.Itoa(movePayloads))
+		} else {
+			args = append(args, "stats", "0")
+		}
+	}
+	if err := run(ctx, s.rdb, scriptMigrate, keys, args...).Err(); err != nil {
+		if isLeaseLost(err) {
+			return fmt.Errorf("%w: %s/%d", persistence.ErrLeaseLost, lease.Queue, lease.Shard)
+		}
+		return fmt.Errorf("redisstore: move layout 1 data of %s/%d: %w", lease.Queue, lease.Shard, err)
+	}
+	return nil
+}
+
+// ErrServed is returned by Downgrade while a node of this release still
+// serves a shard.
+var ErrServed = errors.New("redisstore: a layout 2 node still serves the shard")
+
+// Downgrade rolls the store back to storage layout 1, so that the previous
+// release can serve it: every shard's in-flight record is restored, its
+// queued jobs (payloads and scores, perform_at, retry count, error), morgue
+// entries and counters are written into layout 1's keys, its layout 2 keys
+// and the fence are deleted, and so is the layout version. Stop every node
+// of this release first: Downgrade refuses (ErrServed) while a shard's
+// layout 2 lease is held. It is resumable: run it again after a failure.
+func (s *Store) Downgrade(ctx context.Context) error {
+	specs, err := s.Queues(ctx)
+	if err != nil {
+		return err
+	}
+	for _, q := range specs {
+		s.mu.Lock()
+		s.shards[q.Name] = q.Shards
+		s.mu.Unlock()
+		for sh := range q.Shards {
+			if err := s.downgradeShard(ctx, q.Name, sh); err != nil {
+				return err
+			}
+		}
+	}
+	if err := s.rdb.Del(ctx, s.keys.layout()).Err(); err != nil {
+		return fmt.Errorf("redisstore: downgrade: %w", err)
+	}
+	s.layout.mu.Lock()
+	s.layout.v2, s.layout.checked = false, time.Time{}
+	s.layout.mu.Unlock()
+	return nil
+}
+
+func (s *Store) downgradeShard(ctx context.Context, queue string, sh int) error {
+	sk := s.keys.shard(queue, sh)
+	k := sk.keys
+	fail := func(err error) error {
+		return fmt.Errorf("redisstore: downgrade %s/%d: %w", queue, sh, err)
+	}
+	if n, err := s.rdb.Exists(ctx, k[kLease]).Result(); err != nil {
+		return fail(err)
+	} else if n > 0 {
+		return fail(ErrServed)
+	}
+	step := func(keys []string, args ...any) error {
+		return run(ctx, s.rdb, scriptDowngr, keys, append([]any{s.now()}, args...)...).Err()
+	}
+	if err := step(k, "inflight", "0"); err != nil {
+		return fail(err)
+	}
+	for _, src := range []struct {
+		op, key string
+		v1Key   func(string) string
+	}{{"queue", k[kJobs], sk.v1Payloads}, {"morgue", k[kMorgue], sk.v1Morgue}} {
+		for {
+			ids, _, err := s.rdb.HScan(ctx, src.key, 0, "", drainChunk).Result()
+			if err != nil {
+				return fail(err)
+			}
+			if len(ids) == 0 {
+				break
+			}
+			args := []any{src.op, strconv.Itoa(movePayloads)}
+			keys := sk.with()
+			for i := 0; i < len(ids); i += 2 { // HSCAN answers field, value
+				args = append(args, ids[i])
+				keys = append(keys, src.v1Key(ids[i]))
+			}
+			if err := step(keys, args...); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	if err := step(k, "finish", "0"); err != nil {
+		return fail(err)
+	}
+	return nil
+}
