@@ -28,23 +28,30 @@ import (
 )
 
 // rawRequest sends request on a new connection to addr and returns the
-// status line and headers of the answer, waiting at most wait; "" when no
-// answer came.
-func rawRequest(t *testing.T, addr, request string, wait time.Duration) (*http.Response, error) {
+// answer and its body, waiting at most wait. The request is written while
+// the answer is read, as a server may answer (and close) before it has
+// read a large request.
+func rawRequest(t *testing.T, addr, request string, wait time.Duration) (*http.Response, string, error) {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
-	_, err = io.WriteString(c, request)
-	require.NoError(t, err)
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		_, _ = io.WriteString(c, request) // fails once the server closes: it answered
+	}()
+	t.Cleanup(func() {
+		c.Close()
+		<-written
+	})
 	require.NoError(t, c.SetReadDeadline(time.Now().Add(wait)))
 	res, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	_, _ = io.Copy(io.Discard, res.Body)
-	res.Body.Close()
-	return res, nil
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	return res, string(body), err
 }
 
 // A node with a token answers a request without it at once, even when the
@@ -53,7 +60,7 @@ func TestUnauthenticatedBodyIsAnsweredAtOnce(t *testing.T) {
 	t.Parallel()
 	n := nodetest.Start(t, nodetest.Options{Args: []string{"--http-token", "s3cret"}})
 	start := time.Now()
-	res, err := rawRequest(t, fmt.Sprintf("127.0.0.1:%d", n.Port),
+	res, _, err := rawRequest(t, fmt.Sprintf("127.0.0.1:%d", n.Port),
 		"POST /api/v1/queues/default/jobs HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n[", 10*time.Second)
 	require.NoError(t, err, "no answer within 10s")
 	t.Logf("answered %d after %s", res.StatusCode, time.Since(start).Round(time.Millisecond))
@@ -71,7 +78,7 @@ func TestHostCheckOnNode(t *testing.T) {
 		"evil.example:" + fmt.Sprint(n.Port): 421, "orderly.test": 202, "localhost": 202, addr: 202,
 	} {
 		body := `[{"id": "h"}]`
-		res, err := rawRequest(t, addr, fmt.Sprintf("POST /api/v1/queues/default/jobs HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", host, len(body), body), 10*time.Second)
+		res, _, err := rawRequest(t, addr, fmt.Sprintf("POST /api/v1/queues/default/jobs HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", host, len(body), body), 10*time.Second)
 		require.NoError(t, err)
 		require.Equal(t, status, res.StatusCode, "Host %s", host)
 	}
