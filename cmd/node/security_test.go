@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -155,6 +156,13 @@ func TestHTTPS(t *testing.T) {
 	// Plain HTTP on the HTTPS port is refused.
 	code, _ := n.Do("GET", "/healthz", nil)
 	require.Equal(t, http.StatusBadRequest, code)
+
+	// The CLI talks HTTPS, trusting the certificate through SSL_CERT_FILE.
+	cli := exec.Command(nodetest.Binary(t), "stats", "--json", "--http", base, "--http-token", "s3cret")
+	cli.Env = append(os.Environ(), "SSL_CERT_FILE="+certFile)
+	out, err := cli.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), `"default"`)
 
 	// A key that does not match, or a missing file, stops the node at start.
 	otherCert, _, _ := selfSigned(t, t.TempDir())
