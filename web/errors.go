@@ -110,7 +110,8 @@ func (s *Server) requestAttrs(r *http.Request, err error) []any {
 
 // unavailable reports whether err means the store cannot be reached or
 // cannot serve for now (network errors, timeouts, a server loading its data,
-// a cluster without quorum, a full server), as opposed to a bug.
+// a cluster without quorum, a full server, one that cannot save its data),
+// as opposed to a bug.
 func unavailable(err error) bool {
 	for _, target := range []error{
 		context.DeadlineExceeded, redis.ErrClosed, redis.ErrPoolTimeout, redis.ErrPoolExhausted,
@@ -124,7 +125,7 @@ func unavailable(err error) bool {
 	if errors.As(err, &ne) {
 		return true
 	}
-	for _, prefix := range []string{"LOADING ", "MASTERDOWN ", "CLUSTERDOWN ", "TRYAGAIN ", "READONLY ", "BUSY ", "NOREPLICAS ", "OOM "} {
+	for _, prefix := range []string{"LOADING ", "MASTERDOWN ", "CLUSTERDOWN ", "TRYAGAIN ", "READONLY ", "BUSY ", "NOREPLICAS ", "OOM ", "MISCONF "} {
 		if redis.HasErrorPrefix(err, prefix) {
 			return true
 		}
