@@ -68,6 +68,11 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 20s; make fuzz FUZZTIME=3s).
 	  done; \
 	done
 
+.PHONY: hostile
+hostile: ## Send hostile requests (auth bypasses, path tricks, bad framing, DNS rebinding) to a real node; nothing stored may change.
+	@.ci/ensure-redis
+	$(GO) test -race -count=1 -run '^TestHostileInput$$' -v ./cmd/node
+
 .PHONY: generate
 generate: ## Regenerate generated code.
 	$(GO) generate $(PKGS)

@@ -118,6 +118,7 @@ func NewNode(store persistence.Store, cfg *Config) (*Node, error) {
 	}
 	n := &Node{store: store, cfg: c, clock: clk, log: c.Logger.With("node", c.Name)}
 	seen := map[string]bool{}
+	shards := 0
 	for i := range c.Workers {
 		w := c.Workers[i].withDefaults()
 		if err := w.validate(); err != nil {
@@ -127,7 +128,11 @@ func NewNode(store persistence.Store, cfg *Config) (*Node, error) {
 			return nil, fmt.Errorf("orderly: queue %s has two workers", w.Queue)
 		}
 		seen[w.Queue] = true
+		shards += w.Shards
 		n.workers = append(n.workers, w)
+	}
+	if err := CheckShardTotal(shards); err != nil {
+		return nil, err
 	}
 	return n, nil
 }

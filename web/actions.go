@@ -31,7 +31,7 @@ func (s *Server) queueAction(w http.ResponseWriter, r *http.Request) error {
 	if _, err := queryParams(r); err != nil {
 		return err
 	}
-	if err := s.readNoBody(w, r); err != nil {
+	if err := s.readNoBody(r); err != nil {
 		return err
 	}
 	n, err := run(r.Context(), r.PathValue("q"))

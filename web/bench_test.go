@@ -46,7 +46,7 @@ func BenchmarkEnqueueDecode(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
 		rec := httptest.NewRecorder()
-		srv.ServeHTTP(rec, httptest.NewRequest("POST", "/api/v1/queues/q/jobs", strings.NewReader(body)))
+		srv.ServeHTTP(rec, newRequest("POST", "/api/v1/queues/q/jobs", strings.NewReader(body)))
 		if rec.Code != http.StatusAccepted {
 			b.Fatal(rec.Code, rec.Body.String())
 		}
@@ -99,7 +99,7 @@ func BenchmarkListJobsDeepPage(b *testing.B) {
 
 	get := func(tb testing.TB, query string) (next string, first string) {
 		rec := httptest.NewRecorder()
-		srv.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/queues/deep/jobs?"+query, nil))
+		srv.ServeHTTP(rec, newRequest("GET", "/api/v1/queues/deep/jobs?"+query, nil))
 		if rec.Code != http.StatusOK {
 			tb.Fatal(rec.Code, rec.Body.String())
 		}
@@ -123,7 +123,7 @@ func BenchmarkListJobsDeepPage(b *testing.B) {
 	q := url.Values{"order": {"retry_count"}, "limit": {"1000"}, "payloads": {"1"}}
 	for pos := 0; pos < walk; pos += 1000 {
 		rec := httptest.NewRecorder()
-		srv.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/queues/deep/jobs?"+q.Encode(), nil))
+		srv.ServeHTTP(rec, newRequest("GET", "/api/v1/queues/deep/jobs?"+q.Encode(), nil))
 		require.Equal(b, http.StatusOK, rec.Code, rec.Body.String())
 		var page struct{ Next string }
 		require.NoError(b, json.Unmarshal(rec.Body.Bytes(), &page))

@@ -1,7 +1,7 @@
 // Package web is Orderly's HTTP API: JSON over a persistence.Store.
 //
-// New returns a Server, an http.Handler; the node mounts it on its HTTP
-// address. It serves:
+// New returns a Server, an http.Handler; the node serves it on its HTTP
+// address with Serve, which adds connection limits and TLS. It serves:
 //
 //	method and path                                    answer
 //	GET    /api/v1/queues                              200 {"queues": [<queue>, ...]}
@@ -96,6 +96,16 @@
 // bad job and nothing is written. An empty array enqueues nothing and
 // answers 202 {"enqueued": 0}; an empty body is a 400.
 //
+// Writing is atomic per shard, not per request: the jobs of each shard are
+// written by one script, and the shards of a request one after the other.
+// So a 5xx answer (500, or 503 when Redis is unreachable or refuses writes:
+// out of memory, a read-only replica, a failed snapshot) may come after part
+// of the request was stored, and says so. Retrying the same request is
+// safe: a payload already stored merges with its copy (for an equal payload
+// the lower score wins, SPEC 3.2), so nothing is doubled. (A payload that
+// was stored and processed before the retry is processed again: delivery
+// is at least once.) A 4xx answer stored nothing.
+//
 // # Payloads
 //
 // Wherever the API shows a payload it uses apiv1.Payload: the stored bytes as a
@@ -189,6 +199,33 @@
 // something always do. Browser requests that change something from another
 // origin are rejected (403). The token never appears in logs or answers.
 //
+// Without a token (or with PublicReads), the server answers only requests
+// whose Host header names localhost, a loopback address, the address the
+// request arrived on, or one of Config.AllowedHosts ("*": any); others get
+// 421. This stops DNS rebinding: a web page whose name is made to resolve
+// to 127.0.0.1 sends its own name as Host, and would otherwise read and
+// enqueue as a local process. Put the names of a proxy in front in
+// AllowedHosts.
+//
+// A client cannot hold the server's resources by being slow or silent:
+//
+//	a request body          must arrive within Config.BodyReadTimeout [30 s], else 408
+//	bodies in flight        at most Config.MaxBodyBytesInFlight bytes [64 MiB], counted
+//	                        as they arrive; a request whose bytes do not fit waits up to
+//	                        10 s, then 503
+//	enqueue slots           Config.MaxConcurrentEnqueues [64], taken once the body is in
+//	a refusal               401, 403, 408, 413 and 421, and any answer sent before the
+//	                        body was read, close the connection without reading the rest
+//
+// Serve adds the connection limits: a request header within
+// Config.ReadHeaderTimeout [10 s] (a TLS handshake too), a keep-alive
+// connection closed after Config.IdleTimeout [120 s] without a request, and
+// at most Config.MaxConnections [1024] open at once. At that limit, the idle
+// connection that waited longest among those that never presented the
+// token is closed to make room; when there is none, new connections wait
+// in the listen queue until one closes, while the connections already open
+// keep being served. With Config.TLS, Serve serves HTTPS and HTTP/2.
+//
 // # Errors
 //
 // Every answer but /metrics and the dashboard's files is JSON; errors are
@@ -202,10 +239,16 @@
 //	403  a cross-origin browser request that changes something
 //	404  unknown queue, job, action or endpoint; a path that is not canonical
 //	405  wrong method (with Allow)
+//	408  the body did not arrive within Config.BodyReadTimeout
 //	413  body over Config.MaxBodyBytes
 //	415  a Content-Type other than JSON (a missing one is accepted)
+//	421  a Host this server does not answer to (see Security)
 //	500  a store failure (the detail goes to the log, not the answer)
-//	503  the store is unreachable (with Retry-After)
+//	503  the store is unreachable or refuses writes, or the server is busy
+//	     (with Retry-After)
+//
+// A 5xx answer to an enqueue may come after part of it was stored (see
+// Enqueue): retry the same request.
 //
 // A queue name that is not valid (letters, digits, '_', '-' and '.') is a
 // 400 with field "queue"; a valid one that is not registered a 404.

@@ -9,32 +9,32 @@ import (
 	"github.com/orderlyhq/orderly/web/internal/jsonscan"
 )
 
-// enqueueWait is how long an enqueue request waits for a slot before it is
-// answered 503.
-const enqueueWait = 10 * time.Second
+// msgPartial ends the 5xx answers of an enqueue: the store writes a request
+// shard by shard, so a failure may come after some shards were written.
+const msgPartial = "part of the request may have been stored: retrying the same request is safe, as a payload already stored merges with its copy"
 
 // enqueue serves POST /api/v1/queues/{q}/jobs. Validation is
 // all-or-nothing: every job is checked (here and by the store) before
-// anything is written.
+// anything is written. The writing is atomic per shard, not per request: a
+// 5xx answer says that part of it may have been stored.
 func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) error {
 	if _, err := queryParams(r); err != nil {
 		return err
 	}
-	// At most MaxConcurrentEnqueues bodies are read and decoded at once, so
-	// that a flood of requests cannot hold more than that many bodies in
-	// memory; the others wait (holding only their connection) and give up
-	// after enqueueWait.
+	body, err := s.readJSONBody(r, "a JSON array of jobs")
+	if err != nil {
+		return err
+	}
+	// At most MaxConcurrentEnqueues bodies are decoded and stored at once;
+	// the slot is taken once the body is in, so that clients slow to send
+	// theirs hold no slot (the body budget bounds what they hold).
 	select {
 	case s.enqueueSlots <- struct{}{}:
 		defer func() { <-s.enqueueSlots }()
 	case <-r.Context().Done():
 		return r.Context().Err()
-	case <-time.After(enqueueWait):
+	case <-time.After(bodyWait):
 		return &apiError{status: http.StatusServiceUnavailable, msg: "busy: too many enqueue requests at once; retry later"}
-	}
-	body, err := s.readJSONBody(w, r, "a JSON array of jobs")
-	if err != nil {
-		return err
 	}
 	jobs, err := s.decodeJobs(body, s.now())
 	if err != nil {
@@ -44,7 +44,11 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := s.store.Enqueue(r.Context(), r.PathValue("q"), jobs); err != nil {
-		return err
+		e := s.classify(r, err)
+		if e.status >= 500 {
+			e = &apiError{status: e.status, msg: e.msg + "; " + msgPartial}
+		}
+		return e
 	}
 	s.writeJSON(w, r, http.StatusAccepted, apiv1.Enqueued{Enqueued: len(jobs)})
 	return nil

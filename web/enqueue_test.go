@@ -1,6 +1,8 @@
 package web_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -294,4 +296,49 @@ func TestEnqueueLargeBatch(t *testing.T) {
 	require.Contains(t, e.stats(), `"total":{"length":2000,`)
 	l, _ := e.get("job-7")
 	require.Equal(t, 2, l.Queued.PayloadCount)
+}
+
+// redisError is an error of the Redis server, as go-redis returns them.
+type redisError string
+
+func (e redisError) Error() string { return string(e) }
+func (redisError) RedisError()     {}
+
+// refusingStore writes nothing: its Enqueue fails with err.
+type refusingStore struct {
+	persistence.Store
+	err error
+}
+
+func (s refusingStore) Enqueue(context.Context, string, []persistence.NewJob) error {
+	return fmt.Errorf("redisstore: enqueue: %w", s.err)
+}
+
+// An enqueue is written shard by shard, so a 5xx may come after part of it
+// was stored: the answer says so, and that a retry is safe. A Redis that
+// answers but refuses writes is a 503, like one that is unreachable.
+func TestEnqueueServerErrorsMayBePartial(t *testing.T) {
+	t.Parallel()
+	const partial = "; part of the request may have been stored: retrying the same request is safe, as a payload already stored merges with its copy"
+	for _, tc := range []struct {
+		err    error
+		status int
+		msg    string
+	}{
+		{redisError("OOM command not allowed when used memory > 'maxmemory'."), 503, "store unavailable; retry later" + partial},
+		{redisError("READONLY You can't write against a read only replica."), 503, "store unavailable; retry later" + partial},
+		{redisError("MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk."), 503, "store unavailable; retry later" + partial},
+		{errors.New("a bug"), 500, "internal error; the server log has the details" + partial},
+	} {
+		refusing := newEnv(t, func(c *web.Config) { c.Store = refusingStore{err: tc.err} })
+		a := refusing.do("POST", "/api/v1/queues/q/jobs", `[{"id": "a"}]`, "Content-Type", "application/json")
+		require.Equal(t, tc.status, a.status, a.body)
+		msg, _ := a.errorBody(t)
+		require.Equal(t, tc.msg, msg)
+	}
+	// A 4xx stored nothing, and says nothing of a partial write.
+	e := newEnv(t)
+	a := e.do("POST", "/api/v1/queues/q/jobs", `[{"id": "a"}, {"id": ""}]`, "Content-Type", "application/json")
+	require.Equal(t, http.StatusBadRequest, a.status)
+	require.NotContains(t, a.body, "part of the request")
 }

@@ -46,14 +46,21 @@ func badRequest(format string, args ...any) *apiError {
 // writeError answers err; it is the one place that turns errors into
 // answers. Validation errors of the store become 400s naming the field,
 // unknown queues and jobs 404s, an unreachable store 503, anything else a
-// 500 whose detail is logged, never sent.
+// 500 whose detail is logged, never sent. Answers that refuse a client
+// (401, 403, 408, 413, 421) close the connection.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := s.classify(r, err)
 	if e.allow != "" {
 		w.Header().Set("Allow", e.allow)
 	}
-	if e.status == http.StatusServiceUnavailable {
+	switch e.status {
+	case http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", "1")
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusRequestTimeout,
+		http.StatusRequestEntityTooLarge, http.StatusMisdirectedRequest:
+		// A client refused for who it is or what it sends gets no
+		// keep-alive to hold, and its body, if any, is not read.
+		w.Header().Set("Connection", "close")
 	}
 	s.writeJSON(w, r, e.status, apiv1.Error{Error: e.msg, Field: e.field})
 }
@@ -103,7 +110,8 @@ func (s *Server) requestAttrs(r *http.Request, err error) []any {
 
 // unavailable reports whether err means the store cannot be reached or
 // cannot serve for now (network errors, timeouts, a server loading its data,
-// a cluster without quorum, a full server), as opposed to a bug.
+// a cluster without quorum, a full server, one that cannot save its data),
+// as opposed to a bug.
 func unavailable(err error) bool {
 	for _, target := range []error{
 		context.DeadlineExceeded, redis.ErrClosed, redis.ErrPoolTimeout, redis.ErrPoolExhausted,
@@ -117,7 +125,7 @@ func unavailable(err error) bool {
 	if errors.As(err, &ne) {
 		return true
 	}
-	for _, prefix := range []string{"LOADING ", "MASTERDOWN ", "CLUSTERDOWN ", "TRYAGAIN ", "READONLY ", "BUSY ", "NOREPLICAS ", "OOM "} {
+	for _, prefix := range []string{"LOADING ", "MASTERDOWN ", "CLUSTERDOWN ", "TRYAGAIN ", "READONLY ", "BUSY ", "NOREPLICAS ", "OOM ", "MISCONF "} {
 		if redis.HasErrorPrefix(err, prefix) {
 			return true
 		}

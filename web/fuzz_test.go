@@ -55,7 +55,7 @@ func FuzzEnqueueBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		queue := fmt.Sprintf("fuzz%d", seq.Add(1))
 		require.NoError(t, e.store.RegisterQueue(e.ctx, persistence.QueueSpec{Name: queue, Shards: 2}))
-		req := httptest.NewRequest("POST", "/api/v1/queues/"+queue+"/jobs", bytes.NewReader(body))
+		req := newRequest("POST", "/api/v1/queues/"+queue+"/jobs", bytes.NewReader(body))
 		rec := httptest.NewRecorder()
 		e.srv.ServeHTTP(rec, req)
 
@@ -139,7 +139,7 @@ func FuzzListQuery(f *testing.F) {
 		if morgue {
 			path = "/api/v1/queues/q/morgue"
 		}
-		req := httptest.NewRequest("GET", path, nil)
+		req := newRequest("GET", path, nil)
 		req.URL.RawQuery = query
 		rec := httptest.NewRecorder()
 		e.srv.ServeHTTP(rec, req)
@@ -241,7 +241,7 @@ func FuzzSelectionBody(f *testing.F) {
 			path, key = "/api/v1/queues/"+queue+"/morgue/requeue", "requeued"
 		}
 		rec := httptest.NewRecorder()
-		e.srv.ServeHTTP(rec, httptest.NewRequest("POST", path, bytes.NewReader(body)))
+		e.srv.ServeHTTP(rec, newRequest("POST", path, bytes.NewReader(body)))
 		require.Equal(t, "application/json", rec.Header().Get("Content-Type"))
 		require.True(t, json.Valid(rec.Body.Bytes()), rec.Body.String())
 		require.Contains(t, []int{http.StatusOK, http.StatusBadRequest}, rec.Code, rec.Body.String())

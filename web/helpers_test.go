@@ -73,6 +73,7 @@ type answer struct {
 	status int
 	header http.Header
 	body   string
+	close  bool // Connection: close
 }
 
 // errorBody decodes an error answer.
@@ -87,7 +88,8 @@ func (a answer) errorBody(t testing.TB) (msg, field string) {
 	return v["error"], v["field"]
 }
 
-// do sends a request; headers are name, value pairs.
+// do sends a request; headers are name, value pairs ("Host" sets the
+// request's Host).
 func (e *env) do(method, path, body string, headers ...string) answer {
 	e.t.Helper()
 	var r io.Reader
@@ -97,6 +99,10 @@ func (e *env) do(method, path, body string, headers ...string) answer {
 	req, err := http.NewRequest(method, e.ts.URL+path, r)
 	require.NoError(e.t, err)
 	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i] == "Host" {
+			req.Host = headers[i+1]
+			continue
+		}
 		req.Header.Set(headers[i], headers[i+1])
 	}
 	return e.send(req)
@@ -129,7 +135,7 @@ func (e *env) sendRaw(req *http.Request) answer {
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	require.NoError(e.t, err)
-	return answer{status: res.StatusCode, header: res.Header, body: string(b)}
+	return answer{status: res.StatusCode, header: res.Header, body: string(b), close: res.Close}
 }
 
 // enqueue posts jobs to queue q and requires 202.
@@ -195,4 +201,20 @@ func (e *env) stats() string {
 	a := e.do("GET", "/api/v1/stats", "")
 	require.Equal(e.t, http.StatusOK, a.status, a.body)
 	return a.body
+}
+
+// newRequest is httptest.NewRequest addressed to localhost, a Host that a
+// server without a token answers to (httptest's is example.com).
+func newRequest(method, target string, body io.Reader) *http.Request {
+	req := httptest.NewRequest(method, target, body)
+	req.Host = "localhost"
+	return req
+}
+
+// requireEmpty requires that nothing is queued in queue.
+func (e *env) requireEmpty(queue string) {
+	e.t.Helper()
+	st, err := e.store.Stats(e.ctx, queue)
+	require.NoError(e.t, err)
+	require.Zero(e.t, st[0].Length, "nothing queued in %s", queue)
 }

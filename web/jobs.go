@@ -79,7 +79,7 @@ func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request) error {
 	if _, err := queryParams(r); err != nil {
 		return err
 	}
-	if err := s.readNoBody(w, r); err != nil {
+	if err := s.readNoBody(r); err != nil {
 		return err
 	}
 	q, id := r.PathValue("q"), r.PathValue("id")

@@ -90,7 +90,7 @@ func (s *Server) onSelection(w http.ResponseWriter, r *http.Request,
 	if _, err := queryParams(r); err != nil {
 		return 0, err
 	}
-	body, err := s.readJSONBody(w, r, `{"ids": [...]} or {"all": true}`)
+	body, err := s.readJSONBody(r, `{"ids": [...]} or {"all": true}`)
 	if err != nil {
 		return 0, err
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"mime"
 	"net/http"
@@ -19,11 +18,11 @@ import (
 // readJSONBody reads a request body of at most maxBody bytes and checks
 // that it is one well-formed JSON value. want describes the expected body
 // for the message about an empty one.
-func (s *Server) readJSONBody(w http.ResponseWriter, r *http.Request, want string) ([]byte, error) {
+func (s *Server) readJSONBody(r *http.Request, want string) ([]byte, error) {
 	if err := checkJSONType(r); err != nil {
 		return nil, err
 	}
-	body, err := s.readBody(w, r)
+	body, err := s.readBody(r)
 	if err != nil {
 		return nil, err
 	}
@@ -36,8 +35,8 @@ func (s *Server) readJSONBody(w http.ResponseWriter, r *http.Request, want strin
 // readNoBody checks the body of a request that takes none: it must be
 // empty (whatever its Content-Type, as curl -d "" sends a form type) or the
 // empty JSON object {}.
-func (s *Server) readNoBody(w http.ResponseWriter, r *http.Request) error {
-	body, err := s.readBody(w, r)
+func (s *Server) readNoBody(r *http.Request) error {
+	body, err := s.readBody(r)
 	if err != nil || jsonscan.SkipSpace(body, 0) == len(body) {
 		return err
 	}
@@ -69,24 +68,6 @@ func checkJSONType(r *http.Request) error {
 			msg: fmt.Sprintf("unsupported Content-Type %q: send application/json (UTF-8)", jsonscan.Truncate(ct, 64))}
 	}
 	return nil
-}
-
-// readBody reads a request body of at most maxBody bytes.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	tooLarge := &apiError{status: http.StatusRequestEntityTooLarge,
-		msg: fmt.Sprintf("request body is larger than the limit of %d bytes", s.maxBody)}
-	if r.ContentLength > s.maxBody {
-		w.Header().Set("Connection", "close") // do not read the rest
-		return nil, tooLarge
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
-	if err != nil {
-		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
-			return nil, tooLarge
-		}
-		return nil, badRequest("reading the request body: %v", err)
-	}
-	return body, nil
 }
 
 // checkJSON checks that body is one well-formed JSON value.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,12 +18,34 @@ import (
 	"github.com/orderlyhq/orderly/web/apiv1"
 )
 
-// DefaultMaxBodyBytes is the default limit on a request body.
-const DefaultMaxBodyBytes = 8 << 20
-
-// DefaultMaxConcurrentEnqueues is how many enqueue requests are read and
-// handled at once by default.
-const DefaultMaxConcurrentEnqueues = 64
+// Defaults of Config.
+const (
+	// DefaultMaxBodyBytes is the default limit on a request body (8 MiB).
+	DefaultMaxBodyBytes = 8 << 20
+	// DefaultMaxConcurrentEnqueues is how many enqueue requests are decoded
+	// and stored at once.
+	DefaultMaxConcurrentEnqueues = 64
+	// DefaultMaxBodyBytesInFlight bounds the bytes of request bodies held
+	// at once (64 MiB, eight bodies of DefaultMaxBodyBytes).
+	DefaultMaxBodyBytesInFlight = 64 << 20
+	// DefaultBodyReadTimeout bounds the reading of one request body: 8 MiB
+	// in 30 s is a client slower than 2.2 Mbit/s, beyond what an API client
+	// on a working network needs, while a client that drips its body is
+	// cut off long before it matters.
+	DefaultBodyReadTimeout = 30 * time.Second
+	// DefaultReadHeaderTimeout bounds the reading of a request's header,
+	// and of a TLS handshake (Serve).
+	DefaultReadHeaderTimeout = 10 * time.Second
+	// DefaultIdleTimeout is how long a keep-alive connection may wait for
+	// its next request (Serve). It is longer than the 90 s Go's HTTP client
+	// keeps an idle connection, so that a Go client, not the server, closes
+	// it first and never sends a request on a connection being closed.
+	DefaultIdleTimeout = 120 * time.Second
+	// DefaultMaxConnections is how many connections Serve keeps open at
+	// once. Each takes a file descriptor; keep the process's limit above
+	// it, with room for Redis, gossip and webhook connections.
+	DefaultMaxConnections = 1024
+)
 
 // readyTimeout bounds one readiness check.
 const readyTimeout = 2 * time.Second
@@ -42,10 +65,22 @@ type Config struct {
 	// MaxBodyBytes limits a request body; larger bodies are answered 413.
 	// [DefaultMaxBodyBytes, 8 MiB]
 	MaxBodyBytes int64
-	// MaxConcurrentEnqueues bounds the enqueue requests handled at once
-	// (so the memory their bodies take is bounded by it times
-	// MaxBodyBytes); others wait for a slot. [DefaultMaxConcurrentEnqueues]
+	// MaxConcurrentEnqueues bounds the enqueue requests decoded and stored
+	// at once; a request takes its slot once its body is read, and waits up
+	// to 10 s for one before it is answered 503.
+	// [DefaultMaxConcurrentEnqueues]
 	MaxConcurrentEnqueues int
+	// MaxBodyBytesInFlight bounds the bytes of request bodies held in
+	// memory at once, counted as they arrive, so a client that is slow to
+	// send its body holds only what it sent. A request whose next bytes do
+	// not fit waits up to 10 s, then is answered 503. It must be at least
+	// MaxBodyBytes. [DefaultMaxBodyBytesInFlight, or MaxBodyBytes if that
+	// is larger]
+	MaxBodyBytesInFlight int64
+	// BodyReadTimeout bounds the reading of one request body, from the end
+	// of its header; a body not in by then is answered 408 and its
+	// connection closed. [DefaultBodyReadTimeout]
+	BodyReadTimeout time.Duration
 	// MaxPayloadBytes limits one payload's stored size; it should match the
 	// store's limit. [persistence.DefaultMaxPayloadBytes]
 	MaxPayloadBytes int
@@ -70,6 +105,34 @@ type Config struct {
 	// it must serve only static files that hold no data; the dashboard's
 	// script sends the token on its API calls. [none: 404]
 	UI http.Handler
+	// AllowedHosts are the host names (or addresses), without port, that
+	// requests may name in their Host header besides localhost, loopback
+	// addresses and the address the request arrived on, when no Token
+	// protects the server (or PublicReads is set): the names of a proxy in
+	// front, say. Other names are answered 421, which keeps a web page
+	// whose name rebinds to this address (DNS rebinding) from reading or
+	// changing anything. AnyHost ("*") accepts every name. [none]
+	AllowedHosts []string
+
+	// The fields below apply to Serve: a Server mounted on an http.Server
+	// of the caller's gets the per-request limits above, and the caller
+	// sets its own timeouts.
+
+	// ReadHeaderTimeout bounds the reading of a request's header, and of
+	// the TLS handshake. [DefaultReadHeaderTimeout]
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout is how long a keep-alive connection may wait for its
+	// next request. [DefaultIdleTimeout]
+	IdleTimeout time.Duration
+	// MaxConnections bounds the connections open at once. At the limit,
+	// the idle keep-alive connection that waited longest and never
+	// presented the token is closed to make room; when there is none, new
+	// connections wait in the listen queue until one closes, while those
+	// already open keep being served (see Serve). [DefaultMaxConnections]
+	MaxConnections int
+	// TLS, when set, makes Serve serve HTTPS (and HTTP/2) with this
+	// configuration; it needs a certificate. [none: plain HTTP]
+	TLS *tls.Config
 }
 
 // Server is Orderly's HTTP API. It implements http.Handler; every answer,
@@ -89,8 +152,13 @@ type Server struct {
 	members     func(context.Context) (string, []apiv1.Member)
 	metrics     http.Handler
 	ui          http.Handler
-	// enqueueSlots holds a token per enqueue request being handled.
+	// enqueueSlots holds a token per enqueue request being decoded and
+	// stored.
 	enqueueSlots chan struct{}
+	bodies       *budget // bytes of request bodies held
+	bodyTimeout  time.Duration
+	hosts        hostCheck
+	conns        *conns // Serve's connections
 }
 
 // New returns a Server on cfg.Store.
@@ -98,8 +166,15 @@ func New(cfg *Config) (*Server, error) {
 	if cfg == nil || cfg.Store == nil {
 		return nil, errors.New("web: Config.Store is required")
 	}
-	if cfg.MaxBodyBytes < 0 || cfg.MaxPayloadBytes < 0 {
-		return nil, errors.New("web: MaxBodyBytes and MaxPayloadBytes must not be negative")
+	if cfg.MaxBodyBytes < 0 || cfg.MaxPayloadBytes < 0 || cfg.MaxBodyBytesInFlight < 0 {
+		return nil, errors.New("web: MaxBodyBytes, MaxBodyBytesInFlight and MaxPayloadBytes must not be negative")
+	}
+	if cfg.BodyReadTimeout < 0 || cfg.ReadHeaderTimeout < 0 || cfg.IdleTimeout < 0 || cfg.MaxConnections < 0 {
+		return nil, errors.New("web: BodyReadTimeout, ReadHeaderTimeout, IdleTimeout and MaxConnections must not be negative")
+	}
+	hosts, err := newHostCheck(cfg)
+	if err != nil {
+		return nil, err
 	}
 	s := &Server{
 		store:       cfg.Store,
@@ -114,12 +189,25 @@ func New(cfg *Config) (*Server, error) {
 		ui:          cfg.UI,
 		origin:      http.NewCrossOriginProtection(),
 		mux:         http.NewServeMux(),
+		bodyTimeout: cfg.BodyReadTimeout,
+		hosts:       hosts,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
 	if s.maxBody == 0 {
 		s.maxBody = DefaultMaxBodyBytes
+	}
+	inFlight := cfg.MaxBodyBytesInFlight
+	if inFlight == 0 {
+		inFlight = max(DefaultMaxBodyBytesInFlight, s.maxBody)
+	}
+	if inFlight < s.maxBody {
+		return nil, fmt.Errorf("web: MaxBodyBytesInFlight (%d) must be at least MaxBodyBytes (%d)", inFlight, s.maxBody)
+	}
+	s.bodies = newBudget(inFlight)
+	if s.bodyTimeout == 0 {
+		s.bodyTimeout = DefaultBodyReadTimeout
 	}
 	slots := cfg.MaxConcurrentEnqueues
 	if slots <= 0 {
@@ -152,6 +240,7 @@ func New(cfg *Config) (*Server, error) {
 	s.handle("GET /metrics", s.serveMetrics)
 	s.handle("GET /healthz", s.healthz)
 	s.handle("GET /readyz", s.readyz)
+	s.conns = newConns(cfg, s, s.log)
 	return s, nil
 }
 
@@ -176,8 +265,15 @@ func (s *Server) handle(pattern string, fn func(http.ResponseWriter, *http.Reque
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w, r, done := s.guardBody(w, r)
+	defer done()
 	h := w.Header()
 	h.Set("X-Content-Type-Options", "nosniff")
+	if !s.hosts.allows(r) {
+		h.Set("Cache-Control", "no-store")
+		s.writeError(w, r, misdirected(r))
+		return
+	}
 	if s.ui != nil && isUIPath(r) {
 		s.serveUI(w, r) // caching is the dashboard's to decide
 		return
@@ -293,7 +389,11 @@ func (s *Server) authorized(r *http.Request) bool {
 		return false
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
-	return subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1
+	if subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) != 1 {
+		return false
+	}
+	trust(r)
+	return true
 }
 
 // recoverPanic turns a handler's panic into a logged 500.

@@ -95,8 +95,8 @@
 // A failed id is handled as if a Go handler had failed it (retried with
 // backoff, then moved to the morgue), and its message becomes the job's
 // error (an empty message is replaced by a generic one). Ids that are not in
-// the request are ignored and logged; {"failed": {}} acknowledges every
-// job.
+// the request are ignored, and logged in one warning per answer with their
+// count and the first ten of them; {"failed": {}} acknowledges every job.
 //
 // Anything else fails every job of the request, for instance:
 //

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -126,26 +125,52 @@ func (s *sender) outcome(b *orderly.Batch, resp *http.Response, body []byte) err
 	return s.failIDs(b, failed)
 }
 
-// failIDs returns the error that fails the ids of failed that are in b, and
-// logs the others. It returns nil when no id of b failed.
+// failIDs returns the error that fails the ids of failed that are in b. It
+// returns nil when no id of b failed. The ids not in b are ignored, and
+// logged in one line per answer, however many there are: their count and
+// the first maxLoggedIDs of them, in order.
 func (s *sender) failIDs(b *orderly.Batch, failed map[string]string) error {
-	inBatch := make(map[string]bool, len(b.Jobs))
-	for _, j := range b.Jobs {
-		inBatch[j.ID] = true
-	}
 	errs := make(map[string]error)
-	for _, id := range sortedKeys(failed) {
-		if !inBatch[id] {
-			s.logger.Warn("webhook: the receiver failed an id that is not in the batch; ignored",
-				slog.String("queue", b.Queue),
-				slog.String("job_id", id),
-				slog.String("delivery", b.Delivery),
-				slog.String("url", s.safeURL))
-			continue
+	for _, j := range b.Jobs {
+		if msg, ok := failed[j.ID]; ok {
+			errs[j.ID] = receiverError(msg)
 		}
-		errs[id] = receiverError(failed[id])
+	}
+	if foreign := len(failed) - len(errs); foreign > 0 {
+		ids := make([]string, 0, foreign)
+		for id := range failed {
+			if _, ok := errs[id]; !ok {
+				ids = append(ids, id)
+			}
+		}
+		slices.Sort(ids)
+		shown := ids[:min(len(ids), maxLoggedIDs)]
+		for i, id := range shown {
+			shown[i] = truncateID(id)
+		}
+		s.logger.Warn("webhook: the receiver failed ids that are not in the batch; ignored",
+			slog.String("queue", b.Queue),
+			slog.String("delivery", b.Delivery),
+			slog.String("url", s.safeURL),
+			slog.Int("count", len(ids)),
+			slog.Any("job_ids", shown))
 	}
 	return orderly.FailIDs(errs)
+}
+
+// maxLoggedIDs is how many of the ids not in a batch the log line of an
+// answer names.
+const maxLoggedIDs = 10
+
+// maxLoggedIDBytes is how much of such an id the line shows.
+const maxLoggedIDBytes = 64
+
+// truncateID shortens an id of the receiver's for a log line.
+func truncateID(id string) string {
+	if len(id) <= maxLoggedIDBytes {
+		return id
+	}
+	return string(trimPartialRune([]byte(id[:maxLoggedIDBytes]))) + "…"
 }
 
 // receiverError is the error of an id that the receiver failed with msg.
@@ -197,9 +222,4 @@ func unwrapURLError(err error) error {
 func closeBody(body io.ReadCloser) {
 	_, _ = io.CopyN(io.Discard, body, maxDrainBytes)
 	_ = body.Close()
-}
-
-// sortedKeys returns the keys of m in order, for deterministic logs.
-func sortedKeys(m map[string]string) []string {
-	return slices.Sorted(maps.Keys(m))
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -400,15 +401,50 @@ func TestAnswers(t *testing.T) {
 			}
 
 			var logged []string
-			for _, line := range logLines(t, logs) {
+			lines := logLines(t, logs)
+			for _, line := range lines {
 				require.Equal(t, "WARN", line["level"])
 				require.Equal(t, "emails", line["queue"])
 				require.Equal(t, "emails/3/7/1042", line["delivery"])
-				logged = append(logged, line["job_id"].(string))
+				require.EqualValues(t, len(tt.wantLogged), line["count"])
+				for _, id := range line["job_ids"].([]any) {
+					logged = append(logged, id.(string))
+				}
 			}
+			require.LessOrEqual(t, len(lines), 1, "one line per answer")
 			require.Equal(t, tt.wantLogged, logged)
 		})
 	}
+}
+
+// An answer that fails 100,000 ids not in the batch (0.9 MB, under the 1 MiB
+// limit) writes one log line: the count and the first ten ids.
+func TestForeignIDsLogOneLine(t *testing.T) {
+	t.Parallel()
+	failed := make(map[string]string, 100_000)
+	for i := range 100_000 {
+		failed[strconv.FormatInt(int64(i), 16)] = ""
+	}
+	failed["in-2"] = "boom"
+	failed["!"+strings.Repeat("é", 100)] = "" // a long id is cut in the line
+	body, err := json.Marshal(Answer{Failed: failed})
+	require.NoError(t, err)
+	require.Less(t, len(body), int(DefaultMaxResponseBytes))
+	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body) })
+	logger, logs := logBuffer()
+	s := newTestSender(t, &Config{URL: rcv.srv.URL, Logger: logger})
+
+	err = s.deliver(context.Background(), testBatch("in-1", "in-2"))
+	pf, ok := orderly.AsPartialFailure(err)
+	require.True(t, ok, "%v", err)
+	require.Len(t, pf.Failed, 1)
+	require.EqualError(t, pf.Failed["in-2"], "boom")
+
+	require.Less(t, logs.Len(), 1024, "the line stays short: %s", logs)
+	lines := logLines(t, logs)
+	require.Len(t, lines, 1)
+	require.EqualValues(t, 100_001, lines[0]["count"])
+	require.Equal(t, []any{"!" + strings.Repeat("é", 31) + "…", "0", "1", "10", "100", "1000", "10000", "10001", "10002", "10003"}, lines[0]["job_ids"])
 }
 
 func TestStatusErrorQuotesAtMost4KiB(t *testing.T) {

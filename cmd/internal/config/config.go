@@ -25,6 +25,10 @@ const (
 	DefaultBind = "127.0.0.1:7946"
 	// DefaultHTTP is the HTTP API's listen address.
 	DefaultHTTP = "127.0.0.1:8080"
+	// DefaultHTTPMaxConnections is how many HTTP connections the node keeps
+	// open at once (web.DefaultMaxConnections), lowered at start to half
+	// the process's open-file limit when that is smaller.
+	DefaultHTTPMaxConnections = 1024
 	// DefaultRedisPrefix prefixes every Redis key.
 	DefaultRedisPrefix = redisstore.DefaultPrefix
 	// DefaultConcurrency is how many batches one node handles at once.
@@ -70,6 +74,9 @@ const (
 	DefaultHandlerType = HandlerLog
 	// DefaultHTTPHandlerTimeout bounds one request of an http handler.
 	DefaultHTTPHandlerTimeout = webhook.DefaultTimeout
+	// LogPayloadBytes is how much of a payload the log handler prints, at
+	// most, for each of the first three payloads of a job.
+	LogPayloadBytes = 200
 )
 
 // MaxRetryZero is the error of max_retry_count: 0 in a config file. Until
@@ -141,6 +148,22 @@ type NodeConfig struct {
 	// an HTTPToken; otherwise such a node refuses to start [http_public;
 	// false].
 	HTTPPublic bool
+	// HTTPAllowedHosts are the host names (or addresses) a request's Host
+	// header may name, besides localhost, loopback addresses and the
+	// address it arrived on, when the HTTP API has no token: the names of
+	// a proxy in front, say; "*" allows any. Other names are answered 421
+	// (a defence against DNS rebinding) [http_allowed_hosts; none].
+	HTTPAllowedHosts []string
+	// HTTPMaxConnections bounds the HTTP connections open at once
+	// [http_max_connections; DefaultHTTPMaxConnections].
+	HTTPMaxConnections int
+	// HTTPTLSCert is the path of the PEM certificate (with its chain) the
+	// HTTP API and dashboard serve HTTPS with; set with HTTPTLSKey
+	// [http_tls_cert; empty: plain HTTP].
+	HTTPTLSCert string
+	// HTTPTLSKey is the path of the PEM private key of HTTPTLSCert
+	// [http_tls_key; empty].
+	HTTPTLSKey string
 	// ActorAddr is the protoactor remote's listen address, host:port; empty
 	// turns it off [actor_addr; empty].
 	ActorAddr string
@@ -238,24 +261,29 @@ type HandlerConfig struct {
 	// Timeout bounds one request of an http handler
 	// [timeout; DefaultHTTPHandlerTimeout]; zero for the other types.
 	Timeout time.Duration
+	// HidePayloads keeps a log handler from printing payloads; it prints
+	// the start of each (LogPayloadBytes) otherwise. In the file it is
+	// payloads: false [payloads; true]; only for the log type.
+	HidePayloads bool
 }
 
 // defaultNode returns the node's defaults, except Name, which Load fills
 // from the host name when no source sets it.
 func defaultNode() NodeConfig {
 	return NodeConfig{
-		Bind:            DefaultBind,
-		HTTP:            DefaultHTTP,
-		RedisPrefix:     DefaultRedisPrefix,
-		Concurrency:     DefaultConcurrency,
-		Scheduler:       DefaultScheduler,
-		LeaseTTL:        DefaultLeaseTTL,
-		ShutdownTimeout: DefaultShutdownTimeout,
-		HandoffTimeout:  DefaultHandoffTimeout,
-		MorgueTTL:       DefaultMorgueTTL,
-		MaxPayloadBytes: DefaultMaxPayloadBytes,
-		LogLevel:        DefaultLogLevel,
-		LogFormat:       DefaultLogFormat,
+		Bind:               DefaultBind,
+		HTTP:               DefaultHTTP,
+		HTTPMaxConnections: DefaultHTTPMaxConnections,
+		RedisPrefix:        DefaultRedisPrefix,
+		Concurrency:        DefaultConcurrency,
+		Scheduler:          DefaultScheduler,
+		LeaseTTL:           DefaultLeaseTTL,
+		ShutdownTimeout:    DefaultShutdownTimeout,
+		HandoffTimeout:     DefaultHandoffTimeout,
+		MorgueTTL:          DefaultMorgueTTL,
+		MaxPayloadBytes:    DefaultMaxPayloadBytes,
+		LogLevel:           DefaultLogLevel,
+		LogFormat:          DefaultLogFormat,
 	}
 }
 

@@ -51,19 +51,20 @@ func TestDefaults(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, &Config{
 		Node: NodeConfig{
-			Name:            host,
-			Bind:            "127.0.0.1:7946",
-			HTTP:            "127.0.0.1:8080",
-			RedisPrefix:     "orderly",
-			Concurrency:     5,
-			Scheduler:       "lag",
-			LeaseTTL:        3 * time.Second,
-			ShutdownTimeout: 25 * time.Second,
-			HandoffTimeout:  30 * time.Second,
-			MorgueTTL:       4320 * time.Hour,
-			MaxPayloadBytes: 1048576,
-			LogLevel:        "info",
-			LogFormat:       "text",
+			Name:               host,
+			Bind:               "127.0.0.1:7946",
+			HTTP:               "127.0.0.1:8080",
+			HTTPMaxConnections: 1024,
+			RedisPrefix:        "orderly",
+			Concurrency:        5,
+			Scheduler:          "lag",
+			LeaseTTL:           3 * time.Second,
+			ShutdownTimeout:    25 * time.Second,
+			HandoffTimeout:     30 * time.Second,
+			MorgueTTL:          4320 * time.Hour,
+			MaxPayloadBytes:    1048576,
+			LogLevel:           "info",
+			LogFormat:          "text",
 		},
 		Queues: []QueueConfig{{
 			Name:          "default",
@@ -119,6 +120,10 @@ const exampleFile = `node:
   log_format: json
   gossip_key: MDEyMzQ1Njc4OWFiY2RlZg==
   cluster_label: prod
+  http_allowed_hosts: [orderly.internal]
+  http_max_connections: 2048
+  http_tls_cert: /etc/orderly/tls.crt
+  http_tls_key: /etc/orderly/tls.key
 queues:
   - name: orders
     shards: 8
@@ -136,6 +141,8 @@ queues:
     handler:
       type: noop
   - name: audit
+  - name: quiet
+    handler: {type: log, payloads: false}
 `
 
 func TestExampleFile(t *testing.T) {
@@ -145,26 +152,30 @@ func TestExampleFile(t *testing.T) {
 	require.Equal(t, &Config{
 		File: path,
 		Node: NodeConfig{
-			Name:            "n1",
-			Bind:            "127.0.0.1:7946",
-			Join:            []string{"127.0.0.1:7947"},
-			HTTP:            "127.0.0.1:8080",
-			HTTPToken:       "s3cret-token",
-			ActorAddr:       "127.0.0.1:8090",
-			Redis:           "redis://127.0.0.1:6379/0",
-			RedisPrefix:     "orderly-test",
-			AllowEviction:   true,
-			Concurrency:     5,
-			Scheduler:       "lag",
-			LeaseTTL:        3 * time.Second,
-			ShutdownTimeout: 25 * time.Second,
-			HandoffTimeout:  time.Minute,
-			MorgueTTL:       720 * time.Hour,
-			MaxPayloadBytes: 65536,
-			LogLevel:        "debug",
-			LogFormat:       "json",
-			GossipKey:       "MDEyMzQ1Njc4OWFiY2RlZg==",
-			ClusterLabel:    "prod",
+			Name:               "n1",
+			Bind:               "127.0.0.1:7946",
+			Join:               []string{"127.0.0.1:7947"},
+			HTTP:               "127.0.0.1:8080",
+			HTTPToken:          "s3cret-token",
+			HTTPAllowedHosts:   []string{"orderly.internal"},
+			HTTPMaxConnections: 2048,
+			HTTPTLSCert:        "/etc/orderly/tls.crt",
+			HTTPTLSKey:         "/etc/orderly/tls.key",
+			ActorAddr:          "127.0.0.1:8090",
+			Redis:              "redis://127.0.0.1:6379/0",
+			RedisPrefix:        "orderly-test",
+			AllowEviction:      true,
+			Concurrency:        5,
+			Scheduler:          "lag",
+			LeaseTTL:           3 * time.Second,
+			ShutdownTimeout:    25 * time.Second,
+			HandoffTimeout:     time.Minute,
+			MorgueTTL:          720 * time.Hour,
+			MaxPayloadBytes:    65536,
+			LogLevel:           "debug",
+			LogFormat:          "json",
+			GossipKey:          "MDEyMzQ1Njc4OWFiY2RlZg==",
+			ClusterLabel:       "prod",
 		},
 		Queues: []QueueConfig{
 			{
@@ -185,6 +196,14 @@ func TestExampleFile(t *testing.T) {
 				Handler:       HandlerConfig{Type: "noop"},
 			},
 			defaultQueue("audit"),
+			{
+				Name:          "quiet",
+				Shards:        5,
+				BatchSize:     1,
+				MaxRetryCount: 25,
+				Retry:         RetryConfig{Policy: "lowkiq"},
+				Handler:       HandlerConfig{Type: "log", HidePayloads: true},
+			},
 		},
 	}, cfg)
 }
@@ -308,27 +327,36 @@ func TestEveryKeyHasEnvAndFlag(t *testing.T) {
 	t.Parallel()
 	// One value per setting, different from the default, in each source.
 	values := map[string][2]string{ // key: file/env value, flag value
-		"name":              {"n-a", "n-b"},
-		"bind":              {"1.1.1.1:1", "2.2.2.2:2"},
-		"join":              {"a:1", "b:2"},
-		"http":              {"1.1.1.1:3", "2.2.2.2:4"},
-		"http_token":        {"tok-a", "tok-b"},
-		"actor_addr":        {"1.1.1.1:5", "2.2.2.2:6"},
-		"redis":             {"redis://a:1/0", "redis://b:2/0"},
-		"redis_prefix":      {"pa", "pb"},
-		"allow_eviction":    {"true", "false"},
-		"http_public":       {"true", "false"},
-		"concurrency":       {"11", "12"},
-		"scheduler":         {"seq", "lag"},
-		"lease_ttl":         {"4s", "5s"},
-		"shutdown_timeout":  {"6s", "7s"},
-		"handoff_timeout":   {"8s", "9s"},
-		"morgue_ttl":        {"10h", "11h"},
-		"max_payload_bytes": {"100", "200"},
-		"log_level":         {"debug", "error"},
-		"log_format":        {"json", "text"},
-		"gossip_key":        {"MDEyMzQ1Njc4OWFiY2RlZg==", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3"},
-		"cluster_label":     {"la", "lb"},
+		"name":                 {"n-a", "n-b"},
+		"bind":                 {"1.1.1.1:1", "2.2.2.2:2"},
+		"join":                 {"a:1", "b:2"},
+		"http":                 {"1.1.1.1:3", "2.2.2.2:4"},
+		"http_token":           {"tok-a", "tok-b"},
+		"actor_addr":           {"1.1.1.1:5", "2.2.2.2:6"},
+		"redis":                {"redis://a:1/0", "redis://b:2/0"},
+		"redis_prefix":         {"pa", "pb"},
+		"allow_eviction":       {"true", "false"},
+		"http_public":          {"true", "false"},
+		"concurrency":          {"11", "12"},
+		"scheduler":            {"seq", "lag"},
+		"lease_ttl":            {"4s", "5s"},
+		"shutdown_timeout":     {"6s", "7s"},
+		"handoff_timeout":      {"8s", "9s"},
+		"morgue_ttl":           {"10h", "11h"},
+		"max_payload_bytes":    {"100", "200"},
+		"log_level":            {"debug", "error"},
+		"log_format":           {"json", "text"},
+		"gossip_key":           {"MDEyMzQ1Njc4OWFiY2RlZg==", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3"},
+		"cluster_label":        {"la", "lb"},
+		"http_allowed_hosts":   {"a.example", "b.example"},
+		"http_max_connections": {"10", "20"},
+		"http_tls_cert":        {"/a.crt", "/b.crt"},
+		"http_tls_key":         {"/a.key", "/b.key"},
+	}
+	// Settings that need another to be valid, given in the environment.
+	partners := map[string][]string{
+		"http_tls_cert": {"ORDERLY_HTTP_TLS_KEY=/p.key"},
+		"http_tls_key":  {"ORDERLY_HTTP_TLS_CERT=/p.crt"},
 	}
 	require.Len(t, settings(), len(values))
 	for _, s := range settings() {
@@ -336,6 +364,7 @@ func TestEveryKeyHasEnvAndFlag(t *testing.T) {
 			v, ok := values[s.key()]
 			require.True(t, ok, "no test value for %s", s.key())
 			show := func(c *Config) string { return s.show(&c.Node) }
+			partner := partners[s.key()]
 
 			yamlValue := fmt.Sprintf("%q", v[0])
 			switch s.typeName() {
@@ -344,15 +373,15 @@ func TestEveryKeyHasEnvAndFlag(t *testing.T) {
 			case "int", "": // an int or a bool
 				yamlValue = v[0]
 			}
-			cfg, _, err := loadFile(t, fmt.Sprintf("node:\n  %s: %s\n", s.key(), yamlValue), nil)
+			cfg, _, err := loadFile(t, fmt.Sprintf("node:\n  %s: %s\n", s.key(), yamlValue), partner)
 			require.NoError(t, err)
 			require.Equal(t, v[0], show(cfg), "file")
 
-			cfg, _, err = loadFile(t, "", []string{envName(s.key()) + "=" + v[0]})
+			cfg, _, err = loadFile(t, "", append([]string{envName(s.key()) + "=" + v[0]}, partner...))
 			require.NoError(t, err)
 			require.Equal(t, v[0], show(cfg), "env")
 
-			cfg, _, err = loadFile(t, "", []string{envName(s.key()) + "=" + v[0]}, "--"+flagName(s.key())+"="+v[1])
+			cfg, _, err = loadFile(t, "", append([]string{envName(s.key()) + "=" + v[0]}, partner...), "--"+flagName(s.key())+"="+v[1])
 			require.NoError(t, err)
 			require.Equal(t, v[1], show(cfg), "flag")
 		})

@@ -15,6 +15,10 @@
 //	  join: [127.0.0.1:7947]            # seeds
 //	  http: 127.0.0.1:8080
 //	  http_token: s3cret                # bearer token of the HTTP API
+//	  http_allowed_hosts: [orderly.internal]  # Host names answered without a token
+//	  http_max_connections: 1024        # at most half the open-file limit
+//	  http_tls_cert: /etc/orderly/tls.crt     # serve HTTPS (with http_tls_key)
+//	  http_tls_key: /etc/orderly/tls.key
 //	  actor_addr: 127.0.0.1:8090        # protoactor remote; empty = off
 //	  redis: redis://127.0.0.1:6379/0   # empty = embedded in-memory store
 //	  redis_prefix: orderly
@@ -40,6 +44,23 @@
 //	    timeout: 0s                     # bounds one handler call; 0 = none
 //	    retry: {policy: linear, base: 10s}   # lowkiq | linear | exponential (base, max)
 //	    handler: {type: http, url: http://127.0.0.1:9000/perform, timeout: 30s}  # or log, noop
+//	  - name: audit
+//	    handler: {type: log, payloads: false}  # log ids and counts, not payloads
+//
+// A queue whose handler is log prints one line per job, with the first 200
+// bytes (LogPayloadBytes) of its first three payloads; payloads: false
+// prints none, for payloads that must not reach the logs.
+//
+// The HTTP API is safe by default: it listens on loopback; beyond it, it
+// needs http_token (or http_public to accept the risk), and warns when the
+// token would travel in plain HTTP (set http_tls_cert and http_tls_key, or
+// put a TLS proxy in front). Without a token it answers only requests whose
+// Host is localhost, a loopback address, its own address, the host of http
+// when that is a name, or one of http_allowed_hosts. Slow or silent clients
+// are cut off by deadlines, and at most http_max_connections connections
+// are open at once (lowered at start to half the open-file limit, which
+// Redis, gossip and webhooks share). The queues of a node have at most
+// 8,192 shards in total (orderly.MaxNodeShards).
 //
 // A queue's max_retry_count is how many failures a payload survives before
 // it goes to the morgue: 25 when the key is absent, -1 or none for no

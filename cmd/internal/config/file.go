@@ -18,7 +18,7 @@ import (
 // Keys of the file's mappings.
 func topKeys() []string     { return []string{"node", "queues"} }
 func retryKeys() []string   { return []string{"policy", "base", "max"} }
-func handlerKeys() []string { return []string{"type", "url", "timeout"} }
+func handlerKeys() []string { return []string{"type", "url", "timeout", "payloads"} }
 func queueKeys() []string {
 	return []string{"name", "shards", "batch_size", "prefetch", "max_retry_count", "timeout", "retry", "handler"}
 }
@@ -155,7 +155,7 @@ func (fp *fileParser) queue(n *yaml.Node, path string) QueueConfig {
 	q := defaultQueue("")
 	lines := map[string]int{"": n.Line} // of each key given, relative to the queue
 	bad := make(map[string]bool)        // keys whose value could not be decoded
-	handlerTimeout := false
+	handlerTimeout, payloadsGiven := false, false
 	ok := fp.mapping(n, path, queueKeys(), func(key string, line int, v *yaml.Node) {
 		lines[key] = line
 		at := path + "." + key
@@ -199,6 +199,11 @@ func (fp *fileParser) queue(n *yaml.Node, path string) QueueConfig {
 				case "timeout":
 					handlerTimeout = true
 					good = decodeInto(fp, v, at+".timeout", line, &q.Handler.Timeout)
+				case "payloads":
+					var show bool
+					good = decodeInto(fp, v, at+".payloads", line, &show)
+					q.Handler.HidePayloads = !show
+					payloadsGiven = true
 				}
 				bad["handler."+key] = !good
 			})
@@ -210,6 +215,10 @@ func (fp *fileParser) queue(n *yaml.Node, path string) QueueConfig {
 	}
 	if q.Handler.Type == HandlerHTTP && !handlerTimeout {
 		q.Handler.Timeout = DefaultHTTPHandlerTimeout
+	}
+	if payloadsGiven && q.Handler.Type != HandlerLog && !bad["handler.payloads"] {
+		fp.errorf(lineOf(lines, "handler.payloads"), path+".handler.payloads", "only allowed for handler type log, not %s", q.Handler.Type)
+		bad["handler.payloads"] = true
 	}
 	validateQueue(&q, func(key, msg string) {
 		section, _, _ := strings.Cut(key, ".")

@@ -24,6 +24,9 @@ func FuzzLoadFile(f *testing.F) {
 		"a: 1\n---\nb: 2\n",
 		"node: {concurrency: !!int x, name: !!binary aGVsbG8=, redis: !!str 5}\n",
 		"queues: [{name: a, shards: 1e3, batch_size: 0x10, max_retry_count: 0o7, timeout: .inf}]\n",
+		"node: {http_allowed_hosts: ['*', a.example, '[::1]', 'b:1'], http_max_connections: 0, http_tls_cert: /c}\n",
+		"queues: [{name: a, handler: {type: log, payloads: no}}, {name: b, handler: {type: noop, payloads: false}}]\n",
+		"queues: [{name: a, shards: 4096}, {name: b, shards: 4096}, {name: c, shards: 1}]\n",
 		"\xef\xbb\xbfnode: {}\n",
 		"\xff\xfe",
 	} {

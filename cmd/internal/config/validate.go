@@ -12,6 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/persistence"
 )
 
@@ -24,6 +25,7 @@ const (
 	maxRedisPrefixBytes  = 64
 	maxClusterLabelBytes = 255 // memberlist's limit
 	maxShards            = persistence.MaxShards
+	maxHTTPConnections   = 1 << 20
 	maxBatchSize         = persistence.MaxBatchSize
 )
 
@@ -47,7 +49,29 @@ func (c *Config) Validate() error {
 	checkDuplicateQueues(c.Queues, func(i int, msg string) {
 		p.addf("%s.name: %s", queuePath(i), msg)
 	})
+	if err := checkShardTotal(c.Queues); err != nil {
+		p.addf("queues: %v", err)
+	}
+	if (c.Node.HTTPTLSCert == "") != (c.Node.HTTPTLSKey == "") {
+		p.addf("node.http_tls_cert, node.http_tls_key: give both (the certificate and its key) or neither")
+	}
 	return p.err()
+}
+
+// checkShardTotal applies the node's cap on the shards of all its queues
+// (orderly.CheckShardTotal).
+func checkShardTotal(qs []QueueConfig) error {
+	total := 0
+	for _, q := range qs {
+		if q.Shards > 0 {
+			total += q.Shards
+		}
+	}
+	if orderly.CheckShardTotal(total) != nil {
+		return fmt.Errorf("the %d queues have %d shards in total, more than one node can serve (at most %d): use fewer shards per queue, or fewer queues",
+			len(qs), total, orderly.MaxNodeShards)
+	}
+	return nil
 }
 
 func queuePath(i int) string { return fmt.Sprintf("queues[%d]", i) }
@@ -113,6 +137,9 @@ func validateRetry(r RetryConfig, report func(key, msg string)) {
 func validateHandler(h HandlerConfig, report func(key, msg string)) {
 	switch h.Type {
 	case HandlerHTTP:
+		if h.HidePayloads {
+			report("handler.payloads", "only allowed for handler type log, not http")
+		}
 		if h.URL == "" {
 			report("handler.url", "required for handler type http")
 		} else if err := checkHandlerURL(h.URL); err != nil {
@@ -127,6 +154,9 @@ func validateHandler(h HandlerConfig, report func(key, msg string)) {
 		}
 		if h.Timeout != 0 {
 			report("handler.timeout", "only allowed for handler type http, not "+h.Type)
+		}
+		if h.HidePayloads && h.Type != HandlerLog {
+			report("handler.payloads", "only allowed for handler type log, not "+h.Type)
 		}
 	default:
 		report("handler.type", fmt.Sprintf("%q is not one of log, noop, http", h.Type))
@@ -220,6 +250,34 @@ func checkHostPort(s string, dial bool) error {
 	}
 	if dial && n == 0 {
 		return fmt.Errorf("%q: the port must not be 0", s)
+	}
+	return nil
+}
+
+// checkAllowedHosts checks the allowed Host names: each a host name or an
+// address, without port, or "*".
+func checkAllowedHosts(hosts []string) error {
+	var bad []string
+	for _, h := range hosts {
+		if h == "*" || net.ParseIP(strings.Trim(h, "[]")) != nil {
+			continue
+		}
+		if h == "" || len(h) > 253 || strings.ContainsFunc(h, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-._", r))
+		}) {
+			bad = append(bad, fmt.Sprintf("%q is not a host name or address (give names without port or scheme)", h))
+		}
+	}
+	if bad != nil {
+		return fmt.Errorf("%s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// checkPath checks a file path; the file is read when the node starts.
+func checkPath(s string) error {
+	if strings.ContainsFunc(s, unicode.IsControl) || !utf8.ValidString(s) {
+		return fmt.Errorf("%q: a path must not contain control characters", s)
 	}
 	return nil
 }

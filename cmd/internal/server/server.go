@@ -11,14 +11,15 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
+	"slices"
 	"syscall"
 	"time"
 
@@ -64,8 +65,18 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 		return err
 	}
 	m := metrics.New()
-	store := m.Store(rs) // counts enqueues and settlements
+	var writes *writeWatch
+	store := m.Store(rs)      // counts enqueues and settlements
+	if cfg.Node.Redis != "" { // the embedded store never refuses writes
+		writes = newWriteWatch(rdb, cfg.Node.RedisPrefix)
+		store = writes.Store(store)
+		m.Registry().MustRegister(writes.Gauge())
+	}
 	workers, err := Workers(cfg.Queues, log)
+	if err != nil {
+		return err
+	}
+	tlsConfig, err := httpTLS(cfg.Node)
 	if err != nil {
 		return err
 	}
@@ -108,9 +119,29 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 		}
 		log.Warn("the HTTP API listens on a non-loopback address without a token (http_public): anyone who reaches it can enqueue and change queues", "http", ln.Addr().String())
 	}
+	if cfg.Node.HTTPToken != "" && tlsConfig == nil && !isLoopback(ln.Addr()) {
+		log.Warn("the HTTP API listens on a non-loopback address in plain HTTP: its bearer token travels unencrypted, readable by anyone on the path; serve HTTPS (--http-tls-cert, --http-tls-key) or put a TLS proxy in front", "http", ln.Addr().String())
+	}
+	maxConns, fileLimit := connectionLimit(cfg.Node.HTTPMaxConnections, openFileLimit())
+	if maxConns < cfg.Node.HTTPMaxConnections {
+		log.Warn("http_max_connections lowered to half the open-file limit, so that HTTP clients cannot take the descriptors Redis, gossip and webhooks need; raise the limit (ulimit -n) to allow more",
+			"http_max_connections", maxConns, "configured", cfg.Node.HTTPMaxConnections, "open_file_limit", fileLimit)
+	}
+	ready := node.Ready
+	if writes != nil {
+		ready = func(ctx context.Context) error {
+			if err := writes.Check(ctx); err != nil {
+				return fmt.Errorf("%w: %v", orderly.ErrNotReady, err)
+			}
+			return node.Ready(ctx)
+		}
+	}
 	api, err := web.New(&web.Config{
-		Store: store, Ready: node.Ready, Logger: log, Token: cfg.Node.HTTPToken,
+		Store: store, Ready: ready, Logger: log, Token: cfg.Node.HTTPToken,
 		MaxPayloadBytes: cfg.Node.MaxPayloadBytes,
+		AllowedHosts:    allowedHosts(cfg.Node),
+		MaxConnections:  maxConns,
+		TLS:             tlsConfig,
 		Metrics:         m.Handler(),
 		UI:              ui.Handler(),
 		Members: func(context.Context) (string, []apiv1.Member) {
@@ -128,10 +159,13 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 	if err := node.Start(ctx); err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	httpErr := make(chan error, 1)
-	go func() { httpErr <- srv.Serve(ln) }()
-	log.Info("HTTP API listening", "http", "http://"+ln.Addr().String())
+	go func() { httpErr <- api.Serve(ln) }()
+	scheme := "http://"
+	if tlsConfig != nil {
+		scheme = "https://"
+	}
+	log.Info("HTTP API listening", "http", scheme+ln.Addr().String(), "max_connections", maxConns)
 
 	fatal := make(chan error, 1)
 	checkCtx, stopCheck := context.WithCancel(ctx)
@@ -147,8 +181,8 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 	stopErr := stopNode(node, signals, log)
 	sctx, cancel := context.WithTimeout(context.Background(), httpShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
+	if err := api.Shutdown(sctx); err != nil {
+		api.Close()
 	}
 	if runErr != nil {
 		return runErr
@@ -281,6 +315,40 @@ func refusal(err error) error {
 func isLoopback(a net.Addr) bool {
 	tcp, ok := a.(*net.TCPAddr)
 	return ok && tcp.IP.IsLoopback()
+}
+
+// httpTLS loads the HTTP API's certificate, if one is configured.
+func httpTLS(n config.NodeConfig) (*tls.Config, error) {
+	if n.HTTPTLSCert == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(n.HTTPTLSCert, n.HTTPTLSKey)
+	if err != nil {
+		return nil, fmt.Errorf("http_tls_cert %s, http_tls_key %s: %w", n.HTTPTLSCert, n.HTTPTLSKey, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// allowedHosts returns the names a request may give as Host without a
+// token: the configured ones, and the host of the HTTP listen address when
+// it is a name (an address is accepted anyway when requests arrive on it).
+func allowedHosts(n config.NodeConfig) []string {
+	hosts := slices.Clone(n.HTTPAllowedHosts)
+	if host, _, err := net.SplitHostPort(n.HTTP); err == nil && host != "" && net.ParseIP(host) == nil {
+		hosts = append(hosts, host)
+	}
+	return hosts
+}
+
+// connectionLimit returns the HTTP connection limit: the configured one,
+// or half the process's open-file limit (fileLimit; 0 when unknown) if that
+// is smaller, so that HTTP clients cannot take the descriptors Redis,
+// gossip and webhooks need.
+func connectionLimit(configured int, fileLimit uint64) (int, uint64) {
+	if fileLimit > 0 && uint64(configured) > fileLimit/2 {
+		return max(int(fileLimit/2), 1), fileLimit
+	}
+	return configured, fileLimit
 }
 
 // metricsSource tells the metrics where to read the scrape-time gauges.

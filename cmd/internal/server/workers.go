@@ -13,9 +13,6 @@ import (
 	"github.com/orderlyhq/orderly/webhook"
 )
 
-// previewBytes is how much of a payload the log handler shows.
-const previewBytes = 200
-
 // Workers builds the workers of the configured queues.
 func Workers(queues []config.QueueConfig, log *slog.Logger) ([]orderly.Worker, error) {
 	out := make([]orderly.Worker, 0, len(queues))
@@ -41,7 +38,7 @@ func Workers(queues []config.QueueConfig, log *slog.Logger) ([]orderly.Worker, e
 			}
 			w.Handler = h
 		default:
-			w.Handler = logHandler(log)
+			w.Handler = logHandler(log, !q.Handler.HidePayloads)
 		}
 		out = append(out, w)
 	}
@@ -62,14 +59,19 @@ func retryPolicy(r config.RetryConfig) orderly.RetryPolicy {
 	return orderly.LowkiqRetry()
 }
 
+// logPayloads is how many payloads of a job the log handler shows.
+const logPayloads = 3
+
 // logHandler logs every job of a batch and succeeds: the handler of the
-// quick start.
-func logHandler(log *slog.Logger) orderly.HandlerFunc {
+// quick start. With payloads, a job's line shows the start of its first
+// payloads (config.LogPayloadBytes of each): a line stays short whatever
+// the producers send. Without, it shows only their count.
+func logHandler(log *slog.Logger, payloads bool) orderly.HandlerFunc {
 	return func(ctx context.Context, b *orderly.Batch) error {
 		for _, j := range b.Jobs {
 			attrs := []any{"queue", b.Queue, "shard", b.Shard, "job_id", j.ID, "retry_count", j.RetryCount, "payloads", len(j.Payloads), "delivery", b.Delivery}
 			for i, p := range j.Payloads {
-				if i == 3 {
+				if i == logPayloads || !payloads {
 					break
 				}
 				attrs = append(attrs, fmt.Sprintf("payload%d", i), preview(p.Data))
@@ -80,11 +82,22 @@ func logHandler(log *slog.Logger) orderly.HandlerFunc {
 	}
 }
 
-// preview renders the start of a payload for a log line.
+// preview renders the start of a payload for a log line: text as it is,
+// other bytes in base64, cut after config.LogPayloadBytes with "…".
 func preview(b []byte) string {
-	cut := len(b) > previewBytes
+	cut := len(b) > config.LogPayloadBytes
 	if cut {
-		b = b[:previewBytes]
+		b = b[:config.LogPayloadBytes]
+		// Text cut inside a character stays text: drop the character's
+		// first bytes.
+		for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+			if utf8.RuneStart(b[i]) {
+				if !utf8.FullRune(b[i:]) {
+					b = b[:i]
+				}
+				break
+			}
+		}
 	}
 	s := string(b)
 	if !utf8.Valid(b) {

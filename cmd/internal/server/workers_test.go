@@ -1,0 +1,52 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderlyhq/orderly"
+	"github.com/orderlyhq/orderly/cmd/internal/config"
+)
+
+// The log handler prints the start of a job's first payloads, never whole
+// payloads, and none with payloads: false.
+func TestLogHandlerPayloads(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("x", 1<<20)
+	text := "a" + strings.Repeat("é", 150) // 301 bytes: cut inside a character
+	batch := &orderly.Batch{Queue: "q", Shard: 1, Delivery: "q/1/1/1", Jobs: []orderly.Job{{ID: "a", Payloads: []orderly.Payload{
+		{Data: []byte(`{"card":"4111"}`)}, {Data: []byte(big)}, {Data: []byte(text)}, {Data: []byte("fourth")},
+	}}}}
+	run := func(hide bool) map[string]any {
+		var buf bytes.Buffer
+		log := slog.New(slog.NewJSONHandler(&buf, nil))
+		q := config.QueueConfig{Name: "q", Shards: 1, BatchSize: 1, Handler: config.HandlerConfig{Type: config.HandlerLog, HidePayloads: hide}}
+		ws, err := Workers([]config.QueueConfig{q}, log)
+		require.NoError(t, err)
+		require.NoError(t, ws[0].Handler(context.Background(), batch))
+		require.Less(t, buf.Len(), 1024, "one short line: %s", buf.String())
+		var line map[string]any
+		require.NoError(t, json.Unmarshal(buf.Bytes(), &line))
+		return line
+	}
+
+	shown := run(false)
+	require.EqualValues(t, 4, shown["payloads"])
+	require.Equal(t, `{"card":"4111"}`, shown["payload0"])
+	require.Equal(t, strings.Repeat("x", config.LogPayloadBytes)+"…", shown["payload1"])
+	require.Equal(t, "a"+strings.Repeat("é", config.LogPayloadBytes/2-1)+"…", shown["payload2"], "text stays text")
+	require.NotContains(t, shown, "payload3", "three payloads at most")
+
+	hidden := run(true)
+	require.EqualValues(t, 4, hidden["payloads"])
+	require.Equal(t, "a", hidden["job_id"])
+	for k := range hidden {
+		require.False(t, strings.HasPrefix(k, "payload") && k != "payloads", "no payload printed: %v", hidden)
+	}
+}
