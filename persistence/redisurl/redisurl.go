@@ -153,6 +153,11 @@ func Parse(raw string) (*URL, error) {
 		if base == "unix" {
 			g.Host, g.Path = "", u.Path
 		} else {
+			if db := strings.Trim(u.Path, "/"); db != "" {
+				if n, err := strconv.Atoi(db); err != nil || n < 0 {
+					return nil, invalid("the path must be a database number such as /0")
+				}
+			}
 			g.Path = u.Path
 		}
 		g.RawQuery = q.Encode()

@@ -18,9 +18,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/orderlyhq/orderly/internal/redisserver"
+	"github.com/orderlyhq/orderly/persistence/redisurl"
 )
 
 // Defaults of Config.
@@ -167,14 +166,14 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 		defer srv.Close()
 		url = srv.URL()
 	}
-	opts, err := redis.ParseURL(url)
+	u, err := redisurl.Parse(url)
 	if err != nil {
 		return nil, fmt.Errorf("bench: redis URL: %w", err)
 	}
 	if cfg.NodeBinary == "" {
 		cfg.NodeBinary, _ = os.Executable()
 	}
-	r := &runner{cfg: cfg, redisURL: url, redisOpts: opts}
+	r := &runner{cfg: cfg, redisURL: url, redis: u}
 	var results []Result
 	failed := false
 	for _, sc := range todo {

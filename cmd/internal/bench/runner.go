@@ -20,14 +20,36 @@ import (
 	"github.com/orderlyhq/orderly/internal/redisserver"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
+	"github.com/orderlyhq/orderly/persistence/redisurl"
 )
 
 const queue = "bench"
 
 type runner struct {
-	cfg       Config
-	redisURL  string
-	redisOpts *redis.Options
+	cfg      Config
+	redisURL string
+	redis    *redisurl.URL
+}
+
+// newClient returns a client of the bench's Redis with at least poolSize
+// connections (per server).
+func (r *runner) newClient(poolSize int) redis.UniversalClient {
+	u := *r.redis
+	switch {
+	case u.Options != nil:
+		o := *u.Options
+		o.PoolSize = max(o.PoolSize, poolSize)
+		u.Options = &o
+	case u.ClusterOptions != nil:
+		o := *u.ClusterOptions
+		o.PoolSize = max(o.PoolSize, poolSize)
+		u.ClusterOptions = &o
+	case u.FailoverOptions != nil:
+		o := *u.FailoverOptions
+		o.PoolSize = max(o.PoolSize, poolSize)
+		u.FailoverOptions = &o
+	}
+	return u.NewClient()
 }
 
 func (r *runner) run(ctx context.Context, sc scenario) (Result, error) {
@@ -50,9 +72,9 @@ func (r *runner) run(ctx context.Context, sc scenario) (Result, error) {
 }
 
 // admin returns a client and a store on a fresh key prefix.
-func (r *runner) admin(sc scenario) (*redis.Client, *redisstore.Store, string, error) {
+func (r *runner) admin(sc scenario) (redis.UniversalClient, *redisstore.Store, string, error) {
 	prefix := fmt.Sprintf("bench-%s-%d", sc.name, time.Now().UnixNano())
-	c := redis.NewClient(r.redisOpts)
+	c := r.newClient(0)
 	s, err := redisstore.New(c, &redisstore.Config{Prefix: prefix})
 	if err != nil {
 		c.Close()
@@ -94,7 +116,7 @@ func (rc *recorder) handler(node string) orderly.HandlerFunc {
 func (r *runner) startNodes(ctx context.Context, sc scenario, prefix string, handler func(string) orderly.HandlerFunc) ([]*orderly.Node, []*redisstore.Store, func(), error) {
 	var nodes []*orderly.Node
 	var stores []*redisstore.Store
-	var clients []*redis.Client
+	var clients []redis.UniversalClient
 	stop := func() {
 		for _, n := range nodes {
 			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -107,9 +129,7 @@ func (r *runner) startNodes(ctx context.Context, sc scenario, prefix string, han
 	}
 	var seed string
 	for i := range sc.nodes {
-		opts := *r.redisOpts
-		opts.PoolSize = max(opts.PoolSize, 4*sc.concurrency)
-		c := redis.NewClient(&opts)
+		c := r.newClient(4 * sc.concurrency)
 		clients = append(clients, c)
 		s, err := redisstore.New(c, &redisstore.Config{Prefix: prefix})
 		if err != nil {
@@ -326,25 +346,49 @@ func waitEmpty(ctx context.Context, s persistence.Store) error {
 	}
 }
 
-// cleanup deletes the run's keys.
-func cleanup(ctx context.Context, c *redis.Client, prefix string) error {
+// cleanup deletes the run's keys (on every master of a Cluster).
+func cleanup(ctx context.Context, c redis.UniversalClient, prefix string) error {
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			return cleanupOne(ctx, m, prefix, true)
+		})
+	}
+	return cleanupOne(ctx, c, prefix, false)
+}
+
+// cleanupOne deletes the run's keys of one server; on a Cluster master the
+// keys are deleted one by one (pipelined), since they span slots.
+func cleanupOne(ctx context.Context, c redis.Cmdable, prefix string, oneByOne bool) error {
 	iter := c.Scan(ctx, 0, prefix+":*", 1000).Iterator()
 	var keys []string
 	for iter.Next(ctx) {
 		keys = append(keys, iter.Val())
 		if len(keys) == 1000 {
-			if err := c.Unlink(ctx, keys...).Err(); err != nil {
+			if err := unlink(ctx, c, keys, oneByOne); err != nil {
 				return err
 			}
 			keys = keys[:0]
 		}
 	}
 	if len(keys) > 0 {
-		if err := c.Unlink(ctx, keys...).Err(); err != nil {
+		if err := unlink(ctx, c, keys, oneByOne); err != nil {
 			return err
 		}
 	}
 	return iter.Err()
+}
+
+func unlink(ctx context.Context, c redis.Cmdable, keys []string, oneByOne bool) error {
+	if !oneByOne {
+		return c.Unlink(ctx, keys...).Err()
+	}
+	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.Unlink(ctx, k)
+		}
+		return nil
+	})
+	return err
 }
 
 func roundTrips(stores []*redisstore.Store) int64 {

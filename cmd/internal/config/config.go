@@ -167,7 +167,8 @@ type NodeConfig struct {
 	// ActorAddr is the protoactor remote's listen address, host:port; empty
 	// turns it off [actor_addr; empty].
 	ActorAddr string
-	// Redis is the store's URL (redis://, rediss:// or unix://); empty means
+	// Redis is the store's URL (redis://, rediss://, unix://,
+	// redis+cluster://, redis+sentinel:// and their TLS forms); empty means
 	// the embedded in-memory store [redis; empty]. Its password is secret.
 	Redis string
 	// RedisPrefix prefixes every Redis key [redis_prefix;

@@ -33,6 +33,7 @@ import (
 	"github.com/orderlyhq/orderly/metrics"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
+	"github.com/orderlyhq/orderly/persistence/redisurl"
 	"github.com/orderlyhq/orderly/web"
 	"github.com/orderlyhq/orderly/web/apiv1"
 	"github.com/orderlyhq/orderly/web/ui"
@@ -255,11 +256,11 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (redis
 		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 		return rdb, func() { rdb.Close(); srv.Close() }, nil
 	}
-	opts, err := redis.ParseURL(cfg.Node.Redis)
+	u, err := redisurl.Parse(cfg.Node.Redis)
 	if err != nil {
 		return nil, nil, fmt.Errorf("redis URL: %w", err)
 	}
-	rdb := redis.NewClient(opts)
+	rdb := u.NewClient()
 	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	info, err := redisstore.CheckServer(cctx, rdb, cfg.Node.AllowEviction)
@@ -268,12 +269,12 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (redis
 		rdb.Close()
 		return nil, nil, refusal(err)
 	case err != nil:
-		log.Warn("Redis is not reachable yet; the node starts and serves once it is", "addr", opts.Addr, "err", err)
+		log.Warn("Redis is not reachable yet; the node starts and serves once it is", "url", u.Redacted(), "err", err)
 	default:
 		for _, w := range info.Warnings {
 			log.Warn("Redis: " + w)
 		}
-		log.Info("Redis", "addr", opts.Addr, "version", info.Version, "aof", info.AOF, "rdb_snapshots", info.RDBSaves)
+		log.Info("Redis", "url", u.Redacted(), "kind", u.Kind.String(), "version", info.Version, "aof", info.AOF, "rdb_snapshots", info.RDBSaves)
 	}
 	return rdb, func() { rdb.Close() }, nil
 }
