@@ -246,7 +246,9 @@ func TestFileDetails(t *testing.T) {
 		{"redis URLs", "node: {redis: 'rediss://user:pw@redis.example:6380/2?protocol=3'}",
 			func(t *testing.T, c *Config) { require.Contains(t, c.Node.Redis, "rediss://") }},
 		{"cluster URL", "node: {redis: 'redis+cluster://a:7000,b:7001,c?dial_timeout=2s'}",
-			func(t *testing.T, c *Config) { require.Equal(t, "redis+cluster://a:7000,b:7001,c?dial_timeout=2s", c.Node.Redis) }},
+			func(t *testing.T, c *Config) {
+				require.Equal(t, "redis+cluster://a:7000,b:7001,c?dial_timeout=2s", c.Node.Redis)
+			}},
 		{"sentinel URL", "node: {redis: 'rediss+sentinel://s1:26379,s2:26379/main/2?tls_insecure_skip_verify=true'}",
 			func(t *testing.T, c *Config) { require.Contains(t, c.Node.Redis, "rediss+sentinel://") }},
 		{"unix socket", "node: {redis: 'unix:///run/redis.sock?db=1'}",
