@@ -31,6 +31,9 @@ const (
 	DefaultHTTPMaxConnections = 1024
 	// DefaultRedisPrefix prefixes every Redis key.
 	DefaultRedisPrefix = redisstore.DefaultPrefix
+	// DurabilityAsync and DurabilityReplicated are the durability modes.
+	DurabilityAsync      = redisstore.DurabilityAsync
+	DurabilityReplicated = redisstore.DurabilityReplicated
 	// DefaultConcurrency is how many batches one node handles at once.
 	DefaultConcurrency = orderly.DefaultConcurrency
 	// DefaultScheduler picks the next shard to serve.
@@ -177,6 +180,14 @@ type NodeConfig struct {
 	// AllowEviction accepts a Redis whose maxmemory-policy is not
 	// noeviction [allow_eviction; false].
 	AllowEviction bool
+	// Durability is when a write to Redis counts as done: DurabilityAsync,
+	// once the master applied it, or DurabilityReplicated, once
+	// DurabilityReplicas replicas have it, waiting at most
+	// DurabilityTimeout (docs/contract.md §4) [durability; async;
+	// durability_replicas; 1; durability_timeout; 1s].
+	Durability         string
+	DurabilityReplicas int
+	DurabilityTimeout  time.Duration
 	// Concurrency is how many batches the node handles at once, 1..10000
 	// [concurrency; DefaultConcurrency].
 	Concurrency int
@@ -276,6 +287,9 @@ func defaultNode() NodeConfig {
 		HTTP:               DefaultHTTP,
 		HTTPMaxConnections: DefaultHTTPMaxConnections,
 		RedisPrefix:        DefaultRedisPrefix,
+		Durability:         DurabilityAsync,
+		DurabilityReplicas: redisstore.DefaultDurabilityReplicas,
+		DurabilityTimeout:  redisstore.DefaultDurabilityTimeout,
 		Concurrency:        DefaultConcurrency,
 		Scheduler:          DefaultScheduler,
 		LeaseTTL:           DefaultLeaseTTL,

@@ -56,6 +56,9 @@ func TestDefaults(t *testing.T) {
 			HTTP:               "127.0.0.1:8080",
 			HTTPMaxConnections: 1024,
 			RedisPrefix:        "orderly",
+			Durability:         "async",
+			DurabilityReplicas: 1,
+			DurabilityTimeout:  time.Second,
 			Concurrency:        5,
 			Scheduler:          "lag",
 			LeaseTTL:           3 * time.Second,
@@ -112,6 +115,9 @@ const exampleFile = `node:
   shutdown_timeout: 25s
   http_token: s3cret-token
   allow_eviction: true
+  durability: replicated        # async | replicated
+  durability_replicas: 2
+  durability_timeout: 1500ms
   redis_prefix: orderly-test
   handoff_timeout: 1m
   morgue_ttl: 720h
@@ -165,6 +171,9 @@ func TestExampleFile(t *testing.T) {
 			Redis:              "redis://127.0.0.1:6379/0",
 			RedisPrefix:        "orderly-test",
 			AllowEviction:      true,
+			Durability:         "replicated",
+			DurabilityReplicas: 2,
+			DurabilityTimeout:  1500 * time.Millisecond,
 			Concurrency:        5,
 			Scheduler:          "lag",
 			LeaseTTL:           3 * time.Second,
@@ -358,6 +367,9 @@ func TestEveryKeyHasEnvAndFlag(t *testing.T) {
 		"http_max_connections": {"10", "20"},
 		"http_tls_cert":        {"/a.crt", "/b.crt"},
 		"http_tls_key":         {"/a.key", "/b.key"},
+		"durability":           {"replicated", "async"},
+		"durability_replicas":  {"2", "3"},
+		"durability_timeout":   {"500ms", "2s"},
 	}
 	// Settings that need another to be valid, given in the environment.
 	partners := map[string][]string{

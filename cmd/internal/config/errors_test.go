@@ -88,6 +88,8 @@ func TestFileErrors(t *testing.T) {
 			[]string{"node.redis: has no host: write it as redis://host:port/db, rediss://host:port/db, unix:///path/to/redis.sock, redis+cluster://host:port,host:port or redis+sentinel://host:port,host:port/master (line 1)"}},
 		{"redis db", "node: {redis: 'redis://h/x'}", []string{"node.redis: the path must be a database number such as /0 (line 1)"}},
 		{"redis port", "node: {redis: 'redis://h:70000'}", []string{"node.redis: the port must be a number from 1 to 65535 (line 1)"}},
+		{"durability mode", "node: {durability: sync}", []string{`node.durability: "sync" is not one of async, replicated (line 1)`}},
+		{"durability timeout", "node: {durability_timeout: 5s}", []string{"node.durability_timeout: must be between 1ms and 2s (line 1)"}},
 		{"redis unknown parameter", "node: {redis: 'redis://h:1/0?pool_sise=3'}", []string{"node.redis: unknown parameter pool_sise (line 1)"}},
 		{"sentinel without master", "node: {redis: 'redis+sentinel://h:1'}",
 			[]string{"node.redis: a Sentinel URL names the master after the hosts, /<master>[/db]: write it as redis://host:port/db, rediss://host:port/db, unix:///path/to/redis.sock, redis+cluster://host:port,host:port or redis+sentinel://host:port,host:port/master (line 1)"}},

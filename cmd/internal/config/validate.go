@@ -291,6 +291,15 @@ func checkToken(s string) error {
 	return nil
 }
 
+// checkDurabilityTimeout keeps WAIT below go-redis's default read timeout
+// (3s), which a pipeline's replies share.
+func checkDurabilityTimeout(d time.Duration) error {
+	if d < time.Millisecond || d > 2*time.Second {
+		return fmt.Errorf("must be between 1ms and 2s")
+	}
+	return nil
+}
+
 // checkRedisURL checks the Redis URL (every form of docs/contract.md §4)
 // without showing it, since it may hold a password.
 func checkRedisURL(s string) error {

@@ -61,6 +61,7 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 
 	rs, err := redisstore.New(rdb, &redisstore.Config{
 		Prefix: cfg.Node.RedisPrefix, Logger: log, MaxPayloadBytes: cfg.Node.MaxPayloadBytes,
+		Durability: cfg.Node.Durability, DurabilityReplicas: cfg.Node.DurabilityReplicas, DurabilityTimeout: cfg.Node.DurabilityTimeout,
 	})
 	if err != nil {
 		return err
