@@ -86,7 +86,19 @@ func StartCluster(opts ClusterOptions) (*Cluster, error) {
 		c.Close()
 		return nil, err
 	}
-	return c, nil
+	// The roles spread by gossip: wait until the nodes agree on them.
+	for {
+		ms, err := c.Masters(ctx)
+		if err == nil && len(ms) == opts.Masters {
+			return c, nil
+		}
+		select {
+		case <-ctx.Done():
+			c.Close()
+			return nil, fmt.Errorf("redisserver: cluster roles not settled: %v (%d masters)", ctx.Err(), len(ms))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // Masters returns the servers that are masters now (after a failover, the

@@ -86,9 +86,30 @@ func (s *Store) runWrite(ctx context.Context, calls []call) ([]*redis.Cmd, error
 		}
 		for j, i := range g.idx {
 			out[i] = cmds[j]
+			if stale(cmds[j].Err()) {
+				// These writes bypass the Cluster client's redirects and
+				// its reload on failure: have it learn the topology again
+				// (a failover, a resharding) before the caller retries.
+				cc.ReloadState(ctx)
+			}
 		}
 	}
 	return out, firstWaitErr
+}
+
+// stale reports whether err may come from an outdated view of the Cluster:
+// the master is gone or no longer serves the slot.
+func stale(err error) bool {
+	if err == nil || errors.Is(err, redis.Nil) {
+		return false
+	}
+	for _, prefix := range []string{"MOVED ", "ASK ", "CLUSTERDOWN ", "TRYAGAIN ", "READONLY ", "LOADING ", "MASTERDOWN "} {
+		if redis.HasErrorPrefix(err, prefix) {
+			return true
+		}
+	}
+	var re redis.Error
+	return !errors.As(err, &re) // a network error, a timeout
 }
 
 // runWaited is runAll with a WAIT at the end of each pipeline sent to c.
