@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -73,25 +74,41 @@ func (s *Store) runWrite(ctx context.Context, calls []call) ([]*redis.Cmd, error
 		}
 		g.idx = append(g.idx, i)
 	}
+	// The masters are written in parallel, each in one round trip.
 	out := make([]*redis.Cmd, len(calls))
-	var firstWaitErr error
-	for _, g := range groups {
-		part := make([]call, len(g.idx))
-		for j, i := range g.idx {
-			part[j] = calls[i]
-		}
-		cmds, err := runWaited(ctx, g.c, part, *s.wait)
-		if err != nil && firstWaitErr == nil {
-			firstWaitErr = err
-		}
-		for j, i := range g.idx {
-			out[i] = cmds[j]
-			if stale(cmds[j].Err()) {
-				// These writes bypass the Cluster client's redirects and
-				// its reload on failure: have it learn the topology again
-				// (a failover, a resharding) before the caller retries.
-				cc.ReloadState(ctx)
+	errs := make([]error, len(groups))
+	var wg sync.WaitGroup
+	for gi, g := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			part := make([]call, len(g.idx))
+			for j, i := range g.idx {
+				part[j] = calls[i]
 			}
+			cmds, err := runWaited(ctx, g.c, part, *s.wait)
+			errs[gi] = err
+			for j, i := range g.idx {
+				out[i] = cmds[j]
+			}
+		}()
+	}
+	wg.Wait()
+	var firstWaitErr error
+	reload := false
+	for _, cmd := range out {
+		reload = reload || stale(cmd.Err())
+	}
+	if reload {
+		// These writes bypass the Cluster client's redirects and its
+		// reload on failure: have it learn the topology again (a
+		// failover, a resharding) before the caller retries.
+		cc.ReloadState(ctx)
+	}
+	for _, err := range errs {
+		if err != nil {
+			firstWaitErr = err
+			break
 		}
 	}
 	return out, firstWaitErr
