@@ -90,7 +90,8 @@ func TestParseClientKinds(t *testing.T) {
 
 func TestParseTLSFiles(t *testing.T) {
 	dir := t.TempDir()
-	ca, cert, key := writeTestCerts(t, dir)
+	pki := newTestPKI(t)
+	ca, cert, key := pki.ca, pki.clientCert, pki.clientKey
 	u, err := redisurl.Parse("rediss://h:1/0?tls_ca_file=" + ca + "&tls_cert_file=" + cert + "&tls_key_file=" + key)
 	require.NoError(t, err)
 	require.NotNil(t, u.Options.TLSConfig.RootCAs)
