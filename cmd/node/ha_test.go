@@ -216,3 +216,73 @@ func containsServer(list []*redisserver.Server, s *redisserver.Server) bool {
 	}
 	return false
 }
+
+// TestHASentinelNoMaster runs a node on Sentinel while no master is
+// reachable: it turns not ready, hands nothing to its handler, and is ready
+// and handles jobs again once the master is back, without a restart.
+func TestHASentinelNoMaster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("HA test: skipped with -short")
+	}
+	if redisserver.Binary() == "" {
+		t.Skip("needs redis-server")
+	}
+	set, err := redisserver.StartSentinel(redisserver.SentinelOptions{Replicas: 1, AOF: true})
+	require.NoError(t, err)
+	defer set.Close()
+	rcv := nodetest.NewReceiver(t, func(c *webhooktest.Call) webhooktest.Answer { return webhooktest.Answer{} })
+	n := nodetest.Start(t, nodetest.Options{Redis: set.URL(), Args: []string{"--lease-ttl", "1s"}, Config: fmt.Sprintf(`
+queues:
+  - name: orders
+    shards: 2
+    handler: {type: http, url: %q, timeout: 5s}
+`, rcv.URL)})
+	n.WaitReady()
+	rdb, err := redisurl.Open(set.URL())
+	require.NoError(t, err)
+	defer rdb.Close()
+	store, err := redisstore.New(rdb, nil)
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, store.Enqueue(ctx, "orders", []persistence.NewJob{{ID: "a", Payload: []byte(`"1"`)}}))
+	waitCalls := func(want int) {
+		deadline := time.Now().Add(60 * time.Second)
+		for len(rcv.Calls()) < want {
+			require.True(t, time.Now().Before(deadline), "only %d handler calls of %d", len(rcv.Calls()), want)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitCalls(1)
+
+	for _, s := range set.Servers() {
+		s.Kill()
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		status, _ := n.Do("GET", "/readyz", nil)
+		if status == 503 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the node stayed ready without a master")
+		time.Sleep(100 * time.Millisecond)
+	}
+	calls := len(rcv.Calls())
+	time.Sleep(2 * time.Second)
+	require.Equal(t, calls, len(rcv.Calls()), "no handler call while no master is reachable")
+
+	for _, s := range set.Servers() {
+		require.NoError(t, s.Restart())
+	}
+	n.WaitReady()
+	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for {
+		err := store.Enqueue(sctx, "orders", []persistence.NewJob{{ID: "b", Payload: []byte(`"2"`)}})
+		if err == nil {
+			break
+		}
+		require.NoError(t, sctx.Err(), "enqueue never succeeded again: %v", err)
+		time.Sleep(100 * time.Millisecond)
+	}
+	waitCalls(calls + 1)
+}

@@ -129,14 +129,19 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 		log.Warn("http_max_connections lowered to half the open-file limit, so that HTTP clients cannot take the descriptors Redis, gossip and webhooks need; raise the limit (ulimit -n) to allow more",
 			"http_max_connections", maxConns, "configured", cfg.Node.HTTPMaxConnections, "open_file_limit", fileLimit)
 	}
-	ready := node.Ready
-	if writes != nil {
-		ready = func(ctx context.Context) error {
+	ready := func(ctx context.Context) error {
+		// A node that cannot reach Redis serves no shard, so the node
+		// alone would count it ready (0 of 0 shards): with Sentinel and
+		// no master reachable it must not be (docs/contract.md §4).
+		if err := store.Ping(ctx); err != nil {
+			return fmt.Errorf("%w: store unreachable: %v", orderly.ErrNotReady, err)
+		}
+		if writes != nil {
 			if err := writes.Check(ctx); err != nil {
 				return fmt.Errorf("%w: %v", orderly.ErrNotReady, err)
 			}
-			return node.Ready(ctx)
 		}
+		return node.Ready(ctx)
 	}
 	api, err := web.New(&web.Config{
 		Store: store, Ready: ready, Logger: log, Token: cfg.Node.HTTPToken,
