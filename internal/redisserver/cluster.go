@@ -73,14 +73,26 @@ func StartCluster(opts ClusterOptions) (*Cluster, error) {
 		}
 		c.servers = append(c.servers, s)
 	}
-	args := []string{"--cluster", "create"}
-	args = append(args, c.Addrs()...)
-	args = append(args, "--cluster-replicas", strconv.Itoa(max(opts.Replicas, 0)), "--cluster-yes")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput(); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("redisserver: redis-cli --cluster create: %v: %s", err, lastLines(string(out), 5))
+	if opts.Masters == 1 && opts.Replicas <= 0 {
+		// redis-cli creates clusters of 3 masters or more: one master
+		// takes every slot itself.
+		rdb := redis.NewClient(&redis.Options{Addr: c.servers[0].Addr()})
+		err := rdb.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err()
+		rdb.Close()
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("redisserver: CLUSTER ADDSLOTSRANGE: %w", err)
+		}
+	} else {
+		args := []string{"--cluster", "create"}
+		args = append(args, c.Addrs()...)
+		args = append(args, "--cluster-replicas", strconv.Itoa(max(opts.Replicas, 0)), "--cluster-yes")
+		if out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput(); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("redisserver: redis-cli --cluster create: %v: %s", err, lastLines(string(out), 5))
+		}
 	}
 	if err := c.WaitOK(ctx); err != nil {
 		c.Close()
@@ -123,8 +135,9 @@ func (c *Cluster) Masters(ctx context.Context) ([]*Server, error) {
 				continue
 			}
 			addr, _, _ := strings.Cut(f[1], "@")
+			_, port, _ := strings.Cut(addr, ":") // a lone node does not know its own IP
 			for _, srv := range c.servers {
-				if srv.Addr() == addr {
+				if strconv.Itoa(srv.port) == port {
 					out = append(out, srv)
 				}
 			}

@@ -26,9 +26,73 @@ import (
 const queue = "bench"
 
 type runner struct {
-	cfg      Config
-	redisURL string
-	redis    *redisurl.URL
+	cfg        Config
+	redisURL   string
+	redis      *redisurl.URL
+	durability string // the stores' durability mode
+}
+
+// runOn runs a scenario on its own Redis topology, if it names one, else
+// on the runner's Redis.
+func (r *runner) runOn(ctx context.Context, sc scenario) (Result, error) {
+	if sc.topology == "" {
+		return r.run(ctx, sc)
+	}
+	var url string
+	switch sc.topology {
+	case "cluster1", "cluster3":
+		masters := 1
+		if sc.topology == "cluster3" {
+			masters = 3
+		}
+		r.progress(fmt.Sprintf("%s: starting a Redis Cluster of %d masters", sc.name, masters))
+		c, err := redisserver.StartCluster(redisserver.ClusterOptions{Masters: masters})
+		if err != nil {
+			return Result{}, err
+		}
+		defer c.Close()
+		url = "redis+cluster://" + strings.Join(c.Addrs(), ",")
+	case "replica":
+		master, err := redisserver.Start(redisserver.Options{})
+		if err != nil {
+			return Result{}, err
+		}
+		defer master.Close()
+		replica, err := redisserver.Start(redisserver.Options{Args: []string{"--replicaof", "127.0.0.1", strings.TrimPrefix(master.Addr(), "127.0.0.1:")}})
+		if err != nil {
+			return Result{}, err
+		}
+		defer replica.Close()
+		if err := waitReplica(ctx, master.Addr()); err != nil {
+			return Result{}, err
+		}
+		url = master.URL()
+	default:
+		return Result{}, fmt.Errorf("unknown topology %q", sc.topology)
+	}
+	u, err := redisurl.Parse(url)
+	if err != nil {
+		return Result{}, err
+	}
+	sub := &runner{cfg: r.cfg, redisURL: url, redis: u, durability: sc.durability}
+	return sub.run(ctx, sc)
+}
+
+// waitReplica waits until the master at addr has an online replica.
+func waitReplica(ctx context.Context, addr string) error {
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		info, err := c.Info(ctx, "replication").Result()
+		if err == nil && strings.Contains(info, "state=online") {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no replica online after 30s: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // newClient returns a client of the bench's Redis with at least poolSize
@@ -75,7 +139,7 @@ func (r *runner) run(ctx context.Context, sc scenario) (Result, error) {
 func (r *runner) admin(sc scenario) (redis.UniversalClient, *redisstore.Store, string, error) {
 	prefix := fmt.Sprintf("bench-%s-%d", sc.name, time.Now().UnixNano())
 	c := r.newClient(0)
-	s, err := redisstore.New(c, &redisstore.Config{Prefix: prefix})
+	s, err := redisstore.New(c, &redisstore.Config{Prefix: prefix, Durability: r.durability})
 	if err != nil {
 		c.Close()
 		return nil, nil, "", err
@@ -131,7 +195,7 @@ func (r *runner) startNodes(ctx context.Context, sc scenario, prefix string, han
 	for i := range sc.nodes {
 		c := r.newClient(4 * sc.concurrency)
 		clients = append(clients, c)
-		s, err := redisstore.New(c, &redisstore.Config{Prefix: prefix})
+		s, err := redisstore.New(c, &redisstore.Config{Prefix: prefix, Durability: r.durability})
 		if err != nil {
 			stop()
 			return nil, nil, nil, err
@@ -206,7 +270,7 @@ func (r *runner) throughput(ctx context.Context, sc scenario, res *Result) error
 	}
 
 	// Producers enqueue through the Go client's batch API: one call.
-	producer, err := client.New(c, &client.Config{Prefix: prefix, Timeout: 10 * time.Minute})
+	producer, err := client.NewFromStore(admin, &client.Config{Timeout: 10 * time.Minute}) // the run's durability too
 	if err != nil {
 		return err
 	}
