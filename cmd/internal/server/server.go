@@ -254,6 +254,9 @@ func stopNode(node *orderly.Node, signals <-chan os.Signal, log *slog.Logger) er
 // it (and the embedded store, if any).
 func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (redis.UniversalClient, func(), error) {
 	if cfg.Node.Redis == "" {
+		if cfg.Node.Durability == config.DurabilityReplicated {
+			return nil, nil, errors.New("durability replicated needs a Redis with replicas (--redis); the embedded store has none")
+		}
 		srv, err := embedded.Start()
 		if err != nil {
 			return nil, nil, err
