@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -150,11 +151,14 @@ func TestHACluster(t *testing.T) {
 		// Shards spread over every master.
 		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
 		defer cc.Close()
+		var mu sync.Mutex // guards holding (ForEachMaster runs in parallel)
 		var holding []string
 		require.NoError(t, cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
 			n, err := m.DBSize(ctx).Result()
 			if n > 0 {
+				mu.Lock()
 				holding = append(holding, m.Options().Addr)
+				mu.Unlock()
 			}
 			return err
 		}))
