@@ -261,9 +261,15 @@ func (u *URL) Redacted() string { return u.redacted }
 // String returns Redacted, so that printing a URL never shows a password.
 func (u *URL) String() string { return u.redacted }
 
-// Redact returns raw with its passwords replaced, or a fixed mark when raw is
-// not a URL.
-func Redact(raw string) string {
+// Redact returns raw with its passwords replaced by "xxxxx", or a fixed
+// mark when raw is not a URL.
+func Redact(raw string) string { return RedactWith(raw, "xxxxx") }
+
+// RedactWith returns raw with its passwords (the user information's, and the
+// password and sentinel_password options) replaced by mark, or a fixed mark
+// when raw is not a URL. It takes every form Parse takes, host lists
+// included, valid or not.
+func RedactWith(raw, mark string) string {
 	scheme, _, ok := strings.Cut(raw, "://")
 	if !ok {
 		return "(unparsable URL, not shown)"
@@ -274,19 +280,21 @@ func Redact(raw string) string {
 		return "(unparsable URL, not shown)"
 	}
 	u.Host = hosts
-	return redact(u)
+	return redactWith(u, mark)
 }
 
-func redact(u *url.URL) string {
+func redact(u *url.URL) string { return redactWith(u, "xxxxx") }
+
+func redactWith(u *url.URL, mark string) string {
 	c := *u
 	if _, has := c.User.Password(); has {
-		c.User = url.UserPassword(c.User.Username(), "xxxxx")
+		c.User = url.UserPassword(c.User.Username(), mark)
 	}
 	q := c.Query()
 	if q.Has(paramSentinelPasswd) || q.Has("password") {
 		for _, k := range []string{paramSentinelPasswd, "password"} {
 			if q.Has(k) {
-				q.Set(k, "xxxxx")
+				q.Set(k, mark)
 			}
 		}
 		c.RawQuery = q.Encode()

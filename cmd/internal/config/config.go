@@ -9,6 +9,7 @@ import (
 	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
+	"github.com/orderlyhq/orderly/persistence/redisurl"
 	"github.com/orderlyhq/orderly/webhook"
 )
 
@@ -328,7 +329,9 @@ func (c *Config) Redacted() *Config {
 	out.Warnings = slices.Clone(c.Warnings)
 	out.Node.HTTPToken = redactSecret(c.Node.HTTPToken)
 	out.Node.GossipKey = redactSecret(c.Node.GossipKey)
-	out.Node.Redis = redactURL(c.Node.Redis)
+	if c.Node.Redis != "" {
+		out.Node.Redis = redisurl.RedactWith(c.Node.Redis, redactedMark)
+	}
 	for i := range out.Queues {
 		out.Queues[i].Handler.URL = redactURL(out.Queues[i].Handler.URL)
 	}

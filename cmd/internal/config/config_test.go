@@ -456,6 +456,13 @@ queues:
 	require.Equal(t, "REDACTED", r.Node.HTTPToken)
 	require.Equal(t, "REDACTED", r.Node.GossipKey)
 	require.Equal(t, "redis://alice:REDACTED@db.example:6379/3", r.Node.Redis)
+	for raw, want := range map[string]string{
+		"redis+sentinel://:pw@s1,s2:26380/m?sentinel_password=spw": "redis+sentinel://:REDACTED@s1,s2:26380/m?sentinel_password=REDACTED",
+		"redis+cluster://u:pw@a:1,b":                               "redis+cluster://u:REDACTED@a:1,b",
+	} {
+		c := &Config{Node: NodeConfig{Redis: raw}}
+		require.Equal(t, want, c.Redacted().Node.Redis)
+	}
 	require.Equal(t, "https://bob:REDACTED@hooks.example/perform?x=1", r.Queues[0].Handler.URL)
 	// The rest is kept.
 	require.Equal(t, cfg.Node.Name, r.Node.Name)
