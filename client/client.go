@@ -19,6 +19,7 @@ import (
 
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
+	"github.com/orderlyhq/orderly/persistence/redisurl"
 )
 
 // DefaultTimeout bounds an Enqueue whose context has no deadline.
@@ -72,6 +73,35 @@ type Client struct {
 	store   persistence.Store
 	cfg     Config
 	enqueue EnqueueFunc
+	owned   redis.UniversalClient // the Redis client Open made, closed by Close
+}
+
+// Open returns a client that writes to the Redis named by redisURL, in any
+// form of docs/contract.md §4: redis://, rediss://, unix://,
+// redis+cluster://host:port,host:port, redis+sentinel://host:port/master
+// and their TLS forms (see package redisurl). Close closes its connections.
+func Open(redisURL string, cfg *Config) (*Client, error) {
+	rdb, err := redisurl.Open(redisURL)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	c, err := New(rdb, cfg)
+	if err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	c.owned = rdb
+	return c, nil
+}
+
+// Close closes the Redis connections of a client made by Open; for a client
+// made by New or NewFromStore it does nothing (the caller owns the Redis
+// client).
+func (c *Client) Close() error {
+	if c.owned == nil {
+		return nil
+	}
+	return c.owned.Close()
 }
 
 // New returns a client that writes to Redis through rdb.

@@ -60,3 +60,46 @@ func TestClientUnreachableRedis(t *testing.T) {
 }
 
 func itoa(n int) string { return fmt.Sprint(n) }
+
+// TestClientOpenURLs enqueues through Open on a standalone server and on a
+// Redis Cluster, and reads the jobs back through a store.
+func TestClientOpenURLs(t *testing.T) {
+	ctx := context.Background()
+	t.Run("standalone", func(t *testing.T) {
+		db := redistest.New(t)
+		if db.Embedded {
+			t.Skip("needs a real redis-server")
+		}
+		s, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})
+		require.NoError(t, err)
+		require.NoError(t, s.RegisterQueue(ctx, persistence.QueueSpec{Name: "q", Shards: 3}))
+		c, err := client.Open("redis://"+db.Addr+"/0?dial_timeout=2s", &client.Config{Prefix: db.Prefix})
+		require.NoError(t, err)
+		defer c.Close()
+		require.NoError(t, c.Enqueue(ctx, "q", client.Job{ID: "a", Payload: []byte("x")}))
+		_, err = s.GetJob(ctx, "q", "a")
+		require.NoError(t, err)
+	})
+	t.Run("cluster", func(t *testing.T) {
+		db := redistest.NewCluster(t)
+		s, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})
+		require.NoError(t, err)
+		require.NoError(t, s.RegisterQueue(ctx, persistence.QueueSpec{Name: "q", Shards: 8}))
+		c, err := client.Open("redis+cluster://"+strings.Join(db.Addrs, ","), &client.Config{Prefix: db.Prefix})
+		require.NoError(t, err)
+		defer c.Close()
+		var jobs []client.Job
+		for i := range 50 {
+			jobs = append(jobs, client.Job{ID: fmt.Sprint("id-", i), Payload: []byte("x")})
+		}
+		require.NoError(t, c.Enqueue(ctx, "q", jobs...))
+		st, err := s.Stats(ctx, "q")
+		require.NoError(t, err)
+		require.EqualValues(t, 50, st[0].Length)
+	})
+	t.Run("bad URL", func(t *testing.T) {
+		_, err := client.Open("redis://u:SECRET@h:1/0?nope=1", nil)
+		require.ErrorContains(t, err, "unknown parameter nope")
+		require.NotContains(t, err.Error(), "SECRET")
+	})
+}

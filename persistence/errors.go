@@ -32,6 +32,13 @@ var (
 	// ErrInvalid is the sentinel of every *FieldError: the input was
 	// rejected and nothing was written.
 	ErrInvalid = errors.New("persistence: invalid input")
+
+	// ErrNotReplicated is returned by a store in a replicated durability
+	// mode when a write reached fewer replicas than asked in time: the
+	// master applied it, but a failover may lose it. An enqueue may be
+	// sent again (payloads merge); for the other operations it is a store
+	// failure like any other.
+	ErrNotReplicated = errors.New("persistence: write not acknowledged by enough replicas")
 )
 
 // FieldError reports input that was rejected before anything was written.

@@ -328,6 +328,8 @@ func TestEnqueueServerErrorsMayBePartial(t *testing.T) {
 		{redisError("OOM command not allowed when used memory > 'maxmemory'."), 503, "store unavailable; retry later" + partial},
 		{redisError("READONLY You can't write against a read only replica."), 503, "store unavailable; retry later" + partial},
 		{redisError("MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk."), 503, "store unavailable; retry later" + partial},
+		{fmt.Errorf("redisstore: enqueue to q: %w: 0 of 1 replicas acknowledged the write", persistence.ErrNotReplicated), 503,
+			"not replicated: too few Redis replicas acknowledged the write in time; retry later" + partial},
 		{errors.New("a bug"), 500, "internal error; the server log has the details" + partial},
 	} {
 		refusing := newEnv(t, func(c *web.Config) { c.Store = refusingStore{err: tc.err} })

@@ -88,6 +88,11 @@ func (s *Server) classify(r *http.Request, err error) *apiError {
 		// The client went away; nobody reads this answer.
 		s.log.Debug("web: request canceled", s.requestAttrs(r, err)...)
 		return &apiError{status: http.StatusServiceUnavailable, msg: "request canceled"}
+	case errors.Is(err, persistence.ErrNotReplicated):
+		// The write is on the master but not on enough replicas: not
+		// acknowledged; sending it again is harmless (docs/contract.md §4).
+		s.log.Warn("web: write not replicated", s.requestAttrs(r, err)...)
+		return &apiError{status: http.StatusServiceUnavailable, msg: "not replicated: too few Redis replicas acknowledged the write in time; retry later"}
 	case unavailable(err):
 		s.log.Warn("web: store unavailable", s.requestAttrs(r, err)...)
 		return &apiError{status: http.StatusServiceUnavailable, msg: "store unavailable; retry later"}

@@ -39,12 +39,15 @@ func CLI() string {
 type ClusterOptions struct {
 	// Masters is the number of masters [3].
 	Masters int
+	// Replicas is the number of replicas of each master [0]; a replica
+	// takes over when its master fails.
+	Replicas int
 	// Args are extra redis-server arguments for every node.
 	Args []string
 }
 
-// Cluster is a Redis Cluster of redis-server processes on 127.0.0.1, each a
-// master serving a share of the 16384 slots.
+// Cluster is a Redis Cluster of redis-server processes on 127.0.0.1: masters
+// serving a share of the 16384 slots each, and their replicas, if any.
 type Cluster struct {
 	servers []*Server
 }
@@ -62,7 +65,7 @@ func StartCluster(opts ClusterOptions) (*Cluster, error) {
 		opts.Masters = 3
 	}
 	c := &Cluster{}
-	for range opts.Masters {
+	for range opts.Masters * (1 + max(opts.Replicas, 0)) {
 		s, err := startClusterNode(opts.Args)
 		if err != nil {
 			c.Close()
@@ -70,20 +73,81 @@ func StartCluster(opts ClusterOptions) (*Cluster, error) {
 		}
 		c.servers = append(c.servers, s)
 	}
-	args := []string{"--cluster", "create"}
-	args = append(args, c.Addrs()...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput(); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("redisserver: redis-cli --cluster create: %v: %s", err, lastLines(string(out), 5))
+	if opts.Masters == 1 && opts.Replicas <= 0 {
+		// redis-cli creates clusters of 3 masters or more: one master
+		// takes every slot itself.
+		rdb := redis.NewClient(&redis.Options{Addr: c.servers[0].Addr()})
+		err := rdb.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err()
+		rdb.Close()
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("redisserver: CLUSTER ADDSLOTSRANGE: %w", err)
+		}
+	} else {
+		args := []string{"--cluster", "create"}
+		args = append(args, c.Addrs()...)
+		args = append(args, "--cluster-replicas", strconv.Itoa(max(opts.Replicas, 0)), "--cluster-yes")
+		if out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput(); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("redisserver: redis-cli --cluster create: %v: %s", err, lastLines(string(out), 5))
+		}
 	}
-	if err := c.waitOK(ctx); err != nil {
+	if err := c.WaitOK(ctx); err != nil {
 		c.Close()
 		return nil, err
 	}
-	return c, nil
+	// The roles spread by gossip: wait until the nodes agree on them.
+	for {
+		ms, err := c.Masters(ctx)
+		if err == nil && len(ms) == opts.Masters {
+			return c, nil
+		}
+		select {
+		case <-ctx.Done():
+			c.Close()
+			return nil, fmt.Errorf("redisserver: cluster roles not settled: %v (%d masters)", ctx.Err(), len(ms))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Masters returns the servers that are masters now (after a failover, the
+// promoted replicas), asking the first running node.
+func (c *Cluster) Masters(ctx context.Context) ([]*Server, error) {
+	var lastErr error
+	for _, s := range c.servers {
+		if s.Pid() == 0 {
+			continue
+		}
+		rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
+		nodes, err := rdb.ClusterNodes(ctx).Result()
+		rdb.Close()
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		var out []*Server
+		for _, line := range strings.Split(nodes, "\n") {
+			f := strings.Fields(line)
+			if len(f) < 3 || !strings.Contains(f[2], "master") || strings.Contains(f[2], "fail") {
+				continue
+			}
+			addr, _, _ := strings.Cut(f[1], "@")
+			_, port, _ := strings.Cut(addr, ":") // a lone node does not know its own IP
+			for _, srv := range c.servers {
+				if strconv.Itoa(srv.port) == port {
+					out = append(out, srv)
+				}
+			}
+		}
+		return out, nil
+	}
+	if lastErr == nil {
+		lastErr = errors.New("no node is running")
+	}
+	return nil, fmt.Errorf("redisserver: cluster masters: %w", lastErr)
 }
 
 // startClusterNode starts one cluster-enabled server, retrying ports until
@@ -129,8 +193,13 @@ func portFree(port int) bool {
 	return true
 }
 
-func (c *Cluster) waitOK(ctx context.Context) error {
+// WaitOK waits until every running node reports cluster_state:ok (after a
+// failover: once a replica took over the failed master's slots).
+func (c *Cluster) WaitOK(ctx context.Context) error {
 	for _, s := range c.servers {
+		if s.Pid() == 0 {
+			continue
+		}
 		rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
 		for {
 			info, err := rdb.ClusterInfo(ctx).Result()
@@ -149,7 +218,8 @@ func (c *Cluster) waitOK(ctx context.Context) error {
 	return nil
 }
 
-// Addrs returns host:port of every master.
+// Addrs returns host:port of every node (of every master, without
+// replicas).
 func (c *Cluster) Addrs() []string {
 	out := make([]string, len(c.servers))
 	for i, s := range c.servers {

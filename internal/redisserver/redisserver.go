@@ -56,6 +56,9 @@ type Server struct {
 	bin  string
 	dir  string
 	port int
+	// conf, when set, is a config file passed first to redis-server, which
+	// then runs as a sentinel with it (see StartSentinel).
+	conf string
 
 	mu     sync.Mutex // guards cmd and exited
 	cmd    *exec.Cmd
@@ -99,6 +102,14 @@ func FreePort() (int, error) {
 }
 
 func (s *Server) launch() error {
+	return s.start(exec.Command(s.bin, s.args()...))
+}
+
+// args returns the command line of the server.
+func (s *Server) args() []string {
+	if s.conf != "" {
+		return []string{s.conf, "--sentinel", "--port", strconv.Itoa(s.port)}
+	}
 	args := []string{
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
@@ -114,7 +125,10 @@ func (s *Server) launch() error {
 		args = append(args, "--appendonly", "no")
 	}
 	args = append(args, s.opts.Args...)
-	cmd := exec.Command(s.bin, args...)
+	return args
+}
+
+func (s *Server) start(cmd *exec.Cmd) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("redisserver: start redis-server: %w", err)
 	}

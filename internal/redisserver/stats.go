@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -29,8 +30,32 @@ func (u Usage) Sub(o Usage) Usage {
 		ScriptMicros: u.ScriptMicros - o.ScriptMicros, MemoryBytes: u.MemoryBytes}
 }
 
-// ReadUsage reads the server's command counts and CPU time.
+// ReadUsage reads the server's command counts and CPU time; on a Redis
+// Cluster, the sums over its masters (MemoryBytes too).
 func ReadUsage(ctx context.Context, c redis.UniversalClient) (Usage, error) {
+	cc, ok := c.(*redis.ClusterClient)
+	if !ok {
+		return readUsage(ctx, c)
+	}
+	var mu sync.Mutex
+	var sum Usage
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		u, err := readUsage(ctx, m)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		sum.Commands += u.Commands
+		sum.CPUSeconds += u.CPUSeconds
+		sum.ScriptMicros += u.ScriptMicros
+		sum.MemoryBytes += u.MemoryBytes
+		return nil
+	})
+	return sum, err
+}
+
+func readUsage(ctx context.Context, c redis.Cmdable) (Usage, error) {
 	raw, err := c.Info(ctx, "commandstats", "cpu", "memory").Result()
 	if err != nil {
 		return Usage{}, fmt.Errorf("redisserver: INFO: %w", err)

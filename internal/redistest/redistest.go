@@ -44,6 +44,7 @@ var (
 	shared        *redisserver.Server
 	sharedMR      *miniredis.Miniredis
 	sharedCluster *redisserver.Cluster
+	sharedSent    *redisserver.SentinelSet
 	prefixSeq     atomic.Int64
 )
 
@@ -68,6 +69,10 @@ func Main(m *testing.M, opts ...goleak.Option) {
 	if sharedCluster != nil {
 		sharedCluster.Close()
 		sharedCluster = nil
+	}
+	if sharedSent != nil {
+		sharedSent.Close()
+		sharedSent = nil
 	}
 	sharedMu.Unlock()
 	if code == 0 {
@@ -227,6 +232,46 @@ func NewCluster(t testing.TB) *ClusterDB {
 	}
 	db := &ClusterDB{Addrs: sharedCluster.Addrs(), Prefix: NewPrefix(t)}
 	db.Client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: db.Addrs})
+	t.Cleanup(func() { db.Client.Close() })
+	return db
+}
+
+// SentinelDB is a test's view of the package's shared Sentinel set (a
+// master, one replica, three sentinels).
+type SentinelDB struct {
+	// URL is the set's redis+sentinel:// URL.
+	URL string
+	// Prefix is a key prefix no other test uses.
+	Prefix string
+	// Client is a Sentinel-backed client of the master, closed when the
+	// test ends.
+	Client *redis.Client
+}
+
+// NewSentinel returns the package's shared Sentinel set, started on first
+// use, with a fresh key prefix for the calling test. Without a
+// redis-server binary it skips the test, unless ORDERLY_REQUIRE_REDIS is
+// set, which fails it. Tests that kill servers start their own set with
+// redisserver.StartSentinel.
+func NewSentinel(t testing.TB) *SentinelDB {
+	t.Helper()
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if sharedSent == nil {
+		if Binary() == "" {
+			if Required() {
+				t.Fatalf("redistest: no redis-server binary found and %s is set; a Sentinel set needs it", EnvRequire)
+			}
+			t.Skipf("redistest: redis-server not installed; this test needs a real Sentinel set (set %s=1 to fail instead)", EnvRequire)
+		}
+		set, err := redisserver.StartSentinel(redisserver.SentinelOptions{})
+		if err != nil {
+			t.Fatalf("redistest: %v", err)
+		}
+		sharedSent = set
+	}
+	db := &SentinelDB{URL: sharedSent.URL(), Prefix: NewPrefix(t)}
+	db.Client = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: sharedSent.MasterName(), SentinelAddrs: sharedSent.SentinelAddrs()})
 	t.Cleanup(func() { db.Client.Close() })
 	return db
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -34,8 +35,64 @@ type ServerInfo struct {
 // CheckServer checks that the server can hold Orderly's data: version >= 6.2
 // and maxmemory-policy noeviction (unless allowEviction). It warns when
 // neither AOF nor RDB snapshots are on. A server that forbids CONFIG GET
-// (managed Redis) is accepted with a warning.
+// (managed Redis) is accepted with a warning. On a Redis Cluster every
+// master is checked (docs/contract.md §4): the first failing master's error
+// is returned, naming it; Version is the oldest master's, AOF and RDBSaves
+// hold only when they hold on every master, and a warning names its master.
 func CheckServer(ctx context.Context, rdb redis.UniversalClient, allowEviction bool) (ServerInfo, error) {
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		return checkServer(ctx, rdb, allowEviction)
+	}
+	var (
+		mu    sync.Mutex
+		out   ServerInfo
+		first = true
+	)
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		info, err := checkServer(ctx, m, allowEviction)
+		if err != nil {
+			return fmt.Errorf("master %s: %w", m.Options().Addr, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		ma, mi := versionParts(out.Version)
+		if first || !versionAtLeast(info.Version, ma, mi) {
+			out.Version = info.Version
+		}
+		if first {
+			out.MaxmemoryPolicy, out.AOF, out.RDBSaves = info.MaxmemoryPolicy, info.AOF, info.RDBSaves
+		}
+		first = false
+		out.AOF = out.AOF && info.AOF
+		out.RDBSaves = out.RDBSaves && info.RDBSaves
+		for _, w := range info.Warnings {
+			out.Warnings = append(out.Warnings, "master "+m.Options().Addr+": "+w)
+		}
+		return nil
+	})
+	if err != nil {
+		return out, err
+	}
+	if first {
+		return out, errors.New("redisstore: check server: the Cluster has no reachable master")
+	}
+	return out, nil
+}
+
+// versionParts returns the major and minor version of v (0, 0 when v is not
+// a version).
+func versionParts(v string) (int, int) {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return 0, 0
+	}
+	ma, _ := strconv.Atoi(parts[0])
+	mi, _ := strconv.Atoi(parts[1])
+	return ma, mi
+}
+
+func checkServer(ctx context.Context, rdb redis.Cmdable, allowEviction bool) (ServerInfo, error) {
 	var info ServerInfo
 	raw, err := rdb.Info(ctx, "server", "persistence").Result()
 	if err != nil {

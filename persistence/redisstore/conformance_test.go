@@ -62,6 +62,26 @@ func TestConformanceCluster(t *testing.T) {
 	})
 }
 
+// TestConformanceSentinel runs the suite on a master found through
+// Sentinel (a master, one replica, three sentinels).
+func TestConformanceSentinel(t *testing.T) {
+	storetest.Run(t, storetest.Harness{
+		New: func(t *testing.T, now func() time.Time) persistence.Store {
+			db := redistest.NewSentinel(t)
+			s, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix, Now: now})
+			require.NoError(t, err)
+			return s
+		},
+		Elapse: func(t *testing.T, d time.Duration) { time.Sleep(d) },
+		Upgrade: func(t *testing.T, now func() time.Time) (persistence.Store, persistence.Store) {
+			db := redistest.NewSentinel(t)
+			s, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix, Now: now})
+			require.NoError(t, err)
+			return newV1Store(db.Client, db.Prefix, now), s
+		},
+	})
+}
+
 // TestConformanceEmbedded runs the same suite on miniredis, the embedded
 // store of the quick start.
 func TestConformanceEmbedded(t *testing.T) {

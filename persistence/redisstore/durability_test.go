@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderlyhq/orderly/internal/redistest"
@@ -148,4 +149,23 @@ func TestCheckServer(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, info.Warnings, 2)
 	})
+}
+
+// TestCheckServerCluster checks every master of a Cluster: one master that
+// may evict is enough to refuse, and the error names it.
+func TestCheckServerCluster(t *testing.T) {
+	ctx := context.Background()
+	db := redistest.NewCluster(t)
+	info, err := redisstore.CheckServer(ctx, db.Client, false)
+	require.NoError(t, err)
+	require.NotEmpty(t, info.Version)
+	require.Len(t, info.Warnings, 3, "persistence is off on each of the 3 masters")
+
+	bad := redis.NewClient(&redis.Options{Addr: db.Addrs[1]})
+	defer bad.Close()
+	require.NoError(t, bad.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err())
+	t.Cleanup(func() { bad.ConfigSet(ctx, "maxmemory-policy", "noeviction") })
+	_, err = redisstore.CheckServer(ctx, db.Client, false)
+	require.ErrorIs(t, err, redisstore.ErrEvictionPolicy)
+	require.ErrorContains(t, err, db.Addrs[1])
 }

@@ -60,6 +60,17 @@ type Config struct {
 	// EnqueueChunk is the most jobs per enqueue script call
 	// [DefaultEnqueueChunk].
 	EnqueueChunk int
+	// Durability is DurabilityAsync [default] or DurabilityReplicated: an
+	// enqueue, a settle (Advance) and a lease write (acquire, renew,
+	// release) then also wait for DurabilityReplicas replicas
+	// [DefaultDurabilityReplicas] for at most DurabilityTimeout
+	// [DefaultDurabilityTimeout], and fail with an error wrapping
+	// persistence.ErrNotReplicated when too few acknowledged
+	// (docs/contract.md §4). The timeout must stay below the client's read
+	// timeout (go-redis: 3s by default).
+	Durability         string
+	DurabilityReplicas int
+	DurabilityTimeout  time.Duration
 }
 
 func (c *Config) withDefaults() (Config, error) {
@@ -82,6 +93,19 @@ func (c *Config) withDefaults() (Config, error) {
 	if out.EnqueueChunk <= 0 {
 		out.EnqueueChunk = DefaultEnqueueChunk
 	}
+	switch out.Durability {
+	case "", DurabilityAsync:
+		out.Durability = DurabilityAsync
+	case DurabilityReplicated:
+		if out.DurabilityReplicas <= 0 {
+			out.DurabilityReplicas = DefaultDurabilityReplicas
+		}
+		if out.DurabilityTimeout <= 0 {
+			out.DurabilityTimeout = DefaultDurabilityTimeout
+		}
+	default:
+		return out, fmt.Errorf("redisstore: durability %q is not one of %s, %s", out.Durability, DurabilityAsync, DurabilityReplicated)
+	}
 	return out, nil
 }
 
@@ -98,6 +122,8 @@ type Store struct {
 	layout layoutState
 
 	scriptsLoaded atomic.Bool // LoadScripts succeeded once
+
+	wait *waitSpec // the WAIT after writes, in the replicated mode
 
 	v1mu      sync.Mutex                         // guards v1checked
 	v1checked map[persistence.ShardRef]time.Time // last look for layout 1 data, once upgraded
@@ -143,6 +169,9 @@ func New(rdb redis.UniversalClient, cfg *Config) (*Store, error) {
 		keys:   keyspace{prefix: c.Prefix},
 		count:  &counter{},
 		shards: map[string]int{},
+	}
+	if c.Durability == DurabilityReplicated {
+		s.wait = &waitSpec{replicas: c.DurabilityReplicas, timeout: c.DurabilityTimeout}
 	}
 	rdb.AddHook(s.count)
 	return s, nil
@@ -345,8 +374,12 @@ func (s *Store) Enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 	}
 	// A failed enqueue may have written part of the jobs; sending it again is
 	// safe (payloads merge, the lower score wins).
-	if err := firstErr(runAll(ctx, s.rdb, calls)); err != nil {
+	cmds, werr := s.runWrite(ctx, calls)
+	if err := firstErr(cmds); err != nil {
 		return fmt.Errorf("redisstore: enqueue to %s: %w", queue, err)
+	}
+	if werr != nil {
+		return fmt.Errorf("redisstore: enqueue to %s: %w", queue, werr)
 	}
 	return nil
 }
@@ -367,9 +400,15 @@ func (s *Store) AcquireShard(ctx context.Context, ref persistence.ShardRef, owne
 	if err != nil {
 		return persistence.Lease{}, 0, err
 	}
-	res, err := run(ctx, s.rdb, scriptAcquire, sk.keys, s.now(), owner, ttlMillis(ttl), newNonce()).Slice()
+	cmds, werr := s.runWrite(ctx, []call{{s: scriptAcquire, keys: sk.keys, args: []any{s.now(), owner, ttlMillis(ttl), newNonce()}}})
+	res, err := cmds[0].Slice()
 	if err != nil {
 		return persistence.Lease{}, 0, fmt.Errorf("redisstore: acquire %s/%d: %w", ref.Queue, ref.Shard, err)
+	}
+	if werr != nil {
+		// The lease may exist on the master only: not acquired. It expires,
+		// or the caller acquires it again (the same owner renews it).
+		return persistence.Lease{}, 0, fmt.Errorf("redisstore: acquire %s/%d: %w", ref.Queue, ref.Shard, werr)
 	}
 	status, _ := res[0].(string)
 	if status == "HELD" {
@@ -420,7 +459,8 @@ func (s *Store) RenewShards(ctx context.Context, leases []persistence.Lease, ttl
 	if len(calls) == 0 {
 		return errs
 	}
-	for j, cmd := range runAll(ctx, s.rdb, calls) {
+	cmds, werr := s.runWrite(ctx, calls)
+	for j, cmd := range cmds {
 		l := leases[idx[j]]
 		ok, err := cmd.Int()
 		switch {
@@ -428,6 +468,8 @@ func (s *Store) RenewShards(ctx context.Context, leases []persistence.Lease, ttl
 			errs[idx[j]] = fmt.Errorf("redisstore: renew %s/%d: %w", l.Queue, l.Shard, err)
 		case ok != 1:
 			errs[idx[j]] = fmt.Errorf("%w: %s/%d (token %s)", persistence.ErrLeaseLost, l.Queue, l.Shard, l.Token)
+		case werr != nil:
+			errs[idx[j]] = fmt.Errorf("redisstore: renew %s/%d: %w", l.Queue, l.Shard, werr)
 		}
 	}
 	return errs
@@ -439,10 +481,14 @@ func (s *Store) ReleaseShard(ctx context.Context, lease persistence.Lease) error
 	if err != nil {
 		return err
 	}
-	n, err := run(ctx, s.rdb, scriptRelease, sk.keys, s.now(), lease.Token,
-		s.keys.channel(lease.Queue), strconv.Itoa(lease.Shard)).Int()
+	cmds, werr := s.runWrite(ctx, []call{{s: scriptRelease, keys: sk.keys, args: []any{s.now(), lease.Token,
+		s.keys.channel(lease.Queue), strconv.Itoa(lease.Shard)}}})
+	n, err := cmds[0].Int()
 	if err != nil {
 		return fmt.Errorf("redisstore: release %s/%d: %w", lease.Queue, lease.Shard, err)
+	}
+	if werr != nil {
+		return fmt.Errorf("redisstore: release %s/%d: %w", lease.Queue, lease.Shard, werr)
 	}
 	if n < 0 {
 		return fmt.Errorf("%w: %s/%d (token %s)", persistence.ErrLeaseLost, lease.Queue, lease.Shard, lease.Token)
@@ -498,12 +544,19 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 	for _, id := range req.Interrupted {
 		args = append(args, id)
 	}
-	res, err := run(ctx, s.rdb, scriptAdvance, sk.keys, args...).Slice()
+	cmds, werr := s.runWrite(ctx, []call{{s: scriptAdvance, keys: sk.keys, args: args}})
+	res, err := cmds[0].Slice()
 	if err != nil {
 		if isLeaseLost(err) {
 			return out, fmt.Errorf("%w: %s/%d (token %s)", persistence.ErrLeaseLost, lease.Queue, lease.Shard, lease.Token)
 		}
 		return out, fmt.Errorf("redisstore: advance %s/%d: %w", lease.Queue, lease.Shard, err)
+	}
+	if werr != nil {
+		// The settle and the fetch are on the master but may not survive
+		// a failover: a store failure, so the caller retries (the fetched
+		// batch stays in flight and is handed out again).
+		return out, fmt.Errorf("redisstore: advance %s/%d: %w", lease.Queue, lease.Shard, werr)
 	}
 	if len(res) != 8 {
 		return out, fmt.Errorf("redisstore: advance %s/%d: unexpected reply of %d values", lease.Queue, lease.Shard, len(res))

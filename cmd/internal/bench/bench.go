@@ -18,9 +18,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/orderlyhq/orderly/internal/redisserver"
+	"github.com/orderlyhq/orderly/persistence/redisurl"
 )
 
 // Defaults of Config.
@@ -109,6 +108,11 @@ type scenario struct {
 	perID       int           // payloads per id (merge-heavy when > 1)
 	delay       time.Duration // perform_at spread over [0, delay)
 	jobs        float64       // fraction of Config.Jobs
+	// topology, when set, runs the scenario on a Redis of its own instead
+	// of Config.Redis: "cluster1" and "cluster3" (a Redis Cluster of 1 or
+	// 3 masters), "replica" (a master with one replica).
+	topology   string
+	durability string // the store's durability mode [async]
 }
 
 var scenarios = []scenario{
@@ -123,6 +127,10 @@ var scenarios = []scenario{
 	{name: "nodes3", desc: "as lowkiq on 3 nodes in one process (a cluster)", kind: "throughput", shards: 5, batch: 1, concurrency: 5, nodes: 3, jobs: 1},
 	{name: "latency", desc: "idle node: enqueue one job, wait for its handler; 500 times", kind: "latency", shards: 5, batch: 1, concurrency: 5, nodes: 1},
 	{name: "failover", desc: "3 node processes under load, SIGKILL one", kind: "failover", shards: 16, batch: 5, concurrency: 5, nodes: 3, jobs: 0.2},
+	{name: "cluster1", desc: "3 nodes, 16 shards, batch 10 on a throwaway Redis Cluster of 1 master", kind: "throughput", shards: 16, batch: 10, concurrency: 5, nodes: 3, jobs: 1, topology: "cluster1"},
+	{name: "cluster3", desc: "as cluster1 on a Redis Cluster of 3 masters", kind: "throughput", shards: 16, batch: 10, concurrency: 5, nodes: 3, jobs: 1, topology: "cluster3"},
+	{name: "async", desc: "as cluster1 on a throwaway master with one replica, durability async", kind: "throughput", shards: 16, batch: 10, concurrency: 5, nodes: 3, jobs: 1, topology: "replica"},
+	{name: "replicated", desc: "as async with durability replicated (WAIT 1 after every write)", kind: "throughput", shards: 16, batch: 10, concurrency: 5, nodes: 3, jobs: 1, topology: "replica", durability: "replicated"},
 }
 
 // Names returns the scenario names with their descriptions.
@@ -167,18 +175,18 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 		defer srv.Close()
 		url = srv.URL()
 	}
-	opts, err := redis.ParseURL(url)
+	u, err := redisurl.Parse(url)
 	if err != nil {
 		return nil, fmt.Errorf("bench: redis URL: %w", err)
 	}
 	if cfg.NodeBinary == "" {
 		cfg.NodeBinary, _ = os.Executable()
 	}
-	r := &runner{cfg: cfg, redisURL: url, redisOpts: opts}
+	r := &runner{cfg: cfg, redisURL: url, redis: u}
 	var results []Result
 	failed := false
 	for _, sc := range todo {
-		res, err := r.run(ctx, sc)
+		res, err := r.runOn(ctx, sc)
 		if err != nil {
 			return results, fmt.Errorf("bench: %s: %w", sc.name, err)
 		}

@@ -20,14 +20,100 @@ import (
 	"github.com/orderlyhq/orderly/internal/redisserver"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
+	"github.com/orderlyhq/orderly/persistence/redisurl"
 )
 
 const queue = "bench"
 
 type runner struct {
-	cfg       Config
-	redisURL  string
-	redisOpts *redis.Options
+	cfg        Config
+	redisURL   string
+	redis      *redisurl.URL
+	durability string // the stores' durability mode
+}
+
+// runOn runs a scenario on its own Redis topology, if it names one, else
+// on the runner's Redis.
+func (r *runner) runOn(ctx context.Context, sc scenario) (Result, error) {
+	if sc.topology == "" {
+		return r.run(ctx, sc)
+	}
+	var url string
+	switch sc.topology {
+	case "cluster1", "cluster3":
+		masters := 1
+		if sc.topology == "cluster3" {
+			masters = 3
+		}
+		r.progress(fmt.Sprintf("%s: starting a Redis Cluster of %d masters", sc.name, masters))
+		c, err := redisserver.StartCluster(redisserver.ClusterOptions{Masters: masters})
+		if err != nil {
+			return Result{}, err
+		}
+		defer c.Close()
+		url = "redis+cluster://" + strings.Join(c.Addrs(), ",")
+	case "replica":
+		master, err := redisserver.Start(redisserver.Options{})
+		if err != nil {
+			return Result{}, err
+		}
+		defer master.Close()
+		replica, err := redisserver.Start(redisserver.Options{Args: []string{"--replicaof", "127.0.0.1", strings.TrimPrefix(master.Addr(), "127.0.0.1:")}})
+		if err != nil {
+			return Result{}, err
+		}
+		defer replica.Close()
+		if err := waitReplica(ctx, master.Addr()); err != nil {
+			return Result{}, err
+		}
+		url = master.URL()
+	default:
+		return Result{}, fmt.Errorf("unknown topology %q", sc.topology)
+	}
+	u, err := redisurl.Parse(url)
+	if err != nil {
+		return Result{}, err
+	}
+	sub := &runner{cfg: r.cfg, redisURL: url, redis: u, durability: sc.durability}
+	return sub.run(ctx, sc)
+}
+
+// waitReplica waits until the master at addr has an online replica.
+func waitReplica(ctx context.Context, addr string) error {
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		info, err := c.Info(ctx, "replication").Result()
+		if err == nil && strings.Contains(info, "state=online") {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no replica online after 30s: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// newClient returns a client of the bench's Redis with at least poolSize
+// connections (per server).
+func (r *runner) newClient(poolSize int) redis.UniversalClient {
+	u := *r.redis
+	switch {
+	case u.Options != nil:
+		o := *u.Options
+		o.PoolSize = max(o.PoolSize, poolSize)
+		u.Options = &o
+	case u.ClusterOptions != nil:
+		o := *u.ClusterOptions
+		o.PoolSize = max(o.PoolSize, poolSize)
+		u.ClusterOptions = &o
+	case u.FailoverOptions != nil:
+		o := *u.FailoverOptions
+		o.PoolSize = max(o.PoolSize, poolSize)
+		u.FailoverOptions = &o
+	}
+	return u.NewClient()
 }
 
 func (r *runner) run(ctx context.Context, sc scenario) (Result, error) {
@@ -50,10 +136,10 @@ func (r *runner) run(ctx context.Context, sc scenario) (Result, error) {
 }
 
 // admin returns a client and a store on a fresh key prefix.
-func (r *runner) admin(sc scenario) (*redis.Client, *redisstore.Store, string, error) {
+func (r *runner) admin(sc scenario) (redis.UniversalClient, *redisstore.Store, string, error) {
 	prefix := fmt.Sprintf("bench-%s-%d", sc.name, time.Now().UnixNano())
-	c := redis.NewClient(r.redisOpts)
-	s, err := redisstore.New(c, &redisstore.Config{Prefix: prefix})
+	c := r.newClient(0)
+	s, err := redisstore.New(c, &redisstore.Config{Prefix: prefix, Durability: r.durability})
 	if err != nil {
 		c.Close()
 		return nil, nil, "", err
@@ -94,7 +180,7 @@ func (rc *recorder) handler(node string) orderly.HandlerFunc {
 func (r *runner) startNodes(ctx context.Context, sc scenario, prefix string, handler func(string) orderly.HandlerFunc) ([]*orderly.Node, []*redisstore.Store, func(), error) {
 	var nodes []*orderly.Node
 	var stores []*redisstore.Store
-	var clients []*redis.Client
+	var clients []redis.UniversalClient
 	stop := func() {
 		for _, n := range nodes {
 			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -107,11 +193,9 @@ func (r *runner) startNodes(ctx context.Context, sc scenario, prefix string, han
 	}
 	var seed string
 	for i := range sc.nodes {
-		opts := *r.redisOpts
-		opts.PoolSize = max(opts.PoolSize, 4*sc.concurrency)
-		c := redis.NewClient(&opts)
+		c := r.newClient(4 * sc.concurrency)
 		clients = append(clients, c)
-		s, err := redisstore.New(c, &redisstore.Config{Prefix: prefix})
+		s, err := redisstore.New(c, &redisstore.Config{Prefix: prefix, Durability: r.durability})
 		if err != nil {
 			stop()
 			return nil, nil, nil, err
@@ -186,7 +270,7 @@ func (r *runner) throughput(ctx context.Context, sc scenario, res *Result) error
 	}
 
 	// Producers enqueue through the Go client's batch API: one call.
-	producer, err := client.New(c, &client.Config{Prefix: prefix, Timeout: 10 * time.Minute})
+	producer, err := client.NewFromStore(admin, &client.Config{Timeout: 10 * time.Minute}) // the run's durability too
 	if err != nil {
 		return err
 	}
@@ -326,25 +410,49 @@ func waitEmpty(ctx context.Context, s persistence.Store) error {
 	}
 }
 
-// cleanup deletes the run's keys.
-func cleanup(ctx context.Context, c *redis.Client, prefix string) error {
+// cleanup deletes the run's keys (on every master of a Cluster).
+func cleanup(ctx context.Context, c redis.UniversalClient, prefix string) error {
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			return cleanupOne(ctx, m, prefix, true)
+		})
+	}
+	return cleanupOne(ctx, c, prefix, false)
+}
+
+// cleanupOne deletes the run's keys of one server; on a Cluster master the
+// keys are deleted one by one (pipelined), since they span slots.
+func cleanupOne(ctx context.Context, c redis.Cmdable, prefix string, oneByOne bool) error {
 	iter := c.Scan(ctx, 0, prefix+":*", 1000).Iterator()
 	var keys []string
 	for iter.Next(ctx) {
 		keys = append(keys, iter.Val())
 		if len(keys) == 1000 {
-			if err := c.Unlink(ctx, keys...).Err(); err != nil {
+			if err := unlink(ctx, c, keys, oneByOne); err != nil {
 				return err
 			}
 			keys = keys[:0]
 		}
 	}
 	if len(keys) > 0 {
-		if err := c.Unlink(ctx, keys...).Err(); err != nil {
+		if err := unlink(ctx, c, keys, oneByOne); err != nil {
 			return err
 		}
 	}
 	return iter.Err()
+}
+
+func unlink(ctx context.Context, c redis.Cmdable, keys []string, oneByOne bool) error {
+	if !oneByOne {
+		return c.Unlink(ctx, keys...).Err()
+	}
+	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.Unlink(ctx, k)
+		}
+		return nil
+	})
+	return err
 }
 
 func roundTrips(stores []*redisstore.Store) int64 {

@@ -9,6 +9,7 @@ import (
 	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
+	"github.com/orderlyhq/orderly/persistence/redisurl"
 	"github.com/orderlyhq/orderly/webhook"
 )
 
@@ -31,6 +32,9 @@ const (
 	DefaultHTTPMaxConnections = 1024
 	// DefaultRedisPrefix prefixes every Redis key.
 	DefaultRedisPrefix = redisstore.DefaultPrefix
+	// DurabilityAsync and DurabilityReplicated are the durability modes.
+	DurabilityAsync      = redisstore.DurabilityAsync
+	DurabilityReplicated = redisstore.DurabilityReplicated
 	// DefaultConcurrency is how many batches one node handles at once.
 	DefaultConcurrency = orderly.DefaultConcurrency
 	// DefaultScheduler picks the next shard to serve.
@@ -167,7 +171,8 @@ type NodeConfig struct {
 	// ActorAddr is the protoactor remote's listen address, host:port; empty
 	// turns it off [actor_addr; empty].
 	ActorAddr string
-	// Redis is the store's URL (redis://, rediss:// or unix://); empty means
+	// Redis is the store's URL (redis://, rediss://, unix://,
+	// redis+cluster://, redis+sentinel:// and their TLS forms); empty means
 	// the embedded in-memory store [redis; empty]. Its password is secret.
 	Redis string
 	// RedisPrefix prefixes every Redis key [redis_prefix;
@@ -176,6 +181,14 @@ type NodeConfig struct {
 	// AllowEviction accepts a Redis whose maxmemory-policy is not
 	// noeviction [allow_eviction; false].
 	AllowEviction bool
+	// Durability is when a write to Redis counts as done: DurabilityAsync,
+	// once the master applied it, or DurabilityReplicated, once
+	// DurabilityReplicas replicas have it, waiting at most
+	// DurabilityTimeout (docs/contract.md §4) [durability; async;
+	// durability_replicas; 1; durability_timeout; 1s].
+	Durability         string
+	DurabilityReplicas int
+	DurabilityTimeout  time.Duration
 	// Concurrency is how many batches the node handles at once, 1..10000
 	// [concurrency; DefaultConcurrency].
 	Concurrency int
@@ -275,6 +288,9 @@ func defaultNode() NodeConfig {
 		HTTP:               DefaultHTTP,
 		HTTPMaxConnections: DefaultHTTPMaxConnections,
 		RedisPrefix:        DefaultRedisPrefix,
+		Durability:         DurabilityAsync,
+		DurabilityReplicas: redisstore.DefaultDurabilityReplicas,
+		DurabilityTimeout:  redisstore.DefaultDurabilityTimeout,
 		Concurrency:        DefaultConcurrency,
 		Scheduler:          DefaultScheduler,
 		LeaseTTL:           DefaultLeaseTTL,
@@ -313,7 +329,9 @@ func (c *Config) Redacted() *Config {
 	out.Warnings = slices.Clone(c.Warnings)
 	out.Node.HTTPToken = redactSecret(c.Node.HTTPToken)
 	out.Node.GossipKey = redactSecret(c.Node.GossipKey)
-	out.Node.Redis = redactURL(c.Node.Redis)
+	if c.Node.Redis != "" {
+		out.Node.Redis = redisurl.RedactWith(c.Node.Redis, redactedMark)
+	}
 	for i := range out.Queues {
 		out.Queues[i].Handler.URL = redactURL(out.Queues[i].Handler.URL)
 	}

@@ -56,6 +56,9 @@ func TestDefaults(t *testing.T) {
 			HTTP:               "127.0.0.1:8080",
 			HTTPMaxConnections: 1024,
 			RedisPrefix:        "orderly",
+			Durability:         "async",
+			DurabilityReplicas: 1,
+			DurabilityTimeout:  time.Second,
 			Concurrency:        5,
 			Scheduler:          "lag",
 			LeaseTTL:           3 * time.Second,
@@ -112,6 +115,9 @@ const exampleFile = `node:
   shutdown_timeout: 25s
   http_token: s3cret-token
   allow_eviction: true
+  durability: replicated        # async | replicated
+  durability_replicas: 2
+  durability_timeout: 1500ms
   redis_prefix: orderly-test
   handoff_timeout: 1m
   morgue_ttl: 720h
@@ -165,6 +171,9 @@ func TestExampleFile(t *testing.T) {
 			Redis:              "redis://127.0.0.1:6379/0",
 			RedisPrefix:        "orderly-test",
 			AllowEviction:      true,
+			Durability:         "replicated",
+			DurabilityReplicas: 2,
+			DurabilityTimeout:  1500 * time.Millisecond,
 			Concurrency:        5,
 			Scheduler:          "lag",
 			LeaseTTL:           3 * time.Second,
@@ -245,6 +254,12 @@ func TestFileDetails(t *testing.T) {
 			func(t *testing.T, c *Config) { require.Equal(t, ":7946", c.Node.Bind) }},
 		{"redis URLs", "node: {redis: 'rediss://user:pw@redis.example:6380/2?protocol=3'}",
 			func(t *testing.T, c *Config) { require.Contains(t, c.Node.Redis, "rediss://") }},
+		{"cluster URL", "node: {redis: 'redis+cluster://a:7000,b:7001,c?dial_timeout=2s'}",
+			func(t *testing.T, c *Config) {
+				require.Equal(t, "redis+cluster://a:7000,b:7001,c?dial_timeout=2s", c.Node.Redis)
+			}},
+		{"sentinel URL", "node: {redis: 'rediss+sentinel://s1:26379,s2:26379/main/2?tls_insecure_skip_verify=true'}",
+			func(t *testing.T, c *Config) { require.Contains(t, c.Node.Redis, "rediss+sentinel://") }},
 		{"unix socket", "node: {redis: 'unix:///run/redis.sock?db=1'}",
 			func(t *testing.T, c *Config) { require.Equal(t, "unix:///run/redis.sock?db=1", c.Node.Redis) }},
 	} {
@@ -352,6 +367,9 @@ func TestEveryKeyHasEnvAndFlag(t *testing.T) {
 		"http_max_connections": {"10", "20"},
 		"http_tls_cert":        {"/a.crt", "/b.crt"},
 		"http_tls_key":         {"/a.key", "/b.key"},
+		"durability":           {"replicated", "async"},
+		"durability_replicas":  {"2", "3"},
+		"durability_timeout":   {"500ms", "2s"},
 	}
 	// Settings that need another to be valid, given in the environment.
 	partners := map[string][]string{
@@ -438,6 +456,13 @@ queues:
 	require.Equal(t, "REDACTED", r.Node.HTTPToken)
 	require.Equal(t, "REDACTED", r.Node.GossipKey)
 	require.Equal(t, "redis://alice:REDACTED@db.example:6379/3", r.Node.Redis)
+	for raw, want := range map[string]string{
+		"redis+sentinel://:pw@s1,s2:26380/m?sentinel_password=spw": "redis+sentinel://:REDACTED@s1,s2:26380/m?sentinel_password=REDACTED",
+		"redis+cluster://u:pw@a:1,b":                               "redis+cluster://u:REDACTED@a:1,b",
+	} {
+		c := &Config{Node: NodeConfig{Redis: raw}}
+		require.Equal(t, want, c.Redacted().Node.Redis)
+	}
 	require.Equal(t, "https://bob:REDACTED@hooks.example/perform?x=1", r.Queues[0].Handler.URL)
 	// The rest is kept.
 	require.Equal(t, cfg.Node.Name, r.Node.Name)

@@ -23,6 +23,9 @@
 //	  redis: redis://127.0.0.1:6379/0   # empty = embedded in-memory store
 //	  redis_prefix: orderly
 //	  allow_eviction: false
+//	  durability: async                 # async | replicated (WAIT for replicas)
+//	  durability_replicas: 1
+//	  durability_timeout: 1s
 //	  http_public: false
 //	  concurrency: 5
 //	  scheduler: lag                    # lag | seq

@@ -14,6 +14,7 @@ import (
 
 	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/persistence/redisurl"
 )
 
 // Limits of the settings.
@@ -290,37 +291,20 @@ func checkToken(s string) error {
 	return nil
 }
 
-// checkRedisURL checks the Redis URL without showing it, since it may hold
-// a password.
-func checkRedisURL(s string) error {
-	const example = "write it as redis://host:port/db, rediss://host:port/db or unix:///path/to/redis.sock"
-	u, err := url.Parse(s)
-	if err != nil {
-		return fmt.Errorf("not a URL: %s", example)
+// checkDurabilityTimeout keeps WAIT below go-redis's default read timeout
+// (3s), which a pipeline's replies share.
+func checkDurabilityTimeout(d time.Duration) error {
+	if d < time.Millisecond || d > 2*time.Second {
+		return fmt.Errorf("must be between 1ms and 2s")
 	}
-	switch u.Scheme {
-	case "redis", "rediss":
-		if u.Hostname() == "" {
-			return fmt.Errorf("has no host: %s", example)
-		}
-		if p := u.Port(); p != "" {
-			if _, err := strconv.ParseUint(p, 10, 16); err != nil {
-				return fmt.Errorf("the port must be a number from 0 to 65535")
-			}
-		}
-		if db := strings.TrimPrefix(u.Path, "/"); db != "" {
-			if n, err := strconv.Atoi(db); err != nil || n < 0 {
-				return fmt.Errorf("the path must be a database number such as /0")
-			}
-		}
-	case "unix":
-		if u.Path == "" {
-			return fmt.Errorf("has no socket path: %s", example)
-		}
-	case "":
-		return fmt.Errorf("has no scheme: %s", example)
-	default:
-		return fmt.Errorf("scheme %q is not one of redis, rediss, unix: %s", u.Scheme, example)
+	return nil
+}
+
+// checkRedisURL checks the Redis URL (every form of docs/contract.md §4)
+// without showing it, since it may hold a password.
+func checkRedisURL(s string) error {
+	if _, err := redisurl.Parse(s); err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), redisurl.ErrInvalid.Error()+": "))
 	}
 	return nil
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/orderlyhq/orderly/metrics"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
+	"github.com/orderlyhq/orderly/persistence/redisurl"
 	"github.com/orderlyhq/orderly/web"
 	"github.com/orderlyhq/orderly/web/apiv1"
 	"github.com/orderlyhq/orderly/web/ui"
@@ -60,6 +61,7 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 
 	rs, err := redisstore.New(rdb, &redisstore.Config{
 		Prefix: cfg.Node.RedisPrefix, Logger: log, MaxPayloadBytes: cfg.Node.MaxPayloadBytes,
+		Durability: cfg.Node.Durability, DurabilityReplicas: cfg.Node.DurabilityReplicas, DurabilityTimeout: cfg.Node.DurabilityTimeout,
 	})
 	if err != nil {
 		return err
@@ -127,14 +129,19 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 		log.Warn("http_max_connections lowered to half the open-file limit, so that HTTP clients cannot take the descriptors Redis, gossip and webhooks need; raise the limit (ulimit -n) to allow more",
 			"http_max_connections", maxConns, "configured", cfg.Node.HTTPMaxConnections, "open_file_limit", fileLimit)
 	}
-	ready := node.Ready
-	if writes != nil {
-		ready = func(ctx context.Context) error {
+	ready := func(ctx context.Context) error {
+		// A node that cannot reach Redis serves no shard, so the node
+		// alone would count it ready (0 of 0 shards): with Sentinel and
+		// no master reachable it must not be (docs/contract.md §4).
+		if err := store.Ping(ctx); err != nil {
+			return fmt.Errorf("%w: store unreachable: %v", orderly.ErrNotReady, err)
+		}
+		if writes != nil {
 			if err := writes.Check(ctx); err != nil {
 				return fmt.Errorf("%w: %v", orderly.ErrNotReady, err)
 			}
-			return node.Ready(ctx)
 		}
+		return node.Ready(ctx)
 	}
 	api, err := web.New(&web.Config{
 		Store: store, Ready: ready, Logger: log, Token: cfg.Node.HTTPToken,
@@ -247,6 +254,9 @@ func stopNode(node *orderly.Node, signals <-chan os.Signal, log *slog.Logger) er
 // it (and the embedded store, if any).
 func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (redis.UniversalClient, func(), error) {
 	if cfg.Node.Redis == "" {
+		if cfg.Node.Durability == config.DurabilityReplicated {
+			return nil, nil, errors.New("durability replicated needs a Redis with replicas (--redis); the embedded store has none")
+		}
 		srv, err := embedded.Start()
 		if err != nil {
 			return nil, nil, err
@@ -255,11 +265,11 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (redis
 		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 		return rdb, func() { rdb.Close(); srv.Close() }, nil
 	}
-	opts, err := redis.ParseURL(cfg.Node.Redis)
+	u, err := redisurl.Parse(cfg.Node.Redis)
 	if err != nil {
 		return nil, nil, fmt.Errorf("redis URL: %w", err)
 	}
-	rdb := redis.NewClient(opts)
+	rdb := u.NewClient()
 	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	info, err := redisstore.CheckServer(cctx, rdb, cfg.Node.AllowEviction)
@@ -268,12 +278,12 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (redis
 		rdb.Close()
 		return nil, nil, refusal(err)
 	case err != nil:
-		log.Warn("Redis is not reachable yet; the node starts and serves once it is", "addr", opts.Addr, "err", err)
+		log.Warn("Redis is not reachable yet; the node starts and serves once it is", "url", u.Redacted(), "err", err)
 	default:
 		for _, w := range info.Warnings {
 			log.Warn("Redis: " + w)
 		}
-		log.Info("Redis", "addr", opts.Addr, "version", info.Version, "aof", info.AOF, "rdb_snapshots", info.RDBSaves)
+		log.Info("Redis", "url", u.Redacted(), "kind", u.Kind.String(), "version", info.Version, "aof", info.AOF, "rdb_snapshots", info.RDBSaves)
 	}
 	return rdb, func() { rdb.Close() }, nil
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderlyhq/orderly"
@@ -31,6 +33,25 @@ func TestOpenStoreRefusesEviction(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, rdb.Ping(context.Background()).Err())
 	closeStore()
+}
+
+// openStore takes every URL form: a Cluster URL gets a Cluster client whose
+// checks ran on every master; replicated durability needs a real Redis.
+func TestOpenStoreURLs(t *testing.T) {
+	t.Parallel()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	db := redistest.NewCluster(t)
+	cfg := &config.Config{Node: config.NodeConfig{Redis: "redis+cluster://" + strings.Join(db.Addrs, ",")}}
+	rdb, closeStore, err := openStore(context.Background(), cfg, log)
+	require.NoError(t, err)
+	require.IsType(t, &redis.ClusterClient{}, rdb)
+	require.NoError(t, rdb.Set(context.Background(), db.Prefix+":{a}", "1", 0).Err())
+	require.NoError(t, rdb.Set(context.Background(), db.Prefix+":{b}", "1", 0).Err())
+	closeStore()
+
+	cfg = &config.Config{Node: config.NodeConfig{Durability: config.DurabilityReplicated}}
+	_, _, err = openStore(context.Background(), cfg, log)
+	require.ErrorContains(t, err, "durability replicated needs a Redis with replicas")
 }
 
 // A queue's max_retry_count reaches the worker with the meaning it has in

@@ -1,0 +1,292 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderlyhq/orderly/internal/history"
+	"github.com/orderlyhq/orderly/internal/nodetest"
+	"github.com/orderlyhq/orderly/internal/redisserver"
+	"github.com/orderlyhq/orderly/internal/redistest"
+	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/persistence/redisstore"
+	"github.com/orderlyhq/orderly/persistence/redisurl"
+	"github.com/orderlyhq/orderly/webhook/webhooktest"
+)
+
+// haRun is one run of three node processes under load on a replicated
+// Redis (Cluster or Sentinel) while a Redis master and a node are killed.
+type haRun struct {
+	t         *testing.T
+	url       string   // the nodes' Redis URL
+	args      []string // extra node arguments
+	killRedis func(note func(string, ...any))
+}
+
+// run starts the nodes and a producer that writes through its own client of
+// the same URL, kills a master (killRedis) and a node under load, drains the
+// queue and audits the history: nothing acknowledged lost, no overlap, no
+// disorder.
+func (r haRun) run() {
+	t := r.t
+	rcv := nodetest.NewReceiver(t, func(c *webhooktest.Call) webhooktest.Answer {
+		return webhooktest.Answer{Delay: 2 * time.Millisecond}
+	})
+	cfg := fmt.Sprintf(`
+queues:
+  - name: orders
+    shards: 12
+    batch_size: 4
+    retry: {policy: linear, base: 20ms}
+    handler: {type: http, url: %q, timeout: 5s}
+`, rcv.URL)
+	var timeline []string
+	start := time.Now()
+	note := func(format string, args ...any) {
+		line := fmt.Sprintf("%6.2fs  %s", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+		timeline = append(timeline, line)
+		t.Log(line)
+	}
+
+	opts := make([]nodetest.Options, 3)
+	nodes := make([]*nodetest.Node, 3)
+	for i := range nodes {
+		hp, err := redistest.FreePort()
+		require.NoError(t, err)
+		gp, err := redistest.FreePort()
+		require.NoError(t, err)
+		opts[i] = nodetest.Options{Name: fmt.Sprintf("h%d", i+1), Redis: r.url, Config: cfg, HTTPPort: hp, GossipPort: gp,
+			Args: append([]string{"--lease-ttl", "1s", "--shutdown-timeout", "5s"}, r.args...)}
+		if i > 0 {
+			opts[i].Args = append(opts[i].Args, "--join", nodes[0].Gossip)
+		}
+		nodes[i] = nodetest.Start(t, opts[i])
+	}
+	for _, n := range nodes {
+		n.WaitReady()
+	}
+	note("3 nodes ready on %s", redisurl.Redact(r.url))
+
+	u, err := redisurl.Parse(r.url)
+	require.NoError(t, err)
+	rdb := u.NewClient()
+	defer rdb.Close()
+	scfg := &redisstore.Config{}
+	if strings.Contains(strings.Join(r.args, " "), "replicated") {
+		scfg.Durability = redisstore.DurabilityReplicated
+	}
+	store, err := redisstore.New(rdb, scfg)
+	require.NoError(t, err)
+	producer := history.Produce(40, 15*time.Millisecond, func(ctx context.Context, jobs []persistence.NewJob) error {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		return store.Enqueue(ctx, "orders", jobs)
+	})
+	defer producer.Stop()
+
+	time.Sleep(2 * time.Second)
+	r.killRedis(note)
+	time.Sleep(2 * time.Second)
+	note("SIGKILL %s", opts[1].Name)
+	nodes[1].Kill()
+	time.Sleep(time.Second)
+	nodes[1] = nodetest.Start(t, opts[1])
+	note("%s restarted", opts[1].Name)
+	time.Sleep(2 * time.Second)
+	producer.Stop()
+	note("producer stopped")
+
+	for _, n := range nodes {
+		n.WaitReady()
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		st, err := store.Stats(context.Background(), "orders")
+		if err == nil && st[0].Length == 0 && st[0].Busy == 0 && rcv.Active() == 0 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the queue never drained: %v %+v\ntimeline:\n%s", err, st, strings.Join(timeline, "\n"))
+		time.Sleep(50 * time.Millisecond)
+	}
+	note("queue empty")
+
+	enqueued, unsure := producer.Enqueued(), producer.Unsure()
+	total := countPayloads(enqueued)
+	rep := history.Check(history.FromWebhook(rcv.Calls()), enqueued, nil)
+	t.Logf("%d payloads acknowledged to the producer (%d rounds refused), %s\ntimeline:\n%s",
+		total, producer.Refused(), rep.String(), strings.Join(timeline, "\n"))
+	require.Positive(t, total)
+	require.True(t, rep.OK(), rep.String())
+	require.GreaterOrEqual(t, rep.Acked, total, "every acknowledged payload was handled")
+	require.LessOrEqual(t, rep.Acked, total+len(unsure), "no more payloads handled than were sent")
+}
+
+// TestHACluster runs three nodes on a Redis Cluster of three masters with
+// one replica each, in the replicated mode, and SIGKILLs a master (its
+// replica takes over; the old master comes back as its replica) and a node
+// under load.
+func TestHACluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("HA chaos test: skipped with -short")
+	}
+	if redisserver.Binary() == "" || redisserver.CLI() == "" {
+		t.Skip("needs redis-server and redis-cli")
+	}
+	c, err := redisserver.StartCluster(redisserver.ClusterOptions{Masters: 3, Replicas: 1})
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := context.Background()
+	masters, err := c.Masters(ctx)
+	require.NoError(t, err)
+	require.Len(t, masters, 3)
+	url := "redis+cluster://" + strings.Join(c.Addrs(), ",")
+	haRun{t: t, url: url, args: []string{"--durability", "replicated"}, killRedis: func(note func(string, ...any)) {
+		// Shards spread over every master.
+		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+		defer cc.Close()
+		var mu sync.Mutex // guards holding (ForEachMaster runs in parallel)
+		var holding []string
+		require.NoError(t, cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			n, err := m.DBSize(ctx).Result()
+			if n > 0 {
+				mu.Lock()
+				holding = append(holding, m.Options().Addr)
+				mu.Unlock()
+			}
+			return err
+		}))
+		require.Len(t, holding, 3, "every master holds keys of some shard")
+		victim := masters[0]
+		note("SIGKILL Redis master %s", victim.Addr())
+		victim.Kill()
+		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		for {
+			ms, err := c.Masters(wctx)
+			if err == nil && len(ms) == 3 && !containsServer(ms, victim) && c.WaitOK(wctx) == nil {
+				break
+			}
+			require.NoError(t, wctx.Err(), "no replica took over")
+			time.Sleep(100 * time.Millisecond)
+		}
+		note("a replica took over")
+		// The promoted replica has no replica of its own: until the old
+		// master is back (as its replica), the replicated writes of its
+		// shards fail instead of being acknowledged.
+		require.NoError(t, victim.Restart())
+		note("the old master is back, as a replica")
+	}}.run()
+}
+
+// TestHASentinel runs three nodes on a master with two replicas behind
+// three sentinels, in the replicated mode, and SIGKILLs the master (a
+// replica is promoted, the nodes follow) and a node under load.
+func TestHASentinel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("HA chaos test: skipped with -short")
+	}
+	if redisserver.Binary() == "" {
+		t.Skip("needs redis-server")
+	}
+	set, err := redisserver.StartSentinel(redisserver.SentinelOptions{Replicas: 2})
+	require.NoError(t, err)
+	defer set.Close()
+	ctx := context.Background()
+	haRun{t: t, url: set.URL(), args: []string{"--durability", "replicated"}, killRedis: func(note func(string, ...any)) {
+		old, err := set.Master(ctx)
+		require.NoError(t, err)
+		note("SIGKILL Redis master %s", old.Addr())
+		old.Kill()
+		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		m, err := set.WaitFailover(wctx, old)
+		require.NoError(t, err)
+		note("Sentinel promoted %s", m.Addr())
+	}}.run()
+}
+
+func containsServer(list []*redisserver.Server, s *redisserver.Server) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestHASentinelNoMaster runs a node on Sentinel while no master is
+// reachable: it turns not ready, hands nothing to its handler, and is ready
+// and handles jobs again once the master is back, without a restart.
+func TestHASentinelNoMaster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("HA test: skipped with -short")
+	}
+	if redisserver.Binary() == "" {
+		t.Skip("needs redis-server")
+	}
+	set, err := redisserver.StartSentinel(redisserver.SentinelOptions{Replicas: 1, AOF: true})
+	require.NoError(t, err)
+	defer set.Close()
+	rcv := nodetest.NewReceiver(t, func(c *webhooktest.Call) webhooktest.Answer { return webhooktest.Answer{} })
+	n := nodetest.Start(t, nodetest.Options{Redis: set.URL(), Args: []string{"--lease-ttl", "1s"}, Config: fmt.Sprintf(`
+queues:
+  - name: orders
+    shards: 2
+    handler: {type: http, url: %q, timeout: 5s}
+`, rcv.URL)})
+	n.WaitReady()
+	rdb, err := redisurl.Open(set.URL())
+	require.NoError(t, err)
+	defer rdb.Close()
+	store, err := redisstore.New(rdb, nil)
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, store.Enqueue(ctx, "orders", []persistence.NewJob{{ID: "a", Payload: []byte(`"1"`)}}))
+	waitCalls := func(want int) {
+		deadline := time.Now().Add(60 * time.Second)
+		for len(rcv.Calls()) < want {
+			require.True(t, time.Now().Before(deadline), "only %d handler calls of %d", len(rcv.Calls()), want)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitCalls(1)
+
+	for _, s := range set.Servers() {
+		s.Kill()
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		status, _ := n.Do("GET", "/readyz", nil)
+		if status == 503 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the node stayed ready without a master")
+		time.Sleep(100 * time.Millisecond)
+	}
+	calls := len(rcv.Calls())
+	time.Sleep(2 * time.Second)
+	require.Equal(t, calls, len(rcv.Calls()), "no handler call while no master is reachable")
+
+	for _, s := range set.Servers() {
+		require.NoError(t, s.Restart())
+	}
+	n.WaitReady()
+	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for {
+		err := store.Enqueue(sctx, "orders", []persistence.NewJob{{ID: "b", Payload: []byte(`"2"`)}})
+		if err == nil {
+			break
+		}
+		require.NoError(t, sctx.Err(), "enqueue never succeeded again: %v", err)
+		time.Sleep(100 * time.Millisecond)
+	}
+	waitCalls(calls + 1)
+}
