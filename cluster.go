@@ -8,8 +8,10 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/orderlyhq/orderly/cluster"
+	"github.com/orderlyhq/orderly/internal/remoteguard"
 	"github.com/orderlyhq/orderly/messages"
 )
 
@@ -93,10 +95,17 @@ func (n *Node) startRemote(sys *actor.ActorSystem, addr string) (r *remote.Remot
 			r, err = nil, fmt.Errorf("orderly: start actor remote on %s: %v", addr, v)
 		}
 	}()
-	r = remote.NewRemote(sys, remote.Configure(host, port,
-		remote.WithEndpointWriterQueueSize(remoteQueueSize), remote.WithEndpointManagerQueueSize(remoteQueueSize)))
+	guard := remoteguard.New(remoteguard.Config{Token: n.cfg.ActorToken, Targets: []string{EnqueueActorName}, Local: sys.Address, Logger: n.log})
+	opts := []remote.ConfigOption{
+		remote.WithEndpointWriterQueueSize(remoteQueueSize), remote.WithEndpointManagerQueueSize(remoteQueueSize),
+		remote.WithServerOptions(guard.ServerOptions()...),
+	}
+	if n.cfg.ActorAdvertise != "" {
+		opts = append(opts, remote.WithAdvertisedHost(n.cfg.ActorAdvertise))
+	}
+	r = remote.NewRemote(sys, remote.Configure(host, port, opts...))
 	r.Start()
-	n.log.Info("actor remote listening", "actor_addr", sys.Address())
+	n.log.Info("actor remote listening", "actor_addr", addr, "advertised", sys.Address(), "token", n.cfg.ActorToken != "")
 	return r, nil
 }
 
@@ -132,4 +141,18 @@ func (n *Node) membersMessage() *messages.MembersResponse {
 		})
 	}
 	return out
+}
+
+// ActorCredentials returns the gRPC per-call credentials that present token
+// to a node's actor remote (Config.ActorToken). A client passes them to its
+// own protoactor remote:
+//
+//	remote.Configure(host, port, remote.WithDialOptions(
+//		grpc.WithTransportCredentials(insecure.NewCredentials()),
+//		grpc.WithPerRPCCredentials(orderly.ActorCredentials(token))))
+//
+// The token is sent as is: beyond a trusted network, run the actor remote
+// through a tunnel or a private network.
+func ActorCredentials(token string) credentials.PerRPCCredentials {
+	return remoteguard.Credentials(token)
 }

@@ -30,6 +30,10 @@ import (
 // inside the node's process.
 const EnqueueActorName = "enqueue"
 
+// keeperDelay is how long the enqueue actor stays down after it stopped
+// before its keeper spawns it again.
+const keeperDelay = time.Second
+
 // Errors of the node.
 var (
 	// ErrNotRunning is returned by calls that need a started node that has
@@ -70,22 +74,24 @@ type Node struct {
 	// nothing else waits on it (LOCKS.md).
 	life sync.Mutex
 
-	mu       sync.Mutex // guards the fields below; never held across I/O or a wait (LOCKS.md)
-	state    nodeState
-	sys      *actor.ActorSystem
-	nodePID  *actor.PID
-	enqPID   *actor.PID
-	sub      persistence.Subscription
-	quiet    bool                   // Quiet was called: no shards assigned
-	ready    bool                   // the store was reached: shards may be assigned
-	placed   bool                   // desired is known (single node: all shards; cluster: a placement came)
-	desired  []persistence.ShardRef // the shards the node actor should serve
-	last     node.Assign            // the last Assign sent, for a node actor that restarts
-	members  *cluster.Membership    // nil on a single node
-	service  *cluster.Service       // nil on a single node
-	remote   *remote.Remote
-	cancel   context.CancelFunc // ends the bootstrap goroutine
-	stopping *stopRun           // set by the first Stop or StopAndCancel
+	mu      sync.Mutex // guards the fields below; never held across I/O or a wait (LOCKS.md)
+	state   nodeState
+	sys     *actor.ActorSystem
+	nodePID *actor.PID
+	enqPID  *actor.PID
+	// keeperPID spawns the enqueue actor again if it stops.
+	keeperPID *actor.PID
+	sub       persistence.Subscription
+	quiet     bool                   // Quiet was called: no shards assigned
+	ready     bool                   // the store was reached: shards may be assigned
+	placed    bool                   // desired is known (single node: all shards; cluster: a placement came)
+	desired   []persistence.ShardRef // the shards the node actor should serve
+	last      node.Assign            // the last Assign sent, for a node actor that restarts
+	members   *cluster.Membership    // nil on a single node
+	service   *cluster.Service       // nil on a single node
+	remote    *remote.Remote
+	cancel    context.CancelFunc // ends the bootstrap goroutine
+	stopping  *stopRun           // set by the first Stop or StopAndCancel
 
 	boot sync.WaitGroup // the bootstrap goroutine
 }
@@ -205,6 +211,15 @@ func (n *Node) Start(ctx context.Context) error {
 		sys.Shutdown()
 		return fmt.Errorf("orderly: spawn enqueue actor: %w", err)
 	}
+	// The enqueue actor has a well-known name that clients hold: its keeper
+	// spawns it again under that name if it ever stops.
+	keeperPID, err := sys.Root.SpawnNamed(node.KeeperProps(node.KeeperConfig{
+		PID: enqPID, Props: enqProps, Name: EnqueueActorName, Delay: keeperDelay, Logger: n.log,
+	}), EnqueueActorName+"-keeper")
+	if err != nil {
+		sys.Shutdown()
+		return fmt.Errorf("orderly: spawn enqueue keeper: %w", err)
+	}
 	nw, err := n.startNetwork(ctx, sys)
 	if err != nil {
 		sys.Shutdown()
@@ -213,7 +228,7 @@ func (n *Node) Start(ctx context.Context) error {
 
 	bctx, cancel := context.WithCancel(context.Background())
 	n.mu.Lock()
-	n.sys, n.nodePID, n.enqPID = sys, nodePID, enqPID
+	n.sys, n.nodePID, n.enqPID, n.keeperPID = sys, nodePID, enqPID, keeperPID
 	n.remote, n.members, n.service = nw.remote, nw.members, nw.service
 	n.cancel, n.state = cancel, stateRunning
 	n.boot.Add(1)

@@ -51,6 +51,9 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 		log.Warn("configuration: " + w)
 	}
 	log.Info("configuration", "file", cfg.File, "config", fmt.Sprintf("%+v", cfg.Redacted().Node), "queues", len(cfg.Queues))
+	if err := checkExposure(cfg, log); err != nil {
+		return err
+	}
 
 	rdb, closeStore, err := openStore(ctx, cfg, log)
 	if err != nil {
@@ -97,6 +100,8 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 	node, err := orderly.NewNode(store, &orderly.Config{
 		Cluster:         clusterCfg,
 		ActorAddr:       cfg.Node.ActorAddr,
+		ActorAdvertise:  cfg.Node.ActorAdvertiseAddr,
+		ActorToken:      cfg.Node.ActorToken,
 		Name:            cfg.Node.Name,
 		Workers:         workers,
 		Concurrency:     cfg.Node.Concurrency,
