@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
@@ -13,6 +14,7 @@ import (
 	"github.com/orderlyhq/orderly/cluster"
 	"github.com/orderlyhq/orderly/internal/remoteguard"
 	"github.com/orderlyhq/orderly/messages"
+	"github.com/orderlyhq/orderly/persistence"
 )
 
 // remoteQueueSize bounds protoactor remote's per-peer queues (its default
@@ -52,6 +54,7 @@ func (n *Node) startNetwork(ctx context.Context, sys *actor.ActorSystem) (networ
 	if nw.remote != nil {
 		c.Meta.Actor = sys.Address()
 	}
+	c.Meta.Store = n.knownStoreID(ctx)
 	m, err := cluster.Start(ctx, &c)
 	if err != nil {
 		if nw.remote != nil {
@@ -155,4 +158,70 @@ func (n *Node) membersMessage() *messages.MembersResponse {
 // through a tunnel or a private network.
 func ActorCredentials(token string) credentials.PerRPCCredentials {
 	return remoteguard.Credentials(token)
+}
+
+// storeIDFunc returns how the node learns its store's identity: the
+// cluster's StoreID, else the store's own (persistence.Identifier), else
+// nil.
+func (n *Node) storeIDFunc() func(context.Context) (string, error) {
+	if n.cfg.Cluster == nil {
+		return nil
+	}
+	if f := n.cfg.Cluster.StoreID; f != nil {
+		return f
+	}
+	if id, ok := n.store.(persistence.Identifier); ok {
+		return id.StoreID
+	}
+	return nil
+}
+
+// storeIDTimeout bounds the first read of the store's identity at Start: a
+// store that does not answer is asked again once it is reachable.
+const storeIDTimeout = 2 * time.Second
+
+// knownStoreID reads the store's identity before the node joins the
+// gossip, so that it advertises it from the start; "" when the store has
+// none or does not answer (identify retries).
+func (n *Node) knownStoreID(ctx context.Context) string {
+	f := n.storeIDFunc()
+	if f == nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeIDTimeout)
+	defer cancel()
+	id, err := f(ctx)
+	if err != nil {
+		n.log.Warn("cannot read the store's identity yet; retrying once it is reachable", "err", err)
+		return ""
+	}
+	return id
+}
+
+// identify advertises the store's identity if Start could not read it,
+// retrying until ctx ends; called by bootstrap, once the store answered,
+// before the cluster service places shards.
+func (n *Node) identify(ctx context.Context, members *cluster.Membership, wait func() bool) {
+	f := n.storeIDFunc()
+	if f == nil || members == nil {
+		return
+	}
+	for _, m := range members.Members() {
+		if m.Name == n.cfg.Name && m.Meta.Store != "" {
+			return
+		}
+	}
+	for {
+		id, err := f(ctx)
+		if err == nil {
+			if err := members.SetMeta(ctx, func(m *cluster.Meta) { m.Store = id }); err != nil {
+				n.log.Warn("cannot advertise the store's identity", "err", err)
+			}
+			return
+		}
+		n.log.Warn("cannot read the store's identity yet; retrying", "err", err)
+		if !wait() {
+			return
+		}
+	}
 }

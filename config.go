@@ -1,6 +1,7 @@
 package orderly
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -151,6 +152,12 @@ type ClusterConfig struct {
 	// Transport replaces memberlist's network transport, for example to
 	// inject faults in tests.
 	Transport memberlist.Transport
+	// StoreID returns the identity of the node's store, which the node
+	// advertises: members of another store are ignored for placement
+	// (MemberForeign), so that a node pointed at another Redis cannot take
+	// this store's shards [the store's persistence.Identifier, when it has
+	// one; nil: no identity, every member is taken as the same store].
+	StoreID func(context.Context) (string, error)
 }
 
 // withDefaults returns c with every zero field set to its default.

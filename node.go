@@ -291,13 +291,14 @@ func (n *Node) bootstrap(ctx context.Context, registered bool) {
 	}
 	n.sub = sub
 	n.ready = true
-	service := n.service
+	service, members := n.service, n.members
 	if service == nil {
 		n.assignLocked(n.allShards())
 	}
 	sys, pid := n.sys, n.nodePID
 	n.mu.Unlock()
 	if service != nil {
+		n.identify(ctx, members, wait)
 		if err := service.Start(ctx); err != nil {
 			n.log.Warn("cluster service did not start", "err", err)
 		}
