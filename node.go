@@ -27,7 +27,8 @@ import (
 // remote sends it *messages.Enqueue (answered with *messages.EnqueueResult),
 // *messages.StatsRequest and *messages.MembersRequest at
 // actor.NewPID(actorAddr, EnqueueActorName); Node.Ask does the same from
-// inside the node's process.
+// inside the node's process. It is the only actor reachable remotely, and
+// a keeper spawns it again under this name if it stops.
 const EnqueueActorName = "enqueue"
 
 // keeperDelay is how long the enqueue actor stays down after it stopped

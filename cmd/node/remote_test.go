@@ -110,13 +110,13 @@ func TestActorRemoteUnimplementedCalls(t *testing.T) {
 	enqueueByActor(t, addr, "still-here")
 }
 
-// An actor remote on every interface advertises actor_advertise_addr and
-// serves a client that reaches it there.
+// An actor remote on every interface advertises actor_advertise_addr, and
+// serves a client that reaches it there or at another of its addresses.
 func TestActorRemoteAdvertise(t *testing.T) {
 	srv := redistest.NewServer(t, redistest.Options{})
 	port, err := redistest.FreePort()
 	require.NoError(t, err)
-	advertised := fmt.Sprintf("127.0.0.1:%d", port)
+	advertised := fmt.Sprintf("localhost:%d", port)
 	n := nodetest.Start(t, nodetest.Options{Redis: srv.URL(), Args: []string{
 		"--actor-addr", fmt.Sprintf("0.0.0.0:%d", port), "--actor-advertise-addr", advertised, "--actor-public"}})
 	n.WaitReady()
@@ -125,6 +125,7 @@ func TestActorRemoteAdvertise(t *testing.T) {
 	require.Contains(t, string(body), `"actor":"`+advertised+`"`)
 	require.Contains(t, n.Logs(), "actor remote listens on a non-loopback address without a token (actor_public)")
 	enqueueByActor(t, advertised, "through-advertised")
+	enqueueByActor(t, fmt.Sprintf("127.0.0.1:%d", port), "through-another-address")
 }
 
 // The actor remote and gossip follow the HTTP listener's rule: beyond
