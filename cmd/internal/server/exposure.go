@@ -6,6 +6,7 @@ import (
 	"net"
 
 	"github.com/orderlyhq/orderly/cmd/internal/config"
+	"github.com/orderlyhq/orderly/internal/remoteguard"
 )
 
 // checkExposure applies the rule of the HTTP listener to the node's other
@@ -21,16 +22,16 @@ func checkExposure(cfg *config.Config, log *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("actor_addr %s: %w", n.ActorAddr, err)
 		}
-		if isWildcard(host) && n.ActorAdvertiseAddr == "" {
+		if remoteguard.IsWildcard(host) && n.ActorAdvertiseAddr == "" {
 			return fmt.Errorf("the actor remote would listen on %s, every interface, and advertise an address no other host can use: set --actor-advertise-addr to the address other hosts reach it at (or listen on one address)", n.ActorAddr)
 		}
-		if !hostIsLoopback(host) && n.ActorToken == "" {
+		if !remoteguard.IsLoopback(host) && n.ActorToken == "" {
 			if !n.ActorPublic {
 				return fmt.Errorf("the actor remote would listen on %s, reachable from other hosts, without a token: set --actor-token (or listen on 127.0.0.1), or --actor-public to allow it", n.ActorAddr)
 			}
 			log.Warn("the actor remote listens on a non-loopback address without a token (actor_public): anyone who reaches it can enqueue", "actor_addr", n.ActorAddr)
 		}
-		if !hostIsLoopback(host) && n.ActorToken != "" {
+		if !remoteguard.IsLoopback(host) && n.ActorToken != "" {
 			log.Warn("the actor remote listens on a non-loopback address in plaintext gRPC: its token travels unencrypted, readable by anyone on the path; keep it on a private network or a tunnel", "actor_addr", n.ActorAddr)
 		}
 	}
@@ -39,7 +40,7 @@ func checkExposure(cfg *config.Config, log *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("bind %s: %w", n.Bind, err)
 		}
-		if !hostIsLoopback(host) && n.GossipKey == "" {
+		if !remoteguard.IsLoopback(host) && n.GossipKey == "" {
 			if !n.GossipPublic {
 				return fmt.Errorf("gossip would listen on %s, reachable from other hosts, in plaintext: set --gossip-key (or bind 127.0.0.1), or --gossip-public to allow it", n.Bind)
 			}
@@ -47,23 +48,4 @@ func checkExposure(cfg *config.Config, log *slog.Logger) error {
 		}
 	}
 	return nil
-}
-
-// hostIsLoopback reports whether host (of host:port) names this machine
-// only: a loopback IP or localhost.
-func hostIsLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// isWildcard reports whether host binds every interface.
-func isWildcard(host string) bool {
-	if host == "" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsUnspecified()
 }
