@@ -3,6 +3,7 @@ package remoteguard
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -65,4 +66,35 @@ func TestHosts(t *testing.T) {
 	} {
 		require.Equal(t, want, [2]bool{IsLoopback(host), IsWildcard(host)}, host)
 	}
+}
+
+// Whatever a peer sends, the envelopes Filter keeps are ones protoactor's
+// reader can take without panicking: indexes in range, a known serializer,
+// an orderly message to an allowed target.
+func FuzzFilter(f *testing.F) {
+	f.Add([]byte{0, 0, 1, 0}, "orderly.messages.v1.Enqueue", "enqueue")
+	f.Add([]byte{1, 0, 0, 0, 9, 9, 9, 9}, "actor.Stop", "node")
+	f.Add([]byte{0, 255, 0, 1}, "orderly.messages.v1.StatsRequest", "enqueue")
+	g := New(Config{Targets: []string{"enqueue"}, Logger: slog.New(slog.DiscardHandler)})
+	f.Fuzz(func(t *testing.T, raw []byte, typ, target string) {
+		b := &remote.MessageBatch{
+			TypeNames: []string{typ, "actor.Stop"},
+			Targets:   []*actor.PID{{Id: target}, nil},
+			Senders:   []*actor.PID{{Id: "s"}},
+		}
+		for i := 0; i+4 <= len(raw); i += 4 {
+			b.Envelopes = append(b.Envelopes, &remote.MessageEnvelope{
+				TypeId: int32(int8(raw[i])), Target: int32(int8(raw[i+1])), Sender: int32(int8(raw[i+2])), SerializerId: int32(int8(raw[i+3])),
+			})
+		}
+		g.Filter(b)
+		for _, e := range b.Envelopes {
+			require.True(t, e.TypeId >= 0 && int(e.TypeId) < len(b.TypeNames))
+			require.True(t, e.Target >= 0 && int(e.Target) < len(b.Targets) && b.Targets[e.Target] != nil)
+			require.True(t, e.Sender >= 0 && int(e.Sender) <= len(b.Senders))
+			require.Contains(t, []int32{0, 1}, e.SerializerId)
+			require.True(t, strings.HasPrefix(b.TypeNames[e.TypeId], TypePrefix))
+			require.Equal(t, "enqueue", b.Targets[e.Target].Id)
+		}
+	})
 }
