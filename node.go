@@ -75,24 +75,24 @@ type Node struct {
 	// nothing else waits on it (LOCKS.md).
 	life sync.Mutex
 
-	mu      sync.Mutex // guards the fields below; never held across I/O or a wait (LOCKS.md)
-	state   nodeState
-	sys     *actor.ActorSystem
-	nodePID *actor.PID
-	enqPID  *actor.PID
-	// keeperPID spawns the enqueue actor again if it stops.
-	keeperPID *actor.PID
-	sub       persistence.Subscription
-	quiet     bool                   // Quiet was called: no shards assigned
-	ready     bool                   // the store was reached: shards may be assigned
-	placed    bool                   // desired is known (single node: all shards; cluster: a placement came)
-	desired   []persistence.ShardRef // the shards the node actor should serve
-	last      node.Assign            // the last Assign sent, for a node actor that restarts
-	members   *cluster.Membership    // nil on a single node
-	service   *cluster.Service       // nil on a single node
-	remote    *remote.Remote
-	cancel    context.CancelFunc // ends the bootstrap goroutine
-	stopping  *stopRun           // set by the first Stop or StopAndCancel
+	mu       sync.Mutex // guards the fields below; never held across I/O or a wait (LOCKS.md)
+	state    nodeState
+	sys      *actor.ActorSystem
+	nodePID  *actor.PID
+	enqPID   *actor.PID
+	sub      persistence.Subscription
+	quiet    bool                   // Quiet was called: no shards assigned
+	ready    bool                   // the store was reached: shards may be assigned
+	placed   bool                   // desired is known (single node: all shards; cluster: a placement came)
+	desired  []persistence.ShardRef // the shards the node actor should serve
+	last     node.Assign            // the last Assign sent, for a node actor that restarts
+	members  *cluster.Membership    // nil on a single node
+	service  *cluster.Service       // nil on a single node
+	remote   *remote.Remote
+	cancel   context.CancelFunc // ends the bootstrap goroutine
+	stopping *stopRun           // set by the first Stop or StopAndCancel
+
+	keeperPID *actor.PID // spawns the enqueue actor again if it stops; guarded by mu
 
 	boot sync.WaitGroup // the bootstrap goroutine
 }
