@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/orderlyhq/orderly/cluster"
+	"github.com/orderlyhq/orderly/internal/remoteguard"
 	"github.com/orderlyhq/orderly/messages"
+	"github.com/orderlyhq/orderly/persistence"
 )
 
 // remoteQueueSize bounds protoactor remote's per-peer queues (its default
@@ -50,6 +54,7 @@ func (n *Node) startNetwork(ctx context.Context, sys *actor.ActorSystem) (networ
 	if nw.remote != nil {
 		c.Meta.Actor = sys.Address()
 	}
+	c.Meta.Store = n.knownStoreID(ctx)
 	m, err := cluster.Start(ctx, &c)
 	if err != nil {
 		if nw.remote != nil {
@@ -93,10 +98,17 @@ func (n *Node) startRemote(sys *actor.ActorSystem, addr string) (r *remote.Remot
 			r, err = nil, fmt.Errorf("orderly: start actor remote on %s: %v", addr, v)
 		}
 	}()
-	r = remote.NewRemote(sys, remote.Configure(host, port,
-		remote.WithEndpointWriterQueueSize(remoteQueueSize), remote.WithEndpointManagerQueueSize(remoteQueueSize)))
+	guard := remoteguard.New(remoteguard.Config{Token: n.cfg.ActorToken, Targets: []string{EnqueueActorName}, Local: sys.Address, Logger: n.log})
+	opts := []remote.ConfigOption{
+		remote.WithEndpointWriterQueueSize(remoteQueueSize), remote.WithEndpointManagerQueueSize(remoteQueueSize),
+		remote.WithServerOptions(guard.ServerOptions()...),
+	}
+	if n.cfg.ActorAdvertise != "" {
+		opts = append(opts, remote.WithAdvertisedHost(n.cfg.ActorAdvertise))
+	}
+	r = remote.NewRemote(sys, remote.Configure(host, port, opts...))
 	r.Start()
-	n.log.Info("actor remote listening", "actor_addr", sys.Address())
+	n.log.Info("actor remote listening", "actor_addr", addr, "advertised", sys.Address(), "token", n.cfg.ActorToken != "")
 	return r, nil
 }
 
@@ -132,4 +144,84 @@ func (n *Node) membersMessage() *messages.MembersResponse {
 		})
 	}
 	return out
+}
+
+// ActorCredentials returns the gRPC per-call credentials that present token
+// to a node's actor remote (Config.ActorToken). A client passes them to its
+// own protoactor remote:
+//
+//	remote.Configure(host, port, remote.WithDialOptions(
+//		grpc.WithTransportCredentials(insecure.NewCredentials()),
+//		grpc.WithPerRPCCredentials(orderly.ActorCredentials(token))))
+//
+// The token is sent as is: beyond a trusted network, run the actor remote
+// through a tunnel or a private network.
+func ActorCredentials(token string) credentials.PerRPCCredentials {
+	return remoteguard.Credentials(token)
+}
+
+// storeIDFunc returns how the node learns its store's identity: the
+// cluster's StoreID, else the store's own (persistence.Identifier), else
+// nil.
+func (n *Node) storeIDFunc() func(context.Context) (string, error) {
+	if n.cfg.Cluster == nil {
+		return nil
+	}
+	if f := n.cfg.Cluster.StoreID; f != nil {
+		return f
+	}
+	if id, ok := n.store.(persistence.Identifier); ok {
+		return id.StoreID
+	}
+	return nil
+}
+
+// storeIDTimeout bounds the first read of the store's identity at Start: a
+// store that does not answer is asked again once it is reachable.
+const storeIDTimeout = 2 * time.Second
+
+// knownStoreID reads the store's identity before the node joins the
+// gossip, so that it advertises it from the start; "" when the store has
+// none or does not answer (identify retries).
+func (n *Node) knownStoreID(ctx context.Context) string {
+	f := n.storeIDFunc()
+	if f == nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeIDTimeout)
+	defer cancel()
+	id, err := f(ctx)
+	if err != nil {
+		n.log.Warn("cannot read the store's identity yet; retrying once it is reachable", "err", err)
+		return ""
+	}
+	return id
+}
+
+// identify advertises the store's identity if Start could not read it,
+// retrying until ctx ends; called by bootstrap, once the store answered,
+// before the cluster service places shards.
+func (n *Node) identify(ctx context.Context, members *cluster.Membership, wait func() bool) {
+	f := n.storeIDFunc()
+	if f == nil || members == nil {
+		return
+	}
+	for _, m := range members.Members() {
+		if m.Name == n.cfg.Name && m.Meta.Store != "" {
+			return
+		}
+	}
+	for {
+		id, err := f(ctx)
+		if err == nil {
+			if err := members.SetMeta(ctx, func(m *cluster.Meta) { m.Store = id }); err != nil {
+				n.log.Warn("cannot advertise the store's identity", "err", err)
+			}
+			return
+		}
+		n.log.Warn("cannot read the store's identity yet; retrying", "err", err)
+		if !wait() {
+			return
+		}
+	}
 }

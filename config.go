@@ -1,13 +1,17 @@
 package orderly
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"time"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/orderlyhq/orderly/internal/remoteguard"
 )
 
 // Defaults of Config.
@@ -96,8 +100,20 @@ type Config struct {
 	Cluster *ClusterConfig
 	// ActorAddr, when set (host:port; port 0 picks one), serves the node's
 	// enqueue actor through protoactor remote, so that other processes can
-	// send it messages (see EnqueueActorName).
+	// send it messages (see EnqueueActorName). Only orderly's messages to
+	// the enqueue actor are accepted from other processes: system messages
+	// (Stop, PoisonPill, Watch...) and messages to other actors are dropped.
+	// A wildcard host (0.0.0.0, [::]) needs ActorAdvertise.
 	ActorAddr string
+	// ActorAdvertise is the address other processes reach the actor remote
+	// at, host:port, when it differs from ActorAddr; required when
+	// ActorAddr binds every interface. It is the address the node
+	// advertises (Member.Actor) and the one its actors' PIDs carry.
+	ActorAdvertise string
+	// ActorToken, when set, is required from every process that connects
+	// to the actor remote, in gRPC metadata (ActorCredentials is the
+	// client side); a connection without it is refused.
+	ActorToken string
 	// Observer, if set, receives every shard's batch and lease events
 	// (metrics.Metrics is one).
 	Observer Observer
@@ -136,6 +152,12 @@ type ClusterConfig struct {
 	// Transport replaces memberlist's network transport, for example to
 	// inject faults in tests.
 	Transport memberlist.Transport
+	// StoreID returns the identity of the node's store, which the node
+	// advertises: members of another store are ignored for placement
+	// (MemberForeign), so that a node pointed at another Redis cannot take
+	// this store's shards [the store's persistence.Identifier, when it has
+	// one; nil: no identity, every member is taken as the same store].
+	StoreID func(context.Context) (string, error)
 }
 
 // withDefaults returns c with every zero field set to its default.
@@ -194,6 +216,24 @@ func (c *Config) validate() error {
 		return fmt.Errorf("orderly: MorgueTTL must not be negative, got %s", c.MorgueTTL)
 	case c.IdlePoll < 0:
 		return fmt.Errorf("orderly: IdlePoll must not be negative, got %s", c.IdlePoll)
+	}
+	if c.ActorAddr != "" {
+		host, _, err := net.SplitHostPort(c.ActorAddr)
+		if err != nil {
+			return fmt.Errorf("orderly: ActorAddr %q: %w", c.ActorAddr, err)
+		}
+		if remoteguard.IsWildcard(host) && c.ActorAdvertise == "" {
+			return fmt.Errorf("orderly: ActorAddr %s binds every interface: set ActorAdvertise to the address other hosts reach it at", c.ActorAddr)
+		}
+	}
+	if c.ActorAdvertise != "" {
+		if c.ActorAddr == "" {
+			return errors.New("orderly: ActorAdvertise is set without ActorAddr")
+		}
+		host, port, err := net.SplitHostPort(c.ActorAdvertise)
+		if err != nil || port == "0" || remoteguard.IsWildcard(host) {
+			return fmt.Errorf("orderly: ActorAdvertise %q is not a concrete host:port", c.ActorAdvertise)
+		}
 	}
 	return nil
 }

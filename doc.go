@@ -110,6 +110,10 @@
 // actor message: Node.Ask sends *messages.Enqueue to the node's enqueue
 // actor, which other processes reach through protoactor remote at
 // Config.ActorAddr under EnqueueActorName (see examples/remote-enqueue).
+// Only orderly's messages to that actor pass the remote: system messages
+// and messages to other actors are dropped, Config.ActorToken makes clients
+// present a token (ActorCredentials), and the actor is started again if it
+// ever stops.
 // Validation is all or nothing: one bad job rejects the whole call, with an
 // error naming the field (a *persistence.FieldError). A queue must have been
 // registered, by a node that serves it or with persistence.Store's

@@ -39,3 +39,12 @@ func DesyncNodeActor(n *Node) {
 	defer n.mu.Unlock()
 	n.sys.Root.Send(n.nodePID, node.Assign{})
 }
+
+// StopEnqueueActor stops n's enqueue actor from inside the process, as its
+// guardian does when it gives up restarting it, and waits until it stopped.
+func StopEnqueueActor(n *Node) {
+	n.mu.Lock()
+	sys, pid := n.sys, n.enqPID
+	n.mu.Unlock()
+	_ = sys.Root.StopFuture(pid).Wait()
+}

@@ -27,8 +27,13 @@ import (
 // remote sends it *messages.Enqueue (answered with *messages.EnqueueResult),
 // *messages.StatsRequest and *messages.MembersRequest at
 // actor.NewPID(actorAddr, EnqueueActorName); Node.Ask does the same from
-// inside the node's process.
+// inside the node's process. It is the only actor reachable remotely, and
+// a keeper spawns it again under this name if it stops.
 const EnqueueActorName = "enqueue"
+
+// keeperDelay is how long the enqueue actor stays down after it stopped
+// before its keeper spawns it again.
+const keeperDelay = time.Second
 
 // Errors of the node.
 var (
@@ -86,6 +91,8 @@ type Node struct {
 	remote   *remote.Remote
 	cancel   context.CancelFunc // ends the bootstrap goroutine
 	stopping *stopRun           // set by the first Stop or StopAndCancel
+
+	keeperPID *actor.PID // spawns the enqueue actor again if it stops; guarded by mu
 
 	boot sync.WaitGroup // the bootstrap goroutine
 }
@@ -205,6 +212,15 @@ func (n *Node) Start(ctx context.Context) error {
 		sys.Shutdown()
 		return fmt.Errorf("orderly: spawn enqueue actor: %w", err)
 	}
+	// The enqueue actor has a well-known name that clients hold: its keeper
+	// spawns it again under that name if it ever stops.
+	keeperPID, err := sys.Root.SpawnNamed(node.KeeperProps(node.KeeperConfig{
+		PID: enqPID, Props: enqProps, Name: EnqueueActorName, Delay: keeperDelay, Logger: n.log,
+	}), EnqueueActorName+"-keeper")
+	if err != nil {
+		sys.Shutdown()
+		return fmt.Errorf("orderly: spawn enqueue keeper: %w", err)
+	}
 	nw, err := n.startNetwork(ctx, sys)
 	if err != nil {
 		sys.Shutdown()
@@ -213,7 +229,7 @@ func (n *Node) Start(ctx context.Context) error {
 
 	bctx, cancel := context.WithCancel(context.Background())
 	n.mu.Lock()
-	n.sys, n.nodePID, n.enqPID = sys, nodePID, enqPID
+	n.sys, n.nodePID, n.enqPID, n.keeperPID = sys, nodePID, enqPID, keeperPID
 	n.remote, n.members, n.service = nw.remote, nw.members, nw.service
 	n.cancel, n.state = cancel, stateRunning
 	n.boot.Add(1)
@@ -276,13 +292,14 @@ func (n *Node) bootstrap(ctx context.Context, registered bool) {
 	}
 	n.sub = sub
 	n.ready = true
-	service := n.service
+	service, members := n.service, n.members
 	if service == nil {
 		n.assignLocked(n.allShards())
 	}
 	sys, pid := n.sys, n.nodePID
 	n.mu.Unlock()
 	if service != nil {
+		n.identify(ctx, members, wait)
 		if err := service.Start(ctx); err != nil {
 			n.log.Warn("cluster service did not start", "err", err)
 		}

@@ -56,6 +56,10 @@ const (
 	// MemberDead members stopped answering; they are listed for a while
 	// (ten minutes) for operators to see.
 	MemberDead MemberState = "dead"
+	// MemberForeign members gossip with this node but use another store
+	// (another Redis, or another prefix): they serve nothing of this
+	// store's shards and are ignored for placement.
+	MemberForeign MemberState = "foreign"
 )
 
 // Member is a node of the cluster as this node sees it (Node.Members).

@@ -130,7 +130,7 @@ func (n *Node) beginStop(deadline time.Time) *stopRun {
 func (n *Node) runStop(s *stopRun) {
 	defer s.wg.Done()
 	n.mu.Lock()
-	sys, nodePID, enqPID := n.sys, n.nodePID, n.enqPID
+	sys, nodePID, enqPID, keeperPID := n.sys, n.nodePID, n.enqPID, n.keeperPID
 	members, service, rem := n.members, n.service, n.remote
 	deadline := s.deadline
 	n.mu.Unlock()
@@ -179,7 +179,7 @@ func (n *Node) runStop(s *stopRun) {
 	if rem != nil {
 		rem.Shutdown(true)
 	}
-	for _, pid := range []*actor.PID{nodePID, enqPID} {
+	for _, pid := range []*actor.PID{keeperPID, nodePID, enqPID} { // the keeper first: it would respawn the enqueue actor
 		if err := sys.Root.StopFuture(pid).Wait(); err != nil {
 			n.log.Warn("actor did not stop in time", "actor", pid.Id, "err", err)
 		}

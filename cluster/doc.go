@@ -16,7 +16,12 @@
 // to 6 s). Each node advertises metadata (at most 512 bytes): its HTTP and actor
 // addresses, version, the queues it serves, and two flags: draining (set
 // before a graceful leave or while quiet; memberlist cannot tell a leave
-// from a death) and unhealthy (set while the node cannot reach Redis).
+// from a death) and unhealthy (set while the node cannot reach Redis); and
+// the identity of its store (Meta.Store). A member whose store differs from
+// this node's is foreign: it is listed as such, logged once and left out
+// of placement, since it would serve the shards it takes in another Redis
+// (a misconfigured or rogue peer); a member that advertises no store
+// (before it read it, or an earlier version) counts as the same store.
 // memberlist calls its event callbacks under its own lock, so they only
 // copy the node and signal a channel; everything else happens outside
 // (LOCKS.md at the repository root has the lock order).
@@ -27,7 +32,8 @@
 // # Placement and rebalancing
 //
 // Placement is rendezvous hashing with bounded loads over the eligible
-// members of a queue (alive, not draining, not unhealthy, serving it): every
+// members of a queue (alive, not draining, not foreign, not unhealthy,
+// serving it): every
 // (shard, member) pair gets hash(queue, shard, member name); pairs are taken
 // in descending order and a shard goes to the first member with room, each
 // member holding floor or ceil of shards/members. Every node computes the

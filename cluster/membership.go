@@ -22,6 +22,10 @@ const (
 	StateAlive    = "alive"
 	StateDraining = "draining"
 	StateDead     = "dead"
+	// StateForeign members gossip with this node but use another store
+	// (Meta.Store differs): they are ignored for placement, as the shards
+	// they would take are served in their store, not in this one.
+	StateForeign = "foreign"
 )
 
 // Errors.
@@ -42,6 +46,16 @@ type Meta struct {
 	Draining bool `json:"d,omitempty"`
 	// Unhealthy is set while the node cannot reach Redis.
 	Unhealthy bool `json:"u,omitempty"`
+	// Store is the identity of the node's store (persistence.Identifier);
+	// empty while it is not known yet, or from a version that did not
+	// advertise it, which is taken as the same store.
+	Store string `json:"s,omitempty"`
+}
+
+// foreign reports whether a member advertising other belongs to another
+// store than one advertising self.
+func foreign(self, other Meta) bool {
+	return self.Store != "" && other.Store != "" && self.Store != other.Store
 }
 
 func (m Meta) encode() ([]byte, error) {
@@ -90,6 +104,7 @@ type Membership struct {
 	members   map[string]Member // live members, copied from memberlist's events
 	localAddr string            // this node's gossip address
 	dead      map[string]Member // members that died, until DeadRetention
+	foreign   map[string]string // member -> store, of foreign members already logged
 }
 
 // Start creates the local member, joins the seeds that answer and starts
@@ -120,7 +135,7 @@ func Start(ctx context.Context, cfg *Config) (*Membership, error) {
 	m := &Membership{
 		cfg: c, log: c.Logger.With("component", "cluster"), meta: c.Meta,
 		changes: make(chan struct{}, 1), stop: make(chan struct{}),
-		members: map[string]Member{}, dead: map[string]Member{},
+		members: map[string]Member{}, dead: map[string]Member{}, foreign: map[string]string{},
 	}
 	if _, err := m.meta.encode(); err != nil {
 		return nil, err
@@ -255,16 +270,25 @@ func (m *Membership) Members() []Member {
 	m.mu.Lock()
 	out := make([]Member, 0, len(m.members)+len(m.dead)+1)
 	self := false
+	var newlyForeign []Member
 	for name, mem := range m.members {
 		if name == m.cfg.Name {
 			mem.Meta, self = m.meta, true
 		}
 		mem.State = StateAlive
-		if mem.Meta.Draining {
+		switch {
+		case name != m.cfg.Name && foreign(m.meta, mem.Meta):
+			mem.State = StateForeign
+			if m.foreign[name] != mem.Meta.Store {
+				m.foreign[name] = mem.Meta.Store
+				newlyForeign = append(newlyForeign, mem)
+			}
+		case mem.Meta.Draining:
 			mem.State = StateDraining
 		}
 		out = append(out, mem)
 	}
+	store := m.meta.Store
 	if !self {
 		st := StateAlive
 		if m.meta.Draining {
@@ -280,6 +304,10 @@ func (m *Membership) Members() []Member {
 		out = append(out, d)
 	}
 	m.mu.Unlock()
+	for _, f := range newlyForeign {
+		m.log.Warn("a member of another store joined the gossip; it is ignored for placement (check its redis and redis_prefix, and use gossip_key or cluster_label to keep clusters apart)",
+			"member", f.Name, "addr", f.Addr, "its_store", f.Meta.Store, "store", store)
+	}
 	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
@@ -416,6 +444,7 @@ func (e *events) NotifyLeave(n *memberlist.Node) {
 	mem := m.copyMember(n)
 	m.mu.Lock()
 	delete(m.members, mem.Name)
+	delete(m.foreign, mem.Name)
 	if !mem.Meta.Draining { // a member that drained first left gracefully
 		mem.State = StateDead
 		m.dead[mem.Name] = mem

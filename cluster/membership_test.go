@@ -155,3 +155,28 @@ func TestEncryptionAndLabel(t *testing.T) {
 	require.Len(t, states(c), 1, "another label never joins")
 	require.Len(t, states(d), 1, "another key never joins")
 }
+
+// Members of another store are foreign (and so ignored by placement, which
+// takes alive members only); a member that does not advertise a store, as
+// earlier versions do, is taken as the same store.
+func TestMembershipForeignStore(t *testing.T) {
+	nw := clustertest.NewNetwork()
+	a, seed := start(t, nw, "a", nil, cluster.Meta{Store: "s1", Queues: []string{"q"}})
+	b, _ := start(t, nw, "b", []string{seed}, cluster.Meta{Store: "s1", Queues: []string{"q"}})
+	c, _ := start(t, nw, "c", []string{seed}, cluster.Meta{Store: "s2", Queues: []string{"q"}})
+	d, _ := start(t, nw, "d", []string{seed}, cluster.Meta{Queues: []string{"q"}})
+	require.Eventually(t, func() bool {
+		return equal(states(a), map[string]string{"a": "alive", "b": "alive", "c": "foreign", "d": "alive"})
+	}, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool {
+		return equal(states(c), map[string]string{"a": "foreign", "b": "foreign", "c": "alive", "d": "alive"})
+	}, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return len(states(b)) == 4 && len(states(d)) == 4 }, 5*time.Second, 10*time.Millisecond)
+
+	// A store learnt later (the node reached Redis after it joined).
+	require.NoError(t, d.SetMeta(context.Background(), func(m *cluster.Meta) { m.Store = "s2" }))
+	require.Eventually(t, func() bool {
+		return states(a)["d"] == "foreign" && states(d)["a"] == "foreign" && states(d)["c"] == "alive"
+	},
+		5*time.Second, 10*time.Millisecond)
+}

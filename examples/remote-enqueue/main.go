@@ -8,7 +8,10 @@
 //	go run ./examples/remote-enqueue --actor 127.0.0.1:8090 --queue default --id order-1 --payload '{"state":"paid"}'
 //
 // Without --actor it asks a node's HTTP API (--http) for a member that
-// advertises an actor address.
+// advertises an actor address. A node started with --actor-token refuses
+// clients without it: pass the same token with --token (or
+// ORDERLY_ACTOR_TOKEN), which this process presents in gRPC metadata
+// (orderly.ActorCredentials).
 package main
 
 import (
@@ -25,7 +28,10 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/messages"
 )
 
@@ -44,6 +50,7 @@ func run(args []string, out io.Writer) error {
 	id := fs.String("id", "", "job id (required)")
 	payload := fs.String("payload", "", "payload")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the answer")
+	token := fs.String("token", os.Getenv("ORDERLY_ACTOR_TOKEN"), "the node's actor_token, if it has one [env ORDERLY_ACTOR_TOKEN]")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -62,7 +69,13 @@ func run(args []string, out io.Writer) error {
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}))
-	r := remote.NewRemote(sys, remote.Configure("127.0.0.1", 0, remote.WithEndpointWriterQueueSize(1024), remote.WithEndpointManagerQueueSize(1024)))
+	opts := []remote.ConfigOption{remote.WithEndpointWriterQueueSize(1024), remote.WithEndpointManagerQueueSize(1024)}
+	if *token != "" {
+		opts = append(opts, remote.WithDialOptions(
+			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithPerRPCCredentials(orderly.ActorCredentials(*token))))
+	}
+	r := remote.NewRemote(sys, remote.Configure("127.0.0.1", 0, opts...))
 	r.Start()
 	defer r.Shutdown(true)
 

@@ -55,3 +55,41 @@ func TestRemoteEnqueue(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, got, "--id is required")
 }
+
+// A node with an actor token refuses a client without it, or with another
+// one, and stores nothing; the client with the token enqueues.
+func TestRemoteEnqueueToken(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "remote-enqueue")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+
+	srv := redistest.NewServer(t, redistest.Options{})
+	port, err := redistest.FreePort()
+	require.NoError(t, err)
+	actorAddr := "127.0.0.1:" + strconv.Itoa(port)
+	n := nodetest.Start(t, nodetest.Options{Redis: srv.URL(), Args: []string{"--actor-addr", actorAddr, "--actor-token", "s3cret"},
+		Config: "queues:\n  - name: default\n    handler: {type: log}\n"})
+	n.WaitReady()
+	example := func(args ...string) (string, error) {
+		out, err := exec.Command(bin, append([]string{"--actor", actorAddr, "--timeout", "3s"}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+
+	got, err := example("--id", "anonymous")
+	require.Error(t, err, got)
+	require.Contains(t, got, "no answer")
+	got, err = example("--id", "guessed", "--token", "guess")
+	require.Error(t, err, got)
+	require.Contains(t, got, "no answer")
+	require.Contains(t, n.Logs(), "actor remote refused a connection without a valid token")
+	code, body := n.Do("GET", "/api/v1/queues/default", nil)
+	require.Equal(t, 200, code)
+	require.Contains(t, string(body), `"length":0`, string(body))
+
+	got, err = example("--id", "with-token", "--token", "s3cret", "--timeout", "30s")
+	require.NoError(t, err, got)
+	require.Contains(t, got, "enqueued 1 job(s)")
+	require.Eventually(t, func() bool { return strings.Contains(n.Logs(), "job_id=with-token") }, 30*time.Second, 10*time.Millisecond)
+	require.NotContains(t, n.Logs(), "job_id=anonymous")
+	require.NotContains(t, n.Logs(), "job_id=guessed")
+}

@@ -12,6 +12,7 @@ import (
 //
 //	P:queues     HASH   queue name -> shard count
 //	P:layout     STRING the layout version ("2")
+//	P:store_id   STRING the store's identity (random, created once)
 //	P:notify:q   channel: enqueue notices (message: shard number)
 //	P:T:lease  P:T:epoch                                  (shared with layout 1)
 //	P:T:2:lease  P:T:2:jobs  P:T:2:fifo  P:T:2:later  P:T:2:retries
@@ -92,6 +93,9 @@ var shardKeyNames = [numShardKeys]string{
 func (k keyspace) queues() string { return k.prefix + ":queues" }
 
 func (k keyspace) layout() string { return k.prefix + ":layout" }
+
+// storeID is the key of the store's identity (identity.go).
+func (k keyspace) storeID() string { return k.prefix + ":store_id" }
 
 func (k keyspace) channel(queue string) string { return k.prefix + ":notify:" + queue }
 

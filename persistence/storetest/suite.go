@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -69,6 +70,7 @@ func Run(t *testing.T, h Harness) {
 		{"Lease_RenewShardsTogether", testRenewShards},
 		{"Upgrade_Layout1DataServedAndDrained", testUpgrade},
 		{"Model_RandomOperations", testModel},
+		{"Identity_StoreIDIsStable", testStoreID},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1193,4 +1195,25 @@ func testSubscribe(t *testing.T, h Harness) {
 	}
 	require.NoError(t, sub.Close())
 	require.NoError(t, sub.Close())
+}
+
+// A store that knows its identity (persistence.Identifier) gives the same
+// one on every call, and another namespace has another one.
+func testStoreID(t *testing.T, h Harness) {
+	ctx := context.Background()
+	a, ok := h.New(t, nil).(persistence.Identifier)
+	if !ok {
+		t.Skip("the store has no identity")
+	}
+	id, err := a.StoreID(ctx)
+	require.NoError(t, err)
+	require.NotEmpty(t, id)
+	for range 3 {
+		again, err := a.StoreID(ctx)
+		require.NoError(t, err)
+		require.Equal(t, id, again)
+	}
+	other, err := h.New(t, nil).(persistence.Identifier).StoreID(ctx)
+	require.NoError(t, err)
+	require.NotEqual(t, id, other)
 }

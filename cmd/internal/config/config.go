@@ -171,6 +171,19 @@ type NodeConfig struct {
 	// ActorAddr is the protoactor remote's listen address, host:port; empty
 	// turns it off [actor_addr; empty].
 	ActorAddr string
+	// ActorAdvertiseAddr is the address other hosts reach the actor remote
+	// at, host:port, which the node advertises; required when ActorAddr
+	// binds every interface (0.0.0.0, [::]) [actor_advertise_addr; empty:
+	// ActorAddr].
+	ActorAdvertiseAddr string
+	// ActorToken is the token every client of the actor remote presents
+	// (gRPC metadata orderly-actor-token); empty means no authentication
+	// [actor_token; empty]. Secret.
+	ActorToken string
+	// ActorPublic lets the actor remote listen on a non-loopback address
+	// without an ActorToken; otherwise such a node refuses to start
+	// [actor_public; false].
+	ActorPublic bool
 	// Redis is the store's URL (redis://, rediss://, unix://,
 	// redis+cluster://, redis+sentinel:// and their TLS forms); empty means
 	// the embedded in-memory store [redis; empty]. Its password is secret.
@@ -218,6 +231,10 @@ type NodeConfig struct {
 	// encrypts gossip; empty means plaintext gossip [gossip_key; empty].
 	// Secret.
 	GossipKey string
+	// GossipPublic lets gossip listen on a non-loopback address without a
+	// GossipKey; otherwise such a node refuses to start [gossip_public;
+	// false].
+	GossipPublic bool
 	// ClusterLabel is a label every gossip packet carries, keeping clusters
 	// that share a network apart [cluster_label; empty].
 	ClusterLabel string
@@ -332,6 +349,7 @@ func (c *Config) Redacted() *Config {
 	if c.Node.Redis != "" {
 		out.Node.Redis = redisurl.RedactWith(c.Node.Redis, redactedMark)
 	}
+	out.Node.ActorToken = redactSecret(c.Node.ActorToken)
 	for i := range out.Queues {
 		out.Queues[i].Handler.URL = redactURL(out.Queues[i].Handler.URL)
 	}

@@ -348,6 +348,10 @@ func TestEveryKeyHasEnvAndFlag(t *testing.T) {
 		"http":                 {"1.1.1.1:3", "2.2.2.2:4"},
 		"http_token":           {"tok-a", "tok-b"},
 		"actor_addr":           {"1.1.1.1:5", "2.2.2.2:6"},
+		"actor_advertise_addr": {"1.1.1.1:7", "host.example:8"},
+		"actor_token":          {"atok-a", "atok-b"},
+		"actor_public":         {"true", "false"},
+		"gossip_public":        {"true", "false"},
 		"redis":                {"redis://a:1/0", "redis://b:2/0"},
 		"redis_prefix":         {"pa", "pb"},
 		"allow_eviction":       {"true", "false"},
@@ -438,6 +442,7 @@ func TestRedacted(t *testing.T) {
 	cfg, _, err := loadFile(t, `node:
   http_token: tok-SECRET
   gossip_key: U0VDUkVUU0VDUkVUU0VDUg==
+  actor_token: atok-SECRET
   redis: redis://alice:redis-SECRET@db.example:6379/3
   join: [a:1]
 queues:
@@ -449,12 +454,13 @@ queues:
 
 	r := cfg.Redacted()
 	shown := fmt.Sprintf("%+v", *r)
-	for _, secret := range []string{"tok-SECRET", "U0VDUkVUU0VDUkVUU0VDUg==", "redis-SECRET", "hook-SECRET"} {
+	for _, secret := range []string{"tok-SECRET", "U0VDUkVUU0VDUkVUU0VDUg==", "atok-SECRET", "redis-SECRET", "hook-SECRET"} {
 		require.Contains(t, before, secret)
 		require.NotContains(t, shown, secret)
 	}
 	require.Equal(t, "REDACTED", r.Node.HTTPToken)
 	require.Equal(t, "REDACTED", r.Node.GossipKey)
+	require.Equal(t, "REDACTED", r.Node.ActorToken)
 	require.Equal(t, "redis://alice:REDACTED@db.example:6379/3", r.Node.Redis)
 	for raw, want := range map[string]string{
 		"redis+sentinel://:pw@s1,s2:26380/m?sentinel_password=spw": "redis+sentinel://:REDACTED@s1,s2:26380/m?sentinel_password=REDACTED",

@@ -20,6 +20,9 @@
 //	  http_tls_cert: /etc/orderly/tls.crt     # serve HTTPS (with http_tls_key)
 //	  http_tls_key: /etc/orderly/tls.key
 //	  actor_addr: 127.0.0.1:8090        # protoactor remote; empty = off
+//	  actor_advertise_addr: 10.0.0.5:8090     # what others dial; needed for 0.0.0.0
+//	  actor_token: s3cret               # required from actor remote clients
+//	  actor_public: false               # non-loopback actor_addr without a token
 //	  redis: redis://127.0.0.1:6379/0   # empty = embedded in-memory store
 //	  redis_prefix: orderly
 //	  allow_eviction: false
@@ -37,6 +40,7 @@
 //	  log_level: info                   # debug | info | warn | error
 //	  log_format: text                  # text | json
 //	  gossip_key: <base64 of 16, 24 or 32 bytes>
+//	  gossip_public: false              # non-loopback bind without gossip_key
 //	  cluster_label: prod
 //	queues:
 //	  - name: orders

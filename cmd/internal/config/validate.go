@@ -216,6 +216,22 @@ func hasSpaceOrControl(s string) bool {
 // empty (every interface) and the port 0 (any free port).
 func checkListenAddr(s string) error { return checkHostPort(s, false) }
 
+// checkAdvertiseAddr checks an address others dial: a concrete host (not
+// a wildcard) and a port other than 0.
+func checkAdvertiseAddr(s string) error {
+	if err := checkHostPort(s, true); err != nil {
+		return err
+	}
+	host, port, _ := net.SplitHostPort(s)
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return fmt.Errorf("%s binds every interface: give the address other hosts reach this node at", s)
+	}
+	if port == "0" {
+		return fmt.Errorf("%s: the port must not be 0", s)
+	}
+	return nil
+}
+
 // checkJoin checks the seeds: each a host:port with a host and a port.
 func checkJoin(seeds []string) error {
 	var bad []string

@@ -52,6 +52,9 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 		log.Warn("configuration: " + w)
 	}
 	log.Info("configuration", "file", cfg.File, "config", fmt.Sprintf("%+v", cfg.Redacted().Node), "queues", len(cfg.Queues))
+	if err := checkExposure(cfg, log); err != nil {
+		return err
+	}
 
 	rdb, closeStore, err := openStore(ctx, cfg, log)
 	if err != nil {
@@ -91,6 +94,9 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 	if err != nil {
 		return err
 	}
+	if clusterCfg != nil {
+		clusterCfg.StoreID = rs.StoreID // the store passed to the node is wrapped (metrics, write watch)
+	}
 	stopChaos, err := chaos.Install(clusterCfg, log)
 	if err != nil {
 		return err
@@ -99,6 +105,8 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 	node, err := orderly.NewNode(store, &orderly.Config{
 		Cluster:         clusterCfg,
 		ActorAddr:       cfg.Node.ActorAddr,
+		ActorAdvertise:  cfg.Node.ActorAdvertiseAddr,
+		ActorToken:      cfg.Node.ActorToken,
 		Name:            cfg.Node.Name,
 		Workers:         workers,
 		Concurrency:     cfg.Node.Concurrency,
