@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -46,9 +47,16 @@ type Config struct {
 	// redirects may turn the POST into a GET.
 	Client *http.Client
 	// Header holds extra headers sent with every request, e.g.
-	// Authorization. Content-Type, User-Agent and Orderly-Delivery are set by
-	// the handler and cannot be overridden. The handler keeps a copy.
+	// Authorization. Content-Type, User-Agent and the Orderly-* headers are
+	// set by the handler and cannot be overridden (CheckHeaderName tells
+	// which names are refused by the configuration file). The handler keeps
+	// a copy.
 	Header http.Header
+	// Secret, when not empty, signs every request: the Orderly-Signature
+	// header (SignatureHeader) carries the time and an HMAC-SHA256 of the
+	// time and body under Secret, which a receiver checks with Verify or
+	// VerifyRequest. The handler keeps a copy.
+	Secret []byte
 	// Logger receives the handler's logs [slog.Default()].
 	Logger *slog.Logger
 	// MaxResponseBytes is the most of an answer's body that is read
@@ -86,6 +94,7 @@ func (c *Config) withDefaults() Config {
 		out.Client = defaultClient()
 	}
 	out.Header = copyHeader(c.Header)
+	out.Secret = bytes.Clone(c.Secret)
 	if out.Logger == nil {
 		out.Logger = slog.Default()
 	}

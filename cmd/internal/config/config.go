@@ -265,6 +265,15 @@ type HandlerConfig struct {
 	// the start of each (LogPayloadBytes) otherwise. In the file it is
 	// payloads: false [payloads; true]; only for the log type.
 	HidePayloads bool
+	// Secret signs each request of an http handler with the
+	// Orderly-Signature header (webhook.Config.Secret) [secret; empty: no
+	// signature]. Secret.
+	Secret string
+	// Headers are static headers sent with each request of an http
+	// handler, e.g. Authorization [headers; none]. Names that Orderly or
+	// HTTP set (Orderly-*, Content-Type, Host...) are refused. Their values
+	// are treated as secrets.
+	Headers map[string]string
 }
 
 // defaultNode returns the node's defaults, except Name, which Load fills
@@ -304,7 +313,8 @@ func defaultQueue(name string) QueueConfig {
 const redactedMark = "REDACTED"
 
 // Redacted returns a deep copy of c fit for logging: the HTTP token, the
-// gossip key and the passwords in the Redis and handler URLs are replaced by
+// gossip key, the passwords in the Redis and handler URLs, the handlers'
+// secrets and the values of their headers are replaced by
 // "REDACTED" (an empty secret stays empty, which shows that none is set).
 func (c *Config) Redacted() *Config {
 	out := *c
@@ -315,7 +325,16 @@ func (c *Config) Redacted() *Config {
 	out.Node.GossipKey = redactSecret(c.Node.GossipKey)
 	out.Node.Redis = redactURL(c.Node.Redis)
 	for i := range out.Queues {
-		out.Queues[i].Handler.URL = redactURL(out.Queues[i].Handler.URL)
+		h := &out.Queues[i].Handler
+		h.URL = redactURL(h.URL)
+		h.Secret = redactSecret(h.Secret)
+		if h.Headers != nil {
+			headers := make(map[string]string, len(h.Headers))
+			for k, v := range h.Headers {
+				headers[k] = redactSecret(v)
+			}
+			h.Headers = headers
+		}
 	}
 	return &out
 }

@@ -424,14 +424,14 @@ func TestRedacted(t *testing.T) {
   join: [a:1]
 queues:
   - name: q
-    handler: {type: http, url: 'https://bob:hook-SECRET@hooks.example/perform?x=1'}
+    handler: {type: http, url: 'https://bob:hook-SECRET@hooks.example/perform?x=1', secret: sig-SECRET, headers: {Authorization: Bearer hdr-SECRET}}
 `, nil)
 	require.NoError(t, err)
 	before := fmt.Sprintf("%+v", *cfg)
 
 	r := cfg.Redacted()
 	shown := fmt.Sprintf("%+v", *r)
-	for _, secret := range []string{"tok-SECRET", "U0VDUkVUU0VDUkVUU0VDUg==", "redis-SECRET", "hook-SECRET"} {
+	for _, secret := range []string{"tok-SECRET", "U0VDUkVUU0VDUkVUU0VDUg==", "redis-SECRET", "hook-SECRET", "sig-SECRET", "hdr-SECRET"} {
 		require.Contains(t, before, secret)
 		require.NotContains(t, shown, secret)
 	}
@@ -439,6 +439,8 @@ queues:
 	require.Equal(t, "REDACTED", r.Node.GossipKey)
 	require.Equal(t, "redis://alice:REDACTED@db.example:6379/3", r.Node.Redis)
 	require.Equal(t, "https://bob:REDACTED@hooks.example/perform?x=1", r.Queues[0].Handler.URL)
+	require.Equal(t, "REDACTED", r.Queues[0].Handler.Secret)
+	require.Equal(t, map[string]string{"Authorization": "REDACTED"}, r.Queues[0].Handler.Headers)
 	// The rest is kept.
 	require.Equal(t, cfg.Node.Name, r.Node.Name)
 	require.Equal(t, cfg.Node.Join, r.Node.Join)
@@ -447,6 +449,7 @@ queues:
 	// It is a copy.
 	r.Node.Join[0] = "changed"
 	r.Queues[0].Name = "changed"
+	r.Queues[0].Handler.Headers["Authorization"] = "changed"
 	require.Equal(t, before, fmt.Sprintf("%+v", *cfg))
 
 	// Empty secrets stay empty, URLs without a password are kept.

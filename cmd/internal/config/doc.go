@@ -44,6 +44,12 @@
 //	    timeout: 0s                     # bounds one handler call; 0 = none
 //	    retry: {policy: linear, base: 10s}   # lowkiq | linear | exponential (base, max)
 //	    handler: {type: http, url: http://127.0.0.1:9000/perform, timeout: 30s}  # or log, noop
+//	  - name: billing
+//	    handler:
+//	      type: http
+//	      url: https://billing.example/hooks/orderly
+//	      secret: s3cr3t                # signs each request: Orderly-Signature
+//	      headers: {Authorization: Bearer abc}   # static headers; not Orderly-*, Content-Type, Host...
 //	  - name: audit
 //	    handler: {type: log, payloads: false}  # log ids and counts, not payloads
 //

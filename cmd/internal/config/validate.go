@@ -4,8 +4,10 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/webhook"
 )
 
 // Limits of the settings.
@@ -148,6 +151,7 @@ func validateHandler(h HandlerConfig, report func(key, msg string)) {
 		if h.Timeout <= 0 {
 			report("handler.timeout", fmt.Sprintf("must be positive, got %s", h.Timeout))
 		}
+		checkHandlerHeaders(h.Headers, report)
 	case HandlerLog, HandlerNoop:
 		if h.URL != "" {
 			report("handler.url", "only allowed for handler type http, not "+h.Type)
@@ -157,6 +161,12 @@ func validateHandler(h HandlerConfig, report func(key, msg string)) {
 		}
 		if h.HidePayloads && h.Type != HandlerLog {
 			report("handler.payloads", "only allowed for handler type log, not "+h.Type)
+		}
+		if h.Secret != "" {
+			report("handler.secret", "only allowed for handler type http, not "+h.Type)
+		}
+		if len(h.Headers) > 0 {
+			report("handler.headers", "only allowed for handler type http, not "+h.Type)
 		}
 	default:
 		report("handler.type", fmt.Sprintf("%q is not one of log, noop, http", h.Type))
@@ -460,4 +470,20 @@ func (e *invalidError) Error() string {
 
 func (e *invalidError) Unwrap() []error {
 	return append([]error{ErrInvalid}, e.problems...)
+}
+
+// checkHandlerHeaders reports the static headers of an http handler that
+// cannot be sent: names Orderly or HTTP set, invalid names, and values with
+// control characters. Values are not quoted: they may be secrets.
+func checkHandlerHeaders(headers map[string]string, report func(key, msg string)) {
+	names := slices.Sorted(maps.Keys(headers))
+	for _, name := range names {
+		if err := webhook.CheckHeaderName(name); err != nil {
+			report("handler.headers", err.Error())
+			continue
+		}
+		if strings.ContainsFunc(headers[name], func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+			report("handler.headers", fmt.Sprintf("the value of %s holds a control character", name))
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 	"unicode/utf8"
 
@@ -32,7 +33,7 @@ func Workers(queues []config.QueueConfig, log *slog.Logger) ([]orderly.Worker, e
 		case config.HandlerNoop:
 			w.Handler = func(context.Context, *orderly.Batch) error { return nil }
 		case config.HandlerHTTP:
-			h, err := webhook.New(&webhook.Config{URL: q.Handler.URL, Timeout: q.Handler.Timeout, Logger: log})
+			h, err := webhook.New(webhookConfig(q.Handler, log))
 			if err != nil {
 				return nil, fmt.Errorf("queue %s: %w", q.Name, err)
 			}
@@ -107,4 +108,19 @@ func preview(b []byte) string {
 		s += "…"
 	}
 	return s
+}
+
+// webhookConfig is the webhook configuration of an http handler.
+func webhookConfig(h config.HandlerConfig, log *slog.Logger) *webhook.Config {
+	c := &webhook.Config{URL: h.URL, Timeout: h.Timeout, Logger: log}
+	if h.Secret != "" {
+		c.Secret = []byte(h.Secret)
+	}
+	if len(h.Headers) > 0 {
+		c.Header = make(http.Header, len(h.Headers))
+		for k, v := range h.Headers {
+			c.Header.Set(k, v)
+		}
+	}
+	return c
 }
