@@ -184,3 +184,14 @@ type Cluster struct {
 type Status struct {
 	Status string `json:"status"`
 }
+
+// Access is the answer of GET /api/v1/access: what the credentials of the
+// request allow.
+type Access struct {
+	// Write reports that the request may change state (enqueue, delete,
+	// queue actions, the morgue); false for the read-only token and for
+	// public reads.
+	Write bool `json:"write"`
+	// TokenRequired reports that the server requires a bearer token.
+	TokenRequired bool `json:"token_required"`
+}

@@ -144,6 +144,11 @@ type NodeConfig struct {
 	// HTTPToken is the bearer token the HTTP API requires; empty means no
 	// authentication [http_token; empty]. Secret.
 	HTTPToken string
+	// HTTPReadToken is a second bearer token that opens only reads: the
+	// dashboard's views, every GET and /metrics; requests that change
+	// state are answered 403. It needs HTTPToken [http_read_token; empty].
+	// Secret.
+	HTTPReadToken string
 	// HTTPPublic lets the HTTP API listen on a non-loopback address without
 	// an HTTPToken; otherwise such a node refuses to start [http_public;
 	// false].
@@ -312,7 +317,7 @@ func defaultQueue(name string) QueueConfig {
 // redactedMark replaces a secret in Redacted.
 const redactedMark = "REDACTED"
 
-// Redacted returns a deep copy of c fit for logging: the HTTP token, the
+// Redacted returns a deep copy of c fit for logging: the HTTP tokens, the
 // gossip key, the passwords in the Redis and handler URLs, the handlers'
 // secrets and the values of their headers are replaced by
 // "REDACTED" (an empty secret stays empty, which shows that none is set).
@@ -322,6 +327,7 @@ func (c *Config) Redacted() *Config {
 	out.Queues = slices.Clone(c.Queues)
 	out.Warnings = slices.Clone(c.Warnings)
 	out.Node.HTTPToken = redactSecret(c.Node.HTTPToken)
+	out.Node.HTTPReadToken = redactSecret(c.Node.HTTPReadToken)
 	out.Node.GossipKey = redactSecret(c.Node.GossipKey)
 	out.Node.Redis = redactURL(c.Node.Redis)
 	for i := range out.Queues {

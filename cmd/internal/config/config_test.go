@@ -332,6 +332,7 @@ func TestEveryKeyHasEnvAndFlag(t *testing.T) {
 		"join":                 {"a:1", "b:2"},
 		"http":                 {"1.1.1.1:3", "2.2.2.2:4"},
 		"http_token":           {"tok-a", "tok-b"},
+		"http_read_token":      {"rtok-a", "rtok-b"},
 		"actor_addr":           {"1.1.1.1:5", "2.2.2.2:6"},
 		"redis":                {"redis://a:1/0", "redis://b:2/0"},
 		"redis_prefix":         {"pa", "pb"},
@@ -355,8 +356,9 @@ func TestEveryKeyHasEnvAndFlag(t *testing.T) {
 	}
 	// Settings that need another to be valid, given in the environment.
 	partners := map[string][]string{
-		"http_tls_cert": {"ORDERLY_HTTP_TLS_KEY=/p.key"},
-		"http_tls_key":  {"ORDERLY_HTTP_TLS_CERT=/p.crt"},
+		"http_tls_cert":   {"ORDERLY_HTTP_TLS_KEY=/p.key"},
+		"http_tls_key":    {"ORDERLY_HTTP_TLS_CERT=/p.crt"},
+		"http_read_token": {"ORDERLY_HTTP_TOKEN=full"},
 	}
 	require.Len(t, settings(), len(values))
 	for _, s := range settings() {
@@ -419,6 +421,7 @@ func TestRedacted(t *testing.T) {
 	t.Parallel()
 	cfg, _, err := loadFile(t, `node:
   http_token: tok-SECRET
+  http_read_token: rtok-SECRET
   gossip_key: U0VDUkVUU0VDUkVUU0VDUg==
   redis: redis://alice:redis-SECRET@db.example:6379/3
   join: [a:1]
@@ -431,11 +434,12 @@ queues:
 
 	r := cfg.Redacted()
 	shown := fmt.Sprintf("%+v", *r)
-	for _, secret := range []string{"tok-SECRET", "U0VDUkVUU0VDUkVUU0VDUg==", "redis-SECRET", "hook-SECRET", "sig-SECRET", "hdr-SECRET"} {
+	for _, secret := range []string{"tok-SECRET", "rtok-SECRET", "U0VDUkVUU0VDUkVUU0VDUg==", "redis-SECRET", "hook-SECRET", "sig-SECRET", "hdr-SECRET"} {
 		require.Contains(t, before, secret)
 		require.NotContains(t, shown, secret)
 	}
 	require.Equal(t, "REDACTED", r.Node.HTTPToken)
+	require.Equal(t, "REDACTED", r.Node.HTTPReadToken)
 	require.Equal(t, "REDACTED", r.Node.GossipKey)
 	require.Equal(t, "redis://alice:REDACTED@db.example:6379/3", r.Node.Redis)
 	require.Equal(t, "https://bob:REDACTED@hooks.example/perform?x=1", r.Queues[0].Handler.URL)

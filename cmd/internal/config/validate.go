@@ -55,6 +55,12 @@ func (c *Config) Validate() error {
 	if err := checkShardTotal(c.Queues); err != nil {
 		p.addf("queues: %v", err)
 	}
+	switch {
+	case c.Node.HTTPReadToken != "" && c.Node.HTTPToken == "":
+		p.addf("node.http_read_token: needs node.http_token (without it every request may change state)")
+	case c.Node.HTTPReadToken != "" && c.Node.HTTPReadToken == c.Node.HTTPToken:
+		p.addf("node.http_read_token: must differ from node.http_token")
+	}
 	if (c.Node.HTTPTLSCert == "") != (c.Node.HTTPTLSKey == "") {
 		p.addf("node.http_tls_cert, node.http_tls_key: give both (the certificate and its key) or neither")
 	}
