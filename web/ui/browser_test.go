@@ -314,6 +314,12 @@ var members = []apiv1.Member{
 //	reports (1 shard): empty, no lease
 func newFixture(t *testing.T, token string) *fixture {
 	t.Helper()
+	return newFixtureTokens(t, token, "")
+}
+
+// newFixtureTokens is newFixture with a read-only token as well.
+func newFixtureTokens(t *testing.T, token, readToken string) *fixture {
+	t.Helper()
 	db := redistest.New(t)
 	store, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})
 	require.NoError(t, err)
@@ -366,8 +372,9 @@ func newFixture(t *testing.T, token string) *fixture {
 	srv, err := web.New(&web.Config{
 		Store:  outageStore{Store: store, outage: &f.outage},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Token:  token,
-		UI:     ui.Handler(),
+		Token:     token,
+		ReadToken: readToken,
+		UI:        ui.Handler(),
 		Members: func(context.Context) (string, []apiv1.Member) {
 			return "node-a", members
 		},
@@ -829,4 +836,43 @@ func TestBrowserToken(t *testing.T) {
 	_, err := chromedp.Run(ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.CSS(`.signout`))))
 	require.NoError(t, err, "sign-out reloads the page")
 	b.waitFor(`document.querySelector('#token-dialog')?.open`, "the prompt after sign-out")
+}
+
+// With the read-only token, the dashboard shows every view and hides every
+// action that changes state; with the full token, they are back.
+func TestBrowserReadToken(t *testing.T) {
+	chromium(t)
+	f := newFixtureTokens(t, "full-tok", "read-tok")
+	b := newBrowser(t, f.ts.URL)
+	visible := func(sel string) bool {
+		return eval[bool](b, `(() => { const e = document.querySelector(`+"`"+sel+"`"+`); return !!e && e.offsetParent !== null; })()`)
+	}
+
+	b.open("/queues/orders")
+	b.waitFor(`document.querySelector('#token-dialog')?.open`, "the token prompt")
+	b.do(chromedp.SendKeys(chromedp.CSS(`#token-input`), "read-tok"))
+	b.click(`#token-submit`)
+	b.waitFor(`document.querySelectorAll('.job').length > 0`, "the jobs")
+	b.waitFor(`document.body.classList.contains('read-only') && !document.body.classList.contains('access-unknown')`, "the read-only mode")
+	require.True(t, visible(`#read-only`), "the read-only chip")
+	require.Positive(t, eval[int](b, `document.querySelectorAll('[data-action]').length`), "the actions exist")
+	for _, sel := range []string{`[data-action="perform_all_now"]`, `[data-action="delete_failed"]`, `[data-delete]`} {
+		require.False(t, visible(sel), "%s is hidden", sel)
+	}
+	b.screenshot("read-only")
+
+	b.open("/queues/orders/morgue")
+	b.waitFor(`document.querySelectorAll('.job.dead').length === 3`, "the morgue entries")
+	b.waitFor(`document.body.classList.contains('read-only')`, "the read-only mode after a reload")
+	for _, sel := range []string{`#delete-all`, `#requeue-all`, `#requeue-selected`, `input[data-select]`} {
+		require.False(t, visible(sel), "%s is hidden", sel)
+	}
+
+	// The full token shows the actions.
+	eval[bool](b, `(sessionStorage.setItem('orderly.token', 'full-tok'), true)`)
+	b.open("/queues/orders/morgue")
+	b.waitFor(`document.querySelectorAll('.job.dead').length === 3`, "the morgue with the full token")
+	b.waitFor(`!document.body.classList.contains('read-only') && !document.body.classList.contains('access-unknown')`, "the full access")
+	require.True(t, visible(`#delete-all`))
+	require.False(t, visible(`#read-only`))
 }

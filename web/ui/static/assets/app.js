@@ -2,7 +2,7 @@
 // token prompt, the live indicator, and the routes.
 
 import {h, icon, mount} from './dom.js';
-import {onAuthRequired, setToken, token} from './api.js';
+import {api, onAuthRequired, setToken, token} from './api.js';
 import {compact, num, relative} from './format.js';
 import {live, start as startLive, subscribe} from './live.js';
 import {clearBanner, emptyState, jobHref, queueHref, reportError} from './components.js';
@@ -33,6 +33,8 @@ const signOut = h('button', {type: 'button', class: 'nav-link signout', hidden: 
   location.reload();
 }}, icon('logout'), 'Forget token');
 const content = h('main', {class: 'content', id: 'content'});
+const readOnlyChip = h('span', {class: 'chip read-only-chip', id: 'read-only', hidden: true,
+  title: 'The token in use opens the views only: actions that change state are hidden'}, icon('lock'), 'Read-only');
 
 // The job finder: a queue and an exact id, straight to the job's page.
 const findQueue = h('select', {class: 'input find-queue', 'aria-label': 'Queue', id: 'find-queue'});
@@ -88,6 +90,7 @@ const layout = [
     h('header', {class: 'topbar'},
       h('div', {class: 'topbar-left'}, finder),
       h('div', {class: 'topbar-right'},
+        readOnlyChip,
         h('span', {class: 'self', title: 'The node that answers this dashboard\'s API calls'},
           icon('server'), h('span', {class: 'muted'}, 'Node'), selfEl),
         liveEl)),
@@ -141,6 +144,31 @@ function drawLive() {
   signOut.hidden = !token();
 }
 
+// ---- Access ----
+
+// The page asks the API what its credentials allow (GET /api/v1/access)
+// and hides the actions it cannot perform: body.read-only hides every
+// [data-write] element. Until the answer, body.access-unknown hides them
+// too, so that a read-only viewer never sees an action flash enabled. The
+// question is asked again whenever the token changes.
+let accessFor = null; // the token the current answer is for
+function checkAccess() {
+  const t = token();
+  if (t === accessFor) return;
+  accessFor = t;
+  api.access().then((a) => {
+    if (accessFor !== t) return;
+    document.body.classList.toggle('read-only', !a.write);
+    readOnlyChip.hidden = a.write;
+  }).catch(() => {
+    // An older node without the endpoint, or a failure reported elsewhere:
+    // show the actions; the API still refuses what the token cannot do.
+    if (accessFor === t) document.body.classList.remove('read-only');
+  }).finally(() => {
+    if (accessFor === t) document.body.classList.remove('access-unknown');
+  });
+}
+
 // ---- Token prompt ----
 
 // askToken shows the token dialog; it resolves with what the operator typed.
@@ -154,7 +182,7 @@ function askToken(rejected) {
       h('p', {class: 'modal-text'},
         'The API answered 401. Paste the token the node was started with (',
         h('code', null, '--http-token'), ' or ', h('code', null, 'ORDERLY_HTTP_TOKEN'),
-        '). It is kept in this tab only and sent as a bearer token.'),
+        '), or its read-only token (', h('code', null, '--http-read-token'), ') to view without acting. It is kept in this tab only and sent as a bearer token.'),
       rejected ? h('p', {class: 'form-error', role: 'alert'}, 'That token was refused. Try again.') : null,
       h('label', {class: 'field'}, h('span', null, 'Token'), input),
       h('div', {class: 'modal-actions'}, h('button', {type: 'submit', class: 'btn primary', id: 'token-submit'}, 'Sign in')));
@@ -209,10 +237,12 @@ function render(page, params, query) {
 }
 
 const app = document.getElementById('app');
+document.body.classList.add('access-unknown');
 mount(app, layout);
 app.removeAttribute('aria-busy');
 onAuthRequired(askToken);
 subscribe(() => {
+  checkAccess();
   drawNav();
   drawFinder();
   drawLive();

@@ -188,8 +188,13 @@ export function every(ms, fn, signal) {
   tick();
 }
 
-/** button builds a button with an optional icon. */
-export function button(label, {icon: ic, kind, onclick, title, id, small, disabled, dataset} = {}) {
+/**
+ * button builds a button with an optional icon. A write button changes
+ * state: it carries data-write and is hidden when the credentials in use
+ * can only read (body.read-only; see app.js).
+ */
+export function button(label, {icon: ic, kind, onclick, title, id, small, disabled, dataset, write} = {}) {
+  if (write) dataset = {...dataset, write: ''};
   return h('button', {type: 'button', class: ['btn', kind, small && 'small'], onclick, title, id, disabled, dataset},
     ic ? icon(ic) : null, label);
 }
