@@ -57,6 +57,10 @@ type Config struct {
 	// time and body under Secret, which a receiver checks with Verify or
 	// VerifyRequest. The handler keeps a copy.
 	Secret []byte
+	// Observe, when set, is called after each request with the answer's
+	// HTTP status, 0 when no answer came (a timeout, a connection error):
+	// for metrics. It must not block.
+	Observe func(status int)
 	// Logger receives the handler's logs [slog.Default()].
 	Logger *slog.Logger
 	// MaxResponseBytes is the most of an answer's body that is read

@@ -33,6 +33,7 @@ type sender struct {
 	logger   *slog.Logger
 	maxBytes int64
 	secret   []byte // signs requests when not nil
+	observe  func(status int)
 }
 
 // New returns a handler that POSTs each batch to cfg.URL and returns the
@@ -68,6 +69,7 @@ func newSender(cfg *Config) (*sender, error) {
 		logger:   c.Logger,
 		maxBytes: c.MaxResponseBytes,
 		secret:   c.Secret,
+		observe:  c.Observe,
 	}, nil
 }
 
@@ -102,6 +104,7 @@ func (s *sender) post(ctx context.Context, delivery string, body []byte) (*http.
 	s.sign(req.Header, body)
 
 	resp, err := s.client.Do(req)
+	s.observed(resp, err)
 	if err != nil {
 		return nil, nil, s.requestError(ctx, "posting to", err)
 	}

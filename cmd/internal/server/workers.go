@@ -16,6 +16,12 @@ import (
 
 // Workers builds the workers of the configured queues.
 func Workers(queues []config.QueueConfig, log *slog.Logger) ([]orderly.Worker, error) {
+	return buildWorkers(queues, log, nil)
+}
+
+// buildWorkers is Workers with observe, when not nil, told the answer of each
+// webhook request (webhook.Config.Observe) with its queue.
+func buildWorkers(queues []config.QueueConfig, log *slog.Logger, observe func(queue string, status int)) ([]orderly.Worker, error) {
 	out := make([]orderly.Worker, 0, len(queues))
 	for _, q := range queues {
 		w := orderly.Worker{
@@ -33,7 +39,12 @@ func Workers(queues []config.QueueConfig, log *slog.Logger) ([]orderly.Worker, e
 		case config.HandlerNoop:
 			w.Handler = func(context.Context, *orderly.Batch) error { return nil }
 		case config.HandlerHTTP:
-			h, err := webhook.New(webhookConfig(q.Handler, log))
+			wc := webhookConfig(q.Handler, log)
+			if observe != nil {
+				name := q.Name
+				wc.Observe = func(status int) { observe(name, status) }
+			}
+			h, err := webhook.New(wc)
 			if err != nil {
 				return nil, fmt.Errorf("queue %s: %w", q.Name, err)
 			}
