@@ -370,8 +370,8 @@ func newFixtureTokens(t *testing.T, token, readToken string) *fixture {
 	}
 
 	srv, err := web.New(&web.Config{
-		Store:  outageStore{Store: store, outage: &f.outage},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Store:     outageStore{Store: store, outage: &f.outage},
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Token:     token,
 		ReadToken: readToken,
 		UI:        ui.Handler(),
