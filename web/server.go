@@ -105,6 +105,9 @@ type Config struct {
 	// Metrics serves GET /metrics, the node's Prometheus handler. It needs
 	// the token like the other reads. [none: /metrics answers 404]
 	Metrics http.Handler
+	// EmbeddedStore tells GET /api/v1/cluster, and so the dashboard, that
+	// the store is the embedded in-memory one. [false]
+	EmbeddedStore bool
 	// UI serves the dashboard: GET and HEAD of every path outside /api/,
 	// /metrics, /healthz and /readyz. It is reached without the token, so
 	// it must serve only static files that hold no data; the dashboard's
@@ -158,6 +161,7 @@ type Server struct {
 	members     func(context.Context) (string, []apiv1.Member)
 	metrics     http.Handler
 	ui          http.Handler
+	embedded    bool
 	// enqueueSlots holds a token per enqueue request being decoded and
 	// stored.
 	enqueueSlots chan struct{}
@@ -193,6 +197,7 @@ func New(cfg *Config) (*Server, error) {
 		members:     cfg.Members,
 		metrics:     cfg.Metrics,
 		ui:          cfg.UI,
+		embedded:    cfg.EmbeddedStore,
 		origin:      http.NewCrossOriginProtection(),
 		mux:         http.NewServeMux(),
 		bodyTimeout: cfg.BodyReadTimeout,

@@ -178,6 +178,10 @@ type Cluster struct {
 	Self    string   `json:"self"`
 	Members []Member `json:"members"`
 	Shards  []Shard  `json:"shards"`
+	// EmbeddedStore reports that the answering node runs on the embedded
+	// in-memory store: nothing survives its stop, and no other node can
+	// share its queues.
+	EmbeddedStore bool `json:"embedded_store,omitempty"`
 }
 
 // Status is the answer of the probes, GET /healthz and /readyz.

@@ -146,6 +146,7 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 	api, err := web.New(&web.Config{
 		Store: store, Ready: ready, Logger: log, Token: cfg.Node.HTTPToken,
 		ReadToken:       cfg.Node.HTTPReadToken,
+		EmbeddedStore:   cfg.Node.Redis == "",
 		MaxPayloadBytes: cfg.Node.MaxPayloadBytes,
 		AllowedHosts:    allowedHosts(cfg.Node),
 		MaxConnections:  maxConns,

@@ -33,6 +33,12 @@ const signOut = h('button', {type: 'button', class: 'nav-link signout', hidden: 
   location.reload();
 }}, icon('logout'), 'Forget token');
 const content = h('main', {class: 'content', id: 'content'});
+// The notice of a node on the embedded store: shown while it is true.
+const embeddedNotice = h('div', {class: 'notice', id: 'embedded-store', role: 'note', hidden: true},
+  icon('alert'), h('div', {class: 'banner-text'},
+    h('strong', null, 'In-memory store.'),
+    ' This node runs without Redis: its jobs are lost when it stops, and no other node can join it. ',
+    'Start it with ', h('code', null, '--redis redis://host:6379/0'), ' for anything that matters.'));
 const readOnlyChip = h('span', {class: 'chip read-only-chip', id: 'read-only', hidden: true,
   title: 'The token in use opens the views only: actions that change state are hidden'}, icon('lock'), 'Read-only');
 
@@ -94,6 +100,7 @@ const layout = [
         h('span', {class: 'self', title: 'The node that answers this dashboard\'s API calls'},
           icon('server'), h('span', {class: 'muted'}, 'Node'), selfEl),
         liveEl)),
+    embeddedNotice,
     h('div', {class: 'banners', id: 'banners'}),
     content),
 ];
@@ -115,9 +122,12 @@ function drawNav() {
       const active = current === href || current.startsWith(href + '/');
       return h('a', {class: ['nav-link', 'nav-queue', active && 'active'], href, title: q.name, dataset: {queue: q.name}},
         h('span', {class: 'nav-queue-name'}, q.name),
+        // The count is always the queued jobs; a dead count, when there
+        // is one, is a second badge of its own colour.
         q.morgue_length > 0
           ? h('span', {class: 'nav-count dead', title: `${num(q.morgue_length)} in the morgue`}, compact(q.morgue_length))
-          : h('span', {class: 'nav-count', title: `${num(q.length)} queued`}, compact(q.length)));
+          : null,
+        h('span', {class: 'nav-count queued', title: `${num(q.length)} queued`}, compact(q.length)));
     }));
 }
 
@@ -142,6 +152,7 @@ function drawLive() {
   // Numbers the last poll could not refresh are shown dimmed.
   document.body.classList.toggle('stale', Boolean(live.error));
   signOut.hidden = !token();
+  embeddedNotice.hidden = !live.embedded;
 }
 
 // ---- Access ----

@@ -233,8 +233,16 @@ export function queueHeader(q, tab, signal, actions) {
       tabLink('processing', 'Processing', queueHref(q, 'processing'), 'busy'),
       tabLink('morgue', 'Morgue', queueHref(q, 'morgue'), 'morgue_length')));
 
+  const unknown = h('p', {class: 'notice', id: 'unknown-queue', hidden: true},
+    icon('alert'), h('span', null, `No queue named ${JSON.stringify(q)} is registered: there is nothing to act on. `,
+      h('a', {href: '/'}, 'See the queues')));
+  head.append(unknown);
   const draw = () => {
     const m = liveQueue(q);
+    // Actions show only once the queue is known to exist.
+    const missing = live.queues !== null && !m;
+    unknown.hidden = !missing;
+    head.classList.toggle('queue-unknown', !m);
     if (!m) return;
     shards.textContent = plural(m.shards, 'shard');
     for (const [k] of HEADER_STATS) {

@@ -11,7 +11,9 @@ import {
 } from './components.js';
 import {boundValue, filterBar, pager, readFilters} from './filters.js';
 
-const JOB_ORDERS = ['id', 'perform_at', 'retry_count'];
+// perform_at first: the default order, a bounded read at any size (ordering
+// by id scans the queue).
+const JOB_ORDERS = ['perform_at', 'id', 'retry_count'];
 const PAGE_SIZE = 50;
 const LIST_PAYLOADS = 5;
 
