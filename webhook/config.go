@@ -47,10 +47,11 @@ type Config struct {
 	// redirects may turn the POST into a GET.
 	Client *http.Client
 	// Header holds extra headers sent with every request, e.g.
-	// Authorization. Content-Type, User-Agent and the Orderly-* headers are
-	// set by the handler and cannot be overridden (CheckHeaderName tells
-	// which names are refused by the configuration file). The handler keeps
-	// a copy.
+	// Authorization. Content-Type, User-Agent, Orderly-Delivery and
+	// Orderly-Signature are set by the handler and cannot be overridden (an
+	// Orderly-Signature here is dropped unless Secret signs the request);
+	// CheckHeaderName tells which names the configuration file refuses. The
+	// handler keeps a copy.
 	Header http.Header
 	// Secret, when not empty, signs every request: the Orderly-Signature
 	// header (SignatureHeader) carries the time and an HMAC-SHA256 of the
