@@ -41,7 +41,15 @@ queues:
 		require.Contains(t, errOut, "queues[0].shards")
 		require.Contains(t, errOut, "queues[0].handler.url: required for handler type http")
 	}
-	code, _, _, errOut := run("check", "--config", bad, "--json")
+	// The effective configuration, secrets redacted.
+	code, _, out, errOut := run("check", "--config", good, "--print-config")
+	require.Zero(t, code, errOut)
+	require.Contains(t, out, `"HTTPToken": "REDACTED"`)
+	require.Contains(t, out, `"Secret": "REDACTED"`)
+	require.Contains(t, out, `"Name": "emails"`)
+	require.NotContains(t, out, "SECRET")
+
+	code, _, _, errOut = run("check", "--config", bad, "--json")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, `"exit_code":1`)
 	code, _, _, errOut = run("check", "--concurency", "3")

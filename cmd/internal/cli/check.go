@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,19 +14,32 @@ import (
 // environment and file as the node, without starting anything: exit 0 with
 // a summary when it is valid, 1 with every problem otherwise. It opens no
 // connection (the Redis URL is checked, not dialled).
+//
+// With --print-config it prints the whole effective configuration instead
+// of the summary, as JSON, with every secret replaced by REDACTED.
 func checkCmd(e *env, args []string) int {
 	args = withoutJSONFlag(args)
+	args, printConfig := cutFlag(args, "print-config")
 	var help strings.Builder
 	cfg, err := config.Load(args, e.environ, &help)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintf(e.stdout, "Usage: orderly check [node flags]\n       orderly --check [node flags]\n\n"+
+		fmt.Fprintf(e.stdout, "Usage: orderly check [--print-config] [node flags]\n       orderly --check [node flags]\n\n"+
 			"Validates the configuration a node would run with (its --config file, ORDERLY_* environment\n"+
 			"and flags) without starting it: exit 0 and a summary when it is valid, 1 and every\n"+
-			"problem otherwise. The node's flags are those of orderly --help.\n")
+			"problem otherwise. --print-config prints the whole effective configuration as JSON instead\n"+
+			"of the summary, secrets replaced by REDACTED. The node's flags are those of orderly --help.\n")
 		return ExitOK
 	}
 	if err != nil {
 		return e.report("check", err, ExitError)
+	}
+	if printConfig {
+		b, err := json.MarshalIndent(cfg.Redacted(), "", "  ")
+		if err != nil {
+			return e.report("check", err, ExitError)
+		}
+		fmt.Fprintf(e.stdout, "%s\n", b)
+		return ExitOK
 	}
 	if e.jsonErrors {
 		return ExitOK
@@ -63,6 +77,24 @@ func checkSummary(cfg *config.Config) string {
 		fmt.Fprintf(&b, "  warning: %s\n", w)
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// cutFlag removes the boolean flag --name (or -name) from args, before any
+// "--", and reports whether it was there.
+func cutFlag(args []string, name string) ([]string, bool) {
+	out := make([]string, 0, len(args))
+	found := false
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...), found
+		}
+		if a == "--"+name || a == "-"+name {
+			found = true
+			continue
+		}
+		out = append(out, a)
+	}
+	return out, found
 }
 
 // withoutJSONFlag drops --json, which the node's flags do not take.
