@@ -22,6 +22,10 @@
 //	                                           the queue as Redis holds it (cluster-wide)
 //	orderly_redis_round_trips_total, orderly_redis_commands_total
 //	                                           what this node's Redis client sent
+//
+// and those of the operator (build, waits, webhooks, Redis latency and
+// errors, per-shard lag), listed in operator.go. InitQueues creates the
+// series of the configured queues at zero. Durations are in seconds.
 package metrics
 
 import (
@@ -65,6 +69,7 @@ type Metrics struct {
 
 	enqueued, processed, failed, dead, restored, leaseLosses *prometheus.CounterVec
 	batch                                                    *prometheus.HistogramVec
+	op                                                       *operator
 }
 
 var _ orderly.Observer = (*Metrics)(nil)
@@ -93,6 +98,7 @@ func New() *Metrics {
 		}, []string{"queue", "outcome"}),
 	}
 	reg.MustRegister(m.batch)
+	m.op = newOperator(reg)
 	return m
 }
 
@@ -207,7 +213,7 @@ func qdesc(name, help string) *prometheus.Desc {
 }
 
 func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descShards, descMembers, descRT, descCmds, descUp} {
+	for _, d := range []*prometheus.Desc{descShards, descMembers, descRT, descCmds, descUp, descShardLag} {
 		ch <- d
 	}
 	for _, g := range queueGauges {
@@ -225,7 +231,13 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descCmds, prometheus.CounterValue, float64(cmds))
 	}
 	if src.Members != nil {
-		for state, n := range src.Members() {
+		members := src.Members()
+		for _, state := range memberStates { // every state, at zero when none
+			if _, ok := members[state]; !ok {
+				ch <- prometheus.MustNewConstMetric(descMembers, prometheus.GaugeValue, 0, state)
+			}
+		}
+		for state, n := range members {
 			ch <- prometheus.MustNewConstMetric(descMembers, prometheus.GaugeValue, float64(n), state)
 		}
 	}
@@ -251,6 +263,9 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 	for _, st := range stats {
 		for _, g := range queueGauges {
 			ch <- prometheus.MustNewConstMetric(g.desc, g.kind, g.get(st), st.Name)
+		}
+		for shard, lag := range st.ShardLag {
+			ch <- prometheus.MustNewConstMetric(descShardLag, prometheus.GaugeValue, lag, st.Name, shardLabel(shard))
 		}
 	}
 }

@@ -316,6 +316,9 @@ type QueueStats struct {
 	Processed, Failed int64
 	// OldestDue is the earliest perform_at among queued ids (zero if none).
 	OldestDue time.Time
+	// ShardLag is Lag per shard, indexed by shard number (nil from a store
+	// that does not report it).
+	ShardLag []float64
 }
 
 // UnixSeconds converts t to float unix seconds, the unit of scores and times

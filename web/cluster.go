@@ -16,7 +16,7 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) error {
 	if _, err := queryParams(r); err != nil {
 		return err
 	}
-	ans := apiv1.Cluster{Members: []apiv1.Member{}, Shards: []apiv1.Shard{}}
+	ans := apiv1.Cluster{Members: []apiv1.Member{}, Shards: []apiv1.Shard{}, EmbeddedStore: s.embedded}
 	if s.members != nil {
 		ans.Self, ans.Members = s.members(r.Context())
 		for i := range ans.Members {

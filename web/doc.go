@@ -21,6 +21,7 @@
 //	POST   /api/v1/queues/{q}/morgue/delete            200 {"deleted": n}
 //	GET    /api/v1/stats                               200 Lowkiq's stats shape
 //	GET    /api/v1/cluster                             200 members and shard owners
+//	GET    /api/v1/access                              200 {"write": bool, "token_required": bool}
 //	GET    /metrics                                    200 Prometheus text (Config.Metrics)
 //	GET    /healthz                                    200 {"status": "ok"}
 //	GET    /readyz                                     200 {"status": "ready"} or 503
@@ -199,6 +200,12 @@
 // something always do. Browser requests that change something from another
 // origin are rejected (403). The token never appears in logs or answers.
 //
+// Config.ReadToken is a second token that opens only reads: every GET and
+// HEAD of the API, /metrics and the dashboard's views. A request that
+// changes state with it gets 403 ("read-only access: ..."). GET
+// /api/v1/access answers what the request's credentials allow, so that the
+// dashboard hides what it cannot do.
+//
 // Without a token (or with PublicReads), the server answers only requests
 // whose Host header names localhost, a loopback address, the address the
 // request arrived on, or one of Config.AllowedHosts ("*": any); others get
@@ -236,7 +243,8 @@
 //	400  malformed JSON ("malformed JSON at byte 17: ..."), bad values,
 //	     unknown or repeated parameters, a body where none is taken
 //	401  Config.Token is set and the request lacks it
-//	403  a cross-origin browser request that changes something
+//	403  a cross-origin browser request that changes something; a request
+//	     that changes something with Config.ReadToken
 //	404  unknown queue, job, action or endpoint; a path that is not canonical
 //	405  wrong method (with Allow)
 //	408  the body did not arrive within Config.BodyReadTimeout

@@ -91,6 +91,11 @@ type Config struct {
 	// /readyz and the dashboard's static files (UI). [none: no
 	// authentication]
 	Token string
+	// ReadToken, when set, is a second bearer token that opens only what
+	// changes nothing: every GET and HEAD of the API, /metrics and the
+	// dashboard's views. A request that would change state with it is
+	// answered 403. It needs Token, and must differ from it. [none]
+	ReadToken string
 	// PublicReads exempts GET and HEAD requests from Token; requests that
 	// change something always need it.
 	PublicReads bool
@@ -100,6 +105,9 @@ type Config struct {
 	// Metrics serves GET /metrics, the node's Prometheus handler. It needs
 	// the token like the other reads. [none: /metrics answers 404]
 	Metrics http.Handler
+	// EmbeddedStore tells GET /api/v1/cluster, and so the dashboard, that
+	// the store is the embedded in-memory one. [false]
+	EmbeddedStore bool
 	// UI serves the dashboard: GET and HEAD of every path outside /api/,
 	// /metrics, /healthz and /readyz. It is reached without the token, so
 	// it must serve only static files that hold no data; the dashboard's
@@ -146,12 +154,14 @@ type Server struct {
 	maxPayload  int
 	now         func() time.Time
 	tokenSum    *[sha256.Size]byte // nil when no token is required
+	readSum     *[sha256.Size]byte // of the read-only token; nil when none
 	publicReads bool
 	origin      *http.CrossOriginProtection
 	mux         *http.ServeMux
 	members     func(context.Context) (string, []apiv1.Member)
 	metrics     http.Handler
 	ui          http.Handler
+	embedded    bool
 	// enqueueSlots holds a token per enqueue request being decoded and
 	// stored.
 	enqueueSlots chan struct{}
@@ -187,6 +197,7 @@ func New(cfg *Config) (*Server, error) {
 		members:     cfg.Members,
 		metrics:     cfg.Metrics,
 		ui:          cfg.UI,
+		embedded:    cfg.EmbeddedStore,
 		origin:      http.NewCrossOriginProtection(),
 		mux:         http.NewServeMux(),
 		bodyTimeout: cfg.BodyReadTimeout,
@@ -224,6 +235,16 @@ func New(cfg *Config) (*Server, error) {
 		sum := sha256.Sum256([]byte(cfg.Token))
 		s.tokenSum = &sum
 	}
+	if cfg.ReadToken != "" {
+		if cfg.Token == "" {
+			return nil, errors.New("web: ReadToken needs Token: without it every request is allowed")
+		}
+		if cfg.ReadToken == cfg.Token {
+			return nil, errors.New("web: ReadToken must differ from Token")
+		}
+		sum := sha256.Sum256([]byte(cfg.ReadToken))
+		s.readSum = &sum
+	}
 	s.handle("GET /api/v1/queues", s.listQueues)
 	s.handle("GET /api/v1/queues/{q}", s.getQueue)
 	s.handle("GET /api/v1/queues/{q}/jobs", s.listJobs)
@@ -237,6 +258,7 @@ func New(cfg *Config) (*Server, error) {
 	s.handle("POST /api/v1/queues/{q}/morgue/delete", s.deleteMorgue)
 	s.handle("GET /api/v1/stats", s.stats)
 	s.handle("GET /api/v1/cluster", s.cluster)
+	s.handle("GET /api/v1/access", s.access)
 	s.handle("GET /metrics", s.serveMetrics)
 	s.handle("GET /healthz", s.healthz)
 	s.handle("GET /readyz", s.readyz)
@@ -284,10 +306,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &apiError{status: http.StatusForbidden, msg: "cross-origin request rejected"})
 		return
 	}
-	if !s.authorized(r) {
+	switch s.authorize(r) {
+	case accessNone:
 		h.Set("WWW-Authenticate", `Bearer realm="orderly"`)
 		s.writeError(w, r, &apiError{status: http.StatusUnauthorized, msg: "missing or invalid bearer token"})
 		return
+	case accessRead:
+		if !isRead(r) {
+			s.writeError(w, r, &apiError{status: http.StatusForbidden,
+				msg: fmt.Sprintf("read-only access: %s %s changes state and needs the full token (http_token)", r.Method, r.URL.EscapedPath())})
+			return
+		}
 	}
 	if handler, _ := s.mux.Handler(r); !isRoute(handler) {
 		s.writeError(w, r, s.noRoute(r))
@@ -375,25 +404,56 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// authorized reports whether r may proceed: no token is configured, r is a
-// probe or a public read, or r presents the token.
-func (s *Server) authorized(r *http.Request) bool {
-	if s.tokenSum == nil || r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
-		return true
-	}
-	if s.publicReads && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-		return true
+// access is what a request may do.
+type access int
+
+const (
+	accessNone access = iota // nothing but the probes
+	accessRead               // reads only
+	accessFull               // everything
+)
+
+// isRead reports whether r changes nothing: GET and HEAD.
+func isRead(r *http.Request) bool {
+	return r.Method == http.MethodGet || r.Method == http.MethodHead
+}
+
+// authorize returns what r may do: everything when no token is configured
+// or r presents Token; reads when r presents ReadToken, or when it presents
+// nothing and reads are public; the probes whatever r presents.
+func (s *Server) authorize(r *http.Request) access {
+	if s.tokenSum == nil {
+		return accessFull
 	}
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
+	if ok && strings.EqualFold(scheme, "Bearer") {
+		sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
+		if subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1 {
+			trust(r)
+			return accessFull
+		}
+		if s.readSum != nil && subtle.ConstantTimeCompare(sum[:], s.readSum[:]) == 1 {
+			trust(r)
+			return accessRead
+		}
 	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
-	if subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) != 1 {
-		return false
+	if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+		return accessFull // the probes are open; they change nothing
 	}
-	trust(r)
-	return true
+	if s.publicReads && isRead(r) {
+		return accessRead
+	}
+	return accessNone
+}
+
+// access serves GET /api/v1/access: what the caller's credentials allow,
+// so that the dashboard shows only the actions it can perform.
+func (s *Server) access(w http.ResponseWriter, r *http.Request) error {
+	if _, err := queryParams(r); err != nil {
+		return err
+	}
+	s.writeJSON(w, r, http.StatusOK, apiv1.Access{Write: s.authorize(r) == accessFull, TokenRequired: s.tokenSum != nil})
+	return nil
 }
 
 // recoverPanic turns a handler's panic into a logged 500.

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -46,9 +47,21 @@ type Config struct {
 	// redirects may turn the POST into a GET.
 	Client *http.Client
 	// Header holds extra headers sent with every request, e.g.
-	// Authorization. Content-Type, User-Agent and Orderly-Delivery are set by
-	// the handler and cannot be overridden. The handler keeps a copy.
+	// Authorization. Content-Type, User-Agent, Orderly-Delivery and
+	// Orderly-Signature are set by the handler and cannot be overridden (an
+	// Orderly-Signature here is dropped unless Secret signs the request);
+	// CheckHeaderName tells which names the configuration file refuses. The
+	// handler keeps a copy.
 	Header http.Header
+	// Secret, when not empty, signs every request: the Orderly-Signature
+	// header (SignatureHeader) carries the time and an HMAC-SHA256 of the
+	// time and body under Secret, which a receiver checks with Verify or
+	// VerifyRequest. The handler keeps a copy.
+	Secret []byte
+	// Observe, when set, is called after each request with the answer's
+	// HTTP status, 0 when no answer came (a timeout, a connection error):
+	// for metrics. It must not block.
+	Observe func(status int)
 	// Logger receives the handler's logs [slog.Default()].
 	Logger *slog.Logger
 	// MaxResponseBytes is the most of an answer's body that is read
@@ -86,6 +99,7 @@ func (c *Config) withDefaults() Config {
 		out.Client = defaultClient()
 	}
 	out.Header = copyHeader(c.Header)
+	out.Secret = bytes.Clone(c.Secret)
 	if out.Logger == nil {
 		out.Logger = slog.Default()
 	}

@@ -74,6 +74,21 @@
 // with every request. Credentials in the URL's userinfo are sent as basic
 // authentication.
 //
+// # Signatures
+//
+// With Config.Secret set (handler.secret in the configuration file), each
+// request carries
+//
+//	Orderly-Signature: t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+//
+// where t is the time of sending in unix seconds and v1 the hex HMAC-SHA256,
+// keyed by the secret, of t, a dot and the body as sent. A receiver
+// recomputes it over the raw body (before any decoding), compares in
+// constant time and refuses a t too far from its clock, which stops a
+// captured request from being replayed later. In Go, VerifyRequest (or
+// Verify) does it and returns ErrNoSignature, ErrBadSignature or
+// ErrSignatureExpired. A retry is signed again, with its own t.
+//
 // # The answer
 //
 // The receiver answers in one of three ways.

@@ -32,6 +32,8 @@ type sender struct {
 	header   http.Header
 	logger   *slog.Logger
 	maxBytes int64
+	secret   []byte // signs requests when not nil
+	observe  func(status int)
 }
 
 // New returns a handler that POSTs each batch to cfg.URL and returns the
@@ -66,6 +68,8 @@ func newSender(cfg *Config) (*sender, error) {
 		header:   c.Header,
 		logger:   c.Logger,
 		maxBytes: c.MaxResponseBytes,
+		secret:   c.Secret,
+		observe:  c.Observe,
 	}, nil
 }
 
@@ -97,8 +101,10 @@ func (s *sender) post(ctx context.Context, delivery string, body []byte) (*http.
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", UserAgent)
 	req.Header.Set(DeliveryHeader, delivery)
+	s.sign(req.Header, body)
 
 	resp, err := s.client.Do(req)
+	s.observed(resp, err)
 	if err != nil {
 		return nil, nil, s.requestError(ctx, "posting to", err)
 	}

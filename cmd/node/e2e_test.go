@@ -100,7 +100,11 @@ func TestWebhookSemantics(t *testing.T) {
 		}
 		return a
 	})
-	n := nodetest.Start(t, nodetest.Options{Redis: srv.URL(), Config: webhookConfig(rcv.URL, 2)})
+	// Every request is signed (handler.secret): the receiver refuses
+	// those that are not.
+	rcv.RequireSignature([]byte("e2e-secret"), time.Minute)
+	signed := strings.Replace(webhookConfig(rcv.URL, 2), "timeout: 10s}", "timeout: 10s, secret: e2e-secret}", 1)
+	n := nodetest.Start(t, nodetest.Options{Redis: srv.URL(), Config: signed})
 	n.WaitReady()
 
 	// Merge and order: payloads enqueued while the id is held arrive
@@ -187,8 +191,18 @@ func TestWebhookSemantics(t *testing.T) {
 		`orderly_queue_length{queue="orders"} 0`,
 		`orderly_queue_morgue_length{queue="orders"}`,
 		`orderly_redis_round_trips_total`,
+		`orderly_lease_losses_total{queue="orders"} 0`,
+		`orderly_webhook_requests_total{class="5xx",queue="orders"} 0`,
+		`orderly_build_info{goversion="go`,
 	} {
 		require.Contains(t, string(b), want)
+	}
+	require.Regexp(t, `orderly_webhook_requests_total\{class="2xx",queue="orders"\} [1-9]`, string(b))
+	require.Regexp(t, `orderly_job_wait_seconds_count\{queue="orders"\} [1-9]`, string(b))
+	require.Regexp(t, `orderly_redis_command_duration_seconds_count [1-9]`, string(b))
+	require.Regexp(t, `orderly_shard_lag_seconds\{queue="orders",shard="1"\} `, string(b))
+	for _, c := range rcv.Calls() {
+		require.NoError(t, c.SignatureErr, "every delivery is signed")
 	}
 }
 

@@ -49,9 +49,9 @@ func (s *Store) Stats(ctx context.Context, queues ...string) ([]persistence.Queu
 	out := make([]persistence.QueueStats, len(queues))
 	i := 0
 	for qi, q := range queues {
-		st := persistence.QueueStats{Name: q, Shards: counts[qi]}
+		st := persistence.QueueStats{Name: q, Shards: counts[qi], ShardLag: make([]float64, counts[qi])}
 		oldest, latest := math.Inf(1), math.Inf(-1)
-		for range counts[qi] {
+		for sh := range counts[qi] {
 			v, _ := cmds[i].Slice()
 			i++
 			if len(v) != 8 {
@@ -69,15 +69,21 @@ func (s *Store) Stats(ctx context.Context, queues ...string) ([]persistence.Queu
 			st.Busy += busy
 			st.Processed += processed
 			st.Failed += failed
+			shardOldest, shardNow := math.Inf(1), math.Inf(-1)
 			if o, _ := v[3].(string); o != "" {
-				if f, err := parseScore(o); err == nil && f < oldest {
-					oldest = f
+				if f, err := parseScore(o); err == nil {
+					shardOldest = f
+					oldest = min(oldest, f)
 				}
 			}
 			if n, _ := v[7].(string); n != "" {
-				if f, err := parseScore(n); err == nil && f > latest {
-					latest = f
+				if f, err := parseScore(n); err == nil {
+					shardNow = f
+					latest = max(latest, f)
 				}
+			}
+			if !math.IsInf(shardOldest, 1) && !math.IsInf(shardNow, -1) {
+				st.ShardLag[sh] = max(0, shardNow-shardOldest)
 			}
 		}
 		st.Fresh = st.Length - st.Retries

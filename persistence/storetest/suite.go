@@ -795,7 +795,7 @@ func testLookUpJob(t *testing.T, h Harness) {
 func testMetrics(t *testing.T, h Harness) {
 	e := newEnv(t, h, 3)
 	st := e.stats()
-	require.Equal(t, persistence.QueueStats{Name: "q", Shards: 3}, st)
+	require.Equal(t, persistence.QueueStats{Name: "q", Shards: 3, ShardLag: []float64{0, 0, 0}}, st)
 
 	a := job("a", "v", 1)
 	a.PerformAt = e.at(-10 * time.Second)
@@ -804,6 +804,14 @@ func testMetrics(t *testing.T, h Harness) {
 	require.EqualValues(t, 2, st.Length)
 	require.EqualValues(t, 2, st.Fresh)
 	require.InDelta(t, 10.0, st.Lag, 1e-6)
+	// The lag per shard: a's shard lags 10s; a shard without a due job 0.
+	require.Len(t, st.ShardLag, 3)
+	require.InDelta(t, 10.0, st.ShardLag[persistence.ShardOf("a", 3)], 1e-6)
+	for sh, lag := range st.ShardLag {
+		if sh != persistence.ShardOf("a", 3) && sh != persistence.ShardOf("b", 3) {
+			require.Zero(t, lag, "shard %d", sh)
+		}
+	}
 
 	f := newEnv(t, h, 1)
 	c := job("c", "v", 1)

@@ -178,9 +178,24 @@ type Cluster struct {
 	Self    string   `json:"self"`
 	Members []Member `json:"members"`
 	Shards  []Shard  `json:"shards"`
+	// EmbeddedStore reports that the answering node runs on the embedded
+	// in-memory store: nothing survives its stop, and no other node can
+	// share its queues.
+	EmbeddedStore bool `json:"embedded_store,omitempty"`
 }
 
 // Status is the answer of the probes, GET /healthz and /readyz.
 type Status struct {
 	Status string `json:"status"`
+}
+
+// Access is the answer of GET /api/v1/access: what the credentials of the
+// request allow.
+type Access struct {
+	// Write reports that the request may change state (enqueue, delete,
+	// queue actions, the morgue); false for the read-only token and for
+	// public reads.
+	Write bool `json:"write"`
+	// TokenRequired reports that the server requires a bearer token.
+	TokenRequired bool `json:"token_required"`
 }

@@ -314,6 +314,13 @@ var members = []apiv1.Member{
 //	reports (1 shard): empty, no lease
 func newFixture(t *testing.T, token string) *fixture {
 	t.Helper()
+	return newFixtureTokens(t, token, "", false)
+}
+
+// newFixtureTokens is newFixture with a read-only token as well, and the
+// API telling that the store is the embedded one.
+func newFixtureTokens(t *testing.T, token, readToken string, embedded bool) *fixture {
+	t.Helper()
 	db := redistest.New(t)
 	store, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})
 	require.NoError(t, err)
@@ -364,10 +371,12 @@ func newFixture(t *testing.T, token string) *fixture {
 	}
 
 	srv, err := web.New(&web.Config{
-		Store:  outageStore{Store: store, outage: &f.outage},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Token:  token,
-		UI:     ui.Handler(),
+		Store:         outageStore{Store: store, outage: &f.outage},
+		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Token:         token,
+		ReadToken:     readToken,
+		EmbeddedStore: embedded,
+		UI:            ui.Handler(),
 		Members: func(context.Context) (string, []apiv1.Member) {
 			return "node-a", members
 		},
@@ -547,6 +556,12 @@ func TestBrowser(t *testing.T) {
 		b.waitText(`.self-name`, "node-a")
 		b.waitFor(`document.querySelector('.live').dataset.state === 'live'`, "the live indicator")
 		b.waitFor(`document.querySelectorAll('.nav-queue').length === 3`, "the queues in the navigation")
+		// The sidebar's count is always the queued jobs; the dead have a
+		// badge of their own.
+		b.waitText(`.nav-queue[data-queue="orders"] .nav-count.queued`, "10")
+		require.Equal(t, "3", b.text(`.nav-queue[data-queue="orders"] .nav-count.dead`))
+		require.False(t, eval[bool](b, `!!document.querySelector('.nav-queue[data-queue="reports"] .nav-count.dead')`))
+		require.True(t, eval[bool](b, `document.querySelector('#embedded-store').hidden`), "no in-memory notice on Redis")
 		// The charts have a line once two polls have been made; hovering
 		// reads the values out.
 		b.waitFor(`document.querySelectorAll('.charts .line.s0').length === 2`, "the charts")
@@ -592,8 +607,13 @@ func TestBrowser(t *testing.T) {
 		// Filters: fresh only, by retry_count.
 		b.click(`.quick a[title^="retry_count ≥ 0"]`)
 		b.waitFor(`location.search === '?order=retry_count&min=0' && document.querySelectorAll('.job').length === 1 && document.querySelector('.job[data-id="retry-1"]')`, "the retries filter")
+		// The listing's default order is perform_at: the job due in an hour
+		// comes last.
+		b.open("/queues/orders")
+		b.waitFor(`document.querySelectorAll('.job').length === 10`, "every job")
+		require.Equal(t, "later-1", eval[string](b, `[...document.querySelectorAll('.job')].at(-1).dataset.id`))
 		// Descending ids, four at a time through the API's cursor.
-		b.open("/queues/orders?dir=desc&limit=4")
+		b.open("/queues/orders?order=id&dir=desc&limit=4")
 		var ids []string
 		for page, want := range [][]string{
 			{longID, "retry-1", "order-2", "order-1"},
@@ -610,8 +630,12 @@ func TestBrowser(t *testing.T) {
 		}
 		require.Contains(t, b.text(`.pager`), "end of the listing")
 		require.Len(t, ids, 10)
-		b.open("/queues/orders?dir=desc")
+		b.open("/queues/orders?order=id&dir=desc")
 		b.waitFor(`document.querySelectorAll('.job').length === 10`, "every job")
+		// A queue that does not exist shows no actions, and says so.
+		b.open("/queues/nosuchqueue")
+		b.waitFor(`!document.querySelector('#unknown-queue').hidden`, "the unknown-queue notice")
+		require.Zero(t, eval[int](b, `[...document.querySelectorAll('[data-action]')].filter(e => e.offsetParent !== null).length`))
 		b.screenshot("queue")
 		b.screenshotAt("queue-1280", 1280, 800)
 		b.screenshotAt("queue-900", 900, 900)
@@ -693,6 +717,7 @@ func TestBrowser(t *testing.T) {
 		require.True(t, eval[bool](b, `document.querySelector('.shard[data-queue="orders"][data-shard="3"]').classList.contains('stale')`),
 			"a lease held by a dead node stands out")
 		require.True(t, eval[bool](b, `document.querySelector('.shard[data-queue="reports"][data-shard="0"]').classList.contains('unowned')`))
+		require.Contains(t, b.text(`#epoch-legend`), "lease epoch", "the e1 labels are explained")
 		b.screenshot("cluster")
 		b.darkScreenshot("cluster-dark")
 
@@ -829,4 +854,45 @@ func TestBrowserToken(t *testing.T) {
 	_, err := chromedp.Run(ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.CSS(`.signout`))))
 	require.NoError(t, err, "sign-out reloads the page")
 	b.waitFor(`document.querySelector('#token-dialog')?.open`, "the prompt after sign-out")
+}
+
+// With the read-only token, the dashboard shows every view and hides every
+// action that changes state; with the full token, they are back.
+func TestBrowserReadToken(t *testing.T) {
+	chromium(t)
+	f := newFixtureTokens(t, "full-tok", "read-tok", true)
+	b := newBrowser(t, f.ts.URL)
+	visible := func(sel string) bool {
+		return eval[bool](b, `(() => { const e = document.querySelector(`+"`"+sel+"`"+`); return !!e && e.offsetParent !== null; })()`)
+	}
+
+	b.open("/queues/orders")
+	b.waitFor(`document.querySelector('#token-dialog')?.open`, "the token prompt")
+	b.do(chromedp.SendKeys(chromedp.CSS(`#token-input`), "read-tok"))
+	b.click(`#token-submit`)
+	b.waitFor(`document.querySelectorAll('.job').length > 0`, "the jobs")
+	b.waitFor(`document.body.classList.contains('read-only') && !document.body.classList.contains('access-unknown')`, "the read-only mode")
+	require.True(t, visible(`#read-only`), "the read-only chip")
+	b.waitFor(`!document.querySelector('#embedded-store').hidden`, "the in-memory store notice")
+	require.Contains(t, b.text(`#embedded-store`), "jobs are lost when it stops")
+	require.Positive(t, eval[int](b, `document.querySelectorAll('[data-action]').length`), "the actions exist")
+	for _, sel := range []string{`[data-action="perform_all_now"]`, `[data-action="delete_failed"]`, `[data-delete]`} {
+		require.False(t, visible(sel), "%s is hidden", sel)
+	}
+	b.screenshot("read-only")
+
+	b.open("/queues/orders/morgue")
+	b.waitFor(`document.querySelectorAll('.job.dead').length === 3`, "the morgue entries")
+	b.waitFor(`document.body.classList.contains('read-only')`, "the read-only mode after a reload")
+	for _, sel := range []string{`#delete-all`, `#requeue-all`, `#requeue-selected`, `input[data-select]`} {
+		require.False(t, visible(sel), "%s is hidden", sel)
+	}
+
+	// The full token shows the actions.
+	eval[bool](b, `(sessionStorage.setItem('orderly.token', 'full-tok'), true)`)
+	b.open("/queues/orders/morgue")
+	b.waitFor(`document.querySelectorAll('.job.dead').length === 3`, "the morgue with the full token")
+	b.waitFor(`!document.body.classList.contains('read-only') && !document.body.classList.contains('access-unknown')`, "the full access")
+	require.True(t, visible(`#delete-all`))
+	require.False(t, visible(`#read-only`))
 }

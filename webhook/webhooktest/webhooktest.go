@@ -48,6 +48,10 @@ type Call struct {
 	// the sender gave up (a timeout, a stop) or the connection broke. The
 	// call acknowledged nothing.
 	Cut bool
+	// SignatureErr is why the request's Orderly-Signature did not verify,
+	// when the receiver requires signatures (RequireSignature); such a call
+	// is answered 401 without calling the AnswerFunc, and Request is empty.
+	SignatureErr error
 }
 
 // Delivery returns the call's Orderly-Delivery header, which names the
@@ -96,6 +100,19 @@ type Receiver struct {
 	answer AnswerFunc
 	calls  []Call
 	active int
+	secret []byte        // required signature's secret; nil: none
+	skew   time.Duration // tolerance of the signature's time
+}
+
+// RequireSignature makes the receiver verify each request's
+// Orderly-Signature with webhook.VerifyRequest under secret and tolerance
+// (0: webhook.DefaultTolerance). A request that fails is recorded with its
+// SignatureErr and answered 401, which fails the delivery. A nil secret
+// turns the check off.
+func (r *Receiver) RequireSignature(secret []byte, tolerance time.Duration) {
+	r.mu.Lock()
+	r.secret, r.skew = slices.Clone(secret), tolerance
+	r.mu.Unlock()
 }
 
 // NewReceiver starts and returns a receiver that answers as answer decides
@@ -167,6 +184,21 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	c := Call{Header: req.Header.Clone(), Start: time.Now()}
+	r.mu.Lock()
+	secret, skew := r.secret, r.skew
+	r.mu.Unlock()
+	if secret != nil {
+		if _, err := webhook.VerifyRequest(req, secret, skew, 0); err != nil {
+			c.SignatureErr = err
+			c.Answer = Answer{Status: http.StatusUnauthorized}
+			c.End = time.Now()
+			r.mu.Lock()
+			r.calls = append(r.calls, c)
+			r.mu.Unlock()
+			http.Error(w, "webhooktest: "+err.Error(), http.StatusUnauthorized)
+			return
+		}
+	}
 	if err := json.NewDecoder(req.Body).Decode(&c.Request); err != nil {
 		http.Error(w, "webhooktest: bad body: "+err.Error(), http.StatusBadRequest)
 		return

@@ -140,3 +140,28 @@ func Example() {
 	// handler: 1 of the batch's ids failed: "order-2": card declined
 	// acked: true false
 }
+
+func TestReceiverRequiresSignature(t *testing.T) {
+	t.Parallel()
+	rcv := webhooktest.NewReceiver(nil)
+	defer rcv.Close()
+	rcv.RequireSignature([]byte("s3cr3t"), time.Minute)
+	client := &http.Client{}
+	t.Cleanup(client.CloseIdleConnections)
+	ctx := context.Background()
+
+	signed, err := webhook.New(&webhook.Config{URL: rcv.URL, Client: client, Secret: []byte("s3cr3t")})
+	require.NoError(t, err)
+	require.NoError(t, signed(ctx, batch("orders/1/1/1", "a")))
+
+	unsigned, err := webhook.New(&webhook.Config{URL: rcv.URL, Client: client})
+	require.NoError(t, err)
+	require.ErrorContains(t, unsigned(ctx, batch("orders/1/1/2", "a")), "401")
+
+	calls := rcv.Calls()
+	require.Len(t, calls, 2)
+	require.NoError(t, calls[0].SignatureErr)
+	require.True(t, calls[0].Acked("a"))
+	require.ErrorIs(t, calls[1].SignatureErr, webhook.ErrNoSignature)
+	require.False(t, calls[1].Acked("a"))
+}

@@ -41,6 +41,9 @@ func Main() int {
 // a mistyped one), --version and --help run to completion (done, with the
 // exit code); anything else is the configuration of a node to run.
 func parse(args, environ []string, getenv func(string) string, stdout, stderr io.Writer) (cfg *config.Config, code int, done bool) {
+	if rest, ok := cutCheck(args); ok {
+		return nil, cli.Run(append([]string{"check"}, rest...), getenv, stdout, stderr), true
+	}
 	if len(args) > 0 {
 		switch a := args[0]; {
 		case a == "--version" || a == "-version" || a == "-v":
@@ -61,4 +64,18 @@ func parse(args, environ []string, getenv func(string) string, stdout, stderr io
 		return nil, cli.ExitUsage, true
 	}
 	return cfg, 0, false
+}
+
+// cutCheck reports whether the node's flags ask for --check (before any
+// "--"), and returns them without it.
+func cutCheck(args []string) ([]string, bool) {
+	for i, a := range args {
+		switch a {
+		case "--":
+			return args, false
+		case "--check", "-check":
+			return append(append([]string{}, args[:i]...), args[i+1:]...), true
+		}
+	}
+	return args, false
 }

@@ -79,6 +79,7 @@ func init() {
 		{"members", "list the cluster's members and the shards each holds", members},
 		{"morgue", "list, requeue or delete the payloads whose retries ran out", morgue},
 		{"bench", "measure Orderly on this machine and audit what it did", benchCmd},
+		{"check", "validate a node's configuration (file, environment, flags) and exit 0 or 1", checkCmd},
 		{"version", "print orderly's version", versionCmd},
 		{"help", "show this help, or a command's (orderly help enqueue)", helpCmd},
 	}
@@ -111,7 +112,10 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
-	now            func() time.Time
+	// environ is the process's environment, for the node's configuration
+	// (check).
+	environ []string
+	now     func() time.Time
 	// stdinTTY reports that stdin is a terminal, so a confirmation can be
 	// asked; stderrTTY that stderr is one, so progress can be drawn.
 	stdinTTY, stderrTTY bool
@@ -138,6 +142,7 @@ func Run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		stdout:    stdout,
 		stderr:    stderr,
 		getenv:    getenv,
+		environ:   os.Environ(),
 		now:       time.Now,
 		stdinTTY:  isTerminal(os.Stdin),
 		stderrTTY: isTerminal(stderr),

@@ -148,6 +148,11 @@ type NodeConfig struct {
 	// HTTPToken is the bearer token the HTTP API requires; empty means no
 	// authentication [http_token; empty]. Secret.
 	HTTPToken string
+	// HTTPReadToken is a second bearer token that opens only reads: the
+	// dashboard's views, every GET and /metrics; requests that change
+	// state are answered 403. It needs HTTPToken [http_read_token; empty].
+	// Secret.
+	HTTPReadToken string
 	// HTTPPublic lets the HTTP API listen on a non-loopback address without
 	// an HTTPToken; otherwise such a node refuses to start [http_public;
 	// false].
@@ -295,6 +300,15 @@ type HandlerConfig struct {
 	// the start of each (LogPayloadBytes) otherwise. In the file it is
 	// payloads: false [payloads; true]; only for the log type.
 	HidePayloads bool
+	// Secret signs each request of an http handler with the
+	// Orderly-Signature header (webhook.Config.Secret) [secret; empty: no
+	// signature]. Secret.
+	Secret string
+	// Headers are static headers sent with each request of an http
+	// handler, e.g. Authorization [headers; none]. Names that Orderly or
+	// HTTP set (Orderly-*, Content-Type, Host...) are refused. Their values
+	// are treated as secrets.
+	Headers map[string]string
 }
 
 // defaultNode returns the node's defaults, except Name, which Load fills
@@ -336,8 +350,9 @@ func defaultQueue(name string) QueueConfig {
 // redactedMark replaces a secret in Redacted.
 const redactedMark = "REDACTED"
 
-// Redacted returns a deep copy of c fit for logging: the HTTP token, the
-// gossip key and the passwords in the Redis and handler URLs are replaced by
+// Redacted returns a deep copy of c fit for logging: the HTTP tokens, the
+// gossip key, the passwords in the Redis and handler URLs, the handlers'
+// secrets and the values of their headers are replaced by
 // "REDACTED" (an empty secret stays empty, which shows that none is set).
 func (c *Config) Redacted() *Config {
 	out := *c
@@ -345,13 +360,23 @@ func (c *Config) Redacted() *Config {
 	out.Queues = slices.Clone(c.Queues)
 	out.Warnings = slices.Clone(c.Warnings)
 	out.Node.HTTPToken = redactSecret(c.Node.HTTPToken)
+	out.Node.HTTPReadToken = redactSecret(c.Node.HTTPReadToken)
 	out.Node.GossipKey = redactSecret(c.Node.GossipKey)
 	if c.Node.Redis != "" {
 		out.Node.Redis = redisurl.RedactWith(c.Node.Redis, redactedMark)
 	}
 	out.Node.ActorToken = redactSecret(c.Node.ActorToken)
 	for i := range out.Queues {
-		out.Queues[i].Handler.URL = redactURL(out.Queues[i].Handler.URL)
+		h := &out.Queues[i].Handler
+		h.URL = redactURL(h.URL)
+		h.Secret = redactSecret(h.Secret)
+		if h.Headers != nil {
+			headers := make(map[string]string, len(h.Headers))
+			for k, v := range h.Headers {
+				headers[k] = redactSecret(v)
+			}
+			h.Headers = headers
+		}
 	}
 	return &out
 }

@@ -347,6 +347,7 @@ func TestEveryKeyHasEnvAndFlag(t *testing.T) {
 		"join":                 {"a:1", "b:2"},
 		"http":                 {"1.1.1.1:3", "2.2.2.2:4"},
 		"http_token":           {"tok-a", "tok-b"},
+		"http_read_token":      {"rtok-a", "rtok-b"},
 		"actor_addr":           {"1.1.1.1:5", "2.2.2.2:6"},
 		"actor_advertise_addr": {"1.1.1.1:7", "host.example:8"},
 		"actor_token":          {"atok-a", "atok-b"},
@@ -377,8 +378,9 @@ func TestEveryKeyHasEnvAndFlag(t *testing.T) {
 	}
 	// Settings that need another to be valid, given in the environment.
 	partners := map[string][]string{
-		"http_tls_cert": {"ORDERLY_HTTP_TLS_KEY=/p.key"},
-		"http_tls_key":  {"ORDERLY_HTTP_TLS_CERT=/p.crt"},
+		"http_tls_cert":   {"ORDERLY_HTTP_TLS_KEY=/p.key"},
+		"http_tls_key":    {"ORDERLY_HTTP_TLS_CERT=/p.crt"},
+		"http_read_token": {"ORDERLY_HTTP_TOKEN=full"},
 	}
 	require.Len(t, settings(), len(values))
 	for _, s := range settings() {
@@ -441,24 +443,26 @@ func TestRedacted(t *testing.T) {
 	t.Parallel()
 	cfg, _, err := loadFile(t, `node:
   http_token: tok-SECRET
+  http_read_token: rtok-SECRET
   gossip_key: U0VDUkVUU0VDUkVUU0VDUg==
   actor_token: atok-SECRET
   redis: redis://alice:redis-SECRET@db.example:6379/3
   join: [a:1]
 queues:
   - name: q
-    handler: {type: http, url: 'https://bob:hook-SECRET@hooks.example/perform?x=1'}
+    handler: {type: http, url: 'https://bob:hook-SECRET@hooks.example/perform?x=1', secret: sig-SECRET, headers: {Authorization: Bearer hdr-SECRET}}
 `, nil)
 	require.NoError(t, err)
 	before := fmt.Sprintf("%+v", *cfg)
 
 	r := cfg.Redacted()
 	shown := fmt.Sprintf("%+v", *r)
-	for _, secret := range []string{"tok-SECRET", "U0VDUkVUU0VDUkVUU0VDUg==", "atok-SECRET", "redis-SECRET", "hook-SECRET"} {
+	for _, secret := range []string{"tok-SECRET", "rtok-SECRET", "U0VDUkVUU0VDUkVUU0VDUg==", "atok-SECRET", "redis-SECRET", "hook-SECRET", "sig-SECRET", "hdr-SECRET"} {
 		require.Contains(t, before, secret)
 		require.NotContains(t, shown, secret)
 	}
 	require.Equal(t, "REDACTED", r.Node.HTTPToken)
+	require.Equal(t, "REDACTED", r.Node.HTTPReadToken)
 	require.Equal(t, "REDACTED", r.Node.GossipKey)
 	require.Equal(t, "REDACTED", r.Node.ActorToken)
 	require.Equal(t, "redis://alice:REDACTED@db.example:6379/3", r.Node.Redis)
@@ -470,6 +474,8 @@ queues:
 		require.Equal(t, want, c.Redacted().Node.Redis)
 	}
 	require.Equal(t, "https://bob:REDACTED@hooks.example/perform?x=1", r.Queues[0].Handler.URL)
+	require.Equal(t, "REDACTED", r.Queues[0].Handler.Secret)
+	require.Equal(t, map[string]string{"Authorization": "REDACTED"}, r.Queues[0].Handler.Headers)
 	// The rest is kept.
 	require.Equal(t, cfg.Node.Name, r.Node.Name)
 	require.Equal(t, cfg.Node.Join, r.Node.Join)
@@ -478,6 +484,7 @@ queues:
 	// It is a copy.
 	r.Node.Join[0] = "changed"
 	r.Queues[0].Name = "changed"
+	r.Queues[0].Handler.Headers["Authorization"] = "changed"
 	require.Equal(t, before, fmt.Sprintf("%+v", *cfg))
 
 	// Empty secrets stay empty, URLs without a password are kept.

@@ -15,6 +15,7 @@
 //	  join: [127.0.0.1:7947]            # seeds
 //	  http: 127.0.0.1:8080
 //	  http_token: s3cret                # bearer token of the HTTP API
+//	  http_read_token: v1ew3r           # opens reads only: views, GETs, /metrics
 //	  http_allowed_hosts: [orderly.internal]  # Host names answered without a token
 //	  http_max_connections: 1024        # at most half the open-file limit
 //	  http_tls_cert: /etc/orderly/tls.crt     # serve HTTPS (with http_tls_key)
@@ -51,6 +52,12 @@
 //	    timeout: 0s                     # bounds one handler call; 0 = none
 //	    retry: {policy: linear, base: 10s}   # lowkiq | linear | exponential (base, max)
 //	    handler: {type: http, url: http://127.0.0.1:9000/perform, timeout: 30s}  # or log, noop
+//	  - name: billing
+//	    handler:
+//	      type: http
+//	      url: https://billing.example/hooks/orderly
+//	      secret: s3cr3t                # signs each request: Orderly-Signature
+//	      headers: {Authorization: Bearer abc}   # static headers; not Orderly-*, Content-Type, Host...
 //	  - name: audit
 //	    handler: {type: log, payloads: false}  # log ids and counts, not payloads
 //

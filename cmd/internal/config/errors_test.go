@@ -188,6 +188,21 @@ func TestFileErrors(t *testing.T) {
 			"queues[0].handler.url: only allowed for handler type http, not log (line 1)",
 			"queues[0].handler.timeout: only allowed for handler type http, not log (line 1)",
 		}},
+		{"http owned headers", "queues: [{name: a, handler: {type: http, url: 'http://h/p', headers: {Orderly-Signature: x, content-type: y, Host: z, 'a b': w, X-Ok: \"v\\nw\"}}}]", []string{
+			"queues[0].handler.headers: Host is set by the handler or by HTTP and cannot be configured (line 1)",
+			"queues[0].handler.headers: Orderly-Signature is set by Orderly (Orderly-* headers are reserved) (line 1)",
+			"queues[0].handler.headers: the value of X-Ok holds a control character (line 1)",
+			"queues[0].handler.headers: \"a b\" is not a valid header name (line 1)",
+			"queues[0].handler.headers: Content-Type is set by the handler or by HTTP and cannot be configured (line 1)",
+		}},
+		{"log with secret and headers", "queues: [{name: a, handler: {type: log, secret: s, headers: {X-A: b}}}]", []string{
+			"queues[0].handler.secret: only allowed for handler type http, not log (line 1)",
+			"queues[0].handler.headers: only allowed for handler type http, not log (line 1)",
+		}},
+		{"headers not a mapping", "queues: [{name: a, handler: {type: http, url: 'http://h/p', headers: [a]}}]",
+			[]string{"queues[0].handler.headers: must be a mapping of header names to values, not a list (line 1)"}},
+		{"header twice", "queues: [{name: a, handler: {type: http, url: 'http://h/p', headers: {X-A: b, x-a: c}}}]",
+			[]string{"queues[0].handler.headers: the header x-a is given twice (line 1)"}},
 		{"noop with url", "queues: [{name: a, handler: {type: noop, url: 'http://h/p'}}]",
 			[]string{"queues[0].handler.url: only allowed for handler type http, not noop (line 1)"}},
 

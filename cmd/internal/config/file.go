@@ -16,9 +16,11 @@ import (
 )
 
 // Keys of the file's mappings.
-func topKeys() []string     { return []string{"node", "queues"} }
-func retryKeys() []string   { return []string{"policy", "base", "max"} }
-func handlerKeys() []string { return []string{"type", "url", "timeout", "payloads"} }
+func topKeys() []string   { return []string{"node", "queues"} }
+func retryKeys() []string { return []string{"policy", "base", "max"} }
+func handlerKeys() []string {
+	return []string{"type", "url", "timeout", "payloads", "secret", "headers"}
+}
 func queueKeys() []string {
 	return []string{"name", "shards", "batch_size", "prefetch", "max_retry_count", "timeout", "retry", "handler"}
 }
@@ -204,6 +206,10 @@ func (fp *fileParser) queue(n *yaml.Node, path string) QueueConfig {
 					good = decodeInto(fp, v, at+".payloads", line, &show)
 					q.Handler.HidePayloads = !show
 					payloadsGiven = true
+				case "secret":
+					good = decodeInto(fp, v, at+".secret", line, &q.Handler.Secret)
+				case "headers":
+					good = decodeHeaders(fp, v, at+".headers", line, &q.Handler.Headers)
 				}
 				bad["handler."+key] = !good
 			})
@@ -372,4 +378,35 @@ func (fp *fileParser) problem(line int, format string, args ...any) {
 // add reports msg, then its line, then hint.
 func (fp *fileParser) add(line int, msg, hint string) {
 	fp.problems = append(fp.problems, fileProblem{line, fmt.Sprintf("%s (line %d)%s", msg, line, hint)})
+}
+
+// decodeHeaders decodes handler.headers: a mapping of header names to
+// single values. A name given twice, in any case, is an error.
+func decodeHeaders(fp *fileParser, v *yaml.Node, path string, line int, dst *map[string]string) bool {
+	n := resolveAlias(v)
+	if n.Kind != yaml.MappingNode {
+		fp.errorf(line, path, "must be a mapping of header names to values, not a %s", kindName(n))
+		return false
+	}
+	out := make(map[string]string, len(n.Content)/2)
+	canon := make(map[string]bool, len(n.Content)/2)
+	good := true
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := resolveAlias(n.Content[i]), resolveAlias(n.Content[i+1])
+		if k.Kind != yaml.ScalarNode || val.Kind != yaml.ScalarNode || val.ShortTag() == tagNull {
+			fp.errorf(n.Content[i].Line, path, "must map header names to single values")
+			good = false
+			continue
+		}
+		c := strings.ToLower(k.Value)
+		if canon[c] {
+			fp.errorf(n.Content[i].Line, path, "the header %s is given twice", showKey(k.Value))
+			good = false
+			continue
+		}
+		canon[c] = true
+		out[k.Value] = val.Value
+	}
+	*dst = out
+	return good
 }

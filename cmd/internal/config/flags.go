@@ -72,8 +72,8 @@ lease_ttl: 3s) and a "queues" list; each queue has a name and optionally
 shards, batch_size, prefetch, max_retry_count (default 25; -1 or none: no
 retries, to the morgue at the first failure), timeout, retry {policy:
 lowkiq, linear or exponential, base, max} and handler {type: log, noop or
-http, url, timeout; payloads: false keeps a log handler from printing
-payloads}. Queues are defined only in the file; without any, the node
+http, url, timeout, secret (signs each request), headers (static request
+headers); payloads: false keeps a log handler from printing payloads}. Queues are defined only in the file; without any, the node
 serves one queue "default" whose handler logs each job. The queues of a
 node have at most 8192 shards in total. Durations are written as 3s or
 1m30s; lists are comma-separated.`

@@ -131,6 +131,8 @@ func settings() []setting {
 			func(n *NodeConfig) *string { return &n.HTTP }, checkListenAddr},
 		field[string]{"http_token", "bearer token the HTTP API requires; empty: no authentication (secret)",
 			func(n *NodeConfig) *string { return &n.HTTPToken }, checkToken},
+		field[string]{"http_read_token", "bearer token that opens only reads: the dashboard's views, every GET and /metrics (secret; needs http_token)",
+			func(n *NodeConfig) *string { return &n.HTTPReadToken }, checkToken},
 		field[bool]{"http_public", "let the HTTP API listen on a non-loopback address without http_token",
 			func(n *NodeConfig) *bool { return &n.HTTPPublic }, nil},
 		field[[]string]{"http_allowed_hosts", "comma-separated host names a request may name (Host) without http_token, besides localhost and the node's addresses; * for any",

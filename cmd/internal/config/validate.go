@@ -4,8 +4,10 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisurl"
+	"github.com/orderlyhq/orderly/webhook"
 )
 
 // Limits of the settings.
@@ -52,6 +55,12 @@ func (c *Config) Validate() error {
 	})
 	if err := checkShardTotal(c.Queues); err != nil {
 		p.addf("queues: %v", err)
+	}
+	switch {
+	case c.Node.HTTPReadToken != "" && c.Node.HTTPToken == "":
+		p.addf("node.http_read_token: needs node.http_token (without it every request may change state)")
+	case c.Node.HTTPReadToken != "" && c.Node.HTTPReadToken == c.Node.HTTPToken:
+		p.addf("node.http_read_token: must differ from node.http_token")
 	}
 	if (c.Node.HTTPTLSCert == "") != (c.Node.HTTPTLSKey == "") {
 		p.addf("node.http_tls_cert, node.http_tls_key: give both (the certificate and its key) or neither")
@@ -149,6 +158,7 @@ func validateHandler(h HandlerConfig, report func(key, msg string)) {
 		if h.Timeout <= 0 {
 			report("handler.timeout", fmt.Sprintf("must be positive, got %s", h.Timeout))
 		}
+		checkHandlerHeaders(h.Headers, report)
 	case HandlerLog, HandlerNoop:
 		if h.URL != "" {
 			report("handler.url", "only allowed for handler type http, not "+h.Type)
@@ -158,6 +168,12 @@ func validateHandler(h HandlerConfig, report func(key, msg string)) {
 		}
 		if h.HidePayloads && h.Type != HandlerLog {
 			report("handler.payloads", "only allowed for handler type log, not "+h.Type)
+		}
+		if h.Secret != "" {
+			report("handler.secret", "only allowed for handler type http, not "+h.Type)
+		}
+		if len(h.Headers) > 0 {
+			report("handler.headers", "only allowed for handler type http, not "+h.Type)
 		}
 	default:
 		report("handler.type", fmt.Sprintf("%q is not one of log, noop, http", h.Type))
@@ -460,4 +476,20 @@ func (e *invalidError) Error() string {
 
 func (e *invalidError) Unwrap() []error {
 	return append([]error{ErrInvalid}, e.problems...)
+}
+
+// checkHandlerHeaders reports the static headers of an http handler that
+// cannot be sent: names Orderly or HTTP set, invalid names, and values with
+// control characters. Values are not quoted: they may be secrets.
+func checkHandlerHeaders(headers map[string]string, report func(key, msg string)) {
+	names := slices.Sorted(maps.Keys(headers))
+	for _, name := range names {
+		if err := webhook.CheckHeaderName(name); err != nil {
+			report("handler.headers", err.Error())
+			continue
+		}
+		if strings.ContainsFunc(headers[name], func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+			report("handler.headers", fmt.Sprintf("the value of %s holds a control character", name))
+		}
+	}
 }

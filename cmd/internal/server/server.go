@@ -70,6 +70,12 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 		return err
 	}
 	m := metrics.New()
+	rdb.AddHook(m.RedisHook()) // before any concurrent use of rdb
+	names := make([]string, len(cfg.Queues))
+	for i, q := range cfg.Queues {
+		names[i] = q.Name
+	}
+	m.InitQueues(names...)
 	var writes *writeWatch
 	store := m.Store(rs)      // counts enqueues and settlements
 	if cfg.Node.Redis != "" { // the embedded store never refuses writes
@@ -77,7 +83,7 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 		store = writes.Store(store)
 		m.Registry().MustRegister(writes.Gauge())
 	}
-	workers, err := Workers(cfg.Queues, log)
+	workers, err := buildWorkers(cfg.Queues, log, m.WebhookAnswered)
 	if err != nil {
 		return err
 	}
@@ -117,6 +123,7 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 		MorgueTTL:       cfg.Node.MorgueTTL,
 		Logger:          log,
 		Observer:        m,
+		Middleware:      []orderly.Middleware{m.Middleware()},
 	})
 	if err != nil {
 		return err
@@ -153,6 +160,8 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 	}
 	api, err := web.New(&web.Config{
 		Store: store, Ready: ready, Logger: log, Token: cfg.Node.HTTPToken,
+		ReadToken:       cfg.Node.HTTPReadToken,
+		EmbeddedStore:   cfg.Node.Redis == "",
 		MaxPayloadBytes: cfg.Node.MaxPayloadBytes,
 		AllowedHosts:    allowedHosts(cfg.Node),
 		MaxConnections:  maxConns,

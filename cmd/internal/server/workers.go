@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 	"unicode/utf8"
 
@@ -15,6 +16,12 @@ import (
 
 // Workers builds the workers of the configured queues.
 func Workers(queues []config.QueueConfig, log *slog.Logger) ([]orderly.Worker, error) {
+	return buildWorkers(queues, log, nil)
+}
+
+// buildWorkers is Workers with observe, when not nil, told the answer of each
+// webhook request (webhook.Config.Observe) with its queue.
+func buildWorkers(queues []config.QueueConfig, log *slog.Logger, observe func(queue string, status int)) ([]orderly.Worker, error) {
 	out := make([]orderly.Worker, 0, len(queues))
 	for _, q := range queues {
 		w := orderly.Worker{
@@ -32,7 +39,12 @@ func Workers(queues []config.QueueConfig, log *slog.Logger) ([]orderly.Worker, e
 		case config.HandlerNoop:
 			w.Handler = func(context.Context, *orderly.Batch) error { return nil }
 		case config.HandlerHTTP:
-			h, err := webhook.New(&webhook.Config{URL: q.Handler.URL, Timeout: q.Handler.Timeout, Logger: log})
+			wc := webhookConfig(q.Handler, log)
+			if observe != nil {
+				name := q.Name
+				wc.Observe = func(status int) { observe(name, status) }
+			}
+			h, err := webhook.New(wc)
 			if err != nil {
 				return nil, fmt.Errorf("queue %s: %w", q.Name, err)
 			}
@@ -107,4 +119,19 @@ func preview(b []byte) string {
 		s += "…"
 	}
 	return s
+}
+
+// webhookConfig is the webhook configuration of an http handler.
+func webhookConfig(h config.HandlerConfig, log *slog.Logger) *webhook.Config {
+	c := &webhook.Config{URL: h.URL, Timeout: h.Timeout, Logger: log}
+	if h.Secret != "" {
+		c.Secret = []byte(h.Secret)
+	}
+	if len(h.Headers) > 0 {
+		c.Header = make(http.Header, len(h.Headers))
+		for k, v := range h.Headers {
+			c.Header.Set(k, v)
+		}
+	}
+	return c
 }

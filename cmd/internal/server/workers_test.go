@@ -7,11 +7,14 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/cmd/internal/config"
+	"github.com/orderlyhq/orderly/webhook"
+	"github.com/orderlyhq/orderly/webhook/webhooktest"
 )
 
 // The log handler prints the start of a job's first payloads, never whole
@@ -49,4 +52,30 @@ func TestLogHandlerPayloads(t *testing.T) {
 	for k := range hidden {
 		require.False(t, strings.HasPrefix(k, "payload") && k != "payloads", "no payload printed: %v", hidden)
 	}
+}
+
+// An http handler with a secret signs its requests, and sends its static
+// headers; the receiver's check rejects a handler without the secret.
+func TestHTTPHandlerSecretAndHeaders(t *testing.T) {
+	t.Parallel()
+	rcv := webhooktest.NewReceiver(nil)
+	defer rcv.Close()
+	rcv.RequireSignature([]byte("s3cr3t"), time.Minute)
+	batch := &orderly.Batch{Queue: "q", Shard: 0, Delivery: "q/0/1/1", Jobs: []orderly.Job{{ID: "a", RetryCount: -1,
+		Payloads: []orderly.Payload{{Data: []byte(`{}`), Score: 1}}}}}
+	handler := func(h config.HandlerConfig) orderly.HandlerFunc {
+		h.Type, h.URL, h.Timeout = config.HandlerHTTP, rcv.URL, 10*time.Second
+		ws, err := Workers([]config.QueueConfig{{Name: "q", Shards: 1, BatchSize: 1, Handler: h}}, slog.New(slog.DiscardHandler))
+		require.NoError(t, err)
+		return ws[0].Handler
+	}
+
+	require.NoError(t, handler(config.HandlerConfig{Secret: "s3cr3t", Headers: map[string]string{"authorization": "Bearer t"}})(context.Background(), batch))
+	require.ErrorContains(t, handler(config.HandlerConfig{})(context.Background(), batch), "401")
+
+	calls := rcv.Calls()
+	require.Len(t, calls, 2)
+	require.NoError(t, calls[0].SignatureErr)
+	require.Equal(t, "Bearer t", calls[0].Header.Get("Authorization"))
+	require.ErrorIs(t, calls[1].SignatureErr, webhook.ErrNoSignature)
 }

@@ -161,4 +161,5 @@ export const api = {
   requeue: (q, sel) => post(path('queues', q, 'morgue', 'requeue'), sel),
   deleteDead: (q, sel) => post(path('queues', q, 'morgue', 'delete'), sel),
   cluster: (opts) => get(path('cluster'), opts),
+  access: (opts) => get(path('access'), opts),
 };

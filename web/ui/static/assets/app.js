@@ -2,7 +2,7 @@
 // token prompt, the live indicator, and the routes.
 
 import {h, icon, mount} from './dom.js';
-import {onAuthRequired, setToken, token} from './api.js';
+import {api, onAuthRequired, setToken, token} from './api.js';
 import {compact, num, relative} from './format.js';
 import {live, start as startLive, subscribe} from './live.js';
 import {clearBanner, emptyState, jobHref, queueHref, reportError} from './components.js';
@@ -33,6 +33,14 @@ const signOut = h('button', {type: 'button', class: 'nav-link signout', hidden: 
   location.reload();
 }}, icon('logout'), 'Forget token');
 const content = h('main', {class: 'content', id: 'content'});
+// The notice of a node on the embedded store: shown while it is true.
+const embeddedNotice = h('div', {class: 'notice', id: 'embedded-store', role: 'note', hidden: true},
+  icon('alert'), h('div', {class: 'banner-text'},
+    h('strong', null, 'In-memory store.'),
+    ' This node runs without Redis: its jobs are lost when it stops, and no other node can join it. ',
+    'Start it with ', h('code', null, '--redis redis://host:6379/0'), ' for anything that matters.'));
+const readOnlyChip = h('span', {class: 'chip read-only-chip', id: 'read-only', hidden: true,
+  title: 'The token in use opens the views only: actions that change state are hidden'}, icon('lock'), 'Read-only');
 
 // The job finder: a queue and an exact id, straight to the job's page.
 const findQueue = h('select', {class: 'input find-queue', 'aria-label': 'Queue', id: 'find-queue'});
@@ -88,9 +96,11 @@ const layout = [
     h('header', {class: 'topbar'},
       h('div', {class: 'topbar-left'}, finder),
       h('div', {class: 'topbar-right'},
+        readOnlyChip,
         h('span', {class: 'self', title: 'The node that answers this dashboard\'s API calls'},
           icon('server'), h('span', {class: 'muted'}, 'Node'), selfEl),
         liveEl)),
+    embeddedNotice,
     h('div', {class: 'banners', id: 'banners'}),
     content),
 ];
@@ -112,9 +122,12 @@ function drawNav() {
       const active = current === href || current.startsWith(href + '/');
       return h('a', {class: ['nav-link', 'nav-queue', active && 'active'], href, title: q.name, dataset: {queue: q.name}},
         h('span', {class: 'nav-queue-name'}, q.name),
+        // The count is always the queued jobs; a dead count, when there
+        // is one, is a second badge of its own colour.
         q.morgue_length > 0
           ? h('span', {class: 'nav-count dead', title: `${num(q.morgue_length)} in the morgue`}, compact(q.morgue_length))
-          : h('span', {class: 'nav-count', title: `${num(q.length)} queued`}, compact(q.length)));
+          : null,
+        h('span', {class: 'nav-count queued', title: `${num(q.length)} queued`}, compact(q.length)));
     }));
 }
 
@@ -139,6 +152,32 @@ function drawLive() {
   // Numbers the last poll could not refresh are shown dimmed.
   document.body.classList.toggle('stale', Boolean(live.error));
   signOut.hidden = !token();
+  embeddedNotice.hidden = !live.embedded;
+}
+
+// ---- Access ----
+
+// The page asks the API what its credentials allow (GET /api/v1/access)
+// and hides the actions it cannot perform: body.read-only hides every
+// [data-write] element. Until the answer, body.access-unknown hides them
+// too, so that a read-only viewer never sees an action flash enabled. The
+// question is asked again whenever the token changes.
+let accessFor = null; // the token the current answer is for
+function checkAccess() {
+  const t = token();
+  if (t === accessFor) return;
+  accessFor = t;
+  api.access().then((a) => {
+    if (accessFor !== t) return;
+    document.body.classList.toggle('read-only', !a.write);
+    readOnlyChip.hidden = a.write;
+  }).catch(() => {
+    // An older node without the endpoint, or a failure reported elsewhere:
+    // show the actions; the API still refuses what the token cannot do.
+    if (accessFor === t) document.body.classList.remove('read-only');
+  }).finally(() => {
+    if (accessFor === t) document.body.classList.remove('access-unknown');
+  });
 }
 
 // ---- Token prompt ----
@@ -154,7 +193,7 @@ function askToken(rejected) {
       h('p', {class: 'modal-text'},
         'The API answered 401. Paste the token the node was started with (',
         h('code', null, '--http-token'), ' or ', h('code', null, 'ORDERLY_HTTP_TOKEN'),
-        '). It is kept in this tab only and sent as a bearer token.'),
+        '), or its read-only token (', h('code', null, '--http-read-token'), ') to view without acting. It is kept in this tab only and sent as a bearer token.'),
       rejected ? h('p', {class: 'form-error', role: 'alert'}, 'That token was refused. Try again.') : null,
       h('label', {class: 'field'}, h('span', null, 'Token'), input),
       h('div', {class: 'modal-actions'}, h('button', {type: 'submit', class: 'btn primary', id: 'token-submit'}, 'Sign in')));
@@ -209,10 +248,12 @@ function render(page, params, query) {
 }
 
 const app = document.getElementById('app');
+document.body.classList.add('access-unknown');
 mount(app, layout);
 app.removeAttribute('aria-busy');
 onAuthRequired(askToken);
 subscribe(() => {
+  checkAccess();
   drawNav();
   drawFinder();
   drawLive();

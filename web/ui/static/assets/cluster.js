@@ -114,7 +114,8 @@ export function render(root, {signal}) {
     const legend = h('div', {class: 'legend owners'}, [...colours].map(([name, i]) =>
       h('span', {class: 'legend-item', dataset: {owner: name}},
         h('span', {class: ['swatch', `o${i}`]}), name, alive.has(name) ? null : h('span', {class: 'muted'}, ' (not alive)'))),
-    h('span', {class: 'legend-item'}, h('span', {class: 'swatch unowned'}), 'no lease'));
+    h('span', {class: 'legend-item'}, h('span', {class: 'swatch unowned'}), 'no lease'),
+    h('span', {class: 'legend-item muted', id: 'epoch-legend'}, 'e7: the lease epoch, which grows each time the shard changes owner'));
     mount(map, legend, queues.map((q) => {
       const shards = c.shards.filter((s) => s.queue === q);
       const owners = new Set(shards.map((s) => s.owner).filter(Boolean));

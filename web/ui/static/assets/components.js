@@ -188,8 +188,13 @@ export function every(ms, fn, signal) {
   tick();
 }
 
-/** button builds a button with an optional icon. */
-export function button(label, {icon: ic, kind, onclick, title, id, small, disabled, dataset} = {}) {
+/**
+ * button builds a button with an optional icon. A write button changes
+ * state: it carries data-write and is hidden when the credentials in use
+ * can only read (body.read-only; see app.js).
+ */
+export function button(label, {icon: ic, kind, onclick, title, id, small, disabled, dataset, write} = {}) {
+  if (write) dataset = {...dataset, write: ''};
   return h('button', {type: 'button', class: ['btn', kind, small && 'small'], onclick, title, id, disabled, dataset},
     ic ? icon(ic) : null, label);
 }
@@ -228,8 +233,16 @@ export function queueHeader(q, tab, signal, actions) {
       tabLink('processing', 'Processing', queueHref(q, 'processing'), 'busy'),
       tabLink('morgue', 'Morgue', queueHref(q, 'morgue'), 'morgue_length')));
 
+  const unknown = h('p', {class: 'notice', id: 'unknown-queue', hidden: true},
+    icon('alert'), h('span', null, `No queue named ${JSON.stringify(q)} is registered: there is nothing to act on. `,
+      h('a', {href: '/'}, 'See the queues')));
+  head.append(unknown);
   const draw = () => {
     const m = liveQueue(q);
+    // Actions show only once the queue is known to exist.
+    const missing = live.queues !== null && !m;
+    unknown.hidden = !missing;
+    head.classList.toggle('queue-unknown', !m);
     if (!m) return;
     shards.textContent = plural(m.shards, 'shard');
     for (const [k] of HEADER_STATS) {

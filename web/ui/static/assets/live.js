@@ -23,6 +23,9 @@ export const live = {
   samples: [],
   self: '',
   paused: false,
+  // embedded is true when the answering node runs on the embedded
+  // in-memory store (GET /api/v1/cluster).
+  embedded: false,
 };
 
 const listeners = new Set();
@@ -96,6 +99,10 @@ export async function refreshSelf() {
   clearTimeout(selfTimer);
   try {
     const c = await api.cluster();
+    if (Boolean(c.embedded_store) !== live.embedded) {
+      live.embedded = Boolean(c.embedded_store);
+      emit();
+    }
     setSelf(c.self);
   } catch { /* the queue poller reports failures */ }
   selfTimer = setTimeout(refreshSelf, 15000);

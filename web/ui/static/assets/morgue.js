@@ -25,10 +25,10 @@ export function render(root, {params: [q], query, signal}) {
   const list = h('div', {class: 'list'}, loading('Loading the morgue…'));
   const selectAll = h('input', {type: 'checkbox', id: 'select-all', 'aria-label': 'Select every entry of this page'});
   const selCount = h('span', {class: 'sel-count muted'});
-  const requeueSel = button('Requeue selected', {icon: 'requeue', small: true, id: 'requeue-selected', kind: 'primary'});
-  const deleteSel = button('Delete selected', {icon: 'trash', small: true, id: 'delete-selected', kind: 'danger-outline'});
-  const requeueAll = button('Requeue all', {icon: 'requeue', small: true, id: 'requeue-all'});
-  const deleteAll = button('Delete all', {icon: 'trash', small: true, id: 'delete-all', kind: 'danger-outline'});
+  const requeueSel = button('Requeue selected', {icon: 'requeue', small: true, id: 'requeue-selected', write: true, kind: 'primary'});
+  const deleteSel = button('Delete selected', {icon: 'trash', small: true, id: 'delete-selected', write: true, kind: 'danger-outline'});
+  const requeueAll = button('Requeue all', {icon: 'requeue', small: true, id: 'requeue-all', write: true});
+  const deleteAll = button('Delete all', {icon: 'trash', small: true, id: 'delete-all', write: true, kind: 'danger-outline'});
 
   const drawSelection = () => {
     const n = selected.size;
@@ -91,7 +91,7 @@ export function render(root, {params: [q], query, signal}) {
       }});
     return h('article', {class: 'job dead', dataset: {id: e.id}},
       h('header', {class: 'job-head'},
-        h('label', {class: 'check'}, box),
+        h('label', {class: 'check', dataset: {write: ''}}, box),
         h('span', {class: 'job-id', title: e.id}, e.id === '' ? '(empty)' : e.id),
         h('span', {class: 'badge dead'}, 'dead'),
         h('span', {class: 'spacer'}),
@@ -139,7 +139,7 @@ export function render(root, {params: [q], query, signal}) {
       extra: button('Refresh', {icon: 'refresh', small: true, onclick: () => { refreshLive(); load(); }}),
       quick: [['Newest first', {order: 'updated_at', dir: 'desc'}], ['Oldest first', {order: 'updated_at'}],
         ['Last hour', {order: 'updated_at', min: '-1h', dir: 'desc'}], ['By id', {}]]}),
-    h('div', {class: 'bulkbar'},
+    h('div', {class: 'bulkbar', dataset: {write: ''}},
       h('label', {class: 'check'}, selectAll), selCount, requeueSel, deleteSel,
       h('span', {class: 'spacer'}), requeueAll, deleteAll),
     list);

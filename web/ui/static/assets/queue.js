@@ -11,7 +11,9 @@ import {
 } from './components.js';
 import {boundValue, filterBar, pager, readFilters} from './filters.js';
 
-const JOB_ORDERS = ['id', 'perform_at', 'retry_count'];
+// perform_at first: the default order, a bounded read at any size (ordering
+// by id scans the queue).
+const JOB_ORDERS = ['perform_at', 'id', 'retry_count'];
 const PAGE_SIZE = 50;
 const LIST_PAYLOADS = 5;
 
@@ -46,7 +48,7 @@ const ACTIONS = {
 
 function queueActions(q, after) {
   return Object.entries(ACTIONS).map(([action, a]) => button(a.label, {
-    icon: a.icon, kind: a.kind === 'danger' ? 'danger-outline' : null, small: true, dataset: {action},
+    icon: a.icon, kind: a.kind === 'danger' ? 'danger-outline' : null, small: true, dataset: {action}, write: true,
     onclick: async () => {
       const m = liveQueue(q);
       const note = a.count && m ? h('p', {class: 'modal-note'}, `${plural(m[a.count], 'job')} failed at least once right now.`) : null;
@@ -93,8 +95,8 @@ async function deleteJob(q, id, payloadCount) {
 /** jobCard renders one queued job of a listing. */
 function jobCard(q, j, onDeleted) {
   const del = isDotId(j.id)
-    ? button('', {icon: 'trash', kind: 'ghost icon-only', small: true, disabled: true, title: DOT_ID_NOTE})
-    : button('', {icon: 'trash', kind: 'ghost icon-only', small: true, title: 'Delete this job', dataset: {delete: j.id},
+    ? button('', {icon: 'trash', kind: 'ghost icon-only', small: true, disabled: true, title: DOT_ID_NOTE, write: true})
+    : button('', {icon: 'trash', kind: 'ghost icon-only', small: true, title: 'Delete this job', dataset: {delete: j.id}, write: true,
       onclick: async () => {
         if (await deleteJob(q, j.id, j.payload_count)) onDeleted();
       }});
@@ -272,9 +274,9 @@ export function renderJob(root, {params: [q], query, signal}) {
 
 function jobDetail(q, j, reload) {
   const del = j.queued && isDotId(j.id)
-    ? button('Delete queued entry', {icon: 'trash', kind: 'danger-outline', small: true, disabled: true, title: DOT_ID_NOTE})
+    ? button('Delete queued entry', {icon: 'trash', kind: 'danger-outline', small: true, disabled: true, title: DOT_ID_NOTE, write: true})
     : j.queued
-    ? button('Delete queued entry', {icon: 'trash', kind: 'danger-outline', small: true, id: 'delete-job', onclick: async () => {
+    ? button('Delete queued entry', {icon: 'trash', kind: 'danger-outline', small: true, id: 'delete-job', write: true, onclick: async () => {
       if (await deleteJob(q, j.id, j.queued.payload_count)) reload();
     }})
     : null;
