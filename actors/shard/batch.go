@@ -111,6 +111,7 @@ func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
 	cfg := a.cfg
 	first := a.calls
 	size := cfg.BatchSize
+	view := a.view
 	a.calls += int64((len(b.Jobs) + size - 1) / size)
 	a.task(c, func(context.Context) any {
 		out := processed{seq: b.Seq}
@@ -122,6 +123,14 @@ func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
 		start := cfg.Clock.Now()
 		for i, k := 0, first; i < len(b.Jobs); i, k = i+size, k+1 {
 			if hctx.Err() != nil {
+				skip(b.Jobs[i:])
+				break
+			}
+			if !view.holds(cfg.Clock.Now()) {
+				// The lease may be gone (the process was paused, renewals
+				// are late): no call starts under it. The lease guard may
+				// not have fired yet; onProcessed treats it as lost.
+				out.expired = true
 				skip(b.Jobs[i:])
 				break
 			}
@@ -153,6 +162,10 @@ func (a *Actor) onProcessed(c actor.Context, m processed) {
 	a.disarm(timerStuck)
 	if a.lease == nil || a.cur == nil || a.cur.Seq != m.seq {
 		return // lease lost meanwhile: the next owner restores the batch
+	}
+	if m.expired {
+		a.leaseLost(c, "the lease could have expired before the next handler call")
+		return
 	}
 	switch {
 	case len(m.skipped) > 0:

@@ -39,6 +39,7 @@ type fakeStore struct {
 	epoch      int64
 	held       bool
 	renewErr   error
+	renewGate  chan struct{} // when set, each renewal waits for a value on it
 	advanceErr error
 	releaseErr error
 }
@@ -86,8 +87,14 @@ func (s *fakeStore) AcquireShard(_ context.Context, ref persistence.ShardRef, ow
 
 func (s *fakeStore) RenewShard(context.Context, persistence.Lease, time.Duration) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.record("renew")
+	gate := s.renewGate
+	s.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return s.renewErr
 }
 
@@ -178,6 +185,8 @@ type harness struct {
 	shard *actor.PID
 	obs   *observer
 
+	prefetch int // ids per fetch [1]
+
 	mu     sync.Mutex // guards the fields below
 	events []string
 	keep   bool
@@ -199,7 +208,7 @@ func (h *harness) start(process shard.Processor) {
 	h.sys = actor.NewActorSystem(actor.WithLoggerFactory(logbridge.Protoactor(log)), actor.WithDeadLetterThrottleInterval(100*time.Millisecond))
 	props := shard.Props(shard.Config{
 		Ref: persistence.ShardRef{Queue: "q", Shard: 1}, Store: h.store, Owner: "n", MaxRetryCount: 25,
-		LeaseTTL: 3 * time.Second, IdlePoll: time.Minute, Process: process,
+		LeaseTTL: 3 * time.Second, IdlePoll: time.Minute, Process: process, Prefetch: h.prefetch,
 		Clock: h.clock, Logger: log, Observer: h.obs,
 	})
 	f := &fakeNode{props: props, pid: make(chan *actor.PID, 1), h: h}

@@ -90,15 +90,18 @@ type (
 		seq      int64
 		failures []persistence.Failure
 		skipped  []string // ids not handled (cut by the drain deadline or a cancellation)
+		expired  bool     // stopped because the lease view ran out before a call
 		err      error    // a call's whole-batch error, for logs
 		dur      time.Duration
 	}
 	renewed struct {
-		started time.Time
+		lease   persistence.Lease
+		started time.Time // send time
 		err     error
 	}
-	released struct{ err error }
-	trimmed  struct {
+	released      struct{ err error }
+	releasedStale struct{}
+	trimmed       struct {
 		n   int
 		err error
 	}

@@ -84,7 +84,7 @@ func (c Config) withDefaults() Config {
 func Props(cfg Config) *actor.Props {
 	cfg = cfg.withDefaults()
 	log := cfg.Logger.With("queue", cfg.Ref.Queue, "shard", cfg.Ref.Shard)
-	return actor.PropsFromProducer(func() actor.Actor { return &Actor{cfg: cfg, log: log, inst: rand.Uint64()} },
+	return actor.PropsFromProducer(func() actor.Actor { return &Actor{cfg: cfg, log: log, inst: rand.Uint64(), view: &leaseView{}} },
 		actor.WithReceiverMiddleware(supervisor.LogPanics(log)))
 }
 
@@ -110,6 +110,10 @@ type Actor struct {
 	permit   permitState
 	lease    *persistence.Lease      // nil while the actor holds no lease
 	renewing bool                    // a RenewShard call runs (beside the phase's call)
+	renewDue bool                    // a renewal fell due while one was in flight
+	view     *leaseView              // the conservative view of the lease, read before every handler call
+	rtt      time.Duration           // slowest recent round trip of a lease call (decaying)
+	stale    []persistence.Lease     // leases given up that a late reply showed still held: release them
 	handler  context.CancelCauseFunc // cancels the running handler (phaseRunning)
 
 	seq    int64                       // last fetch's NextSeq
@@ -177,6 +181,8 @@ func (a *Actor) onResult(c actor.Context, v any) {
 		a.onRenewed(c, m)
 	case released:
 		a.onReleased(c, m)
+	case releasedStale:
+		a.phase = phaseIdle
 	case trimmed:
 		a.onTrimmed(c, m)
 	case taskPanic:
@@ -204,7 +210,14 @@ func (a *Actor) onWake() {
 // step starts what comes next when nothing is in flight; it runs after every
 // message.
 func (a *Actor) step(c actor.Context) {
-	if a.phase != phaseIdle || a.armed(timerRetry) || a.permit == permitDeciding {
+	if a.phase != phaseIdle {
+		return
+	}
+	if len(a.stale) > 0 {
+		a.startReleaseStale(c)
+		return
+	}
+	if a.armed(timerRetry) || a.permit == permitDeciding {
 		return
 	}
 	switch {
@@ -350,15 +363,23 @@ func (a *Actor) shutdown(c actor.Context, restarting bool) {
 	}
 	if !a.waitTasks(a.cfg.LeaseTTL) {
 		a.log.Error("a handler ignores its cancelled context; the shard actor stops without it and leaves its lease to expire")
-	} else if a.lease != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		if err := a.cfg.Store.ReleaseShard(ctx, *a.lease); err != nil {
-			a.log.Warn("stopping shard actor could not release its lease; it expires by itself", "err", err, "restarting", restarting)
-		} else {
-			a.log.Info("released shard", "restarting", restarting)
+	} else {
+		leases := a.stale
+		if a.lease != nil {
+			leases = append(leases, *a.lease)
 		}
-		cancel()
+		for _, l := range leases {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			if err := a.cfg.Store.ReleaseShard(ctx, l); err != nil {
+				a.log.Warn("stopping shard actor could not release its lease; it expires by itself", "err", err, "restarting", restarting)
+			} else {
+				a.log.Info("released shard", "restarting", restarting)
+			}
+			cancel()
+		}
 	}
+	a.stale = nil
+	a.view.set(time.Time{})
 	if a.permit != permitNone {
 		// The actor is gone: the node forgets its permit or its request.
 		c.Send(c.Parent(), PermitReturn{Ref: a.cfg.Ref})

@@ -15,7 +15,7 @@ type timerKind int
 const (
 	timerDue      timerKind = iota // next perform_at the store reported
 	timerPoll                      // idle poll (enqueue notices are hints)
-	timerRenew                     // lease renewal, every LeaseTTL/3
+	timerRenew                     // lease renewal, LeaseTTL/3 after the last one was sent
 	timerGuard                     // lease guard: the lease counts as lost
 	timerRetry                     // backoff before retrying a store call or an acquisition
 	timerDeadline                  // drain deadline
@@ -51,7 +51,11 @@ func (a *Actor) onTimer(c actor.Context, m timerFired) {
 	case timerDue, timerPoll:
 		a.work.due = true
 	case timerRenew:
-		if a.lease != nil && !a.renewing {
+		switch {
+		case a.lease == nil:
+		case a.renewing:
+			a.renewDue = true // at most one in flight: send when it returns
+		default:
 			a.startRenew(c)
 		}
 	case timerGuard:
