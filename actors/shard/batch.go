@@ -24,11 +24,13 @@ const trimEvery = time.Hour
 // and fetch up to fetch ids.
 func (a *Actor) newRequest(fetch int) {
 	a.seq++
-	req := persistence.AdvanceRequest{Fetch: fetch, NextSeq: a.seq, MaxRetryCount: a.cfg.MaxRetryCount}
+	req := persistence.AdvanceRequest{Fetch: fetch, NextSeq: a.seq, MaxRetryCount: a.cfg.MaxRetryCount,
+		MaxPayloads: a.cfg.MaxPayloads, CallTimeout: a.cfg.CallTimeout, CallSize: a.cfg.BatchSize}
 	if a.settle != nil && a.cur != nil {
 		req.Settle = a.cur.Seq
 		req.Failures = a.settle.failures
 		req.Skipped = a.settle.skipped
+		req.Interrupted = a.settle.interrupted
 	}
 	if fetch > 0 {
 		a.work.due = false
@@ -44,6 +46,7 @@ func (a *Actor) startAdvance(c actor.Context) {
 	log := a.log
 	timeout := a.storeTimeout()
 	a.task(c, func(ctx context.Context) any {
+		sent := cfg.Clock.Now()
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		res, err := cfg.Store.Advance(ctx, lease, req)
@@ -53,7 +56,7 @@ func (a *Actor) startAdvance(c actor.Context) {
 				callOnDead(ctx, cfg.OnDead, res.Dead, log)
 			}
 		}
-		return advanced{req: req, res: res, err: err}
+		return advanced{sent: sent, req: req, res: res, err: err}
 	})
 }
 
@@ -81,7 +84,7 @@ func (a *Actor) onAdvanced(c actor.Context, m advanced) {
 	}
 	a.work.more, a.work.next = m.res.More, m.res.NextDue
 	if b := m.res.Batch; b != nil {
-		a.cur = b
+		a.cur, a.sent = b, m.sent
 		if a.draining() {
 			// Not started: Release restores it for the next owner.
 			a.returnPermit(c)
@@ -112,6 +115,7 @@ func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
 	first := a.calls
 	size := cfg.BatchSize
 	view := a.view
+	sent := a.sent
 	a.calls += int64((len(b.Jobs) + size - 1) / size)
 	a.task(c, func(context.Context) any {
 		out := processed{seq: b.Seq}
@@ -137,10 +141,22 @@ func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
 			jobs := b.Jobs[i:min(i+size, len(b.Jobs))]
 			call := &persistence.Batch{ShardRef: b.ShardRef, Seq: k + 1, Token: b.Token, FetchedAt: b.FetchedAt, Jobs: jobs}
 			callStart := cfg.Clock.Now()
-			fs, err := cfg.Process(hctx, call)
-			if (err != nil || len(fs) > 0) && errors.Is(context.Cause(hctx), errDrainDeadline) {
-				// Cut by the drain deadline: not handled, not failed.
-				skip(b.Jobs[i:])
+			// The call's deadline: CallTimeout after its start, and within
+			// n x CallTimeout of the fetch for the n-th call of the window
+			// (the bound the store keeps with the in-flight record).
+			deadline := callStart.Add(cfg.CallTimeout)
+			if bound := sent.Add(time.Duration(i/size+1) * cfg.CallTimeout); bound.Before(deadline) {
+				deadline = bound
+			}
+			fs, err := callWithDeadline(hctx, cfg.Clock, deadline, cfg.Process, call)
+			if hctx.Err() != nil && (err != nil || len(fs) > 0) {
+				// Cancelled while it ran (drain deadline, lease lost): not
+				// handled, not failed; its receiver may still be at work,
+				// so the store holds its ids until the call's deadline.
+				for _, j := range jobs {
+					out.interrupted = append(out.interrupted, j.ID)
+				}
+				skip(b.Jobs[i+len(jobs):])
 				break
 			}
 			if o := cfg.Observer; o != nil {
@@ -168,14 +184,14 @@ func (a *Actor) onProcessed(c actor.Context, m processed) {
 		return
 	}
 	switch {
-	case len(m.skipped) > 0:
-		a.log.Warn("batch cut by shutdown; the ids not handled go back to the queue", "ids", len(a.cur.Jobs), "skipped", len(m.skipped))
+	case len(m.skipped) > 0 || len(m.interrupted) > 0:
+		a.log.Warn("batch cut by shutdown; the ids not handled go back to the queue", "ids", len(a.cur.Jobs), "skipped", len(m.skipped), "interrupted", len(m.interrupted))
 	case m.err != nil:
 		a.log.Warn("batch failed", "ids", len(a.cur.Jobs), "failed", len(m.failures), "err", m.err, "duration", m.dur)
 	case len(m.failures) > 0:
 		a.log.Info("batch partly failed", "ids", len(a.cur.Jobs), "failed", len(m.failures), "duration", m.dur)
 	}
-	a.settle = &pendingSettle{failures: m.failures, skipped: m.skipped}
+	a.settle = &pendingSettle{failures: m.failures, skipped: m.skipped, interrupted: m.interrupted}
 	if a.permit != permitHeld {
 		return
 	}
@@ -185,6 +201,24 @@ func (a *Actor) onProcessed(c actor.Context, m processed) {
 	}
 	a.permit = permitDeciding
 	c.Send(c.Parent(), PermitReturn{Ref: a.cfg.Ref, Again: true, Since: a.since()})
+}
+
+// callWithDeadline runs one handler call whose context ends at deadline
+// (on the actor's clock), with cause ErrCallDeadline. The context reports
+// the deadline in real time (what net/http and receivers understand); a
+// simulated clock cancels it through its own timer.
+func callWithDeadline(ctx context.Context, clk clock.Clock, deadline time.Time, process Processor, b *persistence.Batch) ([]persistence.Failure, error) {
+	left := clock.Until(clk, deadline)
+	ctx, cancel := context.WithDeadlineCause(ctx, time.Now().Add(left), ErrCallDeadline)
+	defer cancel()
+	if clk != clock.Real() {
+		cctx, ccancel := context.WithCancelCause(ctx)
+		defer ccancel(nil)
+		stop := clk.AfterFunc(left, func() { ccancel(ErrCallDeadline) })
+		defer stop()
+		ctx = cctx
+	}
+	return process(ctx, b)
 }
 
 // callOnDead runs the retries-exhausted hook; a panic in it is logged.

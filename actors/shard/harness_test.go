@@ -185,7 +185,8 @@ type harness struct {
 	shard *actor.PID
 	obs   *observer
 
-	prefetch int // ids per fetch [1]
+	prefetch    int           // ids per fetch [1]
+	callTimeout time.Duration // [shard.DefaultCallTimeout]
 
 	mu     sync.Mutex // guards the fields below
 	events []string
@@ -209,6 +210,7 @@ func (h *harness) start(process shard.Processor) {
 	props := shard.Props(shard.Config{
 		Ref: persistence.ShardRef{Queue: "q", Shard: 1}, Store: h.store, Owner: "n", MaxRetryCount: 25,
 		LeaseTTL: 3 * time.Second, IdlePoll: time.Minute, Process: process, Prefetch: h.prefetch,
+		CallTimeout: h.callTimeout, MaxPayloads: 7,
 		Clock: h.clock, Logger: log, Observer: h.obs,
 	})
 	f := &fakeNode{props: props, pid: make(chan *actor.PID, 1), h: h}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderlyhq/orderly/actors/shard"
 	"github.com/orderlyhq/orderly/persistence"
 )
 
@@ -123,4 +124,46 @@ func TestRenewalsAreSpacedFromTheirSendTime(t *testing.T) {
 	h.armedAt(5350 * time.Millisecond)
 	require.Zero(t, h.obs.losses())
 	require.True(t, h.serving())
+}
+
+// Every handler call has a finite deadline (CallTimeout after its start):
+// its context carries it and ends there with ErrCallDeadline, and every
+// Advance tells the store the call timeout, the call size and the cap on
+// payloads per id, so that the store keeps the bound with the in-flight
+// record. A call that ran out is a failure, settled as such.
+func TestEveryCallHasADeadline(t *testing.T) {
+	t.Parallel()
+	store := &fakeStore{jobs: jobs("a")}
+	h := newHarness(t, store)
+	h.callTimeout = 2 * time.Second
+	deadlines := make(chan time.Time, 1)
+	process, calls := blocking(h.clock, false, nil)
+	h.start(func(ctx context.Context, b *persistence.Batch) ([]persistence.Failure, error) {
+		d, _ := ctx.Deadline() // zero without one: fails below
+		deadlines <- d
+		return process(ctx, b)
+	})
+	c := wait(h, calls, "the handler call")
+	left := time.Until(wait(h, deadlines, "the deadline"))
+	require.True(t, left > 0 && left <= 2*time.Second, "deadline %s away", left)
+
+	h.armedAt(time.Second)
+	h.advanceTo(time.Second)
+	h.armedAt(3500 * time.Millisecond) // renewed: the guard moves past the call's deadline
+	h.advanceTo(2 * time.Second)
+	wait(h, c.cancelled, "the cancellation")
+	require.Equal(t, t0.Add(2*time.Second), c.at)
+	require.ErrorIs(t, c.cause, shard.ErrCallDeadline)
+	require.ErrorIs(t, c.cause, context.DeadlineExceeded)
+
+	h.eventually("settled", func() bool { return len(store.requests()) >= 2 })
+	reqs := store.requests()
+	for _, r := range reqs {
+		require.Equal(t, 2*time.Second, r.CallTimeout)
+		require.Equal(t, 1, r.CallSize)
+		require.Equal(t, 7, r.MaxPayloads)
+	}
+	require.Len(t, reqs[1].Failures, 1, "a call past its deadline failed")
+	require.Empty(t, reqs[1].Interrupted)
+	require.Zero(t, h.obs.losses())
 }

@@ -82,17 +82,19 @@ type (
 		started  time.Time
 	}
 	advanced struct {
-		req persistence.AdvanceRequest
-		res persistence.AdvanceResult
-		err error
+		sent time.Time
+		req  persistence.AdvanceRequest
+		res  persistence.AdvanceResult
+		err  error
 	}
 	processed struct {
-		seq      int64
-		failures []persistence.Failure
-		skipped  []string // ids not handled (cut by the drain deadline or a cancellation)
-		expired  bool     // stopped because the lease view ran out before a call
-		err      error    // a call's whole-batch error, for logs
-		dur      time.Duration
+		seq         int64
+		failures    []persistence.Failure
+		skipped     []string // ids not handled (cut by the drain deadline or a cancellation)
+		interrupted []string // ids of a call cancelled while it ran (its receiver may still be at work)
+		expired     bool     // stopped because the lease view ran out before a call
+		err         error    // a call's whole-batch error, for logs
+		dur         time.Duration
 	}
 	renewed struct {
 		lease   persistence.Lease

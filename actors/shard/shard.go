@@ -49,7 +49,16 @@ type Config struct {
 	// other, and settled together.
 	Prefetch      int
 	MaxRetryCount int
-	Process       Processor
+	// MaxPayloads is the most payloads of one id a fetch hands over
+	// (max_payloads_per_call; 0: persistence.DefaultMaxPayloadsPerCall).
+	MaxPayloads int
+	// CallTimeout is the longest one handler call may run
+	// [DefaultCallTimeout]: the context of each call has a deadline at
+	// most CallTimeout after its start, and the store keeps a bound on the
+	// deadlines with the in-flight record, so that no other call for those
+	// ids starts before it, on any node.
+	CallTimeout time.Duration
+	Process     Processor
 	// OnDead, if set, receives what a settlement moved to the morgue.
 	OnDead   func(ctx context.Context, dead []persistence.Job)
 	LeaseTTL time.Duration
@@ -71,6 +80,9 @@ func (c Config) withDefaults() Config {
 	}
 	c.BatchSize = max(c.BatchSize, 1)
 	c.Prefetch = max(c.Prefetch, c.BatchSize)
+	if c.CallTimeout <= 0 {
+		c.CallTimeout = DefaultCallTimeout
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -79,6 +91,10 @@ func (c Config) withDefaults() Config {
 	}
 	return c
 }
+
+// DefaultCallTimeout is the longest a handler call may run when
+// Config.CallTimeout is not set.
+const DefaultCallTimeout = 30 * time.Second
 
 // Props returns the props of a shard actor.
 func Props(cfg Config) *actor.Props {
@@ -93,6 +109,10 @@ var (
 	errLeaseLost     = errors.New("shard lease lost")
 	errDrainDeadline = errors.New("node stopping: drain deadline reached")
 	errStopped       = errors.New("shard actor stopped")
+	// ErrCallDeadline is the cause of a handler call's context cancelled
+	// at its deadline (Config.CallTimeout). It is a
+	// context.DeadlineExceeded.
+	ErrCallDeadline = fmt.Errorf("handler call deadline passed: %w", context.DeadlineExceeded)
 )
 
 // Actor is a shard actor; see the package documentation for its protocol.
@@ -119,6 +139,7 @@ type Actor struct {
 	seq    int64                       // last fetch's NextSeq
 	calls  int64                       // handler calls under this lease (delivery numbers)
 	cur    *persistence.Batch          // fetched and not settled
+	sent   time.Time                   // when the Advance that fetched cur was sent (call deadlines count from it)
 	settle *pendingSettle              // cur's outcome, not yet sent
 	req    *persistence.AdvanceRequest // an Advance to send or retry
 
