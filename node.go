@@ -350,6 +350,8 @@ func (n *Node) shardConfig(w Worker, i int) shard.Config {
 		BatchSize:     w.BatchSize,
 		Prefetch:      w.Prefetch,
 		MaxRetryCount: w.maxRetry(),
+		MaxPayloads:   w.MaxPayloadsPerCall,
+		CallTimeout:   w.Timeout,
 		Process:       n.processor(w),
 		LeaseTTL:      n.cfg.LeaseTTL,
 		IdlePoll:      n.cfg.IdlePoll,
