@@ -130,3 +130,39 @@ func TestFaultHandlerIgnoringItsContext(t *testing.T) {
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "handler ignores its cancelled context") }, 5*time.Second, 10*time.Millisecond)
 	close(release)
 }
+
+// Every Go handler call has a deadline on its context, also without
+// Worker.Timeout (DefaultCallTimeout), and the worker's Timeout when set.
+func TestHandlerContextAlwaysHasADeadline(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	left := make(chan time.Duration, 4)
+	handler := func(ctx context.Context, _ *orderly.Batch) error {
+		d, ok := ctx.Deadline()
+		if !ok {
+			left <- -1
+			return nil
+		}
+		left <- time.Until(d)
+		return nil
+	}
+	e.start(orderly.Config{Workers: []orderly.Worker{
+		{Queue: "default", Shards: 1, Handler: handler},
+		{Queue: "short", Shards: 1, Timeout: 5 * time.Second, Handler: handler},
+	}})
+	next := func() time.Duration {
+		select {
+		case d := <-left:
+			return d
+		case <-time.After(30 * time.Second):
+			t.Fatal("no handler call")
+			return 0
+		}
+	}
+	e.enqueue("default", client.Job{ID: "a"})
+	d := next()
+	require.True(t, d > orderly.DefaultCallTimeout-10*time.Second && d <= orderly.DefaultCallTimeout, "deadline %s away", d)
+	e.enqueue("short", client.Job{ID: "b"})
+	d = next()
+	require.True(t, d > 0 && d <= 5*time.Second, "deadline %s away", d)
+}
