@@ -187,6 +187,10 @@ type harness struct {
 
 	prefetch    int           // ids per fetch [1]
 	callTimeout time.Duration // [shard.DefaultCallTimeout]
+	// storeOverride, when set, is the store the actor talks to (a wrapper
+	// of store).
+	storeOverride persistence.Store
+	onDead        func(context.Context, []persistence.Job)
 
 	mu     sync.Mutex // guards the fields below
 	events []string
@@ -207,8 +211,12 @@ func (h *harness) start(process shard.Processor) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h.sys = actor.NewActorSystem(actor.WithLoggerFactory(logbridge.Protoactor(log)), actor.WithDeadLetterThrottleInterval(100*time.Millisecond))
+	var st persistence.Store = h.store
+	if h.storeOverride != nil {
+		st = h.storeOverride
+	}
 	props := shard.Props(shard.Config{
-		Ref: persistence.ShardRef{Queue: "q", Shard: 1}, Store: h.store, Owner: "n", MaxRetryCount: 25,
+		Ref: persistence.ShardRef{Queue: "q", Shard: 1}, Store: st, OnDead: h.onDead, Owner: "n", MaxRetryCount: 25,
 		LeaseTTL: 3 * time.Second, IdlePoll: time.Minute, Process: process, Prefetch: h.prefetch,
 		CallTimeout: h.callTimeout, MaxPayloads: 7,
 		Clock: h.clock, Logger: log, Observer: h.obs,

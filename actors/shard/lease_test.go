@@ -167,3 +167,60 @@ func TestEveryCallHasADeadline(t *testing.T) {
 	require.Empty(t, reqs[1].Interrupted)
 	require.Zero(t, h.obs.losses())
 }
+
+// deadStore answers Advance with what a settlement sends to the morgue; its
+// first settling reply is lost (the store did the work, the answer never
+// came back), so the actor retries the very same request, which returns the
+// same Dead again.
+type deadStore struct {
+	*fakeStore
+	mu      sync.Mutex // guards dropped and cache
+	dropped bool
+	cache   map[int64]persistence.AdvanceResult
+}
+
+func (s *deadStore) Advance(ctx context.Context, l persistence.Lease, req persistence.AdvanceRequest) (persistence.AdvanceResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if res, ok := s.cache[req.NextSeq]; ok {
+		return res, nil // a retry: the same answer
+	}
+	res, err := s.fakeStore.Advance(ctx, l, req)
+	if err != nil {
+		return res, err
+	}
+	for _, f := range req.Failures {
+		res.Dead = append(res.Dead, persistence.Job{ID: f.ID})
+	}
+	s.cache[req.NextSeq] = res
+	if len(res.Dead) > 0 && !s.dropped {
+		s.dropped = true
+		return persistence.AdvanceResult{}, errNetwork // the reply is lost
+	}
+	return res, nil
+}
+
+// The retries_exhausted hook sees what went to the morgue even when the
+// reply of the Advance that moved it was lost: the actor retries the same
+// request and hands the hook the Dead of the retried reply.
+func TestDeadReportSurvivesALostAdvanceReply(t *testing.T) {
+	t.Parallel()
+	store := &deadStore{fakeStore: &fakeStore{jobs: jobs("a")}, cache: map[int64]persistence.AdvanceResult{}}
+	h := newHarness(t, store.fakeStore)
+	h.storeOverride = store
+	dead := make(chan []persistence.Job, 4)
+	h.onDead = func(_ context.Context, d []persistence.Job) { dead <- d }
+	h.start(func(_ context.Context, b *persistence.Batch) ([]persistence.Failure, error) {
+		return []persistence.Failure{{ID: b.Jobs[0].ID, Error: "boom", RetryAt: t0}}, nil
+	})
+	h.eventually("the lost reply", func() bool {
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		return store.dropped
+	})
+	h.armedBefore(time.Second) // the backoff before the retry
+	next, _ := h.clock.Next()
+	h.clock.Set(next)
+	got := wait(h, dead, "the hook")
+	require.Equal(t, []string{"a"}, []string{got[0].ID})
+}
