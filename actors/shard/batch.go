@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -116,6 +117,8 @@ func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
 	size := cfg.BatchSize
 	view := a.view
 	sent := a.sent
+	running := a.call
+	a.arm(c, timerStuck, cfg.CallTimeout+StuckGrace)
 	a.calls += int64((len(b.Jobs) + size - 1) / size)
 	a.task(c, func(context.Context) any {
 		out := processed{seq: b.Seq}
@@ -148,6 +151,7 @@ func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
 			if bound := sent.Add(time.Duration(i/size+1) * cfg.CallTimeout); bound.Before(deadline) {
 				deadline = bound
 			}
+			running.set(callStart, deadline)
 			fs, err := callWithDeadline(hctx, cfg.Clock, deadline, cfg.Process, call)
 			if hctx.Err() != nil && (err != nil || len(fs) > 0) {
 				// Cancelled while it ran (drain deadline, lease lost): not
@@ -176,6 +180,14 @@ func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
 func (a *Actor) onProcessed(c actor.Context, m processed) {
 	a.phase, a.handler = phaseIdle, nil
 	a.disarm(timerStuck)
+	if !a.stuck.IsZero() {
+		a.log.Warn("stuck handler call returned", "age", clock.Since(a.cfg.Clock, a.stuck))
+		a.stuck = time.Time{}
+		if o, ok := a.cfg.Observer.(StuckObserver); ok {
+			o.HandlerStuck(a.cfg.Ref, 0)
+		}
+		a.report(c)
+	}
 	if a.lease == nil || a.cur == nil || a.cur.Seq != m.seq {
 		return // lease lost meanwhile: the next owner restores the batch
 	}
@@ -201,6 +213,55 @@ func (a *Actor) onProcessed(c actor.Context, m processed) {
 	}
 	a.permit = permitDeciding
 	c.Send(c.Parent(), PermitReturn{Ref: a.cfg.Ref, Again: true, Since: a.since()})
+}
+
+// callInfo is the running handler call's start and deadline, written by the
+// handler task before each call and read by the actor's stuck check.
+type callInfo struct {
+	mu              sync.Mutex // guards start and deadline
+	start, deadline time.Time
+}
+
+func (ci *callInfo) set(start, deadline time.Time) {
+	ci.mu.Lock()
+	defer ci.mu.Unlock()
+	ci.start, ci.deadline = start, deadline
+}
+
+func (ci *callInfo) get() (start, deadline time.Time) {
+	ci.mu.Lock()
+	defer ci.mu.Unlock()
+	return ci.start, ci.deadline
+}
+
+// checkStuck runs on timerStuck while a handler runs: a call past its
+// deadline + StuckGrace (or one cancelled that has not returned) is logged
+// with its age, reported in the shard's status and to the observer, and
+// checked again every LeaseTTL (at least every 10 s), so the log line
+// repeats at a bounded rate.
+func (a *Actor) checkStuck(c actor.Context) {
+	now := a.cfg.Clock.Now()
+	start, deadline := a.call.get()
+	every := max(a.cfg.LeaseTTL, 10*time.Second)
+	if a.handler != nil && a.lease != nil && !a.draining() && now.Before(deadline.Add(StuckGrace)) {
+		a.arm(c, timerStuck, deadline.Add(StuckGrace).Sub(now))
+		return
+	}
+	if a.lease == nil || a.draining() {
+		// Cancelled (lease lost, drain deadline) and not returned.
+		every = a.cfg.LeaseTTL
+		a.log.Error("handler ignores its cancelled context; the shard waits for it (another node may already serve these ids)", "age", now.Sub(start))
+	} else {
+		a.log.Error("handler call runs past its deadline; it ignores its context and holds the shard", "age", now.Sub(start), "deadline", deadline)
+	}
+	if a.stuck.IsZero() {
+		a.stuck = start
+		a.report(c)
+	}
+	if o, ok := a.cfg.Observer.(StuckObserver); ok {
+		o.HandlerStuck(a.cfg.Ref, now.Sub(start))
+	}
+	a.arm(c, timerStuck, every)
 }
 
 // callWithDeadline runs one handler call whose context ends at deadline

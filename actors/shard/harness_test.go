@@ -296,6 +296,19 @@ type observer struct {
 	batches    int
 	failed     int
 	leasesLost int
+	stuck      []time.Duration
+}
+
+func (o *observer) HandlerStuck(_ persistence.ShardRef, age time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.stuck = append(o.stuck, age)
+}
+
+func (o *observer) stuckAges() []time.Duration {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.stuck)
 }
 
 func (o *observer) BatchDone(_ persistence.ShardRef, _, failed int, _ time.Duration, _ error) {

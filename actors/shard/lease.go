@@ -154,14 +154,18 @@ func (a *Actor) onRenewed(c actor.Context, m renewed) {
 	switch {
 	case m.err == nil:
 		a.observeRTT(now.Sub(m.started))
-		if !a.view.holds(now) {
-			// The guard is due but has not fired yet (the process was
-			// paused, or the reply was slower than the margin): the lease
-			// counted as lost already, and stays lost.
-			a.leaseLost(c, "renewal reply came after the lease guard")
+		if !now.Before(m.started.Add(a.cfg.LeaseTTL - a.margin())) {
+			// Even this renewal cannot vouch for the lease any more (the
+			// process was paused, or the reply took longer than the
+			// lease): count it as lost, and give it back.
+			a.leaseLost(c, "renewal reply came too late")
 			a.stale = append(a.stale, m.lease)
 			return
 		}
+		// The renewal succeeded, so the lease never lapsed in Redis (a
+		// renewal fails once the lease key expired): it extends the view
+		// from its send time, even if the view had run out meanwhile (no
+		// call started while it had).
 		a.extend(c, m.started)
 		if a.failures > 0 && a.phase == phaseIdle {
 			a.storeOK(c)

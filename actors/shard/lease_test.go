@@ -224,3 +224,45 @@ func TestDeadReportSurvivesALostAdvanceReply(t *testing.T) {
 	got := wait(h, dead, "the hook")
 	require.Equal(t, []string{"a"}, []string{got[0].ID})
 }
+
+// A handler call that ignores its context runs past its deadline +
+// StuckGrace: it is logged with its age, shown in the shard's report
+// (StuckSince, for the node's status) and told to the observer; once it
+// returns, all of that clears.
+func TestCallPastItsDeadlineIsSurfaced(t *testing.T) {
+	t.Parallel()
+	store := &fakeStore{jobs: jobs("a")}
+	h := newHarness(t, store)
+	h.callTimeout = 2 * time.Second
+	release := make(chan struct{})
+	process, calls := blocking(h.clock, true, release)
+	h.start(process)
+	c := wait(h, calls, "the handler call")
+	h.eventually("serving", h.serving)
+	// Keep the lease renewed, one renewal at a time, up to the stuck check
+	// at 2 s + StuckGrace.
+	for k := 1; k <= 7; k++ {
+		h.armedAt(time.Duration(k) * time.Second)
+		h.advanceTo(time.Duration(k) * time.Second)
+		h.eventually("renewed", func() bool { return store.count("renew") == k })
+		h.armedAt(time.Duration(k)*time.Second + 2500*time.Millisecond)
+	}
+	wait(h, c.cancelled, "the cancellation at the deadline")
+	require.ErrorIs(t, c.cause, shard.ErrCallDeadline)
+	h.eventually("logged", func() bool { return h.logs.has("handler call runs past its deadline") })
+	h.eventually("reported stuck", func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.report.StuckSince.Equal(t0)
+	})
+	require.Equal(t, []time.Duration{7 * time.Second}, h.obs.stuckAges())
+	require.Zero(t, h.obs.losses())
+
+	close(release)
+	h.eventually("cleared", func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.report.StuckSince.IsZero()
+	})
+	require.Equal(t, []time.Duration{7 * time.Second, 0}, h.obs.stuckAges())
+}

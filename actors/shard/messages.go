@@ -55,6 +55,10 @@ type (
 		Serving bool // holds the lease, its last store call succeeded, not draining
 		Epoch   int64
 		Err     string
+		// StuckSince is the start of a handler call that runs past its
+		// deadline + StuckGrace (a handler that ignores its context);
+		// zero otherwise.
+		StuckSince time.Time
 	}
 )
 

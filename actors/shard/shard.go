@@ -35,6 +35,17 @@ type Observer interface {
 	LeaseLost(ref persistence.ShardRef)
 }
 
+// StuckObserver is an Observer that also hears of handler calls running
+// past their deadline + StuckGrace: age is how long the call has run, or 0
+// once it returned.
+type StuckObserver interface {
+	HandlerStuck(ref persistence.ShardRef, age time.Duration)
+}
+
+// StuckGrace is how long past its deadline a handler call may run before it
+// counts as stuck (it ignores its context).
+const StuckGrace = 5 * time.Second
+
 // Config configures one shard actor. The node fills every field; Ref,
 // Store, Owner, Process, LeaseTTL and IdlePoll are required.
 type Config struct {
@@ -100,7 +111,9 @@ const DefaultCallTimeout = 30 * time.Second
 func Props(cfg Config) *actor.Props {
 	cfg = cfg.withDefaults()
 	log := cfg.Logger.With("queue", cfg.Ref.Queue, "shard", cfg.Ref.Shard)
-	return actor.PropsFromProducer(func() actor.Actor { return &Actor{cfg: cfg, log: log, inst: rand.Uint64(), view: &leaseView{}} },
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &Actor{cfg: cfg, log: log, inst: rand.Uint64(), view: &leaseView{}, call: &callInfo{}}
+	},
 		actor.WithReceiverMiddleware(supervisor.LogPanics(log)))
 }
 
@@ -135,6 +148,8 @@ type Actor struct {
 	rtt      time.Duration           // slowest recent round trip of a lease call (decaying)
 	stale    []persistence.Lease     // leases given up that a late reply showed still held: release them
 	handler  context.CancelCauseFunc // cancels the running handler (phaseRunning)
+	call     *callInfo               // the running handler call, written by the handler task
+	stuck    time.Time               // start of the running call while it counts as stuck
 
 	seq    int64                       // last fetch's NextSeq
 	calls  int64                       // handler calls under this lease (delivery numbers)
@@ -354,7 +369,7 @@ func (a *Actor) storeOK(c actor.Context) {
 
 // report tells the node when the actor's serving state changes.
 func (a *Actor) report(c actor.Context) {
-	r := Report{Ref: a.cfg.Ref, Serving: a.lease != nil && a.failures == 0 && !a.draining(), Err: a.lastErr}
+	r := Report{Ref: a.cfg.Ref, Serving: a.lease != nil && a.failures == 0 && !a.draining(), Err: a.lastErr, StuckSince: a.stuck}
 	if a.lease != nil {
 		r.Epoch = a.lease.Epoch
 	}

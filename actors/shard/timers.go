@@ -20,7 +20,7 @@ const (
 	timerRetry                     // backoff before retrying a store call or an acquisition
 	timerDeadline                  // drain deadline
 	timerTrim                      // morgue retention
-	timerStuck                     // a cancelled handler that has not returned
+	timerStuck                     // a handler call past its deadline, or cancelled, that has not returned
 	numTimers
 )
 
@@ -70,8 +70,7 @@ func (a *Actor) onTimer(c actor.Context, m timerFired) {
 		a.onDeadline(c)
 	case timerStuck:
 		if a.phase == phaseRunning {
-			a.log.Error("handler ignores its cancelled context; the shard waits for it (another node may already serve these ids)")
-			a.arm(c, timerStuck, a.cfg.LeaseTTL)
+			a.checkStuck(c)
 		}
 	}
 }
