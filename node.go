@@ -436,7 +436,7 @@ func (n *Node) Status(ctx context.Context) (NodeStatus, error) {
 	}
 	out := NodeStatus{Assigned: st.Assigned, Serving: st.Serving, Waiting: st.Waiting, Running: st.Running}
 	for _, r := range st.Shards {
-		out.Shards = append(out.Shards, ShardStatus{Ref: r.Ref, Serving: r.Serving, Epoch: r.Epoch, Err: r.Err})
+		out.Shards = append(out.Shards, ShardStatus{Ref: r.Ref, Serving: r.Serving, Epoch: r.Epoch, Err: r.Err, StuckSince: r.StuckSince})
 	}
 	return out, nil
 }
