@@ -166,3 +166,23 @@ func TestHandlerContextAlwaysHasADeadline(t *testing.T) {
 	d = next()
 	require.True(t, d > 0 && d <= 5*time.Second, "deadline %s away", d)
 }
+
+// A handler that ignores its context and runs past its deadline shows in
+// the node's status (StuckSince) until it returns.
+func TestStuckHandlerShowsInStatus(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	release := make(chan struct{})
+	n := e.start(orderly.Config{Workers: []orderly.Worker{{
+		Queue: "q", Shards: 1, Timeout: 200 * time.Millisecond,
+		Handler: func(context.Context, *orderly.Batch) error { <-release; return nil },
+	}}})
+	stuck := func() bool {
+		st, err := n.Status(context.Background())
+		return err == nil && len(st.Shards) == 1 && !st.Shards[0].StuckSince.IsZero()
+	}
+	e.enqueue("q", client.Job{ID: "a"})
+	require.Eventually(t, stuck, 30*time.Second, 50*time.Millisecond, "reported stuck")
+	close(release)
+	require.Eventually(t, func() bool { return !stuck() }, 30*time.Second, 50*time.Millisecond, "cleared once it returned")
+}
