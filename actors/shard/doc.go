@@ -58,10 +58,14 @@
 // was paused (SIGSTOP, a GC pause, a frozen VM) starts no call under a
 // lease that may be gone, even before its late guard timer fires. The
 // guard timer fires when the view runs out: the lease counts as lost
-// before it can expire in Redis. A renewal whose reply comes after that
-// does not revive the lease: the actor releases it instead (so that the
-// next owner need not wait for it to expire), once its handler has
-// returned. Losing the lease cancels the handler's context at once; the
+// before it can expire in Redis. A renewal whose reply comes after the
+// guard fired does not revive the lease: the actor releases it instead (so
+// that the next owner need not wait for it to expire), once its handler
+// has returned. A successful reply handled before the guard fired extends
+// the view from its send time (a renewal succeeds only while the lease key
+// still holds the token, so the lease never lapsed), unless even that has
+// run out. A handler call running StuckGrace past its deadline is logged
+// with its age, reported (Report.StuckSince) and told to a StuckObserver. Losing the lease cancels the handler's context at once; the
 // batch is not settled (the next owner restores it) and the actor does not
 // acquire again until the handler has returned, so two handlers never hold
 // one id. A handler that ignores its context keeps the actor waiting; it
