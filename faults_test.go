@@ -186,3 +186,34 @@ func TestStuckHandlerShowsInStatus(t *testing.T) {
 	close(release)
 	require.Eventually(t, func() bool { return !stuck() }, 30*time.Second, 50*time.Millisecond, "cleared once it returned")
 }
+
+// Unscored payloads of one id sent in one client call reach the handler in
+// the order they were sent, not in byte order.
+func TestUnscoredPayloadsKeepSendOrder(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	got := make(chan []string, 4)
+	e.start(orderly.Config{Workers: []orderly.Worker{{
+		Queue: "q", Shards: 1,
+		Handler: func(_ context.Context, b *orderly.Batch) error {
+			var ps []string
+			for _, p := range b.Jobs[0].Payloads {
+				ps = append(ps, string(p.Data))
+			}
+			got <- ps
+			return nil
+		},
+	}}})
+	e.enqueue("q", client.Job{ID: "order-1", Payload: []byte("z-created")},
+		client.Job{ID: "order-1", Payload: []byte("a-paid")}, client.Job{ID: "order-1", Payload: []byte("m-shipped")})
+	var seen []string
+	for len(seen) < 3 {
+		select {
+		case ps := <-got:
+			seen = append(seen, ps...)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("saw only %v", seen)
+		}
+	}
+	require.Equal(t, []string{"z-created", "a-paid", "m-shipped"}, seen)
+}
