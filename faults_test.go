@@ -217,3 +217,62 @@ func TestUnscoredPayloadsKeepSendOrder(t *testing.T) {
 	}
 	require.Equal(t, []string{"z-created", "a-paid", "m-shipped"}, seen)
 }
+
+// A slow link to Redis (0.75 s round trip) costs no lease: renewals are
+// spaced from their send time and the margin follows the round trip, so
+// the node keeps every shard under its first epoch while it works. The
+// lease TTL is 6 s: an acquisition takes about three round trips (2.3 s
+// measured at this latency), longer than a 3 s lease minus its margin.
+func TestSlowRedisLinkKeepsTheLeases(t *testing.T) {
+	t.Parallel()
+	db := redistest.New(t)
+	proxy := redistest.NewProxy(t, db.Addr)
+	proxy.Latency(t, 750*time.Millisecond)
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
+	defer rdb.Close()
+	store, err := redisstore.New(rdb, &redisstore.Config{Prefix: db.Prefix})
+	require.NoError(t, err)
+	obs := &lossCounter{}
+	var handled atomic.Int32
+	n, err := orderly.NewNode(store, &orderly.Config{
+		Name: "slow-link", Observer: obs, LeaseTTL: 6 * time.Second, Logger: slog.New(slog.NewTextHandler(&testWriter{t: t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Workers: []orderly.Worker{{Queue: "q", Shards: 2, Handler: func(context.Context, *orderly.Batch) error {
+			handled.Add(1)
+			return nil
+		}}},
+	})
+	require.NoError(t, err)
+	require.NoError(t, n.Start(context.Background()))
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		n.StopAndCancel(ctx)
+	}()
+	epochs := func() []int64 {
+		st, err := n.Status(context.Background())
+		if err != nil || st.Serving != 2 {
+			return nil
+		}
+		return []int64{st.Shards[0].Epoch, st.Shards[1].Epoch}
+	}
+	require.Eventually(t, func() bool { return epochs() != nil }, 30*time.Second, 50*time.Millisecond, "serving both shards")
+	first := epochs()
+	var jobs []persistence.NewJob
+	for i := range 20 {
+		jobs = append(jobs, persistence.NewJob{ID: fmt.Sprint("id-", i)})
+	}
+	require.NoError(t, store.Enqueue(context.Background(), "q", jobs))
+	deadline := time.Now().Add(18 * time.Second) // 3 lease TTLs, 18 renewals
+	for time.Now().Before(deadline) {
+		require.Zero(t, obs.lost.Load(), "a lease was lost on a slow link")
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.Equal(t, first, epochs(), "no re-acquisition: the epochs did not change")
+	require.Positive(t, handled.Load())
+}
+
+// lossCounter counts lease losses.
+type lossCounter struct{ lost atomic.Int32 }
+
+func (o *lossCounter) BatchDone(persistence.ShardRef, int, int, time.Duration, error) {}
+func (o *lossCounter) LeaseLost(persistence.ShardRef)                                 { o.lost.Add(1) }
