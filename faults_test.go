@@ -130,3 +130,149 @@ func TestFaultHandlerIgnoringItsContext(t *testing.T) {
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "handler ignores its cancelled context") }, 5*time.Second, 10*time.Millisecond)
 	close(release)
 }
+
+// Every Go handler call has a deadline on its context, also without
+// Worker.Timeout (DefaultCallTimeout), and the worker's Timeout when set.
+func TestHandlerContextAlwaysHasADeadline(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	left := make(chan time.Duration, 4)
+	handler := func(ctx context.Context, _ *orderly.Batch) error {
+		d, ok := ctx.Deadline()
+		if !ok {
+			left <- -1
+			return nil
+		}
+		left <- time.Until(d)
+		return nil
+	}
+	e.start(orderly.Config{Workers: []orderly.Worker{
+		{Queue: "default", Shards: 1, Handler: handler},
+		{Queue: "short", Shards: 1, Timeout: 5 * time.Second, Handler: handler},
+	}})
+	next := func() time.Duration {
+		select {
+		case d := <-left:
+			return d
+		case <-time.After(30 * time.Second):
+			t.Fatal("no handler call")
+			return 0
+		}
+	}
+	e.enqueue("default", client.Job{ID: "a"})
+	d := next()
+	require.True(t, d > orderly.DefaultCallTimeout-10*time.Second && d <= orderly.DefaultCallTimeout, "deadline %s away", d)
+	e.enqueue("short", client.Job{ID: "b"})
+	d = next()
+	require.True(t, d > 0 && d <= 5*time.Second, "deadline %s away", d)
+}
+
+// A handler that ignores its context and runs past its deadline shows in
+// the node's status (StuckSince) until it returns.
+func TestStuckHandlerShowsInStatus(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	release := make(chan struct{})
+	n := e.start(orderly.Config{Workers: []orderly.Worker{{
+		Queue: "q", Shards: 1, Timeout: 200 * time.Millisecond,
+		Handler: func(context.Context, *orderly.Batch) error { <-release; return nil },
+	}}})
+	stuck := func() bool {
+		st, err := n.Status(context.Background())
+		return err == nil && len(st.Shards) == 1 && !st.Shards[0].StuckSince.IsZero()
+	}
+	e.enqueue("q", client.Job{ID: "a"})
+	require.Eventually(t, stuck, 30*time.Second, 50*time.Millisecond, "reported stuck")
+	close(release)
+	require.Eventually(t, func() bool { return !stuck() }, 30*time.Second, 50*time.Millisecond, "cleared once it returned")
+}
+
+// Unscored payloads of one id sent in one client call reach the handler in
+// the order they were sent, not in byte order.
+func TestUnscoredPayloadsKeepSendOrder(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	got := make(chan []string, 4)
+	e.start(orderly.Config{Workers: []orderly.Worker{{
+		Queue: "q", Shards: 1,
+		Handler: func(_ context.Context, b *orderly.Batch) error {
+			var ps []string
+			for _, p := range b.Jobs[0].Payloads {
+				ps = append(ps, string(p.Data))
+			}
+			got <- ps
+			return nil
+		},
+	}}})
+	e.enqueue("q", client.Job{ID: "order-1", Payload: []byte("z-created")},
+		client.Job{ID: "order-1", Payload: []byte("a-paid")}, client.Job{ID: "order-1", Payload: []byte("m-shipped")})
+	var seen []string
+	for len(seen) < 3 {
+		select {
+		case ps := <-got:
+			seen = append(seen, ps...)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("saw only %v", seen)
+		}
+	}
+	require.Equal(t, []string{"z-created", "a-paid", "m-shipped"}, seen)
+}
+
+// A slow link to Redis (0.75 s round trip) costs no lease: renewals are
+// spaced from their send time and the margin follows the round trip, so
+// the node keeps every shard under its first epoch while it works. The
+// lease TTL is 6 s: an acquisition takes about three round trips (2.3 s
+// measured at this latency), longer than a 3 s lease minus its margin.
+func TestSlowRedisLinkKeepsTheLeases(t *testing.T) {
+	t.Parallel()
+	db := redistest.New(t)
+	proxy := redistest.NewProxy(t, db.Addr)
+	proxy.Latency(t, 750*time.Millisecond)
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
+	defer rdb.Close()
+	store, err := redisstore.New(rdb, &redisstore.Config{Prefix: db.Prefix})
+	require.NoError(t, err)
+	obs := &lossCounter{}
+	var handled atomic.Int32
+	n, err := orderly.NewNode(store, &orderly.Config{
+		Name: "slow-link", Observer: obs, LeaseTTL: 6 * time.Second, Logger: slog.New(slog.NewTextHandler(&testWriter{t: t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Workers: []orderly.Worker{{Queue: "q", Shards: 2, Handler: func(context.Context, *orderly.Batch) error {
+			handled.Add(1)
+			return nil
+		}}},
+	})
+	require.NoError(t, err)
+	require.NoError(t, n.Start(context.Background()))
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		n.StopAndCancel(ctx)
+	}()
+	epochs := func() []int64 {
+		st, err := n.Status(context.Background())
+		if err != nil || st.Serving != 2 {
+			return nil
+		}
+		return []int64{st.Shards[0].Epoch, st.Shards[1].Epoch}
+	}
+	require.Eventually(t, func() bool { return epochs() != nil }, 30*time.Second, 50*time.Millisecond, "serving both shards")
+	first := epochs()
+	var jobs []persistence.NewJob
+	for i := range 20 {
+		jobs = append(jobs, persistence.NewJob{ID: fmt.Sprint("id-", i)})
+	}
+	require.NoError(t, store.Enqueue(context.Background(), "q", jobs))
+	deadline := time.Now().Add(18 * time.Second) // 3 lease TTLs, 18 renewals
+	for time.Now().Before(deadline) {
+		require.Zero(t, obs.lost.Load(), "a lease was lost on a slow link")
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.Equal(t, first, epochs(), "no re-acquisition: the epochs did not change")
+	require.Positive(t, handled.Load())
+}
+
+// lossCounter counts lease losses.
+type lossCounter struct{ lost atomic.Int32 }
+
+func (o *lossCounter) BatchDone(persistence.ShardRef, int, int, time.Duration, error) {}
+func (o *lossCounter) LeaseLost(persistence.ShardRef)                                 { o.lost.Add(1) }

@@ -15,9 +15,6 @@ import (
 // maxErrorBytes bounds an error message stored with a job.
 const maxErrorBytes = 4096
 
-// errTimeout is the cause of a handler context cancelled by Worker.Timeout.
-var errTimeout = errors.New("orderly: handler timeout")
-
 // processor adapts a worker's handler, wrapped in the server middleware, to
 // the shard actor: it runs one call and converts its outcome, once, into
 // the store's failures with their retry times (Worker.RetryIn).
@@ -29,13 +26,9 @@ func (n *Node) processor(w Worker) shard.Processor {
 	log := n.log.With("queue", w.Queue)
 	return func(ctx context.Context, b *persistence.Batch) ([]persistence.Failure, error) {
 		batch := &Batch{Queue: b.Queue, Shard: b.Shard, Delivery: delivery(b), Jobs: toJobs(b.Jobs)}
-		if w.Timeout > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeoutCause(ctx, w.Timeout, errTimeout)
-			defer cancel()
-		}
+		// The shard actor gives ctx the call's deadline (w.Timeout).
 		err := call(ctx, h, batch, n)
-		if err != nil && errors.Is(context.Cause(ctx), errTimeout) {
+		if err != nil && errors.Is(context.Cause(ctx), shard.ErrCallDeadline) {
 			err = fmt.Errorf("timed out after %s: %w", w.Timeout, err)
 		}
 		if err == nil {

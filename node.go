@@ -367,6 +367,8 @@ func (n *Node) shardConfig(w Worker, i int) shard.Config {
 		BatchSize:     w.BatchSize,
 		Prefetch:      w.Prefetch,
 		MaxRetryCount: w.maxRetry(),
+		MaxPayloads:   w.MaxPayloadsPerCall,
+		CallTimeout:   w.Timeout,
 		Process:       n.processor(w),
 		LeaseTTL:      n.cfg.LeaseTTL,
 		IdlePoll:      n.cfg.IdlePoll,
@@ -451,7 +453,7 @@ func (n *Node) Status(ctx context.Context) (NodeStatus, error) {
 	}
 	out := NodeStatus{Assigned: st.Assigned, Serving: st.Serving, Waiting: st.Waiting, Running: st.Running}
 	for _, r := range st.Shards {
-		out.Shards = append(out.Shards, ShardStatus{Ref: r.Ref, Serving: r.Serving, Epoch: r.Epoch, Err: r.Err})
+		out.Shards = append(out.Shards, ShardStatus{Ref: r.Ref, Serving: r.Serving, Epoch: r.Epoch, Err: r.Err, StuckSince: r.StuckSince})
 	}
 	return out, nil
 }

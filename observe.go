@@ -41,6 +41,10 @@ type ShardStatus struct {
 	// Err is the last problem, while there is one ("lease lost: ...",
 	// "advance: ..."): why the shard is not served.
 	Err string
+	// StuckSince is the start of a handler call running past its deadline
+	// (by more than a few seconds: the handler ignores its context); zero
+	// otherwise. The shard serves nothing else until the call returns.
+	StuckSince time.Time
 }
 
 // MemberState is the state of a cluster member as a node sees it.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/orderlyhq/orderly/actors/shard"
 	"github.com/orderlyhq/orderly/persistence"
 )
 
@@ -14,6 +15,12 @@ const (
 	DefaultShards = 5
 	// DefaultBatchSize is the most ids handed to one handler call.
 	DefaultBatchSize = 1
+	// DefaultCallTimeout bounds a handler call when Worker.Timeout is 0.
+	DefaultCallTimeout = shard.DefaultCallTimeout
+	// DefaultMaxPayloadsPerCall is Worker.MaxPayloadsPerCall's default.
+	DefaultMaxPayloadsPerCall = persistence.DefaultMaxPayloadsPerCall
+	// MaxMaxPayloadsPerCall is the largest Worker.MaxPayloadsPerCall.
+	MaxMaxPayloadsPerCall = 100_000
 	// DefaultPrefetch is the least number of ids a shard fetches per round
 	// trip to Redis.
 	DefaultPrefetch = 10
@@ -56,9 +63,19 @@ type Worker struct {
 	MaxRetryCount int
 	// RetryIn is the backoff policy [LowkiqRetry].
 	RetryIn RetryPolicy
-	// Timeout bounds one handler call; the call fails when it passes. Zero
-	// means no timeout (as in Lowkiq).
+	// Timeout bounds one handler call [DefaultCallTimeout]: the call's
+	// context has this deadline, and the call fails when it passes. The
+	// store keeps the deadline with the in-flight record, so no other call
+	// for the same ids starts before it, on any node. Zero means the
+	// default (before version 0.2 it meant no limit; every call now has
+	// one).
 	Timeout time.Duration
+	// MaxPayloadsPerCall is the most payloads of one id a handler call
+	// receives, the lowest-scored ones; the rest stay queued in order and
+	// come in later calls [DefaultMaxPayloadsPerCall], 1 to
+	// MaxMaxPayloadsPerCall. The configuration file's max_payloads_per_call
+	// means the same.
+	MaxPayloadsPerCall int
 	// Handler processes batches. Required.
 	Handler HandlerFunc
 	// RetriesExhausted, if set, receives what went to the morgue, one job
@@ -89,6 +106,12 @@ func (w *Worker) withDefaults() Worker {
 	if out.Prefetch == 0 {
 		out.Prefetch = max(out.BatchSize, DefaultPrefetch)
 	}
+	if out.Timeout == 0 {
+		out.Timeout = DefaultCallTimeout
+	}
+	if out.MaxPayloadsPerCall == 0 {
+		out.MaxPayloadsPerCall = DefaultMaxPayloadsPerCall
+	}
 	if out.RetryIn == nil {
 		out.RetryIn = LowkiqRetry()
 	}
@@ -113,6 +136,9 @@ func (w *Worker) validate() error {
 	}
 	if w.Timeout < 0 {
 		return fmt.Errorf("orderly: worker %s: Timeout must not be negative, got %s", w.Queue, w.Timeout)
+	}
+	if w.MaxPayloadsPerCall < 1 || w.MaxPayloadsPerCall > MaxMaxPayloadsPerCall {
+		return fmt.Errorf("orderly: worker %s: MaxPayloadsPerCall must be between 1 and %d (0 for the default, %d), got %d", w.Queue, MaxMaxPayloadsPerCall, DefaultMaxPayloadsPerCall, w.MaxPayloadsPerCall)
 	}
 	if w.Handler == nil {
 		return fmt.Errorf("orderly: worker %s: a Handler is required", w.Queue)

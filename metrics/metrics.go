@@ -15,6 +15,7 @@
 //	orderly_jobs_restored_total{queue}         ids put back into the queue unprocessed: a crashed owner's in-flight batch, or ids a stop cut short
 //	orderly_batch_duration_seconds{queue,outcome}  handler calls (outcome ok, partial, failed)
 //	orderly_lease_losses_total{queue}          leases this node lost while holding them
+//	orderly_handler_stuck_seconds{queue,shard} age of a handler call running past its deadline (absent otherwise)
 //	orderly_shards_owned{queue}                shards this node serves
 //	orderly_cluster_members{state}             members as this node sees them (alive, draining, dead)
 //	orderly_queue_length{queue}, orderly_queue_fresh, orderly_queue_retries, orderly_queue_morgue_length,
@@ -33,6 +34,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -70,6 +72,7 @@ type Metrics struct {
 	enqueued, processed, failed, dead, restored, leaseLosses *prometheus.CounterVec
 	batch                                                    *prometheus.HistogramVec
 	op                                                       *operator
+	stuck                                                    *prometheus.GaugeVec
 }
 
 var _ orderly.Observer = (*Metrics)(nil)
@@ -97,7 +100,11 @@ func New() *Metrics {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"queue", "outcome"}),
 	}
-	reg.MustRegister(m.batch)
+	m.stuck = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "orderly", Name: "handler_stuck_seconds",
+		Help: "Age of a handler call running past its deadline (it ignores its context), per shard; absent otherwise.",
+	}, []string{"queue", "shard"})
+	reg.MustRegister(m.batch, m.stuck)
 	m.op = newOperator(reg)
 	return m
 }
@@ -133,6 +140,17 @@ func (m *Metrics) BatchDone(ref persistence.ShardRef, ids, failed int, d time.Du
 // LeaseLost implements orderly.Observer.
 func (m *Metrics) LeaseLost(ref persistence.ShardRef) {
 	m.leaseLosses.WithLabelValues(ref.Queue).Inc()
+}
+
+// HandlerStuck implements shard.StuckObserver: the age of a handler call
+// running past its deadline, 0 once it returned.
+func (m *Metrics) HandlerStuck(ref persistence.ShardRef, age time.Duration) {
+	shard := strconv.Itoa(ref.Shard)
+	if age <= 0 {
+		m.stuck.DeleteLabelValues(ref.Queue, shard)
+		return
+	}
+	m.stuck.WithLabelValues(ref.Queue, shard).Set(age.Seconds())
 }
 
 // Store returns s counting enqueues and settlements into m.

@@ -56,8 +56,12 @@ func TestMetricsCountAndScrape(t *testing.T) {
 	m.BatchDone(persistence.ShardRef{Queue: "orders"}, 3, 1, 20*time.Millisecond, nil)
 	m.BatchDone(persistence.ShardRef{Queue: "orders"}, 1, 0, 2*time.Second, errors.New("boom"))
 	m.LeaseLost(persistence.ShardRef{Queue: "orders"})
+	m.HandlerStuck(persistence.ShardRef{Queue: "orders", Shard: 2}, 42*time.Second)
+	m.HandlerStuck(persistence.ShardRef{Queue: "orders", Shard: 3}, time.Second)
+	m.HandlerStuck(persistence.ShardRef{Queue: "orders", Shard: 3}, 0) // returned
 
 	out := scrape(t, m)
+	require.NotContains(t, out, `orderly_handler_stuck_seconds{queue="orders",shard="3"}`)
 	for _, line := range []string{
 		`orderly_jobs_enqueued_total{queue="orders"} 3`,
 		`orderly_jobs_processed_total{queue="orders"} 2`,
@@ -66,6 +70,7 @@ func TestMetricsCountAndScrape(t *testing.T) {
 		`orderly_batch_duration_seconds_count{outcome="partial",queue="orders"} 1`,
 		`orderly_batch_duration_seconds_count{outcome="failed",queue="orders"} 1`,
 		`orderly_lease_losses_total{queue="orders"} 1`,
+		`orderly_handler_stuck_seconds{queue="orders",shard="2"} 42`,
 		`orderly_shards_owned{queue="orders"} 1`,
 		`orderly_cluster_members{state="alive"} 3`,
 		`orderly_queue_length{queue="orders"} 0`,

@@ -101,6 +101,9 @@ func (s *sender) post(ctx context.Context, delivery string, body []byte) (*http.
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", UserAgent)
 	req.Header.Set(DeliveryHeader, delivery)
+	if d, ok := ctx.Deadline(); ok {
+		req.Header.Set(DeadlineHeader, FormatDeadline(d))
+	}
 	s.sign(req.Header, body)
 
 	resp, err := s.client.Do(req)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -24,11 +25,13 @@ const trimEvery = time.Hour
 // and fetch up to fetch ids.
 func (a *Actor) newRequest(fetch int) {
 	a.seq++
-	req := persistence.AdvanceRequest{Fetch: fetch, NextSeq: a.seq, MaxRetryCount: a.cfg.MaxRetryCount}
+	req := persistence.AdvanceRequest{Fetch: fetch, NextSeq: a.seq, MaxRetryCount: a.cfg.MaxRetryCount,
+		MaxPayloads: a.cfg.MaxPayloads, CallTimeout: a.cfg.CallTimeout, CallSize: a.cfg.BatchSize}
 	if a.settle != nil && a.cur != nil {
 		req.Settle = a.cur.Seq
 		req.Failures = a.settle.failures
 		req.Skipped = a.settle.skipped
+		req.Interrupted = a.settle.interrupted
 	}
 	if fetch > 0 {
 		a.work.due = false
@@ -44,6 +47,7 @@ func (a *Actor) startAdvance(c actor.Context) {
 	log := a.log
 	timeout := a.storeTimeout()
 	a.task(c, func(ctx context.Context) any {
+		sent := cfg.Clock.Now()
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		res, err := cfg.Store.Advance(ctx, lease, req)
@@ -53,7 +57,7 @@ func (a *Actor) startAdvance(c actor.Context) {
 				callOnDead(ctx, cfg.OnDead, res.Dead, log)
 			}
 		}
-		return advanced{req: req, res: res, err: err}
+		return advanced{sent: sent, req: req, res: res, err: err}
 	})
 }
 
@@ -81,7 +85,7 @@ func (a *Actor) onAdvanced(c actor.Context, m advanced) {
 	}
 	a.work.more, a.work.next = m.res.More, m.res.NextDue
 	if b := m.res.Batch; b != nil {
-		a.cur = b
+		a.cur, a.sent = b, m.sent
 		if a.draining() {
 			// Not started: Release restores it for the next owner.
 			a.returnPermit(c)
@@ -111,6 +115,10 @@ func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
 	cfg := a.cfg
 	first := a.calls
 	size := cfg.BatchSize
+	view := a.view
+	sent := a.sent
+	running := a.call
+	a.arm(c, timerStuck, cfg.CallTimeout+StuckGrace)
 	a.calls += int64((len(b.Jobs) + size - 1) / size)
 	a.task(c, func(context.Context) any {
 		out := processed{seq: b.Seq}
@@ -125,13 +133,34 @@ func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
 				skip(b.Jobs[i:])
 				break
 			}
+			if !view.holds(cfg.Clock.Now()) {
+				// The lease may be gone (the process was paused, renewals
+				// are late): no call starts under it. The lease guard may
+				// not have fired yet; onProcessed treats it as lost.
+				out.expired = true
+				skip(b.Jobs[i:])
+				break
+			}
 			jobs := b.Jobs[i:min(i+size, len(b.Jobs))]
 			call := &persistence.Batch{ShardRef: b.ShardRef, Seq: k + 1, Token: b.Token, FetchedAt: b.FetchedAt, Jobs: jobs}
 			callStart := cfg.Clock.Now()
-			fs, err := cfg.Process(hctx, call)
-			if (err != nil || len(fs) > 0) && errors.Is(context.Cause(hctx), errDrainDeadline) {
-				// Cut by the drain deadline: not handled, not failed.
-				skip(b.Jobs[i:])
+			// The call's deadline: CallTimeout after its start, and within
+			// n x CallTimeout of the fetch for the n-th call of the window
+			// (the bound the store keeps with the in-flight record).
+			deadline := callStart.Add(cfg.CallTimeout)
+			if bound := sent.Add(time.Duration(i/size+1) * cfg.CallTimeout); bound.Before(deadline) {
+				deadline = bound
+			}
+			running.set(callStart, deadline)
+			fs, err := callWithDeadline(hctx, cfg.Clock, deadline, cfg.Process, call)
+			if hctx.Err() != nil && (err != nil || len(fs) > 0) {
+				// Cancelled while it ran (drain deadline, lease lost): not
+				// handled, not failed; its receiver may still be at work,
+				// so the store holds its ids until the call's deadline.
+				for _, j := range jobs {
+					out.interrupted = append(out.interrupted, j.ID)
+				}
+				skip(b.Jobs[i+len(jobs):])
 				break
 			}
 			if o := cfg.Observer; o != nil {
@@ -151,18 +180,30 @@ func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
 func (a *Actor) onProcessed(c actor.Context, m processed) {
 	a.phase, a.handler = phaseIdle, nil
 	a.disarm(timerStuck)
+	if !a.stuck.IsZero() {
+		a.log.Warn("stuck handler call returned", "age", clock.Since(a.cfg.Clock, a.stuck))
+		a.stuck = time.Time{}
+		if o, ok := a.cfg.Observer.(StuckObserver); ok {
+			o.HandlerStuck(a.cfg.Ref, 0)
+		}
+		a.report(c)
+	}
 	if a.lease == nil || a.cur == nil || a.cur.Seq != m.seq {
 		return // lease lost meanwhile: the next owner restores the batch
 	}
+	if m.expired {
+		a.leaseLost(c, "the lease could have expired before the next handler call")
+		return
+	}
 	switch {
-	case len(m.skipped) > 0:
-		a.log.Warn("batch cut by shutdown; the ids not handled go back to the queue", "ids", len(a.cur.Jobs), "skipped", len(m.skipped))
+	case len(m.skipped) > 0 || len(m.interrupted) > 0:
+		a.log.Warn("batch cut by shutdown; the ids not handled go back to the queue", "ids", len(a.cur.Jobs), "skipped", len(m.skipped), "interrupted", len(m.interrupted))
 	case m.err != nil:
 		a.log.Warn("batch failed", "ids", len(a.cur.Jobs), "failed", len(m.failures), "err", m.err, "duration", m.dur)
 	case len(m.failures) > 0:
 		a.log.Info("batch partly failed", "ids", len(a.cur.Jobs), "failed", len(m.failures), "duration", m.dur)
 	}
-	a.settle = &pendingSettle{failures: m.failures, skipped: m.skipped}
+	a.settle = &pendingSettle{failures: m.failures, skipped: m.skipped, interrupted: m.interrupted}
 	if a.permit != permitHeld {
 		return
 	}
@@ -172,6 +213,73 @@ func (a *Actor) onProcessed(c actor.Context, m processed) {
 	}
 	a.permit = permitDeciding
 	c.Send(c.Parent(), PermitReturn{Ref: a.cfg.Ref, Again: true, Since: a.since()})
+}
+
+// callInfo is the running handler call's start and deadline, written by the
+// handler task before each call and read by the actor's stuck check.
+type callInfo struct {
+	mu              sync.Mutex // guards start and deadline
+	start, deadline time.Time
+}
+
+func (ci *callInfo) set(start, deadline time.Time) {
+	ci.mu.Lock()
+	defer ci.mu.Unlock()
+	ci.start, ci.deadline = start, deadline
+}
+
+func (ci *callInfo) get() (start, deadline time.Time) {
+	ci.mu.Lock()
+	defer ci.mu.Unlock()
+	return ci.start, ci.deadline
+}
+
+// checkStuck runs on timerStuck while a handler runs: a call past its
+// deadline + StuckGrace (or one cancelled that has not returned) is logged
+// with its age, reported in the shard's status and to the observer, and
+// checked again every LeaseTTL (at least every 10 s), so the log line
+// repeats at a bounded rate.
+func (a *Actor) checkStuck(c actor.Context) {
+	now := a.cfg.Clock.Now()
+	start, deadline := a.call.get()
+	every := max(a.cfg.LeaseTTL, 10*time.Second)
+	if a.handler != nil && a.lease != nil && !a.draining() && now.Before(deadline.Add(StuckGrace)) {
+		a.arm(c, timerStuck, deadline.Add(StuckGrace).Sub(now))
+		return
+	}
+	if a.lease == nil || a.draining() {
+		// Cancelled (lease lost, drain deadline) and not returned.
+		every = a.cfg.LeaseTTL
+		a.log.Error("handler ignores its cancelled context; the shard waits for it (another node may already serve these ids)", "age", now.Sub(start))
+	} else {
+		a.log.Error("handler call runs past its deadline; it ignores its context and holds the shard", "age", now.Sub(start), "deadline", deadline)
+	}
+	if a.stuck.IsZero() {
+		a.stuck = start
+		a.report(c)
+	}
+	if o, ok := a.cfg.Observer.(StuckObserver); ok {
+		o.HandlerStuck(a.cfg.Ref, now.Sub(start))
+	}
+	a.arm(c, timerStuck, every)
+}
+
+// callWithDeadline runs one handler call whose context ends at deadline
+// (on the actor's clock), with cause ErrCallDeadline. The context reports
+// the deadline in real time (what net/http and receivers understand); a
+// simulated clock cancels it through its own timer.
+func callWithDeadline(ctx context.Context, clk clock.Clock, deadline time.Time, process Processor, b *persistence.Batch) ([]persistence.Failure, error) {
+	left := clock.Until(clk, deadline)
+	ctx, cancel := context.WithDeadlineCause(ctx, time.Now().Add(left), ErrCallDeadline)
+	defer cancel()
+	if clk != clock.Real() {
+		cctx, ccancel := context.WithCancelCause(ctx)
+		defer ccancel(nil)
+		stop := clk.AfterFunc(left, func() { ccancel(ErrCallDeadline) })
+		defer stop()
+		ctx = cctx
+	}
+	return process(ctx, b)
 }
 
 // callOnDead runs the retries-exhausted hook; a panic in it is logged.

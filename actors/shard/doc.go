@@ -47,14 +47,29 @@
 //
 // # Lease
 //
-// The lease is renewed every LeaseTTL/3. A lease guard timer fires at
-// (last successful renewal's start + LeaseTTL - LeaseTTL/6): if the lease was
-// not renewed by then (Redis unreachable, network partition), the actor
-// treats it as lost before it can expire. Losing the lease cancels the
-// handler's context at once; the batch is not settled (the next owner
-// restores it) and the actor does not acquire again until the handler has
-// returned, so two handlers never hold one id. A handler that ignores its
-// context keeps the actor waiting; it is logged loudly every LeaseTTL.
+// The lease is renewed LeaseTTL/3 after the previous renewal was sent
+// (not after its reply, so that a slow link does not space renewals out),
+// with at most one renewal in flight. The actor's conservative view of its
+// lease is the send time of the last successful renewal (or acquisition) +
+// LeaseTTL - margin, on the monotonic clock; the margin is twice the
+// slowest recent round trip of a lease call, at least LeaseTTL/6 and at
+// most LeaseTTL/4. The view is checked immediately before every handler
+// call, each call of a prefetched window included, so that a process that
+// was paused (SIGSTOP, a GC pause, a frozen VM) starts no call under a
+// lease that may be gone, even before its late guard timer fires. The
+// guard timer fires when the view runs out: the lease counts as lost
+// before it can expire in Redis. A renewal whose reply comes after the
+// guard fired does not revive the lease: the actor releases it instead (so
+// that the next owner need not wait for it to expire), once its handler
+// has returned. A successful reply handled before the guard fired extends
+// the view from its send time (a renewal succeeds only while the lease key
+// still holds the token, so the lease never lapsed), unless even that has
+// run out. A handler call running StuckGrace past its deadline is logged
+// with its age, reported (Report.StuckSince) and told to a StuckObserver. Losing the lease cancels the handler's context at once; the
+// batch is not settled (the next owner restores it) and the actor does not
+// acquire again until the handler has returned, so two handlers never hold
+// one id. A handler that ignores its context keeps the actor waiting; it
+// is logged loudly every LeaseTTL.
 //
 // # Drain and stop
 //

@@ -39,6 +39,7 @@ type fakeStore struct {
 	epoch      int64
 	held       bool
 	renewErr   error
+	renewGate  chan struct{} // when set, each renewal waits for a value on it
 	advanceErr error
 	releaseErr error
 }
@@ -86,8 +87,14 @@ func (s *fakeStore) AcquireShard(_ context.Context, ref persistence.ShardRef, ow
 
 func (s *fakeStore) RenewShard(context.Context, persistence.Lease, time.Duration) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.record("renew")
+	gate := s.renewGate
+	s.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return s.renewErr
 }
 
@@ -178,6 +185,13 @@ type harness struct {
 	shard *actor.PID
 	obs   *observer
 
+	prefetch    int           // ids per fetch [1]
+	callTimeout time.Duration // [shard.DefaultCallTimeout]
+	// storeOverride, when set, is the store the actor talks to (a wrapper
+	// of store).
+	storeOverride persistence.Store
+	onDead        func(context.Context, []persistence.Job)
+
 	mu     sync.Mutex // guards the fields below
 	events []string
 	keep   bool
@@ -197,9 +211,14 @@ func (h *harness) start(process shard.Processor) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h.sys = actor.NewActorSystem(actor.WithLoggerFactory(logbridge.Protoactor(log)), actor.WithDeadLetterThrottleInterval(100*time.Millisecond))
+	var st persistence.Store = h.store
+	if h.storeOverride != nil {
+		st = h.storeOverride
+	}
 	props := shard.Props(shard.Config{
-		Ref: persistence.ShardRef{Queue: "q", Shard: 1}, Store: h.store, Owner: "n", MaxRetryCount: 25,
-		LeaseTTL: 3 * time.Second, IdlePoll: time.Minute, Process: process,
+		Ref: persistence.ShardRef{Queue: "q", Shard: 1}, Store: st, OnDead: h.onDead, Owner: "n", MaxRetryCount: 25,
+		LeaseTTL: 3 * time.Second, IdlePoll: time.Minute, Process: process, Prefetch: h.prefetch,
+		CallTimeout: h.callTimeout, MaxPayloads: 7,
 		Clock: h.clock, Logger: log, Observer: h.obs,
 	})
 	f := &fakeNode{props: props, pid: make(chan *actor.PID, 1), h: h}
@@ -277,6 +296,19 @@ type observer struct {
 	batches    int
 	failed     int
 	leasesLost int
+	stuck      []time.Duration
+}
+
+func (o *observer) HandlerStuck(_ persistence.ShardRef, age time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.stuck = append(o.stuck, age)
+}
+
+func (o *observer) stuckAges() []time.Duration {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.stuck)
 }
 
 func (o *observer) BatchDone(_ persistence.ShardRef, _, failed int, _ time.Duration, _ error) {

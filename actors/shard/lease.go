@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -12,8 +13,61 @@ import (
 	"github.com/orderlyhq/orderly/persistence"
 )
 
-// The lease: acquire, renew every LeaseTTL/3, guard, release. See "Lease" in
-// the package documentation.
+// The lease: acquire, renew every LeaseTTL/3 from the send time of the last
+// renewal, guard, release. See "Lease" in the package documentation.
+
+// leaseView is the actor's conservative view of its lease: the instant
+// until which the lease surely holds in Redis (the send time of the last
+// successful renewal or acquisition + LeaseTTL - margin, on the monotonic
+// clock). The actor sets it; the handler task reads it immediately before
+// every handler call.
+type leaseView struct {
+	mu    sync.Mutex // guards until
+	until time.Time  // zero: no lease
+}
+
+func (v *leaseView) set(t time.Time) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.until = t
+}
+
+func (v *leaseView) get() time.Time {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.until
+}
+
+// holds reports whether the lease surely still holds at now.
+func (v *leaseView) holds(now time.Time) bool {
+	u := v.get()
+	return !u.IsZero() && now.Before(u)
+}
+
+// margin is how much earlier than Redis the actor counts its lease as
+// expired: twice the slowest recent round trip of a lease call, at least
+// LeaseTTL/6 and at most LeaseTTL/4.
+func (a *Actor) margin() time.Duration {
+	ttl := a.cfg.LeaseTTL
+	return min(max(ttl/6, 2*a.rtt), ttl/4)
+}
+
+// observeRTT records the round trip of a lease call: the slowest recent one
+// counts (older samples decay by a quarter per call).
+func (a *Actor) observeRTT(d time.Duration) {
+	a.rtt = max(d, a.rtt-a.rtt/4)
+}
+
+// extend moves the lease view to sent + LeaseTTL - margin (never back) and
+// arms the guard there.
+func (a *Actor) extend(c actor.Context, sent time.Time) {
+	until := sent.Add(a.cfg.LeaseTTL - a.margin())
+	if u := a.view.get(); u.After(until) {
+		until = u
+	}
+	a.view.set(until)
+	a.arm(c, timerGuard, max(clock.Until(a.cfg.Clock, until), 0))
+}
 
 func (a *Actor) startAcquire(c actor.Context) {
 	a.phase = phaseAcquiring
@@ -47,53 +101,85 @@ func (a *Actor) onAcquired(c actor.Context, m acquired) {
 		return
 	}
 	l := m.lease
+	now := a.cfg.Clock.Now()
+	a.observeRTT(now.Sub(m.started))
+	if !now.Before(m.started.Add(a.cfg.LeaseTTL - a.margin())) {
+		// The reply came too late (a paused process, a slow link): the
+		// lease may already be gone. Give it back and try again.
+		a.log.Warn("shard lease acquired too late to use; releasing it", "epoch", l.Epoch, "round_trip", now.Sub(m.started))
+		a.stale = append(a.stale, l)
+		a.arm(c, timerRetry, jitter(a.cfg.LeaseTTL/10))
+		return
+	}
 	a.lease, a.seq, a.calls, a.cur, a.settle, a.req = &l, 0, 0, nil, nil, nil
+	a.renewDue = false
 	a.storeOK(c)
 	a.log.Info("serving shard", "epoch", l.Epoch, "restored", m.restored)
-	a.arm(c, timerRenew, a.cfg.LeaseTTL/3)
-	a.arm(c, timerGuard, a.guardAfter(clock.Since(a.cfg.Clock, m.started)))
+	a.arm(c, timerRenew, max(a.cfg.LeaseTTL/3-now.Sub(m.started), 0))
+	a.view.set(time.Time{})
+	a.extend(c, m.started)
 	a.work.due, a.trimDue = true, a.cfg.MorgueTTL > 0
 	a.report(c)
 }
 
-// guardAfter returns when the lease guard fires, for a renewal (or the
-// acquisition) that started ago before now: at start + LeaseTTL - LeaseTTL/6,
-// so that the lease is treated as lost before it can expire in Redis.
-func (a *Actor) guardAfter(ago time.Duration) time.Duration {
-	ttl := a.cfg.LeaseTTL
-	return max(ttl-ttl/6-ago, 0)
-}
-
+// startRenew sends a renewal and arms the next one LeaseTTL/3 after this
+// send time, so that a slow reply does not space renewals further apart; at
+// most one renewal is in flight (a renewal falling due meanwhile goes out
+// when the reply comes: renewDue).
 func (a *Actor) startRenew(c actor.Context) {
-	a.renewing = true
+	a.renewing, a.renewDue = true, false
 	lease := *a.lease
 	cfg := a.cfg
+	started := cfg.Clock.Now()
+	a.arm(c, timerRenew, cfg.LeaseTTL/3)
 	a.task(c, func(ctx context.Context) any {
-		started := cfg.Clock.Now()
 		ctx, cancel := context.WithTimeout(ctx, cfg.LeaseTTL/2)
 		defer cancel()
-		return renewed{started: started, err: cfg.Store.RenewShard(ctx, lease, cfg.LeaseTTL)}
+		return renewed{lease: lease, started: started, err: cfg.Store.RenewShard(ctx, lease, cfg.LeaseTTL)}
 	})
 }
 
 func (a *Actor) onRenewed(c actor.Context, m renewed) {
 	a.renewing = false
-	if a.lease == nil {
+	now := a.cfg.Clock.Now()
+	if a.lease == nil || a.lease.Token != m.lease.Token {
+		// The guard fired (or the lease was lost) before this reply: it
+		// does not revive the lease. A renewal that succeeded extended it
+		// in Redis; give it back rather than leave it to expire.
+		if m.err == nil {
+			a.stale = append(a.stale, m.lease)
+		}
 		return
 	}
-	a.arm(c, timerRenew, a.cfg.LeaseTTL/3)
 	switch {
 	case m.err == nil:
-		a.arm(c, timerGuard, a.guardAfter(clock.Since(a.cfg.Clock, m.started)))
+		a.observeRTT(now.Sub(m.started))
+		if !now.Before(m.started.Add(a.cfg.LeaseTTL - a.margin())) {
+			// Even this renewal cannot vouch for the lease any more (the
+			// process was paused, or the reply took longer than the
+			// lease): count it as lost, and give it back.
+			a.leaseLost(c, "renewal reply came too late")
+			a.stale = append(a.stale, m.lease)
+			return
+		}
+		// The renewal succeeded, so the lease never lapsed in Redis (a
+		// renewal fails once the lease key expired): it extends the view
+		// from its send time, even if the view had run out meanwhile (no
+		// call started while it had).
+		a.extend(c, m.started)
 		if a.failures > 0 && a.phase == phaseIdle {
 			a.storeOK(c)
 		}
 	case errors.Is(m.err, persistence.ErrLeaseLost):
 		a.leaseLost(c, "renewal refused")
+		return
 	default:
 		a.lastErr = m.err.Error()
 		a.log.Warn("cannot renew the shard lease", "err", m.err)
 		a.report(c)
+	}
+	if a.renewDue {
+		a.startRenew(c)
 	}
 }
 
@@ -119,6 +205,8 @@ func (a *Actor) leaseLost(c actor.Context, why string) {
 // current call does is restored by the next owner.
 func (a *Actor) dropLease() {
 	a.lease, a.req, a.settle, a.cur = nil, nil, nil, nil
+	a.renewDue = false
+	a.view.set(time.Time{})
 	a.disarm(timerRenew)
 	a.disarm(timerGuard)
 }
@@ -151,4 +239,30 @@ func (a *Actor) onReleased(c actor.Context, m released) {
 	}
 	a.dropLease()
 	a.report(c)
+}
+
+// startReleaseStale gives back the leases this actor no longer counts as
+// its own but that a late reply showed it still holds in Redis. It runs
+// only while no handler runs (the next owner restores what the lease
+// covered); one try each, since they expire by themselves.
+func (a *Actor) startReleaseStale(c actor.Context) {
+	a.phase = phaseReleasing
+	stale := a.stale
+	a.stale = nil
+	cfg := a.cfg
+	log := a.log
+	timeout := a.storeTimeout()
+	a.task(c, func(ctx context.Context) any {
+		for _, l := range stale {
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			err := cfg.Store.ReleaseShard(ctx, l)
+			cancel()
+			if err != nil {
+				log.Warn("could not release a lease given up; it expires by itself", "epoch", l.Epoch, "err", err)
+			} else {
+				log.Info("released a lease given up after a late reply", "epoch", l.Epoch)
+			}
+		}
+		return releasedStale{}
+	})
 }

@@ -55,6 +55,10 @@ type (
 		Serving bool // holds the lease, its last store call succeeded, not draining
 		Epoch   int64
 		Err     string
+		// StuckSince is the start of a handler call that runs past its
+		// deadline + StuckGrace (a handler that ignores its context);
+		// zero otherwise.
+		StuckSince time.Time
 	}
 )
 
@@ -82,23 +86,28 @@ type (
 		started  time.Time
 	}
 	advanced struct {
-		req persistence.AdvanceRequest
-		res persistence.AdvanceResult
-		err error
+		sent time.Time
+		req  persistence.AdvanceRequest
+		res  persistence.AdvanceResult
+		err  error
 	}
 	processed struct {
-		seq      int64
-		failures []persistence.Failure
-		skipped  []string // ids not handled (cut by the drain deadline or a cancellation)
-		err      error    // a call's whole-batch error, for logs
-		dur      time.Duration
+		seq         int64
+		failures    []persistence.Failure
+		skipped     []string // ids not handled (cut by the drain deadline or a cancellation)
+		interrupted []string // ids of a call cancelled while it ran (its receiver may still be at work)
+		expired     bool     // stopped because the lease view ran out before a call
+		err         error    // a call's whole-batch error, for logs
+		dur         time.Duration
 	}
 	renewed struct {
-		started time.Time
+		lease   persistence.Lease
+		started time.Time // send time
 		err     error
 	}
-	released struct{ err error }
-	trimmed  struct {
+	released      struct{ err error }
+	releasedStale struct{}
+	trimmed       struct {
 		n   int
 		err error
 	}

@@ -35,6 +35,17 @@ type Observer interface {
 	LeaseLost(ref persistence.ShardRef)
 }
 
+// StuckObserver is an Observer that also hears of handler calls running
+// past their deadline + StuckGrace: age is how long the call has run, or 0
+// once it returned.
+type StuckObserver interface {
+	HandlerStuck(ref persistence.ShardRef, age time.Duration)
+}
+
+// StuckGrace is how long past its deadline a handler call may run before it
+// counts as stuck (it ignores its context).
+const StuckGrace = 5 * time.Second
+
 // Config configures one shard actor. The node fills every field; Ref,
 // Store, Owner, Process, LeaseTTL and IdlePoll are required.
 type Config struct {
@@ -49,7 +60,16 @@ type Config struct {
 	// other, and settled together.
 	Prefetch      int
 	MaxRetryCount int
-	Process       Processor
+	// MaxPayloads is the most payloads of one id a fetch hands over
+	// (max_payloads_per_call; 0: persistence.DefaultMaxPayloadsPerCall).
+	MaxPayloads int
+	// CallTimeout is the longest one handler call may run
+	// [DefaultCallTimeout]: the context of each call has a deadline at
+	// most CallTimeout after its start, and the store keeps a bound on the
+	// deadlines with the in-flight record, so that no other call for those
+	// ids starts before it, on any node.
+	CallTimeout time.Duration
+	Process     Processor
 	// OnDead, if set, receives what a settlement moved to the morgue.
 	OnDead   func(ctx context.Context, dead []persistence.Job)
 	LeaseTTL time.Duration
@@ -71,6 +91,9 @@ func (c Config) withDefaults() Config {
 	}
 	c.BatchSize = max(c.BatchSize, 1)
 	c.Prefetch = max(c.Prefetch, c.BatchSize)
+	if c.CallTimeout <= 0 {
+		c.CallTimeout = DefaultCallTimeout
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -80,11 +103,17 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// DefaultCallTimeout is the longest a handler call may run when
+// Config.CallTimeout is not set.
+const DefaultCallTimeout = 30 * time.Second
+
 // Props returns the props of a shard actor.
 func Props(cfg Config) *actor.Props {
 	cfg = cfg.withDefaults()
 	log := cfg.Logger.With("queue", cfg.Ref.Queue, "shard", cfg.Ref.Shard)
-	return actor.PropsFromProducer(func() actor.Actor { return &Actor{cfg: cfg, log: log, inst: rand.Uint64()} },
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &Actor{cfg: cfg, log: log, inst: rand.Uint64(), view: &leaseView{}, call: &callInfo{}}
+	},
 		actor.WithReceiverMiddleware(supervisor.LogPanics(log)))
 }
 
@@ -93,6 +122,10 @@ var (
 	errLeaseLost     = errors.New("shard lease lost")
 	errDrainDeadline = errors.New("node stopping: drain deadline reached")
 	errStopped       = errors.New("shard actor stopped")
+	// ErrCallDeadline is the cause of a handler call's context cancelled
+	// at its deadline (Config.CallTimeout). It is a
+	// context.DeadlineExceeded.
+	ErrCallDeadline = fmt.Errorf("handler call deadline passed: %w", context.DeadlineExceeded)
 )
 
 // Actor is a shard actor; see the package documentation for its protocol.
@@ -110,11 +143,18 @@ type Actor struct {
 	permit   permitState
 	lease    *persistence.Lease      // nil while the actor holds no lease
 	renewing bool                    // a RenewShard call runs (beside the phase's call)
+	renewDue bool                    // a renewal fell due while one was in flight
+	view     *leaseView              // the conservative view of the lease, read before every handler call
+	rtt      time.Duration           // slowest recent round trip of a lease call (decaying)
+	stale    []persistence.Lease     // leases given up that a late reply showed still held: release them
 	handler  context.CancelCauseFunc // cancels the running handler (phaseRunning)
+	call     *callInfo               // the running handler call, written by the handler task
+	stuck    time.Time               // start of the running call while it counts as stuck
 
 	seq    int64                       // last fetch's NextSeq
 	calls  int64                       // handler calls under this lease (delivery numbers)
 	cur    *persistence.Batch          // fetched and not settled
+	sent   time.Time                   // when the Advance that fetched cur was sent (call deadlines count from it)
 	settle *pendingSettle              // cur's outcome, not yet sent
 	req    *persistence.AdvanceRequest // an Advance to send or retry
 
@@ -177,6 +217,8 @@ func (a *Actor) onResult(c actor.Context, v any) {
 		a.onRenewed(c, m)
 	case released:
 		a.onReleased(c, m)
+	case releasedStale:
+		a.phase = phaseIdle
 	case trimmed:
 		a.onTrimmed(c, m)
 	case taskPanic:
@@ -204,7 +246,14 @@ func (a *Actor) onWake() {
 // step starts what comes next when nothing is in flight; it runs after every
 // message.
 func (a *Actor) step(c actor.Context) {
-	if a.phase != phaseIdle || a.armed(timerRetry) || a.permit == permitDeciding {
+	if a.phase != phaseIdle {
+		return
+	}
+	if len(a.stale) > 0 {
+		a.startReleaseStale(c)
+		return
+	}
+	if a.armed(timerRetry) || a.permit == permitDeciding {
 		return
 	}
 	switch {
@@ -320,7 +369,7 @@ func (a *Actor) storeOK(c actor.Context) {
 
 // report tells the node when the actor's serving state changes.
 func (a *Actor) report(c actor.Context) {
-	r := Report{Ref: a.cfg.Ref, Serving: a.lease != nil && a.failures == 0 && !a.draining(), Err: a.lastErr}
+	r := Report{Ref: a.cfg.Ref, Serving: a.lease != nil && a.failures == 0 && !a.draining(), Err: a.lastErr, StuckSince: a.stuck}
 	if a.lease != nil {
 		r.Epoch = a.lease.Epoch
 	}
@@ -350,15 +399,23 @@ func (a *Actor) shutdown(c actor.Context, restarting bool) {
 	}
 	if !a.waitTasks(a.cfg.LeaseTTL) {
 		a.log.Error("a handler ignores its cancelled context; the shard actor stops without it and leaves its lease to expire")
-	} else if a.lease != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		if err := a.cfg.Store.ReleaseShard(ctx, *a.lease); err != nil {
-			a.log.Warn("stopping shard actor could not release its lease; it expires by itself", "err", err, "restarting", restarting)
-		} else {
-			a.log.Info("released shard", "restarting", restarting)
+	} else {
+		leases := a.stale
+		if a.lease != nil {
+			leases = append(leases, *a.lease)
 		}
-		cancel()
+		for _, l := range leases {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			if err := a.cfg.Store.ReleaseShard(ctx, l); err != nil {
+				a.log.Warn("stopping shard actor could not release its lease; it expires by itself", "err", err, "restarting", restarting)
+			} else {
+				a.log.Info("released shard", "restarting", restarting)
+			}
+			cancel()
+		}
 	}
+	a.stale = nil
+	a.view.set(time.Time{})
 	if a.permit != permitNone {
 		// The actor is gone: the node forgets its permit or its request.
 		c.Send(c.Parent(), PermitReturn{Ref: a.cfg.Ref})

@@ -79,8 +79,9 @@ type work struct {
 // pendingSettle is the outcome of the current batch, to be sent to the
 // store with the next Advance.
 type pendingSettle struct {
-	failures []persistence.Failure
-	skipped  []string
+	failures    []persistence.Failure
+	skipped     []string
+	interrupted []string
 }
 
 func (a *Actor) draining() bool { return !a.deadline.IsZero() }

@@ -15,12 +15,12 @@ type timerKind int
 const (
 	timerDue      timerKind = iota // next perform_at the store reported
 	timerPoll                      // idle poll (enqueue notices are hints)
-	timerRenew                     // lease renewal, every LeaseTTL/3
+	timerRenew                     // lease renewal, LeaseTTL/3 after the last one was sent
 	timerGuard                     // lease guard: the lease counts as lost
 	timerRetry                     // backoff before retrying a store call or an acquisition
 	timerDeadline                  // drain deadline
 	timerTrim                      // morgue retention
-	timerStuck                     // a cancelled handler that has not returned
+	timerStuck                     // a handler call past its deadline, or cancelled, that has not returned
 	numTimers
 )
 
@@ -51,7 +51,11 @@ func (a *Actor) onTimer(c actor.Context, m timerFired) {
 	case timerDue, timerPoll:
 		a.work.due = true
 	case timerRenew:
-		if a.lease != nil && !a.renewing {
+		switch {
+		case a.lease == nil:
+		case a.renewing:
+			a.renewDue = true // at most one in flight: send when it returns
+		default:
 			a.startRenew(c)
 		}
 	case timerGuard:
@@ -66,8 +70,7 @@ func (a *Actor) onTimer(c actor.Context, m timerFired) {
 		a.onDeadline(c)
 	case timerStuck:
 		if a.phase == phaseRunning {
-			a.log.Error("handler ignores its cancelled context; the shard waits for it (another node may already serve these ids)")
-			a.arm(c, timerStuck, a.cfg.LeaseTTL)
+			a.checkStuck(c)
 		}
 	}
 }

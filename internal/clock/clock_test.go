@@ -85,3 +85,18 @@ func TestSleepAndAfter(t *testing.T) {
 	<-ch
 	require.False(t, stop())
 }
+
+// Jump moves time as a paused process sees it: the timers due on the way do
+// not run until the next Advance, and then at the late time.
+func TestSimulatedJumpRunsNothingUntilTheNextAdvance(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	c := clock.NewSimulated(t0)
+	var ran []time.Time
+	c.AfterFunc(time.Second, func() { ran = append(ran, c.Now()) })
+	c.Jump(5 * time.Second)
+	require.Equal(t, t0.Add(5*time.Second), c.Now())
+	require.Empty(t, ran)
+	require.Equal(t, 1, c.Pending())
+	c.Advance(0)
+	require.Equal(t, []time.Time{t0.Add(5 * time.Second)}, ran, "the late timer runs at the time it is noticed")
+}

@@ -1,7 +1,10 @@
 package redistest
 
 import (
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,5 +41,19 @@ func (x *Proxy) Restore(t testing.TB) {
 	t.Helper()
 	if err := x.p.Start(); err != nil {
 		t.Fatalf("redistest: restart proxy: %v", err)
+	}
+}
+
+// Latency delays every byte through the proxy so that a request and its
+// answer take rtt more (half on the way in, half on the way out), for
+// existing and new connections, until the test ends.
+func (x *Proxy) Latency(t testing.TB, rtt time.Duration) {
+	t.Helper()
+	for _, stream := range []string{"upstream", "downstream"} {
+		js := fmt.Sprintf(`{"name":"latency_%s","type":"latency","stream":%q,"toxicity":1,"attributes":{"latency":%d}}`,
+			stream, stream, (rtt / 2).Milliseconds())
+		if _, err := x.p.Toxics.AddToxicJson(strings.NewReader(js)); err != nil {
+			t.Fatalf("redistest: add a latency toxic: %v", err)
+		}
 	}
 }

@@ -266,8 +266,14 @@ type QueueConfig struct {
 	// DefaultMaxRetryCount]. In the file, -1 and none mean NoRetries, and 0
 	// is refused (MaxRetryZero).
 	MaxRetryCount int
-	// Timeout bounds one handler call; 0 means no limit [timeout; 0].
+	// Timeout bounds one handler call; 0 means the default,
+	// orderly.DefaultCallTimeout (an http handler's call is also bounded by
+	// handler.timeout) [timeout; 0].
 	Timeout time.Duration
+	// MaxPayloadsPerCall is the most payloads of one id a handler call
+	// receives, 1 to orderly.MaxMaxPayloadsPerCall; 0 means
+	// orderly.DefaultMaxPayloadsPerCall [max_payloads_per_call; 0].
+	MaxPayloadsPerCall int
 	// Retry is the backoff policy [retry; DefaultRetryPolicy].
 	Retry RetryConfig
 	// Handler processes the queue's batches [handler; DefaultHandlerType].

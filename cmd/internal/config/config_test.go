@@ -135,6 +135,7 @@ queues:
     shards: 8
     batch_size: 10
     max_retry_count: 5
+    max_payloads_per_call: 1000
     retry: {policy: linear, base: 10s}       # lowkiq | linear (base*(n+1)) | exponential (base*2^n, max)
     handler: {type: http, url: http://127.0.0.1:9000/perform, timeout: 30s}   # or {type: log} / {type: noop}
   - name: mail.out
@@ -188,12 +189,13 @@ func TestExampleFile(t *testing.T) {
 		},
 		Queues: []QueueConfig{
 			{
-				Name:          "orders",
-				Shards:        8,
-				BatchSize:     10,
-				MaxRetryCount: 5,
-				Retry:         RetryConfig{Policy: "linear", Base: 10 * time.Second},
-				Handler:       HandlerConfig{Type: "http", URL: "http://127.0.0.1:9000/perform", Timeout: 30 * time.Second},
+				Name:               "orders",
+				Shards:             8,
+				BatchSize:          10,
+				MaxRetryCount:      5,
+				MaxPayloadsPerCall: 1000,
+				Retry:              RetryConfig{Policy: "linear", Base: 10 * time.Second},
+				Handler:            HandlerConfig{Type: "http", URL: "http://127.0.0.1:9000/perform", Timeout: 30 * time.Second},
 			},
 			{
 				Name:          "mail.out",

@@ -22,7 +22,7 @@ func handlerKeys() []string {
 	return []string{"type", "url", "timeout", "payloads", "secret", "headers"}
 }
 func queueKeys() []string {
-	return []string{"name", "shards", "batch_size", "prefetch", "max_retry_count", "timeout", "retry", "handler"}
+	return []string{"name", "shards", "batch_size", "prefetch", "max_retry_count", "max_payloads_per_call", "timeout", "retry", "handler"}
 }
 
 // fileParser walks the YAML tree of the config file. It reads the tree
@@ -173,6 +173,8 @@ func (fp *fileParser) queue(n *yaml.Node, path string) QueueConfig {
 			good = decodeInto(fp, v, at, line, &q.Prefetch)
 		case "max_retry_count":
 			good = decodeMaxRetryCount(fp, v, at, line, &q.MaxRetryCount)
+		case "max_payloads_per_call":
+			good = decodeInto(fp, v, at, line, &q.MaxPayloadsPerCall)
 		case "timeout":
 			good = decodeInto(fp, v, at, line, &q.Timeout)
 		case "retry":
@@ -292,7 +294,7 @@ func (fp *fileParser) mapping(n *yaml.Node, path string, known []string, fn func
 	line := n.Line // of an alias, not of what it stands for
 	if n = resolveAlias(n); n.Kind != yaml.MappingNode {
 		keys := ""
-		if len(known) <= 8 {
+		if len(known) <= 10 {
 			keys = " with keys " + strings.Join(known, ", ")
 		}
 		fp.problem(line, "%s must be a mapping%s, not a %s", orTop(path), keys, kindName(n))

@@ -107,7 +107,12 @@ func validateQueue(q *QueueConfig, report func(key, msg string)) {
 		report("max_retry_count", fmt.Sprintf("must be 1 or more, -1 (NoRetries) for no retries, or 0 for the default, got %d", q.MaxRetryCount))
 	}
 	if q.Timeout < 0 {
-		report("timeout", fmt.Sprintf("must not be negative (0 means no timeout), got %s", q.Timeout))
+		report("timeout", fmt.Sprintf("must not be negative (0 means the default, %s), got %s", orderly.DefaultCallTimeout, q.Timeout))
+	}
+	if q.MaxPayloadsPerCall != 0 {
+		if err := checkBetween(1, orderly.MaxMaxPayloadsPerCall)(q.MaxPayloadsPerCall); err != nil {
+			report("max_payloads_per_call", err.Error())
+		}
 	}
 	validateRetry(q.Retry, report)
 	validateHandler(q.Handler, report)

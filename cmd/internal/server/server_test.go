@@ -73,3 +73,32 @@ func TestWorkersMaxRetryCount(t *testing.T) {
 	}
 	require.Equal(t, map[string]int{"default": 25, "five": 5, "none": orderly.NoRetries, "zero": 0}, got)
 }
+
+// A queue's call deadline: an http handler's call is bounded by its request
+// timeout unless the queue's timeout is shorter; max_payloads_per_call
+// reaches the worker.
+func TestWorkersCallDeadlineAndPayloadCap(t *testing.T) {
+	t.Parallel()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	queue := func(name string, timeout time.Duration, h config.HandlerConfig) config.QueueConfig {
+		return config.QueueConfig{Name: name, Shards: 1, BatchSize: 1, Timeout: timeout, MaxPayloadsPerCall: 7,
+			Retry: config.RetryConfig{Policy: config.RetryLinear, Base: time.Second}, Handler: h}
+	}
+	web := func(d time.Duration) config.HandlerConfig {
+		return config.HandlerConfig{Type: config.HandlerHTTP, URL: "http://127.0.0.1:1/x", Timeout: d}
+	}
+	workers, err := Workers([]config.QueueConfig{
+		queue("http-default", 0, web(30*time.Second)),
+		queue("http-shorter-queue", 5*time.Second, web(30*time.Second)),
+		queue("http-shorter-request", time.Minute, web(10*time.Second)),
+		queue("noop", 0, config.HandlerConfig{Type: config.HandlerNoop}),
+	}, log)
+	require.NoError(t, err)
+	got := map[string]time.Duration{}
+	for _, w := range workers {
+		got[w.Queue] = w.Timeout
+		require.Equal(t, 7, w.MaxPayloadsPerCall)
+	}
+	require.Equal(t, map[string]time.Duration{"http-default": 30 * time.Second, "http-shorter-queue": 5 * time.Second,
+		"http-shorter-request": 10 * time.Second, "noop": 0}, got, "0: orderly.DefaultCallTimeout")
+}

@@ -30,7 +30,9 @@ func buildWorkers(queues []config.QueueConfig, log *slog.Logger, observe func(qu
 			BatchSize: q.BatchSize,
 			Prefetch:  q.Prefetch,
 			Timeout:   q.Timeout,
-			RetryIn:   retryPolicy(q.Retry),
+			// 0: orderly.DefaultMaxPayloadsPerCall.
+			MaxPayloadsPerCall: q.MaxPayloadsPerCall,
+			RetryIn:            retryPolicy(q.Retry),
 			// One meaning: 0 is the default, config.NoRetries is
 			// orderly.NoRetries.
 			MaxRetryCount: q.MaxRetryCount,
@@ -49,6 +51,12 @@ func buildWorkers(queues []config.QueueConfig, log *slog.Logger, observe func(qu
 				return nil, fmt.Errorf("queue %s: %w", q.Name, err)
 			}
 			w.Handler = h
+			// The call's deadline (its context's, Orderly-Deadline, and
+			// the in-flight record's bound) is the request's timeout when
+			// the queue sets no shorter one.
+			if w.Timeout == 0 || q.Handler.Timeout < w.Timeout {
+				w.Timeout = q.Handler.Timeout
+			}
 		default:
 			w.Handler = logHandler(log, !q.Handler.HidePayloads)
 		}
