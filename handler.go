@@ -93,7 +93,17 @@ func inBatch(b *persistence.Batch, id string) bool {
 
 // delivery names a delivery attempt of a batch:
 // "<queue>/<shard>/<epoch>/<seq>" (the token is "<epoch>/<owner>").
+// It is built in one buffer: one allocation per batch, against two for
+// the concatenation of its parts (BenchmarkDelivery).
 func delivery(b *persistence.Batch) string {
 	epoch, _, _ := strings.Cut(b.Token, "/")
-	return b.ShardRef.String() + "/" + epoch + "/" + strconv.FormatInt(b.Seq, 10)
+	var buf [96]byte
+	out := append(buf[:0], b.Queue...)
+	out = append(out, '/')
+	out = strconv.AppendInt(out, int64(b.Shard), 10)
+	out = append(out, '/')
+	out = append(out, epoch...)
+	out = append(out, '/')
+	out = strconv.AppendInt(out, b.Seq, 10)
+	return string(out)
 }

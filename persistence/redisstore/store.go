@@ -116,8 +116,11 @@ type Store struct {
 	keys  keyspace
 	count *counter
 
-	mu     sync.RWMutex   // guards shards
+	mu     sync.RWMutex   // guards shards and sks
 	shards map[string]int // queue name -> shard count, as registered
+	// sks caches the keys of the shards served so far, built once: an
+	// Advance uses them on every call (one string per key otherwise).
+	sks map[persistence.ShardRef]shardKeys
 
 	layout layoutState
 
@@ -302,7 +305,27 @@ func (s *Store) shardKeys(ctx context.Context, ref persistence.ShardRef) (shardK
 	if ref.Shard < 0 || ref.Shard >= n {
 		return shardKeys{}, &persistence.FieldError{Field: "shard", Index: -1, Reason: fmt.Sprintf("%d is not a shard of %s (0..%d)", ref.Shard, ref.Queue, n-1)}
 	}
-	return s.keys.shard(ref.Queue, ref.Shard), nil
+	return s.keysOf(ref), nil
+}
+
+// keysOf returns the keys of a shard of a registered queue, built on first
+// use and cached. The keys are never written once built (callers that add
+// keys copy them: shardKeys.with), so they can be shared.
+func (s *Store) keysOf(ref persistence.ShardRef) shardKeys {
+	s.mu.RLock()
+	sk, ok := s.sks[ref]
+	s.mu.RUnlock()
+	if ok {
+		return sk
+	}
+	sk = s.keys.shard(ref.Queue, ref.Shard)
+	s.mu.Lock()
+	if s.sks == nil {
+		s.sks = map[persistence.ShardRef]shardKeys{}
+	}
+	s.sks[ref] = sk
+	s.mu.Unlock()
+	return sk
 }
 
 // Enqueue implements persistence.Store. Jobs are grouped by shard and sorted
@@ -339,7 +362,7 @@ func (s *Store) Enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 
 	var calls []call
 	for _, sh := range order {
-		sk := s.keys.shard(queue, sh)
+		sk := s.keysOf(persistence.ShardRef{Queue: queue, Shard: sh})
 		idx := byShard[sh]
 		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(jobs[a].ID, jobs[b].ID) })
 		for start := 0; start < len(idx); start += s.cfg.EnqueueChunk {

@@ -26,7 +26,8 @@ job (INFO commandstats, commands inside scripts included), CPU seconds of
 the nodes and of Redis, and peak memory. Every run records what the handlers
 got and checks, per id, that no two calls overlapped, that payloads came in
 score order and that nothing was lost; the command exits 1 when an
-invariant broke. --list shows the scenarios.`,
+invariant broke. --list shows the scenarios. --cpuprofile and --memprofile
+write pprof profiles of the whole run (the harness and its audit included).`,
 	Examples: []string{
 		"orderly bench",
 		"orderly bench --scenario all --json > bench.json",
@@ -44,6 +45,7 @@ func benchCmd(e *env, args []string) int {
 	list := fs.Bool("list", false, "list the scenarios and exit")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table (errors too, on stderr)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this `file`")
+	memprofile := fs.String("memprofile", "", "write an allocation profile of the run to this `file` (go tool pprof -sample_index=alloc_space)")
 	if code, stop := e.parse(fs, args); stop {
 		return code
 	}
@@ -68,6 +70,18 @@ func benchCmd(e *env, args []string) int {
 			return e.fail("bench", err)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *memprofile != "" {
+		f, err := os.Create(*memprofile)
+		if err != nil {
+			return e.fail("bench", err)
+		}
+		defer func() {
+			if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+				e.fail("bench", fmt.Errorf("write the allocation profile: %w", err))
+			}
+			f.Close()
+		}()
 	}
 	cfg := bench.Config{Redis: *redisURL, Jobs: *jobs, Scenarios: strings.Split(*scenarios, ",")}
 	if e.stderrTTY {

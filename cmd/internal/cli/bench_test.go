@@ -2,6 +2,8 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -22,10 +24,15 @@ func TestBench(t *testing.T) {
 		require.Equal(t, 300, r.Audit.Acked)
 	}
 
-	code, out, _ = runCLI([]string{"bench", "--redis", srv.URL(), "--scenario", "batch100", "--jobs", "300"}, nil)
-	require.Equal(t, ExitOK, code)
+	memProf := filepath.Join(t.TempDir(), "mem.prof")
+	code, out, errOut = runCLI([]string{"bench", "--redis", srv.URL(), "--scenario", "batch100", "--jobs", "300", "--memprofile", memProf}, nil)
+	require.Equal(t, ExitOK, code, errOut)
 	require.Contains(t, out, "SCENARIO")
 	require.Contains(t, out, "batch100")
+	prof, err := os.ReadFile(memProf)
+	require.NoError(t, err)
+	require.Greater(t, len(prof), 2)
+	require.Equal(t, []byte{0x1f, 0x8b}, prof[:2], "a gzipped pprof profile")
 
 	code, _, errOut = runCLI([]string{"bench", "--redis", srv.URL(), "--scenario", "nope"}, nil)
 	require.Equal(t, ExitUsage, code)

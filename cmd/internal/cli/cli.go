@@ -6,6 +6,7 @@
 //	orderly members
 //	orderly morgue list|requeue|delete --queue Q ...
 //	orderly bench [--redis URL] [--scenario lowkiq,...|all]
+//	orderly store layout|downgrade --redis URL [--prefix P]
 //	orderly version
 //	orderly help [command]
 //
@@ -80,6 +81,7 @@ func init() {
 		{"morgue", "list, requeue or delete the payloads whose retries ran out", morgue},
 		{"bench", "measure Orderly on this machine and audit what it did", benchCmd},
 		{"check", "validate a node's configuration (file, environment, flags) and exit 0 or 1", checkCmd},
+		{"store", "print a store's storage layout, or roll it back to layout 1 (talks to Redis)", storeCmd},
 		{"version", "print orderly's version", versionCmd},
 		{"help", "show this help, or a command's (orderly help enqueue)", helpCmd},
 	}
