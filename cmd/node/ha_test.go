@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -91,15 +93,23 @@ queues:
 	})
 	defer producer.Stop()
 
-	time.Sleep(2 * time.Second)
-	r.killRedis(note)
-	time.Sleep(2 * time.Second)
-	note("SIGKILL %s", opts[1].Name)
-	nodes[1].Kill()
-	time.Sleep(time.Second)
-	nodes[1] = nodetest.Start(t, opts[1])
-	note("%s restarted", opts[1].Name)
-	time.Sleep(2 * time.Second)
+	rounds := haRounds(t)
+	for round := range rounds {
+		if rounds > 1 {
+			note("round %d of %d", round+1, rounds)
+		}
+		time.Sleep(2 * time.Second)
+		r.killRedis(note)
+		time.Sleep(2 * time.Second)
+		victim := 1 + round%2
+		note("SIGKILL %s", opts[victim].Name)
+		nodes[victim].Kill()
+		time.Sleep(time.Second)
+		nodes[victim] = nodetest.Start(t, opts[victim])
+		note("%s restarted", opts[victim].Name)
+		time.Sleep(2 * time.Second)
+		nodes[victim].WaitReady()
+	}
 	producer.Stop()
 	note("producer stopped")
 
@@ -126,6 +136,19 @@ queues:
 	require.True(t, rep.OK(), rep.String())
 	require.GreaterOrEqual(t, rep.Acked, total, "every acknowledged payload was handled")
 	require.LessOrEqual(t, rep.Acked, total+len(unsure), "no more payloads handled than were sent")
+}
+
+// haRounds is how many times a run kills a Redis master and a node under
+// load: ORDERLY_HA_ROUNDS (make soak-ha sets it), 1 when unset.
+func haRounds(t *testing.T) int {
+	v := os.Getenv("ORDERLY_HA_ROUNDS")
+	if v == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(v)
+	require.NoError(t, err, "ORDERLY_HA_ROUNDS")
+	require.Positive(t, n, "ORDERLY_HA_ROUNDS")
+	return n
 }
 
 // TestHACluster runs three nodes on a Redis Cluster of three masters with
@@ -163,7 +186,11 @@ func TestHACluster(t *testing.T) {
 			return err
 		}))
 		require.Len(t, holding, 3, "every master holds keys of some shard")
-		victim := masters[0]
+		// The first master now (after a round, a promoted replica).
+		current, err := c.Masters(ctx)
+		require.NoError(t, err)
+		require.Len(t, current, 3)
+		victim := current[0]
 		note("SIGKILL Redis master %s", victim.Addr())
 		victim.Kill()
 		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
@@ -209,6 +236,10 @@ func TestHASentinel(t *testing.T) {
 		m, err := set.WaitFailover(wctx, old)
 		require.NoError(t, err)
 		note("Sentinel promoted %s", m.Addr())
+		// Back as a replica of the new master, so that the next round
+		// (make soak-ha) has a replica to promote.
+		require.NoError(t, old.Restart())
+		note("the old master is back, as a replica")
 	}}.run()
 }
 
