@@ -321,3 +321,70 @@ queues:
 	}
 	waitCalls(calls + 1)
 }
+
+// TestHAReplicatedRefusesWithoutReplicas runs a node in the replicated mode
+// on a master with one replica (behind Sentinel) and kills the replica:
+// enqueues over HTTP answer 503 "not replicated" instead of acknowledging,
+// and are acknowledged again, without a restart, once the replica is back.
+func TestHAReplicatedRefusesWithoutReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("HA test: skipped with -short")
+	}
+	if redisserver.Binary() == "" {
+		t.Skip("needs redis-server")
+	}
+	set, err := redisserver.StartSentinel(redisserver.SentinelOptions{Replicas: 1})
+	require.NoError(t, err)
+	defer set.Close()
+	rcv := nodetest.NewReceiver(t, func(c *webhooktest.Call) webhooktest.Answer { return webhooktest.Answer{} })
+	n := nodetest.Start(t, nodetest.Options{Redis: set.URL(), Args: []string{"--durability", "replicated"}, Config: fmt.Sprintf(`
+queues:
+  - name: orders
+    shards: 2
+    handler: {type: http, url: %q, timeout: 5s}
+`, rcv.URL)})
+	n.WaitReady()
+	ctx := context.Background()
+	master, err := set.Master(ctx)
+	require.NoError(t, err)
+	var replica *redisserver.Server
+	for _, s := range set.Servers() {
+		if s != master {
+			replica = s
+		}
+	}
+	require.NotNil(t, replica)
+
+	i := 0
+	// enqueue posts one new job and returns the node's answer.
+	enqueue := func() (int, string) {
+		i++
+		code, body := n.Do("POST", "/api/v1/queues/orders/jobs", []byte(fmt.Sprintf(`[{"id": "id-%d", "payload": %d}]`, i, i)))
+		return code, string(body)
+	}
+	// until posts jobs until the node answers want, for at most a minute.
+	until := func(want int, stage string) string {
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			code, body := enqueue()
+			if code == want {
+				return body
+			}
+			require.True(t, time.Now().Before(deadline), "%s: the node still answers %d %s", stage, code, body)
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	until(202, "with the replica up")
+
+	replica.Kill()
+	body := until(503, "with the replica down")
+	require.Contains(t, body, "not replicated")
+	// Every further enqueue is refused while the replica is down.
+	for range 3 {
+		code, body := enqueue()
+		require.Equal(t, 503, code, body)
+	}
+
+	require.NoError(t, replica.Restart())
+	until(202, "with the replica back")
+}
