@@ -191,6 +191,19 @@ func TestHACluster(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, current, 3)
 		victim := current[0]
+		// A replica that has not synced with its master yet does not
+		// take over: wait until every replica's link is up.
+		for _, srv := range c.Servers() {
+			if containsServer(current, srv) || srv.Pid() == 0 {
+				continue
+			}
+			rc := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+			require.Eventually(t, func() bool {
+				info, err := rc.Info(ctx, "replication").Result()
+				return err == nil && strings.Contains(info, "master_link_status:up")
+			}, 60*time.Second, 50*time.Millisecond, "replica %s never synced", srv.Addr())
+			rc.Close()
+		}
 		note("SIGKILL Redis master %s", victim.Addr())
 		victim.Kill()
 		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
