@@ -401,3 +401,26 @@ queues:
 	require.NoError(t, replica.Restart())
 	until(202, "with the replica back")
 }
+
+// TestRedisPasswordNeverLogged runs a node on a password-protected Redis,
+// reachable and then not, with debug logs: its logs name the Redis URL with
+// the password as xxxxx and never print the password.
+func TestRedisPasswordNeverLogged(t *testing.T) {
+	srv := redistest.NewServer(t, redistest.Options{})
+	require.NoError(t, srv.Client(t).ConfigSet(context.Background(), "requirepass", "PW-NEVER-LOGGED").Err())
+	url := "redis://:PW-NEVER-LOGGED@" + srv.Addr() + "/0"
+	n := nodetest.Start(t, nodetest.Options{Redis: url, Args: []string{"--log-level", "debug"}})
+	n.WaitReady()
+	srv.Kill(t)
+	status := 0
+	for deadline := time.Now().Add(60 * time.Second); status != 503; {
+		status, _ = n.Do("GET", "/readyz", nil)
+		require.True(t, time.Now().Before(deadline), "the node stayed ready without Redis")
+		time.Sleep(100 * time.Millisecond)
+	}
+	logs := n.Logs()
+	require.Contains(t, logs, "xxxxx@"+srv.Addr(), "the logs name the Redis URL")
+	require.NotContains(t, logs, "PW-NEVER-LOGGED")
+	code, body := n.Do("GET", "/api/v1/queues", nil)
+	require.NotContains(t, string(body), "PW-NEVER-LOGGED", "HTTP %d", code)
+}
