@@ -73,6 +73,16 @@ hostile: ## Send hostile requests (auth bypasses, path tricks, bad framing, DNS 
 	@.ci/ensure-redis
 	$(GO) test -race -count=1 -run '^TestHostileInput$$' -v ./cmd/node
 
+SOAK_ROUNDS ?= 5
+
+.PHONY: soak-ha
+soak-ha: ## Run the Redis HA chaos tests for SOAK_ROUNDS rounds (default 5) of master and node kills under load.
+	@.ci/ensure-redis
+	ORDERLY_HA_ROUNDS=$(SOAK_ROUNDS) $(GO) test -race -count=1 -timeout 60m -run '^TestHA(Cluster|Sentinel)$$' -v ./cmd/node
+
+.PHONY: soak
+soak: soak-ha ## Run the long chaos tests (make soak SOAK_ROUNDS=20).
+
 .PHONY: generate
 generate: ## Regenerate generated code.
 	$(GO) generate $(PKGS)

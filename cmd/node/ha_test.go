@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -91,15 +93,23 @@ queues:
 	})
 	defer producer.Stop()
 
-	time.Sleep(2 * time.Second)
-	r.killRedis(note)
-	time.Sleep(2 * time.Second)
-	note("SIGKILL %s", opts[1].Name)
-	nodes[1].Kill()
-	time.Sleep(time.Second)
-	nodes[1] = nodetest.Start(t, opts[1])
-	note("%s restarted", opts[1].Name)
-	time.Sleep(2 * time.Second)
+	rounds := haRounds(t)
+	for round := range rounds {
+		if rounds > 1 {
+			note("round %d of %d", round+1, rounds)
+		}
+		time.Sleep(2 * time.Second)
+		r.killRedis(note)
+		time.Sleep(2 * time.Second)
+		victim := 1 + round%2
+		note("SIGKILL %s", opts[victim].Name)
+		nodes[victim].Kill()
+		time.Sleep(time.Second)
+		nodes[victim] = nodetest.Start(t, opts[victim])
+		note("%s restarted", opts[victim].Name)
+		time.Sleep(2 * time.Second)
+		nodes[victim].WaitReady()
+	}
 	producer.Stop()
 	note("producer stopped")
 
@@ -126,6 +136,19 @@ queues:
 	require.True(t, rep.OK(), rep.String())
 	require.GreaterOrEqual(t, rep.Acked, total, "every acknowledged payload was handled")
 	require.LessOrEqual(t, rep.Acked, total+len(unsure), "no more payloads handled than were sent")
+}
+
+// haRounds is how many times a run kills a Redis master and a node under
+// load: ORDERLY_HA_ROUNDS (make soak-ha sets it), 1 when unset.
+func haRounds(t *testing.T) int {
+	v := os.Getenv("ORDERLY_HA_ROUNDS")
+	if v == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(v)
+	require.NoError(t, err, "ORDERLY_HA_ROUNDS")
+	require.Positive(t, n, "ORDERLY_HA_ROUNDS")
+	return n
 }
 
 // TestHACluster runs three nodes on a Redis Cluster of three masters with
@@ -163,7 +186,24 @@ func TestHACluster(t *testing.T) {
 			return err
 		}))
 		require.Len(t, holding, 3, "every master holds keys of some shard")
-		victim := masters[0]
+		// The first master now (after a round, a promoted replica).
+		current, err := c.Masters(ctx)
+		require.NoError(t, err)
+		require.Len(t, current, 3)
+		victim := current[0]
+		// A replica that has not synced with its master yet does not
+		// take over: wait until every replica's link is up.
+		for _, srv := range c.Servers() {
+			if containsServer(current, srv) || srv.Pid() == 0 {
+				continue
+			}
+			rc := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+			require.Eventually(t, func() bool {
+				info, err := rc.Info(ctx, "replication").Result()
+				return err == nil && strings.Contains(info, "master_link_status:up")
+			}, 60*time.Second, 50*time.Millisecond, "replica %s never synced", srv.Addr())
+			rc.Close()
+		}
 		note("SIGKILL Redis master %s", victim.Addr())
 		victim.Kill()
 		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
@@ -209,6 +249,10 @@ func TestHASentinel(t *testing.T) {
 		m, err := set.WaitFailover(wctx, old)
 		require.NoError(t, err)
 		note("Sentinel promoted %s", m.Addr())
+		// Back as a replica of the new master, so that the next round
+		// (make soak-ha) has a replica to promote.
+		require.NoError(t, old.Restart())
+		note("the old master is back, as a replica")
 	}}.run()
 }
 
@@ -289,4 +333,94 @@ queues:
 		time.Sleep(100 * time.Millisecond)
 	}
 	waitCalls(calls + 1)
+}
+
+// TestHAReplicatedRefusesWithoutReplicas runs a node in the replicated mode
+// on a master with one replica (behind Sentinel) and kills the replica:
+// enqueues over HTTP answer 503 "not replicated" instead of acknowledging,
+// and are acknowledged again, without a restart, once the replica is back.
+func TestHAReplicatedRefusesWithoutReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("HA test: skipped with -short")
+	}
+	if redisserver.Binary() == "" {
+		t.Skip("needs redis-server")
+	}
+	set, err := redisserver.StartSentinel(redisserver.SentinelOptions{Replicas: 1})
+	require.NoError(t, err)
+	defer set.Close()
+	rcv := nodetest.NewReceiver(t, func(c *webhooktest.Call) webhooktest.Answer { return webhooktest.Answer{} })
+	n := nodetest.Start(t, nodetest.Options{Redis: set.URL(), Args: []string{"--durability", "replicated"}, Config: fmt.Sprintf(`
+queues:
+  - name: orders
+    shards: 2
+    handler: {type: http, url: %q, timeout: 5s}
+`, rcv.URL)})
+	n.WaitReady()
+	ctx := context.Background()
+	master, err := set.Master(ctx)
+	require.NoError(t, err)
+	var replica *redisserver.Server
+	for _, s := range set.Servers() {
+		if s != master {
+			replica = s
+		}
+	}
+	require.NotNil(t, replica)
+
+	i := 0
+	// enqueue posts one new job and returns the node's answer.
+	enqueue := func() (int, string) {
+		i++
+		code, body := n.Do("POST", "/api/v1/queues/orders/jobs", []byte(fmt.Sprintf(`[{"id": "id-%d", "payload": %d}]`, i, i)))
+		return code, string(body)
+	}
+	// until posts jobs until the node answers want, for at most a minute.
+	until := func(want int, stage string) string {
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			code, body := enqueue()
+			if code == want {
+				return body
+			}
+			require.True(t, time.Now().Before(deadline), "%s: the node still answers %d %s", stage, code, body)
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	until(202, "with the replica up")
+
+	replica.Kill()
+	body := until(503, "with the replica down")
+	require.Contains(t, body, "not replicated")
+	// Every further enqueue is refused while the replica is down.
+	for range 3 {
+		code, body := enqueue()
+		require.Equal(t, 503, code, body)
+	}
+
+	require.NoError(t, replica.Restart())
+	until(202, "with the replica back")
+}
+
+// TestRedisPasswordNeverLogged runs a node on a password-protected Redis,
+// reachable and then not, with debug logs: its logs name the Redis URL with
+// the password as xxxxx and never print the password.
+func TestRedisPasswordNeverLogged(t *testing.T) {
+	srv := redistest.NewServer(t, redistest.Options{})
+	require.NoError(t, srv.Client(t).ConfigSet(context.Background(), "requirepass", "PW-NEVER-LOGGED").Err())
+	url := "redis://:PW-NEVER-LOGGED@" + srv.Addr() + "/0"
+	n := nodetest.Start(t, nodetest.Options{Redis: url, Args: []string{"--log-level", "debug"}})
+	n.WaitReady()
+	srv.Kill(t)
+	status := 0
+	for deadline := time.Now().Add(60 * time.Second); status != 503; {
+		status, _ = n.Do("GET", "/readyz", nil)
+		require.True(t, time.Now().Before(deadline), "the node stayed ready without Redis")
+		time.Sleep(100 * time.Millisecond)
+	}
+	logs := n.Logs()
+	require.Contains(t, logs, "xxxxx@"+srv.Addr(), "the logs name the Redis URL")
+	require.NotContains(t, logs, "PW-NEVER-LOGGED")
+	code, body := n.Do("GET", "/api/v1/queues", nil)
+	require.NotContains(t, string(body), "PW-NEVER-LOGGED", "HTTP %d", code)
 }
