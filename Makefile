@@ -73,6 +73,13 @@ hostile: ## Send hostile requests (auth bypasses, path tricks, bad framing, DNS 
 	@.ci/ensure-redis
 	$(GO) test -race -count=1 -run '^TestHostileInput$$' -v ./cmd/node
 
+SOAK_ROUNDS ?= 40
+.PHONY: soak
+soak: ## Run the chaos tests long: SOAK_ROUNDS pauses (SIGSTOP past lease_ttl) and SOAK_ROUNDS/10 passes over the other faults.
+	@.ci/ensure-redis
+	ORDERLY_PAUSE_ROUNDS=$(SOAK_ROUNDS) ORDERLY_CHAOS_ROUNDS=$$(( $(SOAK_ROUNDS) / 10 + 1 )) \
+	  $(GO) test -race -count=1 -timeout 60m -run '^(TestChaosPause|TestChaos)$$' -v ./cmd/node
+
 .PHONY: generate
 generate: ## Regenerate generated code.
 	$(GO) generate $(PKGS)
