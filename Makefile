@@ -73,15 +73,22 @@ hostile: ## Send hostile requests (auth bypasses, path tricks, bad framing, DNS 
 	@.ci/ensure-redis
 	$(GO) test -race -count=1 -run '^TestHostileInput$$' -v ./cmd/node
 
-SOAK_ROUNDS ?= 5
-
-.PHONY: soak-ha
-soak-ha: ## Run the Redis HA chaos tests for SOAK_ROUNDS rounds (default 5) of master and node kills under load.
-	@.ci/ensure-redis
-	ORDERLY_HA_ROUNDS=$(SOAK_ROUNDS) $(GO) test -race -count=1 -timeout 60m -run '^TestHA(Cluster|Sentinel)$$' -v ./cmd/node
+SOAK_ROUNDS ?= 40
+HA_SOAK_ROUNDS ?= 5
 
 .PHONY: soak
-soak: soak-ha ## Run the long chaos tests (make soak SOAK_ROUNDS=20).
+soak: soak-chaos soak-ha ## Run the long chaos tests: pauses and the other faults, then the Redis HA kills.
+
+.PHONY: soak-chaos
+soak-chaos: ## Run the chaos tests long: SOAK_ROUNDS pauses (SIGSTOP past lease_ttl) and SOAK_ROUNDS/10 passes over the other faults.
+	@.ci/ensure-redis
+	ORDERLY_PAUSE_ROUNDS=$(SOAK_ROUNDS) ORDERLY_CHAOS_ROUNDS=$$(( $(SOAK_ROUNDS) / 10 + 1 )) \
+	  $(GO) test -race -count=1 -timeout 60m -run '^(TestChaosPause|TestChaos)$$' -v ./cmd/node
+
+.PHONY: soak-ha
+soak-ha: ## Run the Redis HA chaos tests for HA_SOAK_ROUNDS rounds (default 5) of master and node kills under load.
+	@.ci/ensure-redis
+	ORDERLY_HA_ROUNDS=$(HA_SOAK_ROUNDS) $(GO) test -race -count=1 -timeout 60m -run '^TestHA(Cluster|Sentinel)$$' -v ./cmd/node
 
 .PHONY: generate
 generate: ## Regenerate generated code.

@@ -37,7 +37,8 @@ type chaosNode struct {
 // node. Handlers fail and stall at random. At the end the recorded history
 // must show that nothing acknowledged to the producer was lost, that no two
 // handler calls of one id overlapped, and that each id's payloads arrived in
-// score order. ORDERLY_CHAOS_SEED reproduces a run.
+// score order. ORDERLY_CHAOS_SEED reproduces a run; ORDERLY_CHAOS_ROUNDS
+// runs the whole list of faults that many times (default 1, make soak).
 func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos test: skipped with -short")
@@ -48,7 +49,13 @@ func TestChaos(t *testing.T) {
 		seed, err = strconv.ParseUint(v, 10, 64)
 		require.NoError(t, err)
 	}
-	t.Logf("seed %d (rerun with ORDERLY_CHAOS_SEED=%d)", seed, seed)
+	rounds := 1
+	if v := os.Getenv("ORDERLY_CHAOS_ROUNDS"); v != "" {
+		var err error
+		rounds, err = strconv.Atoi(v)
+		require.NoError(t, err)
+	}
+	t.Logf("seed %d (rerun with ORDERLY_CHAOS_SEED=%d), %d rounds", seed, seed, rounds)
 	rng := rand.New(rand.NewPCG(seed, seed>>1|1))
 	var rmu sync.Mutex // guards rng
 	rnd := func(n int) int { rmu.Lock(); defer rmu.Unlock(); return rng.IntN(n) }
@@ -168,13 +175,15 @@ queues:
 			note("gossip partition healed")
 		},
 	}
-	rmu.Lock()
-	rng.Shuffle(len(faults), func(i, j int) { faults[i], faults[j] = faults[j], faults[i] })
-	rmu.Unlock()
 	time.Sleep(2 * time.Second)
-	for _, f := range faults {
-		f()
-		time.Sleep(time.Duration(2000+rnd(2000)) * time.Millisecond)
+	for r := 0; r < rounds; r++ {
+		rmu.Lock()
+		rng.Shuffle(len(faults), func(i, j int) { faults[i], faults[j] = faults[j], faults[i] })
+		rmu.Unlock()
+		for _, f := range faults {
+			f()
+			time.Sleep(time.Duration(2000+rnd(2000)) * time.Millisecond)
+		}
 	}
 	producer.Stop()
 	note("producer stopped")
