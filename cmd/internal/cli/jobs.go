@@ -59,11 +59,15 @@ failed), its last error and its payloads (long cells are cut; --json shows
 them whole). When there are more jobs, the last line is "next: <cursor>":
 pass it to --cursor, with the same --order and --rev, for the next page.
 --min and --max bound the sort key, inclusive: ids, unix seconds for
-perform_at, or retry counts. --min X --max X finds the id X.`,
+perform_at, or retry counts. --min X --max X finds the id X. --error TEXT
+keeps the jobs whose last error contains TEXT (any case): the node reads
+the listing up to 10,000 jobs per page and says how many it searched;
+--order retry_count --min 0 reads only the jobs that failed.`,
 	Examples: []string{
 		"orderly jobs list --queue orders",
 		"orderly jobs list --queue orders --order retry_count --rev --limit 20",
 		"orderly jobs list --queue orders --min order-1 --max order-1",
+		"orderly jobs list --queue orders --order retry_count --min 0 --error timeout",
 	},
 }
 
@@ -77,6 +81,7 @@ func jobsList(e *env, args []string) int {
 	cursor := fs.String("cursor", "", "continue after a previous page (its next: line)")
 	minKey := fs.String("min", "", "lowest sort key to list")
 	maxKey := fs.String("max", "", "highest sort key to list")
+	errText := fs.String("error", "", "keep the entries whose last error contains this text, any case (the node reads up to 10,000 entries per page)")
 	if code, stop := e.parse(fs, args); stop {
 		return code
 	}
@@ -100,7 +105,7 @@ func jobsList(e *env, args []string) int {
 	if set["limit"] {
 		q.Set("limit", strconv.Itoa(*limit))
 	}
-	for name, v := range map[string]string{"cursor": *cursor, "min": *minKey, "max": *maxKey} {
+	for name, v := range map[string]string{"cursor": *cursor, "min": *minKey, "max": *maxKey, "error": *errText} {
 		if v != "" {
 			q.Set(name, v)
 		}
@@ -118,7 +123,9 @@ func jobsList(e *env, args []string) int {
 		return e.fail("jobs list", fmt.Errorf("the node's answer is not the expected JSON: %w", err))
 	}
 	if len(page.Jobs) == 0 && page.Next == "" {
-		if *cursor == "" && *minKey == "" && *maxKey == "" {
+		if *errText != "" {
+			fmt.Fprintln(e.stdout, "no match")
+		} else if *cursor == "" && *minKey == "" && *maxKey == "" {
 			fmt.Fprintf(e.stdout, "no jobs queued in %s\n", *queue)
 		} else {
 			fmt.Fprintln(e.stdout, "no more jobs")
@@ -126,6 +133,9 @@ func jobsList(e *env, args []string) int {
 		return ExitOK
 	}
 	e.jobTable(page.Jobs)
+	if page.Scanned != nil {
+		fmt.Fprintf(e.stdout, "searched %d jobs\n", *page.Scanned)
+	}
 	if page.Next != "" {
 		fmt.Fprintf(e.stdout, "next: %s\n", printable(page.Next))
 	}

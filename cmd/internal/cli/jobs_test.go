@@ -48,6 +48,7 @@ order-2  2023-11-14T23:13:20Z  -1       -      {"sku":2}
 	require.Equal(t, "order-2", page.Jobs[0].ID)
 
 	require.Equal(t, "no jobs queued in mail\n", n.run("jobs", "list", "--queue", "mail").ok(t))
+	require.Equal(t, "no match\n", n.run("jobs", "list", "--queue", "orders", "--error", "boom").ok(t))
 	r := n.run("jobs", "list", "--queue", "orders", "--order", "score")
 	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.stderr, "--order must be id, perform_at or retry_count")
