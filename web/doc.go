@@ -29,6 +29,14 @@
 //	GET    /readyz                                     200 {"status": "ready"} or 503
 //	GET    / and every other path                      the dashboard (Config.UI)
 //
+// Both listings take error=<text>: only the entries whose last error
+// contains the text (any case) are kept. No index holds error texts, so
+// the server reads the listing page by page in the order asked and stops
+// after 10,000 entries: a page holds the matches found (at most
+// 2×limit−1), "scanned" (the entries read) and a next cursor that goes on
+// where the search stopped. order=retry_count&min=0 reads only the jobs
+// that failed.
+//
 // Every GET also answers HEAD. Endpoints without parameters reject any
 // query parameter; endpoints without a body (DELETE, the actions) accept
 // an empty body or {} only.
