@@ -814,6 +814,19 @@ func TestBrowser(t *testing.T) {
 		require.Len(t, page.Entries, 1)
 		require.Equal(t, "killed", page.Entries[0].Error)
 
+		// A long payload list shows its first five and a "Show all".
+		var many []persistence.NewJob
+		for i := range 12 {
+			sc := float64(i)
+			many = append(many, persistence.NewJob{ID: "many", Payload: []byte(fmt.Sprint(i)), Score: &sc})
+		}
+		require.NoError(t, f.store.Enqueue(f.ctx, "orders", many))
+		b.open("/queues/orders/job?id=many")
+		b.waitFor(`document.querySelectorAll('[data-record="queued"] .payload').length === 5`, "five payloads")
+		require.Equal(t, "Show all 12 payloads", b.text(`[data-record="queued"] .show-all`))
+		b.click(`[data-record="queued"] .show-all`)
+		b.waitFor(`document.querySelectorAll('[data-record="queued"] .payload').length === 12 && !document.querySelector('.show-all')`, "all twelve")
+
 		// Search by id: the ids that start with the text.
 		b.open("/queues/orders")
 		b.waitFor(`document.querySelector('.job[data-id="order-1"]')`, "the jobs")
