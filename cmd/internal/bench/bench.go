@@ -78,8 +78,8 @@ type Result struct {
 	CPUPerJobMicros float64 `json:"cpu_per_job_us,omitempty"`
 	// Calls counts handler calls (webhook requests in the webhook
 	// scenarios).
-	Calls int `json:"calls,omitempty"`
-	PeakRSSMB   float64 `json:"peak_rss_mb,omitempty"`
+	Calls     int     `json:"calls,omitempty"`
+	PeakRSSMB float64 `json:"peak_rss_mb,omitempty"`
 	// FailoverSec is the time from SIGKILL until every shard of the killed
 	// node was held by another.
 	FailoverSec float64 `json:"failover_seconds,omitempty"`
