@@ -809,7 +809,8 @@ func (s *Store) jobAction(ctx context.Context, queue, id, what, action string) (
 	}
 }
 
-// ShardOwners implements persistence.Store.
+// ShardOwners implements persistence.Store: the holder of each shard's
+// lease, a node of the previous release (layout 1) included.
 func (s *Store) ShardOwners(ctx context.Context, queue string) ([]persistence.ShardOwner, error) {
 	shards, err := s.shardsOf(ctx, queue)
 	if err != nil {
@@ -817,10 +818,12 @@ func (s *Store) ShardOwners(ctx context.Context, queue string) ([]persistence.Sh
 	}
 	pipe := s.rdb.Pipeline()
 	leases := make([]*redis.StringCmd, shards)
+	v1leases := make([]*redis.StringCmd, shards)
 	epochs := make([]*redis.StringCmd, shards)
 	for sh := range shards {
 		k := s.keys.shard(queue, sh).keys
 		leases[sh] = pipe.Get(ctx, k[kLease])
+		v1leases[sh] = pipe.Get(ctx, k[kV1Lease])
 		epochs[sh] = pipe.Get(ctx, k[kEpoch])
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
@@ -831,6 +834,14 @@ func (s *Store) ShardOwners(ctx context.Context, queue string) ([]persistence.Sh
 		out[sh].Shard = sh
 		if epoch, owner, ok := splitToken(leases[sh].Val()); ok {
 			out[sh].Owner, out[sh].Epoch = owner, epoch
+		} else if v1 := v1leases[sh].Val(); v1 != fence {
+			// During a rolling upgrade a node of the previous release
+			// (layout 1) may hold the shard: its lease is the owner.
+			if epoch, owner, ok := splitToken(v1); ok {
+				out[sh].Owner, out[sh].Epoch = owner, epoch
+			} else {
+				out[sh].Epoch, _ = strconv.ParseInt(epochs[sh].Val(), 10, 64)
+			}
 		} else {
 			out[sh].Epoch, _ = strconv.ParseInt(epochs[sh].Val(), 10, 64)
 		}
