@@ -841,6 +841,19 @@ func TestBrowser(t *testing.T) {
 		b.click(`#search-errors`)
 		b.waitFor(`new URLSearchParams(location.search).get('error') === '502 from INVENTORY'`, "the search")
 		b.waitText(`.empty-title`, "No match")
+		// The failed jobs: a job that failed and waits for its retry.
+		require.NoError(t, f.store.RegisterQueue(f.ctx, persistence.QueueSpec{Name: "search", Shards: 1}))
+		f.enqueue("search", persistence.NewJob{ID: "r-fail", Payload: []byte(`1`)}, persistence.NewJob{ID: "r-ok", Payload: []byte(`2`)})
+		f.settleAll("search", 1, "node-a", func(id string) *persistence.Failure {
+			if id != "r-fail" {
+				return nil
+			}
+			return &persistence.Failure{ID: id, Error: "Disk FULL on report host", RetryAt: time.Now().Add(time.Hour)}
+		}, 25)
+		f.enqueue("search", persistence.NewJob{ID: "r-fresh", Payload: []byte(`3`)})
+		b.open("/queues/search?error=disk+full")
+		b.waitFor(`document.querySelectorAll('.job').length === 1 && document.querySelector('.job[data-id="r-fail"]')`, "the failed job")
+		require.Contains(t, b.text(`#pager-text`), "1 searched")
 		b.open("/queues/orders/morgue")
 		b.waitFor(`document.querySelectorAll('.job.dead').length === 2`, "the morgue")
 		b.do(chromedp.SendKeys(chromedp.CSS(`#search`), "502 from INVENTORY"))

@@ -39,10 +39,14 @@ const TOP = '\u{10FFFF}';
 
 /**
  * searchBounds turns the filters' search into listing parameters: an id
- * prefix becomes an id range, an error text the API's error=.
+ * prefix becomes an id range, an error text the API's error= (over the
+ * failed jobs only, with failedOnly).
  */
-export function searchBounds(f) {
+export function searchBounds(f, {failedOnly = false} = {}) {
   if (f.idprefix) return {order: 'id', min: f.idprefix, max: f.idprefix + TOP, rev: f.rev};
+  // Only jobs that failed (retry_count >= 0) have a last error: the
+  // search reads just those, through the retry index.
+  if (f.error && failedOnly) return {error: f.error, order: 'retry_count', min: '0', max: ''};
   if (f.error) return {error: f.error};
   return {};
 }

@@ -132,7 +132,7 @@ export function renderJobs(root, {params: [q], query, signal}) {
     }
     try {
       const page = await api.jobs(q, {order: f.order, min, max, rev: f.rev, cursor: f.cursor, limit: f.limit || PAGE_SIZE,
-        payloads: LIST_PAYLOADS, ...searchBounds(f)}, {signal});
+        payloads: LIST_PAYLOADS, ...searchBounds(f, {failedOnly: true})}, {signal});
       clearBanner('jobs');
       if (signal.aborted) return;
       if (page.jobs.length === 0) {
