@@ -766,6 +766,49 @@ func (s *Store) DeleteJob(ctx context.Context, queue, id string) (bool, error) {
 	}
 }
 
+// PerformJobNow implements persistence.Store.
+func (s *Store) PerformJobNow(ctx context.Context, queue, id string) (bool, error) {
+	return s.jobAction(ctx, queue, id, "perform now", "perform_now_id")
+}
+
+// KillJob implements persistence.Store. An id with many payloads is moved
+// over several bounded calls, all stamped with the first call's time.
+func (s *Store) KillJob(ctx context.Context, queue, id string) (bool, error) {
+	return s.jobAction(ctx, queue, id, "kill", "kill_id")
+}
+
+// jobAction runs an action of one id (action.lua) until it is done and
+// reports whether the id had a queued entry.
+func (s *Store) jobAction(ctx context.Context, queue, id, what, action string) (bool, error) {
+	shards, err := s.shardsOf(ctx, queue)
+	if err != nil {
+		return false, err
+	}
+	if err := persistence.ValidateID(id, -1); err != nil {
+		return false, err
+	}
+	sh := persistence.ShardOf(id, shards)
+	sk := s.keys.shard(queue, sh)
+	now, found := s.now(), false
+	for {
+		res, err := run(ctx, s.rdb, scriptAction, sk.keys, now, action, id,
+			s.keys.channel(queue), strconv.Itoa(sh), strconv.Itoa(movePayloads), "0").Slice()
+		if err != nil {
+			return false, fmt.Errorf("redisstore: %s %s/%s: %w", what, queue, id, err)
+		}
+		seen, _ := res[1].(int64)
+		partial, _ := res[2].(int64)
+		now, _ = res[4].(string)
+		found = found || seen > 0
+		if partial == 0 {
+			return found, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return false, fmt.Errorf("redisstore: %s %s/%s: %w", what, queue, id, err)
+		}
+	}
+}
+
 // ShardOwners implements persistence.Store: the holder of each shard's
 // lease, a node of the previous release (layout 1) included.
 func (s *Store) ShardOwners(ctx context.Context, queue string) ([]persistence.ShardOwner, error) {
