@@ -278,6 +278,7 @@ func (n *Node) bootstrap(ctx context.Context, registered bool) {
 			return
 		}
 	}
+	n.warm(ctx)
 	var sub persistence.Subscription
 	for {
 		var err error
@@ -314,6 +315,31 @@ func (n *Node) bootstrap(ctx context.Context, registered bool) {
 	}
 	for ref := range sub.C() {
 		sys.Root.Send(pid, node.Notice{Ref: ref})
+	}
+}
+
+// warmer is a store that can open its connections ahead of use
+// (redisstore.Store.Warm).
+type warmer interface {
+	Warm(ctx context.Context, conns int) error
+}
+
+// warmTimeout bounds the warm-up of the store's connections.
+const warmTimeout = 5 * time.Second
+
+// warm opens the store's connections before the node serves shards, so
+// that a lease call does not wait for a new connection's handshake: two
+// per shard of the node's queues (a shard's own call and its renewal) and
+// a few for the rest, as far as the store's pool allows.
+func (n *Node) warm(ctx context.Context) {
+	w, ok := n.store.(warmer)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, warmTimeout)
+	defer cancel()
+	if err := w.Warm(ctx, 2*len(n.allShards())+4); err != nil {
+		n.log.Debug("cannot open the store's connections ahead of use", "err", err)
 	}
 }
 
