@@ -72,7 +72,7 @@ func TestLostAdvanceReplyStillReachesTheHook(t *testing.T) {
 		Name: "lossy-link", Logger: testLogger(t),
 		Workers: []orderly.Worker{{
 			Queue: "q", Shards: 1, MaxRetryCount: orderly.NoRetries,
-			Handler: func(context.Context, *orderly.Batch) error { return errors.New("cannot handle it") },
+			Handler:          func(context.Context, *orderly.Batch) error { return errors.New("cannot handle it") },
 			RetriesExhausted: func(_ context.Context, jobs []orderly.Job) { dead <- jobs },
 		}},
 	})
