@@ -20,6 +20,7 @@ func (s *Store) Warm(ctx context.Context, conns int) error {
 	if conns <= 0 {
 		return nil
 	}
+	ctx = context.WithValue(ctx, uncounted{}, true)
 	ping := func(ctx context.Context, c *redis.Client) error {
 		n := min(conns, c.Options().PoolSize)
 		// Concurrent pings hold n connections at once, so that the pool
