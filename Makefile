@@ -80,9 +80,15 @@ hostile: ## Send hostile requests (auth bypasses, path tricks, bad framing, DNS 
 
 SOAK_ROUNDS ?= 40
 HA_SOAK_ROUNDS ?= 5
+WHALE_PAYLOADS ?= 200000
 
 .PHONY: soak
-soak: soak-chaos soak-ha ## Run the long chaos tests: pauses and the other faults, then the Redis HA kills.
+soak: soak-chaos soak-ha soak-whale ## Run the long chaos tests: pauses and the other faults, then the Redis HA kills, then a 200k-payload id.
+
+.PHONY: soak-whale
+soak-whale: ## Drain one id of WHALE_PAYLOADS payloads (default 200000) through a node while other ids are served.
+	@.ci/ensure-redis
+	ORDERLY_WHALE_PAYLOADS=$(WHALE_PAYLOADS) $(GO) test -race -count=1 -timeout 60m -run '^TestWhaleDrainsWhileOthersAreServed$$' -v .
 
 .PHONY: soak-chaos
 soak-chaos: ## Run the chaos tests long: SOAK_ROUNDS pauses (SIGSTOP past lease_ttl) and SOAK_ROUNDS/10 passes over the other faults.

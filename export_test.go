@@ -48,3 +48,16 @@ func StopEnqueueActor(n *Node) {
 	n.mu.Unlock()
 	_ = sys.Root.StopFuture(pid).Wait()
 }
+
+// NeverServe makes n (before Start) never serve the given shards, neither
+// as its share of the placement nor adopted: a member whose view of the
+// cluster disagrees with the others', so that they count it as serving
+// shards it does not serve.
+func NeverServe(n *Node, refs ...persistence.ShardRef) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.never = map[persistence.ShardRef]bool{}
+	for _, r := range refs {
+		n.never[r] = true
+	}
+}

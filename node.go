@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -93,6 +94,11 @@ type Node struct {
 	stopping *stopRun           // set by the first Stop or StopAndCancel
 
 	keeperPID *actor.PID // spawns the enqueue actor again if it stops; guarded by mu
+
+	// Unserved shards (orphans.go), guarded by mu.
+	free    map[persistence.ShardRef]freeShard // shards of the node's queues nobody held at the last sweep
+	adopted map[persistence.ShardRef]bool      // shards served beside the placement's share
+	never   map[persistence.ShardRef]bool      // test seam: shards this node never serves
 
 	boot sync.WaitGroup // the bootstrap goroutine
 }
@@ -272,6 +278,7 @@ func (n *Node) bootstrap(ctx context.Context, registered bool) {
 			return
 		}
 	}
+	n.warm(ctx)
 	var sub persistence.Subscription
 	for {
 		var err error
@@ -303,9 +310,36 @@ func (n *Node) bootstrap(ctx context.Context, registered bool) {
 		if err := service.Start(ctx); err != nil {
 			n.log.Warn("cluster service did not start", "err", err)
 		}
+		n.boot.Add(1)
+		go n.sweepOrphans(ctx)
 	}
 	for ref := range sub.C() {
 		sys.Root.Send(pid, node.Notice{Ref: ref})
+	}
+}
+
+// warmer is a store that can open its connections ahead of use
+// (redisstore.Store.Warm).
+type warmer interface {
+	Warm(ctx context.Context, conns int) error
+}
+
+// warmTimeout bounds the warm-up of the store's connections.
+const warmTimeout = 5 * time.Second
+
+// warm opens the store's connections before the node serves shards, so
+// that a lease call does not wait for a new connection's handshake: two
+// per shard of the node's queues (a shard's own call and its renewal) and
+// a few for the rest, as far as the store's pool allows.
+func (n *Node) warm(ctx context.Context) {
+	w, ok := n.store.(warmer)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, warmTimeout)
+	defer cancel()
+	if err := w.Warm(ctx, 2*len(n.allShards())+4); err != nil {
+		n.log.Debug("cannot open the store's connections ahead of use", "err", err)
 	}
 }
 
@@ -320,33 +354,49 @@ func (n *Node) allShards() []persistence.ShardRef {
 	return refs
 }
 
-// assign makes the node serve refs (the cluster service's placement).
+// assign makes the node serve refs (the cluster service's placement). A
+// placement that changed gives the adopted shards back (orphans.go).
 func (n *Node) assign(refs []persistence.ShardRef) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if !slices.Equal(n.withoutNever(refs), n.desired) && len(n.adopted) > 0 {
+		n.log.Info("placement changed: giving back the adopted shards", "adopted", len(n.adopted))
+		n.adopted = nil
+	}
 	n.assignLocked(refs)
 }
 
-// assignLocked sends the node actor its shards: refs, or none while quiet.
-// Called with n.mu held; it only sends a message.
+// assignLocked sends the node actor its shards: refs and the adopted ones,
+// or none while quiet. Called with n.mu held; it only sends a message.
 func (n *Node) assignLocked(refs []persistence.ShardRef) {
 	if n.state != stateRunning {
 		return
 	}
 	if n.quiet {
-		refs = nil
+		refs, n.adopted = nil, nil
 	}
+	refs = n.withoutNever(refs)
+	n.placed, n.desired = true, refs
+	served := n.servedLocked(refs)
 	byQueue := map[string]Worker{}
 	for _, w := range n.workers {
 		byQueue[w.Queue] = w
 	}
-	shards := make([]shard.Config, 0, len(refs))
-	for _, r := range refs {
+	shards := make([]shard.Config, 0, len(served))
+	for _, r := range served {
 		shards = append(shards, n.shardConfig(byQueue[r.Queue], r.Shard))
 	}
-	n.placed, n.desired = true, refs
 	n.last = node.Assign{Shards: shards}
 	n.sys.Root.Send(n.nodePID, n.last)
+}
+
+// withoutNever drops the shards of the test seam n.never from refs. Called
+// with n.mu held.
+func (n *Node) withoutNever(refs []persistence.ShardRef) []persistence.ShardRef {
+	if len(n.never) == 0 {
+		return refs
+	}
+	return slices.DeleteFunc(slices.Clone(refs), func(r persistence.ShardRef) bool { return n.never[r] })
 }
 
 // restore tells a (re)starting node actor what to serve (node.Config.Restore).
@@ -486,6 +536,7 @@ func (n *Node) status(ctx context.Context) (node.Status, error) {
 func (n *Node) Ready(ctx context.Context) error {
 	n.mu.Lock()
 	state, quiet, ready, placed, desired := n.state, n.quiet, n.ready, n.placed, n.desired
+	unserved := n.unservedLocked(n.clock.Now())
 	n.mu.Unlock()
 	switch {
 	case state != stateRunning:
@@ -501,28 +552,31 @@ func (n *Node) Ready(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNotReady, err)
 	}
-	assigned := make(map[persistence.ShardRef]bool, len(st.Shards))
+	reports := make(map[persistence.ShardRef]shard.Report, len(st.Shards))
 	for _, r := range st.Shards {
-		assigned[r.Ref] = true
+		reports[r.Ref] = r
 	}
+	serving, reason := 0, ""
 	for _, ref := range desired {
-		if !assigned[ref] {
+		r, ok := reports[ref]
+		if !ok {
 			// A node actor that restarted and has not restored its
 			// assignment yet serves nothing.
 			return fmt.Errorf("%w: shard %s is not assigned to the node actor yet", ErrNotReady, ref)
 		}
-	}
-	if st.Serving < len(desired) {
-		reason := ""
-		for _, r := range st.Shards {
-			if !r.Serving && r.Err != "" {
-				reason = fmt.Sprintf(" (%s: %s)", r.Ref, r.Err)
-				break
-			}
+		if r.Serving {
+			serving++
+		} else if r.Err != "" && reason == "" {
+			reason = fmt.Sprintf(" (%s: %s)", r.Ref, r.Err)
 		}
-		return fmt.Errorf("%w: serving %d of %d shards%s", ErrNotReady, st.Serving, len(desired), reason)
 	}
-	return nil
+	if serving < len(desired) {
+		return fmt.Errorf("%w: serving %d of %d shards%s", ErrNotReady, serving, len(desired), reason)
+	}
+	// A shard of the node's queues that no node serves (docs/contract.md
+	// §2.4): the node is not ready while it lasts, even if its own share
+	// is served.
+	return unserved
 }
 
 // Ask sends msg to the node's enqueue actor, the well-known actor that

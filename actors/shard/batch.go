@@ -85,6 +85,7 @@ func (a *Actor) onAdvanced(c actor.Context, m advanced) {
 	}
 	a.work.more, a.work.next = m.res.More, m.res.NextDue
 	if b := m.res.Batch; b != nil {
+		a.work.early = 0
 		a.cur, a.sent = b, m.sent
 		if a.draining() {
 			// Not started: Release restores it for the next owner.
@@ -98,10 +99,26 @@ func (a *Actor) onAdvanced(c actor.Context, m advanced) {
 	a.returnPermit(c)
 	if !a.draining() {
 		if !a.work.next.IsZero() {
-			a.arm(c, timerDue, max(clock.Until(a.cfg.Clock, a.work.next), 0)+time.Millisecond)
+			a.arm(c, timerDue, a.dueIn()+time.Millisecond)
 		}
 		a.arm(c, timerPoll, a.cfg.IdlePoll)
 	}
+}
+
+// dueIn returns how long to wait before fetching the job the store said is
+// due next. The store compares due times with its own clock: when the
+// job's time has passed on the node's clock and yet a fetch found nothing
+// due, the node's clock runs ahead, and the wait doubles from 1 ms up to
+// the idle poll instead of fetching in a loop until the store's clock
+// catches up.
+func (a *Actor) dueIn() time.Duration {
+	d := clock.Until(a.cfg.Clock, a.work.next)
+	if d > 0 {
+		a.work.early = 0
+		return d
+	}
+	a.work.early++
+	return min(time.Millisecond<<min(a.work.early-1, 20), a.cfg.IdlePoll)
 }
 
 // startHandler runs the fetched batch through the processor, BatchSize ids

@@ -74,6 +74,10 @@ type work struct {
 	due  bool      // there may be due work: a Wake, a due timer or a poll
 	more bool      // the last fetch was full: more is due now
 	next time.Time // the next perform_at the store reported (zero: none)
+	// early counts the fetches in a row that found nothing due although
+	// next had passed on the node's clock: the node's clock runs ahead of
+	// the store's, which decides what is due (docs/contract.md §3.3).
+	early int
 }
 
 // pendingSettle is the outcome of the current batch, to be sent to the

@@ -8,7 +8,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Counters are cumulative counts of what the store's client sent.
+// Counters are cumulative counts of what the store's client sent, but for
+// the pings of Warm.
 type Counters struct {
 	// RoundTrips counts network round trips: one per command sent alone,
 	// one per pipeline or transaction.
@@ -37,8 +38,14 @@ func (c *counter) DialHook(next redis.DialHook) redis.DialHook {
 	}
 }
 
+// uncounted marks a context whose commands the counter skips (Warm's).
+type uncounted struct{}
+
 func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		if ctx.Value(uncounted{}) != nil {
+			return next(ctx, cmd)
+		}
 		c.roundTrips.Add(1)
 		c.commands.Add(1)
 		return next(ctx, cmd)
@@ -47,6 +54,9 @@ func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if ctx.Value(uncounted{}) != nil {
+			return next(ctx, cmds)
+		}
 		c.roundTrips.Add(1)
 		c.commands.Add(int64(len(cmds)))
 		return next(ctx, cmds)

@@ -230,13 +230,21 @@ func Open(raw string) (redis.UniversalClient, error) {
 
 // NewClient returns a new client for the URL: a *redis.Client, a
 // *redis.ClusterClient or a Sentinel-backed *redis.Client.
+//
+// The client leaves out CLIENT SETINFO when it opens a connection: it only
+// names the library in CLIENT LIST, and it costs a round trip before a
+// new connection's first command, which on a slow link delays a lease call
+// by as much (docs/contract.md §2.1).
 func (u *URL) NewClient() redis.UniversalClient {
 	switch u.Kind {
 	case Cluster:
+		u.ClusterOptions.DisableIdentity = true
 		return redis.NewClusterClient(u.ClusterOptions)
 	case Sentinel:
+		u.FailoverOptions.DisableIdentity = true
 		return redis.NewFailoverClient(u.FailoverOptions)
 	default:
+		u.Options.DisableIdentity = true
 		return redis.NewClient(u.Options)
 	}
 }
