@@ -357,6 +357,59 @@ func testDeadListOnRetriedAdvance(t *testing.T, h Harness) {
 	require.EqualValues(t, 2, st.Failed, "nothing settled twice")
 }
 
+// docs/contract.md §3.5: the retries_exhausted hook sees what went to the
+// morgue at least once, even when the owner that moved it never received the
+// reply and then lost its lease: the next owner's first Advance reports it
+// (again on a retry of that call), and a later call confirms it.
+func testDeadListHandedToNextOwner(t *testing.T, h Harness) {
+	e := newEnv(t, h, 1)
+	e.enqueue(job("a", "va", 1), job("b", "vb", 1))
+	ref := persistence.ShardRef{Queue: e.queue, Shard: 0}
+	la, _, err := e.s.AcquireShard(e.ctx, ref, "node-a", 300*time.Millisecond)
+	require.NoError(t, err)
+	res, err := e.s.Advance(e.ctx, la, persistence.AdvanceRequest{NextSeq: 1, Fetch: 2, MaxRetryCount: 0})
+	require.NoError(t, err)
+	require.Len(t, res.Batch.Jobs, 2)
+	// a dies; node-a never sees the reply and never calls again.
+	_, err = e.s.Advance(e.ctx, la, persistence.AdvanceRequest{Settle: 1, NextSeq: 2, MaxRetryCount: 0,
+		Failures: []persistence.Failure{{ID: "a", Error: "dead a"}}})
+	require.NoError(t, err)
+
+	var lb persistence.Lease
+	require.Eventually(t, func() bool {
+		h.Elapse(t, 100*time.Millisecond)
+		lb, _, err = e.s.AcquireShard(e.ctx, ref, "node-b", time.Minute)
+		return err == nil
+	}, 10*time.Second, 10*time.Millisecond)
+	e.enqueue(job("c", "vc", 1))
+	first := persistence.AdvanceRequest{NextSeq: 1, Fetch: 1, MaxRetryCount: 0}
+	for attempt := range 2 {
+		res, err = e.s.Advance(e.ctx, lb, first)
+		require.NoError(t, err)
+		require.Len(t, res.Dead, 1, "attempt %d: the previous owner's dead report", attempt)
+		require.Equal(t, "a", res.Dead[0].ID)
+		require.Equal(t, []string{"va"}, payloadData(res.Dead[0].Payloads))
+		require.Equal(t, "dead a", res.Dead[0].Error)
+		require.Equal(t, []string{"c"}, ids(res.Batch), "attempt %d", attempt)
+	}
+	// node-b's own failure is reported with nothing of node-a's.
+	res, err = e.s.Advance(e.ctx, lb, persistence.AdvanceRequest{Settle: 1, NextSeq: 2, Fetch: 1, MaxRetryCount: 0,
+		Failures: []persistence.Failure{{ID: "c", Error: "dead c"}}})
+	require.NoError(t, err)
+	require.Len(t, res.Dead, 1)
+	require.Equal(t, "c", res.Dead[0].ID)
+	res, err = e.s.Advance(e.ctx, lb, persistence.AdvanceRequest{Settle: 2, NextSeq: 3, Fetch: 1, MaxRetryCount: 0})
+	require.NoError(t, err)
+	require.Empty(t, res.Dead, "a new call confirmed the report")
+	require.NoError(t, e.s.ReleaseShard(e.ctx, lb))
+	lc, _, err := e.s.AcquireShard(e.ctx, ref, "node-c", time.Minute)
+	require.NoError(t, err)
+	res, err = e.s.Advance(e.ctx, lc, persistence.AdvanceRequest{NextSeq: 1, Fetch: 1, MaxRetryCount: 0})
+	require.NoError(t, err)
+	require.Empty(t, res.Dead, "a confirmed report is not handed over")
+	require.EqualValues(t, 2, e.stats().MorgueLength)
+}
+
 // SPEC 6 (Orderly-Deadline): each call's deadline is kept with the
 // in-flight record, and ids restored from it are not fetched again before
 // it; ids whose call a stop cut while it ran wait the same way, ids that

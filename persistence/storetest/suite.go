@@ -64,6 +64,7 @@ func Run(t *testing.T, h Harness) {
 		{"Rule1_UnscoredPayloadsKeepSendOrder", testSendOrder},
 		{"Rule3_DueChecksUseTheStoresTime", testDueChecksUseStoreTime},
 		{"Rule5_DeadListReturnedOnRetriedAdvance", testDeadListOnRetriedAdvance},
+		{"Rule5_DeadListHandedToTheNextOwner", testDeadListHandedToNextOwner},
 		{"Guarantee5_EpochsGrowAfterLostWrites", testEpochsGrowAfterLostWrites},
 		{"Guarantee5_TokensNeverReissued", testTokensNeverReissued},
 		{"Guarantee6_PayloadsPerCallCappedInOrder", testPayloadsPerCallCapped},

@@ -17,7 +17,9 @@
 -- "<epoch>/<owner>/<nonce>".
 --
 -- Restored ids wait for the deadline bound of their calls (lib.lua
--- hold_of) before they are fetched again.
+-- hold_of) before they are fetched again. A dead report the previous owner
+-- may never have seen (its reply lost) is handed to the new owner: its
+-- first Advance reports it (lib.lua carry_outcome).
 --
 -- Returns {"OK", token, epoch, restored, v1} where restored counts the ids
 -- put back into the queue and v1 is 1 when layout 1 left an in-flight
@@ -51,5 +53,5 @@ redis.call("SET", K.lease, token, "PX", ARGV[3])
 if not v1 then redis.call("SET", K.v1lease, FENCE) end
 
 local restored = restore_inflight(redis.call("GET", K.inflight))
-redis.call("DEL", K.outcome)
+carry_outcome(token)
 return {"OK", token, epoch, restored, redis.call("EXISTS", K.v1inflight)}

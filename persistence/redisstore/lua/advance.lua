@@ -34,6 +34,9 @@
 -- changes. A settlement that moved payloads to the morgue keeps its report
 -- (the outcome key) until a call with another seq confirms it, so a retried
 -- call (settle only, or settle and fetch) reports the same dead payloads.
+-- The first call of a new owner also reports the dead payloads of the
+-- previous owner's last settlement, which it may not have seen (acquire.lua).
+-- Reporting is at least once: a report is confirmed only by the next call.
 --
 -- Fetch: due jobs by (due time, id), merging the fifo's head with later;
 -- at most ARGV[7] payloads of one id (the lowest; the rest stay queued as a
@@ -68,7 +71,7 @@ if ARGV[10] == "1" then
 end
 
 -- The last report: fields token, seq, processed, failed, restored, dead.
-local o
+local o, carry
 if L[4] then
   local pos = 1
   o = {}
@@ -78,7 +81,14 @@ if L[4] then
   o.f, pos = rdf(L[4], pos)
   o.r, pos = rdf(L[4], pos)
   o.dead, pos = rdf(L[4], pos)
-  if o.token ~= token or o.seq ~= next_seq then o = nil end
+  if o.token == token and o.seq == "carry" then
+    -- The previous owner's unconfirmed dead report (acquire.lua): reported
+    -- with this call's own.
+    carry = o.dead
+    o = nil
+  elseif o.token ~= token or o.seq ~= next_seq then
+    o = nil
+  end
 end
 if L[3] then
   local h = decode_header(L[3])
@@ -151,6 +161,11 @@ if L[3] then
   end
 end
 
+if carry then
+  local h, pos = decode_header(carry)
+  dead_parts[#dead_parts + 1] = string.sub(carry, pos)
+  ndead = ndead + h.n
+end
 local dead = ""
 if ndead > 0 then dead = encode_batch(ndead, token, settle_seq, NOW, "", "", dead_parts) end
 

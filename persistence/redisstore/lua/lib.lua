@@ -167,6 +167,24 @@ local function decode_header(s)
   return h, pos
 end
 
+-- carry_outcome hands the last settlement's dead report, if any, to the
+-- lease token that takes the shard over: the previous owner may never have
+-- received it (a lost reply), and the retries_exhausted hook must see those
+-- payloads at least once. The report is kept under the seq "carry", which
+-- the new owner's first Advance adds to its own dead report
+-- (docs/contract.md §3.5).
+local function carry_outcome(token)
+  local o = redis.call("GET", K.outcome)
+  if not o then return end
+  local pos, dead = 1, nil
+  for _ = 1, 6 do dead, pos = rdf(o, pos) end
+  if dead == "" then
+    redis.call("DEL", K.outcome)
+    return
+  end
+  redis.call("SET", K.outcome, fld(token) .. fld("carry") .. fld("0") .. fld("0") .. fld("0") .. fld(dead))
+end
+
 -- ---------------------------------------------------------------- leases
 
 local function lease_ok(token)
