@@ -18,8 +18,21 @@
 -- then the number of skipped ids (not handled: back as they were), the ids
 -- then the number of interrupted ids (their call was cut while it ran:
 --      back as they were, not fetched before the call's deadline), the ids
+-- then "1" for a stateful queue (docs/contract.md §11), else "0"
+-- then the number of state writes, then per write: id, "s" (set) or "d"
+--      (delete), the state bytes ("" for a delete)
 --
--- Returns {batch, more, next_due, dead, processed, failed, restored, v1}:
+-- Stateful queues: the fetch appends to the in-flight record the field "s"
+-- and each fetched id's state version ("0" = none), and returns the states.
+-- The settle compares, for each id that succeeded, the version handed out
+-- with the current one: equal, the id is acknowledged and its state write
+-- applied (version + 1; a delete removes the entry); different (an external
+-- compare-and-set won), the id goes back as it was, is neither processed
+-- nor failed, and is listed in conflicts. Writes of failed, skipped or
+-- interrupted ids are dropped.
+--
+-- Returns {batch, more, next_due, dead, processed, failed, restored, v1,
+-- conflicts, states}:
 --   batch     the fetched batch (lib.lua encoding), or "" when none
 --   more      "1" when the fetch stopped early, so more may be due
 --   next_due  the due time of the earliest queued job not yet due, if the
@@ -27,6 +40,9 @@
 --   dead      what the settlement moved to the morgue (batch encoding), ""
 --   processed, failed, restored: counts of ids
 --   v1        > 0 when layout 1 keys of the shard still hold data to drain
+--   conflicts the settled ids that conflicted (stateful queues), a list
+--   states    per job of the batch, its entry of the state hash
+--             (fld(version) bytes) or nil; empty unless stateful
 -- Error reply "LEASE_LOST" when ARGV[2] is not the current lease.
 --
 -- Idempotence: a call whose seq to fetch is the in-flight record's ran
@@ -56,6 +72,15 @@ local iskip = 12 + 3 * nfail
 local nskip = tonumber(ARGV[iskip])
 local iint = iskip + 1 + nskip
 local nint = tonumber(ARGV[iint])
+local ist = iint + 1 + nint
+local stateful = ARGV[ist] == "1"
+local nsw = tonumber(ARGV[ist + 1] or "0")
+
+-- states_of returns the state hash's entries of ids, in order.
+local function states_of(ids)
+  if #ids == 0 then return {} end
+  return redis.call("HMGET", K.state, unpack(ids))
+end
 
 local L = redis.call("MGET", K.lease, K.v1lease, K.inflight, K.outcome)
 if L[1] ~= token or L[2] ~= FENCE then
@@ -83,26 +108,53 @@ end
 if L[3] then
   local h = decode_header(L[3])
   if h.token == token and h.seq == next_seq then
-    if o then return {L[3], "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1} end
-    return {L[3], "0", "", "", 0, 0, 0, v1}
+    local st = {}
+    if stateful then
+      local _, jobs = cold().decode_batch(L[3])
+      local ids = {}
+      for j, job in ipairs(jobs) do ids[j] = job.id end
+      st = states_of(ids)
+    end
+    if o then return {L[3], "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1, {}, st} end
+    return {L[3], "0", "", "", 0, 0, 0, v1, {}, st}
   end
 end
 if o then
-  return {"", "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1}
+  return {"", "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1, {}, {}}
 end
 
 -- ---------------------------------------------------------------- settle
 
 local processed, failed, restored = 0, 0, 0
 local dead_parts, ndead = {}, 0
+local conflicts = {}
+
+-- state_ver reads the version of a state hash entry ("0" for none).
+local function state_ver(v)
+  if not v then return "0" end
+  return (rdf(v, 1))
+end
 
 if L[3] then
   local h = decode_header(L[3])
   if h.token == token and h.seq == settle_seq then
-    if nfail == 0 and nskip == 0 and nint == 0 then
+    if nfail == 0 and nskip == 0 and nint == 0 and not stateful then
       processed = h.n
     else
       local _, jobs = cold().decode_batch(L[3])
+      local writes, cur = {}, {}
+      if stateful then
+        for i = 0, nsw - 1 do
+          local b = ist + 2 + 3 * i
+          writes[ARGV[b]] = {ARGV[b + 1], ARGV[b + 2]}
+        end
+        local sids = {}
+        for _, job in ipairs(jobs) do
+          if job.sv or writes[job.id] then sids[#sids + 1] = job.id end
+        end
+        local got = states_of(sids)
+        for j, id in ipairs(sids) do cur[id] = state_ver(got[j]) end
+      end
       local fails, skips, ints = {}, {}, {}
       for i = 0, nfail - 1 do
         local retry_at = ARGV[14 + 3 * i]
@@ -122,7 +174,20 @@ if L[3] then
           cold().requeue(id, job.ps, job.rc, job.at, job.err, hj)
           restored = restored + 1
         elseif not f then
-          processed = processed + 1
+          if job.sv and cur[id] ~= job.sv then
+            -- The state changed while the id was in flight: nothing of this
+            -- call commits for it; it goes back as it was.
+            cold().requeue(id, job.ps, job.rc, job.at, job.err, nil)
+            conflicts[#conflicts + 1] = id
+          else
+            processed = processed + 1
+            local w = writes[id]
+            if w and w[1] == "d" then
+              redis.call("HDEL", K.state, id)
+            elseif w then
+              redis.call("HSET", K.state, id, fld(tostring(tonumber(cur[id]) + 1)) .. w[2])
+            end
+          end
         else
           failed = failed + 1
           local rc = tonumber(job.rc) + 1
@@ -157,6 +222,7 @@ if ndead > 0 then dead = encode_batch(ndead, token, settle_seq, NOW, "", "", dea
 -- ---------------------------------------------------------------- fetch
 
 local parts, n, pay, more, next_due = {}, 0, 0, "0", ""
+local fetched, states = {}, {}
 if want > 0 then
   local budget = 2 * math.max(maxp, want)
   local over = false
@@ -266,6 +332,7 @@ if want > 0 then
       local _, _, rc = rec_head(s)
       put_raw(parts, id, s)
       n = n + 1
+      fetched[n] = id
       pay = pay + 1
       taken[id] = true
       del_jobs[#del_jobs + 1] = id
@@ -286,6 +353,7 @@ if want > 0 then
         local got = cold().take_payloads("q", id, r, maxp)
         cold().put_job(parts, id, rc, at, err, got)
         n = n + 1
+        fetched[n] = id
         pay = pay + #got
         taken[id] = true
         if #r.ps == 0 and r.ovn == 0 then
@@ -308,6 +376,17 @@ if want > 0 then
     redis.call("ZREM", K.retries, unpack(del_retries, i, math.min(i + CHUNK - 1, #del_retries)))
   end
   if consumed > 0 then redis.call("LTRIM", K.fifo, consumed, -1) end
+  if stateful and n > 0 then
+    -- Each id's state with its payloads; the versions handed out go into
+    -- the in-flight record for the settle.
+    local got = states_of(fetched)
+    local vs = {fld("s")}
+    for j = 1, n do
+      states[j] = got[j]
+      vs[j + 1] = fld(state_ver(got[j]))
+    end
+    parts[#parts + 1] = table.concat(vs)
+  end
   if n == want or pay >= budget or over or scanned >= limit then
     more = "1"
   elseif next_due == "" then
@@ -338,4 +417,4 @@ elseif L[4] then
   redis.call("DEL", K.outcome)
 end
 
-return {batch, more, next_due, dead, processed, failed, restored, v1}
+return {batch, more, next_due, dead, processed, failed, restored, v1, conflicts, states}

@@ -19,7 +19,10 @@
 --   KEYS[14] 2:outcome         STRING  the last settlement's dead report
 --   KEYS[15..23] layout 1's due, ids, retries, errors, inflight, stats,
 --                morgue, morgue_ids, morgue_errors
--- Scripts that read layout 1's per-id keys receive them from KEYS[24] on.
+--   KEYS[24] 2:state           HASH    id -> fld(version) state bytes
+--   KEYS[25] 2:timers          ZSET    id -> fire time (reserved)
+--   KEYS[26] 2:outbox          LIST    emits to relay (reserved)
+-- Scripts that read layout 1's per-id keys receive them from KEYS[27] on.
 -- All keys share one hash tag, so a script touches one cluster slot.
 --
 -- A field is a LEB128 length and that many bytes. Job record: a flags byte
@@ -40,8 +43,9 @@ local K = {
   v1due = KEYS[15], v1ids = KEYS[16], v1retries = KEYS[17],
   v1errors = KEYS[18], v1inflight = KEYS[19], v1stats = KEYS[20],
   v1morgue = KEYS[21], v1morgue_ids = KEYS[22], v1morgue_errors = KEYS[23],
+  state = KEYS[24], timers = KEYS[25], outbox = KEYS[26],
 }
-local FIXED_KEYS = 23
+local FIXED_KEYS = 26
 local FENCE = "0/orderly-layout-2"
 local INLINE_MAX, INLINE_BYTES = 64, 4096
 local CHUNK = 500 -- arguments per multi-argument command
@@ -602,6 +606,10 @@ local function cold()
   end
 
 
+  -- decode_batch decodes an in-flight batch; a batch of a stateful queue
+  -- ends with the field "s" and each job's state version as handed out
+  -- (job.sv; nil in a batch without it, such as one written before stateful
+  -- queues existed).
   local function decode_batch(s)
     local h, pos = decode_header(s)
     local jobs = {}
@@ -611,6 +619,13 @@ local function cold()
       rec, pos = rdf(s, pos)
       local r = rec_decode(rec)
       jobs[j] = {id = id, rc = r.rc, at = r.at, err = r.err, ps = r.ps}
+    end
+    if pos <= #s then
+      local tag
+      tag, pos = rdf(s, pos)
+      if tag == "s" then
+        for j = 1, h.n do jobs[j].sv, pos = rdf(s, pos) end
+      end
     end
     return h, jobs
   end
