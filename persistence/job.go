@@ -142,6 +142,10 @@ type Batch struct {
 	Token     string
 	FetchedAt time.Time
 	Jobs      []Job
+	// StateWrites are set by the handler call that processed the batch, on
+	// a stateful queue: the state changes of its ids, for the settle
+	// (AdvanceRequest.StateWrites).
+	StateWrites []StateWrite
 }
 
 // Failure reports one failed id of a settled batch.

@@ -82,6 +82,7 @@ type pendingSettle struct {
 	failures    []persistence.Failure
 	skipped     []string
 	interrupted []string
+	states      []persistence.StateWrite
 }
 
 func (a *Actor) draining() bool { return !a.deadline.IsZero() }

@@ -1,0 +1,143 @@
+package orderly
+
+import (
+	"sync"
+
+	"github.com/orderlyhq/orderly/persistence"
+)
+
+// Entity state of stateful queues (docs/contract.md §11).
+//
+// On a queue whose worker sets State, every id owns a durable state (opaque
+// bytes, at most MaxStateBytes) and a version that grows by one with each
+// change (0: no state). The handler reads it from the batch entry and may
+// replace or delete it:
+//
+//	func(ctx context.Context, b *orderly.Batch) error {
+//		for _, j := range b.Jobs {
+//			n, _ := strconv.Atoi(string(j.State()))
+//			n += len(j.Payloads)
+//			j.SetState([]byte(strconv.Itoa(n)))
+//		}
+//		return nil
+//	}
+//
+// A change is committed in the same atomic step as the acknowledgement of
+// its id, under the shard's lease: a failed id (an error, a PartialFailure
+// naming it, a panic, a timeout), a lost lease or a crash commits none of it.
+// When the state is changed from outside (Store.SetState, HTTP PUT
+// /api/v1/queues/{q}/state/{id}, `orderly state set`) while the id is in a
+// handler call, that call's commit for the id fails with a conflict: nothing
+// of it is committed, the id's payloads stay queued as they were (no retry
+// is counted) and it is handed over again with the new state.
+
+// DefaultMaxStateBytes is Worker.MaxStateBytes's default (1 MiB).
+const DefaultMaxStateBytes = persistence.DefaultMaxStateBytes
+
+// entityState is one id's state as a handler call sees it. Job values are
+// copied freely (range loops), so they share it through a pointer.
+type entityState struct {
+	mu       sync.Mutex // guards the fields below
+	stateful bool
+	data     []byte
+	version  int64
+	changed  bool
+	deleted  bool
+}
+
+func newEntityState(st *persistence.State) *entityState {
+	if st == nil {
+		return nil
+	}
+	return &entityState{stateful: true, data: st.Data, version: st.Version}
+}
+
+// Stateful reports whether the job comes from a stateful queue (one whose
+// worker sets State), whose entries carry state.
+func (j Job) Stateful() bool { return j.st != nil }
+
+// State returns the id's state: as it was when the batch was fetched, or as
+// this call last set it. nil when the id has no state (or the queue is not
+// stateful). The slice must not be modified.
+func (j Job) State() []byte {
+	if j.st == nil {
+		return nil
+	}
+	j.st.mu.Lock()
+	defer j.st.mu.Unlock()
+	return j.st.data
+}
+
+// StateVersion returns the version of the state handed over with the job
+// (0: none). It does not change with SetState: the new version is this one
+// plus one once the call's commit succeeds.
+func (j Job) StateVersion() int64 {
+	if j.st == nil {
+		return 0
+	}
+	j.st.mu.Lock()
+	defer j.st.mu.Unlock()
+	return j.st.version
+}
+
+// SetState replaces the id's state with data, committed when the id is
+// acknowledged (see the package's entity state notes). The last call for an
+// id wins. data over the worker's MaxStateBytes fails the id. On a queue that
+// is not stateful it has no effect.
+func (j Job) SetState(data []byte) {
+	if j.st == nil {
+		return
+	}
+	j.st.mu.Lock()
+	defer j.st.mu.Unlock()
+	if data == nil {
+		data = []byte{}
+	}
+	j.st.data, j.st.changed, j.st.deleted = data, true, false
+}
+
+// DeleteState deletes the id's state, committed when the id is
+// acknowledged; its version then starts again from 0. Deleting a job never
+// deletes its state: this does.
+func (j Job) DeleteState() {
+	if j.st == nil {
+		return
+	}
+	j.st.mu.Lock()
+	defer j.st.mu.Unlock()
+	j.st.data, j.st.changed, j.st.deleted = nil, true, true
+}
+
+// stateWrite returns the change the call made to the id's state, if any.
+func (j Job) stateWrite() (persistence.StateWrite, bool) {
+	if j.st == nil {
+		return persistence.StateWrite{}, false
+	}
+	j.st.mu.Lock()
+	defer j.st.mu.Unlock()
+	if !j.st.changed {
+		return persistence.StateWrite{}, false
+	}
+	return persistence.StateWrite{ID: j.ID, Data: j.st.data, Delete: j.st.deleted}, true
+}
+
+// collectStates puts the state changes of the call's succeeded ids on b for
+// the settle; a state over maxBytes fails its id instead (returned).
+func collectStates(b *persistence.Batch, jobs []Job, failed map[string]bool, maxBytes int) []string {
+	var over []string
+	for _, j := range jobs {
+		if failed[j.ID] {
+			continue
+		}
+		w, ok := j.stateWrite()
+		if !ok {
+			continue
+		}
+		if !w.Delete && len(w.Data) > maxBytes {
+			over = append(over, j.ID)
+			continue
+		}
+		b.StateWrites = append(b.StateWrites, w)
+	}
+	return over
+}
