@@ -145,3 +145,15 @@ func webhookConfig(h config.HandlerConfig, log *slog.Logger) *webhook.Config {
 	}
 	return c
 }
+
+// stateQueues maps each stateful queue to its max_state_bytes, for the
+// state endpoints of the HTTP API.
+func stateQueues(queues []config.QueueConfig) map[string]int {
+	out := map[string]int{}
+	for _, q := range queues {
+		if q.State {
+			out[q.Name] = q.MaxStateBytes
+		}
+	}
+	return out
+}
