@@ -141,3 +141,20 @@ func collectStates(b *persistence.Batch, jobs []Job, failed map[string]bool, max
 	}
 	return over
 }
+
+// WithState returns a copy of j carrying the given state and version, as a
+// stateful queue hands an id to its handler (version 0: no state). It is for
+// tests of handlers and of transports that pass state on; the copy's
+// SetState and DeleteState are seen by copies of it only.
+func (j Job) WithState(data []byte, version int64) Job {
+	j.st = &entityState{stateful: true, data: data, version: version}
+	return j
+}
+
+// StateChange reports what the handler did to the job's state: changed is
+// false when it neither set nor deleted it; deleted is true for a delete;
+// otherwise data is the new state. For tests and transports, like WithState.
+func (j Job) StateChange() (data []byte, deleted, changed bool) {
+	w, ok := j.stateWrite()
+	return w.Data, w.Delete, ok
+}

@@ -34,6 +34,12 @@ type Job struct {
 	Error string `json:"error,omitempty"`
 	// Payloads are in ascending score order.
 	Payloads []Payload `json:"payloads"`
+	// Stateful is set for a job of a stateful queue (docs/contract.md §11):
+	// the request then carries its State ("state" as a JSON value, or
+	// "state_base64"; null when it has none) and Version.
+	Stateful bool   `json:"-"`
+	State    []byte `json:"-"`
+	Version  int64  `json:"version,omitempty"`
 }
 
 // Payload is one payload of a Job: its stored bytes and its score. On the
@@ -53,6 +59,9 @@ func requestOf(b *orderly.Batch) *Request {
 			ps[k] = Payload{Data: p.Data, Score: p.Score}
 		}
 		r.Jobs[i] = Job{ID: j.ID, RetryCount: j.RetryCount, PerformAt: unixSeconds(j.PerformAt), Error: j.Error, Payloads: ps}
+		if j.Stateful() {
+			r.Jobs[i].Stateful, r.Jobs[i].State, r.Jobs[i].Version = true, j.State(), j.StateVersion()
+		}
 	}
 	return r
 }
@@ -94,6 +103,21 @@ func writeJob(buf *bytes.Buffer, j Job) error {
 	if j.Error != "" {
 		buf.WriteString(`,"error":`)
 		writeString(buf, j.Error)
+	}
+	if j.Stateful {
+		switch {
+		case j.Version == 0:
+			buf.WriteString(`,"state":null`)
+		case isPortableJSON(j.State):
+			buf.WriteString(`,"state":`)
+			buf.Write(j.State)
+		default:
+			buf.WriteString(`,"state_base64":"`)
+			buf.WriteString(base64.StdEncoding.EncodeToString(j.State))
+			buf.WriteByte('"')
+		}
+		buf.WriteString(`,"version":`)
+		buf.WriteString(strconv.FormatInt(j.Version, 10))
 	}
 	buf.WriteString(`,"payloads":[`)
 	for i, p := range j.Payloads {

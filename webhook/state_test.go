@@ -1,0 +1,67 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderlyhq/orderly"
+)
+
+// A stateful queue's jobs carry their state and version; the answer's
+// "state" sets (a JSON value) or deletes (null) the state of ids of the
+// batch, and only ids that did not fail keep their change (the node
+// commits changes of succeeded ids only).
+func TestStatefulDelivery(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `{"failed": {"c": "nope"}, "state": {"a": {"n": 2}, "b": null, "c": 1, "zz": 3}}`)
+	})
+	logger, _ := logBuffer()
+	s := newTestSender(t, &Config{URL: rcv.srv.URL + "/hook", Logger: logger})
+	b := testBatch("a", "b", "c", "d")
+	b.Jobs[0] = b.Jobs[0].WithState([]byte(`{"n":1}`), 4)
+	b.Jobs[1] = b.Jobs[1].WithState([]byte{0, 0xff}, 2)
+	b.Jobs[2] = b.Jobs[2].WithState(nil, 0)
+
+	err := s.deliver(context.Background(), b)
+	pf, ok := orderly.AsPartialFailure(err)
+	require.True(t, ok, "%v", err)
+	require.Contains(t, pf.Failed, "c")
+
+	var req struct {
+		Jobs []map[string]json.RawMessage `json:"jobs"`
+	}
+	require.NoError(t, json.Unmarshal(rcv.last(t).Body, &req))
+	require.JSONEq(t, `{"n":1}`, string(req.Jobs[0]["state"]))
+	require.Equal(t, "4", string(req.Jobs[0]["version"]))
+	require.Equal(t, `"AP8="`, string(req.Jobs[1]["state_base64"]))
+	require.Equal(t, "null", string(req.Jobs[2]["state"]))
+	require.Equal(t, "0", string(req.Jobs[2]["version"]))
+	require.NotContains(t, req.Jobs[3], "state", "not a stateful job")
+	require.NotContains(t, req.Jobs[3], "version")
+
+	data, del, changed := b.Jobs[0].StateChange()
+	require.True(t, changed)
+	require.False(t, del)
+	require.Equal(t, `{"n":2}`, string(data))
+	_, del, changed = b.Jobs[1].StateChange()
+	require.True(t, changed)
+	require.True(t, del)
+	_, _, changed = b.Jobs[3].StateChange()
+	require.False(t, changed)
+}
+
+func TestAnswerWithTimersIsRefusedForNow(t *testing.T) {
+	t.Parallel()
+	_, err := decodeFullAnswer([]byte(`{"timers": {"a": null}}`))
+	require.ErrorIs(t, err, errBadAnswer)
+	require.ErrorContains(t, err, "not supported yet")
+	a, err := decodeFullAnswer([]byte(`{"state": {"a": [1, 2]}}`))
+	require.NoError(t, err)
+	require.Equal(t, `[1,2]`, string(a.State["a"]))
+}
