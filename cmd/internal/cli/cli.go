@@ -79,6 +79,7 @@ func init() {
 		{"stats", "show every queue's metrics, or one queue's", stats},
 		{"members", "list the cluster's members and the shards each holds", members},
 		{"morgue", "list, requeue or delete the payloads whose retries ran out", morgue},
+		{"state", "read or compare-and-set the state of an id of a stateful queue", state},
 		{"bench", "measure Orderly on this machine and audit what it did", benchCmd},
 		{"check", "validate a node's configuration (file, environment, flags) and exit 0 or 1", checkCmd},
 		{"store", "print a store's storage layout, or roll it back to layout 1 (talks to Redis)", storeCmd},
