@@ -223,3 +223,33 @@ func unixSeconds(t time.Time) float64 {
 	}
 	return float64(t.Unix()) + float64(t.Nanosecond())/1e9
 }
+
+// UnmarshalJSON implements json.Unmarshaler; it reads what the node sends,
+// including the state of a stateful queue's job ("state" or
+// "state_base64", and "version"), so that a receiver written in Go sees it.
+func (j *Job) UnmarshalJSON(b []byte) error {
+	type plain Job
+	var v struct {
+		plain
+		State       json.RawMessage `json:"state"`
+		StateBase64 *string         `json:"state_base64"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*j = Job(v.plain)
+	switch {
+	case v.StateBase64 != nil:
+		data, err := base64.StdEncoding.DecodeString(*v.StateBase64)
+		if err != nil {
+			return fmt.Errorf("webhook: state_base64: %w", err)
+		}
+		j.Stateful, j.State = true, data
+	case v.State != nil:
+		j.Stateful = true
+		if string(v.State) != "null" || j.Version != 0 {
+			j.State = []byte(v.State)
+		}
+	}
+	return nil
+}

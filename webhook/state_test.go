@@ -65,3 +65,22 @@ func TestAnswerWithTimersIsRefusedForNow(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `[1,2]`, string(a.State["a"]))
 }
+
+// A receiver written in Go decodes the state of a stateful queue's jobs.
+func TestRequestDecodesState(t *testing.T) {
+	t.Parallel()
+	b := testBatch("a", "b", "c")
+	b.Jobs[0] = b.Jobs[0].WithState([]byte(`{"n":1}`), 4)
+	b.Jobs[1] = b.Jobs[1].WithState([]byte{0, 0xff}, 2)
+	body, err := json.Marshal(requestOf(b))
+	require.NoError(t, err)
+	var req Request
+	require.NoError(t, json.Unmarshal(body, &req))
+	require.True(t, req.Jobs[0].Stateful)
+	require.Equal(t, `{"n":1}`, string(req.Jobs[0].State))
+	require.Equal(t, int64(4), req.Jobs[0].Version)
+	require.Equal(t, []byte{0, 0xff}, req.Jobs[1].State)
+	require.False(t, req.Jobs[2].Stateful)
+	require.Len(t, req.Jobs[2].Payloads, 1)
+	require.Equal(t, "a", req.Jobs[0].ID)
+}
