@@ -50,8 +50,8 @@ func (n *Node) processor(w Worker) shard.Processor {
 				return nil, nil
 			}
 			var out []persistence.Failure
-			for _, id := range collectStates(b, batch.Jobs, nil, w.MaxStateBytes) {
-				out = append(out, fail(jobByID(b, id), stateTooBig(w)))
+			for id, e := range collectStates(b, batch.Jobs, nil, w.MaxStateBytes) {
+				out = append(out, fail(jobByID(b, id), e))
 			}
 			return out, nil
 		}
@@ -72,8 +72,8 @@ func (n *Node) processor(w Worker) shard.Processor {
 			}
 		}
 		if w.State {
-			for _, id := range collectStates(b, batch.Jobs, failed, w.MaxStateBytes) {
-				out = append(out, fail(jobByID(b, id), stateTooBig(w)))
+			for id, e := range collectStates(b, batch.Jobs, failed, w.MaxStateBytes) {
+				out = append(out, fail(jobByID(b, id), e))
 			}
 		}
 		if len(out) < len(pf.Failed) {
@@ -97,12 +97,6 @@ func call(ctx context.Context, h HandlerFunc, b *Batch, n *Node) (err error) {
 		}
 	}()
 	return h(ctx, b)
-}
-
-// stateTooBig is the error of an id whose handler set a state over the
-// worker's MaxStateBytes.
-func stateTooBig(w Worker) error {
-	return fmt.Errorf("state over max_state_bytes (%d)", w.MaxStateBytes)
 }
 
 func jobByID(b *persistence.Batch, id string) persistence.Job {

@@ -1,7 +1,9 @@
 package orderly
 
 import (
+	"fmt"
 	"sync"
+	"time"
 
 	"github.com/orderlyhq/orderly/persistence"
 )
@@ -43,13 +45,68 @@ type entityState struct {
 	version  int64
 	changed  bool
 	deleted  bool
+	// fired: the id's timer brought it; timer: the call's timer change.
+	fired      bool
+	timerSet   bool
+	timerAt    time.Time
+	timerClear bool
 }
 
-func newEntityState(st *persistence.State) *entityState {
+func newEntityState(st *persistence.State, fired bool) *entityState {
 	if st == nil {
 		return nil
 	}
-	return &entityState{stateful: true, data: st.Data, version: st.Version}
+	return &entityState{stateful: true, data: st.Data, version: st.Version, fired: fired}
+}
+
+// Timer reports whether the id's timer brought it: the timer was due when
+// the batch was fetched (the job then may have no payloads). A timer fires
+// once; set another with SetTimer.
+func (j Job) Timer() bool {
+	if j.st == nil {
+		return false
+	}
+	j.st.mu.Lock()
+	defer j.st.mu.Unlock()
+	return j.st.fired
+}
+
+// SetTimer sets the id's one timer to at, replacing any other: at that
+// time (with the precision of delayed jobs) the id is handed to the handler
+// again with its state, and Timer reporting true, even if no payload waits
+// for it. A call for the id's payloads before then does not consume it:
+// clear it with ClearTimer. Committed when the id is acknowledged, like
+// SetState; on a queue that is not stateful it has no effect.
+func (j Job) SetTimer(at time.Time) {
+	if j.st == nil {
+		return
+	}
+	j.st.mu.Lock()
+	defer j.st.mu.Unlock()
+	j.st.timerSet, j.st.timerAt, j.st.timerClear = true, at, false
+}
+
+// ClearTimer clears the id's timer, committed when the id is acknowledged.
+func (j Job) ClearTimer() {
+	if j.st == nil {
+		return
+	}
+	j.st.mu.Lock()
+	defer j.st.mu.Unlock()
+	j.st.timerSet, j.st.timerAt, j.st.timerClear = true, time.Time{}, true
+}
+
+// timerWrite returns the call's change to the id's timer, if any.
+func (j Job) timerWrite() (persistence.TimerWrite, bool) {
+	if j.st == nil {
+		return persistence.TimerWrite{}, false
+	}
+	j.st.mu.Lock()
+	defer j.st.mu.Unlock()
+	if !j.st.timerSet {
+		return persistence.TimerWrite{}, false
+	}
+	return persistence.TimerWrite{ID: j.ID, At: j.st.timerAt, Clear: j.st.timerClear}, true
 }
 
 // Stateful reports whether the job comes from a stateful queue (one whose
@@ -121,25 +178,41 @@ func (j Job) stateWrite() (persistence.StateWrite, bool) {
 	return persistence.StateWrite{ID: j.ID, Data: j.st.data, Delete: j.st.deleted}, true
 }
 
-// collectStates puts the state changes of the call's succeeded ids on b for
-// the settle; a state over maxBytes fails its id instead (returned).
-func collectStates(b *persistence.Batch, jobs []Job, failed map[string]bool, maxBytes int) []string {
-	var over []string
+// collectStates puts the state and timer changes of the call's succeeded
+// ids on b for the settle; a state over maxBytes or a timer out of range
+// fails its id instead (returned with the reason).
+func collectStates(b *persistence.Batch, jobs []Job, failed map[string]bool, maxBytes int) map[string]error {
+	var bad map[string]error
+	fail := func(id string, err error) {
+		if bad == nil {
+			bad = map[string]error{}
+		}
+		bad[id] = err
+	}
 	for _, j := range jobs {
 		if failed[j.ID] {
 			continue
 		}
+		tw, tok := j.timerWrite()
+		if tok && !tw.Clear {
+			if err := persistence.ValidTime(tw.At, "timer"); err != nil {
+				fail(j.ID, fmt.Errorf("SetTimer(%s): %w", tw.At.Format(time.RFC3339), err))
+				continue
+			}
+		}
 		w, ok := j.stateWrite()
-		if !ok {
+		if ok && !w.Delete && len(w.Data) > maxBytes {
+			fail(j.ID, fmt.Errorf("state of %d bytes is over max_state_bytes (%d)", len(w.Data), maxBytes))
 			continue
 		}
-		if !w.Delete && len(w.Data) > maxBytes {
-			over = append(over, j.ID)
-			continue
+		if tok {
+			b.TimerWrites = append(b.TimerWrites, tw)
 		}
-		b.StateWrites = append(b.StateWrites, w)
+		if ok {
+			b.StateWrites = append(b.StateWrites, w)
+		}
 	}
-	return over
+	return bad
 }
 
 // WithState returns a copy of j carrying the given state and version, as a

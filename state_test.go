@@ -115,3 +115,43 @@ func TestStatefulExternalWriteWins(t *testing.T) {
 	require.EqualValues(t, 1, e.stats("q").Processed)
 	require.EqualValues(t, 0, e.stats("q").Failed)
 }
+
+// A timer set by the handler brings the id back with its state and no
+// payload; the idle shard wakes up for it.
+func TestStatefulTimer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	type seen struct {
+		payloads int
+		state    string
+		version  int64
+	}
+	fired := make(chan seen, 1)
+	e.start(orderly.Config{Workers: []orderly.Worker{{
+		Queue: "orders", Shards: 1, State: true,
+		Handler: func(ctx context.Context, b *orderly.Batch) error {
+			for _, j := range b.Jobs {
+				if j.Timer() {
+					fired <- seen{len(j.Payloads), string(j.State()), j.StateVersion()}
+					j.DeleteState()
+					continue
+				}
+				j.SetState([]byte("unpaid"))
+				j.SetTimer(time.Now().Add(300 * time.Millisecond))
+			}
+			return nil
+		},
+	}}})
+	e.enqueue("orders", client.Job{ID: "order-1", Payload: []byte("created")})
+	select {
+	case j := <-fired:
+		require.Equal(t, seen{0, "unpaid", 1}, j)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the timer did not fire")
+	}
+	require.Eventually(t, func() bool {
+		st, err := e.store.GetState(e.ctx, "orders", "order-1")
+		require.NoError(t, err)
+		return st.Version == 0
+	}, 10*time.Second, 10*time.Millisecond)
+}

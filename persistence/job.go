@@ -108,6 +108,9 @@ type Job struct {
 	// State is the id's state when it was fetched from a stateful queue
 	// (AdvanceRequest.Stateful); nil otherwise (docs/contract.md §11).
 	State *State
+	// Timer is set when the id's timer fired and brought it (stateful
+	// queues); a job that only its timer brought has no payloads.
+	Timer bool
 }
 
 // MorgueEntry is an id in the morgue: the payloads whose retries ran out,
@@ -146,6 +149,8 @@ type Batch struct {
 	// a stateful queue: the state changes of its ids, for the settle
 	// (AdvanceRequest.StateWrites).
 	StateWrites []StateWrite
+	// TimerWrites are the timer changes of the call, like StateWrites.
+	TimerWrites []TimerWrite
 }
 
 // Failure reports one failed id of a settled batch.
@@ -210,6 +215,9 @@ type AdvanceRequest struct {
 	// *FieldError and changes nothing.
 	StateWrites   []StateWrite
 	MaxStateBytes int
+	// TimerWrites set or clear the timers of ids of the settled batch,
+	// committed like StateWrites (stateful queues only).
+	TimerWrites []TimerWrite
 }
 
 // AdvanceResult is the outcome of an Advance.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Entity state of stateful queues (docs/contract.md §11).
@@ -33,6 +34,15 @@ type StateWrite struct {
 	Delete bool
 }
 
+// TimerWrite is a handler's change to the timer of one id of the batch it
+// was handed: fire at At (Clear false), or clear it. An id has at most one
+// timer; setting one replaces it. Committed like a StateWrite.
+type TimerWrite struct {
+	ID    string
+	At    time.Time
+	Clear bool
+}
+
 // StateStore is the external compare-and-set on entity state
 // (docs/contract.md §11), part of Store.
 type StateStore interface {
@@ -59,6 +69,15 @@ func CheckStateSize(data []byte, maxBytes int) error {
 	}
 	if len(data) > maxBytes {
 		return &FieldError{Field: "state", Index: -1, Reason: fmt.Sprintf("%d bytes is over max_state_bytes (%d)", len(data), maxBytes)}
+	}
+	return nil
+}
+
+// ValidTime returns a *FieldError naming field when t is before 1970 or
+// after MaxTimeSeconds.
+func ValidTime(t time.Time, field string) error {
+	if sec := UnixSeconds(t); sec < 0 || sec > MaxTimeSeconds {
+		return &FieldError{Field: field, Index: -1, Reason: timeOutOfRange}
 	}
 	return nil
 }

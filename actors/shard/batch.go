@@ -33,6 +33,7 @@ func (a *Actor) newRequest(fetch int) {
 		req.Skipped = a.settle.skipped
 		req.Interrupted = a.settle.interrupted
 		req.StateWrites = a.settle.states
+		req.TimerWrites = a.settle.timers
 	}
 	req.Stateful, req.MaxStateBytes = a.cfg.Stateful, a.cfg.MaxStateBytes
 	if fetch > 0 {
@@ -176,6 +177,7 @@ func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
 			}
 			out.failures = append(out.failures, fs...)
 			out.states = append(out.states, call.StateWrites...)
+			out.timers = append(out.timers, call.TimerWrites...)
 		}
 		out.dur = clock.Since(cfg.Clock, start)
 		cancel(nil)
@@ -209,7 +211,7 @@ func (a *Actor) onProcessed(c actor.Context, m processed) {
 	case len(m.failures) > 0:
 		a.log.Info("batch partly failed", "ids", len(a.cur.Jobs), "failed", len(m.failures), "duration", m.dur)
 	}
-	a.settle = &pendingSettle{failures: m.failures, skipped: m.skipped, interrupted: m.interrupted, states: m.states}
+	a.settle = &pendingSettle{failures: m.failures, skipped: m.skipped, interrupted: m.interrupted, states: m.states, timers: m.timers}
 	if a.permit != permitHeld {
 		return
 	}

@@ -97,6 +97,7 @@ type (
 		skipped     []string                 // ids not handled (cut by the drain deadline or a cancellation)
 		interrupted []string                 // ids of a call cancelled while it ran (its receiver may still be at work)
 		states      []persistence.StateWrite // state changes of the calls (stateful queues)
+		timers      []persistence.TimerWrite // timer changes of the calls
 		expired     bool                     // stopped because the lease view ran out before a call
 		err         error                    // a call's whole-batch error, for logs
 		dur         time.Duration

@@ -83,6 +83,7 @@ type pendingSettle struct {
 	skipped     []string
 	interrupted []string
 	states      []persistence.StateWrite
+	timers      []persistence.TimerWrite
 }
 
 func (a *Actor) draining() bool { return !a.deadline.IsZero() }

@@ -280,6 +280,8 @@ func decodeBatch(s string) (batchHeader, []persistence.Job, error) {
 	if !r.done() {
 		// A batch of a stateful queue ends with "s" and the state version
 		// handed out with each job (docs/storage.md section 3).
+		// Then, when a timer brought some of its jobs, "t" and a flag
+		// per job.
 		tag, err := r.next()
 		if err != nil || tag != "s" {
 			return h, nil, fmt.Errorf("%w: %d trailing bytes", errCorrupt, len(s)-r.pos)
@@ -292,7 +294,24 @@ func decodeBatch(s string) (batchHeader, []persistence.Job, error) {
 			jobs[i].State = &persistence.State{Version: v}
 		}
 		if !r.done() {
+			if tag, err := r.next(); err != nil || tag != "t" {
+				return h, nil, fmt.Errorf("%w: %d trailing bytes", errCorrupt, len(s)-r.pos)
+			}
+			for i := range jobs {
+				f, err := r.next()
+				if err != nil {
+					return h, nil, err
+				}
+				jobs[i].Timer = f == "1"
+			}
+		}
+		if !r.done() {
 			return h, nil, fmt.Errorf("%w: %d trailing bytes", errCorrupt, len(s)-r.pos)
+		}
+	}
+	for i := range jobs {
+		if len(jobs[i].Payloads) == 0 {
+			jobs[i].Timer = true
 		}
 	}
 	return h, jobs, nil

@@ -579,11 +579,22 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 				args = append(args, w.ID, "s", w.Data)
 			}
 		}
+		args = append(args, strconv.Itoa(len(req.TimerWrites)))
+		for _, w := range req.TimerWrites {
+			if w.Clear {
+				args = append(args, w.ID, "c", "")
+				continue
+			}
+			if err := persistence.ValidTime(w.At, "timer"); err != nil {
+				return out, err
+			}
+			args = append(args, w.ID, "s", formatFloat(persistence.UnixSeconds(w.At)))
+		}
 	} else {
-		if len(req.StateWrites) > 0 {
+		if len(req.StateWrites) > 0 || len(req.TimerWrites) > 0 {
 			return out, &persistence.FieldError{Field: "state", Index: -1, Reason: "state writes on a queue that is not stateful"}
 		}
-		args = append(args, "0", "0")
+		args = append(args, "0", "0", "0")
 	}
 	cmds, werr := s.runWrite(ctx, []call{{s: scriptAdvance, keys: sk.keys, args: args}})
 	res, err := cmds[0].Slice()

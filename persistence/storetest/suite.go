@@ -73,6 +73,7 @@ func Run(t *testing.T, h Harness) {
 		{"Identity_StoreIDIsStable", testStoreID},
 	}
 	tests = append(tests, stateTests...)
+	tests = append(tests, timerTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

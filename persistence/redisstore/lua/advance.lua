@@ -21,6 +21,8 @@
 -- then "1" for a stateful queue (docs/contract.md §11), else "0"
 -- then the number of state writes, then per write: id, "s" (set) or "d"
 --      (delete), the state bytes ("" for a delete)
+-- then the number of timer writes, then per write: id, "s" (set) or "c"
+--      (clear), the fire time ("" for a clear)
 --
 -- Stateful queues: the fetch appends to the in-flight record the field "s"
 -- and each fetched id's state version ("0" = none), and returns the states.
@@ -30,6 +32,17 @@
 -- compare-and-set won), the id goes back as it was, is neither processed
 -- nor failed, and is listed in conflicts. Writes of failed, skipped or
 -- interrupted ids are dropped.
+--
+-- Timers (stateful queues): after the due jobs, the fetch fires due timers
+-- (earliest first) while the window has room: an id fetched in this window
+-- is flagged as brought by its timer too; an id without a fetched record is
+-- handed over with no payload (an id whose queued record is held by a
+-- restored call's deadline waits). A fired timer leaves the timers zset;
+-- the in-flight record flags the jobs it brought ("t" section), and a job
+-- that does not succeed (failed, skipped, interrupted, conflicting, or
+-- restored) gets its timer back (at its retry time, hold or now). The
+-- settle applies timer writes of the ids that succeeded. next_due accounts
+-- for the earliest timer not yet due.
 --
 -- Returns {batch, more, next_due, dead, processed, failed, restored, v1,
 -- conflicts, states}:
@@ -75,6 +88,8 @@ local nint = tonumber(ARGV[iint])
 local ist = iint + 1 + nint
 local stateful = ARGV[ist] == "1"
 local nsw = tonumber(ARGV[ist + 1] or "0")
+local itw = ist + 2 + 3 * nsw
+local ntw = tonumber(ARGV[itw] or "0")
 
 -- states_of returns the state hash's entries of ids, in order.
 local function states_of(ids)
@@ -142,11 +157,15 @@ if L[3] then
       processed = h.n
     else
       local _, jobs = cold().decode_batch(L[3])
-      local writes, cur = {}, {}
+      local writes, cur, twrites = {}, {}, {}
       if stateful then
         for i = 0, nsw - 1 do
           local b = ist + 2 + 3 * i
           writes[ARGV[b]] = {ARGV[b + 1], ARGV[b + 2]}
+        end
+        for i = 0, ntw - 1 do
+          local b = itw + 1 + 3 * i
+          twrites[ARGV[b]] = {ARGV[b + 1], ARGV[b + 2]}
         end
         local sids = {}
         for _, job in ipairs(jobs) do
@@ -171,13 +190,13 @@ if L[3] then
         if skips[id] or ints[id] then
           local hj = nil
           if ints[id] then hj = hold end
-          cold().requeue(id, job.ps, job.rc, job.at, job.err, hj)
+          cold().requeue_job(job, job.rc, job.at, job.err, hj, nil)
           restored = restored + 1
         elseif not f then
           if job.sv and cur[id] ~= job.sv then
             -- The state changed while the id was in flight: nothing of this
             -- call commits for it; it goes back as it was.
-            cold().requeue(id, job.ps, job.rc, job.at, job.err, nil)
+            cold().requeue_job(job, job.rc, job.at, job.err, nil, nil)
             conflicts[#conflicts + 1] = id
           else
             processed = processed + 1
@@ -187,11 +206,22 @@ if L[3] then
             elseif w then
               redis.call("HSET", K.state, id, fld(tostring(tonumber(cur[id]) + 1)) .. w[2])
             end
+            local tw = twrites[id]
+            if tw and tw[1] == "c" then
+              redis.call("ZREM", K.timers, id)
+            elseif tw then
+              redis.call("ZADD", K.timers, tw[2], id)
+            end
           end
         else
           failed = failed + 1
           local rc = tonumber(job.rc) + 1
-          if rc >= max_retry then
+          if #job.ps == 0 then
+            -- Only its timer brought it: the timer fires again at the
+            -- retry time (no payload to retry or to bury).
+            cold().requeue_job(job, job.rc, job.at, job.err, nil, f[2])
+          elseif rc >= max_retry then
+            if job.tm then cold().requeue_job({id = id, ps = {}, tm = true}, "-1", NOW, "", nil, nil) end
             -- The lowest-scored payload of what the handler was given dies;
             -- the rest goes back as a fresh job, due now.
             local d = {job.ps[1]}
@@ -204,7 +234,7 @@ if L[3] then
               cold().requeue(id, rest, "-1", NOW, "", nil)
             end
           else
-            cold().requeue(id, job.ps, tostring(rc), f[2], f[1], nil)
+            cold().requeue_job(job, tostring(rc), f[2], f[1], nil, f[2])
           end
         end
       end
@@ -376,6 +406,38 @@ if want > 0 then
     redis.call("ZREM", K.retries, unpack(del_retries, i, math.min(i + CHUNK - 1, #del_retries)))
   end
   if consumed > 0 then redis.call("LTRIM", K.fifo, consumed, -1) end
+  local tmark, ntm = {}, 0
+  if stateful and n < want and pay < budget then
+    -- Due timers, earliest first.
+    local due = redis.call("ZRANGEBYSCORE", K.timers, "-inf", NOW, "WITHSCORES", "LIMIT", 0, want - n + 1)
+    for j = 1, #due, 2 do
+      local id = due[j]
+      if taken[id] then
+        redis.call("ZREM", K.timers, id)
+        tmark[id] = true
+        ntm = ntm + 1
+      elseif n >= want then
+        more = "1"
+        break
+      else
+        local held = false
+        local s = redis.call("HGET", K.jobs, id)
+        if s then
+          local r = cold().rec_decode(s)
+          held = r.hold ~= nil and tonumber(r.hold) > NOWN
+        end
+        if not held then
+          redis.call("ZREM", K.timers, id)
+          cold().put_job(parts, id, "-1", due[j + 1], "", {})
+          n = n + 1
+          fetched[n] = id
+          taken[id] = true
+          tmark[id] = true
+          ntm = ntm + 1
+        end
+      end
+    end
+  end
   if stateful and n > 0 then
     -- Each id's state with its payloads; the versions handed out go into
     -- the in-flight record for the settle.
@@ -386,12 +448,23 @@ if want > 0 then
       vs[j + 1] = fld(state_ver(got[j]))
     end
     parts[#parts + 1] = table.concat(vs)
+    if ntm > 0 then
+      local ts = {fld("t")}
+      for j = 1, n do
+        if tmark[fetched[j]] then ts[j + 1] = fld("1") else ts[j + 1] = fld("") end
+      end
+      parts[#parts + 1] = table.concat(ts)
+    end
   end
   if n == want or pay >= budget or over or scanned >= limit then
     more = "1"
   elseif next_due == "" then
     local nd = redis.call("ZRANGEBYSCORE", K.later, "(" .. NOW, "+inf", "WITHSCORES", "LIMIT", 0, 1)
     if #nd > 0 then next_due = nd[2] end
+  end
+  if stateful and more ~= "1" then
+    local nt = redis.call("ZRANGEBYSCORE", K.timers, "(" .. NOW, "+inf", "WITHSCORES", "LIMIT", 0, 1)
+    if #nt > 0 and (next_due == "" or tonumber(nt[2]) < tonumber(next_due)) then next_due = nt[2] end
   end
 end
 
