@@ -231,3 +231,23 @@ func (j Job) StateChange() (data []byte, deleted, changed bool) {
 	w, ok := j.stateWrite()
 	return w.Data, w.Delete, ok
 }
+
+// WithTimer returns a copy of a stateful job (WithState) flagged as brought
+// by its timer, for tests and transports.
+func (j Job) WithTimer() Job {
+	if j.st != nil {
+		j.st.mu.Lock()
+		data, version := j.st.data, j.st.version
+		j.st.mu.Unlock()
+		j.st = &entityState{stateful: true, data: data, version: version, fired: true}
+	}
+	return j
+}
+
+// TimerChange reports what the handler did to the job's timer: changed is
+// false when it neither set nor cleared it; clear is true for a clear;
+// otherwise at is the new time. For tests and transports, like WithState.
+func (j Job) TimerChange() (at time.Time, clear, changed bool) {
+	w, ok := j.timerWrite()
+	return w.At, w.Clear, ok
+}

@@ -309,6 +309,8 @@ type JobInfo struct {
 	// A lookup finds an id that has state but no job (deleting a job keeps
 	// its state).
 	State *State
+	// Timer is when the id's timer fires; zero when it has none.
+	Timer time.Time
 }
 
 // InFlightJob is one job of an in-flight batch.

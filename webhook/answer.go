@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	"github.com/orderlyhq/orderly"
@@ -26,10 +27,13 @@ const (
 type Answer struct {
 	Failed map[string]string          `json:"failed,omitempty"`
 	State  map[string]json.RawMessage `json:"state,omitempty"`
+	// Timers sets ("<RFC 3339>") or clears (null) the one timer of ids of
+	// the delivery: {"timers": {"<id>": "2026-01-01T00:00:00Z" | null}}.
+	Timers map[string]*string `json:"timers,omitempty"`
 }
 
 // errBadAnswer is wrapped by the error of decodeAnswer.
-var errBadAnswer = errors.New(`the body is not empty and not {"failed": {"<id>": "<error>", ...}, "state": {"<id>": <JSON value> | null, ...}}`)
+var errBadAnswer = errors.New(`the body is not empty and not {"failed": {"<id>": "<error>", ...}, "state": {...}, "timers": {...}}`)
 
 // decodeAnswer decodes the body of a 2xx answer. An empty body (or one of
 // JSON whitespace only) returns nil, nil: every id is acknowledged.
@@ -64,15 +68,15 @@ func decodeFullAnswer(body []byte) (*Answer, error) {
 	}
 	for k := range top {
 		switch k {
-		case "failed", "state":
-		case "timers", "emit":
-			return nil, badAnswer(fmt.Sprintf("%q is not supported yet (only \"failed\" and \"state\")", k))
+		case "failed", "state", "timers":
+		case "emit":
+			return nil, badAnswer(fmt.Sprintf("%q is not supported yet (only \"failed\", \"state\" and \"timers\")", k))
 		default:
-			return nil, badAnswer(`the object's only members may be "failed" and "state"`)
+			return nil, badAnswer(`the object's only members may be "failed", "state" and "timers"`)
 		}
 	}
 	if len(top) == 0 {
-		return nil, badAnswer(`the object's only members may be "failed" and "state", and it has neither`)
+		return nil, badAnswer(`the object's only members may be "failed", "state" and "timers", and it has none`)
 	}
 	a := &Answer{}
 	if raw, ok := top["failed"]; ok {
@@ -104,6 +108,20 @@ func decodeFullAnswer(body []byte) (*Answer, error) {
 				return nil, badAnswer(`"state" must be an object of JSON values`)
 			}
 			a.State[id] = buf.Bytes()
+		}
+	}
+	if raw, ok := top["timers"]; ok {
+		const notTimes = `"timers" must be an object of RFC 3339 times or null`
+		if err := json.Unmarshal(raw, &a.Timers); err != nil || a.Timers == nil {
+			return nil, badAnswer(notTimes)
+		}
+		for _, v := range a.Timers {
+			if v == nil {
+				continue
+			}
+			if _, err := time.Parse(time.RFC3339Nano, *v); err != nil {
+				return nil, badAnswer(notTimes)
+			}
 		}
 	}
 	return a, nil
@@ -141,22 +159,32 @@ func trimPartialRune(b []byte) []byte {
 // (JSON null deletes); the node commits them for the ids that did not
 // fail. Ids not in the batch, and every change on a queue that is not
 // stateful, are ignored and logged.
-func (s *sender) applyStates(b *orderly.Batch, states map[string]json.RawMessage) {
-	used := 0
+func (s *sender) applyStates(b *orderly.Batch, a *Answer) {
+	used, usedT := 0, 0
 	for _, j := range b.Jobs {
-		v, ok := states[j.ID]
-		if !ok || !j.Stateful() {
+		if !j.Stateful() {
 			continue
 		}
-		used++
-		if string(v) == "null" {
-			j.DeleteState()
-		} else {
-			j.SetState(v)
+		if v, ok := a.State[j.ID]; ok {
+			used++
+			if string(v) == "null" {
+				j.DeleteState()
+			} else {
+				j.SetState(v)
+			}
+		}
+		if v, ok := a.Timers[j.ID]; ok {
+			usedT++
+			if v == nil {
+				j.ClearTimer()
+			} else {
+				at, _ := time.Parse(time.RFC3339Nano, *v) // checked by decodeFullAnswer
+				j.SetTimer(at)
+			}
 		}
 	}
-	if used < len(states) {
-		s.logger.Warn(`webhook: the receiver's "state" names ids that are not in the batch, or the queue is not stateful (state: true); ignored`,
-			"queue", b.Queue, "ignored", len(states)-used)
+	if used < len(a.State) || usedT < len(a.Timers) {
+		s.logger.Warn(`webhook: the receiver's "state" or "timers" names ids that are not in the batch, or the queue is not stateful (state: true); ignored`,
+			"queue", b.Queue, "ignored", len(a.State)-used+len(a.Timers)-usedT)
 	}
 }

@@ -72,7 +72,9 @@
 //
 // "state" is the state as a JSON value when its bytes are one, else
 // "state_base64" holds them; an id without state has "state": null and
-// "version": 0. Jobs of other queues carry neither.
+// "version": 0. "timer": true marks a job that its timer brought (it may
+// have no payloads: "payloads": []). Jobs of other queues carry none of
+// these.
 //
 // An empty payload (zero bytes) is not valid JSON and is sent as
 // "payload_base64": "". The HTTP API stores a missing payload as the JSON
@@ -132,10 +134,17 @@
 // its id, so the change of a failed id (here order-7, had it one) is
 // dropped. Ids that are not in the request, and "state" on a queue that is
 // not stateful, are ignored and logged. The stored state is the value's
-// compact JSON. If the state was changed from outside (PUT
+// compact JSON. "timers" sets (an RFC 3339 time) or clears (null) the one
+// timer of ids of the request, committed the same way:
+//
+//	{"timers": {"order-42": "2026-01-01T12:00:00Z", "order-9": null}}
+//
+// At its time the id comes back with its state, "timer": true and the
+// payloads that wait for it, if any; a delivery for its payloads before then
+// does not clear it. If the state was changed from outside (PUT
 // /api/v1/queues/{q}/state/{id}) while the request ran, nothing of it is
-// committed for that id, which comes again with the new state. "timers" and
-// "emit" are not supported yet: an answer holding them fails the request.
+// committed for that id, which comes again with the new state. "emit" is not
+// supported yet: an answer holding it fails the request.
 //
 // Anything else fails every job of the request, for instance:
 //

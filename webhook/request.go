@@ -40,6 +40,9 @@ type Job struct {
 	Stateful bool   `json:"-"`
 	State    []byte `json:"-"`
 	Version  int64  `json:"version,omitempty"`
+	// Timer is set when the id's timer brought it ("timer": true; the
+	// job may then have no payloads).
+	Timer bool `json:"timer,omitempty"`
 }
 
 // Payload is one payload of a Job: its stored bytes and its score. On the
@@ -61,6 +64,7 @@ func requestOf(b *orderly.Batch) *Request {
 		r.Jobs[i] = Job{ID: j.ID, RetryCount: j.RetryCount, PerformAt: unixSeconds(j.PerformAt), Error: j.Error, Payloads: ps}
 		if j.Stateful() {
 			r.Jobs[i].Stateful, r.Jobs[i].State, r.Jobs[i].Version = true, j.State(), j.StateVersion()
+			r.Jobs[i].Timer = j.Timer()
 		}
 	}
 	return r
@@ -118,6 +122,9 @@ func writeJob(buf *bytes.Buffer, j Job) error {
 		}
 		buf.WriteString(`,"version":`)
 		buf.WriteString(strconv.FormatInt(j.Version, 10))
+		if j.Timer {
+			buf.WriteString(`,"timer":true`)
+		}
 	}
 	buf.WriteString(`,"payloads":[`)
 	for i, p := range j.Payloads {

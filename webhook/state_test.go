@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -19,7 +20,7 @@ import (
 func TestStatefulDelivery(t *testing.T) {
 	t.Parallel()
 	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) {
-		_, _ = io.WriteString(w, `{"failed": {"c": "nope"}, "state": {"a": {"n": 2}, "b": null, "c": 1, "zz": 3}}`)
+		_, _ = io.WriteString(w, `{"failed": {"c": "nope"}, "state": {"a": {"n": 2}, "b": null, "c": 1, "zz": 3}, "timers": {"a": "2026-01-01T00:00:00Z", "b": null}}`)
 	})
 	logger, _ := logBuffer()
 	s := newTestSender(t, &Config{URL: rcv.srv.URL + "/hook", Logger: logger})
@@ -27,6 +28,7 @@ func TestStatefulDelivery(t *testing.T) {
 	b.Jobs[0] = b.Jobs[0].WithState([]byte(`{"n":1}`), 4)
 	b.Jobs[1] = b.Jobs[1].WithState([]byte{0, 0xff}, 2)
 	b.Jobs[2] = b.Jobs[2].WithState(nil, 0)
+	b.Jobs[2] = b.Jobs[2].WithTimer()
 
 	err := s.deliver(context.Background(), b)
 	pf, ok := orderly.AsPartialFailure(err)
@@ -42,6 +44,8 @@ func TestStatefulDelivery(t *testing.T) {
 	require.Equal(t, `"AP8="`, string(req.Jobs[1]["state_base64"]))
 	require.Equal(t, "null", string(req.Jobs[2]["state"]))
 	require.Equal(t, "0", string(req.Jobs[2]["version"]))
+	require.Equal(t, "true", string(req.Jobs[2]["timer"]))
+	require.NotContains(t, req.Jobs[0], "timer")
 	require.NotContains(t, req.Jobs[3], "state", "not a stateful job")
 	require.NotContains(t, req.Jobs[3], "version")
 
@@ -52,16 +56,29 @@ func TestStatefulDelivery(t *testing.T) {
 	_, del, changed = b.Jobs[1].StateChange()
 	require.True(t, changed)
 	require.True(t, del)
+	at, clear, tchanged := b.Jobs[0].TimerChange()
+	require.True(t, tchanged)
+	require.False(t, clear)
+	require.True(t, at.Equal(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	_, clear, tchanged = b.Jobs[1].TimerChange()
+	require.True(t, tchanged)
+	require.True(t, clear)
 	_, _, changed = b.Jobs[3].StateChange()
 	require.False(t, changed)
 }
 
-func TestAnswerWithTimersIsRefusedForNow(t *testing.T) {
+func TestAnswerTimersAndEmits(t *testing.T) {
 	t.Parallel()
-	_, err := decodeFullAnswer([]byte(`{"timers": {"a": null}}`))
+	_, err := decodeFullAnswer([]byte(`{"emit": []}`))
 	require.ErrorIs(t, err, errBadAnswer)
 	require.ErrorContains(t, err, "not supported yet")
-	a, err := decodeFullAnswer([]byte(`{"state": {"a": [1, 2]}}`))
+	_, err = decodeFullAnswer([]byte(`{"timers": {"a": "tomorrow"}}`))
+	require.ErrorIs(t, err, errBadAnswer)
+	a, err := decodeFullAnswer([]byte(`{"timers": {"a": null, "b": "2026-01-01T00:00:00.5Z"}}`))
+	require.NoError(t, err)
+	require.Nil(t, a.Timers["a"])
+	require.Equal(t, "2026-01-01T00:00:00.5Z", *a.Timers["b"])
+	a, err = decodeFullAnswer([]byte(`{"state": {"a": [1, 2]}}`))
 	require.NoError(t, err)
 	require.Equal(t, `[1,2]`, string(a.State["a"]))
 }

@@ -134,8 +134,8 @@ func (s *sender) outcome(b *orderly.Batch, resp *http.Response, body []byte) err
 	if a == nil {
 		return nil
 	}
-	if len(a.State) > 0 {
-		s.applyStates(b, a.State)
+	if len(a.State) > 0 || len(a.Timers) > 0 {
+		s.applyStates(b, a)
 	}
 	return s.failIDs(b, a.Failed)
 }

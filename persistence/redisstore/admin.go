@@ -740,7 +740,14 @@ func (s *Store) GetJob(ctx context.Context, queue, id string) (persistence.JobIn
 			info.State = &st
 		}
 	}
-	if info.Queued == nil && info.InFlight == nil && info.State == nil {
+	if len(v) > 5 {
+		if raw, _ := v[5].(string); raw != "" {
+			if f, err := parseScore(raw); err == nil {
+				info.Timer = persistence.FromUnixSeconds(f)
+			}
+		}
+	}
+	if info.Queued == nil && info.InFlight == nil && info.State == nil && info.Timer.IsZero() {
 		return info, fmt.Errorf("%w: job %q in queue %s", persistence.ErrNotFound, id, queue)
 	}
 	return info, nil

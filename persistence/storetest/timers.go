@@ -55,6 +55,9 @@ func testTimerFires(t *testing.T, h Harness) {
 	o.nextState(1, nil)
 	res = o.timers(1, timerAt("a", e.at(10*time.Second)))
 	require.Nil(t, res.Batch)
+	info, err := e.s.GetJob(e.ctx, e.queue, "a")
+	require.NoError(t, err)
+	require.True(t, info.Timer.Equal(e.at(10*time.Second)), "the lookup shows the timer: %v", info.Timer)
 	require.True(t, res.NextDue.Equal(e.at(10*time.Second)), "next due %v", res.NextDue)
 
 	e.clock.Advance(10 * time.Second)
