@@ -42,6 +42,11 @@ bench: ## Run the benchmarks (BENCH=regexp to pick; reports jobs/s and Redis com
 	@.ci/ensure-redis
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime 100000x -benchmem $(PKGS)
 
+.PHONY: bench-asynq
+bench-asynq: ## Lowkiq's benchmark on Orderly (noop and webhook handlers) and on asynq side by side (JOBS, ROUNDS, FSYNC=always).
+	@.ci/ensure-redis
+	bench/asynq/side-by-side.sh
+
 .PHONY: bench-smoke
 bench-smoke: ## Run every benchmark once on small inputs (-short), as CI does, to keep them working.
 	@.ci/ensure-redis

@@ -181,3 +181,38 @@ func (c *Client) write(ctx context.Context, queue string, jobs []Job) error {
 	}
 	return nil
 }
+
+// PerformNow makes the queued job id of queue due now, keeping its retry
+// count and error (docs/contract.md §3.9). It returns an error wrapping
+// persistence.ErrNotFound when nothing of the id is queued; a call in
+// flight for the id is not touched.
+func (c *Client) PerformNow(ctx context.Context, queue, id string) error {
+	return c.jobAction(ctx, queue, id, "perform now", c.store.PerformJobNow)
+}
+
+// Kill moves every queued payload of job id of queue to the morgue, with
+// the job's last error (docs/contract.md §3.9). It returns an error
+// wrapping persistence.ErrNotFound when nothing of the id is queued; a
+// call in flight for the id is not touched.
+func (c *Client) Kill(ctx context.Context, queue, id string) error {
+	return c.jobAction(ctx, queue, id, "kill", c.store.KillJob)
+}
+
+func (c *Client) jobAction(ctx context.Context, queue, id, what string, run func(context.Context, string, string) (bool, error)) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
+		defer cancel()
+	}
+	ok, err := run(ctx, queue, id)
+	if err != nil {
+		if errors.Is(err, persistence.ErrInvalid) || errors.Is(err, persistence.ErrUnknownQueue) {
+			return err
+		}
+		return fmt.Errorf("client: %s %s/%s: %w", what, queue, id, err)
+	}
+	if !ok {
+		return fmt.Errorf("client: %s %s/%s: %w: nothing of the id is queued", what, queue, id, persistence.ErrNotFound)
+	}
+	return nil
+}

@@ -103,3 +103,35 @@ func TestClientOpenURLs(t *testing.T) {
 		require.NotContains(t, err.Error(), "SECRET")
 	})
 }
+
+func TestClientJobActions(t *testing.T) {
+	db := redistest.New(t)
+	ctx := context.Background()
+	now := time.Unix(1_700_000_000, 0)
+	s, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix, Now: func() time.Time { return now }})
+	require.NoError(t, err)
+	require.NoError(t, s.RegisterQueue(ctx, persistence.QueueSpec{Name: "q", Shards: 3}))
+	c, err := client.NewFromStore(s, &client.Config{Now: func() time.Time { return now }})
+	require.NoError(t, err)
+	require.NoError(t, c.Enqueue(ctx, "q",
+		client.Job{ID: "a", Payload: []byte("x"), PerformIn: time.Hour},
+		client.Job{ID: "b", Payload: []byte("y")}))
+
+	require.NoError(t, c.PerformNow(ctx, "q", "a"))
+	info, err := s.GetJob(ctx, "q", "a")
+	require.NoError(t, err)
+	require.True(t, info.Queued.PerformAt.Equal(now), info.Queued.PerformAt)
+
+	require.NoError(t, c.Kill(ctx, "q", "b"))
+	_, err = s.GetJob(ctx, "q", "b")
+	require.ErrorIs(t, err, persistence.ErrNotFound)
+	page, err := s.ListMorgue(ctx, "q", persistence.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, page.Entries, 1)
+	require.Equal(t, "b", page.Entries[0].ID)
+
+	require.ErrorIs(t, c.Kill(ctx, "q", "b"), persistence.ErrNotFound)
+	require.ErrorIs(t, c.PerformNow(ctx, "q", "nope"), persistence.ErrNotFound)
+	require.ErrorIs(t, c.PerformNow(ctx, "nope", "a"), persistence.ErrUnknownQueue)
+	require.ErrorIs(t, c.Kill(ctx, "q", ""), persistence.ErrInvalid)
+}

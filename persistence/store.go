@@ -63,6 +63,14 @@ type Store interface {
 	// DeleteJob deletes the queued entry of id (not an in-flight one) and
 	// reports whether there was one.
 	DeleteJob(ctx context.Context, queue, id string) (bool, error)
+	// PerformJobNow makes the queued entry of id due now, keeping its
+	// retry count and error, and reports whether there was one. An
+	// in-flight batch of the id is not touched (docs/contract.md §3.9).
+	PerformJobNow(ctx context.Context, queue, id string) (bool, error)
+	// KillJob moves every queued payload of id to the morgue, with the
+	// job's last error, and reports whether there was a queued entry. An
+	// in-flight batch of the id is not touched (docs/contract.md §3.9).
+	KillJob(ctx context.Context, queue, id string) (bool, error)
 	// ShardOwners returns who holds the lease of each shard of the queue.
 	ShardOwners(ctx context.Context, queue string) ([]ShardOwner, error)
 	// Processing returns the in-flight batches of the queue's shards.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/orderlyhq/orderly/web/internal/jsonscan"
 )
@@ -39,5 +40,56 @@ func (s *Server) queueAction(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.writeJSON(w, r, http.StatusOK, map[string]int{key: n})
+	return nil
+}
+
+// jobAction serves POST /api/v1/queues/{q}/jobs/{id}/actions/{action}, the
+// actions of one job (docs/contract.md §3.9): perform_now {"updated": 1}
+// makes its queued entry due now, kill {"killed": 1} moves all its queued
+// payloads to the morgue. The id is everything between "jobs/" and the
+// last "/actions/", unescaped, so ids containing '/' work escaped or not.
+// A call in flight for the id is not touched: an id with nothing queued
+// is answered 409 when a call holds it, 404 otherwise. The body must be
+// empty or {}.
+func (s *Server) jobAction(w http.ResponseWriter, r *http.Request) error {
+	rest := r.PathValue("rest")
+	i := strings.LastIndex(rest, "/actions/")
+	if i < 0 {
+		return &apiError{status: http.StatusNotFound,
+			msg: "not found: the actions of one job are POST /api/v1/queues/{q}/jobs/{id}/actions/{perform_now|kill}"}
+	}
+	id, name := rest[:i], rest[i+len("/actions/"):]
+	var (
+		key, verb string
+		run       func(ctx context.Context, queue, id string) (bool, error)
+	)
+	switch name {
+	case "perform_now":
+		key, verb, run = "updated", "made due now", s.store.PerformJobNow
+	case "kill":
+		key, verb, run = "killed", "killed", s.store.KillJob
+	default:
+		return &apiError{status: http.StatusNotFound, field: "action",
+			msg: fmt.Sprintf("unknown job action %q (known: perform_now, kill)", jsonscan.Truncate(name, 64))}
+	}
+	if _, err := queryParams(r); err != nil {
+		return err
+	}
+	if err := s.readNoBody(r); err != nil {
+		return err
+	}
+	q := r.PathValue("q")
+	ok, err := run(r.Context(), q, id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if info, err := s.store.GetJob(r.Context(), q, id); err == nil && info.InFlight != nil {
+			return &apiError{status: http.StatusConflict,
+				msg: fmt.Sprintf("job %q of %q is in flight and has nothing queued: a running call is not %s; it settles as usual", id, q, verb)}
+		}
+		return &apiError{status: http.StatusNotFound, msg: fmt.Sprintf("job %q is not queued in %q", id, q)}
+	}
+	s.writeJSON(w, r, http.StatusOK, map[string]int{key: 1})
 	return nil
 }

@@ -218,3 +218,93 @@ func TestSelectionBodyErrors(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, stats[0].MorgueLength, "no rejected request changed anything")
 }
+
+func (e *env) jobAction(id, action, body string) answer {
+	e.t.Helper()
+	return e.do("POST", "/api/v1/queues/q/jobs/"+escapeID(id)+"/actions/"+action, body)
+}
+
+func TestJobActionPerformNow(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	failedFixture(t, e)
+	e.clock.Advance(10 * time.Second)
+	now := persistence.UnixSeconds(e.clock.Now())
+	e.enqueue(`[{"id": "a/actions/b", "perform_in": 60}]`)
+	for _, id := range []string{"bad1", "later", "a/actions/b"} {
+		a := e.jobAction(id, "perform_now", "")
+		require.Equal(t, http.StatusOK, a.status, "%s: %s", id, a.body)
+		require.Equal(t, `{"updated":1}`+"\n", a.body)
+		l, _ := e.get(id)
+		require.Equal(t, now, l.Queued.PerformAt, id)
+	}
+	// An unescaped '/' in the id works too.
+	e.enqueue(`[{"id": "x/y", "perform_in": 60}]`)
+	a := e.do("POST", "/api/v1/queues/q/jobs/x/y/actions/perform_now", "{}")
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	l, _ := e.get("x/y")
+	require.Equal(t, now, l.Queued.PerformAt)
+
+	l, _ = e.get("bad1")
+	require.Equal(t, 0, l.Queued.RetryCount, "the retry count is kept")
+	require.Equal(t, "err-bad1", l.Queued.Error)
+	l, _ = e.get("bad2")
+	require.NotEqual(t, now, l.Queued.PerformAt, "other jobs keep their time")
+}
+
+func TestJobActionKill(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	failedFixture(t, e)
+	a := e.jobAction("bad1", "kill", "")
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	require.Equal(t, `{"killed":1}`+"\n", a.body)
+	a = e.jobAction("fresh1", "kill", "")
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	a = e.do("GET", "/api/v1/queues/q/jobs/bad1", "")
+	require.Equal(t, http.StatusNotFound, a.status, a.body)
+	a = e.do("GET", "/api/v1/queues/q/morgue", "")
+	require.Equal(t, `{"entries":[`+
+		`{"id":"bad1","updated_at":1700000000,"error":"err-bad1","payloads":[{"payload":{"n":1},"score":1},{"payload":{"n":2},"score":2}],"payload_count":2},`+
+		`{"id":"fresh1","updated_at":1700000000,"error":"killed","payloads":[{"payload":"","score":1700000000}],"payload_count":1}],"next":""}`+"\n", a.body)
+	l, _ := e.get("bad2")
+	require.NotNil(t, l.Queued, "other jobs stay")
+}
+
+func TestJobActionErrors(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.enqueue(`[{"id": "busy", "payload": 1}, {"id": "keep"}]`)
+	e.fetch("busy")
+	for _, action := range []string{"perform_now", "kill"} {
+		a := e.jobAction("busy", action, "")
+		require.Equal(t, http.StatusConflict, a.status, a.body)
+		msg, _ := a.errorBody(t)
+		require.Contains(t, msg, `job "busy" of "q" is in flight and has nothing queued`)
+		a = e.jobAction("nope", action, "")
+		require.Equal(t, http.StatusNotFound, a.status, a.body)
+		msg, _ = a.errorBody(t)
+		require.Equal(t, `job "nope" is not queued in "q"`, msg)
+	}
+	l, _ := e.get("busy")
+	require.NotNil(t, l.Processing, "the in-flight batch is intact")
+	for _, c := range []struct {
+		path, body, field string
+		status            int
+	}{
+		{"/api/v1/queues/nope/jobs/keep/actions/kill", "", "queue", http.StatusNotFound},
+		{"/api/v1/queues/q/jobs/keep/actions/explode", "", "action", http.StatusNotFound},
+		{"/api/v1/queues/q/jobs/keep/other/kill", "", "", http.StatusNotFound},
+		{"/api/v1/queues/q/jobs/%2Factions/kill", "", "id", http.StatusBadRequest},
+		{"/api/v1/queues/q/jobs/" + strings.Repeat("x", 513) + "/actions/kill", "", "id", http.StatusBadRequest},
+		{"/api/v1/queues/q/jobs/keep/actions/kill?x=1", "", "x", http.StatusBadRequest},
+		{"/api/v1/queues/q/jobs/keep/actions/kill", `{"id": 1}`, "id", http.StatusBadRequest},
+	} {
+		a := e.do("POST", c.path, c.body)
+		require.Equal(t, c.status, a.status, "%s: %s", c.path, a.body)
+		_, field := a.errorBody(t)
+		require.Equal(t, c.field, field, c.path)
+	}
+	l, _ = e.get("keep")
+	require.NotNil(t, l.Queued, "a refused action changes nothing")
+}

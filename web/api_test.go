@@ -347,6 +347,7 @@ func TestStoreUnreachable(t *testing.T) {
 		{"GET", "/api/v1/queues/q/processing"},
 		{"DELETE", "/api/v1/queues/q/jobs/a"},
 		{"POST", "/api/v1/queues/q/actions/kill_failed"},
+		{"POST", "/api/v1/queues/q/jobs/a/actions/kill"},
 		{"POST", "/api/v1/queues/q/morgue/delete"},
 	} {
 		body := ""
@@ -408,15 +409,14 @@ func TestRouting(t *testing.T) {
 	}{
 		{"POST", "/api/v1/stats", "GET, HEAD"},
 		{"DELETE", "/api/v1/stats", "GET, HEAD"},
-		{"PUT", "/api/v1/queues/q/jobs/x", "GET, HEAD, DELETE"},
+		{"PUT", "/api/v1/queues/q/jobs/x", "GET, HEAD, POST, DELETE"},
 		{"GET", "/api/v1/queues/q/morgue/requeue", "POST"},
 		{"GET", "/api/v1/queues/q/morgue/delete", "POST"},
 		{"POST", "/healthz", "GET, HEAD"},
 		{"POST", "/api/v1/queues", "GET, HEAD"},
 		{"DELETE", "/api/v1/queues/q", "GET, HEAD"},
 		{"DELETE", "/api/v1/queues/q/jobs", "GET, HEAD, POST"},
-		{"POST", "/api/v1/queues/q/jobs/x", "GET, HEAD, DELETE"},
-		{"PATCH", "/api/v1/queues/q/jobs/a/b", "GET, HEAD, DELETE"},
+		{"PATCH", "/api/v1/queues/q/jobs/a/b", "GET, HEAD, POST, DELETE"},
 		{"POST", "/api/v1/queues/q/processing", "GET, HEAD"},
 		{"GET", "/api/v1/queues/q/actions/kill_failed", "POST"},
 		{"DELETE", "/api/v1/queues/q/actions/nope", "POST"},

@@ -11,6 +11,8 @@
 //	                                                   200 {"jobs": [...], "next": "<cursor>"}
 //	GET    /api/v1/queues/{q}/jobs/{id}                200 one job, queued and in flight
 //	DELETE /api/v1/queues/{q}/jobs/{id}                200 {"deleted": 1}
+//	POST   /api/v1/queues/{q}/jobs/{id}/actions/perform_now  200 {"updated": 1}
+//	POST   /api/v1/queues/{q}/jobs/{id}/actions/kill   200 {"killed": 1}
 //	GET    /api/v1/queues/{q}/processing               200 {"batches": [...]}
 //	POST   /api/v1/queues/{q}/actions/perform_all_now  200 {"updated": n}
 //	POST   /api/v1/queues/{q}/actions/kill_failed      200 {"killed": n}
@@ -28,6 +30,14 @@
 //	GET    /healthz                                    200 {"status": "ok"}
 //	GET    /readyz                                     200 {"status": "ready"} or 503
 //	GET    / and every other path                      the dashboard (Config.UI)
+//
+// Both listings take error=<text>: only the entries whose last error
+// contains the text (any case) are kept. No index holds error texts, so
+// the server reads the listing page by page in the order asked and stops
+// after 10,000 entries: a page holds the matches found (at most
+// 2×limit−1), "scanned" (the entries read) and a next cursor that goes on
+// where the search stopped. order=retry_count&min=0 reads only the jobs
+// that failed.
 //
 // Every GET also answers HEAD. Endpoints without parameters reject any
 // query parameter; endpoints without a body (DELETE, the actions) accept
@@ -164,6 +174,18 @@
 // An unknown action is a 404 with field "action". Each shard changes
 // atomically, the queue as a whole does not: jobs enqueued while an action
 // runs may or may not be changed.
+//
+// POST /api/v1/queues/{q}/jobs/{id}/actions/{action} runs an action of one
+// job on its queued entry (the id escaped as for GET; the last
+// "/actions/" of the path ends it):
+//
+//	perform_now  the job becomes due now, retry count and  {"updated": 1}
+//	             error kept
+//	kill         all its queued payloads go to the morgue   {"killed": 1}
+//	             with its last error ("killed" if it never failed)
+//
+// A call in flight for the id is not touched: when nothing of the id is
+// queued the answer is 409 if a call holds it, 404 otherwise.
 //
 // # Morgue
 //

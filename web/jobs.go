@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -63,12 +64,31 @@ func listedJobs(jobs []persistence.Job) []apiv1.ListedJob {
 // listJobs serves GET /api/v1/queues/{q}/jobs: a page of queued jobs (not
 // those in flight), by id, perform_at or retry_count. Each page costs the
 // store O(log n + limit) per shard, however deep the cursor.
+//
+// With error=<text> it searches the last errors (search.go).
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
-	opts, err := listOptions(r)
+	text, err := errorParam(r)
 	if err != nil {
 		return err
 	}
-	page, err := s.store.ListJobs(r.Context(), r.PathValue("q"), opts)
+	opts, err := listOptions(withoutParam(r, "error"))
+	if err != nil {
+		return err
+	}
+	q := r.PathValue("q")
+	if text != "" {
+		jobs, next, scanned, err := searchErrors(r.Context(), opts, text,
+			func(ctx context.Context, o persistence.ListOptions) ([]persistence.Job, string, error) {
+				p, err := s.store.ListJobs(ctx, q, o)
+				return p.Jobs, p.Next, err
+			}, func(j persistence.Job) string { return j.Error })
+		if err != nil {
+			return err
+		}
+		s.writeJSON(w, r, http.StatusOK, apiv1.JobPage{Jobs: listedJobs(jobs), Next: next, Scanned: &scanned})
+		return nil
+	}
+	page, err := s.store.ListJobs(r.Context(), q, opts)
 	if err != nil {
 		return err
 	}

@@ -34,16 +34,34 @@ func listOptions(r *http.Request) (persistence.ListOptions, error) {
 }
 
 // listMorgue serves GET /api/v1/queues/{q}/morgue.
+// With error=<text> it searches the last errors (search.go).
 func (s *Server) listMorgue(w http.ResponseWriter, r *http.Request) error {
-	opts, err := listOptions(r)
+	text, err := errorParam(r)
 	if err != nil {
 		return err
 	}
-	page, err := s.store.ListMorgue(r.Context(), r.PathValue("q"), opts)
+	opts, err := listOptions(withoutParam(r, "error"))
 	if err != nil {
 		return err
 	}
-	ans := apiv1.MorguePage{Entries: make([]apiv1.MorgueEntry, len(page.Entries)), Next: page.Next}
+	q := r.PathValue("q")
+	var page persistence.MorguePage
+	var scanned *int
+	if text != "" {
+		n := 0
+		page.Entries, page.Next, n, err = searchErrors(r.Context(), opts, text,
+			func(ctx context.Context, o persistence.ListOptions) ([]persistence.MorgueEntry, string, error) {
+				p, err := s.store.ListMorgue(ctx, q, o)
+				return p.Entries, p.Next, err
+			}, func(e persistence.MorgueEntry) string { return e.Error })
+		scanned = &n
+	} else {
+		page, err = s.store.ListMorgue(r.Context(), q, opts)
+	}
+	if err != nil {
+		return err
+	}
+	ans := apiv1.MorguePage{Entries: make([]apiv1.MorgueEntry, len(page.Entries)), Next: page.Next, Scanned: scanned}
 	for i, e := range page.Entries {
 		ans.Entries[i] = apiv1.MorgueEntry{
 			ID:           e.ID,

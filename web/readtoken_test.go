@@ -59,6 +59,8 @@ func TestReadToken(t *testing.T) {
 		{"POST", "/api/v1/queues/q/actions/perform_all_now", ""},
 		{"POST", "/api/v1/queues/q/actions/kill_failed", ""},
 		{"POST", "/api/v1/queues/q/actions/delete_failed", ""},
+		{"POST", "/api/v1/queues/q/jobs/a/actions/perform_now", ""},
+		{"POST", "/api/v1/queues/q/jobs/a/actions/kill", ""},
 		{"POST", "/api/v1/queues/q/morgue/requeue", `{"all": true}`},
 		{"POST", "/api/v1/queues/q/morgue/delete", `{"all": true}`},
 	}

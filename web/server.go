@@ -259,6 +259,7 @@ func New(cfg *Config) (*Server, error) {
 	s.handle("POST /api/v1/queues/{q}/jobs", s.enqueue)
 	s.handle("GET /api/v1/queues/{q}/jobs/{id...}", s.getJob)
 	s.handle("DELETE /api/v1/queues/{q}/jobs/{id...}", s.deleteJob)
+	s.handle("POST /api/v1/queues/{q}/jobs/{rest...}", s.jobAction)
 	s.handle("GET /api/v1/queues/{q}/processing", s.processing)
 	s.handle("POST /api/v1/queues/{q}/actions/{action}", s.queueAction)
 	s.handle("GET /api/v1/queues/{q}/morgue", s.listMorgue)

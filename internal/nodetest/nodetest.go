@@ -103,6 +103,9 @@ type Options struct {
 	GossipPort int
 	// Chaos runs the chaos build (ChaosBinary).
 	Chaos bool
+	// Binary runs this binary instead of the current build (for example
+	// ReleaseBinary's).
+	Binary string
 }
 
 // Node is a running node process.
@@ -140,9 +143,13 @@ func Start(t testing.TB, o Options) *Node {
 // Launch starts a node without waiting for it.
 func Launch(t testing.TB, o Options) *Node {
 	t.Helper()
-	bin := Binary(t)
-	if o.Chaos {
+	bin := o.Binary
+	switch {
+	case bin != "":
+	case o.Chaos:
 		bin = ChaosBinary(t)
+	default:
+		bin = Binary(t)
 	}
 	if o.Name == "" {
 		seq.Lock()

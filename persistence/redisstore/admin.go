@@ -782,7 +782,51 @@ func (s *Store) DeleteJob(ctx context.Context, queue, id string) (bool, error) {
 	}
 }
 
-// ShardOwners implements persistence.Store.
+// PerformJobNow implements persistence.Store.
+func (s *Store) PerformJobNow(ctx context.Context, queue, id string) (bool, error) {
+	return s.jobAction(ctx, queue, id, "perform now", "perform_now_id")
+}
+
+// KillJob implements persistence.Store. An id with many payloads is moved
+// over several bounded calls, all stamped with the first call's time.
+func (s *Store) KillJob(ctx context.Context, queue, id string) (bool, error) {
+	return s.jobAction(ctx, queue, id, "kill", "kill_id")
+}
+
+// jobAction runs an action of one id (action.lua) until it is done and
+// reports whether the id had a queued entry.
+func (s *Store) jobAction(ctx context.Context, queue, id, what, action string) (bool, error) {
+	shards, err := s.shardsOf(ctx, queue)
+	if err != nil {
+		return false, err
+	}
+	if err := persistence.ValidateID(id, -1); err != nil {
+		return false, err
+	}
+	sh := persistence.ShardOf(id, shards)
+	sk := s.keys.shard(queue, sh)
+	now, found := s.now(), false
+	for {
+		res, err := run(ctx, s.rdb, scriptAction, sk.keys, now, action, id,
+			s.keys.channel(queue), strconv.Itoa(sh), strconv.Itoa(movePayloads), "0").Slice()
+		if err != nil {
+			return false, fmt.Errorf("redisstore: %s %s/%s: %w", what, queue, id, err)
+		}
+		seen, _ := res[1].(int64)
+		partial, _ := res[2].(int64)
+		now, _ = res[4].(string)
+		found = found || seen > 0
+		if partial == 0 {
+			return found, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return false, fmt.Errorf("redisstore: %s %s/%s: %w", what, queue, id, err)
+		}
+	}
+}
+
+// ShardOwners implements persistence.Store: the holder of each shard's
+// lease, a node of the previous release (layout 1) included.
 func (s *Store) ShardOwners(ctx context.Context, queue string) ([]persistence.ShardOwner, error) {
 	shards, err := s.shardsOf(ctx, queue)
 	if err != nil {
@@ -790,10 +834,12 @@ func (s *Store) ShardOwners(ctx context.Context, queue string) ([]persistence.Sh
 	}
 	pipe := s.rdb.Pipeline()
 	leases := make([]*redis.StringCmd, shards)
+	v1leases := make([]*redis.StringCmd, shards)
 	epochs := make([]*redis.StringCmd, shards)
 	for sh := range shards {
 		k := s.keys.shard(queue, sh).keys
 		leases[sh] = pipe.Get(ctx, k[kLease])
+		v1leases[sh] = pipe.Get(ctx, k[kV1Lease])
 		epochs[sh] = pipe.Get(ctx, k[kEpoch])
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
@@ -804,6 +850,14 @@ func (s *Store) ShardOwners(ctx context.Context, queue string) ([]persistence.Sh
 		out[sh].Shard = sh
 		if epoch, owner, ok := splitToken(leases[sh].Val()); ok {
 			out[sh].Owner, out[sh].Epoch = owner, epoch
+		} else if v1 := v1leases[sh].Val(); v1 != fence {
+			// During a rolling upgrade a node of the previous release
+			// (layout 1) may hold the shard: its lease is the owner.
+			if epoch, owner, ok := splitToken(v1); ok {
+				out[sh].Owner, out[sh].Epoch = owner, epoch
+			} else {
+				out[sh].Epoch, _ = strconv.ParseInt(epochs[sh].Val(), 10, 64)
+			}
 		} else {
 			out[sh].Epoch, _ = strconv.ParseInt(epochs[sh].Val(), 10, 64)
 		}

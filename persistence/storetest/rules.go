@@ -493,6 +493,10 @@ func testUpgrade(t *testing.T, h Harness) {
 	info, err := cur.GetJob(ctx, "q", "q1")
 	require.NoError(t, err)
 	require.Equal(t, []string{"one", "two"}, payloadData(info.Queued.Payloads))
+	owners, err := cur.ShardOwners(ctx, "q")
+	require.NoError(t, err)
+	require.Equal(t, "old-node", owners[0].Owner, "a node of the previous release shows as the shard's owner")
+	require.Equal(t, lo.Epoch, owners[0].Epoch)
 
 	// It takes the shard over once the old owner's lease ran out, restoring
 	// the old owner's in-flight batch.
@@ -512,6 +516,15 @@ func testUpgrade(t *testing.T, h Harness) {
 	require.ErrorIs(t, old.ReleaseShard(ctx, lo), persistence.ErrLeaseLost, "the old lease is gone")
 	_, _, err = old.AcquireShard(ctx, ref, "old-node", time.Minute)
 	require.ErrorIs(t, err, persistence.ErrLeaseHeld, "layout 1 nodes are fenced out")
+	owners, err = cur.ShardOwners(ctx, "q")
+	require.NoError(t, err)
+	require.Equal(t, "new-node", owners[0].Owner, "the fence is not an owner")
+	require.NoError(t, cur.ReleaseShard(ctx, ln))
+	owners, err = cur.ShardOwners(ctx, "q")
+	require.NoError(t, err)
+	require.Empty(t, owners[0].Owner, "a fenced shard without a layout 2 lease is free")
+	ln, _, err = cur.AcquireShard(ctx, ref, "new-node", time.Minute)
+	require.NoError(t, err)
 	require.NoError(t, old.Enqueue(ctx, "q", []persistence.NewJob{job("q1", "three-via-old", 3), job("n1", "new-via-old", 1)}))
 	require.NoError(t, cur.Enqueue(ctx, "q", []persistence.NewJob{job("q1", "four-via-new", 4)}))
 

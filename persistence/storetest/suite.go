@@ -46,6 +46,8 @@ func Run(t *testing.T, h Harness) {
 		{"Rule9_PerformAllNow", testPerformAllNow},
 		{"Rule9_KillAndDeleteFailed", testKillDeleteFailed},
 		{"Rule9_DeleteJob", testDeleteJob},
+		{"Rule9_PerformOneJobNow", testPerformJobNow},
+		{"Rule9_KillOneJob", testKillJob},
 		{"Rule9_LookUpJob", testLookUpJob},
 		{"Rule10_Metrics", testMetrics},
 		{"Fencing_StaleOwnerIsRefused", testFencing},
@@ -763,6 +765,108 @@ func testDeleteJob(t *testing.T, h Harness) {
 	info, err := e.s.GetJob(e.ctx, e.queue, "b")
 	require.NoError(t, err)
 	require.NotNil(t, info.InFlight)
+}
+
+// docs/contract.md §3.9: perform one job now makes its queued entry due now
+// with its retry count and error kept; other jobs, unknown ids and an
+// in-flight batch of the id are untouched.
+func testPerformJobNow(t *testing.T, h Harness) {
+	e := newEnv(t, h, 1)
+	later := func(id string) persistence.NewJob {
+		j := job(id, "v", 1)
+		j.PerformAt = e.at(time.Hour)
+		return j
+	}
+	e.enqueue(later("a"), later("b"), job("f", "v", 1))
+	o := e.own(0)
+	require.Equal(t, []string{"f"}, ids(o.next(1).Batch))
+	o.next(0, o.fail("f", "boom", time.Hour))
+
+	for _, id := range []string{"a", "f"} {
+		ok, err := e.s.PerformJobNow(e.ctx, e.queue, id)
+		require.NoError(t, err)
+		require.True(t, ok, id)
+		require.True(t, e.get(id).PerformAt.Equal(e.clock.Now()), id)
+	}
+	require.True(t, e.get("b").PerformAt.Equal(e.at(time.Hour)), "another job keeps its time")
+	f := e.get("f")
+	require.Equal(t, 0, f.RetryCount)
+	require.Equal(t, "boom", f.Error)
+	ok, err := e.s.PerformJobNow(e.ctx, e.queue, "a")
+	require.NoError(t, err)
+	require.True(t, ok, "a job already due is found and stays due")
+	ok, err = e.s.PerformJobNow(e.ctx, e.queue, "nope")
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	res := o.next(5)
+	require.ElementsMatch(t, []string{"a", "f"}, ids(res.Batch))
+	ok, err = e.s.PerformJobNow(e.ctx, e.queue, "a")
+	require.NoError(t, err)
+	require.False(t, ok, "an id only in flight has no queued entry to change")
+	info, err := e.s.GetJob(e.ctx, e.queue, "a")
+	require.NoError(t, err)
+	require.NotNil(t, info.InFlight)
+	_, err = e.s.PerformJobNow(e.ctx, "nope", "a")
+	require.ErrorIs(t, err, persistence.ErrUnknownQueue)
+}
+
+// docs/contract.md §3.9: kill one job moves all its queued payloads to the
+// morgue with its last error ("killed" when it never failed); an in-flight
+// batch of the id is untouched and settles as usual.
+func testKillJob(t *testing.T, h Harness) {
+	e := newEnv(t, h, 1)
+	n := 2500
+	if h.Light {
+		n = 300
+	}
+	var jobs []persistence.NewJob
+	for i := range n {
+		jobs = append(jobs, job("big", fmt.Sprint("p", i), float64(i)))
+	}
+	e.enqueue(append(jobs, job("a", "x", 1), job("a", "y", 2), job("b", "v", 1))...)
+
+	ok, err := e.s.KillJob(e.ctx, e.queue, "big")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Nil(t, e.get("big"))
+	page, err := e.s.ListMorgue(e.ctx, e.queue, persistence.ListOptions{Min: "big", Max: "big"})
+	require.NoError(t, err)
+	require.Len(t, page.Entries, 1)
+	require.Equal(t, n, max(page.Entries[0].PayloadCount, len(page.Entries[0].Payloads)))
+	require.Equal(t, "killed", page.Entries[0].Error)
+	require.NotNil(t, e.get("b"), "another job is untouched")
+
+	o := e.own(0)
+	for res := o.next(1); ids(res.Batch)[0] != "a"; res = o.next(1) {
+	}
+	e.enqueue(job("a", "z", 3))
+	ok, err = e.s.KillJob(e.ctx, e.queue, "a")
+	require.NoError(t, err)
+	require.True(t, ok)
+	info, err := e.s.GetJob(e.ctx, e.queue, "a")
+	require.NoError(t, err)
+	require.Nil(t, info.Queued)
+	require.Equal(t, []string{"x@1", "y@2"}, pl(info.InFlight.Payloads), "the in-flight batch is untouched")
+	page, err = e.s.ListMorgue(e.ctx, e.queue, persistence.ListOptions{Min: "a", Max: "a"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"z@3"}, pl(page.Entries[0].Payloads))
+
+	ok, err = e.s.KillJob(e.ctx, e.queue, "a")
+	require.NoError(t, err)
+	require.False(t, ok, "nothing queued is left to kill")
+	o.next(0, o.fail("a", "boom", time.Hour))
+	ok, err = e.s.KillJob(e.ctx, e.queue, "a")
+	require.NoError(t, err)
+	require.True(t, ok)
+	page, err = e.s.ListMorgue(e.ctx, e.queue, persistence.ListOptions{Min: "a", Max: "a"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"x@1", "y@2", "z@3"}, pl(page.Entries[0].Payloads))
+	require.Equal(t, "boom", page.Entries[0].Error, "a failed job keeps its last error")
+	require.EqualValues(t, 0, e.stats().Retries)
+	ok, err = e.s.KillJob(e.ctx, e.queue, "nope")
+	require.NoError(t, err)
+	require.False(t, ok)
 }
 
 // SPEC 3.9: look one job up: queued, in flight, both, or not found.

@@ -77,6 +77,9 @@ type ListedJob struct {
 type JobPage struct {
 	Jobs []ListedJob `json:"jobs"`
 	Next string      `json:"next"`
+	// Scanned is how many queued jobs an error search (error=) read; absent
+	// from other listings.
+	Scanned *int `json:"scanned,omitempty"`
 }
 
 // InFlightJob is an id's entry of its shard's in-flight batch, with the
@@ -136,6 +139,9 @@ type MorgueEntry struct {
 type MorguePage struct {
 	Entries []MorgueEntry `json:"entries"`
 	Next    string        `json:"next"`
+	// Scanned is how many entries an error search (error=) read; absent
+	// from other listings.
+	Scanned *int `json:"scanned,omitempty"`
 }
 
 // Selection is the body of POST /api/v1/queues/{q}/morgue/requeue and

@@ -789,6 +789,84 @@ func TestBrowser(t *testing.T) {
 		require.EqualValues(t, 1, f.stats("orders").MorgueLength)
 	})
 
+	step("job actions and search", func(t *testing.T) {
+		later := time.Now().Add(time.Hour)
+		require.NoError(t, f.store.Enqueue(f.ctx, "orders", []persistence.NewJob{
+			{ID: "act-1", Payload: []byte(`1`), PerformAt: later},
+			{ID: "act-2", Payload: []byte(`2`), PerformAt: later},
+		}))
+		// Run now: the queued entry becomes due now.
+		b.open("/queues/orders/job?id=act-1")
+		b.waitFor(`document.querySelector('#perform-job')`, "the run-now button")
+		b.click(`#perform-job`)
+		b.click(`#confirm-ok`)
+		b.waitFor(`[...document.querySelectorAll('.toast')].some(e => e.textContent === 'Job act-1 is due now')`, "the answer")
+		info, err := f.store.GetJob(f.ctx, "orders", "act-1")
+		require.NoError(t, err)
+		require.True(t, info.Queued.PerformAt.Before(later.Add(-time.Minute)), "act-1 is due now: %v", info.Queued.PerformAt)
+		// Kill: to the morgue, with the error "killed".
+		b.open("/queues/orders/job?id=act-2")
+		b.click(`#kill-job`)
+		b.click(`#confirm-ok`)
+		b.waitText(`.empty-title`, "No such job")
+		page, err := f.store.ListMorgue(f.ctx, "orders", persistence.ListOptions{Min: "act-2", Max: "act-2"})
+		require.NoError(t, err)
+		require.Len(t, page.Entries, 1)
+		require.Equal(t, "killed", page.Entries[0].Error)
+
+		// A long payload list shows its first five and a "Show all".
+		var many []persistence.NewJob
+		for i := range 12 {
+			sc := float64(i)
+			many = append(many, persistence.NewJob{ID: "many", Payload: []byte(fmt.Sprint(i)), Score: &sc})
+		}
+		require.NoError(t, f.store.Enqueue(f.ctx, "orders", many))
+		b.open("/queues/orders/job?id=many")
+		b.waitFor(`document.querySelectorAll('[data-record="queued"] .payload').length === 5`, "five payloads")
+		require.Equal(t, "Show all 12 payloads", b.text(`[data-record="queued"] .show-all`))
+		b.click(`[data-record="queued"] .show-all`)
+		b.waitFor(`document.querySelectorAll('[data-record="queued"] .payload').length === 12 && !document.querySelector('.show-all')`, "all twelve")
+
+		// Search by id: the ids that start with the text.
+		b.open("/queues/orders")
+		b.waitFor(`document.querySelector('.job[data-id="order-1"]')`, "the jobs")
+		b.do(chromedp.SendKeys(chromedp.CSS(`#search`), "act\n"))
+		b.waitFor(`location.search === '?idprefix=act' && document.querySelectorAll('.job').length === 1 && document.querySelector('.job[data-id="act-1"]')`, "act-1 alone")
+		require.Contains(t, b.text(`#search-active`), `ids starting with "act"`)
+		// Search over the last errors, in any case: no queued job failed
+		// since the failed ones were killed; the morgue has them.
+		b.open("/queues/orders")
+		b.waitFor(`document.querySelector('.job[data-id="order-1"]')`, "the jobs")
+		b.do(chromedp.SendKeys(chromedp.CSS(`#search`), "502 from INVENTORY"))
+		b.click(`#search-errors`)
+		b.waitFor(`new URLSearchParams(location.search).get('error') === '502 from INVENTORY'`, "the search")
+		b.waitText(`.empty-title`, "No match")
+		// The failed jobs: a job that failed and waits for its retry.
+		require.NoError(t, f.store.RegisterQueue(f.ctx, persistence.QueueSpec{Name: "search", Shards: 1}))
+		f.enqueue("search", persistence.NewJob{ID: "r-fail", Payload: []byte(`1`)}, persistence.NewJob{ID: "r-ok", Payload: []byte(`2`)})
+		f.settleAll("search", 1, "node-a", func(id string) *persistence.Failure {
+			if id != "r-fail" {
+				return nil
+			}
+			return &persistence.Failure{ID: id, Error: "Disk FULL on report host", RetryAt: time.Now().Add(time.Hour)}
+		}, 25)
+		f.enqueue("search", persistence.NewJob{ID: "r-fresh", Payload: []byte(`3`)})
+		b.open("/queues/search?error=disk+full")
+		b.waitFor(`document.querySelectorAll('.job').length === 1 && document.querySelector('.job[data-id="r-fail"]')`, "the failed job")
+		require.Contains(t, b.text(`#pager-text`), "1 searched")
+		b.open("/queues/orders/morgue")
+		b.waitFor(`document.querySelectorAll('.job.dead').length === 2`, "the morgue")
+		b.do(chromedp.SendKeys(chromedp.CSS(`#search`), "502 from INVENTORY"))
+		b.click(`#search-errors`)
+		b.waitFor(`document.querySelectorAll('.job.dead').length === 1 && document.querySelector('.job.dead[data-id="retry-1"]')`, "the matching entry")
+		require.Contains(t, b.text(`#pager-text`), "2 searched")
+		b.screenshot("search")
+		b.open("/queues/orders/morgue?error=KILLED")
+		b.waitFor(`document.querySelectorAll('.job.dead').length === 1 && document.querySelector('.job.dead[data-id="act-2"]')`, "the killed entry")
+		b.click(`#clear-search`)
+		b.waitFor(`location.search === '' && document.querySelectorAll('.job.dead').length === 2`, "the search cleared")
+	})
+
 	step("errors", func(t *testing.T) {
 		// An unknown queue: the API's 404 says so.
 		b.open("/queues/nope")
@@ -880,6 +958,17 @@ func TestBrowserReadToken(t *testing.T) {
 		require.False(t, visible(sel), "%s is hidden", sel)
 	}
 	b.screenshot("read-only")
+
+	// The job page: run now, kill and delete are hidden; the search works.
+	b.open("/queues/orders/job?id=order-1")
+	b.waitText(`.job-id-big`, "order-1")
+	b.waitFor(`document.body.classList.contains('read-only')`, "the read-only mode on the job page")
+	require.Equal(t, 3, eval[int](b, `document.querySelectorAll('#perform-job, #kill-job, #delete-job').length`), "the actions exist")
+	for _, sel := range []string{`#perform-job`, `#kill-job`, `#delete-job`} {
+		require.False(t, visible(sel), "%s is hidden", sel)
+	}
+	b.open("/queues/orders?idprefix=order-")
+	b.waitFor(`document.querySelectorAll('.job').length > 0 && [...document.querySelectorAll('.job')].every(e => e.dataset.id.startsWith('order-'))`, "the search with read access")
 
 	b.open("/queues/orders/morgue")
 	b.waitFor(`document.querySelectorAll('.job.dead').length === 3`, "the morgue entries")

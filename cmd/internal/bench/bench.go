@@ -73,7 +73,13 @@ type Result struct {
 	// RedisCPUSec Redis's.
 	CPUSec      float64 `json:"cpu_seconds,omitempty"`
 	RedisCPUSec float64 `json:"redis_cpu_seconds,omitempty"`
-	PeakRSSMB   float64 `json:"peak_rss_mb,omitempty"`
+	// CPUPerJobMicros is CPUSec + RedisCPUSec per job, in microseconds
+	// (the webhook scenarios' receiver included).
+	CPUPerJobMicros float64 `json:"cpu_per_job_us,omitempty"`
+	// Calls counts handler calls (webhook requests in the webhook
+	// scenarios).
+	Calls     int     `json:"calls,omitempty"`
+	PeakRSSMB float64 `json:"peak_rss_mb,omitempty"`
 	// FailoverSec is the time from SIGKILL until every shard of the killed
 	// node was held by another.
 	FailoverSec float64 `json:"failover_seconds,omitempty"`
@@ -113,6 +119,9 @@ type scenario struct {
 	// 3 masters), "replica" (a master with one replica).
 	topology   string
 	durability string // the store's durability mode [async]
+	// webhook hands the jobs to an http handler (package webhook) that
+	// posts them to a minimal Go receiver in the same process.
+	webhook bool
 }
 
 var scenarios = []scenario{
@@ -124,6 +133,8 @@ var scenarios = []scenario{
 	{name: "payload1k", desc: "as lowkiq, 1 KiB payloads", kind: "throughput", shards: 5, batch: 1, concurrency: 5, nodes: 1, payload: 1024, jobs: 1},
 	{name: "merge", desc: "100 payloads per id (merged while waiting), batch 10", kind: "throughput", shards: 5, batch: 10, concurrency: 5, nodes: 1, perID: 100, jobs: 1},
 	{name: "delayed", desc: "as batch10, perform_at spread over the next 2 s", kind: "throughput", shards: 5, batch: 10, concurrency: 5, nodes: 1, delay: 2 * time.Second, jobs: 1},
+	{name: "webhook", desc: "as lowkiq, handled over HTTP: a webhook queue posting to a minimal Go receiver in the same process, one call per job", kind: "throughput", shards: 5, batch: 1, concurrency: 5, nodes: 1, jobs: 1, webhook: true},
+	{name: "webhook10", desc: "as webhook, batch size 10", kind: "throughput", shards: 5, batch: 10, concurrency: 5, nodes: 1, jobs: 1, webhook: true},
 	{name: "nodes3", desc: "as lowkiq on 3 nodes in one process (a cluster)", kind: "throughput", shards: 5, batch: 1, concurrency: 5, nodes: 3, jobs: 1},
 	{name: "latency", desc: "idle node: enqueue one job, wait for its handler; 500 times", kind: "latency", shards: 5, batch: 1, concurrency: 5, nodes: 1},
 	{name: "failover", desc: "3 node processes under load, SIGKILL one", kind: "failover", shards: 16, batch: 5, concurrency: 5, nodes: 3, jobs: 0.2},

@@ -36,6 +36,10 @@ func TestScenariosRunAndAudit(t *testing.T) {
 			require.Positive(t, r.ProcessPerSec, r.Scenario)
 			require.Positive(t, r.RedisCmdsPerJob, r.Scenario)
 			require.Equal(t, r.Jobs, r.Audit.Acked, r.Scenario)
+			require.Positive(t, r.CPUPerJobMicros, r.Scenario)
+		}
+		if r.Scenario == "webhook" {
+			require.Equal(t, r.Jobs, r.Calls, "one webhook request per job at batch 1")
 		}
 	}
 	_, err = Run(context.Background(), Config{Redis: srv.URL(), Scenarios: []string{"nope"}})

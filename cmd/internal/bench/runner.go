@@ -284,6 +284,15 @@ func (r *runner) throughput(ctx context.Context, sc scenario, res *Result) error
 	jobs = nil
 
 	rc := &recorder{}
+	handler := rc.handler
+	if sc.webhook {
+		rv, err := startReceiver(rc)
+		if err != nil {
+			return err
+		}
+		defer rv.close()
+		handler = rv.handler
+	}
 	before, err := redisserver.ReadUsage(ctx, c)
 	if err != nil {
 		return err
@@ -291,7 +300,7 @@ func (r *runner) throughput(ctx context.Context, sc scenario, res *Result) error
 	resetPeakRSS()
 	cpu0 := cpuSeconds()
 	t1 := time.Now()
-	nodes, stores, stop, err := r.startNodes(ctx, sc, prefix, rc.handler)
+	nodes, stores, stop, err := r.startNodes(ctx, sc, prefix, handler)
 	if err != nil {
 		return err
 	}
@@ -325,7 +334,10 @@ func (r *runner) throughput(ctx context.Context, sc scenario, res *Result) error
 	res.RoundTripsPerJob = float64(rt) / float64(n)
 	res.RedisCmdsPerJob = float64(used.Commands) / float64(n)
 	res.RedisCPUSec = used.CPUSeconds
-	res.Audit = audit(rc.rec.Calls(), enqueued, false)
+	res.CPUPerJobMicros = (res.CPUSec + res.RedisCPUSec) / float64(n) * 1e6
+	calls := rc.rec.Calls()
+	res.Calls = countCalls(calls)
+	res.Audit = audit(calls, enqueued, false)
 	return cleanup(ctx, c, prefix)
 }
 
@@ -519,4 +531,14 @@ func peakRSSMB() float64 {
 		}
 	}
 	return 0
+}
+
+// countCalls counts the distinct handler calls of a history (a call of a
+// batch of k ids is recorded as k entries with one delivery name).
+func countCalls(calls []history.Call) int {
+	seen := make(map[string]struct{}, len(calls))
+	for _, c := range calls {
+		seen[c.Delivery] = struct{}{}
+	}
+	return len(seen)
 }

@@ -112,7 +112,7 @@ func benchCmd(e *env, args []string) int {
 
 func printBench(e *env, results []bench.Result) {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "SCENARIO\tJOBS\tENQUEUE/S\tPROCESS/S\tWALL\tP50\tP99\tRT/JOB\tCMDS/JOB\tCPU\tREDIS CPU\tPEAK MB\tFAILOVER\tAUDIT\t")
+	fmt.Fprintln(tw, "SCENARIO\tJOBS\tENQUEUE/S\tPROCESS/S\tWALL\tP50\tP99\tCALLS\tRT/JOB\tCMDS/JOB\tCPU\tREDIS CPU\tCPU/JOB\tPEAK MB\tFAILOVER\tAUDIT\t")
 	num := func(v float64, format string) string {
 		if v == 0 {
 			return "-"
@@ -126,11 +126,11 @@ func printBench(e *env, results []bench.Result) {
 		} else if r.Audit.Duplicates > 0 {
 			audit = fmt.Sprintf("ok (%d redelivered)", r.Audit.Duplicates)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Scenario, r.Jobs,
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Scenario, r.Jobs,
 			num(r.EnqueuePerSec, "%.0f"), num(r.ProcessPerSec, "%.0f"), num(r.WallSec, "%.2fs"),
-			num(r.LatencyP50Ms, "%.2fms"), num(r.LatencyP99Ms, "%.2fms"),
+			num(r.LatencyP50Ms, "%.2fms"), num(r.LatencyP99Ms, "%.2fms"), num(float64(r.Calls), "%.0f"),
 			num(r.RoundTripsPerJob, "%.3f"), num(r.RedisCmdsPerJob, "%.2f"),
-			num(r.CPUSec, "%.2fs"), num(r.RedisCPUSec, "%.2fs"), num(r.PeakRSSMB, "%.0f"),
+			num(r.CPUSec, "%.2fs"), num(r.RedisCPUSec, "%.2fs"), num(r.CPUPerJobMicros, "%.1fµs"), num(r.PeakRSSMB, "%.0f"),
 			num(r.FailoverSec, "%.2fs"), audit)
 	}
 	tw.Flush()

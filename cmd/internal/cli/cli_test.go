@@ -336,7 +336,7 @@ func TestHelpCommand(t *testing.T) {
 	t.Parallel()
 	code, out, _ := runCLI([]string{"help"}, nil)
 	require.Equal(t, ExitOK, code)
-	require.Contains(t, out, "Commands:\n  enqueue   enqueue a job given by flags, or the jobs of a JSONL file\n")
+	require.Contains(t, out, "Commands:\n  enqueue     enqueue a job given by flags, or the jobs of a JSONL file\n")
 	code, out, _ = runCLI([]string{"help", "members"}, nil)
 	require.Equal(t, ExitOK, code)
 	require.True(t, strings.HasPrefix(out, "Usage: orderly members"), out)

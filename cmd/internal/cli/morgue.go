@@ -63,7 +63,9 @@ its last error and its payloads (long cells are cut; --json shows them
 whole, each payload as "payload" when it is JSON, else "payload_base64").
 When there are more entries, the last line is "next: <cursor>": pass it to
 --cursor, with the same --order and --rev, for the next page. --min and
---max bound the sort key, inclusive: ids, or unix seconds for updated_at.`,
+--max bound the sort key, inclusive: ids, or unix seconds for updated_at.
+--error TEXT keeps the entries whose last error contains TEXT (any case):
+the node reads up to 10,000 entries per page and says how many it searched.`,
 	Examples: []string{
 		"orderly morgue list --queue orders",
 		"orderly morgue list --queue orders --order updated_at --rev --limit 20",
@@ -89,6 +91,7 @@ func morgueList(e *env, args []string) int {
 	cursor := fs.String("cursor", "", "continue after a previous page (its next: line)")
 	minKey := fs.String("min", "", "lowest sort key to list (an id, or unix seconds for updated_at)")
 	maxKey := fs.String("max", "", "highest sort key to list")
+	errText := fs.String("error", "", "keep the entries whose last error contains this text, any case (the node reads up to 10,000 entries per page)")
 	if code, stop := e.parse(fs, args); stop {
 		return code
 	}
@@ -110,7 +113,7 @@ func morgueList(e *env, args []string) int {
 	if set["limit"] {
 		q.Set("limit", strconv.Itoa(*limit))
 	}
-	for name, v := range map[string]string{"cursor": *cursor, "min": *minKey, "max": *maxKey} {
+	for name, v := range map[string]string{"cursor": *cursor, "min": *minKey, "max": *maxKey, "error": *errText} {
 		if v != "" {
 			q.Set(name, v)
 		}
@@ -128,7 +131,9 @@ func morgueList(e *env, args []string) int {
 		return e.fail("morgue list", fmt.Errorf("the node's answer is not the expected JSON: %w", err))
 	}
 	if len(page.Entries) == 0 && page.Next == "" {
-		if *cursor == "" && *minKey == "" && *maxKey == "" {
+		if *errText != "" {
+			fmt.Fprintln(e.stdout, "no match")
+		} else if *cursor == "" && *minKey == "" && *maxKey == "" {
 			fmt.Fprintf(e.stdout, "the morgue of %s is empty\n", *queue)
 		} else {
 			fmt.Fprintln(e.stdout, "no more entries")
@@ -141,6 +146,9 @@ func morgueList(e *env, args []string) int {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cell(m.ID, idWidth), unixTime(m.UpdatedAt), cell(m.Error, errorWidth), payloadsCell(m))
 	}
 	tw.Flush()
+	if page.Scanned != nil {
+		fmt.Fprintf(e.stdout, "searched %d entries\n", *page.Scanned)
+	}
 	if page.Next != "" {
 		fmt.Fprintf(e.stdout, "next: %s\n", printable(page.Next))
 	}

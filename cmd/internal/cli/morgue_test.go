@@ -91,6 +91,16 @@ order-3           2023-11-14T22:15:20Z  boom                                    
 	require.Equal(t, "orderly morgue list: unknown queue \"nope\" (field queue; HTTP 404)\n", r.stderr)
 }
 
+func TestMorgueListErrorSearch(t *testing.T) {
+	t.Parallel()
+	n := morgueNode(t)
+	out := n.run("morgue", "list", "--queue", "orders", "--error", "LINE TWO").ok(t)
+	require.Contains(t, out, "order-2")
+	require.NotContains(t, out, "order-1")
+	require.Contains(t, out, "searched 4 entries\n")
+	require.Equal(t, "no match\n", n.run("morgue", "list", "--queue", "orders", "--error", "nothing").ok(t))
+}
+
 func TestMorgueListUsage(t *testing.T) {
 	t.Parallel()
 	n := newNode(t)

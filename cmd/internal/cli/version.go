@@ -108,7 +108,7 @@ func helpCmd(e *env, args []string) int {
 func summaries() string {
 	var b strings.Builder
 	for _, c := range commands {
-		fmt.Fprintf(&b, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintf(&b, "  %-11s %s\n", c.name, c.summary)
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }

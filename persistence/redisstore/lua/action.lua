@@ -5,8 +5,9 @@
 -- KEYS: the shard key set (lib.lua).
 -- ARGV[1] now ("" = Redis TIME; the client passes the first call's time to
 --         the next calls of one action)
--- ARGV[2] action: "perform_now", "kill_failed", "delete_failed" or "delete"
--- ARGV[3] limit (ids per call), or for "delete" the id
+-- ARGV[2] action: "perform_now", "kill_failed", "delete_failed", or one
+--         id's: "delete", "perform_now_id" or "kill_id"
+-- ARGV[3] limit (ids per call), or for the actions of one id the id
 -- ARGV[4] notification channel
 -- ARGV[5] shard number (the notification message)
 -- ARGV[6] most payloads of one id moved or deleted per call
@@ -17,6 +18,11 @@
 -- kill_failed moves up to limit queued jobs with retry_count >= 0 to the
 -- morgue with their payloads and error; delete_failed deletes them; delete
 -- deletes the queued entry of one id (an in-flight one is untouched).
+-- perform_now_id makes the queued entry of one id due now (its retry count
+-- and error kept; a hold of a restored call still applies); kill_id moves
+-- up to ARGV[6] of its queued payloads per call to the morgue, with its
+-- last error ("killed" for a job that never failed). Neither touches an
+-- in-flight batch of the id (docs/contract.md §3.9).
 --
 -- Returns {done, seen, partial, held, now}: done counts ids changed
 -- completely, seen the ids looked at, partial the ids left with payloads
@@ -37,6 +43,36 @@ if action == "delete" then
   local r = load(id)
   if not r then return {0, 0, 0, 0, NOW} end
   if drop_overflow("q", id, r, maxp) > 0 then
+    store(id, r, r.rc)
+    return {0, 1, 1, 0, NOW}
+  end
+  unlink(id, r)
+  return {1, 1, 0, 0, NOW}
+end
+
+if action == "perform_now_id" then
+  local id = ARGV[3]
+  local r = load(id)
+  if not r then return {0, 0, 0, 0, NOW} end
+  local held = 0
+  if not r.fseq and tonumber(r.at) > NOWN then
+    r.at = NOW
+    store(id, r, r.rc)
+    redis.call("PUBLISH", ARGV[4], ARGV[5])
+  end
+  if r.hold and tonumber(r.hold) > NOWN then held = 1 end
+  return {1, 1, 0, held, NOW}
+end
+
+if action == "kill_id" then
+  local id = ARGV[3]
+  local r = load(id)
+  if not r then return {0, 0, 0, 0, NOW} end
+  local err = r.err
+  if err == "" then err = "killed" end
+  local got = take_payloads("q", id, r, maxp)
+  morgue_put(id, got, err, NOW)
+  if #r.ps + r.ovn > 0 then
     store(id, r, r.rc)
     return {0, 1, 1, 0, NOW}
   end

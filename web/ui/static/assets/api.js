@@ -155,6 +155,7 @@ export const api = {
   jobs: (q, params, opts) => get(path('queues', q, 'jobs') + query(params), opts),
   job: (q, id, opts) => get(path('queues', q, 'jobs', id), opts),
   deleteJob: (q, id) => request('DELETE', path('queues', q, 'jobs', id)),
+  jobAction: (q, id, action) => post(path('queues', q, 'jobs', id, 'actions', action)),
   processing: (q, opts) => get(path('queues', q, 'processing'), opts),
   action: (q, action) => post(path('queues', q, 'actions', action)),
   morgue: (q, params, opts) => get(path('queues', q, 'morgue') + query(params), opts),

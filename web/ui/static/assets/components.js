@@ -149,15 +149,31 @@ export function payloadBlock(p, i) {
     h('pre', {class: ['code', t.kind]}, t.text));
 }
 
-/** payloadList renders a job's payloads and, when some are not shown, a note. */
+// A payload list longer than this shows its first ones and a "Show all".
+const COLLAPSE_AFTER = 5;
+
+/**
+ * payloadList renders a job's payloads and, when some are not shown, a
+ * note. A long list shows its first COLLAPSE_AFTER payloads and a button
+ * that shows the rest.
+ */
 export function payloadList(payloads, count, moreHref) {
   const shown = payloads || [];
   const more = count - shown.length;
-  return h('div', {class: 'payloads'},
-    shown.map(payloadBlock),
-    more > 0 ? h('div', {class: 'payloads-more'},
+  const head = shown.slice(0, COLLAPSE_AFTER), tail = shown.slice(COLLAPSE_AFTER);
+  const list = h('div', {class: 'payloads'}, head.map(payloadBlock));
+  if (tail.length > 0) {
+    const showAll = h('button', {type: 'button', class: 'btn small show-all', onclick: () => {
+      showAll.replaceWith(...tail.map(payloadBlock));
+    }}, `Show all ${num(shown.length)} payloads`);
+    list.append(showAll);
+  }
+  if (more > 0) {
+    list.append(h('div', {class: 'payloads-more'},
       `${plural(more, 'more payload')} not shown`,
-      moreHref ? [' · ', h('a', {href: moreHref}, 'open the job')] : null) : null);
+      moreHref ? [' · ', h('a', {href: moreHref}, 'open the job')] : null));
+  }
+  return list;
 }
 
 /** errorBlock renders a job's last error, or nothing. */

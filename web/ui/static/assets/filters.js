@@ -26,7 +26,56 @@ export function readFilters(query, orders) {
     page: Math.max(1, parseInt(query.page, 10) || 1),
     // The page size, when the URL sets one (1 to 1000); the page's default otherwise.
     limit: Math.min(1000, Math.max(0, parseInt(query.limit, 10) || 0)) || 0,
+    // Searches: ids starting with idprefix (an id listing between bounds),
+    // or entries whose last error contains error (the API's error=).
+    idprefix: query.idprefix || '',
+    error: query.error || '',
   };
+}
+
+// The highest code point: an id listing from p to p + TOP holds every id
+// that starts with p.
+const TOP = '\u{10FFFF}';
+
+/**
+ * searchBounds turns the filters' search into listing parameters: an id
+ * prefix becomes an id range, an error text the API's error= (over the
+ * failed jobs only, with failedOnly).
+ */
+export function searchBounds(f, {failedOnly = false} = {}) {
+  if (f.idprefix) return {order: 'id', min: f.idprefix, max: f.idprefix + TOP, rev: f.rev};
+  // Only jobs that failed (retry_count >= 0) have a last error: the
+  // search reads just those, through the retry index.
+  if (f.error && failedOnly) return {error: f.error, order: 'retry_count', min: '0', max: ''};
+  if (f.error) return {error: f.error};
+  return {};
+}
+
+/**
+ * searchBar renders the search: by id (the ids that start with the text)
+ * or over the last errors (a bounded scan on the node, which says how many
+ * entries it read).
+ */
+export function searchBar({base, filters, what}) {
+  const input = h('input', {class: 'input', id: 'search', type: 'search', value: filters.idprefix || filters.error,
+    placeholder: `Find ${what} by id, or by text in their last error`, 'aria-label': 'Search', spellcheck: 'false', autocomplete: 'off'});
+  const go = (key) => {
+    const v = input.value;
+    if (v === '') return navigate(base);
+    navigate(base + '?' + new URLSearchParams({[key]: v}));
+  };
+  const active = filters.idprefix
+    ? [`ids starting with ${JSON.stringify(filters.idprefix)}`]
+    : filters.error ? [`last error contains ${JSON.stringify(filters.error)} (any case)`] : null;
+  return h('form', {class: 'filters search', role: 'search', onsubmit: (e) => { e.preventDefault(); go('idprefix'); }},
+    h('div', {class: 'filter-row'},
+      h('div', {class: 'filter-group grow'}, h('span', {class: 'filter-label'}, 'Search'),
+        h('div', {class: 'range'}, input,
+          h('button', {type: 'submit', class: 'btn primary', id: 'search-id', title: 'ids that start with the text'}, 'Find id'),
+          h('button', {type: 'button', class: 'btn', id: 'search-errors', onclick: () => go('error'),
+            title: 'entries whose last error contains the text; the node reads up to 10,000 entries per page'}, 'Search errors'),
+          active ? h('a', {class: 'btn ghost', href: base, id: 'clear-search'}, 'Clear') : null))),
+    active ? h('div', {class: 'filter-hint muted', id: 'search-active'}, 'Showing ', active) : null);
 }
 
 /** filtersQuery renders the listing state as query parameters (defaults left out). */
@@ -39,6 +88,8 @@ export function filtersQuery(f, orders) {
   if (f.cursor) q.cursor = f.cursor;
   if (f.limit) q.limit = String(f.limit);
   if (f.cursor && f.page > 1) q.page = String(f.page);
+  if (f.idprefix) q.idprefix = f.idprefix;
+  if (f.error) q.error = f.error;
   return q;
 }
 
@@ -89,7 +140,7 @@ function describeBound(order, text) {
  */
 export function filterBar({base, orders, filters, quick = [], extra}) {
   const go = (f) => {
-    const q = new URLSearchParams(filtersQuery({...f, cursor: '', page: 1}, orders)).toString();
+    const q = new URLSearchParams(filtersQuery({...f, cursor: '', page: 1, idprefix: ''}, orders)).toString();
     navigate(base + (q ? '?' + q : ''));
   };
   const min = h('input', {class: 'input', name: 'min', value: filters.min, placeholder: ORDERS[filters.order].from,
@@ -151,7 +202,7 @@ export function filterBar({base, orders, filters, quick = [], extra}) {
 }
 
 /** pager renders "First page" and "Next page" links for cursor paging. */
-export function pager({base, orders, filters, next, shown}) {
+export function pager({base, orders, filters, next, shown, scanned}) {
   const first = filters.cursor
     ? h('a', {class: 'btn', href: base + qs(filtersQuery({...filters, cursor: '', page: 1}, orders))}, icon('arrowLeft'), 'First page')
     : null;
@@ -160,7 +211,7 @@ export function pager({base, orders, filters, next, shown}) {
       'Next page', icon('arrowRight'))
     : null;
   return h('div', {class: 'pager'},
-    h('span', {class: 'muted'}, `Page ${filters.page} · ${shown}${next ? '' : ' · end of the listing'}`),
+    h('span', {class: 'muted', id: 'pager-text'}, `Page ${filters.page} · ${shown}${scanned === undefined ? '' : ` · ${scanned} searched`}${next ? '' : ' · end of the listing'}`),
     h('div', {class: 'pager-links'}, first, nextLink));
 }
 

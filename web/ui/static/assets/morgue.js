@@ -9,7 +9,7 @@ import {
   button, clearBanner, confirmDialog, emptyState, errorBlock, loading, payloadList, queueHeader, queueHref,
   reportError, timeText, toast,
 } from './components.js';
-import {boundValue, filterBar, pager, readFilters} from './filters.js';
+import {boundValue, filterBar, pager, readFilters, searchBar, searchBounds} from './filters.js';
 
 const MORGUE_ORDERS = ['id', 'updated_at'];
 const PAGE_SIZE = 50;
@@ -111,18 +111,22 @@ export function render(root, {params: [q], query, signal}) {
       return;
     }
     try {
-      const page = await api.morgue(q, {order: f.order, min, max, rev: f.rev, cursor: f.cursor, limit: f.limit || PAGE_SIZE, payloads: 5}, {signal});
+      const page = await api.morgue(q, {order: f.order, min, max, rev: f.rev, cursor: f.cursor, limit: f.limit || PAGE_SIZE, payloads: 5,
+        ...searchBounds(f)}, {signal});
       clearBanner('morgue');
       if (signal.aborted) return;
       entries = page.entries;
       for (const id of [...selected]) if (!entries.some((e) => e.id === id)) selected.delete(id);
       if (entries.length === 0) {
         const filtered = f.min || f.max || f.cursor;
-        mount(list, emptyState('inbox', filtered ? 'No entries in this range' : 'The morgue is empty',
-          filtered ? 'Widen the range or clear the filter.' : 'Jobs that run out of retries land here, with their last error.'));
+        const searched = f.idprefix || f.error;
+        mount(list, emptyState(searched ? 'search' : 'inbox', searched ? 'No match' : filtered ? 'No entries in this range' : 'The morgue is empty',
+          searched ? `No entry matches the search${page.next ? ` among the ${page.scanned} read so far` : ''}.`
+            : filtered ? 'Widen the range or clear the filter.' : 'Jobs that run out of retries land here, with their last error.'),
+        page.next ? pager({base, orders: MORGUE_ORDERS, filters: f, next: page.next, shown: 'no match', scanned: page.scanned}) : null);
       } else {
         mount(list, entries.map(card),
-          pager({base, orders: MORGUE_ORDERS, filters: f, next: page.next, shown: plural(entries.length, 'entry', 'entries')}));
+          pager({base, orders: MORGUE_ORDERS, filters: f, next: page.next, shown: plural(entries.length, 'entry', 'entries'), scanned: page.scanned}));
       }
     } catch (e) {
       if (signal.aborted) return;
@@ -135,6 +139,7 @@ export function render(root, {params: [q], query, signal}) {
 
   mount(root,
     queueHeader(q, 'morgue', signal),
+    searchBar({base, filters: f, what: 'entries'}),
     filterBar({base, orders: MORGUE_ORDERS, filters: f,
       extra: button('Refresh', {icon: 'refresh', small: true, onclick: () => { refreshLive(); load(); }}),
       quick: [['Newest first', {order: 'updated_at', dir: 'desc'}], ['Oldest first', {order: 'updated_at'}],

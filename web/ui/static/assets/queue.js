@@ -1,5 +1,6 @@
 // A queue's pages: the jobs listing (/queues/{q}), the in-flight batches
-// (/queues/{q}/processing) and one job (/queues/{q}/job?id=...).
+// (/queues/{q}/processing) and one job (/queues/{q}/job?id=...), with its
+// actions: run now, kill, delete.
 
 import {h, mount} from './dom.js';
 import {ApiError, api, isDotId} from './api.js';
@@ -9,7 +10,7 @@ import {
   button, clearBanner, confirmDialog, emptyState, errorBlock, every, idText, jobHref, loading, payloadList,
   queueHeader, queueHref, reportError, retryBadge, timeText, toast,
 } from './components.js';
-import {boundValue, filterBar, pager, readFilters} from './filters.js';
+import {boundValue, filterBar, pager, readFilters, searchBar, searchBounds} from './filters.js';
 
 // perform_at first: the default order, a bounded read at any size (ordering
 // by id scans the queue).
@@ -131,18 +132,25 @@ export function renderJobs(root, {params: [q], query, signal}) {
     }
     try {
       const page = await api.jobs(q, {order: f.order, min, max, rev: f.rev, cursor: f.cursor, limit: f.limit || PAGE_SIZE,
-        payloads: LIST_PAYLOADS}, {signal});
+        payloads: LIST_PAYLOADS, ...searchBounds(f, {failedOnly: true})}, {signal});
       clearBanner('jobs');
       if (signal.aborted) return;
       if (page.jobs.length === 0) {
         const filtered = f.min || f.max || f.cursor;
-        mount(list, emptyState('inbox', filtered ? 'No jobs in this range' : 'No queued jobs',
-          filtered ? 'Widen the range or clear the filter.' : 'Jobs appear here when they are enqueued; jobs in flight are on the Processing tab.'));
+        const searched = f.idprefix || f.error;
+        if (searched && page.next) {
+          mount(list, emptyState('search', 'No match yet', `${page.scanned} jobs searched so far.`),
+            pager({base, orders: JOB_ORDERS, filters: f, next: page.next, shown: 'no match', scanned: page.scanned}));
+          return;
+        }
+        mount(list, emptyState('inbox', searched ? 'No match' : filtered ? 'No jobs in this range' : 'No queued jobs',
+          searched ? 'No queued job matches the search (jobs in flight are on the Processing tab).'
+            : filtered ? 'Widen the range or clear the filter.' : 'Jobs appear here when they are enqueued; jobs in flight are on the Processing tab.'));
         return;
       }
       mount(list,
         page.jobs.map((j) => jobCard(q, j, load)),
-        pager({base, orders: JOB_ORDERS, filters: f, next: page.next, shown: plural(page.jobs.length, 'job')}));
+        pager({base, orders: JOB_ORDERS, filters: f, next: page.next, shown: plural(page.jobs.length, 'job'), scanned: page.scanned}));
     } catch (e) {
       if (signal.aborted) return;
       reportError('jobs', `Could not list the jobs of ${q}.`, e);
@@ -152,6 +160,7 @@ export function renderJobs(root, {params: [q], query, signal}) {
   const refreshBtn = button('Refresh', {icon: 'refresh', small: true, onclick: () => { refreshLive(); load(); }});
   mount(root,
     queueHeader(q, 'jobs', signal, queueActions(q, load)),
+    searchBar({base, filters: f, what: 'jobs'}),
     filterBar({base, orders: JOB_ORDERS, filters: f, extra: refreshBtn, quick: [
       ['All', {}],
       ['Fresh', {order: 'retry_count', max: '-1'}, 'retry_count -1: never failed'],
@@ -272,6 +281,43 @@ export function renderJob(root, {params: [q], query, signal}) {
   load();
 }
 
+// The actions of one job (docs/contract.md §3.9), on its queued entry.
+const JOB_ACTIONS = {
+  perform_now: {
+    label: 'Run now', icon: 'play', kind: null, id: 'perform-job',
+    title: 'Run this job now?',
+    text: 'The queued entry becomes due now; its retry count and last error are kept.',
+    done: (id) => `Job ${id} is due now`,
+  },
+  kill: {
+    label: 'Kill', icon: 'skull', kind: 'warn', id: 'kill-job',
+    title: 'Kill this job?',
+    text: 'Every queued payload of this id goes to the morgue with its last error; it can be requeued from there.',
+    done: (id) => `Killed job ${id}: moved to the morgue`,
+  },
+};
+
+function jobActionButtons(q, j, reload) {
+  if (!j.queued) return [];
+  return Object.entries(JOB_ACTIONS).map(([action, a]) => isDotId(j.id)
+    ? button(a.label, {icon: a.icon, small: true, disabled: true, title: DOT_ID_NOTE, write: true})
+    : button(a.label, {icon: a.icon, small: true, id: a.id, write: true, dataset: {jobAction: action}, onclick: async () => {
+      const ok = await confirmDialog({title: a.title, message: [h('p', null, a.text),
+        j.in_flight ? h('p', {class: 'modal-note'}, 'The call in flight for this id is not touched: it finishes and settles as usual.') : null],
+      confirm: a.label, danger: a.kind === 'warn'});
+      if (!ok) return;
+      try {
+        await api.jobAction(q, j.id, action);
+        toast(a.done(j.id));
+        clearBanner('action');
+      } catch (e) {
+        reportError('action', `${a.label} failed.`, e);
+      }
+      refreshLive();
+      reload();
+    }}));
+}
+
 function jobDetail(q, j, reload) {
   const del = j.queued && isDotId(j.id)
     ? button('Delete queued entry', {icon: 'trash', kind: 'danger-outline', small: true, disabled: true, title: DOT_ID_NOTE, write: true})
@@ -289,6 +335,7 @@ function jobDetail(q, j, reload) {
         j.queued ? h('span', {class: 'badge queued'}, 'queued') : null,
         j.in_flight ? h('span', {class: 'badge inflight'}, 'in flight') : null,
         button('Refresh', {icon: 'refresh', small: true, onclick: reload}),
+        jobActionButtons(q, j, reload),
         del)),
     h('div', {class: 'detail-cols'},
       recordPanel('Queued', j.queued, 'queued', 'Not queued: no payload of this id is waiting.'),

@@ -1,0 +1,374 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/orderlyhq/orderly/cmd/internal/usage"
+	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/web/apiv1"
+)
+
+// jobsHelp is the help of "orderly jobs" itself.
+var jobsHelp = help{
+	Usage: []string{
+		"orderly jobs list        --queue Q [--order id|perform_at|retry_count] [--rev] [--limit N] [--cursor C] [flags]",
+		"orderly jobs get         --queue Q ID [flags]",
+		"orderly jobs delete      --queue Q ID [flags]",
+		"orderly jobs perform-now --queue Q ID [flags]",
+		"orderly jobs kill        --queue Q ID [flags]",
+	},
+	Text: `Lists the queued jobs of a queue, looks one id up, or acts on one id's
+queued entry: delete it, make it due now (perform-now), or move all its
+queued payloads to the morgue (kill). A call in flight for the id is never
+touched. Run "orderly jobs <command> --help" for a command's flags.`,
+}
+
+// jobsCommands are the commands of orderly jobs.
+var jobsCommands = []string{"list", "get", "delete", "perform-now", "kill"}
+
+// jobs dispatches "orderly jobs list|get|delete|perform-now|kill".
+func jobs(e *env, args []string) int {
+	if len(args) == 0 {
+		return e.report("jobs", &usageError{msg: "missing command: list, get, delete, perform-now or kill (see orderly jobs --help)"}, ExitUsage)
+	}
+	switch args[0] {
+	case "list":
+		return jobsList(e, args[1:])
+	case "get":
+		return jobsGet(e, args[1:])
+	case "delete", "perform-now", "kill":
+		return jobsAction(e, args[0], args[1:])
+	case "-h", "-help", "--help", "help":
+		usage.Write(e.stdout, jobsHelp, nil)
+		return ExitOK
+	}
+	return e.report("jobs", &usageError{msg: unknownCommand(args[0], jobsCommands, "orderly jobs --help")}, ExitUsage)
+}
+
+var jobsListHelp = help{
+	Usage: []string{"orderly jobs list --queue Q [--order id|perform_at|retry_count] [--rev] [--limit N] [--cursor C] [--min M] [--max M] [flags]"},
+	Text: `Lists a page of the queue's queued jobs (not those in flight: see orderly
+processing): each id with when it is due, its retry count (-1: never
+failed), its last error and its payloads (long cells are cut; --json shows
+them whole). When there are more jobs, the last line is "next: <cursor>":
+pass it to --cursor, with the same --order and --rev, for the next page.
+--min and --max bound the sort key, inclusive: ids, unix seconds for
+perform_at, or retry counts. --min X --max X finds the id X. --error TEXT
+keeps the jobs whose last error contains TEXT (any case): the node reads
+the listing up to 10,000 jobs per page and says how many it searched;
+--order retry_count --min 0 reads only the jobs that failed.`,
+	Examples: []string{
+		"orderly jobs list --queue orders",
+		"orderly jobs list --queue orders --order retry_count --rev --limit 20",
+		"orderly jobs list --queue orders --min order-1 --max order-1",
+		"orderly jobs list --queue orders --order retry_count --min 0 --error timeout",
+	},
+}
+
+// jobsList prints a page of a queue's queued jobs.
+func jobsList(e *env, args []string) int {
+	fs, c := e.flags("jobs list", jobsListHelp)
+	queue := fs.String("queue", "", "queue whose jobs to list (required)")
+	order := fs.String("order", "id", "sort by id, perform_at or retry_count")
+	rev := fs.Bool("rev", false, "reverse order: highest first")
+	limit := fs.Int("limit", 0, fmt.Sprintf("jobs per page, 1 to %d (default %d)", persistence.MaxListLimit, persistence.DefaultListLimit))
+	cursor := fs.String("cursor", "", "continue after a previous page (its next: line)")
+	minKey := fs.String("min", "", "lowest sort key to list")
+	maxKey := fs.String("max", "", "highest sort key to list")
+	errText := fs.String("error", "", "keep the entries whose last error contains this text, any case (the node reads up to 10,000 entries per page)")
+	if code, stop := e.parse(fs, args); stop {
+		return code
+	}
+	if code, stop := e.checkQueue(fs, *queue); stop {
+		return code
+	}
+	switch *order {
+	case "id", "perform_at", "retry_count":
+	default:
+		return e.usage(fs, "--order must be id, perform_at or retry_count, got %q", *order)
+	}
+	set := given(fs)
+	if set["limit"] && (*limit < 1 || *limit > persistence.MaxListLimit) {
+		return e.usage(fs, "--limit must be between 1 and %d, got %d", persistence.MaxListLimit, *limit)
+	}
+	q := url.Values{}
+	q.Set("order", *order)
+	if *rev {
+		q.Set("rev", "true")
+	}
+	if set["limit"] {
+		q.Set("limit", strconv.Itoa(*limit))
+	}
+	for name, v := range map[string]string{"cursor": *cursor, "min": *minKey, "max": *maxKey, "error": *errText} {
+		if v != "" {
+			q.Set(name, v)
+		}
+	}
+	var raw json.RawMessage
+	if err := c.call("GET", queuePath(*queue)+"/jobs?"+q.Encode(), nil, &raw); err != nil {
+		return e.fail("jobs list", err)
+	}
+	if c.json {
+		e.printJSON(raw)
+		return ExitOK
+	}
+	var page apiv1.JobPage
+	if err := json.Unmarshal(raw, &page); err != nil {
+		return e.fail("jobs list", fmt.Errorf("the node's answer is not the expected JSON: %w", err))
+	}
+	if len(page.Jobs) == 0 && page.Next == "" {
+		if *errText != "" {
+			fmt.Fprintln(e.stdout, "no match")
+		} else if *cursor == "" && *minKey == "" && *maxKey == "" {
+			fmt.Fprintf(e.stdout, "no jobs queued in %s\n", *queue)
+		} else {
+			fmt.Fprintln(e.stdout, "no more jobs")
+		}
+		return ExitOK
+	}
+	e.jobTable(page.Jobs)
+	if page.Scanned != nil {
+		fmt.Fprintf(e.stdout, "searched %d jobs\n", *page.Scanned)
+	}
+	if page.Next != "" {
+		fmt.Fprintf(e.stdout, "next: %s\n", printable(page.Next))
+	}
+	return ExitOK
+}
+
+// jobTable prints jobs as a table.
+func (e *env) jobTable(list []apiv1.ListedJob) {
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tPERFORM AT\tRETRIES\tERROR\tPAYLOADS")
+	for _, j := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", cell(j.ID, idWidth), unixTime(j.PerformAt), j.RetryCount,
+			cell(j.Error, errorWidth), payloadList(j.Payloads, j.PayloadCount))
+	}
+	tw.Flush()
+}
+
+// payloadList renders payloads in one cell: the payload, or the count and
+// the first ones ("3: {"sku":1}, "b", …").
+func payloadList(ps []apiv1.Payload, count int) string {
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = payloadText(p)
+	}
+	s := strings.Join(parts, ", ")
+	if n := max(count, len(ps)); n > 1 {
+		s = strconv.Itoa(n) + ": " + s
+		if n > len(ps) {
+			s += ", …"
+		}
+	}
+	return cell(s, payloadsWidth)
+}
+
+// queuePath is the endpoint of queue (a valid queue name).
+func queuePath(queue string) string {
+	return "/api/v1/queues/" + url.PathEscape(queue)
+}
+
+// jobPath is the endpoint of one job; the id is escaped whole, '/' too.
+func jobPath(queue, id string) string {
+	return queuePath(queue) + "/jobs/" + url.PathEscape(id)
+}
+
+var jobsGetHelp = help{
+	Usage: []string{"orderly jobs get --queue Q ID [flags]"},
+	Text: `Looks one id up (GET /api/v1/queues/Q/jobs/ID): its queued entry, and the
+call in flight for it, if any, with the node that runs it. Exits 1 when
+the id is neither queued nor in flight. Give the id after "--" when it
+starts with '-'.`,
+	Examples: []string{
+		"orderly jobs get --queue orders order-42",
+		"orderly jobs get --queue orders --json -- -odd-id",
+	},
+}
+
+// oneID parses the flags and the one id of a command on one job.
+func (e *env) oneID(fs *flagSet, args []string, queue *string) (string, int, bool) {
+	rest, code, stop := e.parseArgs(fs, args)
+	if stop {
+		return "", code, true
+	}
+	if code, stop := e.checkQueue(fs, *queue); stop {
+		return "", code, true
+	}
+	switch {
+	case len(rest) == 0:
+		return "", e.usage(fs, "give the job's id"), true
+	case len(rest) > 1:
+		return "", e.usage(fs, "give one id, got %d", len(rest)), true
+	}
+	if err := persistence.ValidateID(rest[0], -1); err != nil {
+		var fe *persistence.FieldError
+		if errors.As(err, &fe) {
+			return "", e.usage(fs, "id %s: %s", cell(rest[0], idWidth), fe.Reason), true
+		}
+		return "", e.usage(fs, "id: %v", err), true
+	}
+	return rest[0], 0, false
+}
+
+// jobsGet prints one id's queued and in-flight entries.
+func jobsGet(e *env, args []string) int {
+	fs, c := e.flags("jobs get", jobsGetHelp)
+	queue := fs.String("queue", "", "queue of the job (required)")
+	id, code, stop := e.oneID(fs, args, queue)
+	if stop {
+		return code
+	}
+	var raw json.RawMessage
+	if err := c.call("GET", jobPath(*queue, id), nil, &raw); err != nil {
+		return e.fail("jobs get", err)
+	}
+	if c.json {
+		e.printJSON(raw)
+		return ExitOK
+	}
+	var l apiv1.JobLookup
+	if err := json.Unmarshal(raw, &l); err != nil {
+		return e.fail("jobs get", fmt.Errorf("the node's answer is not the expected JSON: %w", err))
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "id:\t%s\n", cell(l.ID, 200))
+	fmt.Fprintf(tw, "queue:\t%s (shard %d)\n", cell(l.Queue, 64), l.Shard)
+	if j := l.Queued; j != nil {
+		fmt.Fprintf(tw, "queued:\tdue %s, retry count %d, %d payloads\n", unixTime(j.PerformAt), j.RetryCount, max(j.PayloadCount, len(j.Payloads)))
+		if j.Error != "" {
+			fmt.Fprintf(tw, "  error:\t%s\n", cell(j.Error, 200))
+		}
+		fmt.Fprintf(tw, "  payloads:\t%s\n", payloadList(j.Payloads, j.PayloadCount))
+	} else {
+		fmt.Fprintf(tw, "queued:\tnothing\n")
+	}
+	if p := l.Processing; p != nil {
+		fmt.Fprintf(tw, "in flight:\ton %s since %s (epoch %d, seq %d), %d payloads\n", cell(p.Owner, 64), unixTime(p.FetchedAt),
+			p.Epoch, p.Seq, max(p.PayloadCount, len(p.Payloads)))
+		fmt.Fprintf(tw, "  payloads:\t%s\n", payloadList(p.Payloads, p.PayloadCount))
+	} else {
+		fmt.Fprintf(tw, "in flight:\tno\n")
+	}
+	tw.Flush()
+	return ExitOK
+}
+
+// jobActions describes the commands on one job's queued entry: the
+// request, the answer's key and what they print.
+var jobActions = map[string]struct {
+	method, suffix, key, done, text string
+}{
+	"delete": {"DELETE", "", "deleted", "deleted",
+		`Deletes the queued entry of the id, all its payloads (DELETE
+/api/v1/queues/Q/jobs/ID).`},
+	"perform-now": {"POST", "/actions/perform_now", "updated", "due now",
+		`Makes the queued entry of the id due now, keeping its retry count and
+error (POST /api/v1/queues/Q/jobs/ID/actions/perform_now).`},
+	"kill": {"POST", "/actions/kill", "killed", "killed",
+		`Moves every queued payload of the id to the morgue, with its last error
+("killed" when it never failed) (POST /api/v1/queues/Q/jobs/ID/actions/kill).`},
+}
+
+func jobActionHelp(action string) help {
+	return help{
+		Usage: []string{fmt.Sprintf("orderly jobs %s --queue Q ID [flags]", action)},
+		Text: jobActions[action].text + `
+
+A call in flight for the id is not touched: it finishes and settles as
+usual. Exits 1 when nothing of the id is queued (the node answers 409 when
+a call holds it, 404 otherwise). Prints "<action> <id>", or the API's
+answer with --json. Give the id after "--" when it starts with '-'.`,
+		Examples: []string{fmt.Sprintf("orderly jobs %s --queue orders order-42", action)},
+	}
+}
+
+// jobsAction deletes, performs now or kills one id's queued entry.
+func jobsAction(e *env, action string, args []string) int {
+	name := "jobs " + action
+	a := jobActions[action]
+	fs, c := e.flags(name, jobActionHelp(action))
+	queue := fs.String("queue", "", "queue of the job (required)")
+	id, code, stop := e.oneID(fs, args, queue)
+	if stop {
+		return code
+	}
+	var raw json.RawMessage
+	if err := c.call(a.method, jobPath(*queue, id)+a.suffix, nil, &raw); err != nil {
+		return e.fail(name, err)
+	}
+	if c.json {
+		e.printJSON(raw)
+		return ExitOK
+	}
+	var ans map[string]int
+	if err := json.Unmarshal(raw, &ans); err != nil || ans[a.key] != 1 {
+		return e.fail(name, fmt.Errorf("the node's answer is not the expected JSON: %s", cell(string(raw), 200)))
+	}
+	fmt.Fprintf(e.stdout, "%s %s\n", a.done, cell(id, 200))
+	return ExitOK
+}
+
+var processingHelp = help{
+	Usage: []string{"orderly processing --queue Q [flags]", "orderly processing Q [flags]"},
+	Text: `Lists the calls in flight of a queue (GET /api/v1/queues/Q/processing): for
+each shard with a batch, the node running it, since when, and each id with
+its payloads. With --json, the API's answer.`,
+	Examples: []string{
+		"orderly processing orders",
+		"orderly processing --queue orders --json",
+	},
+}
+
+// processing prints the in-flight batches of a queue.
+func processing(e *env, args []string) int {
+	fs, c := e.flags("processing", processingHelp)
+	queue := fs.String("queue", "", "queue whose calls in flight to list (required; or give it as the argument)")
+	rest, code, stop := e.parseArgs(fs, args)
+	if stop {
+		return code
+	}
+	switch {
+	case len(rest) > 1:
+		return e.usage(fs, "unexpected argument %q", rest[1])
+	case len(rest) == 1 && *queue != "" && rest[0] != *queue:
+		return e.usage(fs, "give the queue once: --queue %s or %s", *queue, rest[0])
+	case len(rest) == 1:
+		*queue = rest[0]
+	}
+	if code, stop := e.checkQueue(fs, *queue); stop {
+		return code
+	}
+	var raw json.RawMessage
+	if err := c.call("GET", queuePath(*queue)+"/processing", nil, &raw); err != nil {
+		return e.fail("processing", err)
+	}
+	if c.json {
+		e.printJSON(raw)
+		return ExitOK
+	}
+	var ans apiv1.Processing
+	if err := json.Unmarshal(raw, &ans); err != nil {
+		return e.fail("processing", fmt.Errorf("the node's answer is not the expected JSON: %w", err))
+	}
+	if len(ans.Batches) == 0 {
+		fmt.Fprintf(e.stdout, "nothing in flight in %s\n", *queue)
+		return ExitOK
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SHARD\tNODE\tSINCE\tID\tRETRIES\tPAYLOADS")
+	for _, b := range ans.Batches {
+		for _, j := range b.Jobs {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", b.Shard, cell(b.Owner, 40), unixTime(b.FetchedAt),
+				cell(j.ID, idWidth), j.RetryCount, payloadList(j.Payloads, j.PayloadCount))
+		}
+	}
+	tw.Flush()
+	return ExitOK
+}
