@@ -43,3 +43,13 @@ func TestStateGetSet(t *testing.T) {
 	require.Equal(t, ExitError, r.code)
 	require.Contains(t, r.stderr, "not a stateful queue")
 }
+
+// orderly jobs get shows the state of an id of a stateful queue.
+func TestJobsGetShowsState(t *testing.T) {
+	t.Parallel()
+	n := newNode(t, withStateQueues(map[string]int{"orders": 0}))
+	n.run("state", "set", "--queue", "orders", "--version", "0", "--value", `{"paid":true}`, "order-1").ok(t)
+	out := n.run("jobs", "get", "--queue", "orders", "order-1").ok(t)
+	require.Contains(t, out, "state:")
+	require.Contains(t, out, `version 1: {"paid":true}`)
+}
