@@ -17,13 +17,19 @@ type Payload struct {
 }
 
 // Job is one id of a batch: its payloads (ascending score, ties in byte
-// order), retry count (-1 for a job that never failed) and last error.
+// order), retry count (-1 for a job that never failed) and last error; on a
+// stateful queue also the id's state (State, SetState, DeleteState; see
+// state.go's notes and docs/contract.md §11).
 type Job struct {
 	ID         string
 	Payloads   []Payload
 	RetryCount int
 	PerformAt  time.Time
 	Error      string
+
+	// st is the id's state on a stateful queue (State, SetState), nil
+	// otherwise; shared by copies of the Job.
+	st *entityState
 }
 
 // Batch is what a handler receives: up to the worker's batch size of

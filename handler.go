@@ -31,7 +31,7 @@ func (n *Node) processor(w Worker) shard.Processor {
 		if err != nil && errors.Is(context.Cause(ctx), shard.ErrCallDeadline) {
 			err = fmt.Errorf("timed out after %s: %w", w.Timeout, err)
 		}
-		if err == nil {
+		if err == nil && !w.State {
 			return nil, nil
 		}
 		now := n.clock.Now()
@@ -45,6 +45,16 @@ func (n *Node) processor(w Worker) shard.Processor {
 			}
 			return persistence.Failure{ID: j.ID, Error: msg, RetryAt: now.Add(w.RetryIn(j.RetryCount + 1))}
 		}
+		if err == nil {
+			if !w.State {
+				return nil, nil
+			}
+			var out []persistence.Failure
+			for id, e := range collectStates(b, batch.Jobs, nil, w.MaxStateBytes) {
+				out = append(out, fail(jobByID(b, id), e))
+			}
+			return out, nil
+		}
 		pf, partial := AsPartialFailure(err)
 		if !partial {
 			out := make([]persistence.Failure, len(b.Jobs))
@@ -54,9 +64,16 @@ func (n *Node) processor(w Worker) shard.Processor {
 			return out, err
 		}
 		var out []persistence.Failure
+		failed := map[string]bool{}
 		for _, j := range b.Jobs {
 			if e, ok := pf.Failed[j.ID]; ok {
 				out = append(out, fail(j, e))
+				failed[j.ID] = true
+			}
+		}
+		if w.State {
+			for id, e := range collectStates(b, batch.Jobs, failed, w.MaxStateBytes) {
+				out = append(out, fail(jobByID(b, id), e))
 			}
 		}
 		if len(out) < len(pf.Failed) {
@@ -80,6 +97,15 @@ func call(ctx context.Context, h HandlerFunc, b *Batch, n *Node) (err error) {
 		}
 	}()
 	return h(ctx, b)
+}
+
+func jobByID(b *persistence.Batch, id string) persistence.Job {
+	for _, j := range b.Jobs {
+		if j.ID == id {
+			return j
+		}
+	}
+	return persistence.Job{ID: id}
 }
 
 func inBatch(b *persistence.Batch, id string) bool {

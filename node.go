@@ -419,6 +419,8 @@ func (n *Node) shardConfig(w Worker, i int) shard.Config {
 		MaxRetryCount: w.maxRetry(),
 		MaxPayloads:   w.MaxPayloadsPerCall,
 		CallTimeout:   w.Timeout,
+		Stateful:      w.State,
+		MaxStateBytes: w.MaxStateBytes,
 		Process:       n.processor(w),
 		LeaseTTL:      n.cfg.LeaseTTL,
 		IdlePoll:      n.cfg.IdlePoll,

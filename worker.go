@@ -76,6 +76,16 @@ type Worker struct {
 	// MaxMaxPayloadsPerCall. The configuration file's max_payloads_per_call
 	// means the same.
 	MaxPayloadsPerCall int
+	// State makes the queue stateful (docs/contract.md §11): each id owns
+	// a durable state and version, handed to the handler with its payloads
+	// (Job.State) and changed by it (Job.SetState, Job.DeleteState) in the
+	// same atomic step as the id's acknowledgement. The configuration
+	// file's state means the same.
+	State bool
+	// MaxStateBytes is the largest state of one id [DefaultMaxStateBytes];
+	// a handler that sets a bigger one fails that id. The configuration
+	// file's max_state_bytes means the same.
+	MaxStateBytes int
 	// Handler processes batches. Required.
 	Handler HandlerFunc
 	// RetriesExhausted, if set, receives what went to the morgue, one job
@@ -112,6 +122,9 @@ func (w *Worker) withDefaults() Worker {
 	if out.MaxPayloadsPerCall == 0 {
 		out.MaxPayloadsPerCall = DefaultMaxPayloadsPerCall
 	}
+	if out.MaxStateBytes == 0 {
+		out.MaxStateBytes = DefaultMaxStateBytes
+	}
 	if out.RetryIn == nil {
 		out.RetryIn = LowkiqRetry()
 	}
@@ -140,6 +153,9 @@ func (w *Worker) validate() error {
 	if w.MaxPayloadsPerCall < 1 || w.MaxPayloadsPerCall > MaxMaxPayloadsPerCall {
 		return fmt.Errorf("orderly: worker %s: MaxPayloadsPerCall must be between 1 and %d (0 for the default, %d), got %d", w.Queue, MaxMaxPayloadsPerCall, DefaultMaxPayloadsPerCall, w.MaxPayloadsPerCall)
 	}
+	if w.MaxStateBytes < 1 {
+		return fmt.Errorf("orderly: worker %s: MaxStateBytes must be positive (0 for the default, %d), got %d", w.Queue, DefaultMaxStateBytes, w.MaxStateBytes)
+	}
 	if w.Handler == nil {
 		return fmt.Errorf("orderly: worker %s: a Handler is required", w.Queue)
 	}
@@ -154,7 +170,8 @@ func toJobs(in []persistence.Job) []Job {
 		for k, p := range j.Payloads {
 			ps[k] = Payload{Data: p.Data, Score: p.Score}
 		}
-		out[i] = Job{ID: j.ID, Payloads: ps, RetryCount: j.RetryCount, PerformAt: j.PerformAt, Error: j.Error}
+		out[i] = Job{ID: j.ID, Payloads: ps, RetryCount: j.RetryCount, PerformAt: j.PerformAt, Error: j.Error,
+			st: newEntityState(j.State, j.Timer)}
 	}
 	return out
 }

@@ -105,6 +105,12 @@ type Job struct {
 	RetryCount int
 	// Error is the last failure's message; empty when RetryCount is -1.
 	Error string
+	// State is the id's state when it was fetched from a stateful queue
+	// (AdvanceRequest.Stateful); nil otherwise (docs/contract.md §11).
+	State *State
+	// Timer is set when the id's timer fired and brought it (stateful
+	// queues); a job that only its timer brought has no payloads.
+	Timer bool
 }
 
 // MorgueEntry is an id in the morgue: the payloads whose retries ran out,
@@ -139,6 +145,12 @@ type Batch struct {
 	Token     string
 	FetchedAt time.Time
 	Jobs      []Job
+	// StateWrites are set by the handler call that processed the batch, on
+	// a stateful queue: the state changes of its ids, for the settle
+	// (AdvanceRequest.StateWrites).
+	StateWrites []StateWrite
+	// TimerWrites are the timer changes of the call, like StateWrites.
+	TimerWrites []TimerWrite
 }
 
 // Failure reports one failed id of a settled batch.
@@ -189,6 +201,23 @@ type AdvanceRequest struct {
 	// as Skipped ones do, and are not fetched again before their call's
 	// deadline bound.
 	Interrupted []string
+	// Stateful makes the fetch hand each id's state and version with its
+	// payloads (Job.State) and keep the version in the in-flight record,
+	// and the settle check it (docs/contract.md §11): a succeeded id whose
+	// state changed since (an external SetState) is not acknowledged but
+	// goes back to the queue as it was, and is listed in
+	// AdvanceResult.Conflicts.
+	Stateful bool
+	// StateWrites are the handler's state changes for ids of the settled
+	// batch, committed only for the ids that succeeded and did not
+	// conflict (at most one per id: the last one counts). Each is at most
+	// MaxStateBytes (0: DefaultMaxStateBytes), or the Advance fails with a
+	// *FieldError and changes nothing.
+	StateWrites   []StateWrite
+	MaxStateBytes int
+	// TimerWrites set or clear the timers of ids of the settled batch,
+	// committed like StateWrites (stateful queues only).
+	TimerWrites []TimerWrite
 }
 
 // AdvanceResult is the outcome of an Advance.
@@ -210,6 +239,11 @@ type AdvanceResult struct {
 	// Restored counts ids of an in-flight record the caller did not own (or
 	// no longer knew about) that went back into the queue.
 	Restored int
+	// Conflicts are ids of the settled batch whose state changed while they
+	// were in flight: they went back to the queue as they were (neither
+	// processed nor failed; their retry count is unchanged), and nothing of
+	// their call was committed (docs/contract.md §11).
+	Conflicts []string
 }
 
 // Order selects the sort order of a listing.
@@ -271,6 +305,12 @@ type JobInfo struct {
 	Shard    int
 	Queued   *Job
 	InFlight *InFlightJob
+	// State is the id's state in a stateful queue, nil when it has none.
+	// A lookup finds an id that has state but no job (deleting a job keeps
+	// its state).
+	State *State
+	// Timer is when the id's timer fires; zero when it has none.
+	Timer time.Time
 }
 
 // InFlightJob is one job of an in-flight batch.

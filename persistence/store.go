@@ -102,6 +102,10 @@ type Store interface {
 	// receiver is slow or the connection drops, never invented.
 	Subscribe(ctx context.Context, queues ...string) (Subscription, error)
 
+	// StateStore reads and compare-and-sets the state of an id of a
+	// stateful queue (docs/contract.md §11).
+	StateStore
+
 	// Ping reports whether the store is reachable.
 	Ping(ctx context.Context) error
 }

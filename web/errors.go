@@ -77,6 +77,8 @@ func (s *Server) classify(r *http.Request, err error) *apiError {
 		return &apiError{status: http.StatusBadRequest, field: fe.Path(), msg: fe.Error()}
 	case errors.Is(err, persistence.ErrInvalid):
 		return badRequest("%v", err)
+	case errors.Is(err, persistence.ErrVersionConflict):
+		return &apiError{status: http.StatusConflict, field: "version", msg: "version: " + err.Error() + "; read the state again and retry"}
 	case errors.Is(err, persistence.ErrUnknownQueue):
 		return &apiError{status: http.StatusNotFound, field: "queue", msg: fmt.Sprintf("unknown queue %q", r.PathValue("q"))}
 	case errors.Is(err, persistence.ErrNotFound):

@@ -31,7 +31,11 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ans := apiv1.JobLookup{Queue: info.Queue, Shard: info.Shard, ID: id, InFlight: info.InFlight != nil}
+	ans := apiv1.JobLookup{Queue: info.Queue, Shard: info.Shard, ID: id, InFlight: info.InFlight != nil, State: stateOf(info.State)}
+	if !info.Timer.IsZero() {
+		at := persistence.UnixSeconds(info.Timer)
+		ans.Timer = &at
+	}
 	if info.Queued != nil {
 		v := jobOf(*info.Queued)
 		ans.Queued = &v

@@ -122,6 +122,12 @@ type Config struct {
 	// changing anything. AnyHost ("*") accepts every name. [none]
 	AllowedHosts []string
 
+	// StateQueues are the stateful queues (docs/contract.md §11) whose
+	// state GET and PUT /api/v1/queues/{q}/state/{id} read and write, each
+	// with its max_state_bytes (0: the default). Other queues answer 404
+	// there. [none]
+	StateQueues map[string]int
+
 	// The fields below apply to Serve: a Server mounted on an http.Server
 	// of the caller's gets the per-request limits above, and the caller
 	// sets its own timeouts.
@@ -162,6 +168,7 @@ type Server struct {
 	metrics     http.Handler
 	ui          http.Handler
 	embedded    bool
+	stateQueues map[string]int
 	// enqueueSlots holds a token per enqueue request being decoded and
 	// stored.
 	enqueueSlots chan struct{}
@@ -198,6 +205,7 @@ func New(cfg *Config) (*Server, error) {
 		metrics:     cfg.Metrics,
 		ui:          cfg.UI,
 		embedded:    cfg.EmbeddedStore,
+		stateQueues: cfg.StateQueues,
 		origin:      http.NewCrossOriginProtection(),
 		mux:         http.NewServeMux(),
 		bodyTimeout: cfg.BodyReadTimeout,
@@ -257,6 +265,8 @@ func New(cfg *Config) (*Server, error) {
 	s.handle("GET /api/v1/queues/{q}/morgue", s.listMorgue)
 	s.handle("POST /api/v1/queues/{q}/morgue/requeue", s.requeueMorgue)
 	s.handle("POST /api/v1/queues/{q}/morgue/delete", s.deleteMorgue)
+	s.handle("GET /api/v1/queues/{q}/state/{id...}", s.getState)
+	s.handle("PUT /api/v1/queues/{q}/state/{id...}", s.putState)
 	s.handle("GET /api/v1/stats", s.stats)
 	s.handle("GET /api/v1/cluster", s.cluster)
 	s.handle("GET /api/v1/access", s.access)

@@ -65,6 +65,17 @@
 //     padding) otherwise, e.g. binary data, text that is not JSON, invalid
 //     UTF-8.
 //
+// For a stateful queue (state: true, docs/contract.md §11) each job also
+// carries its id's state and version, before its payloads:
+//
+//	{"id": "order-42", ..., "state": {"status": "paid"}, "version": 3, "payloads": [...]}
+//
+// "state" is the state as a JSON value when its bytes are one, else
+// "state_base64" holds them; an id without state has "state": null and
+// "version": 0. "timer": true marks a job that its timer brought (it may
+// have no payloads: "payloads": []). Jobs of other queues carry none of
+// these.
+//
 // An empty payload (zero bytes) is not valid JSON and is sent as
 // "payload_base64": "". The HTTP API stores a missing payload as the JSON
 // string "" (sent as "payload": ""), so an empty payload can only come from
@@ -98,7 +109,7 @@
 //
 //	HTTP/1.1 204 No Content
 //
-// A 2xx status with a JSON object whose only member is "failed", an object
+// A 2xx status with a JSON object whose member is "failed", an object
 // mapping ids to error messages, fails those ids and acknowledges the
 // others:
 //
@@ -113,6 +124,28 @@
 // the request are ignored, and logged in one warning per answer with their
 // count and the first ten of them; {"failed": {}} acknowledges every job.
 //
+// For a stateful queue the object may also hold "state", an object mapping
+// ids of the request to their new state, a JSON value, or null to delete it
+// (with or without "failed"):
+//
+//	{"failed": {"order-7": "card declined"}, "state": {"order-42": {"status": "shipped"}, "order-9": null}}
+//
+// A change is committed in the same atomic step as the acknowledgement of
+// its id, so the change of a failed id (here order-7, had it one) is
+// dropped. Ids that are not in the request, and "state" on a queue that is
+// not stateful, are ignored and logged. The stored state is the value's
+// compact JSON. "timers" sets (an RFC 3339 time) or clears (null) the one
+// timer of ids of the request, committed the same way:
+//
+//	{"timers": {"order-42": "2026-01-01T12:00:00Z", "order-9": null}}
+//
+// At its time the id comes back with its state, "timer": true and the
+// payloads that wait for it, if any; a delivery for its payloads before then
+// does not clear it. If the state was changed from outside (PUT
+// /api/v1/queues/{q}/state/{id}) while the request ran, nothing of it is
+// committed for that id, which comes again with the new state. "emit" is not
+// supported yet: an answer holding it fails the request.
+//
 // Anything else fails every job of the request, for instance:
 //
 //	HTTP/1.1 503 Service Unavailable
@@ -121,8 +154,9 @@
 //
 // That is: a status other than 2xx (including 3xx: the default client does
 // not follow redirects); a 2xx body that is not exactly such an object (an
-// object without "failed" or with other members, a "failed" that is not an
-// object of strings, trailing data after the object); a body larger than
+// object with neither "failed" nor "state" or with other members, a
+// "failed" that is not an object of strings, a "state" that is not an
+// object, trailing data after the object); a body larger than
 // Config.MaxResponseBytes; no answer within Config.Timeout; a connection
 // error. The batch's error says which: the status and the first 4 KiB of the
 // body, the timeout, or the connection error.

@@ -34,6 +34,15 @@ type Job struct {
 	Error string `json:"error,omitempty"`
 	// Payloads are in ascending score order.
 	Payloads []Payload `json:"payloads"`
+	// Stateful is set for a job of a stateful queue (docs/contract.md §11):
+	// the request then carries its State ("state" as a JSON value, or
+	// "state_base64"; null when it has none) and Version.
+	Stateful bool   `json:"-"`
+	State    []byte `json:"-"`
+	Version  int64  `json:"version,omitempty"`
+	// Timer is set when the id's timer brought it ("timer": true; the
+	// job may then have no payloads).
+	Timer bool `json:"timer,omitempty"`
 }
 
 // Payload is one payload of a Job: its stored bytes and its score. On the
@@ -53,6 +62,10 @@ func requestOf(b *orderly.Batch) *Request {
 			ps[k] = Payload{Data: p.Data, Score: p.Score}
 		}
 		r.Jobs[i] = Job{ID: j.ID, RetryCount: j.RetryCount, PerformAt: unixSeconds(j.PerformAt), Error: j.Error, Payloads: ps}
+		if j.Stateful() {
+			r.Jobs[i].Stateful, r.Jobs[i].State, r.Jobs[i].Version = true, j.State(), j.StateVersion()
+			r.Jobs[i].Timer = j.Timer()
+		}
 	}
 	return r
 }
@@ -94,6 +107,24 @@ func writeJob(buf *bytes.Buffer, j Job) error {
 	if j.Error != "" {
 		buf.WriteString(`,"error":`)
 		writeString(buf, j.Error)
+	}
+	if j.Stateful {
+		switch {
+		case j.Version == 0:
+			buf.WriteString(`,"state":null`)
+		case isPortableJSON(j.State):
+			buf.WriteString(`,"state":`)
+			buf.Write(j.State)
+		default:
+			buf.WriteString(`,"state_base64":"`)
+			buf.WriteString(base64.StdEncoding.EncodeToString(j.State))
+			buf.WriteByte('"')
+		}
+		buf.WriteString(`,"version":`)
+		buf.WriteString(strconv.FormatInt(j.Version, 10))
+		if j.Timer {
+			buf.WriteString(`,"timer":true`)
+		}
 	}
 	buf.WriteString(`,"payloads":[`)
 	for i, p := range j.Payloads {
@@ -198,4 +229,34 @@ func unixSeconds(t time.Time) float64 {
 		return 0
 	}
 	return float64(t.Unix()) + float64(t.Nanosecond())/1e9
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it reads what the node sends,
+// including the state of a stateful queue's job ("state" or
+// "state_base64", and "version"), so that a receiver written in Go sees it.
+func (j *Job) UnmarshalJSON(b []byte) error {
+	type plain Job
+	var v struct {
+		plain
+		State       json.RawMessage `json:"state"`
+		StateBase64 *string         `json:"state_base64"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*j = Job(v.plain)
+	switch {
+	case v.StateBase64 != nil:
+		data, err := base64.StdEncoding.DecodeString(*v.StateBase64)
+		if err != nil {
+			return fmt.Errorf("webhook: state_base64: %w", err)
+		}
+		j.Stateful, j.State = true, data
+	case v.State != nil:
+		j.Stateful = true
+		if string(v.State) != "null" || j.Version != 0 {
+			j.State = []byte(v.State)
+		}
+	}
+	return nil
 }

@@ -127,11 +127,17 @@ func (s *sender) outcome(b *orderly.Batch, resp *http.Response, body []byte) err
 	if int64(len(body)) > s.maxBytes {
 		return s.answerError(resp, body, fmt.Errorf("the body is larger than max_response_bytes (%d)", s.maxBytes))
 	}
-	failed, err := decodeAnswer(body)
+	a, err := decodeFullAnswer(body)
 	if err != nil {
 		return s.answerError(resp, body, err)
 	}
-	return s.failIDs(b, failed)
+	if a == nil {
+		return nil
+	}
+	if len(a.State) > 0 || len(a.Timers) > 0 {
+		s.applyStates(b, a)
+	}
+	return s.failIDs(b, a.Failed)
 }
 
 // failIDs returns the error that fails the ids of failed that are in b. It

@@ -32,7 +32,10 @@ func (a *Actor) newRequest(fetch int) {
 		req.Failures = a.settle.failures
 		req.Skipped = a.settle.skipped
 		req.Interrupted = a.settle.interrupted
+		req.StateWrites = a.settle.states
+		req.TimerWrites = a.settle.timers
 	}
+	req.Stateful, req.MaxStateBytes = a.cfg.Stateful, a.cfg.MaxStateBytes
 	if fetch > 0 {
 		a.work.due = false
 	}
@@ -78,6 +81,9 @@ func (a *Actor) onAdvanced(c actor.Context, m advanced) {
 	a.storeOK(c)
 	if m.req.Settle != 0 {
 		a.settle, a.cur = nil, nil
+	}
+	if len(m.res.Conflicts) > 0 {
+		a.log.Info("state changed from outside while ids were in flight; their calls committed nothing and they are handed over again", "ids", len(m.res.Conflicts))
 	}
 	if m.res.Restored > 0 && len(m.req.Skipped) == 0 {
 		// (With skipped ids, Restored counts those going back.)
@@ -187,6 +193,8 @@ func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
 				out.err = err
 			}
 			out.failures = append(out.failures, fs...)
+			out.states = append(out.states, call.StateWrites...)
+			out.timers = append(out.timers, call.TimerWrites...)
 		}
 		out.dur = clock.Since(cfg.Clock, start)
 		cancel(nil)
@@ -220,7 +228,7 @@ func (a *Actor) onProcessed(c actor.Context, m processed) {
 	case len(m.failures) > 0:
 		a.log.Info("batch partly failed", "ids", len(a.cur.Jobs), "failed", len(m.failures), "duration", m.dur)
 	}
-	a.settle = &pendingSettle{failures: m.failures, skipped: m.skipped, interrupted: m.interrupted}
+	a.settle = &pendingSettle{failures: m.failures, skipped: m.skipped, interrupted: m.interrupted, states: m.states, timers: m.timers}
 	if a.permit != permitHeld {
 		return
 	}

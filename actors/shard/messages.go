@@ -94,10 +94,12 @@ type (
 	processed struct {
 		seq         int64
 		failures    []persistence.Failure
-		skipped     []string // ids not handled (cut by the drain deadline or a cancellation)
-		interrupted []string // ids of a call cancelled while it ran (its receiver may still be at work)
-		expired     bool     // stopped because the lease view ran out before a call
-		err         error    // a call's whole-batch error, for logs
+		skipped     []string                 // ids not handled (cut by the drain deadline or a cancellation)
+		interrupted []string                 // ids of a call cancelled while it ran (its receiver may still be at work)
+		states      []persistence.StateWrite // state changes of the calls (stateful queues)
+		timers      []persistence.TimerWrite // timer changes of the calls
+		expired     bool                     // stopped because the lease view ran out before a call
+		err         error                    // a call's whole-batch error, for logs
 		dur         time.Duration
 	}
 	renewed struct {

@@ -69,7 +69,13 @@ type Config struct {
 	// deadlines with the in-flight record, so that no other call for those
 	// ids starts before it, on any node.
 	CallTimeout time.Duration
-	Process     Processor
+	// Stateful makes the queue stateful (docs/contract.md §11): fetches
+	// hand each id's state, and the state changes the Processor leaves on
+	// each call's batch (persistence.Batch.StateWrites) are committed
+	// with the settle. MaxStateBytes bounds them (0: the store's default).
+	Stateful      bool
+	MaxStateBytes int
+	Process       Processor
 	// OnDead, if set, receives what a settlement moved to the morgue.
 	OnDead   func(ctx context.Context, dead []persistence.Job)
 	LeaseTTL time.Duration

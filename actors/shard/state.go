@@ -86,6 +86,8 @@ type pendingSettle struct {
 	failures    []persistence.Failure
 	skipped     []string
 	interrupted []string
+	states      []persistence.StateWrite
+	timers      []persistence.TimerWrite
 }
 
 func (a *Actor) draining() bool { return !a.deadline.IsZero() }

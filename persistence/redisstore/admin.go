@@ -731,7 +731,23 @@ func (s *Store) GetJob(ctx context.Context, queue, id string) (persistence.JobIn
 			}
 		}
 	}
-	if info.Queued == nil && info.InFlight == nil {
+	if len(v) > 4 {
+		if raw, _ := v[4].(string); raw != "" {
+			st, err := decodeState(raw)
+			if err != nil {
+				return info, fmt.Errorf("redisstore: get job %s/%s: state: %w", queue, id, err)
+			}
+			info.State = &st
+		}
+	}
+	if len(v) > 5 {
+		if raw, _ := v[5].(string); raw != "" {
+			if f, err := parseScore(raw); err == nil {
+				info.Timer = persistence.FromUnixSeconds(f)
+			}
+		}
+	}
+	if info.Queued == nil && info.InFlight == nil && info.State == nil && info.Timer.IsZero() {
 		return info, fmt.Errorf("%w: job %q in queue %s", persistence.ErrNotFound, id, queue)
 	}
 	return info, nil

@@ -278,9 +278,58 @@ func decodeBatch(s string) (batchHeader, []persistence.Job, error) {
 		})
 	}
 	if !r.done() {
-		return h, nil, fmt.Errorf("%w: %d trailing bytes", errCorrupt, len(s)-r.pos)
+		// A batch of a stateful queue ends with "s" and the state version
+		// handed out with each job (docs/storage.md section 3).
+		// Then, when a timer brought some of its jobs, "t" and a flag
+		// per job.
+		tag, err := r.next()
+		if err != nil || tag != "s" {
+			return h, nil, fmt.Errorf("%w: %d trailing bytes", errCorrupt, len(s)-r.pos)
+		}
+		for i := range jobs {
+			v, err := r.int()
+			if err != nil || v < 0 {
+				return h, nil, errCorrupt
+			}
+			jobs[i].State = &persistence.State{Version: v}
+		}
+		if !r.done() {
+			if tag, err := r.next(); err != nil || tag != "t" {
+				return h, nil, fmt.Errorf("%w: %d trailing bytes", errCorrupt, len(s)-r.pos)
+			}
+			for i := range jobs {
+				f, err := r.next()
+				if err != nil {
+					return h, nil, err
+				}
+				jobs[i].Timer = f == "1"
+			}
+		}
+		if !r.done() {
+			return h, nil, fmt.Errorf("%w: %d trailing bytes", errCorrupt, len(s)-r.pos)
+		}
+	}
+	for i := range jobs {
+		if len(jobs[i].Payloads) == 0 {
+			jobs[i].Timer = true
+		}
 	}
 	return h, jobs, nil
+}
+
+// decodeState decodes an entry of the state hash: fld(version) bytes. nil
+// (no entry) is version 0.
+func decodeState(v any) (persistence.State, error) {
+	s, ok := v.(string)
+	if !ok {
+		return persistence.State{}, nil
+	}
+	r := &fieldReader{s: s}
+	ver, err := r.int()
+	if err != nil || ver <= 0 {
+		return persistence.State{}, errCorrupt
+	}
+	return persistence.State{Data: []byte(s[r.pos:]), Version: ver}, nil
 }
 
 // countOfHeader reads n from the first bytes of an encoded batch; 0 when

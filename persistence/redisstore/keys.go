@@ -17,7 +17,7 @@ import (
 //	P:T:lease  P:T:epoch                                  (shared with layout 1)
 //	P:T:2:lease  P:T:2:jobs  P:T:2:fifo  P:T:2:later  P:T:2:retries
 //	P:T:2:ovo  P:T:2:ovs  P:T:2:inflight  P:T:2:meta  P:T:2:morgue  P:T:2:mat
-//	P:T:2:outcome
+//	P:T:2:outcome  P:T:2:state  P:T:2:timers  P:T:2:outbox  (stateful queues)
 //	P:T:due ... P:T:morgue_errors, P:T:p:<id>, P:T:m:<id>  (layout 1, read
 //	while a store written by layout 1 is upgraded)
 //
@@ -61,6 +61,9 @@ const (
 	kV1Morgue
 	kV1MorgueIDs
 	kV1MorgueErrors
+	kState
+	kTimers
+	kOutbox
 	numShardKeys
 )
 
@@ -88,6 +91,9 @@ var shardKeyNames = [numShardKeys]string{
 	kV1Morgue:       "morgue",
 	kV1MorgueIDs:    "morgue_ids",
 	kV1MorgueErrors: "morgue_errors",
+	kState:          "2:state",
+	kTimers:         "2:timers",
+	kOutbox:         "2:outbox",
 }
 
 func (k keyspace) queues() string { return k.prefix + ":queues" }

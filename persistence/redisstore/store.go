@@ -567,6 +567,35 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 	for _, id := range req.Interrupted {
 		args = append(args, id)
 	}
+	if req.Stateful {
+		args = append(args, "1", strconv.Itoa(len(req.StateWrites)))
+		for _, w := range req.StateWrites {
+			if err := persistence.CheckStateSize(w.Data, req.MaxStateBytes); err != nil {
+				return out, err
+			}
+			if w.Delete {
+				args = append(args, w.ID, "d", "")
+			} else {
+				args = append(args, w.ID, "s", w.Data)
+			}
+		}
+		args = append(args, strconv.Itoa(len(req.TimerWrites)))
+		for _, w := range req.TimerWrites {
+			if w.Clear {
+				args = append(args, w.ID, "c", "")
+				continue
+			}
+			if err := persistence.ValidTime(w.At, "timer"); err != nil {
+				return out, err
+			}
+			args = append(args, w.ID, "s", formatFloat(persistence.UnixSeconds(w.At)))
+		}
+	} else {
+		if len(req.StateWrites) > 0 || len(req.TimerWrites) > 0 {
+			return out, &persistence.FieldError{Field: "state", Index: -1, Reason: "state writes on a queue that is not stateful"}
+		}
+		args = append(args, "0", "0", "0")
+	}
 	cmds, werr := s.runWrite(ctx, []call{{s: scriptAdvance, keys: sk.keys, args: args}})
 	res, err := cmds[0].Slice()
 	if err != nil {
@@ -581,7 +610,7 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 		// batch stays in flight and is handed out again).
 		return out, fmt.Errorf("redisstore: advance %s/%d: %w", lease.Queue, lease.Shard, werr)
 	}
-	if len(res) != 8 {
+	if len(res) != 10 {
 		return out, fmt.Errorf("redisstore: advance %s/%d: unexpected reply of %d values", lease.Queue, lease.Shard, len(res))
 	}
 	if enc, _ := res[0].(string); enc != "" {
@@ -595,6 +624,32 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 			Token:     h.token,
 			FetchedAt: persistence.FromUnixSeconds(h.fetchedAt),
 			Jobs:      jobs,
+		}
+		if req.Stateful {
+			states, _ := res[9].([]any)
+			for i := range jobs {
+				var st persistence.State
+				if i < len(states) {
+					if st, err = decodeState(states[i]); err != nil {
+						return out, fmt.Errorf("redisstore: advance %s/%d: state of %q: %w", lease.Queue, lease.Shard, jobs[i].ID, err)
+					}
+				}
+				if jobs[i].State != nil && st.Version != jobs[i].State.Version {
+					// A retried Advance whose state changed since: the
+					// settle will see the conflict; hand out what the
+					// in-flight record holds.
+					st.Version = jobs[i].State.Version
+				}
+				jobs[i].State = &st
+			}
+		}
+	}
+	if cs, _ := res[8].([]any); len(cs) > 0 {
+		out.Conflicts = make([]string, 0, len(cs))
+		for _, c := range cs {
+			if id, ok := c.(string); ok {
+				out.Conflicts = append(out.Conflicts, id)
+			}
 		}
 	}
 	if v, _ := res[1].(string); v == "1" {

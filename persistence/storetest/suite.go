@@ -75,6 +75,8 @@ func Run(t *testing.T, h Harness) {
 		{"Model_RandomOperations", testModel},
 		{"Identity_StoreIDIsStable", testStoreID},
 	}
+	tests = append(tests, stateTests...)
+	tests = append(tests, timerTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

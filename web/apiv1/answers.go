@@ -102,6 +102,11 @@ type JobLookup struct {
 	InFlight   bool         `json:"in_flight"`
 	Queued     *Job         `json:"queued"`
 	Processing *InFlightJob `json:"processing"`
+	// State is the id's state on a stateful queue (omitted when it has
+	// none); it outlives the job.
+	State *State `json:"state,omitempty"`
+	// Timer is when the id's timer fires (unix seconds), if it has one.
+	Timer *float64 `json:"timer,omitempty"`
 }
 
 // Batch is the in-flight batch of a shard, with the owner that fetched it.

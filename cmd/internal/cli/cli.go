@@ -85,6 +85,7 @@ func init() {
 		{"jobs", "list queued jobs, look one up, delete it, run it now or kill it", jobs},
 		{"processing", "list a queue's calls in flight, by shard", processing},
 		{"queues", "list the queues, or run a queue action: perform-all-now, kill-failed, ...", queues},
+		{"state", "read or compare-and-set the state of an id of a stateful queue", state},
 		{"bench", "measure Orderly on this machine and audit what it did", benchCmd},
 		{"check", "validate a node's configuration (file, environment, flags) and exit 0 or 1", checkCmd},
 		{"store", "print a store's storage layout, or roll it back to layout 1 (talks to Redis)", storeCmd},

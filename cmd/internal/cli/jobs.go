@@ -256,6 +256,12 @@ func jobsGet(e *env, args []string) int {
 	} else {
 		fmt.Fprintf(tw, "in flight:\tno\n")
 	}
+	if st := l.State; st != nil {
+		fmt.Fprintf(tw, "state:\tversion %d: %s\n", st.Version, cell(payloadText(apiv1.Payload{Data: st.Data}), 200))
+	}
+	if l.Timer != nil {
+		fmt.Fprintf(tw, "timer:\t%s\n", unixTime(*l.Timer))
+	}
 	tw.Flush()
 	return ExitOK
 }

@@ -274,6 +274,13 @@ type QueueConfig struct {
 	// receives, 1 to orderly.MaxMaxPayloadsPerCall; 0 means
 	// orderly.DefaultMaxPayloadsPerCall [max_payloads_per_call; 0].
 	MaxPayloadsPerCall int
+	// State makes the queue stateful: each id owns a durable state handed
+	// to the handler and changed with its acknowledgement
+	// (docs/contract.md §11) [state; false].
+	State bool
+	// MaxStateBytes is the largest state of one id; 0 means
+	// orderly.DefaultMaxStateBytes [max_state_bytes; 0].
+	MaxStateBytes int
 	// Retry is the backoff policy [retry; DefaultRetryPolicy].
 	Retry RetryConfig
 	// Handler processes the queue's batches [handler; DefaultHandlerType].

@@ -51,6 +51,8 @@
 //	    max_retry_count: 5              # default 25; -1 or none: to the morgue at the first failure
 //	    max_payloads_per_call: 1000     # most payloads of one id per call (default 1000)
 //	    timeout: 0s                     # bounds one handler call; 0 = the default, 30s
+//	    state: false                    # stateful queue: per-id state committed with the ack
+//	    max_state_bytes: 1048576        # largest state of one id (default 1 MiB)
 //	    retry: {policy: linear, base: 10s}   # lowkiq | linear | exponential (base, max)
 //	    handler: {type: http, url: http://127.0.0.1:9000/perform, timeout: 30s}  # or log, noop
 //	  - name: billing

@@ -22,7 +22,7 @@ func handlerKeys() []string {
 	return []string{"type", "url", "timeout", "payloads", "secret", "headers"}
 }
 func queueKeys() []string {
-	return []string{"name", "shards", "batch_size", "prefetch", "max_retry_count", "max_payloads_per_call", "timeout", "retry", "handler"}
+	return []string{"name", "shards", "batch_size", "prefetch", "max_retry_count", "max_payloads_per_call", "timeout", "retry", "handler", "state", "max_state_bytes"}
 }
 
 // fileParser walks the YAML tree of the config file. It reads the tree
@@ -177,6 +177,10 @@ func (fp *fileParser) queue(n *yaml.Node, path string) QueueConfig {
 			good = decodeInto(fp, v, at, line, &q.MaxPayloadsPerCall)
 		case "timeout":
 			good = decodeInto(fp, v, at, line, &q.Timeout)
+		case "state":
+			good = decodeInto(fp, v, at, line, &q.State)
+		case "max_state_bytes":
+			good = decodeInto(fp, v, at, line, &q.MaxStateBytes)
 		case "retry":
 			good = fp.mapping(v, at, retryKeys(), func(key string, line int, v *yaml.Node) {
 				lines["retry."+key] = line

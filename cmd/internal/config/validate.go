@@ -114,6 +114,9 @@ func validateQueue(q *QueueConfig, report func(key, msg string)) {
 			report("max_payloads_per_call", err.Error())
 		}
 	}
+	if q.MaxStateBytes < 0 {
+		report("max_state_bytes", fmt.Sprintf("must not be negative (0 means the default, %d), got %d", orderly.DefaultMaxStateBytes, q.MaxStateBytes))
+	}
 	validateRetry(q.Retry, report)
 	validateHandler(q.Handler, report)
 }

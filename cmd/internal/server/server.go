@@ -162,6 +162,7 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 		Store: store, Ready: ready, Logger: log, Token: cfg.Node.HTTPToken,
 		ReadToken:       cfg.Node.HTTPReadToken,
 		EmbeddedStore:   cfg.Node.Redis == "",
+		StateQueues:     stateQueues(cfg.Queues),
 		MaxPayloadBytes: cfg.Node.MaxPayloadBytes,
 		AllowedHosts:    allowedHosts(cfg.Node),
 		MaxConnections:  maxConns,

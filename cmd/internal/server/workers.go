@@ -32,6 +32,8 @@ func buildWorkers(queues []config.QueueConfig, log *slog.Logger, observe func(qu
 			Timeout:   q.Timeout,
 			// 0: orderly.DefaultMaxPayloadsPerCall.
 			MaxPayloadsPerCall: q.MaxPayloadsPerCall,
+			State:              q.State,
+			MaxStateBytes:      q.MaxStateBytes,
 			RetryIn:            retryPolicy(q.Retry),
 			// One meaning: 0 is the default, config.NoRetries is
 			// orderly.NoRetries.
@@ -142,4 +144,16 @@ func webhookConfig(h config.HandlerConfig, log *slog.Logger) *webhook.Config {
 		}
 	}
 	return c
+}
+
+// stateQueues maps each stateful queue to its max_state_bytes, for the
+// state endpoints of the HTTP API.
+func stateQueues(queues []config.QueueConfig) map[string]int {
+	out := map[string]int{}
+	for _, q := range queues {
+		if q.State {
+			out[q.Name] = q.MaxStateBytes
+		}
+	}
+	return out
 }

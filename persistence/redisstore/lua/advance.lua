@@ -18,8 +18,34 @@
 -- then the number of skipped ids (not handled: back as they were), the ids
 -- then the number of interrupted ids (their call was cut while it ran:
 --      back as they were, not fetched before the call's deadline), the ids
+-- then "1" for a stateful queue (docs/contract.md §11), else "0"
+-- then the number of state writes, then per write: id, "s" (set) or "d"
+--      (delete), the state bytes ("" for a delete)
+-- then the number of timer writes, then per write: id, "s" (set) or "c"
+--      (clear), the fire time ("" for a clear)
 --
--- Returns {batch, more, next_due, dead, processed, failed, restored, v1}:
+-- Stateful queues: the fetch appends to the in-flight record the field "s"
+-- and each fetched id's state version ("0" = none), and returns the states.
+-- The settle compares, for each id that succeeded, the version handed out
+-- with the current one: equal, the id is acknowledged and its state write
+-- applied (version + 1; a delete removes the entry); different (an external
+-- compare-and-set won), the id goes back as it was, is neither processed
+-- nor failed, and is listed in conflicts. Writes of failed, skipped or
+-- interrupted ids are dropped.
+--
+-- Timers (stateful queues): after the due jobs, the fetch fires due timers
+-- (earliest first) while the window has room: an id fetched in this window
+-- is flagged as brought by its timer too; an id without a fetched record is
+-- handed over with no payload (an id whose queued record is held by a
+-- restored call's deadline waits). A fired timer leaves the timers zset;
+-- the in-flight record flags the jobs it brought ("t" section), and a job
+-- that does not succeed (failed, skipped, interrupted, conflicting, or
+-- restored) gets its timer back (at its retry time, hold or now). The
+-- settle applies timer writes of the ids that succeeded. next_due accounts
+-- for the earliest timer not yet due.
+--
+-- Returns {batch, more, next_due, dead, processed, failed, restored, v1,
+-- conflicts, states}:
 --   batch     the fetched batch (lib.lua encoding), or "" when none
 --   more      "1" when the fetch stopped early, so more may be due
 --   next_due  the due time of the earliest queued job not yet due, if the
@@ -27,6 +53,9 @@
 --   dead      what the settlement moved to the morgue (batch encoding), ""
 --   processed, failed, restored: counts of ids
 --   v1        > 0 when layout 1 keys of the shard still hold data to drain
+--   conflicts the settled ids that conflicted (stateful queues), a list
+--   states    per job of the batch, its entry of the state hash
+--             (fld(version) bytes) or nil; empty unless stateful
 -- Error reply "LEASE_LOST" when ARGV[2] is not the current lease.
 --
 -- Idempotence: a call whose seq to fetch is the in-flight record's ran
@@ -59,6 +88,17 @@ local iskip = 12 + 3 * nfail
 local nskip = tonumber(ARGV[iskip])
 local iint = iskip + 1 + nskip
 local nint = tonumber(ARGV[iint])
+local ist = iint + 1 + nint
+local stateful = ARGV[ist] == "1"
+local nsw = tonumber(ARGV[ist + 1] or "0")
+local itw = ist + 2 + 3 * nsw
+local ntw = tonumber(ARGV[itw] or "0")
+
+-- states_of returns the state hash's entries of ids, in order.
+local function states_of(ids)
+  if #ids == 0 then return {} end
+  return redis.call("HMGET", K.state, unpack(ids))
+end
 
 local L = redis.call("MGET", K.lease, K.v1lease, K.inflight, K.outcome)
 if L[1] ~= token or L[2] ~= FENCE then
@@ -93,26 +133,57 @@ end
 if L[3] then
   local h = decode_header(L[3])
   if h.token == token and h.seq == next_seq then
-    if o then return {L[3], "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1} end
-    return {L[3], "0", "", "", 0, 0, 0, v1}
+    local st = {}
+    if stateful then
+      local _, jobs = cold().decode_batch(L[3])
+      local ids = {}
+      for j, job in ipairs(jobs) do ids[j] = job.id end
+      st = states_of(ids)
+    end
+    if o then return {L[3], "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1, {}, st} end
+    return {L[3], "0", "", "", 0, 0, 0, v1, {}, st}
   end
 end
 if o then
-  return {"", "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1}
+  return {"", "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1, {}, {}}
 end
 
 -- ---------------------------------------------------------------- settle
 
 local processed, failed, restored = 0, 0, 0
 local dead_parts, ndead = {}, 0
+local conflicts = {}
+
+-- state_ver reads the version of a state hash entry ("0" for none).
+local function state_ver(v)
+  if not v then return "0" end
+  return (rdf(v, 1))
+end
 
 if L[3] then
   local h = decode_header(L[3])
   if h.token == token and h.seq == settle_seq then
-    if nfail == 0 and nskip == 0 and nint == 0 then
+    if nfail == 0 and nskip == 0 and nint == 0 and not stateful then
       processed = h.n
     else
       local _, jobs = cold().decode_batch(L[3])
+      local writes, cur, twrites = {}, {}, {}
+      if stateful then
+        for i = 0, nsw - 1 do
+          local b = ist + 2 + 3 * i
+          writes[ARGV[b]] = {ARGV[b + 1], ARGV[b + 2]}
+        end
+        for i = 0, ntw - 1 do
+          local b = itw + 1 + 3 * i
+          twrites[ARGV[b]] = {ARGV[b + 1], ARGV[b + 2]}
+        end
+        local sids = {}
+        for _, job in ipairs(jobs) do
+          if job.sv or writes[job.id] then sids[#sids + 1] = job.id end
+        end
+        local got = states_of(sids)
+        for j, id in ipairs(sids) do cur[id] = state_ver(got[j]) end
+      end
       local fails, skips, ints = {}, {}, {}
       for i = 0, nfail - 1 do
         local retry_at = ARGV[14 + 3 * i]
@@ -129,14 +200,38 @@ if L[3] then
         if skips[id] or ints[id] then
           local hj = nil
           if ints[id] then hj = hold end
-          cold().requeue(id, job.ps, job.rc, job.at, job.err, hj)
+          cold().requeue_job(job, job.rc, job.at, job.err, hj, nil)
           restored = restored + 1
         elseif not f then
-          processed = processed + 1
+          if job.sv and cur[id] ~= job.sv then
+            -- The state changed while the id was in flight: nothing of this
+            -- call commits for it; it goes back as it was.
+            cold().requeue_job(job, job.rc, job.at, job.err, nil, nil)
+            conflicts[#conflicts + 1] = id
+          else
+            processed = processed + 1
+            local w = writes[id]
+            if w and w[1] == "d" then
+              redis.call("HDEL", K.state, id)
+            elseif w then
+              redis.call("HSET", K.state, id, fld(tostring(tonumber(cur[id]) + 1)) .. w[2])
+            end
+            local tw = twrites[id]
+            if tw and tw[1] == "c" then
+              redis.call("ZREM", K.timers, id)
+            elseif tw then
+              redis.call("ZADD", K.timers, tw[2], id)
+            end
+          end
         else
           failed = failed + 1
           local rc = tonumber(job.rc) + 1
-          if rc >= max_retry then
+          if #job.ps == 0 then
+            -- Only its timer brought it: the timer fires again at the
+            -- retry time (no payload to retry or to bury).
+            cold().requeue_job(job, job.rc, job.at, job.err, nil, f[2])
+          elseif rc >= max_retry then
+            if job.tm then cold().requeue_job({id = id, ps = {}, tm = true}, "-1", NOW, "", nil, nil) end
             -- The lowest-scored payload of what the handler was given dies;
             -- the rest goes back as a fresh job, due now.
             local d = {job.ps[1]}
@@ -149,7 +244,7 @@ if L[3] then
               cold().requeue(id, rest, "-1", NOW, "", nil)
             end
           else
-            cold().requeue(id, job.ps, tostring(rc), f[2], f[1], nil)
+            cold().requeue_job(job, tostring(rc), f[2], f[1], nil, f[2])
           end
         end
       end
@@ -172,6 +267,7 @@ if ndead > 0 then dead = encode_batch(ndead, token, settle_seq, NOW, "", "", dea
 -- ---------------------------------------------------------------- fetch
 
 local parts, n, pay, more, next_due = {}, 0, 0, "0", ""
+local fetched, states = {}, {}
 if want > 0 then
   local budget = 2 * math.max(maxp, want)
   local over = false
@@ -281,6 +377,7 @@ if want > 0 then
       local _, _, rc = rec_head(s)
       put_raw(parts, id, s)
       n = n + 1
+      fetched[n] = id
       pay = pay + 1
       taken[id] = true
       del_jobs[#del_jobs + 1] = id
@@ -301,6 +398,7 @@ if want > 0 then
         local got = cold().take_payloads("q", id, r, maxp)
         cold().put_job(parts, id, rc, at, err, got)
         n = n + 1
+        fetched[n] = id
         pay = pay + #got
         taken[id] = true
         if #r.ps == 0 and r.ovn == 0 then
@@ -323,11 +421,65 @@ if want > 0 then
     redis.call("ZREM", K.retries, unpack(del_retries, i, math.min(i + CHUNK - 1, #del_retries)))
   end
   if consumed > 0 then redis.call("LTRIM", K.fifo, consumed, -1) end
+  local tmark, ntm = {}, 0
+  if stateful and n < want and pay < budget then
+    -- Due timers, earliest first.
+    local due = redis.call("ZRANGEBYSCORE", K.timers, "-inf", NOW, "WITHSCORES", "LIMIT", 0, want - n + 1)
+    for j = 1, #due, 2 do
+      local id = due[j]
+      if taken[id] then
+        redis.call("ZREM", K.timers, id)
+        tmark[id] = true
+        ntm = ntm + 1
+      elseif n >= want then
+        more = "1"
+        break
+      else
+        local held = false
+        local s = redis.call("HGET", K.jobs, id)
+        if s then
+          local r = cold().rec_decode(s)
+          held = r.hold ~= nil and tonumber(r.hold) > NOWN
+        end
+        if not held then
+          redis.call("ZREM", K.timers, id)
+          cold().put_job(parts, id, "-1", due[j + 1], "", {})
+          n = n + 1
+          fetched[n] = id
+          taken[id] = true
+          tmark[id] = true
+          ntm = ntm + 1
+        end
+      end
+    end
+  end
+  if stateful and n > 0 then
+    -- Each id's state with its payloads; the versions handed out go into
+    -- the in-flight record for the settle.
+    local got = states_of(fetched)
+    local vs = {fld("s")}
+    for j = 1, n do
+      states[j] = got[j]
+      vs[j + 1] = fld(state_ver(got[j]))
+    end
+    parts[#parts + 1] = table.concat(vs)
+    if ntm > 0 then
+      local ts = {fld("t")}
+      for j = 1, n do
+        if tmark[fetched[j]] then ts[j + 1] = fld("1") else ts[j + 1] = fld("") end
+      end
+      parts[#parts + 1] = table.concat(ts)
+    end
+  end
   if n == want or pay >= budget or over or scanned >= limit then
     more = "1"
   elseif next_due == "" then
     local nd = redis.call("ZRANGEBYSCORE", K.later, "(" .. NOW, "+inf", "WITHSCORES", "LIMIT", 0, 1)
     if #nd > 0 then next_due = nd[2] end
+  end
+  if stateful and more ~= "1" then
+    local nt = redis.call("ZRANGEBYSCORE", K.timers, "(" .. NOW, "+inf", "WITHSCORES", "LIMIT", 0, 1)
+    if #nt > 0 and (next_due == "" or tonumber(nt[2]) < tonumber(next_due)) then next_due = nt[2] end
   end
 end
 
@@ -353,4 +505,4 @@ elseif L[4] then
   redis.call("DEL", K.outcome)
 end
 
-return {batch, more, next_due, dead, processed, failed, restored, v1}
+return {batch, more, next_due, dead, processed, failed, restored, v1, conflicts, states}

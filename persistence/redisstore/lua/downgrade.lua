@@ -3,7 +3,7 @@
 -- (docs/storage.md section 8). Run only while no layout 2 node serves the
 -- shard (the client checks the lease).
 --
--- KEYS: the shard key set (lib.lua); for "queue" and "morgue", KEYS[24..]
+-- KEYS: the shard key set (lib.lua); for "queue" and "morgue", KEYS[27..]
 -- are layout 1's per-id keys ("p:<id>" or "m:<id>") of the ids, in order.
 -- ARGV[1] now ("" = Redis TIME; set only by the test seam)
 -- ARGV[2] operation:

@@ -3,7 +3,7 @@
 -- score wins for an equal payload, a queued job keeps its perform_at, retry
 -- count and error. An id in flight gets a fresh queued entry.
 --
--- KEYS: the shard key set (lib.lua); with ARGV[2] = "1", KEYS[24..] are
+-- KEYS: the shard key set (lib.lua); with ARGV[2] = "1", KEYS[27..] are
 -- layout 1's payload keys "p:<id>" of the jobs, one per job, in order.
 -- ARGV[1] now ("" = Redis TIME; set only by the test seam)
 -- ARGV[2] "2": write layout 2. "1": the store is being upgraded; a shard

@@ -2,18 +2,20 @@
 -- start of its overflow, the shard's in-flight record and, while the store
 -- is being upgraded, its layout 1 entry. Read only.
 --
--- KEYS: the shard key set (lib.lua); with ARGV[4] = "1", KEYS[24] is layout
+-- KEYS: the shard key set (lib.lua); with ARGV[4] = "1", KEYS[27] is layout
 -- 1's payload key "p:<id>" of the id.
 -- ARGV[1] id
 -- ARGV[2] "q" for the queue, "m" for the morgue
 -- ARGV[3] how many payloads to return at most
 -- ARGV[4] "1" to read layout 1's entry too
 --
--- Returns {record, overflow, inflight, v1}: record is the record ("" when
+-- Returns {record, overflow, inflight, v1, state, timer}: record is the record ("" when
 -- none); overflow a flat list {score, payload, ...} of the payloads that
 -- follow the inline ones, up to ARGV[3] in all; inflight the in-flight
 -- record ("" when none, or for the morgue); v1 is {} or {perform_at,
--- retry_count, error, count, {payload, score, ...}}.
+-- retry_count, error, count, {payload, score, ...}}; state the id's entry
+-- of the state hash (stateful queues; "" when none, or for the morgue);
+-- timer its timer's fire time ("" when none).
 --
 -- Cost: O(log n + payloads returned).
 
@@ -46,4 +48,9 @@ if ARGV[4] == "1" then
       redis.call("ZCARD", p), redis.call("ZRANGE", p, 0, npay - 1, "WITHSCORES")}
   end
 end
-return {s or "", flat, inflight, v1}
+local state, timer = "", ""
+if ns == "q" then
+  state = redis.call("HGET", K.state, id) or ""
+  timer = redis.call("ZSCORE", K.timers, id) or ""
+end
+return {s or "", flat, inflight, v1, state, timer}

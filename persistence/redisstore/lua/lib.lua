@@ -19,7 +19,10 @@
 --   KEYS[14] 2:outcome         STRING  the last settlement's dead report
 --   KEYS[15..23] layout 1's due, ids, retries, errors, inflight, stats,
 --                morgue, morgue_ids, morgue_errors
--- Scripts that read layout 1's per-id keys receive them from KEYS[24] on.
+--   KEYS[24] 2:state           HASH    id -> fld(version) state bytes
+--   KEYS[25] 2:timers          ZSET    id -> fire time (reserved)
+--   KEYS[26] 2:outbox          LIST    emits to relay (reserved)
+-- Scripts that read layout 1's per-id keys receive them from KEYS[27] on.
 -- All keys share one hash tag, so a script touches one cluster slot.
 --
 -- A field is a LEB128 length and that many bytes. Job record: a flags byte
@@ -40,8 +43,9 @@ local K = {
   v1due = KEYS[15], v1ids = KEYS[16], v1retries = KEYS[17],
   v1errors = KEYS[18], v1inflight = KEYS[19], v1stats = KEYS[20],
   v1morgue = KEYS[21], v1morgue_ids = KEYS[22], v1morgue_errors = KEYS[23],
+  state = KEYS[24], timers = KEYS[25], outbox = KEYS[26],
 }
-local FIXED_KEYS = 23
+local FIXED_KEYS = 26
 local FENCE = "0/orderly-layout-2"
 local INLINE_MAX, INLINE_BYTES = 64, 4096
 local CHUNK = 500 -- arguments per multi-argument command
@@ -620,6 +624,12 @@ local function cold()
   end
 
 
+  -- decode_batch decodes an in-flight batch; a batch of a stateful queue
+  -- ends with the field "s" and each job's state version as handed out
+  -- (job.sv; nil in a batch without it, such as one written before stateful
+  -- queues existed), then, when a timer brought some of its ids, the field
+  -- "t" and per job "1" (job.tm: its timer fired) or "". A job without
+  -- payloads is one that only its timer brought.
   local function decode_batch(s)
     local h, pos = decode_header(s)
     local jobs = {}
@@ -629,6 +639,24 @@ local function cold()
       rec, pos = rdf(s, pos)
       local r = rec_decode(rec)
       jobs[j] = {id = id, rc = r.rc, at = r.at, err = r.err, ps = r.ps}
+    end
+    while pos <= #s do
+      local tag
+      tag, pos = rdf(s, pos)
+      if tag == "s" then
+        for j = 1, h.n do jobs[j].sv, pos = rdf(s, pos) end
+      elseif tag == "t" then
+        local f
+        for j = 1, h.n do
+          f, pos = rdf(s, pos)
+          jobs[j].tm = f == "1"
+        end
+      else
+        break
+      end
+    end
+    for j = 1, h.n do
+      if #jobs[j].ps == 0 then jobs[j].tm = true end
     end
     return h, jobs
   end
@@ -645,6 +673,19 @@ local function cold()
     return fmt_us(us)
   end
 
+  -- requeue_job puts a job of a batch back: its payloads (requeue) and,
+  -- when its timer brought it, its timer, due at the latest of due, hold
+  -- and now (docs/contract.md §11).
+  local function requeue_job(job, rc, at, err, hold, due)
+    if #job.ps > 0 then requeue(job.id, job.ps, rc, at, err, hold) end
+    if job.tm then
+      local t, tn = NOW, NOWN
+      if due and tonumber(due) > tn then t, tn = due, tonumber(due) end
+      if hold and tonumber(hold) > tn then t = hold end
+      redis.call("ZADD", K.timers, t, job.id)
+    end
+  end
+
   -- restore_inflight puts the in-flight batch back into the queue (SPEC 3.7)
   -- and returns how many ids it restored.
   local function restore_inflight(cur)
@@ -652,7 +693,7 @@ local function cold()
     local h, jobs = decode_batch(cur)
     local hold = hold_of(h)
     for _, job in ipairs(jobs) do
-      requeue(job.id, job.ps, job.rc, job.at, job.err, hold)
+      requeue_job(job, job.rc, job.at, job.err, hold, nil)
     end
     redis.call("DEL", K.inflight)
     return #jobs
@@ -705,6 +746,7 @@ local function cold()
     decode_batch = decode_batch,
     hold_of = hold_of,
     restore_inflight = restore_inflight,
+    requeue_job = requeue_job,
     morgue_put = morgue_put,
   }
   return COLD

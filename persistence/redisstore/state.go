@@ -1,0 +1,106 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orderlyhq/orderly/persistence"
+)
+
+// Entity state of stateful queues (docs/contract.md §11, docs/storage.md
+// section 10): the shard's state hash holds id -> fld(version) bytes.
+
+// GetState implements persistence.Store.
+func (s *Store) GetState(ctx context.Context, queue, id string) (persistence.State, error) {
+	sk, err := s.stateKeys(ctx, queue, id)
+	if err != nil {
+		return persistence.State{}, err
+	}
+	v, err := s.rdb.HGet(ctx, sk.keys[kState], id).Result()
+	if err != nil {
+		if errors.Is(err, redis.Nil) {
+			return persistence.State{}, nil
+		}
+		return persistence.State{}, fmt.Errorf("redisstore: get state %s/%s: %w", queue, id, err)
+	}
+	st, err := decodeState(v)
+	if err != nil {
+		return persistence.State{}, fmt.Errorf("redisstore: get state %s/%s: %w", queue, id, err)
+	}
+	return st, nil
+}
+
+// SetState implements persistence.Store.
+func (s *Store) SetState(ctx context.Context, queue, id string, data []byte, expected int64, maxBytes int) (int64, error) {
+	if err := persistence.CheckStateSize(data, maxBytes); err != nil {
+		return 0, err
+	}
+	v, err := s.casState(ctx, queue, id, "set", expected, data)
+	if err != nil {
+		return 0, fmt.Errorf("redisstore: set state %s/%s: %w", queue, id, err)
+	}
+	return v, nil
+}
+
+// DeleteState implements persistence.Store.
+func (s *Store) DeleteState(ctx context.Context, queue, id string, expected int64) (bool, error) {
+	v, err := s.casState(ctx, queue, id, "del", expected, nil)
+	if err != nil {
+		return false, fmt.Errorf("redisstore: delete state %s/%s: %w", queue, id, err)
+	}
+	return v == 1, nil
+}
+
+func (s *Store) stateKeys(ctx context.Context, queue, id string) (shardKeys, error) {
+	shards, err := s.shardsOf(ctx, queue)
+	if err != nil {
+		return shardKeys{}, err
+	}
+	if err := persistence.ValidateID(id, -1); err != nil {
+		return shardKeys{}, err
+	}
+	return s.keysOf(persistence.ShardRef{Queue: queue, Shard: persistence.ShardOf(id, shards)}), nil
+}
+
+func (s *Store) casState(ctx context.Context, queue, id, op string, expected int64, data []byte) (int64, error) {
+	if expected < 0 {
+		return 0, &persistence.FieldError{Field: "version", Index: -1, Reason: "must not be negative"}
+	}
+	sk, err := s.stateKeys(ctx, queue, id)
+	if err != nil {
+		return 0, err
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	cmds, werr := s.runWrite(ctx, []call{{s: scriptState, keys: sk.keys, args: []any{op, id, strconv.FormatInt(expected, 10), data}}})
+	if cmds == nil {
+		return 0, werr
+	}
+	res, err := cmds[0].Slice()
+	if err != nil {
+		return 0, err
+	}
+	if werr != nil {
+		return 0, werr
+	}
+	if len(res) != 2 {
+		return 0, fmt.Errorf("unexpected reply of %d values", len(res))
+	}
+	status, _ := res[0].(string)
+	var n int64
+	switch x := res[1].(type) {
+	case int64:
+		n = x
+	case string:
+		n, _ = strconv.ParseInt(x, 10, 64)
+	}
+	if status == "CONFLICT" {
+		return 0, fmt.Errorf("%w: expected version %d, current %d", persistence.ErrVersionConflict, expected, n)
+	}
+	return n, nil
+}

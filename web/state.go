@@ -1,0 +1,87 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/web/apiv1"
+)
+
+// Entity state of stateful queues (docs/contract.md §11).
+
+// stateQueue returns the max_state_bytes of queue {q}, or a 404 when it is
+// not a stateful queue of this node (or not a queue at all).
+func (s *Server) stateQueue(r *http.Request) (string, int, error) {
+	q := r.PathValue("q")
+	max, ok := s.stateQueues[q]
+	if !ok {
+		return q, 0, &apiError{status: http.StatusNotFound, field: "queue",
+			msg: fmt.Sprintf("queue %q is not a stateful queue (state: true) of this node", q)}
+	}
+	return q, max, nil
+}
+
+// getState serves GET /api/v1/queues/{q}/state/{id...}: the id's state and
+// version ({"state": null, "version": 0} when it has none).
+func (s *Server) getState(w http.ResponseWriter, r *http.Request) error {
+	if _, err := queryParams(r); err != nil {
+		return err
+	}
+	q, _, err := s.stateQueue(r)
+	if err != nil {
+		return err
+	}
+	st, err := s.store.GetState(r.Context(), q, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, r, http.StatusOK, apiv1.State{Data: st.Data, Version: st.Version})
+	return nil
+}
+
+// putState serves PUT /api/v1/queues/{q}/state/{id...}: a compare-and-set.
+// The body names the version it replaces; a stale one is answered 409 and
+// writes nothing. "state": null deletes the state.
+func (s *Server) putState(w http.ResponseWriter, r *http.Request) error {
+	if _, err := queryParams(r); err != nil {
+		return err
+	}
+	q, max, err := s.stateQueue(r)
+	if err != nil {
+		return err
+	}
+	body, err := s.readJSONBody(r, `{"state": <JSON value> | null, "version": n} or {"state_base64": "...", "version": n}`)
+	if err != nil {
+		return err
+	}
+	var req apiv1.StateWrite
+	if err := json.Unmarshal(body, &req); err != nil {
+		return badRequest("the body must be {\"state\": ..., \"version\": n}: %v", err)
+	}
+	data, del, expected, err := req.Decode()
+	if err != nil {
+		return badRequest("%v", err)
+	}
+	id := r.PathValue("id")
+	var v int64
+	if del {
+		_, err = s.store.DeleteState(r.Context(), q, id, expected)
+	} else {
+		v, err = s.store.SetState(r.Context(), q, id, data, expected, max)
+	}
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, r, http.StatusOK, apiv1.StateWritten{Version: v})
+	return nil
+}
+
+// stateOf renders a lookup's state.
+func stateOf(st *persistence.State) *apiv1.State {
+	if st == nil {
+		return nil
+	}
+	return &apiv1.State{Data: st.Data, Version: st.Version}
+}

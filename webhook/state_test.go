@@ -1,0 +1,103 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderlyhq/orderly"
+)
+
+// A stateful queue's jobs carry their state and version; the answer's
+// "state" sets (a JSON value) or deletes (null) the state of ids of the
+// batch, and only ids that did not fail keep their change (the node
+// commits changes of succeeded ids only).
+func TestStatefulDelivery(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `{"failed": {"c": "nope"}, "state": {"a": {"n": 2}, "b": null, "c": 1, "zz": 3}, "timers": {"a": "2026-01-01T00:00:00Z", "b": null}}`)
+	})
+	logger, _ := logBuffer()
+	s := newTestSender(t, &Config{URL: rcv.srv.URL + "/hook", Logger: logger})
+	b := testBatch("a", "b", "c", "d")
+	b.Jobs[0] = b.Jobs[0].WithState([]byte(`{"n":1}`), 4)
+	b.Jobs[1] = b.Jobs[1].WithState([]byte{0, 0xff}, 2)
+	b.Jobs[2] = b.Jobs[2].WithState(nil, 0)
+	b.Jobs[2] = b.Jobs[2].WithTimer()
+
+	err := s.deliver(context.Background(), b)
+	pf, ok := orderly.AsPartialFailure(err)
+	require.True(t, ok, "%v", err)
+	require.Contains(t, pf.Failed, "c")
+
+	var req struct {
+		Jobs []map[string]json.RawMessage `json:"jobs"`
+	}
+	require.NoError(t, json.Unmarshal(rcv.last(t).Body, &req))
+	require.JSONEq(t, `{"n":1}`, string(req.Jobs[0]["state"]))
+	require.Equal(t, "4", string(req.Jobs[0]["version"]))
+	require.Equal(t, `"AP8="`, string(req.Jobs[1]["state_base64"]))
+	require.Equal(t, "null", string(req.Jobs[2]["state"]))
+	require.Equal(t, "0", string(req.Jobs[2]["version"]))
+	require.Equal(t, "true", string(req.Jobs[2]["timer"]))
+	require.NotContains(t, req.Jobs[0], "timer")
+	require.NotContains(t, req.Jobs[3], "state", "not a stateful job")
+	require.NotContains(t, req.Jobs[3], "version")
+
+	data, del, changed := b.Jobs[0].StateChange()
+	require.True(t, changed)
+	require.False(t, del)
+	require.Equal(t, `{"n":2}`, string(data))
+	_, del, changed = b.Jobs[1].StateChange()
+	require.True(t, changed)
+	require.True(t, del)
+	at, clear, tchanged := b.Jobs[0].TimerChange()
+	require.True(t, tchanged)
+	require.False(t, clear)
+	require.True(t, at.Equal(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	_, clear, tchanged = b.Jobs[1].TimerChange()
+	require.True(t, tchanged)
+	require.True(t, clear)
+	_, _, changed = b.Jobs[3].StateChange()
+	require.False(t, changed)
+}
+
+func TestAnswerTimersAndEmits(t *testing.T) {
+	t.Parallel()
+	_, err := decodeFullAnswer([]byte(`{"emit": []}`))
+	require.ErrorIs(t, err, errBadAnswer)
+	require.ErrorContains(t, err, "not supported yet")
+	_, err = decodeFullAnswer([]byte(`{"timers": {"a": "tomorrow"}}`))
+	require.ErrorIs(t, err, errBadAnswer)
+	a, err := decodeFullAnswer([]byte(`{"timers": {"a": null, "b": "2026-01-01T00:00:00.5Z"}}`))
+	require.NoError(t, err)
+	require.Nil(t, a.Timers["a"])
+	require.Equal(t, "2026-01-01T00:00:00.5Z", *a.Timers["b"])
+	a, err = decodeFullAnswer([]byte(`{"state": {"a": [1, 2]}}`))
+	require.NoError(t, err)
+	require.Equal(t, `[1,2]`, string(a.State["a"]))
+}
+
+// A receiver written in Go decodes the state of a stateful queue's jobs.
+func TestRequestDecodesState(t *testing.T) {
+	t.Parallel()
+	b := testBatch("a", "b", "c")
+	b.Jobs[0] = b.Jobs[0].WithState([]byte(`{"n":1}`), 4)
+	b.Jobs[1] = b.Jobs[1].WithState([]byte{0, 0xff}, 2)
+	body, err := json.Marshal(requestOf(b))
+	require.NoError(t, err)
+	var req Request
+	require.NoError(t, json.Unmarshal(body, &req))
+	require.True(t, req.Jobs[0].Stateful)
+	require.Equal(t, `{"n":1}`, string(req.Jobs[0].State))
+	require.Equal(t, int64(4), req.Jobs[0].Version)
+	require.Equal(t, []byte{0, 0xff}, req.Jobs[1].State)
+	require.False(t, req.Jobs[2].Stateful)
+	require.Len(t, req.Jobs[2].Payloads, 1)
+	require.Equal(t, "a", req.Jobs[0].ID)
+}
