@@ -16,14 +16,14 @@ var stateTests = []struct {
 	name string
 	fn   func(*testing.T, Harness)
 }{
-	{"Rule11_StateCommittedWithAck", testStateCommittedWithAck},
-	{"Rule11_FailedIDCommitsNoState", testStateFailedIDCommitsNothing},
-	{"Rule11_LostLeaseCommitsNoState", testStateLostLeaseCommitsNothing},
-	{"Rule11_CASConflictHandsOverAgain", testStateCASConflict},
-	{"Rule11_VersionGrowsByOne", testStateVersionGrowsByOne},
-	{"Rule11_StateSizeLimit", testStateSizeLimit},
-	{"Rule11_DeleteJobKeepsStateLookupShowsIt", testStateDeleteJobKeepsState},
-	{"Rule11_RecordWithoutStateSettles", testStateRecordWithoutState},
+	{"State_CommittedWithAck", testStateCommittedWithAck},
+	{"State_FailedIDCommitsNothing", testStateFailedIDCommitsNothing},
+	{"State_LostLeaseCommitsNothing", testStateLostLeaseCommitsNothing},
+	{"State_CASConflictHandsOverAgain", testStateCASConflict},
+	{"State_VersionGrowsByOne", testStateVersionGrowsByOne},
+	{"State_SizeLimit", testStateSizeLimit},
+	{"State_DeleteJobKeepsStateLookupShowsIt", testStateDeleteJobKeepsState},
+	{"State_RecordWithoutStateSettles", testStateRecordWithoutState},
 }
 
 // stateOwner drives one shard of a stateful queue.

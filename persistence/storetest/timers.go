@@ -15,10 +15,10 @@ var timerTests = []struct {
 	name string
 	fn   func(*testing.T, Harness)
 }{
-	{"Rule11_TimerFires", testTimerFires},
-	{"Rule11_TimerCleared", testTimerCleared},
-	{"Rule11_TimerEarlierWakeUpByPayload", testTimerEarlierWakeUp},
-	{"Rule11_TimerSurvivesRestoreAndFailure", testTimerSurvivesRestore},
+	{"Timer_Fires", testTimerFires},
+	{"Timer_Cleared", testTimerCleared},
+	{"Timer_EarlierWakeUpByPayload", testTimerEarlierWakeUp},
+	{"Timer_SurvivesRestoreAndFailure", testTimerSurvivesRestore},
 }
 
 func (o *owner) timers(n int, tw []persistence.TimerWrite, failures ...persistence.Failure) persistence.AdvanceResult {
