@@ -96,6 +96,23 @@ type Store interface {
 
 	// Ping reports whether the store is reachable.
 	Ping(ctx context.Context) error
+
+	// SetPaused pauses or resumes the queue cluster-wide (docs/contract.md
+	// §9): a paused queue accepts enqueues, and no node starts a handler
+	// call of it. The state is kept in the store; ErrUnknownQueue for a
+	// queue never registered.
+	SetPaused(ctx context.Context, queue string, paused bool) error
+	// Controls returns the queue-wide controls of each named queue, in
+	// order, in one round trip (one per server of a clustered store). A
+	// queue never paused reads as the zero QueueControl, registered or not.
+	Controls(ctx context.Context, queues ...string) ([]QueueControl, error)
+}
+
+// QueueControl is the queue-wide state every node reads (docs/contract.md
+// §9).
+type QueueControl struct {
+	// Paused: no node starts a handler call of the queue.
+	Paused bool
 }
 
 // Subscription delivers enqueue notifications until Close.

@@ -14,6 +14,7 @@ import (
 //	P:layout     STRING the layout version ("2")
 //	P:store_id   STRING the store's identity (random, created once)
 //	P:notify:q   channel: enqueue notices (message: shard number)
+//	P:{q}:2:ctl  HASH   queue-wide controls: paused
 //	P:T:lease  P:T:epoch                                  (shared with layout 1)
 //	P:T:2:lease  P:T:2:jobs  P:T:2:fifo  P:T:2:later  P:T:2:retries
 //	P:T:2:ovo  P:T:2:ovs  P:T:2:inflight  P:T:2:meta  P:T:2:morgue  P:T:2:mat
@@ -96,6 +97,10 @@ func (k keyspace) layout() string { return k.prefix + ":layout" }
 
 // storeID is the key of the store's identity (identity.go).
 func (k keyspace) storeID() string { return k.prefix + ":store_id" }
+
+// ctl is the queue-wide control hash (docs/storage.md §2, §9), in the
+// queue's own slot ({q}), never touched by a shard script.
+func (k keyspace) ctl(queue string) string { return k.prefix + ":{" + queue + "}:2:ctl" }
 
 func (k keyspace) channel(queue string) string { return k.prefix + ":notify:" + queue }
 

@@ -71,6 +71,7 @@ func Run(t *testing.T, h Harness) {
 		{"Upgrade_Layout1DataServedAndDrained", testUpgrade},
 		{"Model_RandomOperations", testModel},
 		{"Identity_StoreIDIsStable", testStoreID},
+		{"Controls_PauseKeptAndShown", testPauseKept},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1224,4 +1225,38 @@ func testStoreID(t *testing.T, h Harness) {
 	other, err := h.New(t, nil).(persistence.Identifier).StoreID(ctx)
 	require.NoError(t, err)
 	require.NotEqual(t, id, other)
+}
+
+// docs/contract.md §9: pause and resume are kept per queue, shown by
+// Controls and Stats, refused for an unknown queue, and change nothing of
+// the queue's jobs (a paused queue accepts enqueues).
+func testPauseKept(t *testing.T, h Harness) {
+	e := newEnv(t, h, 1)
+	require.NoError(t, e.s.RegisterQueue(e.ctx, persistence.QueueSpec{Name: "other", Shards: 1}))
+	ctl, err := e.s.Controls(e.ctx, e.queue, "other", "never-registered")
+	require.NoError(t, err)
+	require.Equal(t, []persistence.QueueControl{{}, {}, {}}, ctl)
+
+	require.NoError(t, e.s.SetPaused(e.ctx, e.queue, true))
+	require.NoError(t, e.s.SetPaused(e.ctx, e.queue, true)) // idempotent
+	e.enqueue(job("a", "v", 1))
+	require.NotNil(t, e.get("a"))
+	ctl, err = e.s.Controls(e.ctx, "other", e.queue)
+	require.NoError(t, err)
+	require.Equal(t, []persistence.QueueControl{{Paused: false}, {Paused: true}}, ctl)
+	st, err := e.s.Stats(e.ctx, e.queue, "other")
+	require.NoError(t, err)
+	require.True(t, st[0].Paused)
+	require.False(t, st[1].Paused)
+	require.EqualValues(t, 1, st[0].Length)
+
+	require.ErrorIs(t, e.s.SetPaused(e.ctx, "never-registered", true), persistence.ErrUnknownQueue)
+	_, err = e.s.Controls(e.ctx, "bad{name")
+	require.ErrorIs(t, err, persistence.ErrInvalid)
+
+	require.NoError(t, e.s.SetPaused(e.ctx, e.queue, false))
+	ctl, err = e.s.Controls(e.ctx, e.queue)
+	require.NoError(t, err)
+	require.False(t, ctl[0].Paused)
+	require.Equal(t, []string{"a"}, ids(e.own(0).next(1).Batch))
 }

@@ -1,0 +1,64 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orderlyhq/orderly/persistence"
+)
+
+// Queue controls (docs/contract.md §9, docs/storage.md §9): queue-wide
+// state in P:{q}:2:ctl, each queue its own slot, read by every node beside
+// its shard calls and never by a shard script.
+
+// ctlPaused is the field of P:{q}:2:ctl set to "1" while the queue is
+// paused; absent otherwise.
+const ctlPaused = "paused"
+
+// SetPaused implements persistence.Store.
+func (s *Store) SetPaused(ctx context.Context, queue string, paused bool) error {
+	if _, err := s.shardsOf(ctx, queue); err != nil {
+		return err
+	}
+	var err error
+	if paused {
+		err = s.rdb.HSet(ctx, s.keys.ctl(queue), ctlPaused, "1").Err()
+	} else {
+		err = s.rdb.HDel(ctx, s.keys.ctl(queue), ctlPaused).Err()
+	}
+	if err != nil {
+		return fmt.Errorf("redisstore: set paused of %s: %w", queue, err)
+	}
+	return nil
+}
+
+// Controls implements persistence.Store: one HGET per queue, in one
+// pipeline (go-redis splits it per master on a Cluster).
+func (s *Store) Controls(ctx context.Context, queues ...string) ([]persistence.QueueControl, error) {
+	if len(queues) == 0 {
+		return nil, nil
+	}
+	for _, q := range queues {
+		if err := persistence.ValidateQueueName(q); err != nil {
+			return nil, err
+		}
+	}
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, len(queues))
+	for i, q := range queues {
+		cmds[i] = pipe.HGet(ctx, s.keys.ctl(q), ctlPaused)
+	}
+	_, _ = pipe.Exec(ctx)
+	out := make([]persistence.QueueControl, len(queues))
+	for i, cmd := range cmds {
+		v, err := cmd.Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, fmt.Errorf("redisstore: read the controls of %s: %w", queues[i], err)
+		}
+		out[i].Paused = v == "1"
+	}
+	return out, nil
+}
