@@ -66,6 +66,7 @@ type Node struct {
 	clock   clock.Clock
 	log     *slog.Logger
 	workers []Worker
+	ctl     *queueControls // the queue controls as last read (pause)
 	// wrapNodeProps, set by tests only (export_test.go), adjusts the node
 	// actor's props before it is spawned.
 	wrapNodeProps func(*actor.Props) *actor.Props
@@ -141,6 +142,7 @@ func NewNode(store persistence.Store, cfg *Config) (*Node, error) {
 	if err := CheckShardTotal(shards); err != nil {
 		return nil, err
 	}
+	n.ctl = newQueueControls(n.Queues())
 	return n, nil
 }
 
@@ -195,7 +197,7 @@ func (n *Node) Start(ctx context.Context) error {
 	// back through Restore.
 	nodeProps := node.Props(node.Config{
 		Concurrency: n.cfg.Concurrency, Scheduler: sched, HandoffTimeout: n.cfg.HandoffTimeout,
-		Clock: n.clock, Logger: n.log, Restore: n.restore,
+		Clock: n.clock, Logger: n.log, Restore: n.restore, Blocked: n.ctl.isPaused,
 	}).Configure(actor.WithGuardian(supervisor.Node()))
 	if n.wrapNodeProps != nil {
 		nodeProps = n.wrapNodeProps(nodeProps)
@@ -284,6 +286,19 @@ func (n *Node) bootstrap(ctx context.Context, registered bool) {
 			return
 		}
 	}
+	// A paused queue stays paused across restarts: read the controls
+	// before serving anything, then keep watching them.
+	for {
+		_, err := n.readControls(ctx)
+		if err == nil {
+			break
+		}
+		n.log.Warn("cannot read the queue controls yet; retrying", "err", err)
+		if !wait() {
+			sub.Close()
+			return
+		}
+	}
 	n.mu.Lock()
 	if ctx.Err() != nil { // Stop ran meanwhile and did not see this subscription
 		n.mu.Unlock()
@@ -292,6 +307,8 @@ func (n *Node) bootstrap(ctx context.Context, registered bool) {
 	}
 	n.sub = sub
 	n.ready = true
+	n.boot.Add(1)
+	go n.watchControls(ctx)
 	service, members := n.service, n.members
 	if service == nil {
 		n.assignLocked(n.allShards())
@@ -375,6 +392,7 @@ func (n *Node) shardConfig(w Worker, i int) shard.Config {
 		MorgueTTL:     n.cfg.MorgueTTL,
 		Clock:         n.clock,
 		Logger:        n.log,
+		Paused:        n.ctl.pausedFunc(w.Queue),
 	}
 	if n.cfg.Observer != nil {
 		sc.Observer = n.cfg.Observer

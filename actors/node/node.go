@@ -41,6 +41,11 @@ type Config struct {
 	// Clock dates handoff deadlines [clock.Real()].
 	Clock  clock.Clock
 	Logger *slog.Logger
+	// Blocked, if set, tells the queues whose shards get no permit now (a
+	// paused queue, docs/contract.md §9). It is called from the actor's
+	// goroutine and must not block; after its answers change, send
+	// Unblocked so that waiting shards are served.
+	Blocked func(queue string) bool
 	// Restore, if set, returns what a starting actor must serve: the last
 	// Assign the facade sent and, once the node stops, its Drain (nil
 	// before). It is called on every *actor.Started, from the actor's
@@ -74,6 +79,11 @@ type (
 
 	// StatusRequest asks for a Status.
 	StatusRequest struct{}
+
+	// Unblocked tells that Config.Blocked may have changed its answers:
+	// free permits go to the shards now allowed (and holders of a queue
+	// now blocked yield when their batch ends).
+	Unblocked struct{}
 )
 
 // Status describes the node's shards.
@@ -132,7 +142,7 @@ func newActor(cfg Config) *Actor {
 		want:    map[persistence.ShardRef]shard.Config{},
 		kids:    map[persistence.ShardRef]*child{},
 		byID:    map[string]persistence.ShardRef{},
-		permits: newPermits(cfg.Concurrency, cfg.Scheduler),
+		permits: newPermits(cfg.Concurrency, cfg.Scheduler, cfg.Blocked),
 	}
 }
 
@@ -155,6 +165,10 @@ func (a *Actor) Receive(c actor.Context) {
 	case shard.PermitRequest:
 		if a.permits.request(m.Ref, m.Since) {
 			a.grant(c, m.Ref)
+		}
+	case Unblocked:
+		for _, ref := range a.permits.grant() {
+			a.grant(c, ref)
 		}
 	case shard.PermitReturn:
 		a.onReturn(c, m)

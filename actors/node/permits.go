@@ -21,7 +21,11 @@ const (
 // permits is the node-wide concurrency limit: at most size shards run a
 // batch at once. It is plain data owned by the node actor.
 type permits struct {
-	sched   Scheduler
+	sched Scheduler
+	// blocked, if set, tells the queues whose shards get no permit now
+	// (a paused queue, docs/contract.md §9): their requests wait in line
+	// and a holder of theirs that finished a batch yields.
+	blocked func(queue string) bool
 	free    int
 	holders map[persistence.ShardRef]bool
 	waiters []waiter
@@ -34,8 +38,8 @@ type waiter struct {
 	order uint64
 }
 
-func newPermits(size int, sched Scheduler) *permits {
-	return &permits{sched: sched, free: size, holders: map[persistence.ShardRef]bool{}}
+func newPermits(size int, sched Scheduler, blocked func(queue string) bool) *permits {
+	return &permits{sched: sched, blocked: blocked, free: size, holders: map[persistence.ShardRef]bool{}}
 }
 
 // request asks for a permit; it reports whether ref got one now (otherwise
@@ -44,7 +48,7 @@ func (p *permits) request(ref persistence.ShardRef, since time.Time) bool {
 	if p.holders[ref] {
 		return true
 	}
-	if p.free > 0 && len(p.waiters) == 0 {
+	if p.free > 0 && !p.isBlocked(ref) && p.best() < 0 {
 		p.free--
 		p.holders[ref] = true
 		return true
@@ -65,14 +69,17 @@ func (p *permits) wait(ref persistence.ShardRef, since time.Time) {
 
 // keep answers a holder that finished a batch and wants another: it keeps
 // its permit unless a waiter goes first (seq: anyone waiting; lag: a waiter
-// whose oldest job is older). A holder that yields joins the line.
+// whose oldest job is older) or its queue is blocked. A holder that yields
+// joins the line.
 func (p *permits) keep(ref persistence.ShardRef, since time.Time) bool {
 	if !p.holders[ref] {
 		return p.request(ref, since)
 	}
-	best := p.best()
-	if best < 0 || (p.sched == SchedulerLag && !p.waiters[best].since.Before(since)) {
-		return true
+	if !p.isBlocked(ref) {
+		best := p.best()
+		if best < 0 || (p.sched == SchedulerLag && !p.waiters[best].since.Before(since)) {
+			return true
+		}
 	}
 	delete(p.holders, ref)
 	p.free++
@@ -97,8 +104,11 @@ func (p *permits) release(ref persistence.ShardRef) {
 // grant hands free permits to waiters, best first, and returns who got one.
 func (p *permits) grant() []persistence.ShardRef {
 	var out []persistence.ShardRef
-	for p.free > 0 && len(p.waiters) > 0 {
+	for p.free > 0 {
 		i := p.best()
+		if i < 0 {
+			break
+		}
 		w := p.waiters[i]
 		p.waiters = append(p.waiters[:i], p.waiters[i+1:]...)
 		p.free--
@@ -108,10 +118,19 @@ func (p *permits) grant() []persistence.ShardRef {
 	return out
 }
 
-// best returns the index of the waiter served next, or -1.
+// isBlocked reports whether ref's queue gets no permit now.
+func (p *permits) isBlocked(ref persistence.ShardRef) bool {
+	return p.blocked != nil && p.blocked(ref.Queue)
+}
+
+// best returns the index of the waiter served next (blocked waiters are
+// passed over), or -1.
 func (p *permits) best() int {
 	best := -1
 	for i, w := range p.waiters {
+		if p.isBlocked(w.ref) {
+			continue
+		}
 		if best < 0 {
 			best = i
 			continue

@@ -141,6 +141,13 @@ func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
 				skip(b.Jobs[i:])
 				break
 			}
+			if cfg.Paused != nil && cfg.Paused() {
+				// The queue was paused after the fetch: no new call
+				// starts; the rest of the window goes back untouched.
+				out.paused = true
+				skip(b.Jobs[i:])
+				break
+			}
 			jobs := b.Jobs[i:min(i+size, len(b.Jobs))]
 			call := &persistence.Batch{ShardRef: b.ShardRef, Seq: k + 1, Token: b.Token, FetchedAt: b.FetchedAt, Jobs: jobs}
 			callStart := cfg.Clock.Now()
@@ -196,6 +203,8 @@ func (a *Actor) onProcessed(c actor.Context, m processed) {
 		return
 	}
 	switch {
+	case m.paused && len(m.interrupted) == 0:
+		a.log.Info("queue paused; the ids not handled go back to the queue", "ids", len(a.cur.Jobs), "skipped", len(m.skipped))
 	case len(m.skipped) > 0 || len(m.interrupted) > 0:
 		a.log.Warn("batch cut by shutdown; the ids not handled go back to the queue", "ids", len(a.cur.Jobs), "skipped", len(m.skipped), "interrupted", len(m.interrupted))
 	case m.err != nil:

@@ -97,6 +97,7 @@ type (
 		skipped     []string // ids not handled (cut by the drain deadline or a cancellation)
 		interrupted []string // ids of a call cancelled while it ran (its receiver may still be at work)
 		expired     bool     // stopped because the lease view ran out before a call
+		paused      bool     // stopped because the queue was paused before a call
 		err         error    // a call's whole-batch error, for logs
 		dur         time.Duration
 	}

@@ -82,6 +82,12 @@ type Config struct {
 	Logger *slog.Logger
 	// Observer, if set, receives the actor's events.
 	Observer Observer
+	// Paused, if set, reports whether the queue is paused (docs/contract.md
+	// §9). It is read immediately before every handler call, like the
+	// lease view: a paused queue starts no call, and the ids of the
+	// fetched window not handled yet go back to the queue untouched. It
+	// must be cheap and safe for concurrent use.
+	Paused func() bool
 }
 
 func (c Config) withDefaults() Config {

@@ -1,0 +1,158 @@
+package orderly
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/orderlyhq/orderly/actors/node"
+	"github.com/orderlyhq/orderly/internal/clock"
+)
+
+// Queue controls (docs/contract.md §9): the node reads every queue's
+// control hash in one round trip per ControlPoll and tells its node actor
+// and shard actors, which start no handler call of a paused queue.
+
+// ControlPoll is how often a node reads the queue-wide controls (pause)
+// from the store; a change made through this node is seen at once.
+const ControlPoll = time.Second
+
+// queueControls is the node's last view of its queues' controls. The
+// watcher writes it; the node actor and the shard actors' handler tasks read
+// it before every permit and every call.
+type queueControls struct {
+	paused map[string]*atomic.Bool // fixed at NewNode: one per queue
+	poke   chan struct{}           // ask the watcher for a read now (buffered 1)
+}
+
+func newQueueControls(queues []string) *queueControls {
+	c := &queueControls{paused: make(map[string]*atomic.Bool, len(queues)), poke: make(chan struct{}, 1)}
+	for _, q := range queues {
+		c.paused[q] = &atomic.Bool{}
+	}
+	return c
+}
+
+// isPaused reports whether the queue is paused, as last read.
+func (c *queueControls) isPaused(queue string) bool {
+	p := c.paused[queue]
+	return p != nil && p.Load()
+}
+
+// pausedFunc returns isPaused bound to one queue, for a shard actor.
+func (c *queueControls) pausedFunc(queue string) func() bool {
+	p := c.paused[queue]
+	if p == nil {
+		return nil
+	}
+	return p.Load
+}
+
+// refresh asks the watcher to read the controls at once.
+func (c *queueControls) refresh() {
+	select {
+	case c.poke <- struct{}{}:
+	default:
+	}
+}
+
+// readControls reads the controls of the node's queues and reports whether
+// any changed.
+func (n *Node) readControls(ctx context.Context) (bool, error) {
+	queues := n.Queues()
+	if len(queues) == 0 {
+		return false, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, max(n.cfg.LeaseTTL, 5*time.Second))
+	defer cancel()
+	ctl, err := n.store.Controls(ctx, queues...)
+	if err != nil {
+		return false, err
+	}
+	changed := false
+	for i, q := range queues {
+		if old := n.ctl.paused[q].Swap(ctl[i].Paused); old != ctl[i].Paused {
+			changed = true
+			if ctl[i].Paused {
+				n.log.Info("queue paused: no new handler call starts", "queue", q)
+			} else {
+				n.log.Info("queue resumed", "queue", q)
+			}
+		}
+	}
+	return changed, nil
+}
+
+// watchControls reads the controls every ControlPoll (or when poked) until
+// ctx ends, and tells the node actor when a queue is resumed or paused.
+func (n *Node) watchControls(ctx context.Context) {
+	defer n.boot.Done()
+	failed := 0
+	for {
+		tick, stop := clock.After(n.clock, ControlPoll)
+		select {
+		case <-ctx.Done():
+			stop()
+			return
+		case <-n.ctl.poke:
+			stop()
+		case <-tick:
+		}
+		changed, err := n.readControls(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if failed++; failed == 1 || failed%60 == 0 {
+				n.log.Warn("cannot read the queue controls; keeping the last view", "err", err, "attempt", failed)
+			}
+			continue
+		}
+		failed = 0
+		if changed {
+			n.unblocked()
+		}
+	}
+}
+
+// PauseQueue pauses the queue cluster-wide (docs/contract.md §9): it keeps
+// accepting enqueues, no node starts a new handler call of it, and calls
+// already running finish. The state is kept in the store, so it survives
+// restarts; every node sees it within ControlPoll (this one at once). Any
+// queue registered in the store can be paused, served by this node or not;
+// persistence.ErrUnknownQueue otherwise.
+func (n *Node) PauseQueue(ctx context.Context, queue string) error {
+	return n.setPaused(ctx, queue, true)
+}
+
+// ResumeQueue undoes PauseQueue.
+func (n *Node) ResumeQueue(ctx context.Context, queue string) error {
+	return n.setPaused(ctx, queue, false)
+}
+
+func (n *Node) setPaused(ctx context.Context, queue string, paused bool) error {
+	if err := n.store.SetPaused(ctx, queue, paused); err != nil {
+		return fmt.Errorf("orderly: set paused of %s: %w", queue, err)
+	}
+	if p := n.ctl.paused[queue]; p != nil && p.Swap(paused) != paused {
+		n.unblocked()
+	}
+	n.ctl.refresh()
+	return nil
+}
+
+// unblocked tells the node actor that the controls changed.
+func (n *Node) unblocked() {
+	n.mu.Lock()
+	sys, pid, running := n.sys, n.nodePID, n.state == stateRunning
+	n.mu.Unlock()
+	if running {
+		sys.Root.Send(pid, node.Unblocked{})
+	}
+}
+
+// QueuePaused reports whether the node holds the queue as paused, as it
+// last read the store (at most ControlPoll ago while the store answers).
+// It is false for a queue the node does not serve.
+func (n *Node) QueuePaused(queue string) bool { return n.ctl.isPaused(queue) }
