@@ -61,6 +61,8 @@ func TestReadToken(t *testing.T) {
 		{"POST", "/api/v1/queues/q/actions/delete_failed", ""},
 		{"POST", "/api/v1/queues/q/morgue/requeue", `{"all": true}`},
 		{"POST", "/api/v1/queues/q/morgue/delete", `{"all": true}`},
+		{"POST", "/api/v1/queues/q/pause", ""},
+		{"POST", "/api/v1/queues/q/resume", ""},
 	}
 	for _, w := range writes {
 		a := e.do(w[0], w[1], w[2], append([]string{"Content-Type", "application/json"}, read...)...)
@@ -76,6 +78,9 @@ func TestReadToken(t *testing.T) {
 	}
 	_, err := e.store.GetJob(e.ctx, "q", "c")
 	require.ErrorIs(t, err, persistence.ErrNotFound, "the read-only token enqueued")
+	ctl, err := e.store.Controls(e.ctx, "q")
+	require.NoError(t, err)
+	require.False(t, ctl[0].Paused, "the read-only token paused the queue")
 
 	// The full token still does everything.
 	a := e.do("DELETE", "/api/v1/queues/q/jobs/a", "", full...)

@@ -105,6 +105,11 @@ type Config struct {
 	// Metrics serves GET /metrics, the node's Prometheus handler. It needs
 	// the token like the other reads. [none: /metrics answers 404]
 	Metrics http.Handler
+	// SetPaused pauses or resumes a queue (POST /api/v1/queues/{q}/pause,
+	// /resume): the node's PauseQueue and ResumeQueue, so that the node
+	// serving the API sees the change at once. [Store.SetPaused: every
+	// node sees it within its control poll]
+	SetPaused func(ctx context.Context, queue string, paused bool) error
 	// EmbeddedStore tells GET /api/v1/cluster, and so the dashboard, that
 	// the store is the embedded in-memory one. [false]
 	EmbeddedStore bool
@@ -162,6 +167,7 @@ type Server struct {
 	metrics     http.Handler
 	ui          http.Handler
 	embedded    bool
+	pause       func(ctx context.Context, queue string, paused bool) error // Config.SetPaused, or nil
 	// enqueueSlots holds a token per enqueue request being decoded and
 	// stored.
 	enqueueSlots chan struct{}
@@ -198,6 +204,7 @@ func New(cfg *Config) (*Server, error) {
 		metrics:     cfg.Metrics,
 		ui:          cfg.UI,
 		embedded:    cfg.EmbeddedStore,
+		pause:       cfg.SetPaused,
 		origin:      http.NewCrossOriginProtection(),
 		mux:         http.NewServeMux(),
 		bodyTimeout: cfg.BodyReadTimeout,
@@ -253,6 +260,8 @@ func New(cfg *Config) (*Server, error) {
 	s.handle("DELETE /api/v1/queues/{q}/jobs/{id...}", s.deleteJob)
 	s.handle("GET /api/v1/queues/{q}/processing", s.processing)
 	s.handle("POST /api/v1/queues/{q}/actions/{action}", s.queueAction)
+	s.handle("POST /api/v1/queues/{q}/pause", s.setPaused(true))
+	s.handle("POST /api/v1/queues/{q}/resume", s.setPaused(false))
 	s.handle("GET /api/v1/queues/{q}/morgue", s.listMorgue)
 	s.handle("POST /api/v1/queues/{q}/morgue/requeue", s.requeueMorgue)
 	s.handle("POST /api/v1/queues/{q}/morgue/delete", s.deleteMorgue)

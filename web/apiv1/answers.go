@@ -33,6 +33,14 @@ type Queue struct {
 	// OldestDue is the earliest perform_at among queued ids; null when
 	// nothing is queued.
 	OldestDue *float64 `json:"oldest_due"`
+	// Paused tells that no node starts a handler call of the queue
+	// (docs/contract.md §9).
+	Paused bool `json:"paused"`
+}
+
+// Paused is the answer of POST /api/v1/queues/{q}/pause and /resume.
+type Paused struct {
+	Paused bool `json:"paused"`
 }
 
 // Queues is the answer of GET /api/v1/queues, by name.
@@ -46,6 +54,9 @@ type StatsCounts struct {
 	Length       int64   `json:"length"`
 	MorgueLength int64   `json:"morgue_length"`
 	Lag          float64 `json:"lag"`
+	// Paused is set in by_worker for a paused queue (absent otherwise,
+	// and in the total).
+	Paused bool `json:"paused,omitempty"`
 }
 
 // Stats is the answer of GET /api/v1/stats, Lowkiq's shape. ByWorker is
