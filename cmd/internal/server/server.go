@@ -168,6 +168,12 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 		TLS:             tlsConfig,
 		Metrics:         m.Handler(),
 		UI:              ui.Handler(),
+		SetPaused: func(ctx context.Context, queue string, paused bool) error {
+			if paused {
+				return node.PauseQueue(ctx, queue)
+			}
+			return node.ResumeQueue(ctx, queue)
+		},
 		Members: func(context.Context) (string, []apiv1.Member) {
 			var out []apiv1.Member
 			for _, m := range node.Members() {

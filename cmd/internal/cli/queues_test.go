@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderlyhq/orderly/persistence"
+)
+
+func (n *node) paused(queue string) bool {
+	n.t.Helper()
+	ctl, err := n.store.Controls(n.ctx, queue)
+	require.NoError(n.t, err)
+	return ctl[0].Paused
+}
+
+// docs/contract.md §6.5, §9: orderly queues pause|resume Q, shown by
+// orderly queues and orderly stats.
+func TestQueuesPauseResume(t *testing.T) {
+	t.Parallel()
+	n := newNode(t)
+	require.Equal(t, "orders paused\n", n.run("queues", "pause", "orders").ok(t))
+	require.True(t, n.paused("orders"))
+	require.False(t, n.paused("mail"))
+	require.Contains(t, n.run("queues").ok(t), "orders (paused)")
+	require.Contains(t, n.run("stats").ok(t), "orders (paused)")
+	require.NotContains(t, n.run("queues", "list").ok(t), "mail (paused)")
+	require.JSONEq(t, `{"paused": false}`, n.run("queues", "resume", "--queue", "orders", "--json").ok(t))
+	require.False(t, n.paused("orders"))
+	require.NotContains(t, n.run("queues", "--json").ok(t), `"paused":true`)
+
+	r := n.run("queues", "pause", "nope")
+	require.Equal(t, ExitError, r.code, r.stderr)
+	require.Contains(t, r.stderr, "unknown queue")
+	r = n.run("queues", "pause")
+	require.Equal(t, ExitUsage, r.code)
+	require.Contains(t, r.stderr, "--queue is required")
+	r = n.run("queues", "pause", "orders", "mail")
+	require.Equal(t, ExitUsage, r.code)
+	r = n.run("queues", "pasue", "orders")
+	require.Equal(t, ExitUsage, r.code)
+	require.Contains(t, r.stderr, "pause")
+	require.Contains(t, n.run("queues", "--help").ok(t), "perform-all-now")
+}
+
+// orderly queues perform-all-now|kill-failed|delete-failed Q run the queue
+// actions of docs/contract.md §3.9.
+func TestQueuesActions(t *testing.T) {
+	t.Parallel()
+	n := newNode(t)
+	require.NoError(t, n.store.Enqueue(n.ctx, "mail", []persistence.NewJob{{ID: "a"}, {ID: "b", PerformAt: t0.Add(3600e9)}}))
+	require.Equal(t, "updated 1\n", n.run("queues", "perform-all-now", "mail").ok(t))
+	require.Equal(t, "killed 0\n", n.run("queues", "kill-failed", "mail").ok(t))
+	require.JSONEq(t, `{"deleted": 0}`, n.run("queues", "delete-failed", "mail", "--json").ok(t))
+}
