@@ -789,6 +789,26 @@ func TestBrowser(t *testing.T) {
 		require.EqualValues(t, 1, f.stats("orders").MorgueLength)
 	})
 
+	step("pause and resume", func(t *testing.T) {
+		b.open("/queues/orders")
+		b.waitFor(`document.querySelector('.job')`, "the jobs")
+		visible := func(sel string) bool {
+			return eval[bool](b, `(() => { const e = document.querySelector(`+"`"+sel+"`"+`); return !!e && e.offsetParent !== null; })()`)
+		}
+		require.False(t, visible(`#resume-queue`), "resume shows only while paused")
+		b.click(`#pause-queue`)
+		b.waitFor(`!document.querySelector('#queue-paused').hidden`, "the paused badge")
+		require.True(t, f.stats("orders").Paused)
+		b.waitFor(`document.querySelector('#resume-queue')?.offsetParent !== null && document.querySelector('#pause-queue').offsetParent === null`, "the resume button")
+		b.open("/")
+		b.waitFor(`!document.querySelector('tr[data-queue="orders"] .badge.paused')?.hidden`, "the overview's paused badge")
+		require.True(t, eval[bool](b, `document.querySelector('tr[data-queue="emails"] .badge.paused').hidden`))
+		b.open("/queues/orders")
+		b.click(`#resume-queue`)
+		b.waitFor(`document.querySelector('#queue-paused').hidden`, "the badge to go")
+		require.False(t, f.stats("orders").Paused)
+	})
+
 	step("errors", func(t *testing.T) {
 		// An unknown queue: the API's 404 says so.
 		b.open("/queues/nope")
@@ -876,7 +896,7 @@ func TestBrowserReadToken(t *testing.T) {
 	b.waitFor(`!document.querySelector('#embedded-store').hidden`, "the in-memory store notice")
 	require.Contains(t, b.text(`#embedded-store`), "jobs are lost when it stops")
 	require.Positive(t, eval[int](b, `document.querySelectorAll('[data-action]').length`), "the actions exist")
-	for _, sel := range []string{`[data-action="perform_all_now"]`, `[data-action="delete_failed"]`, `[data-delete]`} {
+	for _, sel := range []string{`[data-action="perform_all_now"]`, `[data-action="delete_failed"]`, `[data-delete]`, `#pause-queue`, `#resume-queue`} {
 		require.False(t, visible(sel), "%s is hidden", sel)
 	}
 	b.screenshot("read-only")

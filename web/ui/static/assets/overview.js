@@ -151,13 +151,15 @@ export function render(root, {signal}) {
           const row = {};
           cells.set(q.name, row);
           return h('tr', {dataset: {queue: q.name}},
-            h('td', {class: 'qcell'}, h('a', {href: queueHref(q.name), class: 'strong', title: q.name}, q.name)),
+            h('td', {class: 'qcell'}, h('a', {href: queueHref(q.name), class: 'strong', title: q.name}, q.name),
+              row.paused = h('span', {class: 'badge paused', hidden: true, title: 'No handler call starts'}, 'paused')),
             h('td', {class: 'num muted'}, num(q.shards)),
             COLUMNS.map(([k]) => row[k] = h('td', {class: 'num', dataset: {col: k}})));
         })))));
     }
     for (const q of qs) {
       const row = cells.get(q.name);
+      row.paused.hidden = !q.paused;
       for (const [k, , link] of COLUMNS) fillCell(row[k], q, k, link);
     }
   };
