@@ -106,6 +106,14 @@ type Store interface {
 	// order, in one round trip (one per server of a clustered store). A
 	// queue never paused reads as the zero QueueControl, registered or not.
 	Controls(ctx context.Context, queues ...string) ([]QueueControl, error)
+	// SetPermits sets how many of the queue's limit cluster-wide permits
+	// (max_concurrency, docs/contract.md §9) holder has: up to want, as
+	// many as the other holders leave free, each valid for ttl; it returns
+	// how many the holder has now. Expired permits of any holder are
+	// dropped first, so those of a dead holder come back within ttl; want
+	// 0 releases the holder's permits. Holders call it again within ttl to
+	// keep theirs.
+	SetPermits(ctx context.Context, queue, holder string, want, limit int, ttl time.Duration) (int, error)
 }
 
 // QueueControl is the queue-wide state every node reads (docs/contract.md

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -61,4 +63,22 @@ func (s *Store) Controls(ctx context.Context, queues ...string) ([]persistence.Q
 		out[i].Paused = v == "1"
 	}
 	return out, nil
+}
+
+// SetPermits implements persistence.Store with permits.lua on the queue's
+// slot.
+func (s *Store) SetPermits(ctx context.Context, queue, holder string, want, limit int, ttl time.Duration) (int, error) {
+	if err := persistence.ValidateQueueName(queue); err != nil {
+		return 0, err
+	}
+	if holder == "" || strings.Contains(holder, "#") || want < 0 || limit < 1 || ttl < time.Millisecond {
+		return 0, fmt.Errorf("%w: permits of %s: holder %q, want %d, limit %d, ttl %s", persistence.ErrInvalid, queue, holder, want, limit, ttl)
+	}
+	cmds := runAll(ctx, s.rdb, []call{{s: scriptPermits, keys: []string{s.keys.permits(queue)},
+		args: []any{holder, want, limit, ttl.Milliseconds()}}})
+	n, err := cmds[0].Int()
+	if err != nil {
+		return 0, fmt.Errorf("redisstore: permits of %s: %w", queue, err)
+	}
+	return n, nil
 }

@@ -50,10 +50,12 @@ var (
 	scriptScan    = newScript("scan")
 	scriptMigrate = newScript("migrate")
 	scriptDowngr  = newScript("downgrade")
+	scriptPermits = newScript("permits")
 
 	allScripts = []*script{
 		scriptAcquire, scriptRenew, scriptRelease, scriptAdvance, scriptEnqueue, scriptAction,
 		scriptMorgue, scriptGet, scriptStats, scriptList, scriptScan, scriptMigrate, scriptDowngr,
+		scriptPermits,
 	}
 )
 

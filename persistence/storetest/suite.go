@@ -72,6 +72,7 @@ func Run(t *testing.T, h Harness) {
 		{"Model_RandomOperations", testModel},
 		{"Identity_StoreIDIsStable", testStoreID},
 		{"Controls_PauseKeptAndShown", testPauseKept},
+		{"Controls_PermitsBoundedAndExpire", testPermits},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1259,4 +1260,36 @@ func testPauseKept(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	require.False(t, ctl[0].Paused)
 	require.Equal(t, []string{"a"}, ids(e.own(0).next(1).Batch))
+}
+
+// docs/contract.md §9: the max_concurrency permits of a queue never exceed
+// the limit across holders, are renewed and released by their holder, and
+// those of a holder that stops renewing come back once they expire.
+func testPermits(t *testing.T, h Harness) {
+	e := newEnv(t, h, 1)
+	long := time.Minute
+	set := func(holder string, want int, ttl time.Duration) int {
+		t.Helper()
+		n, err := e.s.SetPermits(e.ctx, e.queue, holder, want, 3, ttl)
+		require.NoError(t, err)
+		return n
+	}
+	require.Equal(t, 2, set("a", 2, long))
+	require.Equal(t, 1, set("b", 5, long), "only one left")
+	require.Equal(t, 0, set("c", 1, long))
+	require.Equal(t, 2, set("a", 2, long), "renewed")
+	require.Equal(t, 1, set("a", 1, long), "shrunk")
+	require.Equal(t, 2, set("b", 5, long), "a's freed permit")
+	require.Equal(t, 0, set("b", 0, long), "released")
+	require.Equal(t, 2, set("c", 2, long))
+
+	// c stops renewing: its permits expire and go to another holder.
+	require.Equal(t, 2, set("c", 2, 300*time.Millisecond))
+	require.Equal(t, 0, set("d", 3, long))
+	require.Eventually(t, func() bool { return set("d", 3, long) == 2 }, 10*time.Second, 50*time.Millisecond)
+
+	_, err := e.s.SetPermits(e.ctx, e.queue, "x#1", 1, 3, long)
+	require.ErrorIs(t, err, persistence.ErrInvalid)
+	_, err = e.s.SetPermits(e.ctx, e.queue, "x", 1, 0, long)
+	require.ErrorIs(t, err, persistence.ErrInvalid)
 }
