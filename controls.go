@@ -3,6 +3,7 @@ package orderly
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -24,14 +25,58 @@ const ControlPoll = time.Second
 type queueControls struct {
 	paused map[string]*atomic.Bool // fixed at NewNode: one per queue
 	poke   chan struct{}           // ask the watcher for a read now (buffered 1)
+
+	// max_concurrency: for each limited queue, its limit, the permits this
+	// node holds in the store (0 while it cannot renew them) and how many
+	// of its shards hold or wait for a node permit (the node actor's
+	// demand).
+	limit       map[string]int
+	held        map[string]*atomic.Int64
+	demand      map[string]*atomic.Int64
+	permitsPoke chan struct{} // ask the permit keeper to set the permits now (buffered 1)
 }
 
-func newQueueControls(queues []string) *queueControls {
-	c := &queueControls{paused: make(map[string]*atomic.Bool, len(queues)), poke: make(chan struct{}, 1)}
-	for _, q := range queues {
-		c.paused[q] = &atomic.Bool{}
+func newQueueControls(workers []Worker) *queueControls {
+	c := &queueControls{paused: make(map[string]*atomic.Bool, len(workers)), poke: make(chan struct{}, 1),
+		limit: map[string]int{}, held: map[string]*atomic.Int64{}, demand: map[string]*atomic.Int64{},
+		permitsPoke: make(chan struct{}, 1)}
+	for _, w := range workers {
+		c.paused[w.Queue] = &atomic.Bool{}
+		if w.MaxConcurrency > 0 {
+			c.limit[w.Queue] = w.MaxConcurrency
+			c.held[w.Queue] = &atomic.Int64{}
+			c.demand[w.Queue] = &atomic.Int64{}
+		}
 	}
 	return c
+}
+
+// blocked is the node actor's Config.Blocked: a paused queue starts
+// nothing, and a limited queue runs at most as many batches on this node
+// as the node holds cluster-wide permits.
+func (c *queueControls) blocked(queue string, others int) bool {
+	if c.isPaused(queue) {
+		return true
+	}
+	if h := c.held[queue]; h != nil {
+		return int64(others) >= h.Load()
+	}
+	return false
+}
+
+// setDemand is the node actor's Config.Demand: a limited queue whose demand
+// grew (or fell to 0) gets its permits set at once.
+func (c *queueControls) setDemand(d map[string]int) {
+	for q, n := range d {
+		if a := c.demand[q]; a != nil {
+			if old := a.Swap(int64(n)); int64(n) > old || (n == 0 && old > 0) {
+				select {
+				case c.permitsPoke <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}
 }
 
 // isPaused reports whether the queue is paused, as last read.
@@ -156,3 +201,76 @@ func (n *Node) unblocked() {
 // last read the store (at most ControlPoll ago while the store answers).
 // It is false for a queue the node does not serve.
 func (n *Node) QueuePaused(queue string) bool { return n.ctl.isPaused(queue) }
+
+// keepPermits holds this node's share of the max_concurrency permits of its
+// limited queues (docs/contract.md §9): every LeaseTTL/3, and at once when
+// a queue's demand grows, it sets each queue's permits to its demand (at
+// most the limit) in one script call on the queue's slot, renewing those
+// it keeps for LeaseTTL. A node that cannot renew counts its permits as
+// gone once LeaseTTL minus a margin passed since the last renewal; a dead
+// node's expire in the store within LeaseTTL. On stop it releases them.
+func (n *Node) keepPermits(ctx context.Context) {
+	defer n.boot.Done()
+	holder := n.permitHolder
+	ttl := n.cfg.LeaseTTL
+	every := ttl / 3
+	queues := make([]string, 0, len(n.ctl.limit))
+	for q := range n.ctl.limit {
+		queues = append(queues, q)
+	}
+	slices.Sort(queues)
+	lastOK := map[string]time.Time{}
+	set := func(ctx context.Context, q string, want int) (int, error) {
+		ctx, cancel := context.WithTimeout(ctx, max(ttl, 5*time.Second))
+		defer cancel()
+		return n.store.SetPermits(ctx, q, holder, want, n.ctl.limit[q], ttl)
+	}
+	failed := 0
+	for {
+		changed := false
+		for _, q := range queues {
+			want := min(int(n.ctl.demand[q].Load()), n.ctl.limit[q])
+			sent := n.clock.Now()
+			got, err := set(ctx, q, want)
+			if err != nil {
+				if ctx.Err() != nil {
+					break
+				}
+				if failed++; failed == 1 || failed%60 == 0 {
+					n.log.Warn("cannot renew the max_concurrency permits", "queue", q, "err", err, "attempt", failed)
+				}
+				if t, ok := lastOK[q]; !ok || !n.clock.Now().Before(t.Add(ttl-ttl/4)) {
+					n.ctl.held[q].Store(0)
+				}
+				continue
+			}
+			failed = 0
+			lastOK[q] = sent
+			if old := n.ctl.held[q].Swap(int64(got)); int64(got) > old {
+				changed = true
+			}
+		}
+		if changed {
+			n.unblocked()
+		}
+		tick, stop := clock.After(n.clock, every)
+		select {
+		case <-ctx.Done():
+			stop()
+			// The shards drained before ctx ended: give the permits
+			// back so that other nodes need not wait for them to expire.
+			for _, q := range queues {
+				n.ctl.held[q].Store(0)
+				rctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				if _, err := set(rctx, q, 0); err != nil {
+					n.log.Warn("cannot release the max_concurrency permits; they expire by themselves", "queue", q, "err", err)
+				}
+				cancel()
+			}
+			return
+		case <-n.ctl.permitsPoke:
+			stop()
+		case <-tick:
+		}
+	}
+}

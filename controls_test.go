@@ -2,7 +2,9 @@ package orderly_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -167,4 +169,64 @@ func TestNodePauseStopsAPrefetchedWindow(t *testing.T) {
 	}
 	require.NoError(t, n.ResumeQueue(e.ctx, "q"))
 	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(calls) == 5 }, 10*time.Second, 10*time.Millisecond)
+}
+
+// docs/contract.md §9: three nodes with Concurrency 5 each never run more
+// than max_concurrency (2) handler calls of the queue at once; permits a
+// dead holder left behind come back within LeaseTTL.
+func TestNodeMaxConcurrencyAcrossNodes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	network := clustertest.NewNetwork()
+	var seeds []string
+	var running, peak, calls atomic.Int64
+	handler := func(ctx context.Context, b *orderly.Batch) error {
+		now := running.Add(1)
+		for {
+			p := peak.Load()
+			if now <= p || peak.CompareAndSwap(p, now) {
+				break
+			}
+		}
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+		}
+		running.Add(-1)
+		calls.Add(1)
+		return nil
+	}
+	require.NoError(t, e.store.RegisterQueue(e.ctx, persistence.QueueSpec{Name: "limited", Shards: 6}))
+	// A holder that died with both permits: nothing runs until they expire.
+	n, err := e.store.SetPermits(e.ctx, "limited", "dead-node", 2, 2, time.Second)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	jobs := make([]client.Job, 60)
+	for i := range jobs {
+		jobs[i] = client.Job{ID: fmt.Sprintf("id-%d", i)}
+	}
+	e.enqueue("limited", jobs...)
+	start := time.Now()
+	for _, name := range []string{"n1", "n2", "n3"} {
+		tr, addr := network.Transport(t)
+		nd, err := orderly.NewNode(e.store, &orderly.Config{
+			Name: name, Logger: testLogger(t), LeaseTTL: time.Second, Concurrency: 5,
+			Cluster: &orderly.ClusterConfig{Bind: addr, Join: seeds, Transport: tr, RejoinInterval: 300 * time.Millisecond},
+			Workers: []orderly.Worker{{Queue: "limited", Shards: 6, MaxConcurrency: 2, Prefetch: 1, Handler: handler}},
+		})
+		require.NoError(t, err)
+		require.NoError(t, nd.Start(e.ctx))
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			nd.StopAndCancel(ctx)
+		})
+		seeds = append(seeds, addr)
+	}
+	require.Eventually(t, func() bool { return calls.Load() >= 60 && e.stats("limited").Length == 0 }, 30*time.Second, 10*time.Millisecond)
+	require.LessOrEqual(t, peak.Load(), int64(2), "never more than max_concurrency calls at once")
+	require.Equal(t, int64(2), peak.Load(), "the limit is used")
+	// The dead holder's permits expired after about a second (LeaseTTL):
+	// the work could not have finished before.
+	require.GreaterOrEqual(t, time.Since(start), 900*time.Millisecond)
 }

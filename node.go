@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -66,7 +69,11 @@ type Node struct {
 	clock   clock.Clock
 	log     *slog.Logger
 	workers []Worker
-	ctl     *queueControls // the queue controls as last read (pause)
+	ctl     *queueControls // the queue controls as last read (pause, permits)
+	// permitHolder names this node's max_concurrency permits in the store:
+	// its name and a random part, so a restarted node does not take over
+	// permits of its previous run.
+	permitHolder string
 	// wrapNodeProps, set by tests only (export_test.go), adjusts the node
 	// actor's props before it is spawned.
 	wrapNodeProps func(*actor.Props) *actor.Props
@@ -142,7 +149,8 @@ func NewNode(store persistence.Store, cfg *Config) (*Node, error) {
 	if err := CheckShardTotal(shards); err != nil {
 		return nil, err
 	}
-	n.ctl = newQueueControls(n.Queues())
+	n.ctl = newQueueControls(n.workers)
+	n.permitHolder = strings.ReplaceAll(n.cfg.Name, "#", "_") + "/" + strconv.FormatUint(rand.Uint64(), 36)
 	return n, nil
 }
 
@@ -197,7 +205,7 @@ func (n *Node) Start(ctx context.Context) error {
 	// back through Restore.
 	nodeProps := node.Props(node.Config{
 		Concurrency: n.cfg.Concurrency, Scheduler: sched, HandoffTimeout: n.cfg.HandoffTimeout,
-		Clock: n.clock, Logger: n.log, Restore: n.restore, Blocked: n.ctl.isPaused,
+		Clock: n.clock, Logger: n.log, Restore: n.restore, Blocked: n.ctl.blocked, Demand: n.ctl.setDemand,
 	}).Configure(actor.WithGuardian(supervisor.Node()))
 	if n.wrapNodeProps != nil {
 		nodeProps = n.wrapNodeProps(nodeProps)
@@ -309,6 +317,10 @@ func (n *Node) bootstrap(ctx context.Context, registered bool) {
 	n.ready = true
 	n.boot.Add(1)
 	go n.watchControls(ctx)
+	if len(n.ctl.limit) > 0 {
+		n.boot.Add(1)
+		go n.keepPermits(ctx)
+	}
 	service, members := n.service, n.members
 	if service == nil {
 		n.assignLocked(n.allShards())

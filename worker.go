@@ -76,6 +76,13 @@ type Worker struct {
 	// MaxMaxPayloadsPerCall. The configuration file's max_payloads_per_call
 	// means the same.
 	MaxPayloadsPerCall int
+	// MaxConcurrency, when positive, is the most handler calls of the
+	// queue that run at once across the whole cluster, whatever each node's
+	// Concurrency (docs/contract.md §9) [0: no limit]. Nodes share it
+	// through permits in the store, renewed every LeaseTTL/3; a dead node's
+	// come back within LeaseTTL. Every node serving the queue must set the
+	// same value. The configuration file's max_concurrency means the same.
+	MaxConcurrency int
 	// Handler processes batches. Required.
 	Handler HandlerFunc
 	// RetriesExhausted, if set, receives what went to the morgue, one job
@@ -136,6 +143,9 @@ func (w *Worker) validate() error {
 	}
 	if w.Timeout < 0 {
 		return fmt.Errorf("orderly: worker %s: Timeout must not be negative, got %s", w.Queue, w.Timeout)
+	}
+	if w.MaxConcurrency < 0 {
+		return fmt.Errorf("orderly: worker %s: MaxConcurrency must be 0 (no limit) or positive, got %d", w.Queue, w.MaxConcurrency)
 	}
 	if w.MaxPayloadsPerCall < 1 || w.MaxPayloadsPerCall > MaxMaxPayloadsPerCall {
 		return fmt.Errorf("orderly: worker %s: MaxPayloadsPerCall must be between 1 and %d (0 for the default, %d), got %d", w.Queue, MaxMaxPayloadsPerCall, DefaultMaxPayloadsPerCall, w.MaxPayloadsPerCall)

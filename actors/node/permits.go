@@ -22,10 +22,12 @@ const (
 // batch at once. It is plain data owned by the node actor.
 type permits struct {
 	sched Scheduler
-	// blocked, if set, tells the queues whose shards get no permit now
-	// (a paused queue, docs/contract.md §9): their requests wait in line
-	// and a holder of theirs that finished a batch yields.
-	blocked func(queue string) bool
+	// blocked, if set, tells whether a shard of queue may not hold a
+	// permit now while others of the queue's shards hold one (a paused
+	// queue, or one at its cluster-wide max_concurrency, docs/contract.md
+	// §9): its request waits in line, and a holder that finished a batch
+	// yields.
+	blocked func(queue string, others int) bool
 	free    int
 	holders map[persistence.ShardRef]bool
 	waiters []waiter
@@ -38,7 +40,7 @@ type waiter struct {
 	order uint64
 }
 
-func newPermits(size int, sched Scheduler, blocked func(queue string) bool) *permits {
+func newPermits(size int, sched Scheduler, blocked func(queue string, others int) bool) *permits {
 	return &permits{sched: sched, blocked: blocked, free: size, holders: map[persistence.ShardRef]bool{}}
 }
 
@@ -75,14 +77,18 @@ func (p *permits) keep(ref persistence.ShardRef, since time.Time) bool {
 	if !p.holders[ref] {
 		return p.request(ref, since)
 	}
+	// Decide as if ref had returned its permit, so that a waiter of the
+	// same limited queue can take its turn.
+	delete(p.holders, ref)
+	p.free++
 	if !p.isBlocked(ref) {
 		best := p.best()
 		if best < 0 || (p.sched == SchedulerLag && !p.waiters[best].since.Before(since)) {
+			p.holders[ref] = true
+			p.free--
 			return true
 		}
 	}
-	delete(p.holders, ref)
-	p.free++
 	p.wait(ref, since)
 	return false
 }
@@ -118,9 +124,32 @@ func (p *permits) grant() []persistence.ShardRef {
 	return out
 }
 
-// isBlocked reports whether ref's queue gets no permit now.
+// isBlocked reports whether ref may not hold a permit now.
 func (p *permits) isBlocked(ref persistence.ShardRef) bool {
-	return p.blocked != nil && p.blocked(ref.Queue)
+	if p.blocked == nil {
+		return false
+	}
+	others := 0
+	for h := range p.holders {
+		if h.Queue == ref.Queue && h != ref {
+			others++
+		}
+	}
+	return p.blocked(ref.Queue, others)
+}
+
+// demand counts, per queue, the shards holding or waiting for a permit.
+func (p *permits) demand() map[string]int {
+	out := map[string]int{}
+	for h := range p.holders {
+		out[h.Queue]++
+	}
+	for _, w := range p.waiters {
+		if !p.holders[w.ref] {
+			out[w.ref.Queue]++
+		}
+	}
+	return out
 }
 
 // best returns the index of the waiter served next (blocked waiters are

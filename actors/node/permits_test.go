@@ -64,7 +64,7 @@ func TestPermitsReleaseOfWaiterAndUnknown(t *testing.T) {
 func TestPermitsBlockedQueueWaits(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	paused := map[string]bool{"p": true}
-	p := newPermits(2, SchedulerLag, func(q string) bool { return paused[q] })
+	p := newPermits(2, SchedulerLag, func(q string, _ int) bool { return paused[q] })
 	pr := func(n int) persistence.ShardRef { return persistence.ShardRef{Queue: "p", Shard: n} }
 
 	require.False(t, p.request(pr(0), t0), "paused: waits")
@@ -85,4 +85,27 @@ func TestPermitsBlockedQueueWaits(t *testing.T) {
 	delete(paused, "q")
 	require.Equal(t, []persistence.ShardRef{ref(0)}, p.grant())
 	require.Empty(t, p.waiters)
+}
+
+// docs/contract.md §9: a queue limited to fewer permits than the node has
+// runs at most that many shards at once; the others wait, and are served
+// as holders return theirs or the limit grows.
+func TestPermitsQueueLimit(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	limit := 1
+	p := newPermits(3, SchedulerSeq, func(q string, others int) bool { return q == "q" && others >= limit })
+	require.True(t, p.request(ref(0), t0))
+	require.False(t, p.request(ref(1), t0), "at the queue's limit")
+	require.True(t, p.request(persistence.ShardRef{Queue: "other"}, t0))
+	require.Equal(t, map[string]int{"q": 2, "other": 1}, p.demand())
+	require.Empty(t, p.grant())
+	require.False(t, p.keep(ref(0), t0), "seq: the waiter of the same queue goes first")
+	require.Equal(t, []persistence.ShardRef{ref(1)}, p.grant())
+	limit = 2
+	require.Equal(t, []persistence.ShardRef{ref(0)}, p.grant(), "the limit grew")
+	limit = 1
+	require.False(t, p.keep(ref(1), t0), "over the limit: yield")
+	require.False(t, p.keep(ref(0), t0), "seq: the yielded shard's turn")
+	require.Equal(t, []persistence.ShardRef{ref(1)}, p.grant())
+	require.Empty(t, p.grant(), "one at a time")
 }
