@@ -274,6 +274,10 @@ type QueueConfig struct {
 	// receives, 1 to orderly.MaxMaxPayloadsPerCall; 0 means
 	// orderly.DefaultMaxPayloadsPerCall [max_payloads_per_call; 0].
 	MaxPayloadsPerCall int
+	// MaxConcurrency is the most handler calls of the queue at once across
+	// the cluster (docs/contract.md §9); 0 means no limit
+	// [max_concurrency; 0].
+	MaxConcurrency int
 	// Retry is the backoff policy [retry; DefaultRetryPolicy].
 	Retry RetryConfig
 	// Handler processes the queue's batches [handler; DefaultHandlerType].

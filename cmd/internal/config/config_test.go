@@ -136,6 +136,7 @@ queues:
     batch_size: 10
     max_retry_count: 5
     max_payloads_per_call: 1000
+    max_concurrency: 4
     retry: {policy: linear, base: 10s}       # lowkiq | linear (base*(n+1)) | exponential (base*2^n, max)
     handler: {type: http, url: http://127.0.0.1:9000/perform, timeout: 30s}   # or {type: log} / {type: noop}
   - name: mail.out
@@ -194,6 +195,7 @@ func TestExampleFile(t *testing.T) {
 				BatchSize:          10,
 				MaxRetryCount:      5,
 				MaxPayloadsPerCall: 1000,
+				MaxConcurrency:     4,
 				Retry:              RetryConfig{Policy: "linear", Base: 10 * time.Second},
 				Handler:            HandlerConfig{Type: "http", URL: "http://127.0.0.1:9000/perform", Timeout: 30 * time.Second},
 			},

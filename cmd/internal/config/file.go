@@ -22,7 +22,7 @@ func handlerKeys() []string {
 	return []string{"type", "url", "timeout", "payloads", "secret", "headers"}
 }
 func queueKeys() []string {
-	return []string{"name", "shards", "batch_size", "prefetch", "max_retry_count", "max_payloads_per_call", "timeout", "retry", "handler"}
+	return []string{"name", "shards", "batch_size", "prefetch", "max_retry_count", "max_payloads_per_call", "timeout", "retry", "handler", "max_concurrency"}
 }
 
 // fileParser walks the YAML tree of the config file. It reads the tree
@@ -175,6 +175,8 @@ func (fp *fileParser) queue(n *yaml.Node, path string) QueueConfig {
 			good = decodeMaxRetryCount(fp, v, at, line, &q.MaxRetryCount)
 		case "max_payloads_per_call":
 			good = decodeInto(fp, v, at, line, &q.MaxPayloadsPerCall)
+		case "max_concurrency":
+			good = decodeInto(fp, v, at, line, &q.MaxConcurrency)
 		case "timeout":
 			good = decodeInto(fp, v, at, line, &q.Timeout)
 		case "retry":

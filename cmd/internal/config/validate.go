@@ -114,6 +114,9 @@ func validateQueue(q *QueueConfig, report func(key, msg string)) {
 			report("max_payloads_per_call", err.Error())
 		}
 	}
+	if q.MaxConcurrency < 0 {
+		report("max_concurrency", fmt.Sprintf("must be 0 (no limit) or positive, got %d", q.MaxConcurrency))
+	}
 	validateRetry(q.Retry, report)
 	validateHandler(q.Handler, report)
 }

@@ -32,6 +32,7 @@ func buildWorkers(queues []config.QueueConfig, log *slog.Logger, observe func(qu
 			Timeout:   q.Timeout,
 			// 0: orderly.DefaultMaxPayloadsPerCall.
 			MaxPayloadsPerCall: q.MaxPayloadsPerCall,
+			MaxConcurrency:     q.MaxConcurrency,
 			RetryIn:            retryPolicy(q.Retry),
 			// One meaning: 0 is the default, config.NoRetries is
 			// orderly.NoRetries.
