@@ -114,6 +114,11 @@ type Store interface {
 	// 0 releases the holder's permits. Holders call it again within ttl to
 	// keep theirs.
 	SetPermits(ctx context.Context, queue, holder string, want, limit int, ttl time.Duration) (int, error)
+	// TakeTokens takes up to want tokens from the queue's token bucket
+	// (rate_limit, docs/contract.md §9), which refills at perSecond up to
+	// burst on the store's clock. It returns how many it took and, when
+	// none, how long until the next token.
+	TakeTokens(ctx context.Context, queue string, want int, perSecond float64, burst int) (int, time.Duration, error)
 }
 
 // QueueControl is the queue-wide state every node reads (docs/contract.md

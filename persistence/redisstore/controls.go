@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -81,4 +83,25 @@ func (s *Store) SetPermits(ctx context.Context, queue, holder string, want, limi
 		return 0, fmt.Errorf("redisstore: permits of %s: %w", queue, err)
 	}
 	return n, nil
+}
+
+// TakeTokens implements persistence.Store with rate.lua on the queue's
+// slot.
+func (s *Store) TakeTokens(ctx context.Context, queue string, want int, perSecond float64, burst int) (int, time.Duration, error) {
+	if err := persistence.ValidateQueueName(queue); err != nil {
+		return 0, 0, err
+	}
+	if want < 1 || !(perSecond > 0) || math.IsInf(perSecond, 1) || burst < 1 {
+		return 0, 0, fmt.Errorf("%w: tokens of %s: want %d, per second %v, burst %d", persistence.ErrInvalid, queue, want, perSecond, burst)
+	}
+	cmds := runAll(ctx, s.rdb, []call{{s: scriptRate, keys: []string{s.keys.rate(queue)},
+		args: []any{strconv.FormatFloat(perSecond, 'g', -1, 64), burst, want}}})
+	v, err := cmds[0].Int64Slice()
+	if err == nil && len(v) != 2 {
+		err = fmt.Errorf("unexpected reply %v", v)
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("redisstore: tokens of %s: %w", queue, err)
+	}
+	return int(v[0]), time.Duration(v[1]) * time.Millisecond, nil
 }

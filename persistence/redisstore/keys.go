@@ -16,6 +16,7 @@ import (
 //	P:notify:q   channel: enqueue notices (message: shard number)
 //	P:{q}:2:ctl  HASH   queue-wide controls: paused
 //	P:{q}:2:permits ZSET holder#i -> expiry: max_concurrency permits
+//	P:{q}:2:rate HASH   tokens, at: the rate_limit token bucket
 //	P:T:lease  P:T:epoch                                  (shared with layout 1)
 //	P:T:2:lease  P:T:2:jobs  P:T:2:fifo  P:T:2:later  P:T:2:retries
 //	P:T:2:ovo  P:T:2:ovs  P:T:2:inflight  P:T:2:meta  P:T:2:morgue  P:T:2:mat
@@ -105,6 +106,9 @@ func (k keyspace) ctl(queue string) string { return k.prefix + ":{" + queue + "}
 
 // permits is the queue's max_concurrency permits (docs/storage.md §2, §9).
 func (k keyspace) permits(queue string) string { return k.prefix + ":{" + queue + "}:2:permits" }
+
+// rate is the queue's rate_limit token bucket (docs/storage.md §2, §9).
+func (k keyspace) rate(queue string) string { return k.prefix + ":{" + queue + "}:2:rate" }
 
 func (k keyspace) channel(queue string) string { return k.prefix + ":notify:" + queue }
 

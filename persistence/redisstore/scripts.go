@@ -51,11 +51,12 @@ var (
 	scriptMigrate = newScript("migrate")
 	scriptDowngr  = newScript("downgrade")
 	scriptPermits = newScript("permits")
+	scriptRate    = newScript("rate")
 
 	allScripts = []*script{
 		scriptAcquire, scriptRenew, scriptRelease, scriptAdvance, scriptEnqueue, scriptAction,
 		scriptMorgue, scriptGet, scriptStats, scriptList, scriptScan, scriptMigrate, scriptDowngr,
-		scriptPermits,
+		scriptPermits, scriptRate,
 	}
 )
 

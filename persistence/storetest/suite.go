@@ -73,6 +73,7 @@ func Run(t *testing.T, h Harness) {
 		{"Identity_StoreIDIsStable", testStoreID},
 		{"Controls_PauseKeptAndShown", testPauseKept},
 		{"Controls_PermitsBoundedAndExpire", testPermits},
+		{"Controls_TokenBucket", testTokenBucket},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1291,5 +1292,38 @@ func testPermits(t *testing.T, h Harness) {
 	_, err := e.s.SetPermits(e.ctx, e.queue, "x#1", 1, 3, long)
 	require.ErrorIs(t, err, persistence.ErrInvalid)
 	_, err = e.s.SetPermits(e.ctx, e.queue, "x", 1, 0, long)
+	require.ErrorIs(t, err, persistence.ErrInvalid)
+}
+
+// docs/contract.md §9: the rate_limit bucket starts full (burst tokens),
+// grants no more than it holds, says how long until the next token, and
+// refills with time.
+func testTokenBucket(t *testing.T, h Harness) {
+	e := newEnv(t, h, 1)
+	take := func(want int) (int, time.Duration) {
+		t.Helper()
+		n, wait, err := e.s.TakeTokens(e.ctx, e.queue, want, 10, 3)
+		require.NoError(t, err)
+		return n, wait
+	}
+	n, _ := take(2)
+	require.Equal(t, 2, n)
+	n, _ = take(5)
+	require.Equal(t, 1, n, "the rest of the burst")
+	n, wait := take(1)
+	require.Equal(t, 0, n)
+	require.Positive(t, wait)
+	require.LessOrEqual(t, wait, 100*time.Millisecond, "10 a second")
+	require.Eventually(t, func() bool { n, _ := take(1); return n == 1 }, 10*time.Second, 20*time.Millisecond)
+	// In a burst of takes, no more than burst + rate * elapsed are granted.
+	start := time.Now()
+	got := 0
+	for range 50 {
+		n, _ := take(1)
+		got += n
+	}
+	require.LessOrEqual(t, float64(got), 3+10*time.Since(start).Seconds()+1)
+
+	_, _, err := e.s.TakeTokens(e.ctx, e.queue, 1, 0, 3)
 	require.ErrorIs(t, err, persistence.ErrInvalid)
 }
