@@ -274,3 +274,35 @@ func (n *Node) keepPermits(ctx context.Context) {
 		}
 	}
 }
+
+// throttle returns the shard actors' Config.Throttle for a worker with a
+// rate limit: each handler call takes one token from the queue's bucket in
+// the store, waiting for the next when there is none. A store error is
+// retried with backoff (the call does not start without a token).
+func (n *Node) throttle(w Worker) func(ctx context.Context) error {
+	r := w.RateLimit
+	if r == nil {
+		return nil
+	}
+	return func(ctx context.Context) error {
+		backoff := 50 * time.Millisecond
+		for {
+			tctx, cancel := context.WithTimeout(ctx, max(n.cfg.LeaseTTL, 5*time.Second))
+			got, wait, err := n.store.TakeTokens(tctx, w.Queue, 1, r.PerSecond, r.Burst)
+			cancel()
+			switch {
+			case err != nil:
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				n.log.Warn("cannot take a rate_limit token; retrying", "queue", w.Queue, "err", err)
+				wait, backoff = backoff, min(backoff*2, time.Second)
+			case got > 0:
+				return nil
+			}
+			if err := clock.Sleep(ctx, n.clock, max(wait, time.Millisecond)); err != nil {
+				return err
+			}
+		}
+	}
+}

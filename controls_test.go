@@ -3,6 +3,7 @@ package orderly_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -229,4 +230,55 @@ func TestNodeMaxConcurrencyAcrossNodes(t *testing.T) {
 	// The dead holder's permits expired after about a second (LeaseTTL):
 	// the work could not have finished before.
 	require.GreaterOrEqual(t, time.Since(start), 900*time.Millisecond)
+}
+
+// docs/contract.md §9: two nodes together start handler calls of a
+// rate-limited queue at no more than burst + rate * t over any stretch of
+// time t (with slack for the delay between a token and its call's start).
+func TestNodeRateLimitAcrossNodes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	network := clustertest.NewNetwork()
+	var seeds []string
+	var mu sync.Mutex
+	var starts []time.Time
+	handler := func(ctx context.Context, b *orderly.Batch) error {
+		mu.Lock()
+		starts = append(starts, time.Now())
+		mu.Unlock()
+		return nil
+	}
+	const rate, burst, total = 20.0, 5, 50
+	for _, name := range []string{"n1", "n2"} {
+		tr, addr := network.Transport(t)
+		nd, err := orderly.NewNode(e.store, &orderly.Config{
+			Name: name, Logger: testLogger(t), LeaseTTL: time.Second, Concurrency: 5,
+			Cluster: &orderly.ClusterConfig{Bind: addr, Join: seeds, Transport: tr, RejoinInterval: 300 * time.Millisecond},
+			Workers: []orderly.Worker{{Queue: "rated", Shards: 4, RateLimit: &orderly.RateLimit{PerSecond: rate, Burst: burst}, Handler: handler}},
+		})
+		require.NoError(t, err)
+		require.NoError(t, nd.Start(e.ctx))
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			nd.StopAndCancel(ctx)
+		})
+		seeds = append(seeds, addr)
+	}
+	jobs := make([]client.Job, total)
+	for i := range jobs {
+		jobs[i] = client.Job{ID: fmt.Sprintf("id-%d", i)}
+	}
+	e.enqueue("rated", jobs...)
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(starts) >= total }, 30*time.Second, 10*time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
+	for i := range starts {
+		for j := i; j < len(starts); j++ {
+			calls := float64(j - i + 1)
+			bound := burst + rate*starts[j].Sub(starts[i]).Seconds() + rate*0.1 + 1
+			require.LessOrEqual(t, calls, bound, "calls %d to %d started within %s", i, j, starts[j].Sub(starts[i]))
+		}
+	}
 }

@@ -405,6 +405,7 @@ func (n *Node) shardConfig(w Worker, i int) shard.Config {
 		Clock:         n.clock,
 		Logger:        n.log,
 		Paused:        n.ctl.pausedFunc(w.Queue),
+		Throttle:      n.throttle(w),
 	}
 	if n.cfg.Observer != nil {
 		sc.Observer = n.cfg.Observer

@@ -3,6 +3,7 @@ package orderly
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/orderlyhq/orderly/actors/shard"
@@ -83,6 +84,12 @@ type Worker struct {
 	// come back within LeaseTTL. Every node serving the queue must set the
 	// same value. The configuration file's max_concurrency means the same.
 	MaxConcurrency int
+	// RateLimit, when set, bounds how fast handler calls of the queue
+	// start across the whole cluster (docs/contract.md §9): at most
+	// PerSecond a second, in bursts of at most Burst. It counts calls, not
+	// ids (a call holds up to BatchSize ids). The configuration file's
+	// rate_limit means the same.
+	RateLimit *RateLimit
 	// Handler processes batches. Required.
 	Handler HandlerFunc
 	// RetriesExhausted, if set, receives what went to the morgue, one job
@@ -144,6 +151,9 @@ func (w *Worker) validate() error {
 	if w.Timeout < 0 {
 		return fmt.Errorf("orderly: worker %s: Timeout must not be negative, got %s", w.Queue, w.Timeout)
 	}
+	if r := w.RateLimit; r != nil && (!(r.PerSecond > 0) || math.IsInf(r.PerSecond, 1) || r.Burst < 1) {
+		return fmt.Errorf("orderly: worker %s: RateLimit needs PerSecond > 0 and Burst >= 1, got %v and %d", w.Queue, r.PerSecond, r.Burst)
+	}
 	if w.MaxConcurrency < 0 {
 		return fmt.Errorf("orderly: worker %s: MaxConcurrency must be 0 (no limit) or positive, got %d", w.Queue, w.MaxConcurrency)
 	}
@@ -167,4 +177,16 @@ func toJobs(in []persistence.Job) []Job {
 		out[i] = Job{ID: j.ID, Payloads: ps, RetryCount: j.RetryCount, PerformAt: j.PerformAt, Error: j.Error}
 	}
 	return out
+}
+
+// RateLimit is a queue's cluster-wide rate limit: a token bucket in the
+// store that refills at PerSecond tokens a second up to Burst; each handler
+// call takes one token before it starts.
+type RateLimit struct {
+	// PerSecond is the sustained rate of calls, > 0 (0.5 is one call
+	// every two seconds).
+	PerSecond float64
+	// Burst is the most calls that may start at once after a quiet
+	// period, >= 1.
+	Burst int
 }

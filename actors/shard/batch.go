@@ -133,6 +133,12 @@ func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
 				skip(b.Jobs[i:])
 				break
 			}
+			if cfg.Throttle != nil {
+				if err := cfg.Throttle(hctx); err != nil {
+					skip(b.Jobs[i:])
+					break
+				}
+			}
 			if !view.holds(cfg.Clock.Now()) {
 				// The lease may be gone (the process was paused, renewals
 				// are late): no call starts under it. The lease guard may
