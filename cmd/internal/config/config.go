@@ -278,10 +278,23 @@ type QueueConfig struct {
 	// the cluster (docs/contract.md §9); 0 means no limit
 	// [max_concurrency; 0].
 	MaxConcurrency int
+	// RateLimit bounds how fast the queue's handler calls start across the
+	// cluster (docs/contract.md §9); nil means no limit [rate_limit].
+	RateLimit *RateLimitConfig
 	// Retry is the backoff policy [retry; DefaultRetryPolicy].
 	Retry RetryConfig
 	// Handler processes the queue's batches [handler; DefaultHandlerType].
 	Handler HandlerConfig
+}
+
+// RateLimitConfig is a queue's rate limit: handler calls start at most
+// PerSecond a second across the cluster, in bursts of at most Burst.
+type RateLimitConfig struct {
+	// PerSecond is the sustained rate, > 0 [per_second; required].
+	PerSecond float64
+	// Burst is the most calls at once after a quiet period; 0 means
+	// max(1, ceil(PerSecond)) [burst; 0].
+	Burst int
 }
 
 // RetryConfig is a queue's backoff policy.

@@ -51,6 +51,7 @@
 //	    max_retry_count: 5              # default 25; -1 or none: to the morgue at the first failure
 //	    max_payloads_per_call: 1000     # most payloads of one id per call (default 1000)
 //	    max_concurrency: 4              # most calls at once across the cluster (default 0: no limit)
+//	    rate_limit: {per_second: 100, burst: 20}   # calls started across the cluster (burst default ceil(per_second))
 //	    timeout: 0s                     # bounds one handler call; 0 = the default, 30s
 //	    retry: {policy: linear, base: 10s}   # lowkiq | linear | exponential (base, max)
 //	    handler: {type: http, url: http://127.0.0.1:9000/perform, timeout: 30s}  # or log, noop

@@ -53,8 +53,8 @@ func TestFileErrors(t *testing.T) {
 		{"node not a mapping", "node: [a]", []string{"node must be a mapping, not a list (line 1)"}},
 		{"queues not a list", "queues: {name: a}", []string{"queues: must be a list of queues, not a mapping (line 1)"}},
 		{"queue not a mapping", "queues: [a, ~]", []string{
-			"queues[0] must be a mapping with keys name, shards, batch_size, prefetch, max_retry_count, max_payloads_per_call, timeout, retry, handler, max_concurrency, not a single value (line 1)",
-			"queues[1] must be a mapping with keys name, shards, batch_size, prefetch, max_retry_count, max_payloads_per_call, timeout, retry, handler, max_concurrency, not a null (line 1)",
+			"queues[0] must be a mapping, not a single value (line 1)",
+			"queues[1] must be a mapping, not a null (line 1)",
 		}},
 		{"retry not a mapping", "queues: [{name: a, retry: linear}]",
 			[]string{"queues[0].retry must be a mapping with keys policy, base, max, not a single value (line 1)"}},
@@ -158,6 +158,11 @@ func TestFileErrors(t *testing.T) {
 		{"max_concurrency", "queues: [{name: a, max_concurrency: -1}, {name: b, max_concurrency: x}]", []string{
 			"queues[0].max_concurrency: must be 0 (no limit) or positive, got -1 (line 1)",
 			`queues[1].max_concurrency: "x" is not an integer (line 1)`,
+		}},
+		{"rate_limit", "queues: [{name: a, rate_limit: {per_second: 0}}, {name: b, rate_limit: {per_second: 5, burst: -1}}, {name: c, rate_limit: {per_second: 1, brust: 2}}]", []string{
+			"queues[0].rate_limit.per_second: must be a positive number of calls a second, got 0 (line 1)",
+			"queues[1].rate_limit.burst: must be 1 or more (0 or none: max(1, ceil(per_second))), got -1 (line 1)",
+			"unknown key queues[2].rate_limit.brust (line 1); did you mean queues[2].rate_limit.burst?",
 		}},
 		{"timeout number", "queues: [{name: a, timeout: 30}]", []string{`queues[0].timeout: 30 is not a duration: give it a unit, such as "30s" (line 1)`}},
 		{"retry policy", "queues: [{name: a, retry: {policy: fast}}]",

@@ -18,11 +18,12 @@ import (
 // Keys of the file's mappings.
 func topKeys() []string   { return []string{"node", "queues"} }
 func retryKeys() []string { return []string{"policy", "base", "max"} }
+func rateKeys() []string  { return []string{"per_second", "burst"} }
 func handlerKeys() []string {
 	return []string{"type", "url", "timeout", "payloads", "secret", "headers"}
 }
 func queueKeys() []string {
-	return []string{"name", "shards", "batch_size", "prefetch", "max_retry_count", "max_payloads_per_call", "timeout", "retry", "handler", "max_concurrency"}
+	return []string{"name", "shards", "batch_size", "prefetch", "max_retry_count", "max_payloads_per_call", "timeout", "retry", "handler", "max_concurrency", "rate_limit"}
 }
 
 // fileParser walks the YAML tree of the config file. It reads the tree
@@ -192,6 +193,19 @@ func (fp *fileParser) queue(n *yaml.Node, path string) QueueConfig {
 					good = decodeInto(fp, v, at+".max", line, &q.Retry.Max)
 				}
 				bad["retry."+key] = !good
+			})
+		case "rate_limit":
+			q.RateLimit = &RateLimitConfig{}
+			good = fp.mapping(v, at, rateKeys(), func(key string, line int, v *yaml.Node) {
+				lines["rate_limit."+key] = line
+				var good bool
+				switch key {
+				case "per_second":
+					good = decodeInto(fp, v, at+".per_second", line, &q.RateLimit.PerSecond)
+				case "burst":
+					good = decodeInto(fp, v, at+".burst", line, &q.RateLimit.Burst)
+				}
+				bad["rate_limit."+key] = !good
 			})
 		case "handler":
 			good = fp.mapping(v, at, handlerKeys(), func(key string, line int, v *yaml.Node) {

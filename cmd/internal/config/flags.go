@@ -71,7 +71,9 @@ with the settings below (under their names with '_' for '-', as in
 lease_ttl: 3s) and a "queues" list; each queue has a name and optionally
 shards, batch_size, prefetch, max_retry_count (default 25; -1 or none: no
 retries, to the morgue at the first failure), max_concurrency (most
-handler calls at once across the cluster; default 0, no limit), max_payloads_per_call
+handler calls at once across the cluster; default 0, no limit), rate_limit
+{per_second, burst} (handler calls started a second across the cluster),
+max_payloads_per_call
 (default 1000), timeout (default 30s), retry {policy:
 lowkiq, linear or exponential, base, max} and handler {type: log, noop or
 http, url, timeout, secret (signs each request), headers (static request

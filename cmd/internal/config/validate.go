@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net"
 	"net/url"
 	"slices"
@@ -112,6 +113,14 @@ func validateQueue(q *QueueConfig, report func(key, msg string)) {
 	if q.MaxPayloadsPerCall != 0 {
 		if err := checkBetween(1, orderly.MaxMaxPayloadsPerCall)(q.MaxPayloadsPerCall); err != nil {
 			report("max_payloads_per_call", err.Error())
+		}
+	}
+	if r := q.RateLimit; r != nil {
+		if !(r.PerSecond > 0) || math.IsInf(r.PerSecond, 1) {
+			report("rate_limit.per_second", fmt.Sprintf("must be a positive number of calls a second, got %v", r.PerSecond))
+		}
+		if r.Burst < 0 {
+			report("rate_limit.burst", fmt.Sprintf("must be 1 or more (0 or none: max(1, ceil(per_second))), got %d", r.Burst))
 		}
 	}
 	if q.MaxConcurrency < 0 {
