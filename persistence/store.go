@@ -119,6 +119,14 @@ type Store interface {
 	// burst on the store's clock. It returns how many it took and, when
 	// none, how long until the next token.
 	TakeTokens(ctx context.Context, queue string, want int, perSecond float64, burst int) (int, time.Duration, error)
+	// AdvanceTick moves the named periodic job's last tick to tick if it
+	// is earlier (or unset), and reports whether it did: the caller that
+	// moved it enqueues the tick, so each tick is enqueued once
+	// cluster-wide (docs/contract.md §9). Ticks count in milliseconds.
+	AdvanceTick(ctx context.Context, name string, tick time.Time) (bool, error)
+	// LastTicks returns the last tick of each named periodic job, in
+	// order; the zero time for one that never ticked.
+	LastTicks(ctx context.Context, names ...string) ([]time.Time, error)
 }
 
 // QueueControl is the queue-wide state every node reads (docs/contract.md

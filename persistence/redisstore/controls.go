@@ -105,3 +105,35 @@ func (s *Store) TakeTokens(ctx context.Context, queue string, want int, perSecon
 	}
 	return int(v[0]), time.Duration(v[1]) * time.Millisecond, nil
 }
+
+// AdvanceTick implements persistence.Store with tick.lua.
+func (s *Store) AdvanceTick(ctx context.Context, name string, tick time.Time) (bool, error) {
+	if name == "" {
+		return false, fmt.Errorf("%w: a periodic job needs a name", persistence.ErrInvalid)
+	}
+	cmds := runAll(ctx, s.rdb, []call{{s: scriptTick, keys: []string{s.keys.ticks()}, args: []any{name, tick.UnixMilli()}}})
+	n, err := cmds[0].Int()
+	if err != nil {
+		return false, fmt.Errorf("redisstore: advance the tick of %s: %w", name, err)
+	}
+	return n == 1, nil
+}
+
+// LastTicks implements persistence.Store: one HMGET.
+func (s *Store) LastTicks(ctx context.Context, names ...string) ([]time.Time, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	vals, err := s.rdb.HMGet(ctx, s.keys.ticks(), names...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: read the periodic ticks: %w", err)
+	}
+	out := make([]time.Time, len(names))
+	for i, v := range vals {
+		str, _ := v.(string)
+		if ms, err := strconv.ParseInt(str, 10, 64); err == nil {
+			out[i] = time.UnixMilli(ms)
+		}
+	}
+	return out, nil
+}

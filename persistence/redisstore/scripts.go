@@ -52,11 +52,12 @@ var (
 	scriptDowngr  = newScript("downgrade")
 	scriptPermits = newScript("permits")
 	scriptRate    = newScript("rate")
+	scriptTick    = newScript("tick")
 
 	allScripts = []*script{
 		scriptAcquire, scriptRenew, scriptRelease, scriptAdvance, scriptEnqueue, scriptAction,
 		scriptMorgue, scriptGet, scriptStats, scriptList, scriptScan, scriptMigrate, scriptDowngr,
-		scriptPermits, scriptRate,
+		scriptPermits, scriptRate, scriptTick,
 	}
 )
 

@@ -74,6 +74,7 @@ func Run(t *testing.T, h Harness) {
 		{"Controls_PauseKeptAndShown", testPauseKept},
 		{"Controls_PermitsBoundedAndExpire", testPermits},
 		{"Controls_TokenBucket", testTokenBucket},
+		{"Controls_PeriodicTickMovesOnce", testTicks},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1326,4 +1327,30 @@ func testTokenBucket(t *testing.T, h Harness) {
 
 	_, _, err := e.s.TakeTokens(e.ctx, e.queue, 1, 0, 3)
 	require.ErrorIs(t, err, persistence.ErrInvalid)
+}
+
+// docs/contract.md §9: a periodic job's tick moves forward once: only the
+// first caller for a tick wins, never an earlier tick.
+func testTicks(t *testing.T, h Harness) {
+	e := newEnv(t, h, 1)
+	last, err := e.s.LastTicks(e.ctx, "a", "b")
+	require.NoError(t, err)
+	require.Equal(t, []time.Time{{}, {}}, last)
+	t1 := time.UnixMilli(1_700_000_000_000)
+	won, err := e.s.AdvanceTick(e.ctx, "a", t1)
+	require.NoError(t, err)
+	require.True(t, won)
+	won, err = e.s.AdvanceTick(e.ctx, "a", t1)
+	require.NoError(t, err)
+	require.False(t, won, "the same tick again")
+	won, err = e.s.AdvanceTick(e.ctx, "a", t1.Add(-time.Second))
+	require.NoError(t, err)
+	require.False(t, won, "an earlier tick")
+	won, err = e.s.AdvanceTick(e.ctx, "a", t1.Add(time.Second))
+	require.NoError(t, err)
+	require.True(t, won)
+	last, err = e.s.LastTicks(e.ctx, "a", "b")
+	require.NoError(t, err)
+	require.True(t, last[0].Equal(t1.Add(time.Second)), "%v", last[0])
+	require.True(t, last[1].IsZero())
 }
