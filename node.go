@@ -70,6 +70,8 @@ type Node struct {
 	log     *slog.Logger
 	workers []Worker
 	ctl     *queueControls // the queue controls as last read (pause, permits)
+	// periodic are the validated periodic jobs.
+	periodic []periodic
 	// permitHolder names this node's max_concurrency permits in the store:
 	// its name and a random part, so a restarted node does not take over
 	// permits of its previous run.
@@ -150,6 +152,11 @@ func NewNode(store persistence.Store, cfg *Config) (*Node, error) {
 		return nil, err
 	}
 	n.ctl = newQueueControls(n.workers)
+	p, err := validatePeriodic(c.Periodic, n.workers)
+	if err != nil {
+		return nil, err
+	}
+	n.periodic = p
 	n.permitHolder = strings.ReplaceAll(n.cfg.Name, "#", "_") + "/" + strconv.FormatUint(rand.Uint64(), 36)
 	return n, nil
 }
@@ -320,6 +327,10 @@ func (n *Node) bootstrap(ctx context.Context, registered bool) {
 	if len(n.ctl.limit) > 0 {
 		n.boot.Add(1)
 		go n.keepPermits(ctx)
+	}
+	if len(n.periodic) > 0 {
+		n.boot.Add(1)
+		go n.runPeriodic(ctx)
 	}
 	service, members := n.service, n.members
 	if service == nil {
