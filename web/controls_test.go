@@ -67,3 +67,23 @@ func TestPauseThroughTheNode(t *testing.T) {
 	require.Equal(t, http.StatusOK, e.do("POST", "/api/v1/queues/q/resume", "").status)
 	require.Equal(t, []bool{true, false}, calls)
 }
+
+// docs/contract.md §6.3: GET /api/v1/periodic lists the node's periodic
+// jobs with their last and next tick (an empty list without any).
+func TestPeriodicList(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := e.do("GET", "/api/v1/periodic", "")
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	require.JSONEq(t, `{"periodic": []}`, a.body)
+
+	next := 1_700_000_060.0
+	e = newEnv(t, func(c *web.Config) {
+		c.Periodic = func(context.Context) ([]apiv1.Periodic, error) {
+			return []apiv1.Periodic{{Name: "hb", Queue: "q", Schedule: "@every 1m", ID: "x", NextTick: &next}}, nil
+		}
+	})
+	a = e.do("GET", "/api/v1/periodic", "")
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	require.JSONEq(t, `{"periodic": [{"name": "hb", "queue": "q", "schedule": "@every 1m", "id": "x", "last_tick": null, "next_tick": 1700000060}]}`, a.body)
+}

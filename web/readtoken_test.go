@@ -40,7 +40,7 @@ func TestReadToken(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, e.do("GET", "/api/v1/access", "").status)
 
 	reads := []string{"/api/v1/queues", "/api/v1/queues/q", "/api/v1/queues/q/jobs", "/api/v1/queues/q/jobs/a",
-		"/api/v1/queues/q/processing", "/api/v1/queues/q/morgue", "/api/v1/stats", "/api/v1/cluster"}
+		"/api/v1/queues/q/processing", "/api/v1/queues/q/morgue", "/api/v1/stats", "/api/v1/cluster", "/api/v1/periodic"}
 	for _, p := range reads {
 		a := e.do("GET", p, "", read...)
 		require.Equal(t, http.StatusOK, a.status, "%s: %s", p, a.body)

@@ -110,6 +110,9 @@ type Config struct {
 	// serving the API sees the change at once. [Store.SetPaused: every
 	// node sees it within its control poll]
 	SetPaused func(ctx context.Context, queue string, paused bool) error
+	// Periodic lists the node's periodic jobs (GET /api/v1/periodic).
+	// [none: an empty list]
+	Periodic func(ctx context.Context) ([]apiv1.Periodic, error)
 	// EmbeddedStore tells GET /api/v1/cluster, and so the dashboard, that
 	// the store is the embedded in-memory one. [false]
 	EmbeddedStore bool
@@ -152,22 +155,23 @@ type Config struct {
 // errors included, is JSON, except those of Config.Metrics and Config.UI.
 // Create it with New.
 type Server struct {
-	store       persistence.Store
-	ready       func(context.Context) error
-	log         *slog.Logger
-	maxBody     int64
-	maxPayload  int
-	now         func() time.Time
-	tokenSum    *[sha256.Size]byte // nil when no token is required
-	readSum     *[sha256.Size]byte // of the read-only token; nil when none
-	publicReads bool
-	origin      *http.CrossOriginProtection
-	mux         *http.ServeMux
-	members     func(context.Context) (string, []apiv1.Member)
-	metrics     http.Handler
-	ui          http.Handler
-	embedded    bool
-	pause       func(ctx context.Context, queue string, paused bool) error // Config.SetPaused, or nil
+	store        persistence.Store
+	ready        func(context.Context) error
+	log          *slog.Logger
+	maxBody      int64
+	maxPayload   int
+	now          func() time.Time
+	tokenSum     *[sha256.Size]byte // nil when no token is required
+	readSum      *[sha256.Size]byte // of the read-only token; nil when none
+	publicReads  bool
+	origin       *http.CrossOriginProtection
+	mux          *http.ServeMux
+	members      func(context.Context) (string, []apiv1.Member)
+	metrics      http.Handler
+	ui           http.Handler
+	embedded     bool
+	pause        func(ctx context.Context, queue string, paused bool) error // Config.SetPaused, or nil
+	listPeriodic func(ctx context.Context) ([]apiv1.Periodic, error)        // Config.Periodic, or nil
 	// enqueueSlots holds a token per enqueue request being decoded and
 	// stored.
 	enqueueSlots chan struct{}
@@ -193,22 +197,23 @@ func New(cfg *Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		store:       cfg.Store,
-		ready:       cfg.Ready,
-		log:         cfg.Logger,
-		maxBody:     cfg.MaxBodyBytes,
-		maxPayload:  cfg.MaxPayloadBytes,
-		now:         cfg.Now,
-		publicReads: cfg.PublicReads,
-		members:     cfg.Members,
-		metrics:     cfg.Metrics,
-		ui:          cfg.UI,
-		embedded:    cfg.EmbeddedStore,
-		pause:       cfg.SetPaused,
-		origin:      http.NewCrossOriginProtection(),
-		mux:         http.NewServeMux(),
-		bodyTimeout: cfg.BodyReadTimeout,
-		hosts:       hosts,
+		store:        cfg.Store,
+		ready:        cfg.Ready,
+		log:          cfg.Logger,
+		maxBody:      cfg.MaxBodyBytes,
+		maxPayload:   cfg.MaxPayloadBytes,
+		now:          cfg.Now,
+		publicReads:  cfg.PublicReads,
+		members:      cfg.Members,
+		metrics:      cfg.Metrics,
+		ui:           cfg.UI,
+		embedded:     cfg.EmbeddedStore,
+		pause:        cfg.SetPaused,
+		listPeriodic: cfg.Periodic,
+		origin:       http.NewCrossOriginProtection(),
+		mux:          http.NewServeMux(),
+		bodyTimeout:  cfg.BodyReadTimeout,
+		hosts:        hosts,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -262,6 +267,7 @@ func New(cfg *Config) (*Server, error) {
 	s.handle("POST /api/v1/queues/{q}/actions/{action}", s.queueAction)
 	s.handle("POST /api/v1/queues/{q}/pause", s.setPaused(true))
 	s.handle("POST /api/v1/queues/{q}/resume", s.setPaused(false))
+	s.handle("GET /api/v1/periodic", s.periodic)
 	s.handle("GET /api/v1/queues/{q}/morgue", s.listMorgue)
 	s.handle("POST /api/v1/queues/{q}/morgue/requeue", s.requeueMorgue)
 	s.handle("POST /api/v1/queues/{q}/morgue/delete", s.deleteMorgue)

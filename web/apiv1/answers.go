@@ -38,6 +38,22 @@ type Queue struct {
 	Paused bool `json:"paused"`
 }
 
+// Periodic is a periodic job (docs/contract.md §9). LastTick is null until
+// the job first ticked; times are unix seconds.
+type Periodic struct {
+	Name     string   `json:"name"`
+	Queue    string   `json:"queue"`
+	Schedule string   `json:"schedule"`
+	ID       string   `json:"id"`
+	LastTick *float64 `json:"last_tick"`
+	NextTick *float64 `json:"next_tick"`
+}
+
+// PeriodicJobs is the answer of GET /api/v1/periodic.
+type PeriodicJobs struct {
+	Periodic []Periodic `json:"periodic"`
+}
+
 // Paused is the answer of POST /api/v1/queues/{q}/pause and /resume.
 type Paused struct {
 	Paused bool `json:"paused"`

@@ -168,6 +168,18 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 		TLS:             tlsConfig,
 		Metrics:         m.Handler(),
 		UI:              ui.Handler(),
+		Periodic: func(ctx context.Context) ([]apiv1.Periodic, error) {
+			jobs, err := node.Periodic(ctx)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]apiv1.Periodic, len(jobs))
+			for i, j := range jobs {
+				out[i] = apiv1.Periodic{Name: j.Name, Queue: j.Queue, Schedule: j.Schedule, ID: j.ID,
+					LastTick: unixOrNil(j.Last), NextTick: unixOrNil(j.Next)}
+			}
+			return out, nil
+		},
 		SetPaused: func(ctx context.Context, queue string, paused bool) error {
 			if paused {
 				return node.PauseQueue(ctx, queue)
@@ -454,4 +466,13 @@ func NewLogger(level, format string, out io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(out, opts))
 	}
 	return slog.New(slog.NewTextHandler(out, opts))
+}
+
+// unixOrNil is t in unix seconds, or nil for the zero time.
+func unixOrNil(t time.Time) *float64 {
+	if t.IsZero() {
+		return nil
+	}
+	v := persistence.UnixSeconds(t)
+	return &v
 }
