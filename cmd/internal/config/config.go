@@ -128,6 +128,9 @@ type Config struct {
 	// Queues are the queues the node serves, in file order; never empty
 	// after Load.
 	Queues []QueueConfig
+	// Periodic are the jobs the node enqueues on a schedule
+	// (docs/contract.md §9) [periodic].
+	Periodic []PeriodicConfig
 	// Warnings are problems that did not stop the load, such as an unknown
 	// ORDERLY_* environment variable. The caller should log them.
 	Warnings []string
@@ -285,6 +288,15 @@ type QueueConfig struct {
 	Retry RetryConfig
 	// Handler processes the queue's batches [handler; DefaultHandlerType].
 	Handler HandlerConfig
+}
+
+// PeriodicConfig is a periodic job: Queue receives a job ID (with Payload)
+// at each tick of Schedule, a 5-field cron expression or "@every <d>".
+type PeriodicConfig struct {
+	Name, Queue, Schedule, ID string
+	// Payload is the job's payload, the compact JSON of the file's value
+	// [payload; none: empty].
+	Payload []byte
 }
 
 // RateLimitConfig is a queue's rate limit: handler calls start at most

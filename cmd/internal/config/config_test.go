@@ -152,6 +152,9 @@ queues:
   - name: audit
   - name: quiet
     handler: {type: log, payloads: false}
+periodic:
+  - {name: nightly-report, queue: orders, schedule: "0 3 * * *", id: report}
+  - {name: heartbeat, queue: audit, schedule: "@every 10s", id: hb, payload: {"ping": true}}
 `
 
 func TestExampleFile(t *testing.T) {
@@ -219,6 +222,10 @@ func TestExampleFile(t *testing.T) {
 				Retry:         RetryConfig{Policy: "lowkiq"},
 				Handler:       HandlerConfig{Type: "log", HidePayloads: true},
 			},
+		},
+		Periodic: []PeriodicConfig{
+			{Name: "nightly-report", Queue: "orders", Schedule: "0 3 * * *", ID: "report"},
+			{Name: "heartbeat", Queue: "audit", Schedule: "@every 10s", ID: "hb", Payload: []byte(`{"ping":true}`)},
 		},
 	}, cfg)
 }

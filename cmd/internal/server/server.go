@@ -115,6 +115,7 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 		ActorToken:      cfg.Node.ActorToken,
 		Name:            cfg.Node.Name,
 		Workers:         workers,
+		Periodic:        periodicJobs(cfg.Periodic),
 		Concurrency:     cfg.Node.Concurrency,
 		Scheduler:       orderly.Scheduler(cfg.Node.Scheduler),
 		LeaseTTL:        cfg.Node.LeaseTTL,
@@ -475,4 +476,13 @@ func unixOrNil(t time.Time) *float64 {
 	}
 	v := persistence.UnixSeconds(t)
 	return &v
+}
+
+// periodicJobs are the node's periodic jobs of the configuration.
+func periodicJobs(ps []config.PeriodicConfig) []orderly.PeriodicJob {
+	out := make([]orderly.PeriodicJob, len(ps))
+	for i, p := range ps {
+		out[i] = orderly.PeriodicJob{Name: p.Name, Queue: p.Queue, Schedule: p.Schedule, ID: p.ID, Payload: p.Payload}
+	}
+	return out
 }
