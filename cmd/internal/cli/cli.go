@@ -6,6 +6,7 @@
 //	orderly members
 //	orderly morgue list|requeue|delete --queue Q ...
 //	orderly queues [list] | pause|resume|perform-all-now|kill-failed|delete-failed Q
+//	orderly periodic
 //	orderly bench [--redis URL] [--scenario lowkiq,...|all]
 //	orderly store layout|downgrade --redis URL [--prefix P]
 //	orderly version
@@ -81,6 +82,7 @@ func init() {
 		{"members", "list the cluster's members and the shards each holds", members},
 		{"morgue", "list, requeue or delete the payloads whose retries ran out", morgue},
 		{"queues", "list the queues, pause or resume one, or run a queue action", queues},
+		{"periodic", "list the periodic jobs with their last and next tick", periodicCmd},
 		{"bench", "measure Orderly on this machine and audit what it did", benchCmd},
 		{"check", "validate a node's configuration (file, environment, flags) and exit 0 or 1", checkCmd},
 		{"store", "print a store's storage layout, or roll it back to layout 1 (talks to Redis)", storeCmd},

@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/web"
+	"github.com/orderlyhq/orderly/web/apiv1"
 )
 
 func (n *node) paused(queue string) bool {
@@ -53,4 +56,19 @@ func TestQueuesActions(t *testing.T) {
 	require.Equal(t, "updated 1\n", n.run("queues", "perform-all-now", "mail").ok(t))
 	require.Equal(t, "killed 0\n", n.run("queues", "kill-failed", "mail").ok(t))
 	require.JSONEq(t, `{"deleted": 0}`, n.run("queues", "delete-failed", "mail", "--json").ok(t))
+}
+
+// docs/contract.md §6.5: orderly periodic lists the periodic jobs.
+func TestPeriodicCommand(t *testing.T) {
+	t.Parallel()
+	n := newNode(t)
+	require.Equal(t, "no periodic jobs\n", n.run("periodic").ok(t))
+	next := persistence.UnixSeconds(t0)
+	n = newNode(t, func(c *web.Config) {
+		c.Periodic = func(context.Context) ([]apiv1.Periodic, error) {
+			return []apiv1.Periodic{{Name: "hb", Queue: "orders", Schedule: "@every 1m", ID: "x", NextTick: &next}}, nil
+		}
+	})
+	require.Equal(t, "NAME  QUEUE   SCHEDULE   ID  LAST TICK  NEXT TICK\nhb    orders  @every 1m  x   -          2023-11-14T22:13:20Z\n", n.run("periodic").ok(t))
+	require.Contains(t, n.run("periodic", "--json").ok(t), `"next_tick": 1700000000`)
 }
