@@ -77,7 +77,9 @@ max_payloads_per_call
 (default 1000), timeout (default 30s), retry {policy:
 lowkiq, linear or exponential, base, max} and handler {type: log, noop or
 http, url, timeout, secret (signs each request), headers (static request
-headers); payloads: false keeps a log handler from printing payloads}. Queues are defined only in the file; without any, the node
+headers); payloads: false keeps a log handler from printing payloads}. An
+optional "periodic" list holds jobs enqueued on a schedule: {name, queue,
+schedule (5-field cron or "@every 10s"), id, payload}. Queues are defined only in the file; without any, the node
 serves one queue "default" whose handler logs each job. The queues of a
 node have at most 8192 shards in total. Durations are written as 3s or
 1m30s; lists are comma-separated.`
