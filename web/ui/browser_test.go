@@ -377,6 +377,10 @@ func newFixtureTokens(t *testing.T, token, readToken string, embedded bool) *fix
 		ReadToken:     readToken,
 		EmbeddedStore: embedded,
 		UI:            ui.Handler(),
+		Periodic: func(context.Context) ([]apiv1.Periodic, error) {
+			last, next := float64(time.Now().Unix()-60), float64(time.Now().Unix()+3540)
+			return []apiv1.Periodic{{Name: "hourly-report", Queue: "reports", Schedule: "@hourly", ID: "report", LastTick: &last, NextTick: &next}}, nil
+		},
 		Members: func(context.Context) (string, []apiv1.Member) {
 			return "node-a", members
 		},
@@ -562,6 +566,10 @@ func TestBrowser(t *testing.T) {
 		require.Equal(t, "3", b.text(`.nav-queue[data-queue="orders"] .nav-count.dead`))
 		require.False(t, eval[bool](b, `!!document.querySelector('.nav-queue[data-queue="reports"] .nav-count.dead')`))
 		require.True(t, eval[bool](b, `document.querySelector('#embedded-store').hidden`), "no in-memory notice on Redis")
+		// The periodic jobs, with their queue linked.
+		b.waitFor(`!document.querySelector('#periodic').hidden`, "the periodic jobs")
+		require.Equal(t, "@hourly", b.text(`tr[data-periodic="hourly-report"] td.mono`))
+		require.Equal(t, "reports", b.text(`tr[data-periodic="hourly-report"] a`))
 		// The charts have a line once two polls have been made; hovering
 		// reads the values out.
 		b.waitFor(`document.querySelectorAll('.charts .line.s0').length === 2`, "the charts")

@@ -163,5 +163,6 @@ export const api = {
   requeue: (q, sel) => post(path('queues', q, 'morgue', 'requeue'), sel),
   deleteDead: (q, sel) => post(path('queues', q, 'morgue', 'delete'), sel),
   cluster: (opts) => get(path('cluster'), opts),
+  periodic: (opts) => get(path('periodic'), opts),
   access: (opts) => get(path('access'), opts),
 };
