@@ -210,9 +210,13 @@ func (n *Node) Start(ctx context.Context) error {
 	// The top-level actors get an explicit guardian strategy (restart, at
 	// most 10 times in 10 s); a restarted node actor reads its assignment
 	// back through Restore.
+	var demand func(map[string]int)
+	if len(n.ctl.limit) > 0 {
+		demand = n.ctl.setDemand // only limited queues need it
+	}
 	nodeProps := node.Props(node.Config{
 		Concurrency: n.cfg.Concurrency, Scheduler: sched, HandoffTimeout: n.cfg.HandoffTimeout,
-		Clock: n.clock, Logger: n.log, Restore: n.restore, Blocked: n.ctl.blocked, Demand: n.ctl.setDemand,
+		Clock: n.clock, Logger: n.log, Restore: n.restore, Blocked: n.ctl.blocked, Demand: demand,
 	}).Configure(actor.WithGuardian(supervisor.Node()))
 	if n.wrapNodeProps != nil {
 		nodeProps = n.wrapNodeProps(nodeProps)

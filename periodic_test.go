@@ -52,8 +52,8 @@ func TestPeriodicTickOnceAcrossNodes(t *testing.T) {
 		tr, addr := network.Transport(t)
 		nd, err := orderly.NewNode(cs, &orderly.Config{
 			Name: name, Logger: testLogger(t), LeaseTTL: time.Second,
-			Cluster: &orderly.ClusterConfig{Bind: addr, Join: seeds, Transport: tr, RejoinInterval: 300 * time.Millisecond},
-			Workers: []orderly.Worker{{Queue: "cron", Shards: 1, Handler: func(context.Context, *orderly.Batch) error { return nil }}},
+			Cluster:  &orderly.ClusterConfig{Bind: addr, Join: seeds, Transport: tr, RejoinInterval: 300 * time.Millisecond},
+			Workers:  []orderly.Worker{{Queue: "cron", Shards: 1, Handler: func(context.Context, *orderly.Batch) error { return nil }}},
 			Periodic: []orderly.PeriodicJob{{Name: "heartbeat", Queue: "cron", Schedule: "@every 1s", ID: "hb", Payload: []byte(`{"ping":true}`)}},
 		})
 		require.NoError(t, err)

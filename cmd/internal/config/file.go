@@ -19,7 +19,7 @@ import (
 )
 
 // Keys of the file's mappings.
-func topKeys() []string   { return []string{"node", "queues", "periodic"} }
+func topKeys() []string { return []string{"node", "queues", "periodic"} }
 func periodicKeys() []string {
 	return []string{"name", "queue", "schedule", "id", "payload"}
 }
