@@ -1,7 +1,10 @@
 package orderly_test
 
 import (
+	"bytes"
 	"context"
+	"runtime/pprof"
+	"strings"
 	"fmt"
 	"slices"
 	"sync"
@@ -270,7 +273,29 @@ func TestNodeRateLimitAcrossNodes(t *testing.T) {
 		jobs[i] = client.Job{ID: fmt.Sprintf("id-%d", i)}
 	}
 	e.enqueue("rated", jobs...)
-	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(starts) >= total }, 30*time.Second, 10*time.Millisecond)
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		n := len(starts)
+		mu.Unlock()
+		if n >= total {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	n := len(starts)
+	mu.Unlock()
+	if n < total {
+		var buf bytes.Buffer
+		_ = pprof.Lookup("goroutine").WriteTo(&buf, 2)
+		for _, g := range strings.Split(buf.String(), "\n\n") {
+			if strings.Contains(g, "orderly/actors/shard") || strings.Contains(g, "controls.go") {
+				t.Log(g)
+			}
+		}
+		t.Fatalf("only %d of %d calls started", n, total)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
