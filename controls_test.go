@@ -3,10 +3,10 @@ package orderly_test
 import (
 	"bytes"
 	"context"
-	"runtime/pprof"
-	"strings"
 	"fmt"
+	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
