@@ -66,6 +66,10 @@ type Config struct {
 	Name string
 	// Workers are the queues this node serves. At least one.
 	Workers []Worker
+	// Periodic are jobs the node enqueues on a schedule, into its own
+	// queues (docs/contract.md §9). Every node of a cluster may be given
+	// the same list: each tick is enqueued once cluster-wide.
+	Periodic []PeriodicJob
 	// Concurrency is how many batches run at once on the node
 	// [DefaultConcurrency].
 	Concurrency int

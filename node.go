@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -67,6 +70,13 @@ type Node struct {
 	clock   clock.Clock
 	log     *slog.Logger
 	workers []Worker
+	ctl     *queueControls // the queue controls as last read (pause, permits)
+	// periodic are the validated periodic jobs.
+	periodic []periodic
+	// permitHolder names this node's max_concurrency permits in the store:
+	// its name and a random part, so a restarted node does not take over
+	// permits of its previous run.
+	permitHolder string
 	// wrapNodeProps, set by tests only (export_test.go), adjusts the node
 	// actor's props before it is spawned.
 	wrapNodeProps func(*actor.Props) *actor.Props
@@ -147,6 +157,13 @@ func NewNode(store persistence.Store, cfg *Config) (*Node, error) {
 	if err := CheckShardTotal(shards); err != nil {
 		return nil, err
 	}
+	n.ctl = newQueueControls(n.workers)
+	p, err := validatePeriodic(c.Periodic, n.workers)
+	if err != nil {
+		return nil, err
+	}
+	n.periodic = p
+	n.permitHolder = strings.ReplaceAll(n.cfg.Name, "#", "_") + "/" + strconv.FormatUint(rand.Uint64(), 36)
 	return n, nil
 }
 
@@ -199,9 +216,13 @@ func (n *Node) Start(ctx context.Context) error {
 	// The top-level actors get an explicit guardian strategy (restart, at
 	// most 10 times in 10 s); a restarted node actor reads its assignment
 	// back through Restore.
+	var demand func(map[string]int)
+	if len(n.ctl.limit) > 0 {
+		demand = n.ctl.setDemand // only limited queues need it
+	}
 	nodeProps := node.Props(node.Config{
 		Concurrency: n.cfg.Concurrency, Scheduler: sched, HandoffTimeout: n.cfg.HandoffTimeout,
-		Clock: n.clock, Logger: n.log, Restore: n.restore,
+		Clock: n.clock, Logger: n.log, Restore: n.restore, Blocked: n.ctl.blocked, Demand: demand,
 	}).Configure(actor.WithGuardian(supervisor.Node()))
 	if n.wrapNodeProps != nil {
 		nodeProps = n.wrapNodeProps(nodeProps)
@@ -291,6 +312,19 @@ func (n *Node) bootstrap(ctx context.Context, registered bool) {
 			return
 		}
 	}
+	// A paused queue stays paused across restarts: read the controls
+	// before serving anything, then keep watching them.
+	for {
+		_, err := n.readControls(ctx)
+		if err == nil {
+			break
+		}
+		n.log.Warn("cannot read the queue controls yet; retrying", "err", err)
+		if !wait() {
+			sub.Close()
+			return
+		}
+	}
 	n.mu.Lock()
 	if ctx.Err() != nil { // Stop ran meanwhile and did not see this subscription
 		n.mu.Unlock()
@@ -299,6 +333,16 @@ func (n *Node) bootstrap(ctx context.Context, registered bool) {
 	}
 	n.sub = sub
 	n.ready = true
+	n.boot.Add(1)
+	go n.watchControls(ctx)
+	if len(n.ctl.limit) > 0 {
+		n.boot.Add(1)
+		go n.keepPermits(ctx)
+	}
+	if len(n.periodic) > 0 {
+		n.boot.Add(1)
+		go n.runPeriodic(ctx)
+	}
 	service, members := n.service, n.members
 	if service == nil {
 		n.assignLocked(n.allShards())
@@ -427,6 +471,8 @@ func (n *Node) shardConfig(w Worker, i int) shard.Config {
 		MorgueTTL:     n.cfg.MorgueTTL,
 		Clock:         n.clock,
 		Logger:        n.log,
+		Paused:        n.ctl.pausedFunc(w.Queue),
+		Throttle:      n.throttle(w),
 	}
 	if n.cfg.Observer != nil {
 		sc.Observer = n.cfg.Observer

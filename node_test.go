@@ -634,10 +634,11 @@ func TestNodePrefetch(t *testing.T) {
 		require.Equal(t, 2, n)
 	}
 	// 3 fetches of 10 and a last empty one, plus registering the queue,
-	// subscribing, acquiring the lease, the morgue retention and renewals:
-	// far fewer round trips than the 15 calls.
+	// subscribing, reading the queue controls (at start, then once a
+	// second), acquiring the lease, the morgue retention and renewals:
+	// fewer round trips than the 15 calls and their 15 settlements.
 	used := nodeStore.Counters().Sub(before).RoundTrips
-	require.Less(t, used, int64(15), "round trips: %d", used)
+	require.Less(t, used, int64(18), "round trips: %d", used)
 }
 
 // A stop deadline in the middle of a prefetched group: what was handled is

@@ -3,6 +3,7 @@ package orderly
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/orderlyhq/orderly/actors/shard"
@@ -86,6 +87,19 @@ type Worker struct {
 	// a handler that sets a bigger one fails that id. The configuration
 	// file's max_state_bytes means the same.
 	MaxStateBytes int
+	// MaxConcurrency, when positive, is the most handler calls of the
+	// queue that run at once across the whole cluster, whatever each node's
+	// Concurrency (docs/contract.md §9) [0: no limit]. Nodes share it
+	// through permits in the store, renewed every LeaseTTL/3; a dead node's
+	// come back within LeaseTTL. Every node serving the queue must set the
+	// same value. The configuration file's max_concurrency means the same.
+	MaxConcurrency int
+	// RateLimit, when set, bounds how fast handler calls of the queue
+	// start across the whole cluster (docs/contract.md §9): at most
+	// PerSecond a second, in bursts of at most Burst. It counts calls, not
+	// ids (a call holds up to BatchSize ids). The configuration file's
+	// rate_limit means the same.
+	RateLimit *RateLimit
 	// Handler processes batches. Required.
 	Handler HandlerFunc
 	// RetriesExhausted, if set, receives what went to the morgue, one job
@@ -150,6 +164,12 @@ func (w *Worker) validate() error {
 	if w.Timeout < 0 {
 		return fmt.Errorf("orderly: worker %s: Timeout must not be negative, got %s", w.Queue, w.Timeout)
 	}
+	if r := w.RateLimit; r != nil && (!(r.PerSecond > 0) || math.IsInf(r.PerSecond, 1) || r.Burst < 1) {
+		return fmt.Errorf("orderly: worker %s: RateLimit needs PerSecond > 0 and Burst >= 1, got %v and %d", w.Queue, r.PerSecond, r.Burst)
+	}
+	if w.MaxConcurrency < 0 {
+		return fmt.Errorf("orderly: worker %s: MaxConcurrency must be 0 (no limit) or positive, got %d", w.Queue, w.MaxConcurrency)
+	}
 	if w.MaxPayloadsPerCall < 1 || w.MaxPayloadsPerCall > MaxMaxPayloadsPerCall {
 		return fmt.Errorf("orderly: worker %s: MaxPayloadsPerCall must be between 1 and %d (0 for the default, %d), got %d", w.Queue, MaxMaxPayloadsPerCall, DefaultMaxPayloadsPerCall, w.MaxPayloadsPerCall)
 	}
@@ -174,4 +194,16 @@ func toJobs(in []persistence.Job) []Job {
 			st: newEntityState(j.State, j.Timer)}
 	}
 	return out
+}
+
+// RateLimit is a queue's cluster-wide rate limit: a token bucket in the
+// store that refills at PerSecond tokens a second up to Burst; each handler
+// call takes one token before it starts.
+type RateLimit struct {
+	// PerSecond is the sustained rate of calls, > 0 (0.5 is one call
+	// every two seconds).
+	PerSecond float64
+	// Burst is the most calls that may start at once after a quiet
+	// period, >= 1.
+	Burst int
 }

@@ -216,3 +216,38 @@ func (c *Client) jobAction(ctx context.Context, queue, id, what string, run func
 	}
 	return nil
 }
+
+// PauseQueue pauses the queue cluster-wide (docs/contract.md §9): it keeps
+// accepting enqueues, and no node starts a new handler call of it until
+// ResumeQueue; running calls finish. Nodes see the change within
+// orderly.ControlPoll. persistence.ErrUnknownQueue for a queue no node or
+// client registered.
+func (c *Client) PauseQueue(ctx context.Context, queue string) error {
+	return c.setPaused(ctx, queue, true)
+}
+
+// ResumeQueue undoes PauseQueue.
+func (c *Client) ResumeQueue(ctx context.Context, queue string) error {
+	return c.setPaused(ctx, queue, false)
+}
+
+// QueuePaused reports whether the queue is paused, as the store holds it.
+func (c *Client) QueuePaused(ctx context.Context, queue string) (bool, error) {
+	ctl, err := c.store.Controls(ctx, queue)
+	if err != nil {
+		return false, fmt.Errorf("client: read the controls of %s: %w", queue, err)
+	}
+	return ctl[0].Paused, nil
+}
+
+func (c *Client) setPaused(ctx context.Context, queue string, paused bool) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
+		defer cancel()
+	}
+	if err := c.store.SetPaused(ctx, queue, paused); err != nil {
+		return fmt.Errorf("client: set paused of %s: %w", queue, err)
+	}
+	return nil
+}

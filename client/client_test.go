@@ -43,6 +43,29 @@ func TestClientEnqueue(t *testing.T) {
 	require.ErrorIs(t, c.Enqueue(ctx, "nope", client.Job{ID: "a"}), persistence.ErrUnknownQueue)
 }
 
+// docs/contract.md §9: a client pauses and resumes a queue.
+func TestClientPauseQueue(t *testing.T) {
+	db := redistest.New(t)
+	ctx := context.Background()
+	s, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})
+	require.NoError(t, err)
+	require.NoError(t, s.RegisterQueue(ctx, persistence.QueueSpec{Name: "q", Shards: 1}))
+	c, err := client.NewFromStore(s, nil)
+	require.NoError(t, err)
+	require.NoError(t, c.PauseQueue(ctx, "q"))
+	paused, err := c.QueuePaused(ctx, "q")
+	require.NoError(t, err)
+	require.True(t, paused)
+	ctl, err := s.Controls(ctx, "q")
+	require.NoError(t, err)
+	require.True(t, ctl[0].Paused)
+	require.NoError(t, c.ResumeQueue(ctx, "q"))
+	paused, err = c.QueuePaused(ctx, "q")
+	require.NoError(t, err)
+	require.False(t, paused)
+	require.ErrorIs(t, c.PauseQueue(ctx, "nope"), persistence.ErrUnknownQueue)
+}
+
 // An unreachable Redis gives a clear error within the client's timeout,
 // never a silent drop.
 func TestClientUnreachableRedis(t *testing.T) {

@@ -19,7 +19,8 @@
 //	orderly_shards_owned{queue}                shards this node serves
 //	orderly_cluster_members{state}             members as this node sees them (alive, draining, dead)
 //	orderly_queue_length{queue}, orderly_queue_fresh, orderly_queue_retries, orderly_queue_morgue_length,
-//	orderly_queue_busy, orderly_queue_lag_seconds, orderly_queue_processed_total, orderly_queue_failed_total
+//	orderly_queue_busy, orderly_queue_lag_seconds, orderly_queue_processed_total, orderly_queue_failed_total,
+//	orderly_queue_paused (1 while paused, docs/contract.md §9)
 //	                                           the queue as Redis holds it (cluster-wide)
 //	orderly_redis_round_trips_total, orderly_redis_commands_total
 //	                                           what this node's Redis client sent
@@ -223,6 +224,7 @@ var (
 		{qdesc("queue_lag_seconds", "Seconds since the earliest perform_at among queued ids (0 if none is due)."), prometheus.GaugeValue, func(s persistence.QueueStats) float64 { return s.Lag }},
 		{qdesc("queue_processed_total", "Ids acknowledged, cluster-wide, since the queue was created."), prometheus.CounterValue, func(s persistence.QueueStats) float64 { return float64(s.Processed) }},
 		{qdesc("queue_failed_total", "Ids failed, cluster-wide, since the queue was created."), prometheus.CounterValue, func(s persistence.QueueStats) float64 { return float64(s.Failed) }},
+		{qdesc("queue_paused", "1 while the queue is paused cluster-wide (no handler call starts), else 0."), prometheus.GaugeValue, func(s persistence.QueueStats) float64 { return b2f(s.Paused) }},
 	}
 )
 
@@ -286,4 +288,12 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descShardLag, prometheus.GaugeValue, lag, st.Name, shardLabel(shard))
 		}
 	}
+}
+
+// b2f is 1 for true, 0 for false.
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -82,6 +82,10 @@ func TestMetricsCountAndScrape(t *testing.T) {
 		require.Contains(t, out, line)
 	}
 	require.Regexp(t, `orderly_redis_round_trips_total [1-9]`, out)
+	require.Contains(t, out, `orderly_queue_paused{queue="orders"} 0`)
+
+	require.NoError(t, s.SetPaused(ctx, "orders", true))
+	require.Contains(t, scrape(t, m), `orderly_queue_paused{queue="orders"} 1`)
 }
 
 // A scrape while Redis is down reports the store as down and still answers.

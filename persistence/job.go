@@ -359,6 +359,8 @@ type QueueStats struct {
 	// ShardLag is Lag per shard, indexed by shard number (nil from a store
 	// that does not report it).
 	ShardLag []float64
+	// Paused tells that the queue is paused (docs/contract.md §9).
+	Paused bool
 }
 
 // UnixSeconds converts t to float unix seconds, the unit of scores and times

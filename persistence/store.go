@@ -108,6 +108,44 @@ type Store interface {
 
 	// Ping reports whether the store is reachable.
 	Ping(ctx context.Context) error
+
+	// SetPaused pauses or resumes the queue cluster-wide (docs/contract.md
+	// §9): a paused queue accepts enqueues, and no node starts a handler
+	// call of it. The state is kept in the store; ErrUnknownQueue for a
+	// queue never registered.
+	SetPaused(ctx context.Context, queue string, paused bool) error
+	// Controls returns the queue-wide controls of each named queue, in
+	// order, in one round trip (one per server of a clustered store). A
+	// queue never paused reads as the zero QueueControl, registered or not.
+	Controls(ctx context.Context, queues ...string) ([]QueueControl, error)
+	// SetPermits sets how many of the queue's limit cluster-wide permits
+	// (max_concurrency, docs/contract.md §9) holder has: up to want, as
+	// many as the other holders leave free, each valid for ttl; it returns
+	// how many the holder has now. Expired permits of any holder are
+	// dropped first, so those of a dead holder come back within ttl; want
+	// 0 releases the holder's permits. Holders call it again within ttl to
+	// keep theirs.
+	SetPermits(ctx context.Context, queue, holder string, want, limit int, ttl time.Duration) (int, error)
+	// TakeTokens takes up to want tokens from the queue's token bucket
+	// (rate_limit, docs/contract.md §9), which refills at perSecond up to
+	// burst on the store's clock. It returns how many it took and, when
+	// none, how long until the next token.
+	TakeTokens(ctx context.Context, queue string, want int, perSecond float64, burst int) (int, time.Duration, error)
+	// AdvanceTick moves the named periodic job's last tick to tick if it
+	// is earlier (or unset), and reports whether it did: the caller that
+	// moved it enqueues the tick, so each tick is enqueued once
+	// cluster-wide (docs/contract.md §9). Ticks count in milliseconds.
+	AdvanceTick(ctx context.Context, name string, tick time.Time) (bool, error)
+	// LastTicks returns the last tick of each named periodic job, in
+	// order; the zero time for one that never ticked.
+	LastTicks(ctx context.Context, names ...string) ([]time.Time, error)
+}
+
+// QueueControl is the queue-wide state every node reads (docs/contract.md
+// §9).
+type QueueControl struct {
+	// Paused: no node starts a handler call of the queue.
+	Paused bool
 }
 
 // Subscription delivers enqueue notifications until Close.

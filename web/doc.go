@@ -17,6 +17,8 @@
 //	POST   /api/v1/queues/{q}/actions/perform_all_now  200 {"updated": n}
 //	POST   /api/v1/queues/{q}/actions/kill_failed      200 {"killed": n}
 //	POST   /api/v1/queues/{q}/actions/delete_failed    200 {"deleted": n}
+//	POST   /api/v1/queues/{q}/pause                    200 {"paused": true}
+//	POST   /api/v1/queues/{q}/resume                   200 {"paused": false}
 //	GET    /api/v1/queues/{q}/morgue?order=id|updated_at&min=&max=&rev=&limit=&cursor=&payloads=
 //	                                                   200 {"entries": [...], "next": "<cursor>"}
 //	POST   /api/v1/queues/{q}/morgue/requeue           200 {"requeued": n}
@@ -26,6 +28,7 @@
 //	GET    /api/v1/stats                               200 Lowkiq's stats shape
 //	GET    /api/v1/cluster                             200 members and shard owners
 //	GET    /api/v1/access                              200 {"write": bool, "token_required": bool}
+//	GET    /api/v1/periodic                            200 {"periodic": [{"name", "queue", "schedule", "id", "last_tick", "next_tick"}]}
 //	GET    /metrics                                    200 Prometheus text (Config.Metrics)
 //	GET    /healthz                                    200 {"status": "ok"}
 //	GET    /readyz                                     200 {"status": "ready"} or 503

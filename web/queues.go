@@ -21,6 +21,7 @@ func queueOf(st persistence.QueueStats) apiv1.Queue {
 		Busy:         st.Busy,
 		Processed:    st.Processed,
 		Failed:       st.Failed,
+		Paused:       st.Paused,
 	}
 	if !st.OldestDue.IsZero() {
 		at := persistence.UnixSeconds(st.OldestDue)

@@ -40,7 +40,7 @@ func TestReadToken(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, e.do("GET", "/api/v1/access", "").status)
 
 	reads := []string{"/api/v1/queues", "/api/v1/queues/q", "/api/v1/queues/q/jobs", "/api/v1/queues/q/jobs/a",
-		"/api/v1/queues/q/processing", "/api/v1/queues/q/morgue", "/api/v1/stats", "/api/v1/cluster"}
+		"/api/v1/queues/q/processing", "/api/v1/queues/q/morgue", "/api/v1/stats", "/api/v1/cluster", "/api/v1/periodic"}
 	for _, p := range reads {
 		a := e.do("GET", p, "", read...)
 		require.Equal(t, http.StatusOK, a.status, "%s: %s", p, a.body)
@@ -63,6 +63,8 @@ func TestReadToken(t *testing.T) {
 		{"POST", "/api/v1/queues/q/jobs/a/actions/kill", ""},
 		{"POST", "/api/v1/queues/q/morgue/requeue", `{"all": true}`},
 		{"POST", "/api/v1/queues/q/morgue/delete", `{"all": true}`},
+		{"POST", "/api/v1/queues/q/pause", ""},
+		{"POST", "/api/v1/queues/q/resume", ""},
 	}
 	for _, w := range writes {
 		a := e.do(w[0], w[1], w[2], append([]string{"Content-Type", "application/json"}, read...)...)
@@ -78,6 +80,9 @@ func TestReadToken(t *testing.T) {
 	}
 	_, err := e.store.GetJob(e.ctx, "q", "c")
 	require.ErrorIs(t, err, persistence.ErrNotFound, "the read-only token enqueued")
+	ctl, err := e.store.Controls(e.ctx, "q")
+	require.NoError(t, err)
+	require.False(t, ctl[0].Paused, "the read-only token paused the queue")
 
 	// The full token still does everything.
 	a := e.do("DELETE", "/api/v1/queues/q/jobs/a", "", full...)

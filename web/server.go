@@ -105,6 +105,14 @@ type Config struct {
 	// Metrics serves GET /metrics, the node's Prometheus handler. It needs
 	// the token like the other reads. [none: /metrics answers 404]
 	Metrics http.Handler
+	// SetPaused pauses or resumes a queue (POST /api/v1/queues/{q}/pause,
+	// /resume): the node's PauseQueue and ResumeQueue, so that the node
+	// serving the API sees the change at once. [Store.SetPaused: every
+	// node sees it within its control poll]
+	SetPaused func(ctx context.Context, queue string, paused bool) error
+	// Periodic lists the node's periodic jobs (GET /api/v1/periodic).
+	// [none: an empty list]
+	Periodic func(ctx context.Context) ([]apiv1.Periodic, error)
 	// EmbeddedStore tells GET /api/v1/cluster, and so the dashboard, that
 	// the store is the embedded in-memory one. [false]
 	EmbeddedStore bool
@@ -153,22 +161,24 @@ type Config struct {
 // errors included, is JSON, except those of Config.Metrics and Config.UI.
 // Create it with New.
 type Server struct {
-	store       persistence.Store
-	ready       func(context.Context) error
-	log         *slog.Logger
-	maxBody     int64
-	maxPayload  int
-	now         func() time.Time
-	tokenSum    *[sha256.Size]byte // nil when no token is required
-	readSum     *[sha256.Size]byte // of the read-only token; nil when none
-	publicReads bool
-	origin      *http.CrossOriginProtection
-	mux         *http.ServeMux
-	members     func(context.Context) (string, []apiv1.Member)
-	metrics     http.Handler
-	ui          http.Handler
-	embedded    bool
-	stateQueues map[string]int
+	store        persistence.Store
+	ready        func(context.Context) error
+	log          *slog.Logger
+	maxBody      int64
+	maxPayload   int
+	now          func() time.Time
+	tokenSum     *[sha256.Size]byte // nil when no token is required
+	readSum      *[sha256.Size]byte // of the read-only token; nil when none
+	publicReads  bool
+	origin       *http.CrossOriginProtection
+	mux          *http.ServeMux
+	members      func(context.Context) (string, []apiv1.Member)
+	metrics      http.Handler
+	ui           http.Handler
+	embedded     bool
+	stateQueues  map[string]int
+	pause        func(ctx context.Context, queue string, paused bool) error // Config.SetPaused, or nil
+	listPeriodic func(ctx context.Context) ([]apiv1.Periodic, error)        // Config.Periodic, or nil
 	// enqueueSlots holds a token per enqueue request being decoded and
 	// stored.
 	enqueueSlots chan struct{}
@@ -194,22 +204,24 @@ func New(cfg *Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		store:       cfg.Store,
-		ready:       cfg.Ready,
-		log:         cfg.Logger,
-		maxBody:     cfg.MaxBodyBytes,
-		maxPayload:  cfg.MaxPayloadBytes,
-		now:         cfg.Now,
-		publicReads: cfg.PublicReads,
-		members:     cfg.Members,
-		metrics:     cfg.Metrics,
-		ui:          cfg.UI,
-		embedded:    cfg.EmbeddedStore,
-		stateQueues: cfg.StateQueues,
-		origin:      http.NewCrossOriginProtection(),
-		mux:         http.NewServeMux(),
-		bodyTimeout: cfg.BodyReadTimeout,
-		hosts:       hosts,
+		store:        cfg.Store,
+		ready:        cfg.Ready,
+		log:          cfg.Logger,
+		maxBody:      cfg.MaxBodyBytes,
+		maxPayload:   cfg.MaxPayloadBytes,
+		now:          cfg.Now,
+		publicReads:  cfg.PublicReads,
+		members:      cfg.Members,
+		metrics:      cfg.Metrics,
+		ui:           cfg.UI,
+		embedded:     cfg.EmbeddedStore,
+		stateQueues:  cfg.StateQueues,
+		pause:        cfg.SetPaused,
+		listPeriodic: cfg.Periodic,
+		origin:       http.NewCrossOriginProtection(),
+		mux:          http.NewServeMux(),
+		bodyTimeout:  cfg.BodyReadTimeout,
+		hosts:        hosts,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -262,6 +274,9 @@ func New(cfg *Config) (*Server, error) {
 	s.handle("POST /api/v1/queues/{q}/jobs/{rest...}", s.jobAction)
 	s.handle("GET /api/v1/queues/{q}/processing", s.processing)
 	s.handle("POST /api/v1/queues/{q}/actions/{action}", s.queueAction)
+	s.handle("POST /api/v1/queues/{q}/pause", s.setPaused(true))
+	s.handle("POST /api/v1/queues/{q}/resume", s.setPaused(false))
+	s.handle("GET /api/v1/periodic", s.periodic)
 	s.handle("GET /api/v1/queues/{q}/morgue", s.listMorgue)
 	s.handle("POST /api/v1/queues/{q}/morgue/requeue", s.requeueMorgue)
 	s.handle("POST /api/v1/queues/{q}/morgue/delete", s.deleteMorgue)

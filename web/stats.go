@@ -18,7 +18,7 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) error {
 	}
 	ans := apiv1.Stats{ByWorker: make(map[string]apiv1.StatsCounts, len(all))}
 	for _, st := range all {
-		ans.ByWorker[st.Name] = apiv1.StatsCounts{Length: st.Length, MorgueLength: st.MorgueLength, Lag: st.Lag}
+		ans.ByWorker[st.Name] = apiv1.StatsCounts{Length: st.Length, MorgueLength: st.MorgueLength, Lag: st.Lag, Paused: st.Paused}
 		ans.Total.Length += st.Length
 		ans.Total.MorgueLength += st.MorgueLength
 		ans.Total.Lag = max(ans.Total.Lag, st.Lag)

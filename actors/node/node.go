@@ -41,6 +41,17 @@ type Config struct {
 	// Clock dates handoff deadlines [clock.Real()].
 	Clock  clock.Clock
 	Logger *slog.Logger
+	// Blocked, if set, tells whether a shard of queue may not start a
+	// batch while others of the queue's shards run one on this node (a
+	// paused queue, or the node's share of its max_concurrency,
+	// docs/contract.md §9). It is called from the actor's goroutine and
+	// must not block; after its answers change, send Unblocked so that
+	// waiting shards are served.
+	Blocked func(queue string, others int) bool
+	// Demand, if set, hears how many shards of each queue hold or wait for
+	// a permit, whenever that changes (a queue with none is reported as
+	// 0 once). It is called from the actor's goroutine and must not block.
+	Demand func(demand map[string]int)
 	// Restore, if set, returns what a starting actor must serve: the last
 	// Assign the facade sent and, once the node stops, its Drain (nil
 	// before). It is called on every *actor.Started, from the actor's
@@ -74,6 +85,11 @@ type (
 
 	// StatusRequest asks for a Status.
 	StatusRequest struct{}
+
+	// Unblocked tells that Config.Blocked may have changed its answers:
+	// free permits go to the shards now allowed (and holders of a queue
+	// now blocked yield when their batch ends).
+	Unblocked struct{}
 )
 
 // Status describes the node's shards.
@@ -119,10 +135,11 @@ type Actor struct {
 	byID    map[string]persistence.ShardRef // child PID id -> shard
 	permits *permits
 
-	stopping bool         // Stopping or Restarting arrived: spawn nothing more
-	drain    *Drain       // set once draining: the earliest deadline asked for
-	drainTo  []*actor.PID // who waits for Drained
-	done     []func()     // Done functions of the Drains received
+	stopping bool           // Stopping or Restarting arrived: spawn nothing more
+	demand   map[string]int // last reported to Config.Demand
+	drain    *Drain         // set once draining: the earliest deadline asked for
+	drainTo  []*actor.PID   // who waits for Drained
+	done     []func()       // Done functions of the Drains received
 }
 
 func newActor(cfg Config) *Actor {
@@ -132,7 +149,7 @@ func newActor(cfg Config) *Actor {
 		want:    map[persistence.ShardRef]shard.Config{},
 		kids:    map[persistence.ShardRef]*child{},
 		byID:    map[string]persistence.ShardRef{},
-		permits: newPermits(cfg.Concurrency, cfg.Scheduler),
+		permits: newPermits(cfg.Concurrency, cfg.Scheduler, cfg.Blocked),
 	}
 }
 
@@ -156,6 +173,10 @@ func (a *Actor) Receive(c actor.Context) {
 		if a.permits.request(m.Ref, m.Since) {
 			a.grant(c, m.Ref)
 		}
+	case Unblocked:
+		for _, ref := range a.permits.grant() {
+			a.grant(c, ref)
+		}
 	case shard.PermitReturn:
 		a.onReturn(c, m)
 	case shard.Report:
@@ -171,6 +192,34 @@ func (a *Actor) Receive(c actor.Context) {
 	default:
 		a.log.Warn("node actor ignores an unknown message", "type", fmt.Sprintf("%T", m))
 	}
+	a.reportDemand()
+}
+
+// reportDemand tells Config.Demand the shards holding or waiting for a
+// permit, per queue, when they changed.
+func (a *Actor) reportDemand() {
+	if a.cfg.Demand == nil {
+		return
+	}
+	d := a.permits.demand()
+	same := len(d) == len(a.demand)
+	for q, n := range d {
+		if a.demand[q] != n {
+			same = false
+		}
+	}
+	if same {
+		return
+	}
+	out := make(map[string]int, len(d)+len(a.demand))
+	for q := range a.demand {
+		out[q] = 0
+	}
+	for q, n := range d {
+		out[q] = n
+	}
+	a.demand = d
+	a.cfg.Demand(out)
 }
 
 // onStarted restores what the facade wants served: after a restart the old

@@ -21,7 +21,13 @@ const (
 // permits is the node-wide concurrency limit: at most size shards run a
 // batch at once. It is plain data owned by the node actor.
 type permits struct {
-	sched   Scheduler
+	sched Scheduler
+	// blocked, if set, tells whether a shard of queue may not hold a
+	// permit now while others of the queue's shards hold one (a paused
+	// queue, or one at its cluster-wide max_concurrency, docs/contract.md
+	// §9): its request waits in line, and a holder that finished a batch
+	// yields.
+	blocked func(queue string, others int) bool
 	free    int
 	holders map[persistence.ShardRef]bool
 	waiters []waiter
@@ -34,8 +40,8 @@ type waiter struct {
 	order uint64
 }
 
-func newPermits(size int, sched Scheduler) *permits {
-	return &permits{sched: sched, free: size, holders: map[persistence.ShardRef]bool{}}
+func newPermits(size int, sched Scheduler, blocked func(queue string, others int) bool) *permits {
+	return &permits{sched: sched, blocked: blocked, free: size, holders: map[persistence.ShardRef]bool{}}
 }
 
 // request asks for a permit; it reports whether ref got one now (otherwise
@@ -44,7 +50,7 @@ func (p *permits) request(ref persistence.ShardRef, since time.Time) bool {
 	if p.holders[ref] {
 		return true
 	}
-	if p.free > 0 && len(p.waiters) == 0 {
+	if p.free > 0 && !p.isBlocked(ref) && p.best() < 0 {
 		p.free--
 		p.holders[ref] = true
 		return true
@@ -65,17 +71,24 @@ func (p *permits) wait(ref persistence.ShardRef, since time.Time) {
 
 // keep answers a holder that finished a batch and wants another: it keeps
 // its permit unless a waiter goes first (seq: anyone waiting; lag: a waiter
-// whose oldest job is older). A holder that yields joins the line.
+// whose oldest job is older) or its queue is blocked. A holder that yields
+// joins the line.
 func (p *permits) keep(ref persistence.ShardRef, since time.Time) bool {
 	if !p.holders[ref] {
 		return p.request(ref, since)
 	}
-	best := p.best()
-	if best < 0 || (p.sched == SchedulerLag && !p.waiters[best].since.Before(since)) {
-		return true
-	}
+	// Decide as if ref had returned its permit, so that a waiter of the
+	// same limited queue can take its turn.
 	delete(p.holders, ref)
 	p.free++
+	if !p.isBlocked(ref) {
+		best := p.best()
+		if best < 0 || (p.sched == SchedulerLag && !p.waiters[best].since.Before(since)) {
+			p.holders[ref] = true
+			p.free--
+			return true
+		}
+	}
 	p.wait(ref, since)
 	return false
 }
@@ -97,8 +110,11 @@ func (p *permits) release(ref persistence.ShardRef) {
 // grant hands free permits to waiters, best first, and returns who got one.
 func (p *permits) grant() []persistence.ShardRef {
 	var out []persistence.ShardRef
-	for p.free > 0 && len(p.waiters) > 0 {
+	for p.free > 0 {
 		i := p.best()
+		if i < 0 {
+			break
+		}
 		w := p.waiters[i]
 		p.waiters = append(p.waiters[:i], p.waiters[i+1:]...)
 		p.free--
@@ -108,10 +124,42 @@ func (p *permits) grant() []persistence.ShardRef {
 	return out
 }
 
-// best returns the index of the waiter served next, or -1.
+// isBlocked reports whether ref may not hold a permit now.
+func (p *permits) isBlocked(ref persistence.ShardRef) bool {
+	if p.blocked == nil {
+		return false
+	}
+	others := 0
+	for h := range p.holders {
+		if h.Queue == ref.Queue && h != ref {
+			others++
+		}
+	}
+	return p.blocked(ref.Queue, others)
+}
+
+// demand counts, per queue, the shards holding or waiting for a permit.
+func (p *permits) demand() map[string]int {
+	out := map[string]int{}
+	for h := range p.holders {
+		out[h.Queue]++
+	}
+	for _, w := range p.waiters {
+		if !p.holders[w.ref] {
+			out[w.ref.Queue]++
+		}
+	}
+	return out
+}
+
+// best returns the index of the waiter served next (blocked waiters are
+// passed over), or -1.
 func (p *permits) best() int {
 	best := -1
 	for i, w := range p.waiters {
+		if p.isBlocked(w.ref) {
+			continue
+		}
 		if best < 0 {
 			best = i
 			continue

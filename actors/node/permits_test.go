@@ -13,7 +13,7 @@ func ref(n int) persistence.ShardRef { return persistence.ShardRef{Queue: "q", S
 
 func TestPermitsLagServesOldestFirst(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	p := newPermits(1, SchedulerLag)
+	p := newPermits(1, SchedulerLag, nil)
 	require.True(t, p.request(ref(0), t0))
 	require.False(t, p.request(ref(1), t0.Add(5*time.Second)))
 	require.False(t, p.request(ref(2), t0.Add(time.Second)))
@@ -32,7 +32,7 @@ func TestPermitsLagServesOldestFirst(t *testing.T) {
 
 func TestPermitsSeqIsRoundRobin(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	p := newPermits(2, SchedulerSeq)
+	p := newPermits(2, SchedulerSeq, nil)
 	require.True(t, p.request(ref(0), t0))
 	require.True(t, p.request(ref(1), t0))
 	require.False(t, p.request(ref(2), t0.Add(-time.Hour)))
@@ -45,7 +45,7 @@ func TestPermitsSeqIsRoundRobin(t *testing.T) {
 }
 
 func TestPermitsReleaseOfWaiterAndUnknown(t *testing.T) {
-	p := newPermits(1, SchedulerLag)
+	p := newPermits(1, SchedulerLag, nil)
 	require.True(t, p.request(ref(0), time.Time{}))
 	require.False(t, p.request(ref(1), time.Time{}))
 	p.release(ref(1)) // a waiter that stopped
@@ -56,4 +56,56 @@ func TestPermitsReleaseOfWaiterAndUnknown(t *testing.T) {
 	require.True(t, p.request(ref(3), time.Time{}))
 	require.True(t, p.request(ref(3), time.Time{}), "a holder asking again keeps its permit")
 	require.Equal(t, 0, p.free)
+}
+
+// docs/contract.md §9: a blocked (paused) queue's shards wait in line
+// without holding up other queues, a holder of theirs yields, and they are
+// served once unblocked.
+func TestPermitsBlockedQueueWaits(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	paused := map[string]bool{"p": true}
+	p := newPermits(2, SchedulerLag, func(q string, _ int) bool { return paused[q] })
+	pr := func(n int) persistence.ShardRef { return persistence.ShardRef{Queue: "p", Shard: n} }
+
+	require.False(t, p.request(pr(0), t0), "paused: waits")
+	require.True(t, p.request(ref(0), t0.Add(time.Second)), "another queue is served past the paused waiter")
+	require.True(t, p.request(ref(1), t0.Add(time.Second)))
+	require.Empty(t, p.grant())
+	p.release(ref(1))
+	require.Empty(t, p.grant(), "the paused waiter gets no free permit")
+	require.True(t, p.keep(ref(0), t0.Add(2*time.Second)), "the paused waiter does not take a holder's turn")
+
+	paused["q"] = true
+	require.False(t, p.keep(ref(0), t0), "a holder of a paused queue yields")
+	require.Equal(t, 2, p.free)
+	require.Empty(t, p.grant())
+
+	delete(paused, "p")
+	require.Equal(t, []persistence.ShardRef{pr(0)}, p.grant())
+	delete(paused, "q")
+	require.Equal(t, []persistence.ShardRef{ref(0)}, p.grant())
+	require.Empty(t, p.waiters)
+}
+
+// docs/contract.md §9: a queue limited to fewer permits than the node has
+// runs at most that many shards at once; the others wait, and are served
+// as holders return theirs or the limit grows.
+func TestPermitsQueueLimit(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	limit := 1
+	p := newPermits(3, SchedulerSeq, func(q string, others int) bool { return q == "q" && others >= limit })
+	require.True(t, p.request(ref(0), t0))
+	require.False(t, p.request(ref(1), t0), "at the queue's limit")
+	require.True(t, p.request(persistence.ShardRef{Queue: "other"}, t0))
+	require.Equal(t, map[string]int{"q": 2, "other": 1}, p.demand())
+	require.Empty(t, p.grant())
+	require.False(t, p.keep(ref(0), t0), "seq: the waiter of the same queue goes first")
+	require.Equal(t, []persistence.ShardRef{ref(1)}, p.grant())
+	limit = 2
+	require.Equal(t, []persistence.ShardRef{ref(0)}, p.grant(), "the limit grew")
+	limit = 1
+	require.False(t, p.keep(ref(1), t0), "over the limit: yield")
+	require.False(t, p.keep(ref(0), t0), "seq: the yielded shard's turn")
+	require.Equal(t, []persistence.ShardRef{ref(1)}, p.grant())
+	require.Empty(t, p.grant(), "one at a time")
 }

@@ -156,11 +156,24 @@ func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
 				skip(b.Jobs[i:])
 				break
 			}
+			if cfg.Throttle != nil {
+				if err := cfg.Throttle(hctx); err != nil {
+					skip(b.Jobs[i:])
+					break
+				}
+			}
 			if !view.holds(cfg.Clock.Now()) {
 				// The lease may be gone (the process was paused, renewals
 				// are late): no call starts under it. The lease guard may
 				// not have fired yet; onProcessed treats it as lost.
 				out.expired = true
+				skip(b.Jobs[i:])
+				break
+			}
+			if cfg.Paused != nil && cfg.Paused() {
+				// The queue was paused after the fetch: no new call
+				// starts; the rest of the window goes back untouched.
+				out.paused = true
 				skip(b.Jobs[i:])
 				break
 			}
@@ -221,6 +234,8 @@ func (a *Actor) onProcessed(c actor.Context, m processed) {
 		return
 	}
 	switch {
+	case m.paused && len(m.interrupted) == 0:
+		a.log.Info("queue paused; the ids not handled go back to the queue", "ids", len(a.cur.Jobs), "skipped", len(m.skipped))
 	case len(m.skipped) > 0 || len(m.interrupted) > 0:
 		a.log.Warn("batch cut by shutdown; the ids not handled go back to the queue", "ids", len(a.cur.Jobs), "skipped", len(m.skipped), "interrupted", len(m.interrupted))
 	case m.err != nil:

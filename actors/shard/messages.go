@@ -99,6 +99,7 @@ type (
 		states      []persistence.StateWrite // state changes of the calls (stateful queues)
 		timers      []persistence.TimerWrite // timer changes of the calls
 		expired     bool                     // stopped because the lease view ran out before a call
+		paused      bool                     // stopped because the queue was paused before a call
 		err         error                    // a call's whole-batch error, for logs
 		dur         time.Duration
 	}

@@ -88,6 +88,17 @@ type Config struct {
 	Logger *slog.Logger
 	// Observer, if set, receives the actor's events.
 	Observer Observer
+	// Paused, if set, reports whether the queue is paused (docs/contract.md
+	// §9). It is read immediately before every handler call, like the
+	// lease view: a paused queue starts no call, and the ids of the
+	// fetched window not handled yet go back to the queue untouched. It
+	// must be cheap and safe for concurrent use.
+	Paused func() bool
+	// Throttle, if set, is called immediately before every handler call
+	// (before the pause and lease checks) and returns once the call may
+	// start (the queue's rate_limit, docs/contract.md §9), or with ctx's
+	// error when the run is cancelled meanwhile.
+	Throttle func(ctx context.Context) error
 }
 
 func (c Config) withDefaults() Config {

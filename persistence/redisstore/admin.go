@@ -46,10 +46,14 @@ func (s *Store) Stats(ctx context.Context, queues ...string) ([]persistence.Queu
 	if err := firstErr(cmds); err != nil {
 		return nil, fmt.Errorf("redisstore: stats: %w", err)
 	}
+	ctl, err := s.Controls(ctx, queues...)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: stats: %w", err)
+	}
 	out := make([]persistence.QueueStats, len(queues))
 	i := 0
 	for qi, q := range queues {
-		st := persistence.QueueStats{Name: q, Shards: counts[qi], ShardLag: make([]float64, counts[qi])}
+		st := persistence.QueueStats{Name: q, Shards: counts[qi], ShardLag: make([]float64, counts[qi]), Paused: ctl[qi].Paused}
 		oldest, latest := math.Inf(1), math.Inf(-1)
 		for sh := range counts[qi] {
 			v, _ := cmds[i].Slice()

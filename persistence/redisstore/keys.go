@@ -14,6 +14,10 @@ import (
 //	P:layout     STRING the layout version ("2")
 //	P:store_id   STRING the store's identity (random, created once)
 //	P:notify:q   channel: enqueue notices (message: shard number)
+//	P:{q}:2:ctl  HASH   queue-wide controls: paused
+//	P:{q}:2:permits ZSET holder#i -> expiry: max_concurrency permits
+//	P:{q}:2:rate HASH   tokens, at: the rate_limit token bucket
+//	P:{orderly}:2:ticks HASH periodic job name -> last tick (ms)
 //	P:T:lease  P:T:epoch                                  (shared with layout 1)
 //	P:T:2:lease  P:T:2:jobs  P:T:2:fifo  P:T:2:later  P:T:2:retries
 //	P:T:2:ovo  P:T:2:ovs  P:T:2:inflight  P:T:2:meta  P:T:2:morgue  P:T:2:mat
@@ -102,6 +106,20 @@ func (k keyspace) layout() string { return k.prefix + ":layout" }
 
 // storeID is the key of the store's identity (identity.go).
 func (k keyspace) storeID() string { return k.prefix + ":store_id" }
+
+// ctl is the queue-wide control hash (docs/storage.md §2, §9), in the
+// queue's own slot ({q}), never touched by a shard script.
+func (k keyspace) ctl(queue string) string { return k.prefix + ":{" + queue + "}:2:ctl" }
+
+// permits is the queue's max_concurrency permits (docs/storage.md §2, §9).
+func (k keyspace) permits(queue string) string { return k.prefix + ":{" + queue + "}:2:permits" }
+
+// rate is the queue's rate_limit token bucket (docs/storage.md §2, §9).
+func (k keyspace) rate(queue string) string { return k.prefix + ":{" + queue + "}:2:rate" }
+
+// ticks is the last tick of each periodic job (docs/storage.md §2, §9),
+// one key for the store in its own slot.
+func (k keyspace) ticks() string { return k.prefix + ":{orderly}:2:ticks" }
 
 func (k keyspace) channel(queue string) string { return k.prefix + ":notify:" + queue }
 

@@ -51,11 +51,15 @@ var (
 	scriptMigrate = newScript("migrate")
 	scriptDowngr  = newScript("downgrade")
 	scriptState   = newScript("state")
+	scriptPermits = newScript("permits")
+	scriptRate    = newScript("rate")
+	scriptTick    = newScript("tick")
 
 	allScripts = []*script{
 		scriptAcquire, scriptRenew, scriptRelease, scriptAdvance, scriptEnqueue, scriptAction,
 		scriptMorgue, scriptGet, scriptStats, scriptList, scriptScan, scriptMigrate, scriptDowngr,
 		scriptState,
+		scriptPermits, scriptRate, scriptTick,
 	}
 )
 

@@ -74,6 +74,10 @@ func Run(t *testing.T, h Harness) {
 		{"Upgrade_Layout1DataServedAndDrained", testUpgrade},
 		{"Model_RandomOperations", testModel},
 		{"Identity_StoreIDIsStable", testStoreID},
+		{"Controls_PauseKeptAndShown", testPauseKept},
+		{"Controls_PermitsBoundedAndExpire", testPermits},
+		{"Controls_TokenBucket", testTokenBucket},
+		{"Controls_PeriodicTickMovesOnce", testTicks},
 	}
 	tests = append(tests, stateTests...)
 	tests = append(tests, timerTests...)
@@ -1331,4 +1335,129 @@ func testStoreID(t *testing.T, h Harness) {
 	other, err := h.New(t, nil).(persistence.Identifier).StoreID(ctx)
 	require.NoError(t, err)
 	require.NotEqual(t, id, other)
+}
+
+// docs/contract.md §9: pause and resume are kept per queue, shown by
+// Controls and Stats, refused for an unknown queue, and change nothing of
+// the queue's jobs (a paused queue accepts enqueues).
+func testPauseKept(t *testing.T, h Harness) {
+	e := newEnv(t, h, 1)
+	require.NoError(t, e.s.RegisterQueue(e.ctx, persistence.QueueSpec{Name: "other", Shards: 1}))
+	ctl, err := e.s.Controls(e.ctx, e.queue, "other", "never-registered")
+	require.NoError(t, err)
+	require.Equal(t, []persistence.QueueControl{{}, {}, {}}, ctl)
+
+	require.NoError(t, e.s.SetPaused(e.ctx, e.queue, true))
+	require.NoError(t, e.s.SetPaused(e.ctx, e.queue, true)) // idempotent
+	e.enqueue(job("a", "v", 1))
+	require.NotNil(t, e.get("a"))
+	ctl, err = e.s.Controls(e.ctx, "other", e.queue)
+	require.NoError(t, err)
+	require.Equal(t, []persistence.QueueControl{{Paused: false}, {Paused: true}}, ctl)
+	st, err := e.s.Stats(e.ctx, e.queue, "other")
+	require.NoError(t, err)
+	require.True(t, st[0].Paused)
+	require.False(t, st[1].Paused)
+	require.EqualValues(t, 1, st[0].Length)
+
+	require.ErrorIs(t, e.s.SetPaused(e.ctx, "never-registered", true), persistence.ErrUnknownQueue)
+	_, err = e.s.Controls(e.ctx, "bad{name")
+	require.ErrorIs(t, err, persistence.ErrInvalid)
+
+	require.NoError(t, e.s.SetPaused(e.ctx, e.queue, false))
+	ctl, err = e.s.Controls(e.ctx, e.queue)
+	require.NoError(t, err)
+	require.False(t, ctl[0].Paused)
+	require.Equal(t, []string{"a"}, ids(e.own(0).next(1).Batch))
+}
+
+// docs/contract.md §9: the max_concurrency permits of a queue never exceed
+// the limit across holders, are renewed and released by their holder, and
+// those of a holder that stops renewing come back once they expire.
+func testPermits(t *testing.T, h Harness) {
+	e := newEnv(t, h, 1)
+	long := time.Minute
+	set := func(holder string, want int, ttl time.Duration) int {
+		t.Helper()
+		n, err := e.s.SetPermits(e.ctx, e.queue, holder, want, 3, ttl)
+		require.NoError(t, err)
+		return n
+	}
+	require.Equal(t, 2, set("a", 2, long))
+	require.Equal(t, 1, set("b", 5, long), "only one left")
+	require.Equal(t, 0, set("c", 1, long))
+	require.Equal(t, 2, set("a", 2, long), "renewed")
+	require.Equal(t, 1, set("a", 1, long), "shrunk")
+	require.Equal(t, 2, set("b", 5, long), "a's freed permit")
+	require.Equal(t, 0, set("b", 0, long), "released")
+	require.Equal(t, 2, set("c", 2, long))
+
+	// c stops renewing: its permits expire and go to another holder.
+	require.Equal(t, 2, set("c", 2, 300*time.Millisecond))
+	require.Equal(t, 0, set("d", 3, long))
+	require.Eventually(t, func() bool { return set("d", 3, long) == 2 }, 10*time.Second, 50*time.Millisecond)
+
+	_, err := e.s.SetPermits(e.ctx, e.queue, "x#1", 1, 3, long)
+	require.ErrorIs(t, err, persistence.ErrInvalid)
+	_, err = e.s.SetPermits(e.ctx, e.queue, "x", 1, 0, long)
+	require.ErrorIs(t, err, persistence.ErrInvalid)
+}
+
+// docs/contract.md §9: the rate_limit bucket starts full (burst tokens),
+// grants no more than it holds, says how long until the next token, and
+// refills with time.
+func testTokenBucket(t *testing.T, h Harness) {
+	e := newEnv(t, h, 1)
+	take := func(want int) (int, time.Duration) {
+		t.Helper()
+		n, wait, err := e.s.TakeTokens(e.ctx, e.queue, want, 10, 3)
+		require.NoError(t, err)
+		return n, wait
+	}
+	n, _ := take(2)
+	require.Equal(t, 2, n)
+	n, _ = take(5)
+	require.Equal(t, 1, n, "the rest of the burst")
+	n, wait := take(1)
+	require.Equal(t, 0, n)
+	require.Positive(t, wait)
+	require.LessOrEqual(t, wait, 100*time.Millisecond, "10 a second")
+	require.Eventually(t, func() bool { n, _ := take(1); return n == 1 }, 10*time.Second, 20*time.Millisecond)
+	// In a burst of takes, no more than burst + rate * elapsed are granted.
+	start := time.Now()
+	got := 0
+	for range 50 {
+		n, _ := take(1)
+		got += n
+	}
+	require.LessOrEqual(t, float64(got), 3+10*time.Since(start).Seconds()+1)
+
+	_, _, err := e.s.TakeTokens(e.ctx, e.queue, 1, 0, 3)
+	require.ErrorIs(t, err, persistence.ErrInvalid)
+}
+
+// docs/contract.md §9: a periodic job's tick moves forward once: only the
+// first caller for a tick wins, never an earlier tick.
+func testTicks(t *testing.T, h Harness) {
+	e := newEnv(t, h, 1)
+	last, err := e.s.LastTicks(e.ctx, "a", "b")
+	require.NoError(t, err)
+	require.Equal(t, []time.Time{{}, {}}, last)
+	t1 := time.UnixMilli(1_700_000_000_000)
+	won, err := e.s.AdvanceTick(e.ctx, "a", t1)
+	require.NoError(t, err)
+	require.True(t, won)
+	won, err = e.s.AdvanceTick(e.ctx, "a", t1)
+	require.NoError(t, err)
+	require.False(t, won, "the same tick again")
+	won, err = e.s.AdvanceTick(e.ctx, "a", t1.Add(-time.Second))
+	require.NoError(t, err)
+	require.False(t, won, "an earlier tick")
+	won, err = e.s.AdvanceTick(e.ctx, "a", t1.Add(time.Second))
+	require.NoError(t, err)
+	require.True(t, won)
+	last, err = e.s.LastTicks(e.ctx, "a", "b")
+	require.NoError(t, err)
+	require.True(t, last[0].Equal(t1.Add(time.Second)), "%v", last[0])
+	require.True(t, last[1].IsZero())
 }

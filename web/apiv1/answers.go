@@ -33,6 +33,30 @@ type Queue struct {
 	// OldestDue is the earliest perform_at among queued ids; null when
 	// nothing is queued.
 	OldestDue *float64 `json:"oldest_due"`
+	// Paused tells that no node starts a handler call of the queue
+	// (docs/contract.md §9).
+	Paused bool `json:"paused"`
+}
+
+// Periodic is a periodic job (docs/contract.md §9). LastTick is null until
+// the job first ticked; times are unix seconds.
+type Periodic struct {
+	Name     string   `json:"name"`
+	Queue    string   `json:"queue"`
+	Schedule string   `json:"schedule"`
+	ID       string   `json:"id"`
+	LastTick *float64 `json:"last_tick"`
+	NextTick *float64 `json:"next_tick"`
+}
+
+// PeriodicJobs is the answer of GET /api/v1/periodic.
+type PeriodicJobs struct {
+	Periodic []Periodic `json:"periodic"`
+}
+
+// Paused is the answer of POST /api/v1/queues/{q}/pause and /resume.
+type Paused struct {
+	Paused bool `json:"paused"`
 }
 
 // Queues is the answer of GET /api/v1/queues, by name.
@@ -46,6 +70,9 @@ type StatsCounts struct {
 	Length       int64   `json:"length"`
 	MorgueLength int64   `json:"morgue_length"`
 	Lag          float64 `json:"lag"`
+	// Paused is set in by_worker for a paused queue (absent otherwise,
+	// and in the total).
+	Paused bool `json:"paused,omitempty"`
 }
 
 // Stats is the answer of GET /api/v1/stats, Lowkiq's shape. ByWorker is

@@ -377,6 +377,10 @@ func newFixtureTokens(t *testing.T, token, readToken string, embedded bool) *fix
 		ReadToken:     readToken,
 		EmbeddedStore: embedded,
 		UI:            ui.Handler(),
+		Periodic: func(context.Context) ([]apiv1.Periodic, error) {
+			last, next := float64(time.Now().Unix()-60), float64(time.Now().Unix()+3540)
+			return []apiv1.Periodic{{Name: "hourly-report", Queue: "reports", Schedule: "@hourly", ID: "report", LastTick: &last, NextTick: &next}}, nil
+		},
 		Members: func(context.Context) (string, []apiv1.Member) {
 			return "node-a", members
 		},
@@ -562,6 +566,10 @@ func TestBrowser(t *testing.T) {
 		require.Equal(t, "3", b.text(`.nav-queue[data-queue="orders"] .nav-count.dead`))
 		require.False(t, eval[bool](b, `!!document.querySelector('.nav-queue[data-queue="reports"] .nav-count.dead')`))
 		require.True(t, eval[bool](b, `document.querySelector('#embedded-store').hidden`), "no in-memory notice on Redis")
+		// The periodic jobs, with their queue linked.
+		b.waitFor(`!document.querySelector('#periodic').hidden`, "the periodic jobs")
+		require.Equal(t, "@hourly", b.text(`tr[data-periodic="hourly-report"] td.mono`))
+		require.Equal(t, "reports", b.text(`tr[data-periodic="hourly-report"] a`))
 		// The charts have a line once two polls have been made; hovering
 		// reads the values out.
 		b.waitFor(`document.querySelectorAll('.charts .line.s0').length === 2`, "the charts")
@@ -867,6 +875,26 @@ func TestBrowser(t *testing.T) {
 		b.waitFor(`location.search === '' && document.querySelectorAll('.job.dead').length === 2`, "the search cleared")
 	})
 
+	step("pause and resume", func(t *testing.T) {
+		b.open("/queues/orders")
+		b.waitFor(`document.querySelector('.job')`, "the jobs")
+		visible := func(sel string) bool {
+			return eval[bool](b, `(() => { const e = document.querySelector(`+"`"+sel+"`"+`); return !!e && e.offsetParent !== null; })()`)
+		}
+		require.False(t, visible(`#resume-queue`), "resume shows only while paused")
+		b.click(`#pause-queue`)
+		b.waitFor(`!document.querySelector('#queue-paused').hidden`, "the paused badge")
+		require.True(t, f.stats("orders").Paused)
+		b.waitFor(`document.querySelector('#resume-queue')?.offsetParent !== null && document.querySelector('#pause-queue').offsetParent === null`, "the resume button")
+		b.open("/")
+		b.waitFor(`!document.querySelector('tr[data-queue="orders"] .badge.paused')?.hidden`, "the overview's paused badge")
+		require.True(t, eval[bool](b, `document.querySelector('tr[data-queue="emails"] .badge.paused').hidden`))
+		b.open("/queues/orders")
+		b.click(`#resume-queue`)
+		b.waitFor(`document.querySelector('#queue-paused').hidden`, "the badge to go")
+		require.False(t, f.stats("orders").Paused)
+	})
+
 	step("errors", func(t *testing.T) {
 		// An unknown queue: the API's 404 says so.
 		b.open("/queues/nope")
@@ -954,7 +982,7 @@ func TestBrowserReadToken(t *testing.T) {
 	b.waitFor(`!document.querySelector('#embedded-store').hidden`, "the in-memory store notice")
 	require.Contains(t, b.text(`#embedded-store`), "jobs are lost when it stops")
 	require.Positive(t, eval[int](b, `document.querySelectorAll('[data-action]').length`), "the actions exist")
-	for _, sel := range []string{`[data-action="perform_all_now"]`, `[data-action="delete_failed"]`, `[data-delete]`} {
+	for _, sel := range []string{`[data-action="perform_all_now"]`, `[data-action="delete_failed"]`, `[data-delete]`, `#pause-queue`, `#resume-queue`} {
 		require.False(t, visible(sel), "%s is hidden", sel)
 	}
 	b.screenshot("read-only")

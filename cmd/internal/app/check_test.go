@@ -22,7 +22,8 @@ queues:
     handler: {type: http, url: 'https://u:pw-SECRET@hooks.example/p', secret: sig-SECRET}
 `), 0o600))
 	bad := filepath.Join(dir, "bad.yaml")
-	require.NoError(t, os.WriteFile(bad, []byte("queues:\n  - name: a\n    shards: 0\n    handler: {type: http}\n"), 0o600))
+	require.NoError(t, os.WriteFile(bad, []byte("queues:\n  - name: a\n    shards: 0\n    handler: {type: http}\n    rate_limit: {per_second: 0}\n"+
+		"periodic:\n  - {name: p, queue: nope, schedule: \"@every 1s\", id: x}\n  - {name: q, queue: a, schedule: \"* * *\", id: y}\n"), 0o600))
 
 	for _, args := range [][]string{{"check", "--config", good}, {"--config", good, "--check"}} {
 		code, done, out, errOut := run(args...)
@@ -40,6 +41,9 @@ queues:
 		require.Contains(t, errOut, "orderly check: ")
 		require.Contains(t, errOut, "queues[0].shards")
 		require.Contains(t, errOut, "queues[0].handler.url: required for handler type http")
+		require.Contains(t, errOut, "queues[0].rate_limit.per_second: must be a positive number")
+		require.Contains(t, errOut, `periodic[0].queue: "nope" is not a queue of this file`)
+		require.Contains(t, errOut, `periodic[1].schedule: schedule "* * *"`)
 	}
 	// The effective configuration, secrets redacted.
 	code, _, out, errOut := run("check", "--config", good, "--print-config")

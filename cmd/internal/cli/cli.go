@@ -7,7 +7,8 @@
 //	orderly morgue list|requeue|delete --queue Q ...
 //	orderly jobs list|get|delete|perform-now|kill --queue Q ...
 //	orderly processing Q
-//	orderly queues [list|perform-all-now|kill-failed|delete-failed]
+//	orderly queues [list|pause|resume|perform-all-now|kill-failed|delete-failed]
+//	orderly periodic
 //	orderly bench [--redis URL] [--scenario lowkiq,...|all]
 //	orderly store layout|downgrade --redis URL [--prefix P]
 //	orderly version
@@ -84,7 +85,8 @@ func init() {
 		{"morgue", "list, requeue or delete the payloads whose retries ran out", morgue},
 		{"jobs", "list queued jobs, look one up, delete it, run it now or kill it", jobs},
 		{"processing", "list a queue's calls in flight, by shard", processing},
-		{"queues", "list the queues, or run a queue action: perform-all-now, kill-failed, ...", queues},
+		{"queues", "list the queues, pause or resume one, or run a queue action", queues},
+		{"periodic", "list the periodic jobs with their last and next tick", periodicCmd},
 		{"state", "read or compare-and-set the state of an id of a stateful queue", state},
 		{"bench", "measure Orderly on this machine and audit what it did", benchCmd},
 		{"check", "validate a node's configuration (file, environment, flags) and exit 0 or 1", checkCmd},

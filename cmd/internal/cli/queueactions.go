@@ -16,19 +16,29 @@ import (
 var queuesHelp = help{
 	Usage: []string{
 		"orderly queues [list] [flags]",
+		"orderly queues pause|resume Q [flags]",
 		"orderly queues perform-all-now --queue Q [flags]",
 		"orderly queues kill-failed     --queue Q [--yes] [flags]",
 		"orderly queues delete-failed   --queue Q [--yes] [flags]",
 	},
-	Text: `Lists the queues (name, shards, queued, in flight, morgue), or runs a queue
-action (docs/contract.md §3.9): make every queued job due now, move every
-failed job (retry count >= 0) to the morgue with all its payloads, or
-delete every failed job. Calls in flight are never touched. Run
+	Text: `Lists the queues (name, shards, queued, in flight, morgue; paused ones are
+marked), pauses or resumes one cluster-wide (docs/contract.md §9: a paused
+queue accepts enqueues, no node starts a new handler call of it, running
+calls finish; kept in Redis until resume), or runs a queue action
+(docs/contract.md §3.9): make every queued job due now, move every failed job
+(retry count >= 0) to the morgue with all its payloads, or delete every
+failed job. Calls in flight are never touched. Run
 "orderly queues <command> --help" for a command's flags.`,
+	Examples: []string{
+		"orderly queues",
+		"orderly queues pause orders",
+		"orderly queues resume orders",
+		"orderly queues kill-failed --queue orders --yes",
+	},
 }
 
 // queuesCommands are the commands of orderly queues.
-var queuesCommands = []string{"list", "perform-all-now", "kill-failed", "delete-failed"}
+var queuesCommands = []string{"list", "pause", "resume", "perform-all-now", "kill-failed", "delete-failed"}
 
 // queues dispatches "orderly queues [list|perform-all-now|kill-failed|delete-failed]".
 func queues(e *env, args []string) int {
@@ -38,6 +48,8 @@ func queues(e *env, args []string) int {
 	switch args[0] {
 	case "list":
 		return queuesList(e, args[1:])
+	case "pause", "resume":
+		return queuePause(e, args[0], args[1:])
 	case "perform-all-now", "kill-failed", "delete-failed":
 		return queueAction(e, args[0], args[1:])
 	case "-h", "-help", "--help", "help":
@@ -80,7 +92,11 @@ func queuesList(e *env, args []string) int {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tSHARDS\tQUEUED\tIN FLIGHT\tMORGUE")
 	for _, q := range ans.Queues {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", cell(q.Name, 64), q.Shards, q.Length, q.Busy, q.MorgueLength)
+		name := cell(q.Name, 64)
+		if q.Paused {
+			name += " (paused)"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", name, q.Shards, q.Length, q.Busy, q.MorgueLength)
 	}
 	tw.Flush()
 	return ExitOK
@@ -166,5 +182,45 @@ func queueAction(e *env, action string, args []string) int {
 		return e.fail(name, fmt.Errorf("the node's answer has no %q: %s", a.key, cell(string(raw), 200)))
 	}
 	fmt.Fprintf(e.stdout, "%s %d\n", a.done, n)
+	return ExitOK
+}
+
+// queuePause runs "orderly queues pause|resume Q": POST /api/v1/queues/Q/pause
+// or /resume (docs/contract.md §9).
+func queuePause(e *env, action string, args []string) int {
+	name := "queues " + action
+	summary := "Pauses the queue cluster-wide: enqueues are still accepted, no node starts a\nnew handler call of it, and running calls finish; kept in Redis until resume."
+	if action == "resume" {
+		summary = "Resumes a paused queue: nodes start its handler calls again."
+	}
+	fs, c := e.flags(name, help{
+		Usage: []string{fmt.Sprintf("orderly queues %s Q [flags]", action), fmt.Sprintf("orderly queues %s --queue Q [flags]", action)},
+		Text: summary + fmt.Sprintf(` Prints "Q %sd", or the API's answer
+(POST /api/v1/queues/Q/%s, {"paused": bool}) with --json.`, strings.TrimSuffix(action, "e"), action),
+		Examples: []string{fmt.Sprintf("orderly queues %s orders", action)},
+	})
+	queue := fs.String("queue", "", "the queue (or give it as the argument)")
+	rest, code, stop := e.parseArgs(fs, args)
+	if stop {
+		return code
+	}
+	switch {
+	case len(rest) > 1 || (len(rest) == 1 && *queue != "" && rest[0] != *queue):
+		return e.usage(fs, "name one queue")
+	case len(rest) == 1:
+		*queue = rest[0]
+	}
+	if code, stop := e.checkQueue(fs, *queue); stop {
+		return code
+	}
+	var raw json.RawMessage
+	if err := c.call("POST", queuePath(*queue)+"/"+action, nil, &raw); err != nil {
+		return e.fail(name, err)
+	}
+	if c.json {
+		e.printJSON(raw)
+		return ExitOK
+	}
+	fmt.Fprintf(e.stdout, "%s %sd\n", *queue, strings.TrimSuffix(action, "e"))
 	return ExitOK
 }

@@ -15,7 +15,8 @@ var statsHelp = help{
 (GET /api/v1/queues/Q):
 LENGTH queued ids (FRESH never failed, RETRIES failed before), MORGUE ids in
 the morgue, LAG how long the most overdue job has waited, BUSY ids in flight,
-PROCESSED and FAILED ids settled since the queue was created. With --json,
+PROCESSED and FAILED ids settled since the queue was created; a paused
+queue's name is followed by "(paused)". With --json,
 the API's answer, {"queues": [...]}; with --queue too, the one queue's
 object in that shape.`,
 	Examples: []string{
@@ -63,7 +64,11 @@ func stats(e *env, args []string) int {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tLENGTH\tFRESH\tRETRIES\tMORGUE\tLAG\tBUSY\tPROCESSED\tFAILED")
 	for _, v := range views {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%d\n", cell(v.Name, 64), v.Length, v.Fresh, v.Retries,
+		name := cell(v.Name, 64)
+		if v.Paused {
+			name += " (paused)"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%d\n", name, v.Length, v.Fresh, v.Retries,
 			v.MorgueLength, formatDuration(seconds(v.Lag)), v.Busy, v.Processed, v.Failed)
 	}
 	tw.Flush()

@@ -72,7 +72,7 @@ orders  3       3      0        1       3m4s  0     0          1
 	require.InDelta(t, 1.2, ans.Queues[0]["lag"], 1e-6)
 	delete(ans.Queues[0], "lag")
 	require.Equal(t, map[string]any{"name": "mail", "shards": 1.0, "length": 2.0, "fresh": 1.0, "retries": 1.0,
-		"morgue_length": 0.0, "busy": 1.0, "processed": 1.0, "failed": 1.0,
+		"morgue_length": 0.0, "busy": 1.0, "processed": 1.0, "failed": 1.0, "paused": false,
 		"oldest_due": persistence.UnixSeconds(t0.Add(-1200 * time.Millisecond))}, ans.Queues[0])
 	require.Equal(t, "orders", ans.Queues[1]["name"])
 

@@ -128,6 +128,9 @@ type Config struct {
 	// Queues are the queues the node serves, in file order; never empty
 	// after Load.
 	Queues []QueueConfig
+	// Periodic are the jobs the node enqueues on a schedule
+	// (docs/contract.md §9) [periodic].
+	Periodic []PeriodicConfig
 	// Warnings are problems that did not stop the load, such as an unknown
 	// ORDERLY_* environment variable. The caller should log them.
 	Warnings []string
@@ -281,10 +284,36 @@ type QueueConfig struct {
 	// MaxStateBytes is the largest state of one id; 0 means
 	// orderly.DefaultMaxStateBytes [max_state_bytes; 0].
 	MaxStateBytes int
+	// MaxConcurrency is the most handler calls of the queue at once across
+	// the cluster (docs/contract.md §9); 0 means no limit
+	// [max_concurrency; 0].
+	MaxConcurrency int
+	// RateLimit bounds how fast the queue's handler calls start across the
+	// cluster (docs/contract.md §9); nil means no limit [rate_limit].
+	RateLimit *RateLimitConfig
 	// Retry is the backoff policy [retry; DefaultRetryPolicy].
 	Retry RetryConfig
 	// Handler processes the queue's batches [handler; DefaultHandlerType].
 	Handler HandlerConfig
+}
+
+// PeriodicConfig is a periodic job: Queue receives a job ID (with Payload)
+// at each tick of Schedule, a 5-field cron expression or "@every <d>".
+type PeriodicConfig struct {
+	Name, Queue, Schedule, ID string
+	// Payload is the job's payload, the compact JSON of the file's value
+	// [payload; none: empty].
+	Payload []byte
+}
+
+// RateLimitConfig is a queue's rate limit: handler calls start at most
+// PerSecond a second across the cluster, in bursts of at most Burst.
+type RateLimitConfig struct {
+	// PerSecond is the sustained rate, > 0 [per_second; required].
+	PerSecond float64
+	// Burst is the most calls at once after a quiet period; 0 means
+	// max(1, ceil(PerSecond)) [burst; 0].
+	Burst int
 }
 
 // RetryConfig is a queue's backoff policy.

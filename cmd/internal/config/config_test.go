@@ -138,6 +138,8 @@ queues:
     max_payloads_per_call: 1000
     state: true
     max_state_bytes: 65536
+    max_concurrency: 4
+    rate_limit: {per_second: 100, burst: 20}
     retry: {policy: linear, base: 10s}       # lowkiq | linear (base*(n+1)) | exponential (base*2^n, max)
     handler: {type: http, url: http://127.0.0.1:9000/perform, timeout: 30s}   # or {type: log} / {type: noop}
   - name: mail.out
@@ -152,6 +154,9 @@ queues:
   - name: audit
   - name: quiet
     handler: {type: log, payloads: false}
+periodic:
+  - {name: nightly-report, queue: orders, schedule: "0 3 * * *", id: report}
+  - {name: heartbeat, queue: audit, schedule: "@every 10s", id: hb, payload: {"ping": true}}
 `
 
 func TestExampleFile(t *testing.T) {
@@ -198,6 +203,8 @@ func TestExampleFile(t *testing.T) {
 				MaxPayloadsPerCall: 1000,
 				State:              true,
 				MaxStateBytes:      65536,
+				MaxConcurrency:     4,
+				RateLimit:          &RateLimitConfig{PerSecond: 100, Burst: 20},
 				Retry:              RetryConfig{Policy: "linear", Base: 10 * time.Second},
 				Handler:            HandlerConfig{Type: "http", URL: "http://127.0.0.1:9000/perform", Timeout: 30 * time.Second},
 			},
@@ -219,6 +226,10 @@ func TestExampleFile(t *testing.T) {
 				Retry:         RetryConfig{Policy: "lowkiq"},
 				Handler:       HandlerConfig{Type: "log", HidePayloads: true},
 			},
+		},
+		Periodic: []PeriodicConfig{
+			{Name: "nightly-report", Queue: "orders", Schedule: "0 3 * * *", ID: "report"},
+			{Name: "heartbeat", Queue: "audit", Schedule: "@every 10s", ID: "hb", Payload: []byte(`{"ping":true}`)},
 		},
 	}, cfg)
 }

@@ -50,6 +50,8 @@
 //	    prefetch: 10                  # ids fetched per round trip (default max(batch_size, 10))
 //	    max_retry_count: 5              # default 25; -1 or none: to the morgue at the first failure
 //	    max_payloads_per_call: 1000     # most payloads of one id per call (default 1000)
+//	    max_concurrency: 4              # most calls at once across the cluster (default 0: no limit)
+//	    rate_limit: {per_second: 100, burst: 20}   # calls started across the cluster (burst default ceil(per_second))
 //	    timeout: 0s                     # bounds one handler call; 0 = the default, 30s
 //	    state: false                    # stateful queue: per-id state committed with the ack
 //	    max_state_bytes: 1048576        # largest state of one id (default 1 MiB)

@@ -49,7 +49,7 @@ func TestFileErrors(t *testing.T) {
 		{"odd key", "\"a b\": 1\n? [x]\n: 1\n<<: {node: {}}",
 			[]string{`unknown key "a b" (line 1)`, "the top level has a key that is not a string (line 2)", "merge keys (<<) are not supported, in the top level (line 4)"}},
 		{"repeated key", "node:\n  bind: a:1\n  bind: b:2", []string{"node.bind: given twice (first at line 2) (line 3)"}},
-		{"top level not a mapping", "- a\n- b", []string{"the top level must be a mapping with keys node, queues, not a list (line 1)"}},
+		{"top level not a mapping", "- a\n- b", []string{"the top level must be a mapping with keys node, queues, periodic, not a list (line 1)"}},
 		{"node not a mapping", "node: [a]", []string{"node must be a mapping, not a list (line 1)"}},
 		{"queues not a list", "queues: {name: a}", []string{"queues: must be a list of queues, not a mapping (line 1)"}},
 		{"queue not a mapping", "queues: [a, ~]", []string{
@@ -157,6 +157,22 @@ func TestFileErrors(t *testing.T) {
 		}},
 		{"max_state_bytes", "queues: [{name: a, state: true, max_state_bytes: -1}]", []string{
 			"queues[0].max_state_bytes: must not be negative (0 means the default, 1048576), got -1 (line 1)",
+		}},
+		{"max_concurrency", "queues: [{name: a, max_concurrency: -1}, {name: b, max_concurrency: x}]", []string{
+			"queues[0].max_concurrency: must be 0 (no limit) or positive, got -1 (line 1)",
+			`queues[1].max_concurrency: "x" is not an integer (line 1)`,
+		}},
+		{"rate_limit", "queues: [{name: a, rate_limit: {per_second: 0}}, {name: b, rate_limit: {per_second: 5, burst: -1}}, {name: c, rate_limit: {per_second: 1, brust: 2}}]", []string{
+			"queues[0].rate_limit.per_second: must be a positive number of calls a second, got 0 (line 1)",
+			"queues[1].rate_limit.burst: must be 1 or more (0 or none: max(1, ceil(per_second))), got -1 (line 1)",
+			"unknown key queues[2].rate_limit.brust (line 1); did you mean queues[2].rate_limit.burst?",
+		}},
+		{"periodic", "queues: [{name: a}]\nperiodic:\n  - {name: p, queue: b, schedule: \"@every 1s\", id: x}\n  - {name: p, queue: a, schedule: \"61 * * * *\", id: \"\"}\n  - {name: r, queue: a, schedule: \"@hourly\", id: y, paylod: 1}\n", []string{
+			`periodic[0].queue: "b" is not a queue of this file (line 3)`,
+			`periodic[1].name: "p" names two periodic jobs (line 4)`,
+			`periodic[1].schedule: schedule "61 * * * *": end of range (61) above maximum (59): 61 (line 4)`,
+			`periodic[1].id: must not be empty (line 4)`,
+			"unknown key periodic[2].paylod (line 5); did you mean periodic[2].payload?",
 		}},
 		{"timeout number", "queues: [{name: a, timeout: 30}]", []string{`queues[0].timeout: 30 is not a duration: give it a unit, such as "30s" (line 1)`}},
 		{"retry policy", "queues: [{name: a, retry: {policy: fast}}]",

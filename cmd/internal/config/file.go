@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,17 +13,23 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/cmd/internal/usage"
+	"github.com/orderlyhq/orderly/persistence"
 )
 
 // Keys of the file's mappings.
-func topKeys() []string   { return []string{"node", "queues"} }
+func topKeys() []string { return []string{"node", "queues", "periodic"} }
+func periodicKeys() []string {
+	return []string{"name", "queue", "schedule", "id", "payload"}
+}
 func retryKeys() []string { return []string{"policy", "base", "max"} }
+func rateKeys() []string  { return []string{"per_second", "burst"} }
 func handlerKeys() []string {
 	return []string{"type", "url", "timeout", "payloads", "secret", "headers"}
 }
 func queueKeys() []string {
-	return []string{"name", "shards", "batch_size", "prefetch", "max_retry_count", "max_payloads_per_call", "timeout", "retry", "handler", "state", "max_state_bytes"}
+	return []string{"name", "shards", "batch_size", "prefetch", "max_retry_count", "max_payloads_per_call", "timeout", "retry", "handler", "max_concurrency", "rate_limit", "state", "max_state_bytes"}
 }
 
 // fileParser walks the YAML tree of the config file. It reads the tree
@@ -85,6 +92,7 @@ func parseFile(name string, data []byte, cfg *Config, p *problems) {
 	for _, s := range settings() {
 		byKey[s.key()] = s
 	}
+	var periodicLines []map[string]int
 	fp.mapping(root, "", topKeys(), func(key string, line int, v *yaml.Node) {
 		switch key {
 		case "node":
@@ -106,8 +114,89 @@ func parseFile(name string, data []byte, cfg *Config, p *problems) {
 			checkDuplicateQueues(cfg.Queues, func(i int, msg string) {
 				fp.errorf(lines[i], queuePath(i)+".name", "%s", msg)
 			})
+		case "periodic":
+			if v = resolveAlias(v); v.Kind != yaml.SequenceNode {
+				fp.errorf(line, "periodic", "must be a list of periodic jobs, not a %s", kindName(v))
+				return
+			}
+			for i, item := range v.Content {
+				p, lines := fp.periodic(item, fmt.Sprintf("periodic[%d]", i))
+				cfg.Periodic = append(cfg.Periodic, p)
+				periodicLines = append(periodicLines, lines)
+			}
 		}
 	})
+	// Periodic jobs name queues of the file (or the default one).
+	queues := map[string]bool{}
+	for _, q := range cfg.Queues {
+		queues[q.Name] = true
+	}
+	if len(cfg.Queues) == 0 {
+		queues[DefaultQueueName] = true
+	}
+	names := map[string]bool{}
+	for i, p := range cfg.Periodic {
+		at, lines := fmt.Sprintf("periodic[%d]", i), periodicLines[i]
+		line := func(key string) int {
+			if l, ok := lines[key]; ok {
+				return l
+			}
+			return lines[""]
+		}
+		if p.Name == "" {
+			fp.errorf(line("name"), at+".name", "is required")
+		} else if names[p.Name] {
+			fp.errorf(line("name"), at+".name", "%q names two periodic jobs", p.Name)
+		}
+		names[p.Name] = true
+		if !queues[p.Queue] {
+			fp.errorf(line("queue"), at+".queue", "%q is not a queue of this file", p.Queue)
+		}
+		if _, err := orderly.ParseSchedule(p.Schedule); err != nil {
+			fp.errorf(line("schedule"), at+".schedule", "%v", err)
+		}
+		if err := persistence.ValidateID(p.ID, -1); err != nil {
+			var fe *persistence.FieldError
+			if errors.As(err, &fe) {
+				fp.errorf(line("id"), at+".id", "%s", fe.Reason)
+			} else {
+				fp.errorf(line("id"), at+".id", "%v", err)
+			}
+		}
+	}
+}
+
+// periodic parses one periodic job and the lines of its keys ("" is the
+// item's own line).
+func (fp *fileParser) periodic(item *yaml.Node, at string) (PeriodicConfig, map[string]int) {
+	var p PeriodicConfig
+	lines := map[string]int{"": item.Line}
+	fp.mapping(item, at, periodicKeys(), func(key string, line int, v *yaml.Node) {
+		lines[key] = line
+		switch key {
+		case "name":
+			decodeInto(fp, v, at+".name", line, &p.Name)
+		case "queue":
+			decodeInto(fp, v, at+".queue", line, &p.Queue)
+		case "schedule":
+			decodeInto(fp, v, at+".schedule", line, &p.Schedule)
+		case "id":
+			decodeInto(fp, v, at+".id", line, &p.ID)
+		case "payload":
+			var x any
+			if err := resolveAlias(v).Decode(&x); err != nil {
+				fp.errorf(line, at+".payload", "%v", err)
+				return
+			}
+			b, err := json.Marshal(x)
+			if err != nil {
+				fp.errorf(line, at+".payload", "cannot be written as JSON: %v", err)
+				return
+			}
+			p.Payload = b
+		}
+	})
+	return p, lines
 }
 
 // checkText returns a problem and its line if data is not UTF-8 text that
@@ -175,6 +264,8 @@ func (fp *fileParser) queue(n *yaml.Node, path string) QueueConfig {
 			good = decodeMaxRetryCount(fp, v, at, line, &q.MaxRetryCount)
 		case "max_payloads_per_call":
 			good = decodeInto(fp, v, at, line, &q.MaxPayloadsPerCall)
+		case "max_concurrency":
+			good = decodeInto(fp, v, at, line, &q.MaxConcurrency)
 		case "timeout":
 			good = decodeInto(fp, v, at, line, &q.Timeout)
 		case "state":
@@ -194,6 +285,19 @@ func (fp *fileParser) queue(n *yaml.Node, path string) QueueConfig {
 					good = decodeInto(fp, v, at+".max", line, &q.Retry.Max)
 				}
 				bad["retry."+key] = !good
+			})
+		case "rate_limit":
+			q.RateLimit = &RateLimitConfig{}
+			good = fp.mapping(v, at, rateKeys(), func(key string, line int, v *yaml.Node) {
+				lines["rate_limit."+key] = line
+				var good bool
+				switch key {
+				case "per_second":
+					good = decodeInto(fp, v, at+".per_second", line, &q.RateLimit.PerSecond)
+				case "burst":
+					good = decodeInto(fp, v, at+".burst", line, &q.RateLimit.Burst)
+				}
+				bad["rate_limit."+key] = !good
 			})
 		case "handler":
 			good = fp.mapping(v, at, handlerKeys(), func(key string, line int, v *yaml.Node) {

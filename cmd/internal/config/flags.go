@@ -70,11 +70,16 @@ The config file, named by --config or ORDERLY_CONFIG, has a "node" mapping
 with the settings below (under their names with '_' for '-', as in
 lease_ttl: 3s) and a "queues" list; each queue has a name and optionally
 shards, batch_size, prefetch, max_retry_count (default 25; -1 or none: no
-retries, to the morgue at the first failure), max_payloads_per_call
+retries, to the morgue at the first failure), max_concurrency (most
+handler calls at once across the cluster; default 0, no limit), rate_limit
+{per_second, burst} (handler calls started a second across the cluster),
+max_payloads_per_call
 (default 1000), timeout (default 30s), retry {policy:
 lowkiq, linear or exponential, base, max} and handler {type: log, noop or
 http, url, timeout, secret (signs each request), headers (static request
-headers); payloads: false keeps a log handler from printing payloads}. Queues are defined only in the file; without any, the node
+headers); payloads: false keeps a log handler from printing payloads}. An
+optional "periodic" list holds jobs enqueued on a schedule: {name, queue,
+schedule (5-field cron or "@every 10s"), id, payload}. Queues are defined only in the file; without any, the node
 serves one queue "default" whose handler logs each job. The queues of a
 node have at most 8192 shards in total. Durations are written as 3s or
 1m30s; lists are comma-separated.`

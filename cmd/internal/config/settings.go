@@ -275,6 +275,10 @@ func decodeYAML[T any](n *yaml.Node) (T, error) {
 		if n.Decode(p) != nil {
 			err = fmt.Errorf("%s is not a boolean (true or false)", quoteScalar(n))
 		}
+	case *float64:
+		if (n.ShortTag() != tagInt && n.ShortTag() != tagFloat) || n.Decode(p) != nil {
+			err = fmt.Errorf("%s is not a number", quoteScalar(n))
+		}
 	case *time.Duration:
 		*p, err = decodeDuration(n)
 	case *[]string:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net"
 	"net/url"
 	"slices"
@@ -116,6 +117,17 @@ func validateQueue(q *QueueConfig, report func(key, msg string)) {
 	}
 	if q.MaxStateBytes < 0 {
 		report("max_state_bytes", fmt.Sprintf("must not be negative (0 means the default, %d), got %d", orderly.DefaultMaxStateBytes, q.MaxStateBytes))
+	}
+	if r := q.RateLimit; r != nil {
+		if !(r.PerSecond > 0) || math.IsInf(r.PerSecond, 1) {
+			report("rate_limit.per_second", fmt.Sprintf("must be a positive number of calls a second, got %v", r.PerSecond))
+		}
+		if r.Burst < 0 {
+			report("rate_limit.burst", fmt.Sprintf("must be 1 or more (0 or none: max(1, ceil(per_second))), got %d", r.Burst))
+		}
+	}
+	if q.MaxConcurrency < 0 {
+		report("max_concurrency", fmt.Sprintf("must be 0 (no limit) or positive, got %d", q.MaxConcurrency))
 	}
 	validateRetry(q.Retry, report)
 	validateHandler(q.Handler, report)

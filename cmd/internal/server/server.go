@@ -115,6 +115,7 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 		ActorToken:      cfg.Node.ActorToken,
 		Name:            cfg.Node.Name,
 		Workers:         workers,
+		Periodic:        periodicJobs(cfg.Periodic),
 		Concurrency:     cfg.Node.Concurrency,
 		Scheduler:       orderly.Scheduler(cfg.Node.Scheduler),
 		LeaseTTL:        cfg.Node.LeaseTTL,
@@ -169,6 +170,24 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 		TLS:             tlsConfig,
 		Metrics:         m.Handler(),
 		UI:              ui.Handler(),
+		Periodic: func(ctx context.Context) ([]apiv1.Periodic, error) {
+			jobs, err := node.Periodic(ctx)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]apiv1.Periodic, len(jobs))
+			for i, j := range jobs {
+				out[i] = apiv1.Periodic{Name: j.Name, Queue: j.Queue, Schedule: j.Schedule, ID: j.ID,
+					LastTick: unixOrNil(j.Last), NextTick: unixOrNil(j.Next)}
+			}
+			return out, nil
+		},
+		SetPaused: func(ctx context.Context, queue string, paused bool) error {
+			if paused {
+				return node.PauseQueue(ctx, queue)
+			}
+			return node.ResumeQueue(ctx, queue)
+		},
 		Members: func(context.Context) (string, []apiv1.Member) {
 			var out []apiv1.Member
 			for _, m := range node.Members() {
@@ -449,4 +468,22 @@ func NewLogger(level, format string, out io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(out, opts))
 	}
 	return slog.New(slog.NewTextHandler(out, opts))
+}
+
+// unixOrNil is t in unix seconds, or nil for the zero time.
+func unixOrNil(t time.Time) *float64 {
+	if t.IsZero() {
+		return nil
+	}
+	v := persistence.UnixSeconds(t)
+	return &v
+}
+
+// periodicJobs are the node's periodic jobs of the configuration.
+func periodicJobs(ps []config.PeriodicConfig) []orderly.PeriodicJob {
+	out := make([]orderly.PeriodicJob, len(ps))
+	for i, p := range ps {
+		out[i] = orderly.PeriodicJob{Name: p.Name, Queue: p.Queue, Schedule: p.Schedule, ID: p.ID, Payload: p.Payload}
+	}
+	return out
 }

@@ -81,7 +81,7 @@ func TestWorkersCallDeadlineAndPayloadCap(t *testing.T) {
 	t.Parallel()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	queue := func(name string, timeout time.Duration, h config.HandlerConfig) config.QueueConfig {
-		return config.QueueConfig{Name: name, Shards: 1, BatchSize: 1, Timeout: timeout, MaxPayloadsPerCall: 7,
+		return config.QueueConfig{Name: name, Shards: 1, BatchSize: 1, Timeout: timeout, MaxPayloadsPerCall: 7, MaxConcurrency: 3, RateLimit: &config.RateLimitConfig{PerSecond: 2.5},
 			Retry: config.RetryConfig{Policy: config.RetryLinear, Base: time.Second}, Handler: h}
 	}
 	web := func(d time.Duration) config.HandlerConfig {
@@ -98,6 +98,8 @@ func TestWorkersCallDeadlineAndPayloadCap(t *testing.T) {
 	for _, w := range workers {
 		got[w.Queue] = w.Timeout
 		require.Equal(t, 7, w.MaxPayloadsPerCall)
+		require.Equal(t, 3, w.MaxConcurrency)
+		require.Equal(t, &orderly.RateLimit{PerSecond: 2.5, Burst: 3}, w.RateLimit, "burst: ceil(per_second)")
 	}
 	require.Equal(t, map[string]time.Duration{"http-default": 30 * time.Second, "http-shorter-queue": 5 * time.Second,
 		"http-shorter-request": 10 * time.Second, "noop": 0}, got, "0: orderly.DefaultCallTimeout")

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"time"
 	"unicode/utf8"
@@ -34,6 +35,8 @@ func buildWorkers(queues []config.QueueConfig, log *slog.Logger, observe func(qu
 			MaxPayloadsPerCall: q.MaxPayloadsPerCall,
 			State:              q.State,
 			MaxStateBytes:      q.MaxStateBytes,
+			MaxConcurrency:     q.MaxConcurrency,
+			RateLimit:          rateLimit(q.RateLimit),
 			RetryIn:            retryPolicy(q.Retry),
 			// One meaning: 0 is the default, config.NoRetries is
 			// orderly.NoRetries.
@@ -156,4 +159,16 @@ func stateQueues(queues []config.QueueConfig) map[string]int {
 		}
 	}
 	return out
+}
+
+// rateLimit is the worker's rate limit of a queue's configuration.
+func rateLimit(r *config.RateLimitConfig) *orderly.RateLimit {
+	if r == nil {
+		return nil
+	}
+	burst := r.Burst
+	if burst == 0 {
+		burst = max(1, int(math.Ceil(r.PerSecond)))
+	}
+	return &orderly.RateLimit{PerSecond: r.PerSecond, Burst: burst}
 }

@@ -158,9 +158,12 @@ export const api = {
   jobAction: (q, id, action) => post(path('queues', q, 'jobs', id, 'actions', action)),
   processing: (q, opts) => get(path('queues', q, 'processing'), opts),
   action: (q, action) => post(path('queues', q, 'actions', action)),
+  pause: (q) => post(path('queues', q, 'pause')),
+  resume: (q) => post(path('queues', q, 'resume')),
   morgue: (q, params, opts) => get(path('queues', q, 'morgue') + query(params), opts),
   requeue: (q, sel) => post(path('queues', q, 'morgue', 'requeue'), sel),
   deleteDead: (q, sel) => post(path('queues', q, 'morgue', 'delete'), sel),
   cluster: (opts) => get(path('cluster'), opts),
+  periodic: (opts) => get(path('periodic'), opts),
   access: (opts) => get(path('access'), opts),
 };

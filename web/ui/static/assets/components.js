@@ -237,11 +237,13 @@ export function queueHeader(q, tab, signal, actions) {
   const tabLink = (key, label, href, stat) => h('a', {class: ['tab', tab === key && 'active'], href, dataset: {tab: key}},
     label, stat ? counts[stat] = h('span', {class: 'tab-count'}, '') : null);
   const shards = h('span', {class: 'muted'});
+  const pausedBadge = h('span', {class: 'badge paused', id: 'queue-paused', hidden: true,
+    title: 'No node starts a handler call of this queue; enqueues are accepted'}, 'paused');
   const head = h('div', {class: 'qhead'},
     h('div', {class: 'crumbs'}, h('a', {href: '/'}, 'Overview'), h('span', {class: 'sep'}, '/'), 'Queues',
       tab === 'job' ? [h('span', {class: 'sep'}, '/'), h('a', {href: queueHref(q)}, q), h('span', {class: 'sep'}, '/'), 'Job'] : null),
     h('div', {class: 'page-head'},
-      h('div', {class: 'page-title'}, h('h1', {class: 'qname', title: q}, q), shards),
+      h('div', {class: 'page-title'}, h('h1', {class: 'qname', title: q}, q), pausedBadge, shards),
       h('div', {class: 'page-actions'}, actions)),
     stats,
     h('nav', {class: 'tabs'},
@@ -260,6 +262,8 @@ export function queueHeader(q, tab, signal, actions) {
     unknown.hidden = !missing;
     head.classList.toggle('queue-unknown', !m);
     if (!m) return;
+    pausedBadge.hidden = !m.paused;
+    head.classList.toggle('queue-paused', !!m.paused);
     shards.textContent = plural(m.shards, 'shard');
     for (const [k] of HEADER_STATS) {
       const el = values[k];

@@ -4,7 +4,8 @@
 import {h, mount} from './dom.js';
 import {compact, duration, localTime, num, rate} from './format.js';
 import {live, subscribe, WINDOW_SEC} from './live.js';
-import {emptyState, loading, queueHref} from './components.js';
+import {emptyState, loading, queueHref, timeText} from './components.js';
+import {api} from './api.js';
 import {lineChart} from './chart.js';
 
 const CARDS = [
@@ -103,16 +104,43 @@ export function render(root, {signal}) {
     h('div', {class: 'panel-head'}, h('h2', null, 'Queues'), queueCount),
     tableBox);
 
+  // Periodic jobs (docs/contract.md §9): shown when the node has any, with
+  // their last and next tick, refreshed with the queues.
+  const periodicBox = h('div', {class: 'panel-body flush'});
+  const periodic = h('section', {class: 'panel', id: 'periodic', hidden: true},
+    h('div', {class: 'panel-head'}, h('h2', null, 'Periodic jobs'), h('span', {class: 'muted'}, 'enqueued once per tick, cluster-wide')),
+    periodicBox);
+  let periodicAt = 0;
+  const drawPeriodic = () => {
+    if (Date.now() - periodicAt < 5000) return;
+    periodicAt = Date.now();
+    api.periodic({signal}).then((a) => {
+      const jobs = (a && a.periodic) || [];
+      periodic.hidden = jobs.length === 0;
+      if (jobs.length === 0) return;
+      mount(periodicBox, h('div', {class: 'table-wrap'}, h('table', {class: 'data periodic'},
+        h('thead', null, h('tr', null, ['Name', 'Queue', 'Schedule', 'Id', 'Last tick', 'Next tick'].map((l) => h('th', null, l)))),
+        h('tbody', null, jobs.map((p) => h('tr', {dataset: {periodic: p.name}},
+          h('td', {class: 'strong'}, p.name),
+          h('td', null, h('a', {href: queueHref(p.queue)}, p.queue)),
+          h('td', {class: 'mono'}, p.schedule),
+          h('td', {class: 'mono'}, p.id),
+          h('td', {dataset: {col: 'last'}}, p.last_tick ? timeText(p.last_tick) : '—'),
+          h('td', {dataset: {col: 'next'}}, p.next_tick ? timeText(p.next_tick) : '—')))))));
+    }).catch(() => {}); // the queues' feed reports a node that does not answer
+  };
+
   mount(root,
     h('div', {class: 'page-head'}, h('div', {class: 'page-title'}, h('h1', null, 'Overview'),
       h('span', {class: 'muted'}, 'Every queue of the cluster, live'))),
-    cards, charts, table);
+    cards, charts, table, periodic);
 
   let rowsKey = '';   // the queue names of the rows built
   let cells = new Map(); // queue name -> {col: td}
   const draw = () => {
     const qs = live.queues;
     if (!qs) return;
+    drawPeriodic();
     const t = totals(qs);
     for (const [k] of CARDS) {
       const el = cardValues[k];
@@ -151,13 +179,15 @@ export function render(root, {signal}) {
           const row = {};
           cells.set(q.name, row);
           return h('tr', {dataset: {queue: q.name}},
-            h('td', {class: 'qcell'}, h('a', {href: queueHref(q.name), class: 'strong', title: q.name}, q.name)),
+            h('td', {class: 'qcell'}, h('a', {href: queueHref(q.name), class: 'strong', title: q.name}, q.name),
+              row.paused = h('span', {class: 'badge paused', hidden: true, title: 'No handler call starts'}, 'paused')),
             h('td', {class: 'num muted'}, num(q.shards)),
             COLUMNS.map(([k]) => row[k] = h('td', {class: 'num', dataset: {col: k}})));
         })))));
     }
     for (const q of qs) {
       const row = cells.get(q.name);
+      row.paused.hidden = !q.paused;
       for (const [k, , link] of COLUMNS) fillCell(row[k], q, k, link);
     }
   };

@@ -47,8 +47,30 @@ const ACTIONS = {
   },
 };
 
+// pauseButtons are Pause and Resume (docs/contract.md §9); the queue's
+// header shows the one that applies (.queue-paused).
+function pauseButtons(q, after) {
+  const toggle = (paused) => async () => {
+    try {
+      await (paused ? api.pause(q) : api.resume(q));
+      toast(paused ? `Paused ${q}: no new handler call starts on any node` : `Resumed ${q}`);
+      clearBanner('action');
+    } catch (e) {
+      reportError('action', `${paused ? 'Pause' : 'Resume'} failed.`, e);
+    }
+    refreshLive();
+    after();
+  };
+  return [
+    button('Pause', {icon: 'pause', small: true, id: 'pause-queue', dataset: {pause: 'pause'}, write: true,
+      title: 'Stop starting handler calls of this queue on every node; enqueues are still accepted', onclick: toggle(true)}),
+    button('Resume', {icon: 'play', small: true, kind: 'primary', id: 'resume-queue', dataset: {pause: 'resume'}, write: true,
+      title: 'Start handler calls of this queue again', onclick: toggle(false)}),
+  ];
+}
+
 function queueActions(q, after) {
-  return Object.entries(ACTIONS).map(([action, a]) => button(a.label, {
+  return [...pauseButtons(q, after), ...Object.entries(ACTIONS).map(([action, a]) => button(a.label, {
     icon: a.icon, kind: a.kind === 'danger' ? 'danger-outline' : null, small: true, dataset: {action}, write: true,
     onclick: async () => {
       const m = liveQueue(q);
@@ -66,7 +88,7 @@ function queueActions(q, after) {
       refreshLive();
       after();
     },
-  }));
+  }))];
 }
 
 // ---- Job cards ----
