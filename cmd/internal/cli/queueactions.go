@@ -196,7 +196,7 @@ func queuePause(e *env, action string, args []string) int {
 	fs, c := e.flags(name, help{
 		Usage: []string{fmt.Sprintf("orderly queues %s Q [flags]", action), fmt.Sprintf("orderly queues %s --queue Q [flags]", action)},
 		Text: summary + fmt.Sprintf(` Prints "Q %sd", or the API's answer
-(POST /api/v1/queues/Q/%s, {"paused": bool}) with --json.`, strings.TrimSuffix(action, "e"), action),
+(POST /api/v1/queues/Q/%s, {"paused": bool}) with --json.`, action, action),
 		Examples: []string{fmt.Sprintf("orderly queues %s orders", action)},
 	})
 	queue := fs.String("queue", "", "the queue (or give it as the argument)")
@@ -221,6 +221,6 @@ func queuePause(e *env, action string, args []string) int {
 		e.printJSON(raw)
 		return ExitOK
 	}
-	fmt.Fprintf(e.stdout, "%s %sd\n", *queue, strings.TrimSuffix(action, "e"))
+	fmt.Fprintf(e.stdout, "%s %sd\n", *queue, action)
 	return ExitOK
 }

@@ -29,7 +29,7 @@ func TestQueuesPauseResume(t *testing.T) {
 	require.Contains(t, n.run("queues").ok(t), "orders (paused)")
 	require.Contains(t, n.run("stats").ok(t), "orders (paused)")
 	require.NotContains(t, n.run("queues", "list").ok(t), "mail (paused)")
-	require.Contains(t, n.run("queues", "--json").ok(t), `"paused":true`)
+	require.Contains(t, n.run("queues", "--json").ok(t), `"paused": true`)
 	require.JSONEq(t, `{"paused": false}`, n.run("queues", "resume", "--queue", "orders", "--json").ok(t))
 	require.False(t, n.paused("orders"))
 	require.NotContains(t, n.run("queues", "--json").ok(t), `"paused":true`)
