@@ -38,7 +38,7 @@ func (h *loseDeadReport) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			return err
 		}
 		res, ok := c.Val().([]any)
-		if !ok || len(res) != 8 {
+		if !ok || len(res) < 8 {
 			return err
 		}
 		if dead, _ := res[3].(string); dead == "" || !h.armed.CompareAndSwap(true, false) {
