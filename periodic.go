@@ -13,10 +13,12 @@ import (
 )
 
 // Periodic jobs (docs/contract.md §9): each node computes the ticks of the
-// periodic jobs it was given, and the first to move a job's last tick
-// forward in the store (Store.AdvanceTick) enqueues it, so each tick is
-// enqueued once cluster-wide. Ticks missed while no node ran are not
-// replayed, except the latest one.
+// periodic jobs it was given and enqueues each with Store.EnqueueTick,
+// which writes a tick only if it is later than the last one written for
+// that job on the job's shard, in the same atomic step: each tick is
+// enqueued once cluster-wide, whichever nodes try it and whenever they
+// die. Ticks missed while no node ran are not replayed, except the latest
+// one.
 
 // PeriodicJob enqueues a job on a schedule.
 type PeriodicJob struct {
@@ -143,40 +145,36 @@ func (n *Node) runPeriodic(ctx context.Context) {
 	}
 }
 
-// tick moves the job's last tick to t and, when this node moved it,
-// enqueues the job (retrying a failed enqueue a few times: the tick is
-// taken). It reports whether the tick is settled (moved by anyone).
+// tick enqueues the job's tick t unless it was enqueued already (by any
+// node, or by this one before a lost reply): Store.EnqueueTick checks and
+// enqueues in one atomic step on the job's shard, so a tick is enqueued
+// exactly once. Then it moves the shown last tick forward. It reports
+// whether the tick is settled; a failed call is retried at the next poll.
 func (n *Node) tick(ctx context.Context, j PeriodicJob, t time.Time) bool {
+	score := persistence.UnixSeconds(t)
+	job := persistence.NewJob{ID: j.ID, Payload: j.Payload, Score: &score}
 	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	won, err := n.store.AdvanceTick(actx, j.Name, t)
-	cancel()
+	defer cancel()
+	won, err := n.store.EnqueueTick(actx, j.Queue, j.Name, t, job)
 	if err != nil {
+		if errors.Is(err, persistence.ErrInvalid) {
+			n.log.Error("periodic job cannot be enqueued", "periodic", j.Name, "tick", t, "err", err)
+			return true
+		}
 		if ctx.Err() == nil {
-			n.log.Warn("cannot take a periodic tick; retrying", "periodic", j.Name, "err", err)
+			n.log.Warn("cannot enqueue a periodic tick; retrying", "periodic", j.Name, "tick", t, "err", err)
 		}
 		return false
 	}
-	if !won {
-		return true
+	if won {
+		n.log.Debug("periodic job enqueued", "periodic", j.Name, "tick", t)
 	}
-	score := persistence.UnixSeconds(t)
-	job := persistence.NewJob{ID: j.ID, Payload: j.Payload, Score: &score}
-	for attempt := 1; ; attempt++ {
-		ectx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := n.store.Enqueue(ectx, j.Queue, []persistence.NewJob{job})
-		cancel()
-		if err == nil {
-			n.log.Debug("periodic job enqueued", "periodic", j.Name, "tick", t)
-			return true
-		}
-		if attempt == 5 || ctx.Err() != nil || errors.Is(err, persistence.ErrInvalid) {
-			n.log.Error("periodic tick lost: cannot enqueue it", "periodic", j.Name, "tick", t, "err", err)
-			return true
-		}
-		if clock.Sleep(ctx, n.clock, time.Duration(attempt)*200*time.Millisecond) != nil {
-			return true
-		}
+	if _, err := n.store.AdvanceTick(actx, j.Name, t); err != nil && ctx.Err() == nil {
+		// The tick is enqueued; only the shown last tick lags, and the
+		// next poll moves it.
+		n.log.Warn("cannot record a periodic tick", "periodic", j.Name, "tick", t, "err", err)
 	}
+	return true
 }
 
 func maxTime(a, b time.Time) time.Time {

@@ -33,6 +33,17 @@ func (s *countingStore) Enqueue(ctx context.Context, queue string, jobs []persis
 	return err
 }
 
+// EnqueueTick counts the ticks the store reports as enqueued by this call.
+func (s *countingStore) EnqueueTick(ctx context.Context, queue, name string, tick time.Time, job persistence.NewJob) (bool, error) {
+	won, err := s.Store.EnqueueTick(ctx, queue, name, tick, job)
+	if won && queue == s.queue {
+		s.mu.Lock()
+		s.scores = append(s.scores, *job.Score)
+		s.mu.Unlock()
+	}
+	return won, err
+}
+
 func (s *countingStore) enqueued() []float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -131,10 +131,18 @@ type Store interface {
 	// burst on the store's clock. It returns how many it took and, when
 	// none, how long until the next token.
 	TakeTokens(ctx context.Context, queue string, want int, perSecond float64, burst int) (int, time.Duration, error)
-	// AdvanceTick moves the named periodic job's last tick to tick if it
-	// is earlier (or unset), and reports whether it did: the caller that
-	// moved it enqueues the tick, so each tick is enqueued once
-	// cluster-wide (docs/contract.md §9). Ticks count in milliseconds.
+	// EnqueueTick enqueues job into queue as the periodic job name's tick,
+	// unless a tick of name at or after tick was already enqueued on the
+	// job's shard: the check and the enqueue are one atomic step, so each
+	// tick is enqueued once however many nodes, or retries after a lost
+	// reply, try it (docs/contract.md §9). It reports whether this call
+	// enqueued it. Ticks count in milliseconds.
+	EnqueueTick(ctx context.Context, queue, name string, tick time.Time, job NewJob) (bool, error)
+	// AdvanceTick moves the named periodic job's last tick, the one nodes
+	// show and count missed ticks from, to tick if it is earlier (or
+	// unset), and reports whether it did. Nodes move it after EnqueueTick,
+	// which alone decides whether a tick is enqueued. Ticks count in
+	// milliseconds.
 	AdvanceTick(ctx context.Context, name string, tick time.Time) (bool, error)
 	// LastTicks returns the last tick of each named periodic job, in
 	// order; the zero time for one that never ticked.

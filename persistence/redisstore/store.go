@@ -375,19 +375,7 @@ func (s *Store) Enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 			}
 			for _, i := range idx[start:end] {
 				j := &jobs[i]
-				sc := ""
-				if j.Score != nil {
-					sc = formatFloat(*j.Score)
-				}
-				at := ""
-				if !j.PerformAt.IsZero() {
-					at = formatFloat(persistence.UnixSeconds(j.PerformAt))
-				}
-				payload := j.Payload
-				if payload == nil {
-					payload = []byte{}
-				}
-				args = append(args, j.ID, payload, sc, at)
+				args = appendJob(args, j)
 				if mode == modeUpgrading {
 					keys = append(keys, sk.v1Payloads(j.ID))
 				}
@@ -405,6 +393,59 @@ func (s *Store) Enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 		return fmt.Errorf("redisstore: enqueue to %s: %w", queue, werr)
 	}
 	return nil
+}
+
+// appendJob appends a job's four values of enqueue.lua's ARGV.
+func appendJob(args []any, j *persistence.NewJob) []any {
+	sc := ""
+	if j.Score != nil {
+		sc = formatFloat(*j.Score)
+	}
+	at := ""
+	if !j.PerformAt.IsZero() {
+		at = formatFloat(persistence.UnixSeconds(j.PerformAt))
+	}
+	payload := j.Payload
+	if payload == nil {
+		payload = []byte{}
+	}
+	return append(args, j.ID, payload, sc, at)
+}
+
+// EnqueueTick implements persistence.Store: one enqueue.lua call in tick
+// mode on the job's shard.
+func (s *Store) EnqueueTick(ctx context.Context, queue, name string, tick time.Time, job persistence.NewJob) (bool, error) {
+	if name == "" {
+		return false, fmt.Errorf("%w: a periodic job needs a name", persistence.ErrInvalid)
+	}
+	shards, err := s.shardsOf(ctx, queue)
+	if err != nil {
+		return false, err
+	}
+	if err := persistence.ValidateJobs([]persistence.NewJob{job}, s.cfg.MaxPayloadBytes); err != nil {
+		return false, err
+	}
+	mode, err := s.mode(ctx)
+	if err != nil {
+		return false, err
+	}
+	sh := persistence.ShardOf(job.ID, shards)
+	sk := s.keysOf(persistence.ShardRef{Queue: queue, Shard: sh})
+	keys := sk.keys
+	if mode == modeUpgrading {
+		keys = append(sk.with(), sk.v1Payloads(job.ID))
+	}
+	args := appendJob([]any{s.now(), mode + "t", s.keys.channel(queue), strconv.Itoa(sh)}, &job)
+	args = append(args, name, tick.UnixMilli())
+	cmds, werr := s.runWrite(ctx, []call{{s: scriptEnqueue, keys: keys, args: args}})
+	n, err := cmds[0].Int()
+	if err != nil {
+		return false, fmt.Errorf("redisstore: enqueue tick %s of %s: %w", name, queue, err)
+	}
+	if werr != nil {
+		return false, fmt.Errorf("redisstore: enqueue tick %s of %s: %w", name, queue, werr)
+	}
+	return n > 0, nil
 }
 
 // newNonce returns 64 random bits, hex-encoded.

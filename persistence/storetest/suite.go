@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderlyhq/orderly/persistence"
@@ -78,6 +81,7 @@ func Run(t *testing.T, h Harness) {
 		{"Controls_PermitsBoundedAndExpire", testPermits},
 		{"Controls_TokenBucket", testTokenBucket},
 		{"Controls_PeriodicTickMovesOnce", testTicks},
+		{"Controls_PeriodicTickEnqueuedOnce", testEnqueueTick},
 	}
 	tests = append(tests, stateTests...)
 	tests = append(tests, timerTests...)
@@ -1460,4 +1464,55 @@ func testTicks(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	require.True(t, last[0].Equal(t1.Add(time.Second)), "%v", last[0])
 	require.True(t, last[1].IsZero())
+}
+
+// docs/contract.md §9: each tick of a periodic job is enqueued exactly once,
+// however many callers try it at once and however often one retries: the
+// check and the enqueue are one step. An earlier tick is refused; a later one
+// merges with the queued job like any enqueue.
+func testEnqueueTick(t *testing.T, h Harness) {
+	e := newEnv(t, h, 4)
+	t1 := time.UnixMilli(1_700_000_000_000)
+	tickJob := func(at time.Time) persistence.NewJob {
+		sc := persistence.UnixSeconds(at)
+		return persistence.NewJob{ID: "report", Payload: []byte(`{"run":true}`), Score: &sc}
+	}
+	var wg sync.WaitGroup
+	var wins atomic.Int32
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			won, err := e.s.EnqueueTick(e.ctx, e.queue, "nightly", t1, tickJob(t1))
+			assert.NoError(t, err)
+			if won {
+				wins.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	require.EqualValues(t, 1, wins.Load(), "one of the concurrent callers enqueues the tick")
+	info, err := e.s.GetJob(e.ctx, e.queue, "report")
+	require.NoError(t, err)
+	require.Len(t, info.Queued.Payloads, 1)
+
+	won, err := e.s.EnqueueTick(e.ctx, e.queue, "nightly", t1.Add(-time.Minute), tickJob(t1.Add(-time.Minute)))
+	require.NoError(t, err)
+	require.False(t, won, "an earlier tick")
+	won, err = e.s.EnqueueTick(e.ctx, e.queue, "other", t1, tickJob(t1))
+	require.NoError(t, err)
+	require.True(t, won, "ticks are kept per periodic job")
+	t2 := t1.Add(time.Minute)
+	won, err = e.s.EnqueueTick(e.ctx, e.queue, "nightly", t2, tickJob(t2))
+	require.NoError(t, err)
+	require.True(t, won)
+	info, err = e.s.GetJob(e.ctx, e.queue, "report")
+	require.NoError(t, err)
+	require.Len(t, info.Queued.Payloads, 1, "equal payloads merge; the lower score stays")
+	require.Equal(t, persistence.UnixSeconds(t1), info.Queued.Payloads[0].Score)
+
+	_, err = e.s.EnqueueTick(e.ctx, e.queue, "", t2, tickJob(t2))
+	require.ErrorIs(t, err, persistence.ErrInvalid)
+	_, err = e.s.EnqueueTick(e.ctx, e.queue, "nightly", t2, persistence.NewJob{})
+	require.ErrorIs(t, err, persistence.ErrInvalid)
 }

@@ -13,6 +13,11 @@
 -- ARGV[4] shard number (the notification message)
 -- ARGV[5..] per job four values: id, payload, score ("" = default),
 --         perform_at ("" = now)
+-- With ARGV[2] = "2t" or "1t" (a periodic tick, one job), two more values
+-- follow the job: the periodic job's name and the tick (ms since the
+-- epoch); the job is written only if the tick is later than the last one
+-- written for that name on this shard (meta field "tick:<name>"), else the
+-- script returns 0 and changes nothing.
 --
 -- Default scores: the k-th unscored payload of an id in this call scores
 -- base + k microseconds, where base is now, made strictly greater than the
@@ -30,7 +35,19 @@
 init_clock(ARGV[1])
 local mode, channel, shard = ARGV[2], ARGV[3], ARGV[4]
 local FIRST = 5
-local njobs = (#ARGV - FIRST + 1) / 4
+local nargs = #ARGV
+if string.sub(mode, 2, 2) == "t" then
+  -- A periodic tick: written only if it moves the job's last tick on this
+  -- shard forward, in the same step, so each tick is enqueued once
+  -- (docs/contract.md §9).
+  local field, tick = "tick:" .. ARGV[nargs - 1], tonumber(ARGV[nargs])
+  local last = tonumber(redis.call("HGET", K.meta, field))
+  if last and last >= tick then return 0 end
+  redis.call("HSET", K.meta, field, ARGV[nargs])
+  mode = string.sub(mode, 1, 1)
+  nargs = nargs - 2
+end
+local njobs = (nargs - FIRST + 1) / 4
 
 local m = redis.call("HMGET", K.meta, "hw", "fseq", "tat", "tid")
 local hw = tonumber(m[1] or "0")
@@ -55,7 +72,7 @@ if mode == "1" and redis.call("GET", K.v1lease) ~= FENCE then
   -- indexes with NX.
   local j = 0
   local ks = {}
-  for i = FIRST, #ARGV, 4 do
+  for i = FIRST, nargs, 4 do
     j = j + 1
     local id = ARGV[i]
     local sc
@@ -74,7 +91,7 @@ end
 
 -- Group the jobs by id, in order of first appearance.
 local order, byid = {}, {}
-for i = FIRST, #ARGV, 4 do
+for i = FIRST, nargs, 4 do
   local id = ARGV[i]
   local g = byid[id]
   if not g then

@@ -1,6 +1,7 @@
--- tick.lua: move a periodic job's last tick forward (docs/contract.md §9,
--- docs/storage.md §9): the node whose call moves it enqueues the tick, so
--- each tick is enqueued once cluster-wide.
+-- tick.lua: move a periodic job's last tick, as nodes show it and count
+-- missed ticks from, forward (docs/contract.md §9, docs/storage.md §9).
+-- Whether a tick is enqueued is decided by enqueue.lua in tick mode, on the
+-- job's shard; nodes call this after it.
 --
 -- KEYS[1] P:{orderly}:2:ticks  HASH  periodic job name -> last tick (ms since the epoch)
 -- ARGV[1] name
