@@ -546,10 +546,17 @@ func testUpgrade(t *testing.T, h Harness) {
 	info, err := cur.GetJob(ctx, "q", "q1")
 	require.NoError(t, err)
 	require.Equal(t, []string{"one", "two"}, payloadData(info.Queued.Payloads))
-	owners, err := cur.ShardOwners(ctx, "q")
+	// A shard held by a node of the previous release shows that node as its
+	// owner (on a queue of its own, under a lease that outlives the other
+	// cases' clock jumps on a shared embedded store).
+	require.NoError(t, old.RegisterQueue(ctx, persistence.QueueSpec{Name: "held", Shards: 1}))
+	lh, _, err := old.AcquireShard(ctx, persistence.ShardRef{Queue: "held", Shard: 0}, "old-node", 10*time.Minute)
+	require.NoError(t, err)
+	owners, err := cur.ShardOwners(ctx, "held")
 	require.NoError(t, err)
 	require.Equal(t, "old-node", owners[0].Owner, "a node of the previous release shows as the shard's owner")
-	require.Equal(t, lo.Epoch, owners[0].Epoch)
+	require.Equal(t, lh.Epoch, owners[0].Epoch)
+	require.NoError(t, old.ReleaseShard(ctx, lh))
 
 	// It takes the shard over once the old owner's lease ran out, restoring
 	// the old owner's in-flight batch.
