@@ -75,40 +75,16 @@ the listing up to 10,000 jobs per page and says how many it searched;
 func jobsList(e *env, args []string) int {
 	fs, c := e.flags("jobs list", jobsListHelp)
 	queue := fs.String("queue", "", "queue whose jobs to list (required)")
-	order := fs.String("order", "id", "sort by id, perform_at or retry_count")
-	rev := fs.Bool("rev", false, "reverse order: highest first")
-	limit := fs.Int("limit", 0, fmt.Sprintf("jobs per page, 1 to %d (default %d)", persistence.MaxListLimit, persistence.DefaultListLimit))
-	cursor := fs.String("cursor", "", "continue after a previous page (its next: line)")
-	minKey := fs.String("min", "", "lowest sort key to list")
-	maxKey := fs.String("max", "", "highest sort key to list")
-	errText := fs.String("error", "", "keep the entries whose last error contains this text, any case (the node reads up to 10,000 entries per page)")
+	lf := addListFlags(fs, "sort by id, perform_at or retry_count", "jobs", "lowest sort key to list")
 	if code, stop := e.parse(fs, args); stop {
 		return code
 	}
 	if code, stop := e.checkQueue(fs, *queue); stop {
 		return code
 	}
-	switch *order {
-	case "id", "perform_at", "retry_count":
-	default:
-		return e.usage(fs, "--order must be id, perform_at or retry_count, got %q", *order)
-	}
-	set := given(fs)
-	if set["limit"] && (*limit < 1 || *limit > persistence.MaxListLimit) {
-		return e.usage(fs, "--limit must be between 1 and %d, got %d", persistence.MaxListLimit, *limit)
-	}
-	q := url.Values{}
-	q.Set("order", *order)
-	if *rev {
-		q.Set("rev", "true")
-	}
-	if set["limit"] {
-		q.Set("limit", strconv.Itoa(*limit))
-	}
-	for name, v := range map[string]string{"cursor": *cursor, "min": *minKey, "max": *maxKey, "error": *errText} {
-		if v != "" {
-			q.Set(name, v)
-		}
+	q, code, stop := lf.query(e, fs, "id", "perform_at", "retry_count")
+	if stop {
+		return code
 	}
 	var raw json.RawMessage
 	if err := c.call("GET", queuePath(*queue)+"/jobs?"+q.Encode(), nil, &raw); err != nil {
@@ -123,13 +99,7 @@ func jobsList(e *env, args []string) int {
 		return e.fail("jobs list", fmt.Errorf("the node's answer is not the expected JSON: %w", err))
 	}
 	if len(page.Jobs) == 0 && page.Next == "" {
-		if *errText != "" {
-			fmt.Fprintln(e.stdout, "no match")
-		} else if *cursor == "" && *minKey == "" && *maxKey == "" {
-			fmt.Fprintf(e.stdout, "no jobs queued in %s\n", *queue)
-		} else {
-			fmt.Fprintln(e.stdout, "no more jobs")
-		}
+		fmt.Fprintln(e.stdout, lf.emptyLine(fmt.Sprintf("no jobs queued in %s", *queue), "no more jobs"))
 		return ExitOK
 	}
 	e.jobTable(page.Jobs)

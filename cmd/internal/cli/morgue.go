@@ -85,38 +85,16 @@ func payloadText(p apiv1.Payload) string {
 func morgueList(e *env, args []string) int {
 	fs, c := e.flags("morgue list", morgueListHelp)
 	queue := fs.String("queue", "", "queue whose morgue to list (required)")
-	order := fs.String("order", "id", "sort by id or updated_at")
-	rev := fs.Bool("rev", false, "reverse order: highest first")
-	limit := fs.Int("limit", 0, fmt.Sprintf("entries per page, 1 to %d (default %d)", persistence.MaxListLimit, persistence.DefaultListLimit))
-	cursor := fs.String("cursor", "", "continue after a previous page (its next: line)")
-	minKey := fs.String("min", "", "lowest sort key to list (an id, or unix seconds for updated_at)")
-	maxKey := fs.String("max", "", "highest sort key to list")
-	errText := fs.String("error", "", "keep the entries whose last error contains this text, any case (the node reads up to 10,000 entries per page)")
+	lf := addListFlags(fs, "sort by id or updated_at", "entries", "lowest sort key to list (an id, or unix seconds for updated_at)")
 	if code, stop := e.parse(fs, args); stop {
 		return code
 	}
 	if code, stop := e.checkQueue(fs, *queue); stop {
 		return code
 	}
-	if *order != "id" && *order != "updated_at" {
-		return e.usage(fs, "--order must be id or updated_at, got %q", *order)
-	}
-	set := given(fs)
-	if set["limit"] && (*limit < 1 || *limit > persistence.MaxListLimit) {
-		return e.usage(fs, "--limit must be between 1 and %d, got %d", persistence.MaxListLimit, *limit)
-	}
-	q := url.Values{}
-	q.Set("order", *order)
-	if *rev {
-		q.Set("rev", "true")
-	}
-	if set["limit"] {
-		q.Set("limit", strconv.Itoa(*limit))
-	}
-	for name, v := range map[string]string{"cursor": *cursor, "min": *minKey, "max": *maxKey, "error": *errText} {
-		if v != "" {
-			q.Set(name, v)
-		}
+	q, code, stop := lf.query(e, fs, "id", "updated_at")
+	if stop {
+		return code
 	}
 	var raw json.RawMessage
 	if err := c.call("GET", morguePath(*queue)+"?"+q.Encode(), nil, &raw); err != nil {
@@ -131,13 +109,7 @@ func morgueList(e *env, args []string) int {
 		return e.fail("morgue list", fmt.Errorf("the node's answer is not the expected JSON: %w", err))
 	}
 	if len(page.Entries) == 0 && page.Next == "" {
-		if *errText != "" {
-			fmt.Fprintln(e.stdout, "no match")
-		} else if *cursor == "" && *minKey == "" && *maxKey == "" {
-			fmt.Fprintf(e.stdout, "the morgue of %s is empty\n", *queue)
-		} else {
-			fmt.Fprintln(e.stdout, "no more entries")
-		}
+		fmt.Fprintln(e.stdout, lf.emptyLine(fmt.Sprintf("the morgue of %s is empty", *queue), "no more entries"))
 		return ExitOK
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
