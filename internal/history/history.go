@@ -39,6 +39,9 @@ type Call struct {
 	Payloads []Payload
 	// Acked reports that the handler succeeded for this id.
 	Acked bool
+	// Version is the version of the id's state the call was given
+	// (stateful queues; 0 otherwise).
+	Version int64
 }
 
 // Payload is a payload with its score.

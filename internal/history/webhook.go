@@ -13,8 +13,9 @@ var unanswered = time.Unix(1<<40, 0)
 // FromWebhook returns the calls a webhook receiver recorded as handler
 // calls, one per delivered job, in the receiver's order. A job is acked
 // when its call acknowledged it; Node and Delivery are the delivery's name
-// (its lease epoch tells redeliveries apart), and a payload's Data is its
-// stored bytes. A call still being answered is not acked and never ends.
+// (its lease epoch tells redeliveries apart), a payload's Data is its
+// stored bytes, and Version is the version of the id's state it was given.
+// A call still being answered is not acked and never ends.
 func FromWebhook(calls []webhooktest.Call) []Call {
 	var out []Call
 	for i := range calls {
@@ -29,7 +30,7 @@ func FromWebhook(calls []webhooktest.Call) []Call {
 				end = unanswered
 			}
 			out = append(out, Call{ID: j.ID, Node: c.Delivery(), Delivery: c.Delivery(),
-				Start: c.Start, End: end, Payloads: ps, Acked: c.Acked(j.ID)})
+				Start: c.Start, End: end, Payloads: ps, Acked: c.Acked(j.ID), Version: j.Version})
 		}
 	}
 	return out

@@ -80,6 +80,13 @@ type Answer struct {
 	// channel is closed. Both end early when the sender gives up.
 	Delay time.Duration
 	Hold  <-chan struct{}
+	// State sets (a JSON value) or deletes (JSON null) the state of ids of
+	// a stateful queue's delivery, and Timers sets (RFC 3339) or clears
+	// (nil) their timers: the answer's "state" and "timers"
+	// (docs/contract.md §6.4). The node commits them for the ids that did
+	// not fail.
+	State  map[string]json.RawMessage
+	Timers map[string]*string
 }
 
 func (a Answer) succeeds() bool { return a.Status == 0 || a.Status >= 200 && a.Status <= 299 }
@@ -260,11 +267,15 @@ func write(w http.ResponseWriter, a Answer) {
 		http.Error(w, "webhooktest: failing the delivery on purpose", status)
 		return
 	}
-	if len(a.Failed) == 0 {
+	if len(a.Failed) == 0 && len(a.State) == 0 && len(a.Timers) == 0 {
 		w.WriteHeader(status)
 		return
 	}
-	body, _ := json.Marshal(webhook.Answer{Failed: a.Failed}) // a map of strings always marshals
+	body, err := json.Marshal(webhook.Answer{Failed: a.Failed, State: a.State, Timers: a.Timers})
+	if err != nil { // a State value that is not JSON: the AnswerFunc's mistake
+		http.Error(w, "webhooktest: the answer does not encode: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
