@@ -505,6 +505,36 @@ func (f *fixture) simulate(t *testing.T, q string, shard int) (stop func()) {
 	return stop
 }
 
+// fillStateful registers a stateful queue, accounts (2 shards), and gives it:
+//
+//	acct-1    processed: its state ({"status": "paid", ...}, version 1)
+//	          and a timer in 30 minutes remain, no payload
+//	acct-2    a binary state (4 bytes) and a queued payload
+//	acct-big  a JSON state longer than the page's preview
+func (f *fixture) fillStateful() {
+	f.t.Helper()
+	require.NoError(f.t, f.store.RegisterQueue(f.ctx, persistence.QueueSpec{Name: "accounts", Shards: 2}))
+	f.enqueue("accounts", job("acct-1", `{"event":"paid"}`, 0))
+	shard := persistence.ShardOf("acct-1", 2)
+	lease := f.acquire("accounts", shard, "node-a")
+	res, err := f.store.Advance(f.ctx, lease, persistence.AdvanceRequest{Fetch: 10, NextSeq: 1, MaxRetryCount: 25, Stateful: true})
+	require.NoError(f.t, err)
+	require.NotNil(f.t, res.Batch)
+	_, err = f.store.Advance(f.ctx, lease, persistence.AdvanceRequest{Settle: 1, NextSeq: 2, MaxRetryCount: 25, Stateful: true,
+		StateWrites: []persistence.StateWrite{{ID: "acct-1", Data: []byte(`{"status":"paid","total":42.5}`)}},
+		TimerWrites: []persistence.TimerWrite{{ID: "acct-1", At: time.Now().Add(30 * time.Minute)}}})
+	require.NoError(f.t, err)
+	require.NoError(f.t, f.store.ReleaseShard(f.ctx, lease))
+
+	_, err = f.store.SetState(f.ctx, "accounts", "acct-2", []byte{0, 1, 2, 0xff}, 0, 0)
+	require.NoError(f.t, err)
+	f.enqueue("accounts", job("acct-2", `{"event":"created"}`, 0))
+	big, err := json.Marshal(map[string]any{"lines": make([]int, 1500)})
+	require.NoError(f.t, err)
+	_, err = f.store.SetState(f.ctx, "accounts", "acct-big", big, 0, 0)
+	require.NoError(f.t, err)
+}
+
 func (f *fixture) stats(q string) persistence.QueueStats {
 	f.t.Helper()
 	st, err := f.store.Stats(f.ctx, q)
@@ -895,6 +925,44 @@ func TestBrowser(t *testing.T) {
 		require.False(t, f.stats("orders").Paused)
 	})
 
+	step("stateful job", func(t *testing.T) {
+		f.fillStateful()
+		// Processed: the state and the timer remain, and the page says so.
+		b.open("/queues/accounts/job?id=acct-1")
+		b.waitFor(`document.querySelector('[data-record="state"]')`, "the state panel")
+		require.Contains(t, b.text(`[data-record="state"] pre.state-value`), `"status": "paid"`)
+		require.Contains(t, b.text(`[data-record="state"] pre.state-value`), `"total": 42.5`)
+		require.Contains(t, b.text(`[data-record="state"] .kv`), "version1")
+		require.Regexp(t, `^in (29m|30m)`, b.text(`[data-record="state"] .state-timer .time-rel`))
+		require.Regexp(t, `^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$`, b.text(`[data-record="state"] .state-timer .time-abs`))
+		require.Contains(t, b.text(`#state-remains`), "its state remains")
+		require.Contains(t, b.text(`[data-record="queued"]`), "Not queued")
+		b.screenshot("job-state")
+
+		// Bytes that are not JSON: base64 and the length; queued, so no note.
+		b.open("/queues/accounts/job?id=acct-2")
+		b.waitFor(`document.querySelector('[data-record="state"]')`, "the state panel")
+		require.Equal(t, "AAEC/w==", b.text(`[data-record="state"] pre.state-value`))
+		require.Contains(t, b.text(`[data-record="state"] .payload-kind`), "binary · 4 bytes · base64")
+		require.Contains(t, b.text(`[data-record="state"] .kv`), "timernone")
+		require.Zero(t, eval[int](b, `document.querySelectorAll('#state-remains').length`))
+		require.Contains(t, b.text(`[data-record="queued"] pre.code`), `"event": "created"`)
+
+		// A long state: its start, then all of it on demand.
+		b.open("/queues/accounts/job?id=acct-big")
+		b.waitFor(`document.querySelector('#state-show-all')`, "the show-all button")
+		short := eval[int](b, `document.querySelector('pre.state-value').textContent.length`)
+		b.click(`#state-show-all`)
+		b.waitFor(`!document.querySelector('#state-show-all')`, "the whole state")
+		require.Greater(t, eval[int](b, `document.querySelector('pre.state-value').textContent.length`), short)
+		require.True(t, eval[bool](b, `JSON.parse(document.querySelector('pre.state-value').textContent).lines.length === 1500`))
+
+		// A queue that is not stateful shows no state panel.
+		b.open("/queues/orders/job?id=order-1")
+		b.waitText(`.job-id-big`, "order-1")
+		require.Zero(t, eval[int](b, `document.querySelectorAll('[data-record="state"]').length`))
+	})
+
 	step("errors", func(t *testing.T) {
 		// An unknown queue: the API's 404 says so.
 		b.open("/queues/nope")
@@ -997,6 +1065,15 @@ func TestBrowserReadToken(t *testing.T) {
 	}
 	b.open("/queues/orders?idprefix=order-")
 	b.waitFor(`document.querySelectorAll('.job').length > 0 && [...document.querySelectorAll('.job')].every(e => e.dataset.id.startsWith('order-'))`, "the search with read access")
+
+	// A stateful id's state, version and timer show with read access.
+	f.fillStateful()
+	b.open("/queues/accounts/job?id=acct-1")
+	b.waitFor(`document.querySelector('[data-record="state"]')`, "the state panel with read access")
+	require.Contains(t, b.text(`[data-record="state"] pre.state-value`), `"status": "paid"`)
+	require.Contains(t, b.text(`[data-record="state"] .kv`), "version1")
+	require.Regexp(t, `in (29m|30m)`, b.text(`[data-record="state"] .state-timer`))
+	require.Contains(t, b.text(`#state-remains`), "its state remains")
 
 	b.open("/queues/orders/morgue")
 	b.waitFor(`document.querySelectorAll('.job.dead').length === 3`, "the morgue entries")

@@ -60,6 +60,19 @@ func unixTime(s float64) string {
 	return time.Unix(int64(sec), int64(frac*1e9)).UTC().Format("2006-01-02T15:04:05Z")
 }
 
+// relativeTime renders float unix seconds as unixTime does, followed by
+// how far it is from now: "2026-01-02T15:04:05Z (in 29m55s)", "(3s ago)".
+func (e *env) relativeTime(s float64) string {
+	d := time.Duration(s*float64(time.Second)) - time.Duration(e.now().UnixNano())
+	switch {
+	case d > -time.Second && d < time.Second:
+		return unixTime(s) + " (now)"
+	case d > 0:
+		return unixTime(s) + " (in " + formatDuration(d) + ")"
+	}
+	return unixTime(s) + " (" + formatDuration(-d) + " ago)"
+}
+
 // printable escapes what a terminal would interpret or a table would break
 // on: control characters (tab and newline included), other unprintable
 // runes and invalid UTF-8, written as Go escapes (\n, \x1b, \u202e, \xff).

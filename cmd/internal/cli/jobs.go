@@ -153,9 +153,10 @@ func jobPath(queue, id string) string {
 var jobsGetHelp = help{
 	Usage: []string{"orderly jobs get --queue Q ID [flags]"},
 	Text: `Looks one id up (GET /api/v1/queues/Q/jobs/ID): its queued entry, and the
-call in flight for it, if any, with the node that runs it. Exits 1 when
-the id is neither queued nor in flight. Give the id after "--" when it
-starts with '-'.`,
+call in flight for it, if any, with the node that runs it; on a stateful
+queue also its state, version and timer, which outlive its jobs. Exits 1
+when the id is neither queued nor in flight and has no state or timer.
+Give the id after "--" when it starts with '-'.`,
 	Examples: []string{
 		"orderly jobs get --queue orders order-42",
 		"orderly jobs get --queue orders --json -- -odd-id",
@@ -226,11 +227,17 @@ func jobsGet(e *env, args []string) int {
 	} else {
 		fmt.Fprintf(tw, "in flight:\tno\n")
 	}
+	// The state, version and timer of a stateful queue's id, as orderly
+	// state get prints them (docs/contract.md §11).
 	if st := l.State; st != nil {
-		fmt.Fprintf(tw, "state:\tversion %d: %s\n", st.Version, cell(payloadText(apiv1.Payload{Data: st.Data}), 200))
+		fmt.Fprintf(tw, "state:\t%s\n", cell(payloadText(apiv1.Payload{Data: st.Data}), 200))
+		fmt.Fprintf(tw, "version:\t%d\n", st.Version)
 	}
 	if l.Timer != nil {
-		fmt.Fprintf(tw, "timer:\t%s\n", unixTime(*l.Timer))
+		fmt.Fprintf(tw, "timer:\t%s\n", e.relativeTime(*l.Timer))
+	}
+	if l.Queued == nil && l.Processing == nil && l.State != nil {
+		fmt.Fprintf(tw, "note:\tthe id's jobs are done or deleted; its state remains (orderly state set --delete removes it)\n")
 	}
 	tw.Flush()
 	return ExitOK

@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"regexp"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/web"
 )
 
@@ -50,6 +53,31 @@ func TestJobsGetShowsState(t *testing.T) {
 	n := newNode(t, withStateQueues(map[string]int{"orders": 0}))
 	n.run("state", "set", "--queue", "orders", "--version", "0", "--value", `{"paid":true}`, "order-1").ok(t)
 	out := n.run("jobs", "get", "--queue", "orders", "order-1").ok(t)
-	require.Contains(t, out, "state:")
-	require.Contains(t, out, `version 1: {"paid":true}`)
+	require.Regexp(t, `(?m)^state: +\{"paid":true\}$`, out)
+	require.Regexp(t, `(?m)^version: +1$`, out)
+	require.NotContains(t, out, "timer:")
+	// No job: the state remains, and the lookup says so.
+	require.Contains(t, out, "its state remains")
+	require.Regexp(t, `(?m)^\{"paid":true\}$`, n.run("state", "get", "--queue", "orders", "order-1").ok(t), "state get prints the same state")
+
+	// A processed id with a timer: its time, absolute and relative.
+	require.NoError(t, n.store.Enqueue(n.ctx, "orders", []persistence.NewJob{newJob("order-2", `"created"`)}))
+	shard := persistence.ShardOf("order-2", ordersShards)
+	lease, _, err := n.store.AcquireShard(n.ctx, persistence.ShardRef{Queue: "orders", Shard: shard}, "node-x", time.Minute)
+	require.NoError(t, err)
+	_, err = n.store.Advance(n.ctx, lease, persistence.AdvanceRequest{Fetch: 10, NextSeq: 1, Stateful: true})
+	require.NoError(t, err)
+	at := time.Now().Add(30 * time.Minute).Truncate(time.Second)
+	_, err = n.store.Advance(n.ctx, lease, persistence.AdvanceRequest{Settle: 1, NextSeq: 2, Stateful: true,
+		StateWrites: []persistence.StateWrite{{ID: "order-2", Data: []byte(`{"status":"created"}`)}},
+		TimerWrites: []persistence.TimerWrite{{ID: "order-2", At: at}}})
+	require.NoError(t, err)
+	out = n.run("jobs", "get", "--queue", "orders", "order-2").ok(t)
+	require.Regexp(t, `(?m)^state: +\{"status":"created"\}$`, out)
+	require.Regexp(t, `(?m)^timer: +`+regexp.QuoteMeta(at.UTC().Format("2006-01-02T15:04:05Z"))+` \(in (29m\d+s|30m0s)\)$`, out)
+	require.Contains(t, out, "its state remains")
+
+	// A queued id with state: no note.
+	require.NoError(t, n.store.Enqueue(n.ctx, "orders", []persistence.NewJob{newJob("order-1", `"paid"`)}))
+	require.NotContains(t, n.run("jobs", "get", "--queue", "orders", "order-1").ok(t), "note:")
 }

@@ -1,10 +1,11 @@
 // A queue's pages: the jobs listing (/queues/{q}), the in-flight batches
 // (/queues/{q}/processing) and one job (/queues/{q}/job?id=...), with its
-// actions: run now, kill, delete.
+// actions (run now, kill, delete) and, on a stateful queue, its state,
+// version and timer (docs/contract.md §11).
 
 import {h, mount} from './dom.js';
 import {ApiError, api, isDotId} from './api.js';
-import {num, plural} from './format.js';
+import {base64Bytes, num, plural} from './format.js';
 import {queue as liveQueue, refresh as refreshLive} from './live.js';
 import {
   button, clearBanner, confirmDialog, emptyState, errorBlock, every, idText, jobHref, loading, payloadList,
@@ -359,10 +360,70 @@ function jobDetail(q, j, reload) {
         button('Refresh', {icon: 'refresh', small: true, onclick: reload}),
         jobActionButtons(q, j, reload),
         del)),
+    statePanel(j),
     h('div', {class: 'detail-cols'},
       recordPanel('Queued', j.queued, 'queued', 'Not queued: no payload of this id is waiting.'),
       recordPanel('In flight', j.processing, 'processing', 'Not in flight: no node is running this id.')),
   ];
+}
+
+// A state longer than this (in characters of its text) shows its start and
+// a "Show all".
+const STATE_PREVIEW = 2000;
+
+/**
+ * stateText describes the lookup's state ({state} or {state_base64}, with
+ * its version): {kind: 'json', text: pretty JSON} or {kind: 'base64',
+ * text, bytes}.
+ */
+function stateText(st) {
+  if (typeof st.state_base64 === 'string') {
+    return {kind: 'base64', text: st.state_base64, bytes: base64Bytes(st.state_base64)};
+  }
+  return {kind: 'json', text: JSON.stringify(st.state, null, 2)};
+}
+
+/**
+ * statePanel shows the entity state of a stateful queue's id (its bytes,
+ * version and timer, docs/contract.md §11), or nothing when the id has
+ * neither state nor timer. An id whose payloads are all done keeps its
+ * state: the panel says so.
+ */
+function statePanel(j) {
+  const st = j.state, timer = j.timer;
+  if (!st && (timer === undefined || timer === null)) return null;
+  const rows = [
+    ['version', st ? String(st.version) : h('span', {class: 'muted'}, '0 (no state)')],
+    ['timer', timer === undefined || timer === null
+      ? h('span', {class: 'muted'}, 'none')
+      : h('span', {class: 'state-timer'}, timeText(timer))],
+  ];
+  let block = null;
+  if (st) {
+    const t = stateText(st);
+    rows.splice(1, 0, ['size', t.kind === 'base64' ? plural(t.bytes, 'byte') : plural(new TextEncoder().encode(JSON.stringify(st.state)).length, 'byte')]);
+    const long = t.text.length > STATE_PREVIEW;
+    const pre = h('pre', {class: ['code', t.kind, 'state-value']}, long ? t.text.slice(0, STATE_PREVIEW) + '…' : t.text);
+    const showAll = long ? h('button', {type: 'button', class: 'btn small show-all', id: 'state-show-all', onclick: () => {
+      pre.textContent = t.text;
+      showAll.remove();
+    }}, `Show all ${num(t.text.length)} characters`) : null;
+    block = h('div', {class: 'payload state-block'},
+      h('div', {class: 'payload-cap'},
+        h('span', {class: 'payload-kind'}, t.kind === 'json' ? 'JSON' : `binary · ${plural(t.bytes, 'byte')} · base64`)),
+      pre, showAll);
+  }
+  const gone = !j.queued && !j.processing;
+  return h('section', {class: 'panel record state-panel', dataset: {record: 'state'}},
+    h('div', {class: 'panel-head'}, h('h2', null, 'State')),
+    h('div', {class: 'panel-body'},
+      gone ? h('p', {class: 'state-note', id: 'state-remains'},
+        st ? 'No payload of this id is queued or in flight: its jobs are done or were deleted, and its state remains. ' +
+          'Deleting a job keeps its state; delete the state itself with orderly state set --delete or a PUT of "state": null.'
+          : 'No payload of this id is queued or in flight; its timer brings it back to the handler at its time.')
+        : null,
+      h('dl', {class: 'kv'}, rows.map(([k, v]) => [h('dt', null, k), h('dd', null, v)])),
+      block));
 }
 
 function recordPanel(title, r, key, emptyText) {
