@@ -1,0 +1,189 @@
+// Command order-pipeline runs an order's lifecycle on a stateful queue
+// (docs/contract.md §11): the events created, paid and shipped of each order
+// are payloads of the orders queue, and its handler keeps one state per
+// order id, committed with the acknowledgement. An order that is created
+// sets a timer; one still unpaid when the timer fires is cancelled. It
+// prints each order's final state.
+//
+//	go run ./examples/order-pipeline                          # an in-memory Redis
+//	go run ./examples/order-pipeline --redis redis://127.0.0.1:6379/0
+//
+// The same handler as a webhook receiver in Python is receiver.py, run by
+// the orderly binary with orderly.yaml (README.md).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orderlyhq/orderly"
+	"github.com/orderlyhq/orderly/client"
+	"github.com/orderlyhq/orderly/persistence/redisstore"
+)
+
+// Queue is the orders queue.
+const Queue = "orders"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "order-pipeline:", err)
+		os.Exit(1)
+	}
+}
+
+// run starts a node serving the orders queue, sends the events of four
+// orders, waits for them to settle, and prints the final states on out
+// (logs on logs).
+func run(ctx context.Context, args []string, out, logs io.Writer) error {
+	fs := flag.NewFlagSet("order-pipeline", flag.ContinueOnError)
+	fs.SetOutput(logs)
+	redisURL := fs.String("redis", "", "Redis URL; empty runs an in-memory Redis (miniredis) in this process")
+	unpaidAfter := fs.Duration("unpaid-after", 2*time.Second, "how long a created order may stay unpaid before it is cancelled")
+	verbose := fs.Bool("v", false, "log the node and each handler call")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelInfo
+	}
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))
+
+	var opts *redis.Options
+	if *redisURL == "" {
+		mr, err := miniredis.Run()
+		if err != nil {
+			return fmt.Errorf("in-memory redis: %w", err)
+		}
+		defer mr.Close()
+		opts = &redis.Options{Addr: mr.Addr()}
+	} else {
+		var err error
+		if opts, err = redis.ParseURL(*redisURL); err != nil {
+			return fmt.Errorf("--redis: %w", err)
+		}
+	}
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	store, err := redisstore.New(rdb, nil)
+	if err != nil {
+		return err
+	}
+	node, err := orderly.NewNode(store, &orderly.Config{
+		Logger: logger,
+		Workers: []orderly.Worker{{
+			Queue: Queue, Shards: 2, BatchSize: 10, State: true,
+			Handler: Handler(*unpaidAfter, logger),
+		}},
+	})
+	if err != nil {
+		return err
+	}
+	if err := node.Start(ctx); err != nil {
+		return err
+	}
+	defer node.Stop(context.Background())
+	c, err := client.New(rdb, nil)
+	if err != nil {
+		return err
+	}
+
+	// Each order's events, with scores in the order they happened.
+	orders := map[string][]Event{
+		"order-1": {{Event: "created", Total: 42.5}, {Event: "paid"}, {Event: "shipped"}},
+		"order-2": {{Event: "created", Total: 9.9}},
+		"order-3": {{Event: "created", Total: 120}, {Event: "paid"}},
+		"order-4": {{Event: "created", Total: 15}},
+	}
+	ids := slices.Sorted(maps.Keys(orders))
+	var jobs []client.Job
+	for _, id := range ids {
+		for i, e := range orders[id] {
+			data, _ := json.Marshal(e) // a string and a number always marshal
+			jobs = append(jobs, client.Job{ID: id, Payload: data, Score: client.Score(float64(i + 1))})
+		}
+	}
+	if err := c.Enqueue(ctx, Queue, jobs...); err != nil {
+		return err
+	}
+	// Wait until no order is left unpaid: order-2 and order-4 are
+	// cancelled by their timers.
+	if _, err := waitStates(ctx, c, ids, 10**unpaidAfter+10*time.Second, func(m map[string]Order) bool {
+		for _, o := range m {
+			if o.Status == "" || o.Status == "created" {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		return err
+	}
+	// A payment that comes after the order was cancelled changes nothing
+	// but its history.
+	late, _ := json.Marshal(Event{Event: "paid"})
+	if err := c.Enqueue(ctx, Queue, client.Job{ID: "order-4", Payload: late, Score: client.Score(2)}); err != nil {
+		return err
+	}
+	final, err := waitStates(ctx, c, ids, 10*time.Second, func(m map[string]Order) bool {
+		return len(m["order-4"].Events) == 3
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		io.WriteString(out, formatOrder(id, final[id]))
+	}
+	return nil
+}
+
+// formatOrder is the line printed for an order's final state.
+func formatOrder(id string, o Order) string {
+	return fmt.Sprintf("%s  %-9s  %6.2f  %s\n", id, o.Status, o.Total, strings.Join(o.Events, " -> "))
+}
+
+// waitStates polls the orders' states until done accepts them, and returns
+// them.
+func waitStates(ctx context.Context, c *client.Client, ids []string, timeout time.Duration, done func(map[string]Order) bool) (map[string]Order, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		m := map[string]Order{}
+		for _, id := range ids {
+			st, err := c.GetState(ctx, Queue, id)
+			if err != nil {
+				return nil, err
+			}
+			var o Order
+			if st.Version != 0 {
+				if err := json.Unmarshal(st.Data, &o); err != nil {
+					return nil, fmt.Errorf("state of %s: %w", id, err)
+				}
+			}
+			m[id] = o
+		}
+		if done(m) {
+			return m, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, errors.Join(errors.New("the orders did not settle in time"), ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
