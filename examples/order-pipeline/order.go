@@ -86,11 +86,11 @@ func Handler(unpaidAfter time.Duration, logger *slog.Logger) orderly.HandlerFunc
 					bad = true
 					break
 				}
-				set, clear := o.Apply(e)
+				set, unset := o.Apply(e)
 				switch {
 				case set:
 					j.SetTimer(time.Now().Add(unpaidAfter))
-				case clear:
+				case unset:
 					j.ClearTimer()
 				}
 			}

@@ -2,6 +2,7 @@ package webhooktest_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -164,4 +165,42 @@ func TestReceiverRequiresSignature(t *testing.T) {
 	require.True(t, calls[0].Acked("a"))
 	require.ErrorIs(t, calls[1].SignatureErr, webhook.ErrNoSignature)
 	require.False(t, calls[1].Acked("a"))
+}
+
+// An answer's State and Timers reach the node: the handler hands them to
+// the batch's jobs, and the receiver records the request's state and
+// version.
+func TestReceiverAnswersStateAndTimers(t *testing.T) {
+	t.Parallel()
+	at := "2026-11-26T10:00:00Z"
+	rcv := webhooktest.NewReceiver(func(c *webhooktest.Call) webhooktest.Answer {
+		return webhooktest.Answer{
+			State:  map[string]json.RawMessage{"a": json.RawMessage(`{"n": 2}`), "b": json.RawMessage(`null`)},
+			Timers: map[string]*string{"a": &at, "b": nil},
+		}
+	})
+	defer rcv.Close()
+	b := batch("orders/1/1/1", "a", "b")
+	b.Jobs[0] = b.Jobs[0].WithState([]byte(`{"n":1}`), 3)
+	b.Jobs[1] = b.Jobs[1].WithState([]byte(`"x"`), 7)
+	require.NoError(t, handler(t, rcv, 5*time.Second)(context.Background(), b))
+
+	data, deleted, changed := b.Jobs[0].StateChange()
+	require.True(t, changed)
+	require.False(t, deleted)
+	require.JSONEq(t, `{"n": 2}`, string(data))
+	when, cleared, changed := b.Jobs[0].TimerChange()
+	require.True(t, changed)
+	require.False(t, cleared)
+	require.Equal(t, at, when.UTC().Format(time.RFC3339))
+	_, deleted, changed = b.Jobs[1].StateChange()
+	require.True(t, changed && deleted, "null deletes")
+	_, cleared, changed = b.Jobs[1].TimerChange()
+	require.True(t, changed && cleared, "null clears")
+
+	calls := rcv.Calls()
+	require.Len(t, calls, 1)
+	require.Equal(t, int64(3), calls[0].Request.Jobs[0].Version)
+	require.JSONEq(t, `{"n":1}`, string(calls[0].Request.Jobs[0].State))
+	require.True(t, calls[0].Acked("a") && calls[0].Acked("b"))
 }
