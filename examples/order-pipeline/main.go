@@ -170,7 +170,7 @@ func waitStates(ctx context.Context, c *client.Client, ids []string, timeout tim
 				return nil, err
 			}
 			var o Order
-			if st.Version != 0 {
+			if st.Data != nil { // nil: no order yet
 				if err := json.Unmarshal(st.Data, &o); err != nil {
 					return nil, fmt.Errorf("state of %s: %w", id, err)
 				}

@@ -71,8 +71,8 @@ func Handler(unpaidAfter time.Duration, logger *slog.Logger) orderly.HandlerFunc
 		failed := map[string]error{}
 		for _, j := range b.Jobs {
 			var o Order
-			if j.StateVersion() != 0 {
-				if err := json.Unmarshal(j.State(), &o); err != nil {
+			if st := j.State(); st != nil { // nil: a new order
+				if err := json.Unmarshal(st, &o); err != nil {
 					failed[j.ID] = fmt.Errorf("state of %s: %w", j.ID, err)
 					continue
 				}

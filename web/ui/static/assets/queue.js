@@ -390,10 +390,15 @@ function stateText(st) {
  * state: the panel says so.
  */
 function statePanel(j) {
-  const st = j.state, timer = j.timer;
-  if (!st && (timer === undefined || timer === null)) return null;
+  const timer = j.timer;
+  // A deleted state keeps its version (a tombstone): shown as such, with no bytes.
+  const deleted = Boolean(j.state && j.state.deleted);
+  const st = j.state && !deleted ? j.state : null;
+  if (!j.state && (timer === undefined || timer === null)) return null;
   const rows = [
-    ['version', st ? String(st.version) : h('span', {class: 'muted'}, '0 (no state)')],
+    ['version', st ? String(st.version)
+      : deleted ? h('span', {class: 'muted'}, `${j.state.version} (state deleted)`)
+      : h('span', {class: 'muted'}, '0 (no state)')],
     ['timer', timer === undefined || timer === null
       ? h('span', {class: 'muted'}, 'none')
       : h('span', {class: 'state-timer'}, timeText(timer))],
@@ -417,7 +422,7 @@ function statePanel(j) {
   return h('section', {class: 'panel record state-panel', dataset: {record: 'state'}},
     h('div', {class: 'panel-head'}, h('h2', null, 'State')),
     h('div', {class: 'panel-body'},
-      gone ? h('p', {class: 'state-note', id: 'state-remains'},
+      gone && (st || !deleted) ? h('p', {class: 'state-note', id: 'state-remains'},
         st ? 'No payload of this id is queued or in flight: its jobs are done or were deleted, and its state remains. ' +
           'Deleting a job keeps its state; delete the state itself with orderly state set --delete or a PUT of "state": null.'
           : 'No payload of this id is queued or in flight; its timer brings it back to the handler at its time.')
