@@ -601,7 +601,7 @@ func (*MembersRequest) Descriptor() ([]byte, []int) {
 type Member struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// state is alive, suspect, draining or dead.
+	// state is alive, draining, dead or foreign (another store's member).
 	State         string   `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
 	Http          string   `protobuf:"bytes,3,opt,name=http,proto3" json:"http,omitempty"`
 	Actor         string   `protobuf:"bytes,4,opt,name=actor,proto3" json:"actor,omitempty"`
