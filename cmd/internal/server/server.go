@@ -108,8 +108,15 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 		return err
 	}
 	defer stopChaos()
+	var actorTLS *tls.Config
+	if cfg.Node.ActorTLSCert != "" {
+		if actorTLS, err = orderly.LoadActorTLS(cfg.Node.ActorTLSCert, cfg.Node.ActorTLSKey, cfg.Node.ActorTLSCA); err != nil {
+			return err
+		}
+	}
 	node, err := orderly.NewNode(store, &orderly.Config{
 		Cluster:         clusterCfg,
+		ActorTLS:        actorTLS,
 		ActorAddr:       cfg.Node.ActorAddr,
 		ActorAdvertise:  cfg.Node.ActorAdvertiseAddr,
 		ActorToken:      cfg.Node.ActorToken,
