@@ -184,8 +184,8 @@ func (p Payload) write(buf *bytes.Buffer) error {
 // decoded "payload_base64". Exactly one of the two must be given.
 func (p *Payload) UnmarshalJSON(b []byte) error {
 	var v struct {
-		Payload       json.RawMessage `json:"payload"`
-		PayloadBase64 *string         `json:"payload_base64"`
+		Payload       json.RawMessage   `json:"payload"`
+		PayloadBase64 *string           `json:"payload_base64"`
 		Score         float64           `json:"score"`
 		Headers       map[string]string `json:"headers"`
 	}

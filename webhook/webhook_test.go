@@ -143,7 +143,7 @@ type (
 		Payloads   []wirePayload `json:"payloads"`
 	}
 	wirePayload struct {
-		Payload       json.RawMessage `json:"payload"`
+		Payload       json.RawMessage   `json:"payload"`
 		PayloadBase64 *string           `json:"payload_base64"`
 		Score         float64           `json:"score"`
 		Headers       map[string]string `json:"headers"`
