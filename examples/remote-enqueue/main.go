@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -51,6 +52,15 @@ func run(args []string, out io.Writer) error {
 	payload := fs.String("payload", "", "payload")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the answer")
 	token := fs.String("token", os.Getenv("ORDERLY_ACTOR_TOKEN"), "the node's actor_token, if it has one [env ORDERLY_ACTOR_TOKEN]")
+	headers := map[string]string{}
+	fs.Func("header", "a header of the payload, K=V (repeatable)", func(v string) error {
+		k, val, ok := strings.Cut(v, "=")
+		if !ok {
+			return fmt.Errorf("%q: give K=V", v)
+		}
+		headers[k] = val
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -82,7 +92,7 @@ func run(args []string, out io.Writer) error {
 	enqueue := actor.NewPID(*actorAddr, "enqueue")
 	res, err := sys.Root.RequestFuture(enqueue, &messages.Enqueue{
 		Queue: *queue,
-		Jobs:  []*messages.Job{{Id: *id, Payload: []byte(*payload)}},
+		Jobs:  []*messages.Job{{Id: *id, Payload: []byte(*payload), Headers: headers}},
 	}, *timeout).Result()
 	if err != nil {
 		return fmt.Errorf("no answer from %s: %w", *actorAddr, err)
