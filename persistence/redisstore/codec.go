@@ -96,10 +96,9 @@ const (
 	flagOverflow = 4
 	flagHold     = 8
 	// flagHeaders: the inline payloads are triples (score, data, headers).
+	// Flag 32 (some overflow payload may carry headers, after the score key
+	// of its ovs value) only the scripts read.
 	flagHeaders = 16
-	// flagOverflowHeaders: some overflow payload may carry headers (after
-	// the score key of its ovs value). Only the scripts read it.
-	flagOverflowHeaders = 32
 )
 
 // encodeHeaders encodes a payload's headers as the scripts keep them: the
