@@ -367,20 +367,16 @@ func (s *Store) Enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(jobs[a].ID, jobs[b].ID) })
 		for start := 0; start < len(idx); start += s.cfg.EnqueueChunk {
 			end := min(start+s.cfg.EnqueueChunk, len(idx))
-			args := make([]any, 0, 4+5*(end-start))
 			// A call whose jobs carry headers sends five values per job
 			// (mode suffix "h"); others send four, as before.
-			withH := false
+			withH, per, m := false, 4, mode
 			for _, i := range idx[start:end] {
 				if len(jobs[i].Headers) > 0 {
-					withH = true
+					withH, per, m = true, 5, mode+"h"
 					break
 				}
 			}
-			m := mode
-			if withH {
-				m += "h"
-			}
+			args := make([]any, 0, 4+per*(end-start))
 			args = append(args, now, m, channel, strconv.Itoa(sh))
 			keys := sk.keys
 			if mode == modeUpgrading {
