@@ -106,7 +106,14 @@ func testHeadersThroughRetry(t *testing.T, h Harness) {
 func testHeadersMorgueRequeue(t *testing.T, h Harness) {
 	e := newEnv(t, h, 1)
 	hd := map[string]string{"tenant": "acme"}
-	toMorgue(e, "a", hjob("a", "v", 1, hd))
+	e.enqueue(hjob("a", "v", 1, hd))
+	o := e.own(0)
+	o.maxRetry = 0
+	o.next(1)
+	res := o.next(0, o.fail("a", "dead", 0))
+	// The dead report (the retries_exhausted hook) carries them too.
+	require.Len(t, res.Dead, 1)
+	require.Equal(t, hd, res.Dead[0].Payloads[0].Headers)
 	page, err := e.s.ListMorgue(e.ctx, e.queue, persistence.ListOptions{Order: persistence.OrderID})
 	require.NoError(t, err)
 	require.Len(t, page.Entries, 1)
@@ -118,8 +125,7 @@ func testHeadersMorgueRequeue(t *testing.T, h Harness) {
 	q := e.get("a")
 	require.NotNil(t, q)
 	require.Equal(t, hd, q.Payloads[0].Headers)
-	o := e.own(0)
-	res := o.next(1)
+	res = o.next(1)
 	require.Equal(t, hd, res.Batch.Jobs[0].Payloads[0].Headers)
 }
 
@@ -139,16 +145,24 @@ func testHeadersOverflow(t *testing.T, h Harness) {
 	}
 	e.enqueue(jobs...)
 	// An equal payload with a higher score and other headers changes
-	// nothing; one with a lower score... is tested inline above.
+	// nothing.
 	e.enqueue(hjob("a", "p070", 99, map[string]string{"n": "late"}))
+	// One with a lower score takes it, with its headers, in the overflow.
+	h75 := map[string]string{"n": "75, lower"}
+	e.enqueue(hjob("a", "p075", 74.5, h75))
 
 	check := func(ps []persistence.Payload) {
 		t.Helper()
 		require.Len(t, ps, 80)
 		for i, p := range ps {
-			if i == 69 {
+			switch i {
+			case 69:
 				require.Equal(t, hd, p.Headers, "payload %d", i+1)
-			} else {
+			case 74:
+				require.Equal(t, "p075", string(p.Data))
+				require.Equal(t, 74.5, p.Score)
+				require.Equal(t, h75, p.Headers, "payload %d", i+1)
+			default:
 				require.Nil(t, p.Headers, "payload %d", i+1)
 			}
 		}
