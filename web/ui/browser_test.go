@@ -692,6 +692,7 @@ func TestBrowser(t *testing.T) {
 		require.Equal(t, 1, eval[int](b, `document.querySelectorAll('[data-record="queued"] [data-payload="1"] .payload-headers').length`))
 		require.Equal(t, "tenant<acme>traceparent00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
 			b.text(`[data-record="queued"] .payload-headers`))
+		b.screenshot("job-headers")
 
 		// Delete a job through the UI.
 		b.open("/queues/orders/job?id=later-1")
