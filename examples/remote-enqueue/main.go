@@ -28,6 +28,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -59,6 +60,15 @@ func run(args []string, out io.Writer) error {
 	tlsCert := fs.String("tls-cert", "", "PEM client certificate, for a node that serves mutual TLS (with --tls-key and --tls-ca)")
 	tlsKey := fs.String("tls-key", "", "PEM private key of --tls-cert")
 	tlsCA := fs.String("tls-ca", "", "PEM CA certificate that signs the node's certificate")
+	headers := map[string]string{}
+	fs.Func("header", "a header of the payload, K=V (repeatable)", func(v string) error {
+		k, val, ok := strings.Cut(v, "=")
+		if !ok {
+			return fmt.Errorf("%q: give K=V", v)
+		}
+		headers[k] = val
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -100,7 +110,7 @@ func run(args []string, out io.Writer) error {
 	enqueue := actor.NewPID(*actorAddr, "enqueue")
 	res, err := sys.Root.RequestFuture(enqueue, &messages.Enqueue{
 		Queue: *queue,
-		Jobs:  []*messages.Job{{Id: *id, Payload: []byte(*payload)}},
+		Jobs:  []*messages.Job{{Id: *id, Payload: []byte(*payload), Headers: headers}},
 	}, *timeout).Result()
 	if err != nil {
 		return fmt.Errorf("no answer from %s: %w", *actorAddr, err)

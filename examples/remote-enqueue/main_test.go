@@ -57,6 +57,11 @@ func TestRemoteEnqueue(t *testing.T) {
 	require.Equal(t, "enqueued 1 job(s) into default through "+actorAddr+"\n", got)
 	require.Eventually(t, func() bool { return strings.Contains(n.Logs(), "job_id=order-9") }, 10*time.Second, 10*time.Millisecond)
 
+	// Headers travel in the message and reach the handler (docs/contract.md §10).
+	got, err = example("--actor", actorAddr, "--id", "order-h", "--payload", `1`, "--header", "tenant=acme", "--header", "k=v")
+	require.NoError(t, err, got)
+	require.Eventually(t, func() bool { return strings.Contains(n.Logs(), `headers0="k=v tenant=acme"`) }, 10*time.Second, 10*time.Millisecond)
+
 	got, err = example("--actor", actorAddr, "--queue", "nope", "--id", "x")
 	require.Error(t, err)
 	require.Contains(t, got, "CODE_UNKNOWN_QUEUE")
