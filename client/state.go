@@ -8,7 +8,8 @@ import (
 )
 
 // State is an id's state in a stateful queue (docs/contract.md §11): opaque
-// bytes and a version that grows by one with each change (0: no state).
+// bytes and a version that grows by one with each change (0: no state
+// ever; a deleted state keeps its version, Deleted set).
 type State = persistence.State
 
 // ErrVersionConflict is returned by SetState and DeleteState when the
@@ -43,7 +44,8 @@ func (c *Client) SetState(ctx context.Context, queue, id string, data []byte, ex
 }
 
 // DeleteState deletes the state of id if its version is still expected
-// (ErrVersionConflict otherwise), and reports whether there was one.
+// (ErrVersionConflict otherwise), and reports whether there was one. The id
+// keeps a tombstone one version up: its version never goes back.
 func (c *Client) DeleteState(ctx context.Context, queue, id string, expected int64) (bool, error) {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()

@@ -37,7 +37,7 @@ func (s *Server) getState(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.writeJSON(w, r, http.StatusOK, apiv1.State{Data: st.Data, Version: st.Version})
+	s.writeJSON(w, r, http.StatusOK, apiv1.State{Data: st.Data, Version: st.Version, Deleted: st.Deleted})
 	return nil
 }
 
@@ -67,7 +67,13 @@ func (s *Server) putState(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	var v int64
 	if del {
-		_, err = s.store.DeleteState(r.Context(), q, id, expected)
+		// The delete leaves a tombstone one version up; deleting what is
+		// already gone changes nothing.
+		var ok bool
+		ok, err = s.store.DeleteState(r.Context(), q, id, expected)
+		if v = expected; ok {
+			v++
+		}
 	} else {
 		v, err = s.store.SetState(r.Context(), q, id, data, expected, max)
 	}
@@ -83,5 +89,5 @@ func stateOf(st *persistence.State) *apiv1.State {
 	if st == nil {
 		return nil
 	}
-	return &apiv1.State{Data: st.Data, Version: st.Version}
+	return &apiv1.State{Data: st.Data, Version: st.Version, Deleted: st.Deleted}
 }

@@ -60,9 +60,11 @@ func TestStateEndpoints(t *testing.T) {
 
 	a = e.do("PUT", "/api/v1/queues/q/state/a%2Fb", `{"state": null, "version": 2}`, "Content-Type", "application/json")
 	require.Equal(t, http.StatusOK, a.status, a.body)
-	require.JSONEq(t, `{"version": 0}`, a.body)
+	require.JSONEq(t, `{"version": 3}`, a.body, "a delete keeps the version counting")
 	a = e.do("GET", "/api/v1/queues/q/state/a%2Fb", "")
-	require.JSONEq(t, `{"state": null, "version": 0}`, a.body)
+	require.JSONEq(t, `{"state": null, "version": 3, "deleted": true}`, a.body)
+	a = e.do("PUT", "/api/v1/queues/q/state/a%2Fb", `{"state": 1, "version": 0}`, "Content-Type", "application/json")
+	require.Equal(t, http.StatusConflict, a.status, a.body)
 
 	for _, q := range []string{"plain", "nope"} {
 		a = e.do("GET", "/api/v1/queues/"+q+"/state/x", "")

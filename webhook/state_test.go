@@ -24,7 +24,8 @@ func TestStatefulDelivery(t *testing.T) {
 	})
 	logger, _ := logBuffer()
 	s := newTestSender(t, &Config{URL: rcv.srv.URL + "/hook", Logger: logger})
-	b := testBatch("a", "b", "c", "d")
+	b := testBatch("a", "b", "c", "d", "e")
+	b.Jobs[4] = b.Jobs[4].WithState(nil, 6) // deleted at version 6
 	b.Jobs[0] = b.Jobs[0].WithState([]byte(`{"n":1}`), 4)
 	b.Jobs[1] = b.Jobs[1].WithState([]byte{0, 0xff}, 2)
 	b.Jobs[2] = b.Jobs[2].WithState(nil, 0)
@@ -46,6 +47,14 @@ func TestStatefulDelivery(t *testing.T) {
 	require.Equal(t, "0", string(req.Jobs[2]["version"]))
 	require.Equal(t, "true", string(req.Jobs[2]["timer"]))
 	require.NotContains(t, req.Jobs[0], "timer")
+	require.NotContains(t, req.Jobs[2], "deleted")
+	require.Equal(t, "null", string(req.Jobs[4]["state"]))
+	require.Equal(t, "6", string(req.Jobs[4]["version"]), "a deleted state keeps its version")
+	require.Equal(t, "true", string(req.Jobs[4]["deleted"]))
+	var back Job
+	require.NoError(t, json.Unmarshal(mustMarshal(t, req.Jobs[4]), &back))
+	require.Nil(t, back.State)
+	require.Equal(t, int64(6), back.Version)
 	require.NotContains(t, req.Jobs[3], "state", "not a stateful job")
 	require.NotContains(t, req.Jobs[3], "version")
 
@@ -100,4 +109,11 @@ func TestRequestDecodesState(t *testing.T) {
 	require.False(t, req.Jobs[2].Stateful)
 	require.Len(t, req.Jobs[2].Payloads, 1)
 	require.Equal(t, "a", req.Jobs[0].ID)
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
 }

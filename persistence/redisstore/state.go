@@ -12,7 +12,8 @@ import (
 )
 
 // Entity state of stateful queues (docs/contract.md §11, docs/storage.md
-// section 10): the shard's state hash holds id -> fld(version) bytes.
+// section 10): the shard's state hash holds id -> fld(version) bytes, or a
+// deleted state's tombstone "\x00" fld(version).
 
 // GetState implements persistence.Store.
 func (s *Store) GetState(ctx context.Context, queue, id string) (persistence.State, error) {
@@ -52,7 +53,7 @@ func (s *Store) DeleteState(ctx context.Context, queue, id string, expected int6
 	if err != nil {
 		return false, fmt.Errorf("redisstore: delete state %s/%s: %w", queue, id, err)
 	}
-	return v == 1, nil
+	return v > 0, nil
 }
 
 func (s *Store) stateKeys(ctx context.Context, queue, id string) (shardKeys, error) {

@@ -15,19 +15,24 @@ import (
 //	{"state": {"count": 3}, "version": 7}
 //	{"state_base64": "AP8=", "version": 7}
 //	{"state": null, "version": 0}          (no state)
+//	{"state": null, "version": 8, "deleted": true}  (deleted at version 8)
 //
+// A deleted state keeps its version (a tombstone, docs/contract.md §11), so
+// a compare-and-set holding a version from before the delete fails.
 // The bytes appear under "state" when they are a compact JSON value (as
 // IsJSONPayload decides for payloads), else as base64 under "state_base64".
 type State struct {
 	Data    []byte
 	Version int64
+	// Deleted: the state was deleted at Version; Data is nil.
+	Deleted bool
 }
 
 // MarshalJSON implements json.Marshaler.
 func (s State) MarshalJSON() ([]byte, error) {
 	b := make([]byte, 0, len(s.Data)*4/3+48)
 	switch {
-	case s.Version == 0:
+	case s.Version == 0 || s.Deleted:
 		b = append(b, `{"state":null`...)
 	case IsJSONPayload(s.Data):
 		b = append(b, `{"state":`...)
@@ -39,6 +44,9 @@ func (s State) MarshalJSON() ([]byte, error) {
 	}
 	b = append(b, `,"version":`...)
 	b = strconv.AppendInt(b, s.Version, 10)
+	if s.Deleted && s.Version != 0 {
+		b = append(b, `,"deleted":true`...)
+	}
 	return append(b, '}'), nil
 }
 
@@ -49,12 +57,14 @@ func (s *State) UnmarshalJSON(b []byte) error {
 		State       json.RawMessage `json:"state"`
 		StateBase64 *string         `json:"state_base64"`
 		Version     int64           `json:"version"`
+		Deleted     bool            `json:"deleted"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	s.Version = v.Version
+	s.Version, s.Deleted, s.Data = v.Version, v.Deleted && v.Version != 0, nil
 	switch {
+	case s.Deleted:
 	case v.StateBase64 != nil:
 		data, err := base64.StdEncoding.DecodeString(*v.StateBase64)
 		if err != nil {
@@ -83,8 +93,8 @@ type StateWrite struct {
 	Version     *int64          `json:"version"`
 }
 
-// StateWritten answers a PUT of a state: the new version (0 after a
-// delete).
+// StateWritten answers a PUT of a state: the new version (after a delete,
+// the tombstone's: the version keeps counting).
 type StateWritten struct {
 	Version int64 `json:"version"`
 }

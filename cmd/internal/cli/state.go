@@ -77,7 +77,9 @@ func stateGet(e *env, args []string) int {
 		return e.fail("state get", fmt.Errorf("the node's answer is not the expected JSON: %w", err))
 	}
 	fmt.Fprintf(e.stdout, "version %d\n", st.Version)
-	if st.Version != 0 {
+	if st.Deleted {
+		fmt.Fprintln(e.stdout, "deleted")
+	} else if st.Version != 0 {
 		fmt.Fprintln(e.stdout, payloadText(apiv1.Payload{Data: st.Data}))
 	}
 	return ExitOK

@@ -27,7 +27,8 @@ func TestStateGetSet(t *testing.T) {
 
 	require.Equal(t, "version 2\n", n.run("state", "set", "--queue", "orders", "--version", "1", "--base64", "AP8=", "order-1").ok(t))
 	require.Equal(t, "version 2\nbase64:AP8=\n", n.run("state", "get", "--queue", "orders", "order-1").ok(t))
-	require.Equal(t, "version 0\n", n.run("state", "set", "--queue", "orders", "--version", "2", "--delete", "order-1").ok(t))
+	require.Equal(t, "version 3\n", n.run("state", "set", "--queue", "orders", "--version", "2", "--delete", "order-1").ok(t))
+	require.Equal(t, "version 3\ndeleted\n", n.run("state", "get", "--queue", "orders", "order-1").ok(t))
 
 	for _, bad := range [][]string{
 		{"state", "set", "--queue", "orders", "--value", "1", "x"},

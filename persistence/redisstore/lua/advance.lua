@@ -28,7 +28,8 @@
 -- and each fetched id's state version ("0" = none), and returns the states.
 -- The settle compares, for each id that succeeded, the version handed out
 -- with the current one: equal, the id is acknowledged and its state write
--- applied (version + 1; a delete removes the entry); different (an external
+-- applied (version + 1; a delete leaves a tombstone at version + 1, so
+-- the version never goes back); different (an external
 -- compare-and-set won), the id goes back as it was, is neither processed
 -- nor failed, and is listed in conflicts. Writes of failed, skipped or
 -- interrupted ids are dropped.
@@ -154,12 +155,6 @@ local processed, failed, restored = 0, 0, 0
 local dead_parts, ndead = {}, 0
 local conflicts = {}
 
--- state_ver reads the version of a state hash entry ("0" for none).
-local function state_ver(v)
-  if not v then return "0" end
-  return (rdf(v, 1))
-end
-
 if L[3] then
   local h = decode_header(L[3])
   if h.token == token and h.seq == settle_seq then
@@ -167,7 +162,7 @@ if L[3] then
       processed = h.n
     else
       local _, jobs = cold().decode_batch(L[3])
-      local writes, cur, twrites = {}, {}, {}
+      local writes, cur, live, twrites = {}, {}, {}, {}
       if stateful then
         for i = 0, nsw - 1 do
           local b = ist + 2 + 3 * i
@@ -182,7 +177,10 @@ if L[3] then
           if job.sv or writes[job.id] then sids[#sids + 1] = job.id end
         end
         local got = states_of(sids)
-        for j, id in ipairs(sids) do cur[id] = state_ver(got[j]) end
+        for j, id in ipairs(sids) do
+          cur[id] = state_ver(got[j])
+          live[id] = got[j] and string.byte(got[j], 1) ~= 0
+        end
       end
       local fails, skips, ints = {}, {}, {}
       for i = 0, nfail - 1 do
@@ -212,7 +210,11 @@ if L[3] then
             processed = processed + 1
             local w = writes[id]
             if w and w[1] == "d" then
-              redis.call("HDEL", K.state, id)
+              -- A delete leaves a tombstone: the version keeps counting,
+              -- so a compare-and-set holding an older version fails.
+              if live[id] then
+                redis.call("HSET", K.state, id, state_tomb(tostring(tonumber(cur[id]) + 1)))
+              end
             elseif w then
               redis.call("HSET", K.state, id, fld(tostring(tonumber(cur[id]) + 1)) .. w[2])
             end

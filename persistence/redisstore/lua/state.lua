@@ -8,21 +8,22 @@
 -- ARGV[3] expected version ("0" = the id has no state)
 -- ARGV[4] the new state bytes ("set")
 --
--- Returns {"OK", n}: for "set" n is the new version, for "del" 1 when a
--- state was deleted, 0 when there was none. {"CONFLICT", v} when the
+-- Returns {"OK", n}: for "set" n is the new version, for "del" the version
+-- of the tombstone the delete left (the version keeps counting: no ABA),
+-- 0 when there was no state (a tombstone or nothing: nothing is written). {"CONFLICT", v} when the
 -- current version v is not ARGV[3]; nothing is written.
 --
 -- Cost: O(1) plus the state's size.
 
 local op, id, expected = ARGV[1], ARGV[2], ARGV[3]
 local cur = redis.call("HGET", K.state, id)
-local v = "0"
-if cur then v = (rdf(cur, 1)) end
+local v = state_ver(cur)
 if v ~= expected then return {"CONFLICT", v} end
 if op == "del" then
-  if not cur then return {"OK", 0} end
-  redis.call("HDEL", K.state, id)
-  return {"OK", 1}
+  if not cur or string.byte(cur, 1) == 0 then return {"OK", 0} end
+  local nv = tostring(tonumber(v) + 1)
+  redis.call("HSET", K.state, id, state_tomb(nv))
+  return {"OK", nv}
 end
 local nv = tostring(tonumber(v) + 1)
 redis.call("HSET", K.state, id, fld(nv) .. ARGV[4])
