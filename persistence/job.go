@@ -151,6 +151,8 @@ type Batch struct {
 	StateWrites []StateWrite
 	// TimerWrites are the timer changes of the call, like StateWrites.
 	TimerWrites []TimerWrite
+	// Emits are the jobs the call emitted, like StateWrites.
+	Emits []Emit
 }
 
 // Failure reports one failed id of a settled batch.
@@ -218,6 +220,12 @@ type AdvanceRequest struct {
 	// TimerWrites set or clear the timers of ids of the settled batch,
 	// committed like StateWrites (stateful queues only).
 	TimerWrites []TimerWrite
+	// Emits are jobs emitted by the handler for ids of the settled batch
+	// (any queue, stateful or not), committed into the shard's outbox with
+	// the acknowledgement of their From id only (at most MaxEmitsPerID per
+	// id); each must pass ValidateEmit, or the Advance fails with a
+	// *FieldError and changes nothing.
+	Emits []Emit
 }
 
 // AdvanceResult is the outcome of an Advance.
@@ -244,6 +252,11 @@ type AdvanceResult struct {
 	// processed nor failed; their retry count is unchanged), and nothing of
 	// their call was committed (docs/contract.md §11).
 	Conflicts []string
+	// Outbox is how many entries wait in the shard's outbox after the
+	// call, reported when the call wrote to it or the queue is stateful
+	// (0 otherwise, without looking): the owner relays them
+	// (OutboxStore.RelayOutbox).
+	Outbox int
 }
 
 // Order selects the sort order of a listing.

@@ -106,6 +106,10 @@ type Store interface {
 	// stateful queue (docs/contract.md §11).
 	StateStore
 
+	// OutboxStore relays emits committed by handler calls into their
+	// target queues (docs/contract.md §11).
+	OutboxStore
+
 	// Ping reports whether the store is reachable.
 	Ping(ctx context.Context) error
 

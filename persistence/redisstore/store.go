@@ -637,6 +637,10 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 		}
 		args = append(args, "0", "0", "0")
 	}
+	args, err = appendEmits(args, req.Emits, s.cfg.MaxPayloadBytes)
+	if err != nil {
+		return out, err
+	}
 	cmds, werr := s.runWrite(ctx, []call{{s: scriptAdvance, keys: sk.keys, args: args}})
 	res, err := cmds[0].Slice()
 	if err != nil {
@@ -651,7 +655,7 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 		// batch stays in flight and is handed out again).
 		return out, fmt.Errorf("redisstore: advance %s/%d: %w", lease.Queue, lease.Shard, werr)
 	}
-	if len(res) != 10 {
+	if len(res) != 11 {
 		return out, fmt.Errorf("redisstore: advance %s/%d: unexpected reply of %d values", lease.Queue, lease.Shard, len(res))
 	}
 	if enc, _ := res[0].(string); enc != "" {
@@ -707,6 +711,9 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 			return out, fmt.Errorf("redisstore: advance %s/%d: dead jobs: %w", lease.Queue, lease.Shard, err)
 		}
 		out.Dead = dead
+	}
+	if ob, _ := res[10].(int64); ob > 0 {
+		out.Outbox = int(ob)
 	}
 	p, _ := res[4].(int64)
 	f, _ := res[5].(int64)

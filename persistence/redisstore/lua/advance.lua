@@ -23,6 +23,15 @@
 --      (delete), the state bytes ("" for a delete)
 -- then the number of timer writes, then per write: id, "s" (set) or "c"
 --      (clear), the fire time ("" for a clear)
+-- then the number of emits, then per emit: the id it belongs to and the
+--      outbox entry (fld(queue) fld(id) fld(payload) fld(score)
+--      fld(perform_at), "" for a default score or time)
+--
+-- Emits (any queue, docs/contract.md §11): the emits of each id that is
+-- acknowledged are appended to the outbox stream (XADD, field "e") in the
+-- same step; those of failed, skipped, interrupted, conflicting or
+-- restored ids are dropped. The owner relays the outbox afterwards
+-- (RelayOutbox). A queue that emits nothing pays nothing for it.
 --
 -- Stateful queues: the fetch appends to the in-flight record the field "s"
 -- and each fetched id's state version ("0" = none), and returns the states.
@@ -46,7 +55,7 @@
 -- for the earliest timer not yet due.
 --
 -- Returns {batch, more, next_due, dead, processed, failed, restored, v1,
--- conflicts, states}:
+-- conflicts, states, outbox}:
 --   batch     the fetched batch (lib.lua encoding), or "" when none
 --   more      "1" when the fetch stopped early, so more may be due
 --   next_due  the due time of the earliest queued job not yet due, if the
@@ -57,6 +66,8 @@
 --   conflicts the settled ids that conflicted (stateful queues), a list
 --   states    per job of the batch, its entry of the state hash
 --             (fld(version) bytes) or nil; empty unless stateful
+--   outbox    the outbox's length when this call carried emits or the
+--             queue is stateful, else 0
 -- Error reply "LEASE_LOST" when ARGV[2] is not the current lease.
 --
 -- Idempotence: a call whose seq to fetch is the in-flight record's ran
@@ -94,6 +105,8 @@ local stateful = ARGV[ist] == "1"
 local nsw = tonumber(ARGV[ist + 1] or "0")
 local itw = ist + 2 + 3 * nsw
 local ntw = tonumber(ARGV[itw] or "0")
+local iem = itw + 1 + 3 * ntw
+local nem = tonumber(ARGV[iem] or "0")
 
 -- states_of returns the state hash's entries of ids, in order.
 local function states_of(ids)
@@ -141,12 +154,16 @@ if L[3] then
       for j, job in ipairs(jobs) do ids[j] = job.id end
       st = states_of(ids)
     end
-    if o then return {L[3], "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1, {}, st} end
-    return {L[3], "0", "", "", 0, 0, 0, v1, {}, st}
+    local ob = 0
+    if stateful or nem > 0 then ob = redis.call("XLEN", K.outbox) end
+    if o then return {L[3], "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1, {}, st, ob} end
+    return {L[3], "0", "", "", 0, 0, 0, v1, {}, st, ob}
   end
 end
 if o then
-  return {"", "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1, {}, {}}
+  local ob = 0
+  if stateful or nem > 0 then ob = redis.call("XLEN", K.outbox) end
+  return {"", "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1, {}, {}, ob}
 end
 
 -- ---------------------------------------------------------------- settle
@@ -158,7 +175,7 @@ local conflicts = {}
 if L[3] then
   local h = decode_header(L[3])
   if h.token == token and h.seq == settle_seq then
-    if nfail == 0 and nskip == 0 and nint == 0 and not stateful then
+    if nfail == 0 and nskip == 0 and nint == 0 and not stateful and nem == 0 then
       processed = h.n
     else
       local _, jobs = cold().decode_batch(L[3])
@@ -181,6 +198,16 @@ if L[3] then
           cur[id] = state_ver(got[j])
           live[id] = got[j] and string.byte(got[j], 1) ~= 0
         end
+      end
+      local emits = {}
+      for i = 0, nem - 1 do
+        local from = ARGV[iem + 1 + 2 * i]
+        local t = emits[from]
+        if not t then
+          t = {}
+          emits[from] = t
+        end
+        t[#t + 1] = ARGV[iem + 2 + 2 * i]
       end
       local fails, skips, ints = {}, {}, {}
       for i = 0, nfail - 1 do
@@ -223,6 +250,10 @@ if L[3] then
               redis.call("ZREM", K.timers, id)
             elseif tw then
               redis.call("ZADD", K.timers, tw[2], id)
+            end
+            local em = emits[id]
+            if em then
+              for _, e in ipairs(em) do redis.call("XADD", K.outbox, "*", "e", e) end
             end
           end
         else
@@ -507,4 +538,7 @@ elseif L[4] then
   redis.call("DEL", K.outcome)
 end
 
-return {batch, more, next_due, dead, processed, failed, restored, v1, conflicts, states}
+local ob = 0
+if stateful or nem > 0 then ob = redis.call("XLEN", K.outbox) end
+
+return {batch, more, next_due, dead, processed, failed, restored, v1, conflicts, states, ob}

@@ -22,7 +22,7 @@
 --   KEYS[24] 2:state           HASH    id -> fld(version) state bytes, or a
 --                                      tombstone "\0" fld(version)
 --   KEYS[25] 2:timers          ZSET    id -> fire time (reserved)
---   KEYS[26] 2:outbox          LIST    emits and feed entries to relay
+--   KEYS[26] 2:outbox          STREAM  emits to relay (field "e")
 -- Scripts that read layout 1's per-id keys receive them from KEYS[27] on.
 -- All keys share one hash tag, so a script touches one cluster slot.
 --
