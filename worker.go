@@ -191,7 +191,7 @@ func toJobs(in []persistence.Job) []Job {
 			ps[k] = Payload{Data: p.Data, Score: p.Score}
 		}
 		out[i] = Job{ID: j.ID, Payloads: ps, RetryCount: j.RetryCount, PerformAt: j.PerformAt, Error: j.Error,
-			st: newEntityState(j.State, j.Timer)}
+			st: newEntityState(j.State, j.Timer), em: &emitBox{}}
 	}
 	return out
 }

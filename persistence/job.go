@@ -226,6 +226,11 @@ type AdvanceRequest struct {
 	// id); each must pass ValidateEmit, or the Advance fails with a
 	// *FieldError and changes nothing.
 	Emits []Emit
+	// CheckOutbox makes the result report the outbox's length
+	// (AdvanceResult.Outbox) whatever the call carries: the owner's first
+	// Advance after acquiring sets it, to relay what a previous owner
+	// committed and did not relay.
+	CheckOutbox bool
 }
 
 // AdvanceResult is the outcome of an Advance.
@@ -253,8 +258,8 @@ type AdvanceResult struct {
 	// their call was committed (docs/contract.md §11).
 	Conflicts []string
 	// Outbox is how many entries wait in the shard's outbox after the
-	// call, reported when the call wrote to it or the queue is stateful
-	// (0 otherwise, without looking): the owner relays them
+	// call, reported when the call carried emits, set CheckOutbox or the
+	// queue is stateful (0 otherwise, without looking): the owner relays them
 	// (OutboxStore.RelayOutbox).
 	Outbox int
 }

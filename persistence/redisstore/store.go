@@ -637,9 +637,17 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 		}
 		args = append(args, "0", "0", "0")
 	}
-	args, err = appendEmits(args, req.Emits, s.cfg.MaxPayloadBytes)
+	// Emits are checked against the default payload limit, as the node
+	// checks them before the call; the relay enqueues them under the
+	// store's own limit (and drops, logged, what it refuses).
+	args, err = appendEmits(args, req.Emits, max(s.cfg.MaxPayloadBytes, persistence.DefaultMaxPayloadBytes))
 	if err != nil {
 		return out, err
+	}
+	if req.CheckOutbox {
+		args = append(args, "1")
+	} else {
+		args = append(args, "0")
 	}
 	cmds, werr := s.runWrite(ctx, []call{{s: scriptAdvance, keys: sk.keys, args: args}})
 	res, err := cmds[0].Slice()

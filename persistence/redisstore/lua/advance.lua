@@ -26,6 +26,8 @@
 -- then the number of emits, then per emit: the id it belongs to and the
 --      outbox entry (fld(queue) fld(id) fld(payload) fld(score)
 --      fld(perform_at), "" for a default score or time)
+-- then "1" to report the outbox's length whatever the call carries (the
+--      first call of a new owner, which relays what a previous owner left)
 --
 -- Emits (any queue, docs/contract.md §11): the emits of each id that is
 -- acknowledged are appended to the outbox stream (XADD, field "e") in the
@@ -66,8 +68,8 @@
 --   conflicts the settled ids that conflicted (stateful queues), a list
 --   states    per job of the batch, its entry of the state hash
 --             (fld(version) bytes) or nil; empty unless stateful
---   outbox    the outbox's length when this call carried emits or the
---             queue is stateful, else 0
+--   outbox    the outbox's length when this call carried emits, asked for
+--             it or the queue is stateful, else 0
 -- Error reply "LEASE_LOST" when ARGV[2] is not the current lease.
 --
 -- Idempotence: a call whose seq to fetch is the in-flight record's ran
@@ -107,6 +109,7 @@ local itw = ist + 2 + 3 * nsw
 local ntw = tonumber(ARGV[itw] or "0")
 local iem = itw + 1 + 3 * ntw
 local nem = tonumber(ARGV[iem] or "0")
+local look = stateful or nem > 0 or ARGV[iem + 1 + 2 * nem] == "1"
 
 -- states_of returns the state hash's entries of ids, in order.
 local function states_of(ids)
@@ -155,14 +158,14 @@ if L[3] then
       st = states_of(ids)
     end
     local ob = 0
-    if stateful or nem > 0 then ob = redis.call("XLEN", K.outbox) end
+    if look then ob = redis.call("XLEN", K.outbox) end
     if o then return {L[3], "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1, {}, st, ob} end
     return {L[3], "0", "", "", 0, 0, 0, v1, {}, st, ob}
   end
 end
 if o then
   local ob = 0
-  if stateful or nem > 0 then ob = redis.call("XLEN", K.outbox) end
+  if look then ob = redis.call("XLEN", K.outbox) end
   return {"", "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1, {}, {}, ob}
 end
 
@@ -539,6 +542,6 @@ elseif L[4] then
 end
 
 local ob = 0
-if stateful or nem > 0 then ob = redis.call("XLEN", K.outbox) end
+if look then ob = redis.call("XLEN", K.outbox) end
 
 return {batch, more, next_due, dead, processed, failed, restored, v1, conflicts, states, ob}
