@@ -466,6 +466,7 @@ func (n *Node) shardConfig(w Worker, i int) shard.Config {
 		CallTimeout:   w.Timeout,
 		Stateful:      w.State,
 		MaxStateBytes: w.MaxStateBytes,
+		FeedMaxLen:    max(w.FeedMaxLen, 0),
 		Process:       n.processor(w),
 		LeaseTTL:      n.cfg.LeaseTTL,
 		IdlePoll:      n.cfg.IdlePoll,

@@ -36,6 +36,15 @@ import (
 // DefaultMaxStateBytes is Worker.MaxStateBytes's default (1 MiB).
 const DefaultMaxStateBytes = persistence.DefaultMaxStateBytes
 
+// DefaultFeedMaxLen is Worker.FeedMaxLen's default: a stateful queue's
+// change feed keeps about the latest 10,000 changes (a few MiB of Redis
+// memory with small states; states over persistence.FeedInlineBytes are
+// published as their SHA-1).
+const DefaultFeedMaxLen = persistence.DefaultFeedMaxLen
+
+// NoFeed as Worker.FeedMaxLen publishes no change feed.
+const NoFeed = -1
+
 // entityState is one id's state as a handler call sees it. Job values are
 // copied freely (range loops), so they share it through a pointer.
 type entityState struct {

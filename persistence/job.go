@@ -231,6 +231,10 @@ type AdvanceRequest struct {
 	// Advance after acquiring sets it, to relay what a previous owner
 	// committed and did not relay.
 	CheckOutbox bool
+	// FeedMaxLen, on a stateful queue, publishes each committed state
+	// change on the queue's change feed, kept to about that many entries
+	// (through the outbox, relayed like emits); 0 publishes nothing.
+	FeedMaxLen int
 }
 
 // AdvanceResult is the outcome of an Advance.

@@ -110,6 +110,10 @@ type Store interface {
 	// target queues (docs/contract.md §11).
 	OutboxStore
 
+	// FeedStore reads the change feed of a stateful queue
+	// (docs/contract.md §11).
+	FeedStore
+
 	// Ping reports whether the store is reachable.
 	Ping(ctx context.Context) error
 

@@ -37,6 +37,9 @@ func (a *Actor) newRequest(fetch int) {
 		req.Emits = a.settle.emits
 	}
 	req.Stateful, req.MaxStateBytes = a.cfg.Stateful, a.cfg.MaxStateBytes
+	if a.cfg.Stateful {
+		req.FeedMaxLen = a.cfg.FeedMaxLen
+	}
 	// The first call under a new lease looks for emits a previous owner
 	// committed and did not relay (it died first).
 	req.CheckOutbox = a.seq == 1

@@ -75,6 +75,9 @@ type Config struct {
 	// with the settle. MaxStateBytes bounds them (0: the store's default).
 	Stateful      bool
 	MaxStateBytes int
+	// FeedMaxLen, on a stateful queue, publishes committed state changes
+	// on the queue's change feed kept to about that length (0: none).
+	FeedMaxLen int
 	Process       Processor
 	// OnDead, if set, receives what a settlement moved to the morgue.
 	OnDead   func(ctx context.Context, dead []persistence.Job)

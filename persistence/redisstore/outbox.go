@@ -11,7 +11,8 @@ import (
 
 // The per-shard outbox (docs/storage.md section 10): a stream in the
 // shard's slot. advance.lua appends the emits of acknowledged ids (field
-// "e"); RelayOutbox enqueues them into their targets and deletes them by
+// "e") and, with state.lua, the changes for the change feed (field "f",
+// feed.go); RelayOutbox enqueues them into their targets and deletes them by
 // entry id, so overlapping relays (an old owner and a new one) remove
 // each entry once and enqueue it at least once.
 
@@ -123,8 +124,19 @@ func (s *Store) RelayOutbox(ctx context.Context, ref persistence.ShardRef, limit
 	ids := make([]string, 0, len(msgs))
 	byQueue := map[string][]persistence.NewJob{}
 	var order []string
+	var changes []feedChange
 	for _, m := range msgs {
 		ids = append(ids, m.ID)
+		if raw, ok := m.Values["f"].(string); ok {
+			c, err := decodeFeedChange(raw)
+			if err != nil {
+				s.cfg.Logger.Error("corrupt outbox entry dropped", "queue", ref.Queue, "shard", ref.Shard, "entry", m.ID, "err", err)
+				dropped++
+				continue
+			}
+			changes = append(changes, c)
+			continue
+		}
 		raw, ok := m.Values["e"].(string)
 		if !ok {
 			s.cfg.Logger.Error("outbox entry of an unknown kind dropped", "queue", ref.Queue, "shard", ref.Shard, "entry", m.ID)
@@ -161,6 +173,10 @@ func (s *Store) RelayOutbox(ctx context.Context, ref persistence.ShardRef, limit
 			return 0, 0, true, fmt.Errorf("redisstore: relay the outbox of %s/%d to %s: %w", ref.Queue, ref.Shard, q, err)
 		}
 	}
+	if err := s.publishFeed(ctx, ref.Queue, changes); err != nil {
+		return 0, 0, true, err
+	}
+	relayed += len(changes)
 	if err := s.rdb.XDel(ctx, key, ids...).Err(); err != nil {
 		return relayed, dropped, true, fmt.Errorf("redisstore: trim the outbox of %s/%d: %w", ref.Queue, ref.Shard, err)
 	}

@@ -649,6 +649,10 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 	} else {
 		args = append(args, "0")
 	}
+	if req.FeedMaxLen < 0 {
+		return out, &persistence.FieldError{Field: "feed_max_len", Index: -1, Reason: "must not be negative"}
+	}
+	args = append(args, strconv.Itoa(req.FeedMaxLen))
 	cmds, werr := s.runWrite(ctx, []call{{s: scriptAdvance, keys: sk.keys, args: args}})
 	res, err := cmds[0].Slice()
 	if err != nil {

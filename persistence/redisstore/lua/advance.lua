@@ -28,6 +28,10 @@
 --      fld(perform_at), "" for a default score or time)
 -- then "1" to report the outbox's length whatever the call carries (the
 --      first call of a new owner, which relays what a previous owner left)
+-- then the change feed's length bound ("0" = no feed; stateful queues):
+--      each committed state change adds a feed entry to the outbox
+--      (feed_put). The first call of an owner ("1" above) also records it
+--      in meta's "feed", for the external compare-and-set (state.lua).
 --
 -- Emits (any queue, docs/contract.md §11): the emits of each id that is
 -- acknowledged are appended to the outbox stream (XADD, field "e") in the
@@ -109,7 +113,10 @@ local itw = ist + 2 + 3 * nsw
 local ntw = tonumber(ARGV[itw] or "0")
 local iem = itw + 1 + 3 * ntw
 local nem = tonumber(ARGV[iem] or "0")
-local look = stateful or nem > 0 or ARGV[iem + 1 + 2 * nem] == "1"
+local first = ARGV[iem + 1 + 2 * nem] == "1"
+local look = stateful or nem > 0 or first
+local feedmax = ARGV[iem + 2 + 2 * nem] or "0"
+if feedmax == "" then feedmax = "0" end
 
 -- states_of returns the state hash's entries of ids, in order.
 local function states_of(ids)
@@ -121,6 +128,8 @@ local L = redis.call("MGET", K.lease, K.v1lease, K.inflight, K.outcome)
 if L[1] ~= token or L[2] ~= FENCE then
   return redis.error_reply("LEASE_LOST")
 end
+
+if first and stateful then redis.call("HSET", K.meta, "feed", feedmax) end
 
 local v1 = 0
 if ARGV[10] == "1" then
@@ -243,10 +252,14 @@ if L[3] then
               -- A delete leaves a tombstone: the version keeps counting,
               -- so a compare-and-set holding an older version fails.
               if live[id] then
-                redis.call("HSET", K.state, id, state_tomb(tostring(tonumber(cur[id]) + 1)))
+                local nv = tostring(tonumber(cur[id]) + 1)
+                redis.call("HSET", K.state, id, state_tomb(nv))
+                if feedmax ~= "0" then feed_put(id, nv, "d", "", feedmax) end
               end
             elseif w then
-              redis.call("HSET", K.state, id, fld(tostring(tonumber(cur[id]) + 1)) .. w[2])
+              local nv = tostring(tonumber(cur[id]) + 1)
+              redis.call("HSET", K.state, id, fld(nv) .. w[2])
+              if feedmax ~= "0" then feed_put(id, nv, "s", w[2], feedmax) end
             end
             local tw = twrites[id]
             if tw and tw[1] == "c" then
