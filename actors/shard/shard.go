@@ -78,7 +78,7 @@ type Config struct {
 	// FeedMaxLen, on a stateful queue, publishes committed state changes
 	// on the queue's change feed kept to about that length (0: none).
 	FeedMaxLen int
-	Process       Processor
+	Process    Processor
 	// OnDead, if set, receives what a settlement moved to the morgue.
 	OnDead   func(ctx context.Context, dead []persistence.Job)
 	LeaseTTL time.Duration
