@@ -46,8 +46,9 @@ func ValidateEmit(e Emit, maxPayload int) error {
 // at least once and removed once.
 type OutboxStore interface {
 	// RelayOutbox enqueues up to limit of the oldest entries of the shard's
-	// outbox into their targets, then removes them, and returns how many
-	// it relayed and whether entries remain. An entry whose target queue
+	// outbox into their targets (emits into their queues, state changes
+	// onto the queue's change feed), then removes them, and returns how
+	// many it relayed and whether entries remain. An entry whose target queue
 	// does not exist (never registered) is removed without being relayed
 	// and counted in dropped.
 	RelayOutbox(ctx context.Context, ref ShardRef, limit int) (relayed, dropped int, more bool, err error)
