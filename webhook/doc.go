@@ -72,7 +72,9 @@
 //
 // "state" is the state as a JSON value when its bytes are one, else
 // "state_base64" holds them; an id without state has "state": null and
-// "version": 0. "timer": true marks a job that its timer brought (it may
+// "version": 0, and an id whose state was deleted has "state": null,
+// "deleted": true and the version the delete left (versions never go
+// back). "timer": true marks a job that its timer brought (it may
 // have no payloads: "payloads": []). Jobs of other queues carry none of
 // these.
 //
