@@ -34,6 +34,11 @@ import (
 // fail the id.
 const MaxEmitsPerID = persistence.MaxEmitsPerID
 
+// MaxEmitBytesPerCall bounds the payload bytes one handler call emits, all
+// ids together (the emits travel in the script call that settles them): an
+// id whose emits would pass it fails, and the ids before it keep theirs.
+const MaxEmitBytesPerCall = 16 << 20
+
 // ErrEmitHeaders fails an id whose emits carry headers: job headers
 // (docs/contract.md §10) are not stored yet, and an emit never drops part
 // of what it was given.
@@ -99,6 +104,10 @@ func (j Job) WithEmits() Job {
 // settle; an id with a bad emit fails instead (returned with the reason).
 // now dates PerformIn.
 func collectEmits(b *persistence.Batch, jobs []Job, failed map[string]bool, now time.Time, bad map[string]error) map[string]error {
+	total := 0
+	for _, e := range b.Emits {
+		total += len(e.Job.Payload)
+	}
 	for _, j := range jobs {
 		if failed[j.ID] || bad[j.ID] != nil {
 			continue
@@ -108,6 +117,17 @@ func collectEmits(b *persistence.Batch, jobs []Job, failed map[string]bool, now 
 			continue
 		}
 		out, err := toEmits(j.ID, ems, now)
+		if err == nil {
+			n := 0
+			for _, e := range out {
+				n += len(e.Job.Payload)
+			}
+			if total+n > MaxEmitBytesPerCall {
+				err = fmt.Errorf("its emits (%d payload bytes) would take the call's emits over MaxEmitBytesPerCall (%d)", n, MaxEmitBytesPerCall)
+			} else {
+				total += n
+			}
+		}
 		if err != nil {
 			if bad == nil {
 				bad = map[string]error{}
