@@ -32,6 +32,8 @@ type Job struct {
 	// st is the id's state on a stateful queue (State, SetState), nil
 	// otherwise; shared by copies of the Job.
 	st *entityState
+	// em holds the call's emits (Emit); shared by copies of the Job.
+	em *emitBox
 }
 
 // Batch is what a handler receives: up to the worker's batch size of

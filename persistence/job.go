@@ -165,6 +165,8 @@ type Batch struct {
 	StateWrites []StateWrite
 	// TimerWrites are the timer changes of the call, like StateWrites.
 	TimerWrites []TimerWrite
+	// Emits are the jobs the call emitted, like StateWrites.
+	Emits []Emit
 }
 
 // Failure reports one failed id of a settled batch.
@@ -232,6 +234,21 @@ type AdvanceRequest struct {
 	// TimerWrites set or clear the timers of ids of the settled batch,
 	// committed like StateWrites (stateful queues only).
 	TimerWrites []TimerWrite
+	// Emits are jobs emitted by the handler for ids of the settled batch
+	// (any queue, stateful or not), committed into the shard's outbox with
+	// the acknowledgement of their From id only (at most MaxEmitsPerID per
+	// id); each must pass ValidateEmit, or the Advance fails with a
+	// *FieldError and changes nothing.
+	Emits []Emit
+	// CheckOutbox makes the result report the outbox's length
+	// (AdvanceResult.Outbox) whatever the call carries: the owner's first
+	// Advance after acquiring sets it, to relay what a previous owner
+	// committed and did not relay.
+	CheckOutbox bool
+	// FeedMaxLen, on a stateful queue, publishes each committed state
+	// change on the queue's change feed, kept to about that many entries
+	// (through the outbox, relayed like emits); 0 publishes nothing.
+	FeedMaxLen int
 }
 
 // AdvanceResult is the outcome of an Advance.
@@ -258,6 +275,11 @@ type AdvanceResult struct {
 	// processed nor failed; their retry count is unchanged), and nothing of
 	// their call was committed (docs/contract.md §11).
 	Conflicts []string
+	// Outbox is how many entries wait in the shard's outbox after the
+	// call, reported when the call carried emits, set CheckOutbox or the
+	// queue is stateful (0 otherwise, without looking): the owner relays them
+	// (OutboxStore.RelayOutbox).
+	Outbox int
 }
 
 // Order selects the sort order of a listing.

@@ -25,6 +25,7 @@
 //	POST   /api/v1/queues/{q}/morgue/delete            200 {"deleted": n}
 //	GET    /api/v1/queues/{q}/state/{id}               200 {"state": ..., "version": n} (stateful queues, Config.StateQueues)
 //	PUT    /api/v1/queues/{q}/state/{id}               200 {"version": n}; 409 on a stale version
+//	GET    /api/v1/queues/{q}/feed?from=&limit=&wait=   200 {"entries": [{"pos", "id", "version", "state"...}], "next"} (change feed)
 //	GET    /api/v1/stats                               200 Lowkiq's stats shape
 //	GET    /api/v1/cluster                             200 members and shard owners
 //	GET    /api/v1/access                              200 {"write": bool, "token_required": bool}

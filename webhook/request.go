@@ -36,7 +36,9 @@ type Job struct {
 	Payloads []Payload `json:"payloads"`
 	// Stateful is set for a job of a stateful queue (docs/contract.md §11):
 	// the request then carries its State ("state" as a JSON value, or
-	// "state_base64"; null when it has none) and Version.
+	// "state_base64"; null when it has none, with "deleted": true when it
+	// was deleted: Version then keeps counting) and Version. A deleted
+	// state has a nil State and a Version above 0.
 	Stateful bool   `json:"-"`
 	State    []byte `json:"-"`
 	Version  int64  `json:"version,omitempty"`
@@ -115,6 +117,8 @@ func writeJob(buf *bytes.Buffer, j Job) error {
 		switch {
 		case j.Version == 0:
 			buf.WriteString(`,"state":null`)
+		case j.State == nil:
+			buf.WriteString(`,"state":null,"deleted":true`)
 		case isPortableJSON(j.State):
 			buf.WriteString(`,"state":`)
 			buf.Write(j.State)
@@ -253,6 +257,7 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 		plain
 		State       json.RawMessage `json:"state"`
 		StateBase64 *string         `json:"state_base64"`
+		Deleted     bool            `json:"deleted"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
@@ -267,7 +272,7 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 		j.Stateful, j.State = true, data
 	case v.State != nil:
 		j.Stateful = true
-		if string(v.State) != "null" || j.Version != 0 {
+		if string(v.State) != "null" || (j.Version != 0 && !v.Deleted) {
 			j.State = []byte(v.State)
 		}
 	}

@@ -756,7 +756,7 @@ func (s *Store) GetJob(ctx context.Context, queue, id string) (persistence.JobIn
 			}
 		}
 	}
-	if info.Queued == nil && info.InFlight == nil && info.State == nil && info.Timer.IsZero() {
+	if info.Queued == nil && info.InFlight == nil && (info.State == nil || info.State.Deleted) && info.Timer.IsZero() {
 		return info, fmt.Errorf("%w: job %q in queue %s", persistence.ErrNotFound, id, queue)
 	}
 	return info, nil

@@ -384,19 +384,31 @@ func decodeBatch(s string) (batchHeader, []persistence.Job, error) {
 	return h, jobs, nil
 }
 
-// decodeState decodes an entry of the state hash: fld(version) bytes. nil
-// (no entry) is version 0.
+// decodeState decodes an entry of the state hash: fld(version) bytes, or a
+// deleted state's tombstone "\x00" fld(version) (a NUL byte is an empty
+// first field, which a state never starts with). nil (no entry) is
+// version 0. A state's Data is never nil, a tombstone's always is.
 func decodeState(v any) (persistence.State, error) {
 	s, ok := v.(string)
 	if !ok {
 		return persistence.State{}, nil
 	}
+	tomb := len(s) > 0 && s[0] == 0
 	r := &fieldReader{s: s}
+	if tomb {
+		r.pos = 1
+	}
 	ver, err := r.int()
 	if err != nil || ver <= 0 {
 		return persistence.State{}, errCorrupt
 	}
-	return persistence.State{Data: []byte(s[r.pos:]), Version: ver}, nil
+	if tomb {
+		if !r.done() {
+			return persistence.State{}, fmt.Errorf("%w: bytes after a tombstone", errCorrupt)
+		}
+		return persistence.State{Version: ver, Deleted: true}, nil
+	}
+	return persistence.State{Data: append([]byte{}, s[r.pos:]...), Version: ver}, nil
 }
 
 // countOfHeader reads n from the first bytes of an encoded batch; 0 when

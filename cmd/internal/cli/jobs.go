@@ -248,7 +248,9 @@ func jobsGet(e *env, args []string) int {
 	} else {
 		fmt.Fprintf(tw, "in flight:\tno\n")
 	}
-	if st := l.State; st != nil {
+	if st := l.State; st != nil && st.Deleted {
+		fmt.Fprintf(tw, "state:\tversion %d: deleted\n", st.Version)
+	} else if st != nil {
 		fmt.Fprintf(tw, "state:\tversion %d: %s\n", st.Version, cell(payloadText(apiv1.Payload{Data: st.Data}), 200))
 	}
 	if l.Timer != nil {

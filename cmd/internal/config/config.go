@@ -289,6 +289,9 @@ type QueueConfig struct {
 	// MaxStateBytes is the largest state of one id; 0 means
 	// orderly.DefaultMaxStateBytes [max_state_bytes; 0].
 	MaxStateBytes int
+	// FeedMaxLen bounds a stateful queue's change feed: nil means
+	// orderly.DefaultFeedMaxLen, 0 no feed [feed_max_len; 10000].
+	FeedMaxLen *int
 	// MaxConcurrency is the most handler calls of the queue at once across
 	// the cluster (docs/contract.md §9); 0 means no limit
 	// [max_concurrency; 0].

@@ -138,6 +138,7 @@ queues:
     max_payloads_per_call: 1000
     state: true
     max_state_bytes: 65536
+    feed_max_len: 500
     max_concurrency: 4
     rate_limit: {per_second: 100, burst: 20}
     retry: {policy: linear, base: 10s}       # lowkiq | linear (base*(n+1)) | exponential (base*2^n, max)
@@ -163,6 +164,7 @@ func TestExampleFile(t *testing.T) {
 	t.Parallel()
 	cfg, path, err := loadFile(t, exampleFile, nil)
 	require.NoError(t, err)
+	feedLen := 500
 	require.Equal(t, &Config{
 		File: path,
 		Node: NodeConfig{
@@ -203,6 +205,7 @@ func TestExampleFile(t *testing.T) {
 				MaxPayloadsPerCall: 1000,
 				State:              true,
 				MaxStateBytes:      65536,
+				FeedMaxLen:         &feedLen,
 				MaxConcurrency:     4,
 				RateLimit:          &RateLimitConfig{PerSecond: 100, Burst: 20},
 				Retry:              RetryConfig{Policy: "linear", Base: 10 * time.Second},

@@ -126,6 +126,9 @@ func validateQueue(q *QueueConfig, report func(key, msg string)) {
 	if q.MaxStateBytes < 0 {
 		report("max_state_bytes", fmt.Sprintf("must not be negative (0 means the default, %d), got %d", orderly.DefaultMaxStateBytes, q.MaxStateBytes))
 	}
+	if q.FeedMaxLen != nil && *q.FeedMaxLen < 0 {
+		report("feed_max_len", fmt.Sprintf("must not be negative (0: no change feed; default %d), got %d", orderly.DefaultFeedMaxLen, *q.FeedMaxLen))
+	}
 	if r := q.RateLimit; r != nil {
 		if !(r.PerSecond > 0) || math.IsInf(r.PerSecond, 1) {
 			report("rate_limit.per_second", fmt.Sprintf("must be a positive number of calls a second, got %v", r.PerSecond))

@@ -38,6 +38,7 @@ func buildWorkers(queues []config.QueueConfig, log *slog.Logger, observe func(qu
 			MaxPayloadsPerCall: q.MaxPayloadsPerCall,
 			State:              q.State,
 			MaxStateBytes:      q.MaxStateBytes,
+			FeedMaxLen:         feedMaxLen(q.FeedMaxLen),
 			MaxConcurrency:     q.MaxConcurrency,
 			RateLimit:          rateLimit(q.RateLimit),
 			RetryIn:            retryPolicy(q.Retry),
@@ -192,4 +193,16 @@ func rateLimit(r *config.RateLimitConfig) *orderly.RateLimit {
 		burst = max(1, int(math.Ceil(r.PerSecond)))
 	}
 	return &orderly.RateLimit{PerSecond: r.PerSecond, Burst: burst}
+}
+
+// feedMaxLen maps the file's feed_max_len (absent: the default; 0: no
+// feed) to Worker.FeedMaxLen.
+func feedMaxLen(n *int) int {
+	switch {
+	case n == nil:
+		return 0
+	case *n == 0:
+		return orderly.NoFeed
+	}
+	return *n
 }

@@ -19,9 +19,11 @@
 --   KEYS[14] 2:outcome         STRING  the last settlement's dead report
 --   KEYS[15..23] layout 1's due, ids, retries, errors, inflight, stats,
 --                morgue, morgue_ids, morgue_errors
---   KEYS[24] 2:state           HASH    id -> fld(version) state bytes
+--   KEYS[24] 2:state           HASH    id -> fld(version) state bytes, or a
+--                                      tombstone "\0" fld(version)
 --   KEYS[25] 2:timers          ZSET    id -> fire time (reserved)
---   KEYS[26] 2:outbox          LIST    emits to relay (reserved)
+--   KEYS[26] 2:outbox          STREAM  emits (field "e") and change feed
+--                                      entries (field "f") to relay
 -- Scripts that read layout 1's per-id keys receive them from KEYS[27] on.
 -- All keys share one hash tag, so a script touches one cluster slot.
 --
@@ -131,6 +133,36 @@ local function bcmp(a, b)
   end
   if la < lb then return -1 end
   return 1
+end
+
+-- state_ver reads the version of a state hash entry: "0" for none; an
+-- entry starting with a NUL byte (an empty first field, which a state never
+-- has) is a deleted state's tombstone "\0" fld(version)
+-- (docs/contract.md §11).
+local function state_ver(v)
+  if not v then return "0" end
+  if string.byte(v, 1) == 0 then return (rdf(v, 2)) end
+  return (rdf(v, 1))
+end
+
+-- state_tomb is the tombstone a delete leaves at version v.
+local function state_tomb(v)
+  return "\0" .. fld(v)
+end
+
+-- feed_put appends to the outbox a change feed entry (field "f") for id
+-- at version v, to be relayed into the queue's feed stream of at most
+-- maxlen entries (docs/contract.md §11): fld(id) fld(v) fld(kind)
+-- fld(data) fld(time) fld(maxlen), kind "s" with the state bytes, "h"
+-- with their SHA-1 (hex) when they are over FEED_INLINE bytes, "d" for a
+-- delete (no data). NOW must be set (init_clock).
+local FEED_INLINE = 1024
+local function feed_put(id, v, kind, data, maxlen)
+  if kind == "s" and #data > FEED_INLINE then
+    kind, data = "h", redis.sha1hex(data)
+  end
+  redis.call("XADD", K.outbox, "*", "f",
+    fld(id) .. fld(v) .. fld(kind) .. fld(data) .. fld(NOW) .. fld(maxlen))
 end
 
 -- hdel_list deletes fields in chunks within Lua's argument limits.
