@@ -14,6 +14,8 @@ import (
 type Payload struct {
 	Data  []byte
 	Score float64
+	// Headers are the payload's metadata (docs/contract.md §10), nil when none.
+	Headers map[string]string
 }
 
 // Job is one id of a batch: its payloads (ascending score, ties in byte
@@ -30,6 +32,8 @@ type Job struct {
 	// st is the id's state on a stateful queue (State, SetState), nil
 	// otherwise; shared by copies of the Job.
 	st *entityState
+	// em holds the call's emits (Emit); shared by copies of the Job.
+	em *emitBox
 }
 
 // Batch is what a handler receives: up to the worker's batch size of

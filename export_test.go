@@ -61,3 +61,12 @@ func NeverServe(n *Node, refs ...persistence.ShardRef) {
 		n.never[r] = true
 	}
 }
+
+// SkipRelay makes n (before Start) never relay its shards' outboxes, as a
+// node that dies between committing emits and relaying them: the next
+// owner of each shard relays them.
+func SkipRelay(n *Node) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.noRelay = true
+}

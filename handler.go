@@ -31,9 +31,6 @@ func (n *Node) processor(w Worker) shard.Processor {
 		if err != nil && errors.Is(context.Cause(ctx), shard.ErrCallDeadline) {
 			err = fmt.Errorf("timed out after %s: %w", w.Timeout, err)
 		}
-		if err == nil && !w.State {
-			return nil, nil
-		}
 		now := n.clock.Now()
 		fail := func(j persistence.Job, e error) persistence.Failure {
 			msg := "failed"
@@ -46,11 +43,16 @@ func (n *Node) processor(w Worker) shard.Processor {
 			return persistence.Failure{ID: j.ID, Error: msg, RetryAt: now.Add(w.RetryIn(j.RetryCount + 1))}
 		}
 		if err == nil {
-			if !w.State {
+			var bad map[string]error
+			if w.State {
+				bad = collectStates(b, batch.Jobs, nil, w.MaxStateBytes)
+			}
+			bad = collectEmits(b, batch.Jobs, nil, now, bad)
+			if len(bad) == 0 {
 				return nil, nil
 			}
-			var out []persistence.Failure
-			for id, e := range collectStates(b, batch.Jobs, nil, w.MaxStateBytes) {
+			out := make([]persistence.Failure, 0, len(bad))
+			for id, e := range bad {
 				out = append(out, fail(jobByID(b, id), e))
 			}
 			return out, nil
@@ -71,10 +73,12 @@ func (n *Node) processor(w Worker) shard.Processor {
 				failed[j.ID] = true
 			}
 		}
+		var bad map[string]error
 		if w.State {
-			for id, e := range collectStates(b, batch.Jobs, failed, w.MaxStateBytes) {
-				out = append(out, fail(jobByID(b, id), e))
-			}
+			bad = collectStates(b, batch.Jobs, failed, w.MaxStateBytes)
+		}
+		for id, e := range collectEmits(b, batch.Jobs, failed, now, bad) {
+			out = append(out, fail(jobByID(b, id), e))
 		}
 		if len(out) < len(pf.Failed) {
 			for id := range pf.Failed {

@@ -109,6 +109,7 @@ type Node struct {
 	free    map[persistence.ShardRef]freeShard // shards of the node's queues nobody held at the last sweep
 	adopted map[persistence.ShardRef]bool      // shards served beside the placement's share
 	never   map[persistence.ShardRef]bool      // test seam: shards this node never serves
+	noRelay bool                               // test seam: never relay outboxes (emits wait for the next owner)
 
 	boot sync.WaitGroup // the bootstrap goroutine
 }
@@ -465,6 +466,7 @@ func (n *Node) shardConfig(w Worker, i int) shard.Config {
 		CallTimeout:   w.Timeout,
 		Stateful:      w.State,
 		MaxStateBytes: w.MaxStateBytes,
+		FeedMaxLen:    max(w.FeedMaxLen, 0),
 		Process:       n.processor(w),
 		LeaseTTL:      n.cfg.LeaseTTL,
 		IdlePoll:      n.cfg.IdlePoll,
@@ -473,6 +475,7 @@ func (n *Node) shardConfig(w Worker, i int) shard.Config {
 		Logger:        n.log,
 		Paused:        n.ctl.pausedFunc(w.Queue),
 		Throttle:      n.throttle(w),
+		SkipRelay:     n.noRelay,
 	}
 	if n.cfg.Observer != nil {
 		sc.Observer = n.cfg.Observer

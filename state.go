@@ -12,7 +12,7 @@ import (
 //
 // On a queue whose worker sets State, every id owns a durable state (opaque
 // bytes, at most MaxStateBytes) and a version that grows by one with each
-// change (0: no state). The handler reads it from the batch entry and may
+// change (0: no state ever; a delete keeps counting). The handler reads it from the batch entry and may
 // replace or delete it:
 //
 //	func(ctx context.Context, b *orderly.Batch) error {
@@ -35,6 +35,15 @@ import (
 
 // DefaultMaxStateBytes is Worker.MaxStateBytes's default (1 MiB).
 const DefaultMaxStateBytes = persistence.DefaultMaxStateBytes
+
+// DefaultFeedMaxLen is Worker.FeedMaxLen's default: a stateful queue's
+// change feed keeps about the latest 10,000 changes (a few MiB of Redis
+// memory with small states; states over persistence.FeedInlineBytes are
+// published as their SHA-1).
+const DefaultFeedMaxLen = persistence.DefaultFeedMaxLen
+
+// NoFeed as Worker.FeedMaxLen publishes no change feed.
+const NoFeed = -1
 
 // entityState is one id's state as a handler call sees it. Job values are
 // copied freely (range loops), so they share it through a pointer.
@@ -114,8 +123,9 @@ func (j Job) timerWrite() (persistence.TimerWrite, bool) {
 func (j Job) Stateful() bool { return j.st != nil }
 
 // State returns the id's state: as it was when the batch was fetched, or as
-// this call last set it. nil when the id has no state (or the queue is not
-// stateful). The slice must not be modified.
+// this call last set it. nil when the id has no state, had one that was
+// deleted (StateVersion then keeps counting), or the queue is not stateful.
+// A state that exists is never nil (an empty state is an empty slice). The slice must not be modified.
 func (j Job) State() []byte {
 	if j.st == nil {
 		return nil
@@ -154,7 +164,8 @@ func (j Job) SetState(data []byte) {
 }
 
 // DeleteState deletes the id's state, committed when the id is
-// acknowledged; its version then starts again from 0. Deleting a job never
+// acknowledged. The version keeps counting (the id keeps a tombstone one
+// version up), so a compare-and-set holding an older version fails. Deleting a job never
 // deletes its state: this does.
 func (j Job) DeleteState() {
 	if j.st == nil {

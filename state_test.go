@@ -152,6 +152,6 @@ func TestStatefulTimer(t *testing.T) {
 	require.Eventually(t, func() bool {
 		st, err := e.store.GetState(e.ctx, "orders", "order-1")
 		require.NoError(t, err)
-		return st.Version == 0
+		return st.Version == 2 && st.Deleted
 	}, 10*time.Second, 10*time.Millisecond)
 }

@@ -87,6 +87,14 @@ type Worker struct {
 	// a handler that sets a bigger one fails that id. The configuration
 	// file's max_state_bytes means the same.
 	MaxStateBytes int
+	// FeedMaxLen bounds a stateful queue's change feed (docs/contract.md
+	// §11): every committed state change (a handler's, an external
+	// compare-and-set, a delete) is published on it, and about the latest
+	// FeedMaxLen are kept [DefaultFeedMaxLen]; NoFeed publishes nothing.
+	// The configuration file's feed_max_len means the same (0 there is
+	// NoFeed). Store.ReadFeed, client.Feed and GET
+	// /api/v1/queues/{q}/feed read it.
+	FeedMaxLen int
 	// MaxConcurrency, when positive, is the most handler calls of the
 	// queue that run at once across the whole cluster, whatever each node's
 	// Concurrency (docs/contract.md §9) [0: no limit]. Nodes share it
@@ -139,6 +147,9 @@ func (w *Worker) withDefaults() Worker {
 	if out.MaxStateBytes == 0 {
 		out.MaxStateBytes = DefaultMaxStateBytes
 	}
+	if out.FeedMaxLen == 0 {
+		out.FeedMaxLen = DefaultFeedMaxLen
+	}
 	if out.RetryIn == nil {
 		out.RetryIn = LowkiqRetry()
 	}
@@ -173,6 +184,9 @@ func (w *Worker) validate() error {
 	if w.MaxPayloadsPerCall < 1 || w.MaxPayloadsPerCall > MaxMaxPayloadsPerCall {
 		return fmt.Errorf("orderly: worker %s: MaxPayloadsPerCall must be between 1 and %d (0 for the default, %d), got %d", w.Queue, MaxMaxPayloadsPerCall, DefaultMaxPayloadsPerCall, w.MaxPayloadsPerCall)
 	}
+	if w.FeedMaxLen < 1 && w.FeedMaxLen != NoFeed {
+		return fmt.Errorf("orderly: worker %s: FeedMaxLen must be positive, NoFeed, or 0 for the default (%d), got %d", w.Queue, DefaultFeedMaxLen, w.FeedMaxLen)
+	}
 	if w.MaxStateBytes < 1 {
 		return fmt.Errorf("orderly: worker %s: MaxStateBytes must be positive (0 for the default, %d), got %d", w.Queue, DefaultMaxStateBytes, w.MaxStateBytes)
 	}
@@ -188,10 +202,10 @@ func toJobs(in []persistence.Job) []Job {
 	for i, j := range in {
 		ps := make([]Payload, len(j.Payloads))
 		for k, p := range j.Payloads {
-			ps[k] = Payload{Data: p.Data, Score: p.Score}
+			ps[k] = Payload{Data: p.Data, Score: p.Score, Headers: p.Headers}
 		}
 		out[i] = Job{ID: j.ID, Payloads: ps, RetryCount: j.RetryCount, PerformAt: j.PerformAt, Error: j.Error,
-			st: newEntityState(j.State, j.Timer)}
+			st: newEntityState(j.State, j.Timer), em: &emitBox{}}
 	}
 	return out
 }

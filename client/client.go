@@ -56,6 +56,9 @@ type Job struct {
 	// negative). At most one of them; neither means now.
 	PerformAt time.Time
 	PerformIn time.Duration
+	// Headers are string metadata carried with the payload (at most 32
+	// entries and 8 KiB); see docs/contract.md §10.
+	Headers map[string]string
 }
 
 // Score returns a pointer to v, for Job.Score.
@@ -171,7 +174,7 @@ func (c *Client) write(ctx context.Context, queue string, jobs []Job) error {
 		if err != nil {
 			return err
 		}
-		out[i] = persistence.NewJob{ID: j.ID, Payload: j.Payload, Score: j.Score, PerformAt: due}
+		out[i] = persistence.NewJob{ID: j.ID, Payload: j.Payload, Score: j.Score, PerformAt: due, Headers: j.Headers}
 	}
 	if err := c.store.Enqueue(ctx, queue, out); err != nil {
 		if errors.Is(err, persistence.ErrInvalid) || errors.Is(err, persistence.ErrUnknownQueue) {

@@ -3,12 +3,15 @@ package client
 import (
 	"context"
 	"fmt"
+	"iter"
+	"time"
 
 	"github.com/orderlyhq/orderly/persistence"
 )
 
 // State is an id's state in a stateful queue (docs/contract.md §11): opaque
-// bytes and a version that grows by one with each change (0: no state).
+// bytes and a version that grows by one with each change (0: no state
+// ever; a deleted state keeps its version, Deleted set).
 type State = persistence.State
 
 // ErrVersionConflict is returned by SetState and DeleteState when the
@@ -43,7 +46,8 @@ func (c *Client) SetState(ctx context.Context, queue, id string, data []byte, ex
 }
 
 // DeleteState deletes the state of id if its version is still expected
-// (ErrVersionConflict otherwise), and reports whether there was one.
+// (ErrVersionConflict otherwise), and reports whether there was one. The id
+// keeps a tombstone one version up: its version never goes back.
 func (c *Client) DeleteState(ctx context.Context, queue, id string, expected int64) (bool, error) {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
@@ -59,4 +63,43 @@ func (c *Client) withTimeout(ctx context.Context) (context.Context, context.Canc
 		return ctx, func() {}
 	}
 	return context.WithTimeout(ctx, c.cfg.Timeout)
+}
+
+// FeedEntry is one committed state change of a stateful queue's change
+// feed (docs/contract.md §11).
+type FeedEntry = persistence.FeedEntry
+
+// feedWait is how long one read of Feed waits for new entries before it
+// asks again: a blocked read does not end when its context does, so this
+// is also how long Feed may take to return after ctx ends.
+const feedWait = 2 * time.Second
+
+// Feed follows the change feed of a stateful queue from a position:
+// persistence.FeedOldest ("0", the oldest kept), persistence.FeedNew ("$",
+// only changes after the call) or an entry's Pos (what follows it). It
+// yields entries in feed order, waiting for new ones, until ctx ends or the
+// loop stops; a read error is yielded once and ends the sequence (resume
+// from the last entry's Pos). The feed is at least once: dedupe by (ID,
+// Version).
+func (c *Client) Feed(ctx context.Context, queue, from string) iter.Seq2[FeedEntry, error] {
+	return func(yield func(FeedEntry, error) bool) {
+		if from == "" {
+			from = persistence.FeedOldest
+		}
+		for ctx.Err() == nil {
+			entries, next, err := c.store.ReadFeed(ctx, queue, from, 100, feedWait)
+			if err != nil {
+				if ctx.Err() == nil {
+					yield(FeedEntry{}, fmt.Errorf("client: read the change feed of %s: %w", queue, err))
+				}
+				return
+			}
+			from = next
+			for _, e := range entries {
+				if !yield(e, nil) {
+					return
+				}
+			}
+		}
+	}
 }

@@ -27,6 +27,12 @@ const (
 	DefaultMaxPayloadsPerCall = 1000
 	// FreshRetryCount is the retry count of a job that never failed.
 	FreshRetryCount = -1
+	// MaxHeaders is the most headers one payload may carry
+	// (docs/contract.md §10).
+	MaxHeaders = 32
+	// MaxHeaderBytes is the most bytes of keys and values one payload's
+	// headers may hold (docs/contract.md §10).
+	MaxHeaderBytes = 8 << 10
 )
 
 // ShardOf returns the shard of id in a queue of the given number of shards:
@@ -83,12 +89,20 @@ type NewJob struct {
 	// MaxTimeSeconds; the zero time means now. Transports that take
 	// perform_at or perform_in compute it with the PerformAt function.
 	PerformAt time.Time
+	// Headers are string metadata carried with the payload: at most
+	// MaxHeaders entries and MaxHeaderBytes of keys and values, no empty
+	// key; nil or empty means none (docs/contract.md §10).
+	Headers map[string]string
 }
 
-// Payload is one payload of a job with its score.
+// Payload is one payload of a job with its score and headers.
 type Payload struct {
 	Data  []byte
 	Score float64
+	// Headers are the payload's metadata (docs/contract.md §10); nil when
+	// it has none. An equal payload enqueued again keeps the headers of
+	// the lower score.
+	Headers map[string]string
 }
 
 // Job is a job as stored: queued, in flight, or (with UpdatedAt) in the morgue.
@@ -151,6 +165,8 @@ type Batch struct {
 	StateWrites []StateWrite
 	// TimerWrites are the timer changes of the call, like StateWrites.
 	TimerWrites []TimerWrite
+	// Emits are the jobs the call emitted, like StateWrites.
+	Emits []Emit
 }
 
 // Failure reports one failed id of a settled batch.
@@ -218,6 +234,21 @@ type AdvanceRequest struct {
 	// TimerWrites set or clear the timers of ids of the settled batch,
 	// committed like StateWrites (stateful queues only).
 	TimerWrites []TimerWrite
+	// Emits are jobs emitted by the handler for ids of the settled batch
+	// (any queue, stateful or not), committed into the shard's outbox with
+	// the acknowledgement of their From id only (at most MaxEmitsPerID per
+	// id); each must pass ValidateEmit, or the Advance fails with a
+	// *FieldError and changes nothing.
+	Emits []Emit
+	// CheckOutbox makes the result report the outbox's length
+	// (AdvanceResult.Outbox) whatever the call carries: the owner's first
+	// Advance after acquiring sets it, to relay what a previous owner
+	// committed and did not relay.
+	CheckOutbox bool
+	// FeedMaxLen, on a stateful queue, publishes each committed state
+	// change on the queue's change feed, kept to about that many entries
+	// (through the outbox, relayed like emits); 0 publishes nothing.
+	FeedMaxLen int
 }
 
 // AdvanceResult is the outcome of an Advance.
@@ -244,6 +275,11 @@ type AdvanceResult struct {
 	// processed nor failed; their retry count is unchanged), and nothing of
 	// their call was committed (docs/contract.md §11).
 	Conflicts []string
+	// Outbox is how many entries wait in the shard's outbox after the
+	// call, reported when the call carried emits, set CheckOutbox or the
+	// queue is stateful (0 otherwise, without looking): the owner relays them
+	// (OutboxStore.RelayOutbox).
+	Outbox int
 }
 
 // Order selects the sort order of a listing.

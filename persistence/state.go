@@ -19,11 +19,19 @@ const DefaultMaxStateBytes = 1 << 20
 var ErrVersionConflict = errors.New("persistence: state version conflict")
 
 // State is an id's state: opaque bytes and a version that grows by one with
-// each change. Version 0 means the id has no state (Data is then nil).
+// each change. Version 0 means the id never had a state; Deleted means its
+// state was deleted (a tombstone: the version keeps counting, so a
+// compare-and-set holding a version from before the delete fails). Data is
+// nil in both cases, and never nil for a state that exists.
 type State struct {
 	Data    []byte
 	Version int64
+	// Deleted: the id had a state, deleted at Version.
+	Deleted bool
 }
+
+// Exists reports whether the id has a state (not none, not deleted).
+func (s State) Exists() bool { return s.Version > 0 && !s.Deleted }
 
 // StateWrite is a handler's change to the state of one id of the batch it
 // was handed: set Data (Delete false) or delete the state (Delete true).
@@ -57,7 +65,9 @@ type StateStore interface {
 	SetState(ctx context.Context, queue, id string, data []byte, expected int64, maxBytes int) (int64, error)
 	// DeleteState deletes the state of id if its current version is
 	// expected (ErrVersionConflict otherwise), and reports whether there
-	// was one. The version starts again from 0.
+	// was one. The id keeps a tombstone at the next version: versions never
+	// go back, so a compare-and-set holding an older one fails
+	// (docs/contract.md §11).
 	DeleteState(ctx context.Context, queue, id string, expected int64) (bool, error)
 }
 

@@ -106,6 +106,14 @@ type Store interface {
 	// stateful queue (docs/contract.md §11).
 	StateStore
 
+	// OutboxStore relays emits committed by handler calls into their
+	// target queues (docs/contract.md §11).
+	OutboxStore
+
+	// FeedStore reads the change feed of a stateful queue
+	// (docs/contract.md §11).
+	FeedStore
+
 	// Ping reports whether the store is reachable.
 	Ping(ctx context.Context) error
 

@@ -282,6 +282,7 @@ func New(cfg *Config) (*Server, error) {
 	s.handle("POST /api/v1/queues/{q}/morgue/delete", s.deleteMorgue)
 	s.handle("GET /api/v1/queues/{q}/state/{id...}", s.getState)
 	s.handle("PUT /api/v1/queues/{q}/state/{id...}", s.putState)
+	s.handle("GET /api/v1/queues/{q}/feed", s.getFeed)
 	s.handle("GET /api/v1/stats", s.stats)
 	s.handle("GET /api/v1/cluster", s.cluster)
 	s.handle("GET /api/v1/access", s.access)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/web/apiv1"
@@ -37,7 +38,7 @@ func (s *Server) getState(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.writeJSON(w, r, http.StatusOK, apiv1.State{Data: st.Data, Version: st.Version})
+	s.writeJSON(w, r, http.StatusOK, apiv1.State{Data: st.Data, Version: st.Version, Deleted: st.Deleted})
 	return nil
 }
 
@@ -67,7 +68,13 @@ func (s *Server) putState(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	var v int64
 	if del {
-		_, err = s.store.DeleteState(r.Context(), q, id, expected)
+		// The delete leaves a tombstone one version up; deleting what is
+		// already gone changes nothing.
+		var ok bool
+		ok, err = s.store.DeleteState(r.Context(), q, id, expected)
+		if v = expected; ok {
+			v++
+		}
 	} else {
 		v, err = s.store.SetState(r.Context(), q, id, data, expected, max)
 	}
@@ -83,5 +90,54 @@ func stateOf(st *persistence.State) *apiv1.State {
 	if st == nil {
 		return nil
 	}
-	return &apiv1.State{Data: st.Data, Version: st.Version}
+	return &apiv1.State{Data: st.Data, Version: st.Version, Deleted: st.Deleted}
+}
+
+// maxFeedWait bounds the wait of GET /api/v1/queues/{q}/feed.
+const maxFeedWait = 30 * time.Second
+
+// getFeed serves GET /api/v1/queues/{q}/feed?from=&limit=&wait=: up to
+// limit [100, at most 1000] entries of a stateful queue's change feed after
+// position from ("0", the default: the oldest kept; "$": only new ones; or
+// an entry's "pos"), waiting up to wait (a Go duration, at most 30s) for
+// the first one (long poll). The answer's "next" is the position to read
+// on from.
+func (s *Server) getFeed(w http.ResponseWriter, r *http.Request) error {
+	vals, err := queryParams(r, "from", "limit", "wait")
+	if err != nil {
+		return err
+	}
+	q, _, err := s.stateQueue(r)
+	if err != nil {
+		return err
+	}
+	limit, err := countParam(vals, "limit", 1000)
+	if err != nil {
+		return err
+	}
+	if limit == 0 {
+		limit = 100
+	}
+	var wait time.Duration
+	if v := vals.Get("wait"); v != "" {
+		wait, err = time.ParseDuration(v)
+		if err != nil || wait < 0 || wait > maxFeedWait {
+			return badField("wait", "must be a duration from 0s to %s, such as 10s", maxFeedWait)
+		}
+	}
+	from := vals.Get("from")
+	if from == "" {
+		from = persistence.FeedOldest
+	}
+	entries, next, err := s.store.ReadFeed(r.Context(), q, from, limit, wait)
+	if err != nil {
+		return err
+	}
+	out := apiv1.Feed{Entries: make([]apiv1.FeedEntry, len(entries)), Next: next}
+	for i, e := range entries {
+		out.Entries[i] = apiv1.FeedEntry{Pos: e.Pos, ID: e.ID, Version: e.Version, Deleted: e.Deleted, Data: e.Data,
+			SHA1: e.Hash, At: persistence.UnixSeconds(e.At)}
+	}
+	s.writeJSON(w, r, http.StatusOK, out)
+	return nil
 }

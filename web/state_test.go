@@ -1,12 +1,17 @@
 package web_test
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/web"
+	"github.com/orderlyhq/orderly/web/apiv1"
 )
 
 func stateful(queues map[string]int) option {
@@ -60,9 +65,11 @@ func TestStateEndpoints(t *testing.T) {
 
 	a = e.do("PUT", "/api/v1/queues/q/state/a%2Fb", `{"state": null, "version": 2}`, "Content-Type", "application/json")
 	require.Equal(t, http.StatusOK, a.status, a.body)
-	require.JSONEq(t, `{"version": 0}`, a.body)
+	require.JSONEq(t, `{"version": 3}`, a.body, "a delete keeps the version counting")
 	a = e.do("GET", "/api/v1/queues/q/state/a%2Fb", "")
-	require.JSONEq(t, `{"state": null, "version": 0}`, a.body)
+	require.JSONEq(t, `{"state": null, "version": 3, "deleted": true}`, a.body)
+	a = e.do("PUT", "/api/v1/queues/q/state/a%2Fb", `{"state": 1, "version": 0}`, "Content-Type", "application/json")
+	require.Equal(t, http.StatusConflict, a.status, a.body)
 
 	for _, q := range []string{"plain", "nope"} {
 		a = e.do("GET", "/api/v1/queues/"+q+"/state/x", "")
@@ -70,4 +77,66 @@ func TestStateEndpoints(t *testing.T) {
 		a = e.do("PUT", "/api/v1/queues/"+q+"/state/x", `{"state": 1, "version": 0}`, "Content-Type", "application/json")
 		require.Equal(t, http.StatusNotFound, a.status, a.body)
 	}
+}
+
+// GET /api/v1/queues/{q}/feed: the change feed of a stateful queue from a
+// position, with a limit and a long-poll wait; bad parameters name
+// themselves.
+func TestFeedEndpoint(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, stateful(map[string]int{"q": 0}))
+	// An owner's first Advance records the queue's feed bound for writes
+	// from outside (as a node serving the queue does).
+	for sh := range testShards {
+		l, _, err := e.store.AcquireShard(context.Background(), persistence.ShardRef{Queue: "q", Shard: sh}, "n1", time.Minute)
+		require.NoError(t, err)
+		_, err = e.store.Advance(context.Background(), l, persistence.AdvanceRequest{NextSeq: 1, Stateful: true, FeedMaxLen: 100, CheckOutbox: true})
+		require.NoError(t, err)
+	}
+	a := e.do("PUT", "/api/v1/queues/q/state/a", `{"state": {"n": 1}, "version": 0}`, "Content-Type", "application/json")
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	a = e.do("PUT", "/api/v1/queues/q/state/a", `{"state_base64": "AP8=", "version": 1}`, "Content-Type", "application/json")
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	a = e.do("PUT", "/api/v1/queues/q/state/a", `{"state": null, "version": 2}`, "Content-Type", "application/json")
+	require.Equal(t, http.StatusOK, a.status, a.body)
+
+	a = e.do("GET", "/api/v1/queues/q/feed", "")
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	var feed apiv1.Feed
+	require.NoError(t, json.Unmarshal([]byte(a.body), &feed))
+	require.Len(t, feed.Entries, 3)
+	require.Equal(t, []byte(`{"n":1}`), feed.Entries[0].Data)
+	require.Equal(t, []byte{0, 0xff}, feed.Entries[1].Data)
+	require.True(t, feed.Entries[2].Deleted)
+	for i, en := range feed.Entries {
+		require.Equal(t, "a", en.ID)
+		require.Equal(t, int64(i+1), en.Version)
+	}
+	require.Equal(t, feed.Entries[2].Pos, feed.Next)
+	require.Contains(t, a.body, `"state":{"n":1}`)
+
+	a = e.do("GET", "/api/v1/queues/q/feed?from="+feed.Entries[0].Pos+"&limit=1", "")
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	var one apiv1.Feed
+	require.NoError(t, json.Unmarshal([]byte(a.body), &one))
+	require.Len(t, one.Entries, 1)
+	require.Equal(t, int64(2), one.Entries[0].Version)
+
+	// A long poll from the end answers when a change comes.
+	done := make(chan answer, 1)
+	go func() { done <- e.do("GET", "/api/v1/queues/q/feed?from="+feed.Next+"&wait=10s", "") }()
+	a = e.do("PUT", "/api/v1/queues/q/state/b", `{"state": 7, "version": 0}`, "Content-Type", "application/json")
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	a = <-done
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	require.Contains(t, a.body, `"id":"b"`)
+
+	for q, field := range map[string]string{"wait=1h": "wait", "limit=0": "limit", "from=x": "from", "frm=0": "frm"} {
+		a = e.do("GET", "/api/v1/queues/q/feed?"+q, "")
+		require.Equal(t, http.StatusBadRequest, a.status, q)
+		_, f := a.errorBody(t)
+		require.Equal(t, field, f, q)
+	}
+	a = e.do("GET", "/api/v1/queues/plain/feed", "")
+	require.Equal(t, http.StatusNotFound, a.status, a.body)
 }

@@ -21,7 +21,8 @@
 //	      "retry_count": -1,
 //	      "perform_at": 1767225600.25,
 //	      "payloads": [
-//	        {"payload": {"template": "welcome"}, "score": 1767225600.25}
+//	        {"payload": {"template": "welcome"}, "score": 1767225600.25,
+//	         "headers": {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}
 //	      ]
 //	    },
 //	    {
@@ -72,7 +73,9 @@
 //
 // "state" is the state as a JSON value when its bytes are one, else
 // "state_base64" holds them; an id without state has "state": null and
-// "version": 0. "timer": true marks a job that its timer brought (it may
+// "version": 0, and an id whose state was deleted has "state": null,
+// "deleted": true and the version the delete left (versions never go
+// back). "timer": true marks a job that its timer brought (it may
 // have no payloads: "payloads": []). Jobs of other queues carry none of
 // these.
 //
@@ -143,8 +146,21 @@
 // payloads that wait for it, if any; a delivery for its payloads before then
 // does not clear it. If the state was changed from outside (PUT
 // /api/v1/queues/{q}/state/{id}) while the request ran, nothing of it is
-// committed for that id, which comes again with the new state. "emit" is not
-// supported yet: an answer holding it fails the request.
+// committed for that id, which comes again with the new state. "emit" enqueues
+// jobs into any queue (this one included), each on behalf of an id of the
+// request named by "from", committed with that id's acknowledgement only
+// (the emits of a failed id are dropped with it), then relayed into the
+// target queue at least once:
+//
+//	{"emit": [{"from": "order-42", "queue": "notify", "id": "mail-42",
+//	           "payload": {"paid": true}, "perform_in": 60}]}
+//
+// "payload" is a JSON value (stored compact) or "payload_base64" bytes;
+// "score" and "perform_in" (seconds) are optional. An emit whose "from" is
+// not an id of the request fails the request; one with an invalid queue
+// name or job, "headers" (not stored yet), or more than 1000 emits for one
+// id fails that id. An emit to a queue that was never registered is dropped
+// by the relay, which logs an error.
 //
 // Anything else fails every job of the request, for instance:
 //

@@ -36,7 +36,9 @@ type Job struct {
 	Payloads []Payload `json:"payloads"`
 	// Stateful is set for a job of a stateful queue (docs/contract.md §11):
 	// the request then carries its State ("state" as a JSON value, or
-	// "state_base64"; null when it has none) and Version.
+	// "state_base64"; null when it has none, with "deleted": true when it
+	// was deleted: Version then keeps counting) and Version. A deleted
+	// state has a nil State and a Version above 0.
 	Stateful bool   `json:"-"`
 	State    []byte `json:"-"`
 	Version  int64  `json:"version,omitempty"`
@@ -45,12 +47,15 @@ type Job struct {
 	Timer bool `json:"timer,omitempty"`
 }
 
-// Payload is one payload of a Job: its stored bytes and its score. On the
-// wire the bytes appear as "payload" when they are valid JSON in valid
-// UTF-8, byte for byte, and as "payload_base64" otherwise.
+// Payload is one payload of a Job: its stored bytes, its score and its
+// headers. On the wire the bytes appear as "payload" when they are valid
+// JSON in valid UTF-8, byte for byte, and as "payload_base64" otherwise;
+// "headers" (an object of strings) only when the payload has some
+// (docs/contract.md §10).
 type Payload struct {
-	Data  []byte
-	Score float64
+	Data    []byte
+	Score   float64
+	Headers map[string]string
 }
 
 // requestOf is the Request that delivers b.
@@ -59,7 +64,7 @@ func requestOf(b *orderly.Batch) *Request {
 	for i, j := range b.Jobs {
 		ps := make([]Payload, len(j.Payloads))
 		for k, p := range j.Payloads {
-			ps[k] = Payload{Data: p.Data, Score: p.Score}
+			ps[k] = Payload{Data: p.Data, Score: p.Score, Headers: p.Headers}
 		}
 		r.Jobs[i] = Job{ID: j.ID, RetryCount: j.RetryCount, PerformAt: unixSeconds(j.PerformAt), Error: j.Error, Payloads: ps}
 		if j.Stateful() {
@@ -112,6 +117,8 @@ func writeJob(buf *bytes.Buffer, j Job) error {
 		switch {
 		case j.Version == 0:
 			buf.WriteString(`,"state":null`)
+		case j.State == nil:
+			buf.WriteString(`,"state":null,"deleted":true`)
 		case isPortableJSON(j.State):
 			buf.WriteString(`,"state":`)
 			buf.Write(j.State)
@@ -164,6 +171,14 @@ func (p Payload) write(buf *bytes.Buffer) error {
 	if err := writeNumber(buf, p.Score); err != nil {
 		return fmt.Errorf("score: %w", err)
 	}
+	if len(p.Headers) > 0 {
+		b, err := json.Marshal(p.Headers) // a map of strings always marshals, keys sorted
+		if err != nil {
+			return fmt.Errorf("headers: %w", err)
+		}
+		buf.WriteString(`,"headers":`)
+		buf.Write(b)
+	}
 	buf.WriteByte('}')
 	return nil
 }
@@ -173,13 +188,15 @@ func (p Payload) write(buf *bytes.Buffer) error {
 // decoded "payload_base64". Exactly one of the two must be given.
 func (p *Payload) UnmarshalJSON(b []byte) error {
 	var v struct {
-		Payload       json.RawMessage `json:"payload"`
-		PayloadBase64 *string         `json:"payload_base64"`
-		Score         float64         `json:"score"`
+		Payload       json.RawMessage   `json:"payload"`
+		PayloadBase64 *string           `json:"payload_base64"`
+		Score         float64           `json:"score"`
+		Headers       map[string]string `json:"headers"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
+	p.Headers = v.Headers
 	switch {
 	case v.Payload != nil && v.PayloadBase64 != nil:
 		return errors.New("webhook: payload and payload_base64 both given")
@@ -240,6 +257,7 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 		plain
 		State       json.RawMessage `json:"state"`
 		StateBase64 *string         `json:"state_base64"`
+		Deleted     bool            `json:"deleted"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
@@ -254,7 +272,7 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 		j.Stateful, j.State = true, data
 	case v.State != nil:
 		j.Stateful = true
-		if string(v.State) != "null" || j.Version != 0 {
+		if string(v.State) != "null" || (j.Version != 0 && !v.Deleted) {
 			j.State = []byte(v.State)
 		}
 	}

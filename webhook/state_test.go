@@ -24,7 +24,8 @@ func TestStatefulDelivery(t *testing.T) {
 	})
 	logger, _ := logBuffer()
 	s := newTestSender(t, &Config{URL: rcv.srv.URL + "/hook", Logger: logger})
-	b := testBatch("a", "b", "c", "d")
+	b := testBatch("a", "b", "c", "d", "e")
+	b.Jobs[4] = b.Jobs[4].WithState(nil, 6) // deleted at version 6
 	b.Jobs[0] = b.Jobs[0].WithState([]byte(`{"n":1}`), 4)
 	b.Jobs[1] = b.Jobs[1].WithState([]byte{0, 0xff}, 2)
 	b.Jobs[2] = b.Jobs[2].WithState(nil, 0)
@@ -46,6 +47,14 @@ func TestStatefulDelivery(t *testing.T) {
 	require.Equal(t, "0", string(req.Jobs[2]["version"]))
 	require.Equal(t, "true", string(req.Jobs[2]["timer"]))
 	require.NotContains(t, req.Jobs[0], "timer")
+	require.NotContains(t, req.Jobs[2], "deleted")
+	require.Equal(t, "null", string(req.Jobs[4]["state"]))
+	require.Equal(t, "6", string(req.Jobs[4]["version"]), "a deleted state keeps its version")
+	require.Equal(t, "true", string(req.Jobs[4]["deleted"]))
+	var back Job
+	require.NoError(t, json.Unmarshal(mustMarshal(t, req.Jobs[4]), &back))
+	require.Nil(t, back.State)
+	require.Equal(t, int64(6), back.Version)
 	require.NotContains(t, req.Jobs[3], "state", "not a stateful job")
 	require.NotContains(t, req.Jobs[3], "version")
 
@@ -69,12 +78,24 @@ func TestStatefulDelivery(t *testing.T) {
 
 func TestAnswerTimersAndEmits(t *testing.T) {
 	t.Parallel()
-	_, err := decodeFullAnswer([]byte(`{"emit": []}`))
-	require.ErrorIs(t, err, errBadAnswer)
-	require.ErrorContains(t, err, "not supported yet")
+	a, err := decodeFullAnswer([]byte(`{"emit": []}`))
+	require.NoError(t, err)
+	require.Empty(t, a.Emit)
+	for _, bad := range []string{
+		`{"emit": {}}`,
+		`{"emit": [{"queue": "q", "id": "x"}]}`,
+		`{"emit": [{"from": "a", "queue": "q", "id": "x", "frm": 1}]}`,
+		`{"emit": [{"from": "a", "queue": "q", "id": "x", "perform_in": -1}]}`,
+		`{"emit": [{"from": "a", "queue": "q", "id": "x", "payload": 1, "payload_base64": "AA=="}]}`,
+		`{"emit": [{"from": "a", "queue": "q", "id": "x", "payload_base64": "!"}]}`,
+		`{"emit": [{"from": 1, "queue": "q", "id": "x"}]}`,
+	} {
+		_, err = decodeFullAnswer([]byte(bad))
+		require.ErrorIs(t, err, errBadAnswer, bad)
+	}
 	_, err = decodeFullAnswer([]byte(`{"timers": {"a": "tomorrow"}}`))
 	require.ErrorIs(t, err, errBadAnswer)
-	a, err := decodeFullAnswer([]byte(`{"timers": {"a": null, "b": "2026-01-01T00:00:00.5Z"}}`))
+	a, err = decodeFullAnswer([]byte(`{"timers": {"a": null, "b": "2026-01-01T00:00:00.5Z"}}`))
 	require.NoError(t, err)
 	require.Nil(t, a.Timers["a"])
 	require.Equal(t, "2026-01-01T00:00:00.5Z", *a.Timers["b"])
@@ -100,4 +121,47 @@ func TestRequestDecodesState(t *testing.T) {
 	require.False(t, req.Jobs[2].Stateful)
 	require.Len(t, req.Jobs[2].Payloads, 1)
 	require.Equal(t, "a", req.Jobs[0].ID)
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
+}
+
+// An answer's "emit" hands each job to the id named by "from"; the node
+// commits those of ids that did not fail (the failed id's are dropped), and
+// an emit whose "from" is not an id of the delivery fails the request.
+func TestAnswerEmits(t *testing.T) {
+	t.Parallel()
+	answer := `{"failed": {"b": "nope"}, "emit": [
+		{"from": "a", "queue": "notify", "id": "n-a", "payload": {"paid": true}, "score": 2, "perform_in": 1.5},
+		{"from": "a", "queue": "audit", "id": "x", "payload_base64": "AP8="},
+		{"from": "b", "queue": "notify", "id": "n-b"}]}`
+	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, answer) })
+	logger, _ := logBuffer()
+	s := newTestSender(t, &Config{URL: rcv.srv.URL + "/hook", Logger: logger})
+	b := testBatch("a", "b")
+	for i := range b.Jobs {
+		b.Jobs[i] = b.Jobs[i].WithEmits()
+	}
+	err := s.deliver(context.Background(), b)
+	pf, ok := orderly.AsPartialFailure(err)
+	require.True(t, ok, "%v", err)
+	require.Contains(t, pf.Failed, "b")
+	score := 2.0
+	require.Equal(t, []orderly.Emit{
+		{Queue: "notify", ID: "n-a", Payload: []byte(`{"paid":true}`), Score: &score, PerformIn: 1500 * time.Millisecond},
+		{Queue: "audit", ID: "x", Payload: []byte{0, 0xff}},
+	}, b.Jobs[0].Emits())
+	require.Len(t, b.Jobs[1].Emits(), 1, "handed over; the node drops it with the failed id")
+
+	answer = `{"emit": [{"from": "zz", "queue": "notify", "id": "n"}]}`
+	b = testBatch("a")
+	err = s.deliver(context.Background(), b)
+	require.Error(t, err)
+	_, ok = orderly.AsPartialFailure(err)
+	require.False(t, ok, "the whole request fails")
+	require.ErrorContains(t, err, `"zz"`)
 }

@@ -134,9 +134,13 @@ func (s *sender) outcome(b *orderly.Batch, resp *http.Response, body []byte) err
 	if a == nil {
 		return nil
 	}
+	if err := checkEmits(b, a); err != nil {
+		return s.answerError(resp, body, err)
+	}
 	if len(a.State) > 0 || len(a.Timers) > 0 {
 		s.applyStates(b, a)
 	}
+	applyEmits(b, a)
 	return s.failIDs(b, a.Failed)
 }
 

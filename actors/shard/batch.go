@@ -34,8 +34,15 @@ func (a *Actor) newRequest(fetch int) {
 		req.Interrupted = a.settle.interrupted
 		req.StateWrites = a.settle.states
 		req.TimerWrites = a.settle.timers
+		req.Emits = a.settle.emits
 	}
 	req.Stateful, req.MaxStateBytes = a.cfg.Stateful, a.cfg.MaxStateBytes
+	if a.cfg.Stateful {
+		req.FeedMaxLen = a.cfg.FeedMaxLen
+	}
+	// The first call under a new lease looks for emits a previous owner
+	// committed and did not relay (it died first).
+	req.CheckOutbox = a.seq == 1
 	if fetch > 0 {
 		a.work.due = false
 	}
@@ -88,6 +95,9 @@ func (a *Actor) onAdvanced(c actor.Context, m advanced) {
 	if m.res.Restored > 0 && len(m.req.Skipped) == 0 {
 		// (With skipped ids, Restored counts those going back.)
 		a.log.Warn("an in-flight batch this owner no longer tracked went back to the queue", "ids", m.res.Restored)
+	}
+	if m.res.Outbox > 0 && !a.cfg.SkipRelay {
+		a.relayDue = true
 	}
 	a.work.more, a.work.next = m.res.More, m.res.NextDue
 	if b := m.res.Batch; b != nil {
@@ -208,6 +218,7 @@ func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
 			out.failures = append(out.failures, fs...)
 			out.states = append(out.states, call.StateWrites...)
 			out.timers = append(out.timers, call.TimerWrites...)
+			out.emits = append(out.emits, call.Emits...)
 		}
 		out.dur = clock.Since(cfg.Clock, start)
 		cancel(nil)
@@ -243,7 +254,7 @@ func (a *Actor) onProcessed(c actor.Context, m processed) {
 	case len(m.failures) > 0:
 		a.log.Info("batch partly failed", "ids", len(a.cur.Jobs), "failed", len(m.failures), "duration", m.dur)
 	}
-	a.settle = &pendingSettle{failures: m.failures, skipped: m.skipped, interrupted: m.interrupted, states: m.states, timers: m.timers}
+	a.settle = &pendingSettle{failures: m.failures, skipped: m.skipped, interrupted: m.interrupted, states: m.states, timers: m.timers, emits: m.emits}
 	if a.permit != permitHeld {
 		return
 	}

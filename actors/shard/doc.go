@@ -41,6 +41,12 @@
 //	  - Failures of store calls: Advance is retried with the very same request
 //	    (it is idempotent) with backoff; the permit is kept meanwhile.
 //	  - Morgue retention: TrimMorgue once after acquiring, then hourly.
+//	  - Outbox relay (relay.go): when an Advance reports entries in the
+//	    shard's outbox (emits and change feed entries committed with acks;
+//	    the first Advance under a new lease always looks), RelayOutbox runs
+//	    as its own phase before the next store call; a failure backs off
+//	    (timerRelay) without holding processing up. A draining actor relays
+//	    before it releases, unless backing off: the next owner relays.
 //
 // Every timer runs on the configured clock (internal/clock), so the
 // protocol is tested in virtual time.

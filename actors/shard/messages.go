@@ -98,6 +98,7 @@ type (
 		interrupted []string                 // ids of a call cancelled while it ran (its receiver may still be at work)
 		states      []persistence.StateWrite // state changes of the calls (stateful queues)
 		timers      []persistence.TimerWrite // timer changes of the calls
+		emits       []persistence.Emit       // jobs the calls emitted
 		expired     bool                     // stopped because the lease view ran out before a call
 		paused      bool                     // stopped because the queue was paused before a call
 		err         error                    // a call's whole-batch error, for logs
@@ -107,6 +108,11 @@ type (
 		lease   persistence.Lease
 		started time.Time // send time
 		err     error
+	}
+	relayed struct {
+		n, dropped int
+		more       bool
+		err        error
 	}
 	released      struct{ err error }
 	releasedStale struct{}

@@ -75,7 +75,10 @@ type Config struct {
 	// with the settle. MaxStateBytes bounds them (0: the store's default).
 	Stateful      bool
 	MaxStateBytes int
-	Process       Processor
+	// FeedMaxLen, on a stateful queue, publishes committed state changes
+	// on the queue's change feed kept to about that length (0: none).
+	FeedMaxLen int
+	Process    Processor
 	// OnDead, if set, receives what a settlement moved to the morgue.
 	OnDead   func(ctx context.Context, dead []persistence.Job)
 	LeaseTTL time.Duration
@@ -99,6 +102,10 @@ type Config struct {
 	// start (the queue's rate_limit, docs/contract.md §9), or with ctx's
 	// error when the run is cancelled meanwhile.
 	Throttle func(ctx context.Context) error
+	// SkipRelay leaves the shard's outbox alone: emits committed here are
+	// relayed by the next owner only. A test seam for the relay's failover
+	// (a node that dies before relaying); never set in production.
+	SkipRelay bool
 }
 
 func (c Config) withDefaults() Config {
@@ -175,9 +182,14 @@ type Actor struct {
 	settle *pendingSettle              // cur's outcome, not yet sent
 	req    *persistence.AdvanceRequest // an Advance to send or retry
 
-	work     work
-	trimDue  bool
-	deadline time.Time // the drain deadline; zero while not draining
+	work    work
+	trimDue bool
+	// relayDue: the outbox may hold entries (after acquiring, or an
+	// Advance that reported some); relayFails counts failed relays in a
+	// row (backoff).
+	relayDue   bool
+	relayFails int
+	deadline   time.Time // the drain deadline; zero while not draining
 
 	failures int // consecutive failed store calls
 	lastErr  string
@@ -236,6 +248,8 @@ func (a *Actor) onResult(c actor.Context, v any) {
 		a.onReleased(c, m)
 	case releasedStale:
 		a.phase = phaseIdle
+	case relayed:
+		a.onRelayed(c, m)
 	case trimmed:
 		a.onTrimmed(c, m)
 	case taskPanic:
@@ -284,6 +298,8 @@ func (a *Actor) step(c actor.Context) {
 	case a.draining() && a.settle != nil:
 		a.newRequest(0)
 		a.startAdvance(c)
+	case a.relayDue && !a.armed(timerRelay):
+		a.startRelay(c)
 	case a.draining():
 		a.startRelease(c)
 	case a.settle != nil || a.permit == permitHeld:

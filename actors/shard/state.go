@@ -31,12 +31,14 @@ const (
 	phaseTrimming
 	// phaseReleasing: ReleaseShard runs (draining).
 	phaseReleasing
+	// phaseRelaying: RelayOutbox runs (emits committed with acks).
+	phaseRelaying
 	// phaseStopping: the actor stops (released while draining, or
 	// Stopping/Restarting arrived); it starts nothing any more.
 	phaseStopping
 )
 
-var phaseNames = [...]string{"idle", "acquiring", "advancing", "running", "trimming", "releasing", "stopping"}
+var phaseNames = [...]string{"idle", "acquiring", "advancing", "running", "trimming", "releasing", "relaying", "stopping"}
 
 func (p phase) String() string { return phaseNames[p] }
 
@@ -88,6 +90,7 @@ type pendingSettle struct {
 	interrupted []string
 	states      []persistence.StateWrite
 	timers      []persistence.TimerWrite
+	emits       []persistence.Emit
 }
 
 func (a *Actor) draining() bool { return !a.deadline.IsZero() }

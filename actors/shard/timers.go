@@ -21,6 +21,7 @@ const (
 	timerDeadline                  // drain deadline
 	timerTrim                      // morgue retention
 	timerStuck                     // a handler call past its deadline, or cancelled, that has not returned
+	timerRelay                     // backoff before relaying the outbox again
 	numTimers
 )
 
@@ -62,7 +63,7 @@ func (a *Actor) onTimer(c actor.Context, m timerFired) {
 		if a.lease != nil {
 			a.leaseLost(c, "could not renew the lease before it could expire")
 		}
-	case timerRetry:
+	case timerRetry, timerRelay:
 		// step retries what failed
 	case timerTrim:
 		a.trimDue = a.lease != nil && !a.draining()

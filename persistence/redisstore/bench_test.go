@@ -232,6 +232,19 @@ func BenchmarkMemory(b *testing.B) {
 				enqueue(e, jobs)
 				return *memJobs
 			})
+			if l == "2" {
+				// One small header per job (docs/contract.md §10); layout 1
+				// keeps none.
+				withHeader := measure(func(e *benchEnv) int {
+					jobs := blankJobs(0, *memJobs)
+					for i := range jobs {
+						jobs[i].Headers = map[string]string{"tenant": "acme"}
+					}
+					enqueue(e, jobs)
+					return *memJobs
+				})
+				b.ReportMetric(withHeader, "B/queued-job-1-header")
+			}
 			b.StopTimer()
 			b.ReportMetric(perJob, "B/queued-job")
 			b.ReportMetric((ten-one)/9, "B/extra-payload")
@@ -336,10 +349,12 @@ func BenchmarkList(b *testing.B) {
 
 // BenchmarkProcessStateful is BenchmarkProcess (layout 2, windows of 10)
 // on a stateful queue, plain and with every id setting a 64-byte state:
-// the cost of reading and committing state with the ack.
+// the cost of reading and committing state with the ack; with the change
+// feed on (the relay included); and a queue that is not stateful whose
+// every id emits one 64-byte job into another queue (the relay included).
 func BenchmarkProcessStateful(b *testing.B) {
 	state := []byte(strings.Repeat("s", 64))
-	for _, mode := range []string{"plain", "stateful", "stateful+write"} {
+	for _, mode := range []string{"plain", "stateful", "stateful+write", "stateful+write+feed", "emit"} {
 		b.Run("mode="+mode, func(b *testing.B) {
 			e := newBenchEnv(b, "2", 1)
 			ctx := context.Background()
@@ -348,25 +363,38 @@ func BenchmarkProcessStateful(b *testing.B) {
 			e.fill(n)
 			lease, _, err := e.store.AcquireShard(ctx, persistence.ShardRef{Queue: "bench"}, "bench", time.Minute)
 			require.NoError(b, err)
+			require.NoError(b, e.store.RegisterQueue(ctx, persistence.QueueSpec{Name: "bench-out", Shards: 1}))
+			feed := 0
+			if mode == "stateful+write+feed" {
+				feed = 10000
+			}
 			b.ReportAllocs()
 			m := e.startMeter()
 			var settle, seq int64
 			var writes []persistence.StateWrite
+			var emits []persistence.Emit
 			done := 0
 			for {
 				seq++
 				res, err := e.store.Advance(ctx, lease, persistence.AdvanceRequest{Settle: settle, Fetch: size, NextSeq: seq, MaxRetryCount: 25,
-					Stateful: mode != "plain", StateWrites: writes})
+					Stateful: mode != "plain" && mode != "emit", StateWrites: writes, Emits: emits, FeedMaxLen: feed})
 				require.NoError(b, err)
+				if res.Outbox > 0 {
+					_, _, _, err := e.store.RelayOutbox(ctx, lease.ShardRef, 0)
+					require.NoError(b, err)
+				}
 				done += res.Processed
 				if res.Batch == nil {
 					break
 				}
 				settle = res.Batch.Seq
-				writes = writes[:0]
-				if mode == "stateful+write" {
-					for _, j := range res.Batch.Jobs {
+				writes, emits = writes[:0], emits[:0]
+				for _, j := range res.Batch.Jobs {
+					switch mode {
+					case "stateful+write", "stateful+write+feed":
 						writes = append(writes, persistence.StateWrite{ID: j.ID, Data: state})
+					case "emit":
+						emits = append(emits, persistence.Emit{From: j.ID, Queue: "bench-out", Job: persistence.NewJob{ID: j.ID, Payload: state}})
 					}
 				}
 			}

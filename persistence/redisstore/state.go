@@ -12,7 +12,8 @@ import (
 )
 
 // Entity state of stateful queues (docs/contract.md §11, docs/storage.md
-// section 10): the shard's state hash holds id -> fld(version) bytes.
+// section 10): the shard's state hash holds id -> fld(version) bytes, or a
+// deleted state's tombstone "\x00" fld(version).
 
 // GetState implements persistence.Store.
 func (s *Store) GetState(ctx context.Context, queue, id string) (persistence.State, error) {
@@ -52,7 +53,7 @@ func (s *Store) DeleteState(ctx context.Context, queue, id string, expected int6
 	if err != nil {
 		return false, fmt.Errorf("redisstore: delete state %s/%s: %w", queue, id, err)
 	}
-	return v == 1, nil
+	return v > 0, nil
 }
 
 func (s *Store) stateKeys(ctx context.Context, queue, id string) (shardKeys, error) {
@@ -77,7 +78,7 @@ func (s *Store) casState(ctx context.Context, queue, id, op string, expected int
 	if data == nil {
 		data = []byte{}
 	}
-	cmds, werr := s.runWrite(ctx, []call{{s: scriptState, keys: sk.keys, args: []any{op, id, strconv.FormatInt(expected, 10), data}}})
+	cmds, werr := s.runWrite(ctx, []call{{s: scriptState, keys: sk.keys, args: []any{op, id, strconv.FormatInt(expected, 10), data, s.now()}}})
 	if cmds == nil {
 		return 0, werr
 	}
@@ -88,7 +89,7 @@ func (s *Store) casState(ctx context.Context, queue, id, op string, expected int
 	if werr != nil {
 		return 0, werr
 	}
-	if len(res) != 2 {
+	if len(res) < 2 {
 		return 0, fmt.Errorf("unexpected reply of %d values", len(res))
 	}
 	status, _ := res[0].(string)
@@ -101,6 +102,18 @@ func (s *Store) casState(ctx context.Context, queue, id, op string, expected int
 	}
 	if status == "CONFLICT" {
 		return 0, fmt.Errorf("%w: expected version %d, current %d", persistence.ErrVersionConflict, expected, n)
+	}
+	if len(res) > 2 {
+		if fed, _ := res[2].(int64); fed == 1 {
+			// The change went to the outbox for the change feed: relay it
+			// now. On failure the shard's owner relays it with its next
+			// call (a stateful queue's Advance reports the outbox).
+			shards, _ := s.shardsOf(ctx, queue) // cached by stateKeys
+			ref := persistence.ShardRef{Queue: queue, Shard: persistence.ShardOf(id, shards)}
+			if _, _, _, err := s.RelayOutbox(ctx, ref, 0); err != nil {
+				s.cfg.Logger.Warn("could not relay a state change to the change feed; the shard's owner will", "queue", queue, "shard", ref.Shard, "err", err)
+			}
+		}
 	}
 	return n, nil
 }

@@ -44,16 +44,39 @@ func TestDecodeBatchStateTrailer(t *testing.T) {
 	}
 }
 
+// State entries: both encodings, and the tombstone a delete leaves.
+func TestDecodeStateEntries(t *testing.T) {
+	for _, tc := range []struct {
+		in   any
+		want persistence.State
+	}{
+		{nil, persistence.State{}},
+		{"\x013{\"n\":1}", persistence.State{Data: []byte(`{"n":1}`), Version: 3}},
+		{"\x017", persistence.State{Data: []byte{}, Version: 7}},
+		{"\x00\x018", persistence.State{Version: 8, Deleted: true}},
+	} {
+		got, err := decodeState(tc.in)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, got)
+	}
+	for _, bad := range []string{"", "\x00", "\x00\x010", "\x00\x018x", "\x010"} {
+		_, err := decodeState(bad)
+		require.ErrorIs(t, err, errCorrupt, "%q", bad)
+	}
+}
+
 // FuzzDecodeState feeds arbitrary bytes to the decoder of state entries.
 func FuzzDecodeState(f *testing.F) {
 	f.Add("\x013{\"n\":1}")
 	f.Add("\x010")
 	f.Add("")
+	f.Add("\x00\x014")
 	f.Fuzz(func(t *testing.T, s string) {
 		st, err := decodeState(s)
 		if err != nil {
 			return
 		}
 		require.Positive(t, st.Version)
+		require.Equal(t, st.Deleted, st.Data == nil)
 	})
 }

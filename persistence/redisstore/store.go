@@ -367,8 +367,17 @@ func (s *Store) Enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(jobs[a].ID, jobs[b].ID) })
 		for start := 0; start < len(idx); start += s.cfg.EnqueueChunk {
 			end := min(start+s.cfg.EnqueueChunk, len(idx))
-			args := make([]any, 0, 4+4*(end-start))
-			args = append(args, now, mode, channel, strconv.Itoa(sh))
+			// A call whose jobs carry headers sends five values per job
+			// (mode suffix "h"); others send four, as before.
+			withH, per, m := false, 4, mode
+			for _, i := range idx[start:end] {
+				if len(jobs[i].Headers) > 0 {
+					withH, per, m = true, 5, mode+"h"
+					break
+				}
+			}
+			args := make([]any, 0, 4+per*(end-start))
+			args = append(args, now, m, channel, strconv.Itoa(sh))
 			keys := sk.keys
 			if mode == modeUpgrading {
 				keys = sk.with()
@@ -376,6 +385,9 @@ func (s *Store) Enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 			for _, i := range idx[start:end] {
 				j := &jobs[i]
 				args = appendJob(args, j)
+				if withH {
+					args = append(args, encodeHeaders(j.Headers))
+				}
 				if mode == modeUpgrading {
 					keys = append(keys, sk.v1Payloads(j.ID))
 				}
@@ -637,6 +649,22 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 		}
 		args = append(args, "0", "0", "0")
 	}
+	// Emits are checked against the default payload limit, as the node
+	// checks them before the call; the relay enqueues them under the
+	// store's own limit (and drops, logged, what it refuses).
+	args, err = appendEmits(args, req.Emits, max(s.cfg.MaxPayloadBytes, persistence.DefaultMaxPayloadBytes))
+	if err != nil {
+		return out, err
+	}
+	if req.CheckOutbox {
+		args = append(args, "1")
+	} else {
+		args = append(args, "0")
+	}
+	if req.FeedMaxLen < 0 {
+		return out, &persistence.FieldError{Field: "feed_max_len", Index: -1, Reason: "must not be negative"}
+	}
+	args = append(args, strconv.Itoa(req.FeedMaxLen))
 	cmds, werr := s.runWrite(ctx, []call{{s: scriptAdvance, keys: sk.keys, args: args}})
 	res, err := cmds[0].Slice()
 	if err != nil {
@@ -651,7 +679,7 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 		// batch stays in flight and is handed out again).
 		return out, fmt.Errorf("redisstore: advance %s/%d: %w", lease.Queue, lease.Shard, werr)
 	}
-	if len(res) != 10 {
+	if len(res) != 11 {
 		return out, fmt.Errorf("redisstore: advance %s/%d: unexpected reply of %d values", lease.Queue, lease.Shard, len(res))
 	}
 	if enc, _ := res[0].(string); enc != "" {
@@ -707,6 +735,9 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 			return out, fmt.Errorf("redisstore: advance %s/%d: dead jobs: %w", lease.Queue, lease.Shard, err)
 		}
 		out.Dead = dead
+	}
+	if ob, _ := res[10].(int64); ob > 0 {
+		out.Outbox = int(ob)
 	}
 	p, _ := res[4].(int64)
 	f, _ := res[5].(int64)

@@ -24,6 +24,7 @@ var stateTests = []struct {
 	{"State_SizeLimit", testStateSizeLimit},
 	{"State_DeleteJobKeepsStateLookupShowsIt", testStateDeleteJobKeepsState},
 	{"State_RecordWithoutStateSettles", testStateRecordWithoutState},
+	{"State_DeleteKeepsTheVersion", testStateDeleteKeepsTheVersion},
 }
 
 // stateOwner drives one shard of a stateful queue.
@@ -88,10 +89,10 @@ func testStateCommittedWithAck(t *testing.T, h Harness) {
 	require.Equal(t, []string{"a"}, ids(res.Batch))
 	require.Equal(t, persistence.State{Data: []byte("count=1"), Version: 1}, stateOf(t, res.Batch, "a"))
 
-	// A delete commits with the ack too; the version starts again from 0.
+	// A delete commits with the ack too; the version keeps counting.
 	res = o.nextState(1, []persistence.StateWrite{{ID: "a", Delete: true}})
 	require.Equal(t, 1, res.Processed)
-	require.Equal(t, persistence.State{}, e.state("a"))
+	require.Equal(t, persistence.State{Version: 2, Deleted: true}, e.state("a"))
 	require.Equal(t, int64(1), e.state("b").Version)
 }
 
@@ -177,17 +178,26 @@ func testStateVersionGrowsByOne(t *testing.T, h Harness) {
 	v, err := e.s.SetState(e.ctx, e.queue, "x", nil, 3, 0)
 	require.NoError(t, err)
 	require.Equal(t, int64(4), v)
-	require.Equal(t, int64(4), e.state("x").Version)
+	require.Equal(t, persistence.State{Data: []byte{}, Version: 4}, e.state("x"))
+	require.True(t, e.state("x").Exists())
 
 	_, err = e.s.DeleteState(e.ctx, e.queue, "x", 3)
 	require.ErrorIs(t, err, persistence.ErrVersionConflict)
 	ok, err := e.s.DeleteState(e.ctx, e.queue, "x", 4)
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.Equal(t, persistence.State{}, e.state("x"))
-	ok, err = e.s.DeleteState(e.ctx, e.queue, "x", 0)
+	require.Equal(t, persistence.State{Version: 5, Deleted: true}, e.state("x"))
+	require.False(t, e.state("x").Exists())
+	_, err = e.s.DeleteState(e.ctx, e.queue, "x", 0)
+	require.ErrorIs(t, err, persistence.ErrVersionConflict)
+	ok, err = e.s.DeleteState(e.ctx, e.queue, "x", 5)
+	require.NoError(t, err)
+	require.False(t, ok, "nothing to delete")
+	require.Equal(t, int64(5), e.state("x").Version)
+	ok, err = e.s.DeleteState(e.ctx, e.queue, "never", 0)
 	require.NoError(t, err)
 	require.False(t, ok)
+	require.Equal(t, persistence.State{}, e.state("never"))
 
 	_, err = e.s.GetState(e.ctx, "nope", "x")
 	require.ErrorIs(t, err, persistence.ErrUnknownQueue)
@@ -271,4 +281,53 @@ func testStateRecordWithoutState(t *testing.T, h Harness) {
 	res = o.nextState(1, nil)
 	require.Equal(t, []string{"b"}, ids(res.Batch))
 	require.Equal(t, -1, jobOf(res.Batch, "b").RetryCount)
+}
+
+// §11: deleting a state keeps its version counting (a tombstone), so the
+// ABA sequence fails: a client reads (S, 1), the handler deletes it and
+// later sets a new state; the client's compare-and-set with version 1 must
+// conflict instead of overwriting a state it never saw.
+func testStateDeleteKeepsTheVersion(t *testing.T, h Harness) {
+	e := newEnv(t, h, 1)
+	v, err := e.s.SetState(e.ctx, e.queue, "a", []byte("S"), 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), v)
+	seen := e.state("a") // the client's read: (S, 1)
+	require.Equal(t, persistence.State{Data: []byte("S"), Version: 1}, seen)
+
+	e.enqueue(job("a", "1", 1))
+	o := e.own(0)
+	res := o.nextState(1, nil)
+	require.Equal(t, persistence.State{Data: []byte("S"), Version: 1}, stateOf(t, res.Batch, "a"))
+	res = o.nextState(0, []persistence.StateWrite{{ID: "a", Delete: true}})
+	require.Equal(t, 1, res.Processed)
+	require.Equal(t, persistence.State{Version: 2, Deleted: true}, e.state("a"))
+
+	// The tombstone is handed over like a state: no data, its version.
+	e.enqueue(job("a", "2", 2))
+	res = o.nextState(1, nil)
+	require.Equal(t, persistence.State{Version: 2, Deleted: true}, stateOf(t, res.Batch, "a"))
+	res = o.nextState(0, []persistence.StateWrite{set("a", "T")})
+	require.Equal(t, 1, res.Processed)
+	require.Equal(t, persistence.State{Data: []byte("T"), Version: 3}, e.state("a"))
+
+	_, err = e.s.SetState(e.ctx, e.queue, "a", []byte("lost update"), seen.Version, 0)
+	require.ErrorIs(t, err, persistence.ErrVersionConflict)
+	_, err = e.s.DeleteState(e.ctx, e.queue, "a", seen.Version)
+	require.ErrorIs(t, err, persistence.ErrVersionConflict)
+	require.Equal(t, persistence.State{Data: []byte("T"), Version: 3}, e.state("a"))
+
+	// An outside delete leaves a tombstone too; a set from it goes on
+	// counting, and the lookup of an id with nothing but a tombstone finds
+	// nothing.
+	ok, err := e.s.DeleteState(e.ctx, e.queue, "a", 3)
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, err = e.s.GetJob(e.ctx, e.queue, "a")
+	require.ErrorIs(t, err, persistence.ErrNotFound)
+	_, err = e.s.SetState(e.ctx, e.queue, "a", []byte("U"), 0, 0)
+	require.ErrorIs(t, err, persistence.ErrVersionConflict)
+	v, err = e.s.SetState(e.ctx, e.queue, "a", []byte("U"), 4, 0)
+	require.NoError(t, err)
+	require.Equal(t, int64(5), v)
 }

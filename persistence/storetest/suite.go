@@ -85,6 +85,9 @@ func Run(t *testing.T, h Harness) {
 	}
 	tests = append(tests, stateTests...)
 	tests = append(tests, timerTests...)
+	tests = append(tests, headerTests...)
+	tests = append(tests, outboxTests...)
+	tests = append(tests, feedTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

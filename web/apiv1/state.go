@@ -15,19 +15,24 @@ import (
 //	{"state": {"count": 3}, "version": 7}
 //	{"state_base64": "AP8=", "version": 7}
 //	{"state": null, "version": 0}          (no state)
+//	{"state": null, "version": 8, "deleted": true}  (deleted at version 8)
 //
+// A deleted state keeps its version (a tombstone, docs/contract.md §11), so
+// a compare-and-set holding a version from before the delete fails.
 // The bytes appear under "state" when they are a compact JSON value (as
 // IsJSONPayload decides for payloads), else as base64 under "state_base64".
 type State struct {
 	Data    []byte
 	Version int64
+	// Deleted: the state was deleted at Version; Data is nil.
+	Deleted bool
 }
 
 // MarshalJSON implements json.Marshaler.
 func (s State) MarshalJSON() ([]byte, error) {
 	b := make([]byte, 0, len(s.Data)*4/3+48)
 	switch {
-	case s.Version == 0:
+	case s.Version == 0 || s.Deleted:
 		b = append(b, `{"state":null`...)
 	case IsJSONPayload(s.Data):
 		b = append(b, `{"state":`...)
@@ -39,6 +44,9 @@ func (s State) MarshalJSON() ([]byte, error) {
 	}
 	b = append(b, `,"version":`...)
 	b = strconv.AppendInt(b, s.Version, 10)
+	if s.Deleted && s.Version != 0 {
+		b = append(b, `,"deleted":true`...)
+	}
 	return append(b, '}'), nil
 }
 
@@ -49,12 +57,14 @@ func (s *State) UnmarshalJSON(b []byte) error {
 		State       json.RawMessage `json:"state"`
 		StateBase64 *string         `json:"state_base64"`
 		Version     int64           `json:"version"`
+		Deleted     bool            `json:"deleted"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	s.Version = v.Version
+	s.Version, s.Deleted, s.Data = v.Version, v.Deleted && v.Version != 0, nil
 	switch {
+	case s.Deleted:
 	case v.StateBase64 != nil:
 		data, err := base64.StdEncoding.DecodeString(*v.StateBase64)
 		if err != nil {
@@ -83,8 +93,8 @@ type StateWrite struct {
 	Version     *int64          `json:"version"`
 }
 
-// StateWritten answers a PUT of a state: the new version (0 after a
-// delete).
+// StateWritten answers a PUT of a state: the new version (after a delete,
+// the tombstone's: the version keeps counting).
 type StateWritten struct {
 	Version int64 `json:"version"`
 }
@@ -119,4 +129,94 @@ func (w StateWrite) Decode() (data []byte, del bool, expected int64, err error) 
 		return nil, false, 0, fmt.Errorf("state: %w", err)
 	}
 	return buf.Bytes(), false, *w.Version, nil
+}
+
+// Feed answers GET /api/v1/queues/{q}/feed: entries of a stateful queue's
+// change feed (docs/contract.md §11), oldest first, and the position to
+// read on from ("next"). The feed is at least once: dedupe by (id,
+// version).
+type Feed struct {
+	Entries []FeedEntry `json:"entries"`
+	Next    string      `json:"next"`
+}
+
+// FeedEntry is one committed state change:
+//
+//	{"pos": "1764150000000-0", "id": "order-1", "version": 3, "state": {"paid": true}, "at": 1764150000.123}
+//
+// with "state_base64" for bytes that are not JSON, "state_sha1" (hex)
+// instead of the state when it is over 1 KiB, or "deleted": true.
+type FeedEntry struct {
+	Pos     string
+	ID      string
+	Version int64
+	Deleted bool
+	Data    []byte
+	SHA1    string
+	At      float64
+}
+
+// MarshalJSON implements json.Marshaler.
+func (e FeedEntry) MarshalJSON() ([]byte, error) {
+	pos, _ := json.Marshal(e.Pos)
+	id, _ := json.Marshal(e.ID)
+	b := make([]byte, 0, len(e.Data)*4/3+96)
+	b = append(b, `{"pos":`...)
+	b = append(b, pos...)
+	b = append(b, `,"id":`...)
+	b = append(b, id...)
+	b = append(b, `,"version":`...)
+	b = strconv.AppendInt(b, e.Version, 10)
+	switch {
+	case e.Deleted:
+		b = append(b, `,"state":null,"deleted":true`...)
+	case e.SHA1 != "":
+		b = append(b, `,"state_sha1":"`...)
+		b = append(b, e.SHA1...)
+		b = append(b, '"')
+	case IsJSONPayload(e.Data):
+		b = append(b, `,"state":`...)
+		b = append(b, e.Data...)
+	default:
+		b = append(b, `,"state_base64":"`...)
+		b = base64.StdEncoding.AppendEncode(b, e.Data)
+		b = append(b, '"')
+	}
+	b = append(b, `,"at":`...)
+	b = strconv.AppendFloat(b, e.At, 'f', -1, 64)
+	return append(b, '}'), nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it reads what MarshalJSON
+// writes.
+func (e *FeedEntry) UnmarshalJSON(b []byte) error {
+	var v struct {
+		Pos         string          `json:"pos"`
+		ID          string          `json:"id"`
+		Version     int64           `json:"version"`
+		State       json.RawMessage `json:"state"`
+		StateBase64 *string         `json:"state_base64"`
+		StateSHA1   string          `json:"state_sha1"`
+		Deleted     bool            `json:"deleted"`
+		At          float64         `json:"at"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*e = FeedEntry{Pos: v.Pos, ID: v.ID, Version: v.Version, Deleted: v.Deleted, SHA1: v.StateSHA1, At: v.At}
+	switch {
+	case v.StateBase64 != nil:
+		data, err := base64.StdEncoding.DecodeString(*v.StateBase64)
+		if err != nil {
+			return fmt.Errorf("apiv1: state_base64: %w", err)
+		}
+		e.Data = data
+	case v.State != nil && !e.Deleted:
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, v.State); err != nil {
+			return err
+		}
+		e.Data = buf.Bytes()
+	}
+	return nil
 }

@@ -188,9 +188,14 @@ type NodeConfig struct {
 	// (gRPC metadata orderly-actor-token); empty means no authentication
 	// [actor_token; empty]. Secret.
 	ActorToken string
+	// ActorTLSCert, ActorTLSKey and ActorTLSCA (PEM files, all three or
+	// none) serve the actor remote over mutual TLS: only clients with a
+	// certificate the CA signed can connect (orderly.LoadActorTLS)
+	// [actor_tls_cert, actor_tls_key, actor_tls_ca; empty: plaintext gRPC].
+	ActorTLSCert, ActorTLSKey, ActorTLSCA string
 	// ActorPublic lets the actor remote listen on a non-loopback address
-	// without an ActorToken; otherwise such a node refuses to start
-	// [actor_public; false].
+	// without an ActorToken or mutual TLS; otherwise such a node refuses to
+	// start [actor_public; false].
 	ActorPublic bool
 	// Redis is the store's URL (redis://, rediss://, unix://,
 	// redis+cluster://, redis+sentinel:// and their TLS forms); empty means
@@ -284,6 +289,9 @@ type QueueConfig struct {
 	// MaxStateBytes is the largest state of one id; 0 means
 	// orderly.DefaultMaxStateBytes [max_state_bytes; 0].
 	MaxStateBytes int
+	// FeedMaxLen bounds a stateful queue's change feed: nil means
+	// orderly.DefaultFeedMaxLen, 0 no feed [feed_max_len; 10000].
+	FeedMaxLen *int
 	// MaxConcurrency is the most handler calls of the queue at once across
 	// the cluster (docs/contract.md §9); 0 means no limit
 	// [max_concurrency; 0].

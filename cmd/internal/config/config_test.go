@@ -138,6 +138,7 @@ queues:
     max_payloads_per_call: 1000
     state: true
     max_state_bytes: 65536
+    feed_max_len: 500
     max_concurrency: 4
     rate_limit: {per_second: 100, burst: 20}
     retry: {policy: linear, base: 10s}       # lowkiq | linear (base*(n+1)) | exponential (base*2^n, max)
@@ -163,6 +164,7 @@ func TestExampleFile(t *testing.T) {
 	t.Parallel()
 	cfg, path, err := loadFile(t, exampleFile, nil)
 	require.NoError(t, err)
+	feedLen := 500
 	require.Equal(t, &Config{
 		File: path,
 		Node: NodeConfig{
@@ -203,6 +205,7 @@ func TestExampleFile(t *testing.T) {
 				MaxPayloadsPerCall: 1000,
 				State:              true,
 				MaxStateBytes:      65536,
+				FeedMaxLen:         &feedLen,
 				MaxConcurrency:     4,
 				RateLimit:          &RateLimitConfig{PerSecond: 100, Burst: 20},
 				Retry:              RetryConfig{Policy: "linear", Base: 10 * time.Second},
@@ -389,6 +392,9 @@ func TestEveryKeyHasEnvAndFlag(t *testing.T) {
 		"http_max_connections": {"10", "20"},
 		"http_tls_cert":        {"/a.crt", "/b.crt"},
 		"http_tls_key":         {"/a.key", "/b.key"},
+		"actor_tls_cert":       {"/a.crt", "/b.crt"},
+		"actor_tls_key":        {"/a.key", "/b.key"},
+		"actor_tls_ca":         {"/a-ca.crt", "/b-ca.crt"},
 		"durability":           {"replicated", "async"},
 		"durability_replicas":  {"2", "3"},
 		"durability_timeout":   {"500ms", "2s"},
@@ -398,6 +404,9 @@ func TestEveryKeyHasEnvAndFlag(t *testing.T) {
 		"http_tls_cert":   {"ORDERLY_HTTP_TLS_KEY=/p.key"},
 		"http_tls_key":    {"ORDERLY_HTTP_TLS_CERT=/p.crt"},
 		"http_read_token": {"ORDERLY_HTTP_TOKEN=full"},
+		"actor_tls_cert":  {"ORDERLY_ACTOR_TLS_KEY=/p.key", "ORDERLY_ACTOR_TLS_CA=/p-ca.crt", "ORDERLY_ACTOR_ADDR=127.0.0.1:8090"},
+		"actor_tls_key":   {"ORDERLY_ACTOR_TLS_CERT=/p.crt", "ORDERLY_ACTOR_TLS_CA=/p-ca.crt", "ORDERLY_ACTOR_ADDR=127.0.0.1:8090"},
+		"actor_tls_ca":    {"ORDERLY_ACTOR_TLS_CERT=/p.crt", "ORDERLY_ACTOR_TLS_KEY=/p.key", "ORDERLY_ACTOR_ADDR=127.0.0.1:8090"},
 	}
 	require.Len(t, settings(), len(values))
 	for _, s := range settings() {

@@ -23,7 +23,10 @@
 //	  actor_addr: 127.0.0.1:8090        # protoactor remote; empty = off
 //	  actor_advertise_addr: 10.0.0.5:8090     # what others dial; needed for 0.0.0.0
 //	  actor_token: s3cret               # required from actor remote clients
-//	  actor_public: false               # non-loopback actor_addr without a token
+//	  actor_tls_cert: /etc/orderly/actor.crt  # mutual TLS (with actor_tls_key, actor_tls_ca)
+//	  actor_tls_key: /etc/orderly/actor.key
+//	  actor_tls_ca: /etc/orderly/ca.crt
+//	  actor_public: false               # non-loopback actor_addr without a token or TLS
 //	  redis: redis://127.0.0.1:6379/0   # empty = embedded in-memory store
 //	  redis_prefix: orderly
 //	  allow_eviction: false
@@ -55,6 +58,7 @@
 //	    timeout: 0s                     # bounds one handler call; 0 = the default, 30s
 //	    state: false                    # stateful queue: per-id state committed with the ack
 //	    max_state_bytes: 1048576        # largest state of one id (default 1 MiB)
+//	    feed_max_len: 10000             # a stateful queue's change feed keeps the latest n changes; 0 = no feed
 //	    retry: {policy: linear, base: 10s}   # lowkiq | linear | exponential (base, max)
 //	    handler: {type: http, url: http://127.0.0.1:9000/perform, timeout: 30s}  # or log, noop
 //	  - name: billing

@@ -158,6 +158,9 @@ func TestFileErrors(t *testing.T) {
 		{"max_state_bytes", "queues: [{name: a, state: true, max_state_bytes: -1}]", []string{
 			"queues[0].max_state_bytes: must not be negative (0 means the default, 1048576), got -1 (line 1)",
 		}},
+		{"feed_max_len", "queues: [{name: a, state: true, feed_max_len: -1}]", []string{
+			"queues[0].feed_max_len: must not be negative (0: no change feed; default 10000), got -1 (line 1)",
+		}},
 		{"max_concurrency", "queues: [{name: a, max_concurrency: -1}, {name: b, max_concurrency: x}]", []string{
 			"queues[0].max_concurrency: must be 0 (no limit) or positive, got -1 (line 1)",
 			`queues[1].max_concurrency: "x" is not an integer (line 1)`,

@@ -29,7 +29,7 @@ func handlerKeys() []string {
 	return []string{"type", "url", "timeout", "payloads", "secret", "headers"}
 }
 func queueKeys() []string {
-	return []string{"name", "shards", "batch_size", "prefetch", "max_retry_count", "max_payloads_per_call", "timeout", "retry", "handler", "max_concurrency", "rate_limit", "state", "max_state_bytes"}
+	return []string{"name", "shards", "batch_size", "prefetch", "max_retry_count", "max_payloads_per_call", "timeout", "retry", "handler", "max_concurrency", "rate_limit", "state", "max_state_bytes", "feed_max_len"}
 }
 
 // fileParser walks the YAML tree of the config file. It reads the tree
@@ -272,6 +272,11 @@ func (fp *fileParser) queue(n *yaml.Node, path string) QueueConfig {
 			good = decodeInto(fp, v, at, line, &q.State)
 		case "max_state_bytes":
 			good = decodeInto(fp, v, at, line, &q.MaxStateBytes)
+		case "feed_max_len":
+			var n int
+			if good = decodeInto(fp, v, at, line, &n); good {
+				q.FeedMaxLen = &n
+			}
 		case "retry":
 			good = fp.mapping(v, at, retryKeys(), func(key string, line int, v *yaml.Node) {
 				lines["retry."+key] = line

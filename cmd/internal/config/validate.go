@@ -66,6 +66,14 @@ func (c *Config) Validate() error {
 	if (c.Node.HTTPTLSCert == "") != (c.Node.HTTPTLSKey == "") {
 		p.addf("node.http_tls_cert, node.http_tls_key: give both (the certificate and its key) or neither")
 	}
+	if set := btoi(c.Node.ActorTLSCert != "") + btoi(c.Node.ActorTLSKey != "") + btoi(c.Node.ActorTLSCA != ""); set != 0 {
+		switch {
+		case set != 3:
+			p.addf("node.actor_tls_cert, node.actor_tls_key, node.actor_tls_ca: give all three (the certificate, its key and the CA that signs the clients) or none")
+		case c.Node.ActorAddr == "":
+			p.addf("node.actor_tls_cert: needs node.actor_addr (the actor remote is off)")
+		}
+	}
 	return p.err()
 }
 
@@ -117,6 +125,9 @@ func validateQueue(q *QueueConfig, report func(key, msg string)) {
 	}
 	if q.MaxStateBytes < 0 {
 		report("max_state_bytes", fmt.Sprintf("must not be negative (0 means the default, %d), got %d", orderly.DefaultMaxStateBytes, q.MaxStateBytes))
+	}
+	if q.FeedMaxLen != nil && *q.FeedMaxLen < 0 {
+		report("feed_max_len", fmt.Sprintf("must not be negative (0: no change feed; default %d), got %d", orderly.DefaultFeedMaxLen, *q.FeedMaxLen))
 	}
 	if r := q.RateLimit; r != nil {
 		if !(r.PerSecond > 0) || math.IsInf(r.PerSecond, 1) {
@@ -512,4 +523,11 @@ func checkHandlerHeaders(headers map[string]string, report func(key, msg string)
 			report("handler.headers", fmt.Sprintf("the value of %s holds a control character", name))
 		}
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -23,12 +23,28 @@
 --      (delete), the state bytes ("" for a delete)
 -- then the number of timer writes, then per write: id, "s" (set) or "c"
 --      (clear), the fire time ("" for a clear)
+-- then the number of emits, then per emit: the id it belongs to and the
+--      outbox entry (fld(queue) fld(id) fld(payload) fld(score)
+--      fld(perform_at), "" for a default score or time)
+-- then "1" to report the outbox's length whatever the call carries (the
+--      first call of a new owner, which relays what a previous owner left)
+-- then the change feed's length bound ("0" = no feed; stateful queues):
+--      each committed state change adds a feed entry to the outbox
+--      (feed_put). The first call of an owner ("1" above) also records it
+--      in meta's "feed", for the external compare-and-set (state.lua).
+--
+-- Emits (any queue, docs/contract.md §11): the emits of each id that is
+-- acknowledged are appended to the outbox stream (XADD, field "e") in the
+-- same step; those of failed, skipped, interrupted, conflicting or
+-- restored ids are dropped. The owner relays the outbox afterwards
+-- (RelayOutbox). A queue that emits nothing pays nothing for it.
 --
 -- Stateful queues: the fetch appends to the in-flight record the field "s"
 -- and each fetched id's state version ("0" = none), and returns the states.
 -- The settle compares, for each id that succeeded, the version handed out
 -- with the current one: equal, the id is acknowledged and its state write
--- applied (version + 1; a delete removes the entry); different (an external
+-- applied (version + 1; a delete leaves a tombstone at version + 1, so
+-- the version never goes back); different (an external
 -- compare-and-set won), the id goes back as it was, is neither processed
 -- nor failed, and is listed in conflicts. Writes of failed, skipped or
 -- interrupted ids are dropped.
@@ -45,7 +61,7 @@
 -- for the earliest timer not yet due.
 --
 -- Returns {batch, more, next_due, dead, processed, failed, restored, v1,
--- conflicts, states}:
+-- conflicts, states, outbox}:
 --   batch     the fetched batch (lib.lua encoding), or "" when none
 --   more      "1" when the fetch stopped early, so more may be due
 --   next_due  the due time of the earliest queued job not yet due, if the
@@ -56,6 +72,8 @@
 --   conflicts the settled ids that conflicted (stateful queues), a list
 --   states    per job of the batch, its entry of the state hash
 --             (fld(version) bytes) or nil; empty unless stateful
+--   outbox    the outbox's length when this call carried emits, asked for
+--             it or the queue is stateful, else 0
 -- Error reply "LEASE_LOST" when ARGV[2] is not the current lease.
 --
 -- Idempotence: a call whose seq to fetch is the in-flight record's ran
@@ -93,6 +111,12 @@ local stateful = ARGV[ist] == "1"
 local nsw = tonumber(ARGV[ist + 1] or "0")
 local itw = ist + 2 + 3 * nsw
 local ntw = tonumber(ARGV[itw] or "0")
+local iem = itw + 1 + 3 * ntw
+local nem = tonumber(ARGV[iem] or "0")
+local first = ARGV[iem + 1 + 2 * nem] == "1"
+local look = stateful or nem > 0 or first
+local feedmax = ARGV[iem + 2 + 2 * nem] or "0"
+if feedmax == "" then feedmax = "0" end
 
 -- states_of returns the state hash's entries of ids, in order.
 local function states_of(ids)
@@ -104,6 +128,8 @@ local L = redis.call("MGET", K.lease, K.v1lease, K.inflight, K.outcome)
 if L[1] ~= token or L[2] ~= FENCE then
   return redis.error_reply("LEASE_LOST")
 end
+
+if first and stateful then redis.call("HSET", K.meta, "feed", feedmax) end
 
 local v1 = 0
 if ARGV[10] == "1" then
@@ -140,12 +166,16 @@ if L[3] then
       for j, job in ipairs(jobs) do ids[j] = job.id end
       st = states_of(ids)
     end
-    if o then return {L[3], "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1, {}, st} end
-    return {L[3], "0", "", "", 0, 0, 0, v1, {}, st}
+    local ob = 0
+    if look then ob = redis.call("XLEN", K.outbox) end
+    if o then return {L[3], "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1, {}, st, ob} end
+    return {L[3], "0", "", "", 0, 0, 0, v1, {}, st, ob}
   end
 end
 if o then
-  return {"", "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1, {}, {}}
+  local ob = 0
+  if look then ob = redis.call("XLEN", K.outbox) end
+  return {"", "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1, {}, {}, ob}
 end
 
 -- ---------------------------------------------------------------- settle
@@ -154,20 +184,14 @@ local processed, failed, restored = 0, 0, 0
 local dead_parts, ndead = {}, 0
 local conflicts = {}
 
--- state_ver reads the version of a state hash entry ("0" for none).
-local function state_ver(v)
-  if not v then return "0" end
-  return (rdf(v, 1))
-end
-
 if L[3] then
   local h = decode_header(L[3])
   if h.token == token and h.seq == settle_seq then
-    if nfail == 0 and nskip == 0 and nint == 0 and not stateful then
+    if nfail == 0 and nskip == 0 and nint == 0 and not stateful and nem == 0 then
       processed = h.n
     else
       local _, jobs = cold().decode_batch(L[3])
-      local writes, cur, twrites = {}, {}, {}
+      local writes, cur, live, twrites = {}, {}, {}, {}
       if stateful then
         for i = 0, nsw - 1 do
           local b = ist + 2 + 3 * i
@@ -182,7 +206,20 @@ if L[3] then
           if job.sv or writes[job.id] then sids[#sids + 1] = job.id end
         end
         local got = states_of(sids)
-        for j, id in ipairs(sids) do cur[id] = state_ver(got[j]) end
+        for j, id in ipairs(sids) do
+          cur[id] = state_ver(got[j])
+          live[id] = got[j] and string.byte(got[j], 1) ~= 0
+        end
+      end
+      local emits = {}
+      for i = 0, nem - 1 do
+        local from = ARGV[iem + 1 + 2 * i]
+        local t = emits[from]
+        if not t then
+          t = {}
+          emits[from] = t
+        end
+        t[#t + 1] = ARGV[iem + 2 + 2 * i]
       end
       local fails, skips, ints = {}, {}, {}
       for i = 0, nfail - 1 do
@@ -212,15 +249,27 @@ if L[3] then
             processed = processed + 1
             local w = writes[id]
             if w and w[1] == "d" then
-              redis.call("HDEL", K.state, id)
+              -- A delete leaves a tombstone: the version keeps counting,
+              -- so a compare-and-set holding an older version fails.
+              if live[id] then
+                local nv = tostring(tonumber(cur[id]) + 1)
+                redis.call("HSET", K.state, id, state_tomb(nv))
+                if feedmax ~= "0" then feed_put(id, nv, "d", "", feedmax) end
+              end
             elseif w then
-              redis.call("HSET", K.state, id, fld(tostring(tonumber(cur[id]) + 1)) .. w[2])
+              local nv = tostring(tonumber(cur[id]) + 1)
+              redis.call("HSET", K.state, id, fld(nv) .. w[2])
+              if feedmax ~= "0" then feed_put(id, nv, "s", w[2], feedmax) end
             end
             local tw = twrites[id]
             if tw and tw[1] == "c" then
               redis.call("ZREM", K.timers, id)
             elseif tw then
               redis.call("ZADD", K.timers, tw[2], id)
+            end
+            local em = emits[id]
+            if em then
+              for _, e in ipairs(em) do redis.call("XADD", K.outbox, "*", "e", e) end
             end
           end
         else
@@ -505,4 +554,7 @@ elseif L[4] then
   redis.call("DEL", K.outcome)
 end
 
-return {batch, more, next_due, dead, processed, failed, restored, v1, conflicts, states}
+local ob = 0
+if look then ob = redis.call("XLEN", K.outbox) end
+
+return {batch, more, next_due, dead, processed, failed, restored, v1, conflicts, states, ob}

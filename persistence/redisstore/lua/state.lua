@@ -7,23 +7,41 @@
 -- ARGV[2] id
 -- ARGV[3] expected version ("0" = the id has no state)
 -- ARGV[4] the new state bytes ("set")
+-- ARGV[5] now ("" = Redis TIME; set only by the test seam)
 --
--- Returns {"OK", n}: for "set" n is the new version, for "del" 1 when a
--- state was deleted, 0 when there was none. {"CONFLICT", v} when the
+-- A change adds a change feed entry to the outbox (feed_put) when the
+-- queue's owners keep a feed (meta's "feed", written by their first
+-- Advance); the caller relays it.
+--
+-- Returns {"OK", n}: for "set" n is the new version, for "del" the version
+-- of the tombstone the delete left (the version keeps counting: no ABA),
+-- 0 when there was no state (a tombstone or nothing: nothing is written).
+-- A third value is 1 when a feed entry was added to the outbox. {"CONFLICT", v} when the
 -- current version v is not ARGV[3]; nothing is written.
 --
 -- Cost: O(1) plus the state's size.
 
 local op, id, expected = ARGV[1], ARGV[2], ARGV[3]
+init_clock(ARGV[5])
 local cur = redis.call("HGET", K.state, id)
-local v = "0"
-if cur then v = (rdf(cur, 1)) end
+local v = state_ver(cur)
 if v ~= expected then return {"CONFLICT", v} end
 if op == "del" then
-  if not cur then return {"OK", 0} end
-  redis.call("HDEL", K.state, id)
-  return {"OK", 1}
+  if not cur or string.byte(cur, 1) == 0 then return {"OK", 0} end
+  local nv = tostring(tonumber(v) + 1)
+  redis.call("HSET", K.state, id, state_tomb(nv))
+  local feedmax = redis.call("HGET", K.meta, "feed")
+  if feedmax and feedmax ~= "0" then
+    feed_put(id, nv, "d", "", feedmax)
+    return {"OK", nv, 1}
+  end
+  return {"OK", nv, 0}
 end
 local nv = tostring(tonumber(v) + 1)
 redis.call("HSET", K.state, id, fld(nv) .. ARGV[4])
-return {"OK", nv}
+local feedmax = redis.call("HGET", K.meta, "feed")
+if feedmax and feedmax ~= "0" then
+  feed_put(id, nv, "s", ARGV[4], feedmax)
+  return {"OK", nv, 1}
+end
+return {"OK", nv, 0}

@@ -1,0 +1,184 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/orderlyhq/orderly/persistence"
+)
+
+// The per-shard outbox (docs/storage.md section 10): a stream in the
+// shard's slot. advance.lua appends the emits of acknowledged ids (field
+// "e") and, with state.lua, the changes for the change feed (field "f",
+// feed.go); RelayOutbox enqueues them into their targets and deletes them by
+// entry id, so overlapping relays (an old owner and a new one) remove
+// each entry once and enqueue it at least once.
+
+// DefaultRelayChunk is how many outbox entries one RelayOutbox call reads
+// when the caller gives no limit.
+const DefaultRelayChunk = 500
+
+// appendField appends a field: a LEB128 length, then the bytes.
+func appendField(b []byte, s string) []byte {
+	n := len(s)
+	for n >= 128 {
+		b = append(b, byte(128+n%128))
+		n /= 128
+	}
+	b = append(b, byte(n))
+	return append(b, s...)
+}
+
+// encodeEmit is an emit's outbox entry: fld(queue) fld(id) fld(payload)
+// fld(score) fld(perform_at), "" for a default score or time.
+func encodeEmit(e persistence.Emit) string {
+	score, at := "", ""
+	if e.Job.Score != nil {
+		score = formatFloat(*e.Job.Score)
+	}
+	if !e.Job.PerformAt.IsZero() {
+		at = formatFloat(persistence.UnixSeconds(e.Job.PerformAt))
+	}
+	b := make([]byte, 0, len(e.Queue)+len(e.Job.ID)+len(e.Job.Payload)+len(score)+len(at)+16)
+	b = appendField(b, e.Queue)
+	b = appendField(b, e.Job.ID)
+	b = appendField(b, string(e.Job.Payload))
+	b = appendField(b, score)
+	b = appendField(b, at)
+	return string(b)
+}
+
+// decodeEmit reads what encodeEmit wrote (the queue and the job).
+func decodeEmit(s string) (string, persistence.NewJob, error) {
+	r := &fieldReader{s: s}
+	var f [5]string
+	for i := range f {
+		v, err := r.next()
+		if err != nil {
+			return "", persistence.NewJob{}, err
+		}
+		f[i] = v
+	}
+	if !r.done() {
+		return "", persistence.NewJob{}, fmt.Errorf("%w: %d trailing bytes in an emit", errCorrupt, len(s)-r.pos)
+	}
+	j := persistence.NewJob{ID: f[1], Payload: []byte(f[2])}
+	if f[3] != "" {
+		v, err := parseScore(f[3])
+		if err != nil {
+			return "", j, errCorrupt
+		}
+		j.Score = &v
+	}
+	if f[4] != "" {
+		v, err := parseScore(f[4])
+		if err != nil {
+			return "", j, errCorrupt
+		}
+		j.PerformAt = persistence.FromUnixSeconds(v)
+	}
+	return f[0], j, nil
+}
+
+// appendEmits appends the advance script's emit arguments: their count,
+// then per emit its From id and its outbox entry. Each emit is validated
+// first (at most persistence.MaxEmitsPerID per id).
+func appendEmits(args []any, emits []persistence.Emit, maxPayload int) ([]any, error) {
+	args = append(args, strconv.Itoa(len(emits)))
+	if len(emits) == 0 {
+		return args, nil
+	}
+	per := map[string]int{}
+	for _, e := range emits {
+		if per[e.From]++; per[e.From] > persistence.MaxEmitsPerID {
+			return args, &persistence.FieldError{Field: "emit", Index: -1,
+				Reason: fmt.Sprintf("id %q emits more than %d jobs", e.From, persistence.MaxEmitsPerID)}
+		}
+		if err := persistence.ValidateEmit(e, maxPayload); err != nil {
+			return args, err
+		}
+		args = append(args, e.From, encodeEmit(e))
+	}
+	return args, nil
+}
+
+// RelayOutbox implements persistence.Store.
+func (s *Store) RelayOutbox(ctx context.Context, ref persistence.ShardRef, limit int) (relayed, dropped int, more bool, err error) {
+	sk, err := s.shardKeys(ctx, ref)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	if limit <= 0 {
+		limit = DefaultRelayChunk
+	}
+	key := sk.keys[kOutbox]
+	msgs, err := s.rdb.XRangeN(ctx, key, "-", "+", int64(limit)).Result()
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("redisstore: read the outbox of %s/%d: %w", ref.Queue, ref.Shard, err)
+	}
+	if len(msgs) == 0 {
+		return 0, 0, false, nil
+	}
+	ids := make([]string, 0, len(msgs))
+	byQueue := map[string][]persistence.NewJob{}
+	var order []string
+	var changes []feedChange
+	for _, m := range msgs {
+		ids = append(ids, m.ID)
+		if raw, ok := m.Values["f"].(string); ok {
+			c, err := decodeFeedChange(raw)
+			if err != nil {
+				s.cfg.Logger.Error("corrupt outbox entry dropped", "queue", ref.Queue, "shard", ref.Shard, "entry", m.ID, "err", err)
+				dropped++
+				continue
+			}
+			changes = append(changes, c)
+			continue
+		}
+		raw, ok := m.Values["e"].(string)
+		if !ok {
+			s.cfg.Logger.Error("outbox entry of an unknown kind dropped", "queue", ref.Queue, "shard", ref.Shard, "entry", m.ID)
+			dropped++
+			continue
+		}
+		q, j, err := decodeEmit(raw)
+		if err != nil {
+			s.cfg.Logger.Error("corrupt outbox entry dropped", "queue", ref.Queue, "shard", ref.Shard, "entry", m.ID, "err", err)
+			dropped++
+			continue
+		}
+		if _, ok := byQueue[q]; !ok {
+			order = append(order, q)
+		}
+		byQueue[q] = append(byQueue[q], j)
+	}
+	for _, q := range order {
+		jobs := byQueue[q]
+		err := s.Enqueue(ctx, q, jobs)
+		var fe *persistence.FieldError
+		switch {
+		case err == nil:
+			relayed += len(jobs)
+		case errors.Is(err, persistence.ErrUnknownQueue), errors.As(err, &fe):
+			// Checked when committed, so only a queue never registered (or
+			// a limit lowered since) gets here: retrying cannot help.
+			s.cfg.Logger.Error("emits dropped: their target queue does not accept them", "queue", ref.Queue, "shard", ref.Shard,
+				"target", q, "jobs", len(jobs), "err", err)
+			dropped += len(jobs)
+		default:
+			// Nothing is removed: what was enqueued is enqueued again by
+			// the next relay (equal payloads merge).
+			return 0, 0, true, fmt.Errorf("redisstore: relay the outbox of %s/%d to %s: %w", ref.Queue, ref.Shard, q, err)
+		}
+	}
+	if err := s.publishFeed(ctx, ref.Queue, changes); err != nil {
+		return 0, 0, true, err
+	}
+	relayed += len(changes)
+	if err := s.rdb.XDel(ctx, key, ids...).Err(); err != nil {
+		return relayed, dropped, true, fmt.Errorf("redisstore: trim the outbox of %s/%d: %w", ref.Queue, ref.Shard, err)
+	}
+	return relayed, dropped, len(msgs) == limit, nil
+}
