@@ -20,17 +20,6 @@ import (
 // when the caller gives no limit.
 const DefaultRelayChunk = 500
 
-// appendField appends a field: a LEB128 length, then the bytes.
-func appendField(b []byte, s string) []byte {
-	n := len(s)
-	for n >= 128 {
-		b = append(b, byte(128+n%128))
-		n /= 128
-	}
-	b = append(b, byte(n))
-	return append(b, s...)
-}
-
 // encodeEmit is an emit's outbox entry: fld(queue) fld(id) fld(payload)
 // fld(score) fld(perform_at), "" for a default score or time.
 func encodeEmit(e persistence.Emit) string {
