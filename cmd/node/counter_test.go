@@ -22,6 +22,7 @@ import (
 	"github.com/orderlyhq/orderly/internal/redistest"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
+	"github.com/orderlyhq/orderly/webhook"
 	"github.com/orderlyhq/orderly/webhook/webhooktest"
 )
 
@@ -54,10 +55,16 @@ type casWrite struct {
 // those calls' commits must fail with a conflict and the ids come back with
 // the new state.
 //
+// Each call also emits every payload it counts to an audit queue (the
+// answer's "emit", on behalf of the payload's id), committed with the id's
+// acknowledgement through the shard's outbox.
+//
 // At the end, for every id, the counter equals the number of distinct
 // payloads acknowledged plus the external additions that succeeded:
 // a state committed without its acknowledgement, an acknowledgement
-// committed twice or an external write lost would all show. The recorded
+// committed twice or an external write lost would all show. The audit
+// queue received every processed payload (at least once) and nothing else:
+// the emits of a call that did not commit are dropped with it. The recorded
 // history must also show no overlap and no disorder. ORDERLY_COUNTER_ROUNDS
 // sets the rounds (default 2; make soak-chaos runs more), ORDERLY_CHAOS_SEED
 // reproduces a run.
@@ -86,6 +93,9 @@ func TestChaosCounter(t *testing.T) {
 	var badState []string
 	srv := redistest.NewServer(t, redistest.Options{AOF: true})
 	rcv := nodetest.NewReceiver(t, func(c *webhooktest.Call) webhooktest.Answer {
+		if c.Request.Queue == "audit" {
+			return webhooktest.Answer{} // every emit that arrives is acknowledged
+		}
 		a := webhooktest.Answer{Delay: time.Duration(rnd(120)) * time.Millisecond,
 			Failed: map[string]string{}, State: map[string]json.RawMessage{}}
 		for _, j := range c.Request.Jobs {
@@ -103,6 +113,11 @@ func TestChaosCounter(t *testing.T) {
 			}
 			st.N += int64(len(j.Payloads))
 			a.State[j.ID], _ = json.Marshal(st) // two integers always marshal
+			// Each payload is audited: emitted, as it is, to the audit
+			// queue under the same id (equal payloads merge there).
+			for _, p := range j.Payloads {
+				a.Emit = append(a.Emit, webhook.AnswerEmit{From: j.ID, Queue: "audit", ID: j.ID, Payload: json.RawMessage(p.Data)})
+			}
 		}
 		return a
 	})
@@ -115,7 +130,11 @@ queues:
     state: true
     retry: {policy: linear, base: 20ms}
     handler: {type: http, url: %q, timeout: 2s}
-`, rcv.URL)
+  - name: audit
+    shards: 4
+    batch_size: 10
+    handler: {type: http, url: %q, timeout: 2s}
+`, rcv.URL, rcv.URL)
 
 	var timeline []string
 	var tmu sync.Mutex // guards timeline
@@ -286,6 +305,7 @@ queues:
 		return err == nil && st[0].Length == 0 && st[0].Busy == 0 && rcv.Active() == 0
 	}, 60*time.Second, 50*time.Millisecond, "the queue drains and the receiver answered every delivery")
 	note("queue empty")
+	orderCalls, auditCalls := splitCalls(rcv.Calls())
 
 	page, err := store.ListMorgue(context.Background(), "orders", persistence.ListOptions{Limit: 1000, Payloads: 1000})
 	require.NoError(t, err)
@@ -305,7 +325,7 @@ queues:
 	for _, w := range written {
 		replaced[w] = true
 	}
-	calls := history.FromWebhook(rcv.Calls())
+	calls := history.FromWebhook(orderCalls)
 	conflicted := 0
 	for i := range calls {
 		if calls[i].Acked && replaced[casWrite{ID: calls[i].ID, Expected: calls[i].Version}] {
@@ -326,6 +346,54 @@ queues:
 			processed[c.ID][p.Data] = true
 		}
 	}
+	// Every payload processed was emitted to the audit queue with its
+	// commit, and only those: the emits of a call that did not commit
+	// (failed, conflicting, cut by a lost lease) are dropped with it. The
+	// relay may repeat an emit (at least once), and equal payloads merge.
+	audited := func() (got map[string]map[string]bool, acks int) {
+		got = map[string]map[string]bool{}
+		for _, c := range history.FromWebhook(auditCalls) {
+			if !c.Acked {
+				continue
+			}
+			if got[c.ID] == nil {
+				got[c.ID] = map[string]bool{}
+			}
+			for _, p := range c.Payloads {
+				got[c.ID][p.Data] = true
+				acks++
+			}
+		}
+		return got, acks
+	}
+	missing := func(got map[string]map[string]bool) (n int) {
+		for id, ps := range processed {
+			for p := range ps {
+				if !got[id][p] {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	require.Eventually(t, func() bool {
+		_, auditCalls = splitCalls(rcv.Calls())
+		got, _ := audited()
+		st, err := store.Stats(context.Background(), "audit")
+		return missing(got) == 0 && err == nil && st[0].Length == 0 && st[0].Busy == 0 && rcv.Active() == 0
+	}, 60*time.Second, 50*time.Millisecond, "every processed payload reaches the audit queue")
+	got, auditAcks := audited()
+	var extra []string
+	for id, ps := range got {
+		for p := range ps {
+			if !processed[id][p] {
+				extra = append(extra, fmt.Sprintf("%s: %s", id, p))
+			}
+		}
+	}
+	require.Empty(t, extra, "audited payloads that no committed call emitted")
+	note("audit complete")
+
 	var wrong []string
 	ids := 0
 	for i := 0; i < 40; i++ {
@@ -346,11 +414,24 @@ queues:
 		}
 	}
 	tmu.Lock()
-	t.Logf("seed %d: %d rounds; %d ids with state, %d external writes (%d retried on 409), %d acknowledged calls met a conflict; %s\ntimeline:\n%s",
-		seed, rounds, ids, len(written), retried, conflicted, rep.String(), strings.Join(timeline, "\n"))
+	t.Logf("seed %d: %d rounds; %d ids with state, %d external writes (%d retried on 409), %d acknowledged calls met a conflict; %d emits audited (%d acknowledged, repeats included); %s\ntimeline:\n%s",
+		seed, rounds, ids, len(written), retried, conflicted, rep.Acked, auditAcks, rep.String(), strings.Join(timeline, "\n"))
 	tmu.Unlock()
 	require.Empty(t, wrong, "seed %d: every counter is its payloads plus its external additions", seed)
 	require.True(t, rep.OK(), "seed %d: %s", seed, rep.String())
 	require.Greater(t, rep.Acked, 0, "the load was handled")
 	require.NotEmpty(t, written, "external writes landed")
+}
+
+// splitCalls separates the receiver's calls of the orders queue from those
+// of the audit queue.
+func splitCalls(calls []webhooktest.Call) (orders, audit []webhooktest.Call) {
+	for _, c := range calls {
+		if c.Request.Queue == "audit" {
+			audit = append(audit, c)
+		} else {
+			orders = append(orders, c)
+		}
+	}
+	return orders, audit
 }

@@ -87,6 +87,10 @@ type Answer struct {
 	// not fail.
 	State  map[string]json.RawMessage
 	Timers map[string]*string
+	// Emit enqueues jobs into any queue on behalf of ids of the delivery
+	// (each names its id in From): the answer's "emit", committed with
+	// that id's acknowledgement (docs/contract.md §11).
+	Emit []webhook.AnswerEmit
 }
 
 func (a Answer) succeeds() bool { return a.Status == 0 || a.Status >= 200 && a.Status <= 299 }
@@ -267,11 +271,11 @@ func write(w http.ResponseWriter, a Answer) {
 		http.Error(w, "webhooktest: failing the delivery on purpose", status)
 		return
 	}
-	if len(a.Failed) == 0 && len(a.State) == 0 && len(a.Timers) == 0 {
+	if len(a.Failed) == 0 && len(a.State) == 0 && len(a.Timers) == 0 && len(a.Emit) == 0 {
 		w.WriteHeader(status)
 		return
 	}
-	body, err := json.Marshal(webhook.Answer{Failed: a.Failed, State: a.State, Timers: a.Timers})
+	body, err := json.Marshal(webhook.Answer{Failed: a.Failed, State: a.State, Timers: a.Timers, Emit: a.Emit})
 	if err != nil { // a State value that is not JSON: the AnswerFunc's mistake
 		http.Error(w, "webhooktest: the answer does not encode: "+err.Error(), http.StatusInternalServerError)
 		return
