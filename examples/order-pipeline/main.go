@@ -2,8 +2,10 @@
 // (docs/contract.md §11): the events created, paid and shipped of each order
 // are payloads of the orders queue, and its handler keeps one state per
 // order id, committed with the acknowledgement. An order that is created
-// sets a timer; one still unpaid when the timer fires is cancelled. It
-// prints each order's final state.
+// sets a timer; one still unpaid when the timer fires is cancelled. Each
+// payment, shipment and cancellation emits a job to the notifications
+// queue, committed with the same acknowledgement. It prints each order's
+// final state and the notifications sent.
 //
 //	go run ./examples/order-pipeline                          # an in-memory Redis
 //	go run ./examples/order-pipeline --redis redis://127.0.0.1:6379/0
@@ -25,6 +27,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -85,11 +88,17 @@ func run(ctx context.Context, args []string, out, logs io.Writer) error {
 	if err != nil {
 		return err
 	}
+	sent := &notifier{}
 	node, err := orderly.NewNode(store, &orderly.Config{
 		Logger: logger,
 		Workers: []orderly.Worker{{
 			Queue: Queue, Shards: 2, BatchSize: 10, State: true,
 			Handler: Handler(*unpaidAfter, logger),
+		}, {
+			// The notifications the orders handler emits; a real one
+			// would send an email.
+			Queue: NotificationsQueue, Shards: 2, BatchSize: 10,
+			Handler: sent.handle,
 		}},
 	})
 	if err != nil {
@@ -141,7 +150,19 @@ func run(ctx context.Context, args []string, out, logs io.Writer) error {
 		return err
 	}
 	final, err := waitStates(ctx, c, ids, 10*time.Second, func(m map[string]Order) bool {
-		return len(m["order-4"].Events) == 3
+		if len(m["order-4"].Events) != 3 {
+			return false
+		}
+		// Every change to paid, shipped or cancelled was notified.
+		want := 0
+		for _, o := range m {
+			for _, e := range o.Events {
+				if e == "paid" || e == "shipped" || strings.HasPrefix(e, "cancelled") {
+					want++
+				}
+			}
+		}
+		return sent.len() >= want
 	})
 	if err != nil {
 		return err
@@ -149,7 +170,48 @@ func run(ctx context.Context, args []string, out, logs io.Writer) error {
 	for _, id := range ids {
 		io.WriteString(out, formatOrder(id, final[id]))
 	}
+	for _, n := range sent.sorted() {
+		fmt.Fprintf(out, "notified %s: %s\n", n.Order, n.Status)
+	}
 	return nil
+}
+
+// notifier stands for a notification service: it keeps what the
+// notifications queue handed it.
+type notifier struct {
+	mu   sync.Mutex // guards sent
+	sent []Notification
+}
+
+func (s *notifier) handle(ctx context.Context, b *orderly.Batch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, j := range b.Jobs {
+		for _, p := range j.Payloads { // in the order the events happened
+			var n Notification
+			if err := json.Unmarshal(p.Data, &n); err != nil {
+				return fmt.Errorf("notification for %s: %w", j.ID, err)
+			}
+			s.sent = append(s.sent, n)
+		}
+	}
+	return nil
+}
+
+func (s *notifier) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sent)
+}
+
+// sorted returns the notifications by order, each order's in the order
+// they were sent.
+func (s *notifier) sorted() []Notification {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := slices.Clone(s.sent)
+	slices.SortStableFunc(out, func(a, b Notification) int { return strings.Compare(a.Order, b.Order) })
+	return out
 }
 
 // formatOrder is the line printed for an order's final state.

@@ -60,9 +60,36 @@ func (o *Order) Expire() {
 	}
 }
 
+// NotificationsQueue receives a job per order that was paid, shipped or
+// cancelled, emitted by the orders handler.
+const NotificationsQueue = "notifications"
+
+// Notification is the payload of a notifications job.
+type Notification struct {
+	Order  string `json:"order"`
+	Status string `json:"status"`
+}
+
+// notify emits a notification when the order's status became paid,
+// shipped or cancelled. The emit is committed with the order's state, in
+// the same atomic step as its acknowledgement: a call that fails or is cut
+// emits nothing, and a committed one emits once in effect (its score, the
+// event's place in the order's history, makes a repeat merge).
+func notify(j orderly.Job, was string, o Order) {
+	switch {
+	case o.Status == was:
+		return
+	case o.Status == "paid", o.Status == "shipped", o.Status == "cancelled":
+		data, _ := json.Marshal(Notification{Order: j.ID, Status: o.Status}) // two strings always marshal
+		score := float64(len(o.Events))
+		j.Emit(orderly.Emit{Queue: NotificationsQueue, ID: j.ID, Payload: data, Score: &score})
+	}
+}
+
 // Handler returns the orders queue's handler: for each order of the batch
 // it reads the state, applies the events in order (and the timer, when it
-// fired), and sets the new state and timer. Orderly commits them with the
+// fired), sets the new state and timer, and emits a notification for each
+// change of status that a customer hears of. Orderly commits them with the
 // acknowledgement of the order, so an event is applied exactly once in
 // effect, even when a call is retried or a node dies mid-call. An order
 // whose state or payload does not decode fails alone (orderly.FailIDs).
@@ -86,6 +113,7 @@ func Handler(unpaidAfter time.Duration, logger *slog.Logger) orderly.HandlerFunc
 					bad = true
 					break
 				}
+				was := o.Status
 				set, unset := o.Apply(e)
 				switch {
 				case set:
@@ -93,12 +121,15 @@ func Handler(unpaidAfter time.Duration, logger *slog.Logger) orderly.HandlerFunc
 				case unset:
 					j.ClearTimer()
 				}
+				notify(j, was, o)
 			}
 			if bad {
 				continue
 			}
 			if j.Timer() {
+				was := o.Status
 				o.Expire()
+				notify(j, was, o)
 			}
 			data, err := json.Marshal(o)
 			if err != nil {

@@ -14,6 +14,11 @@ example's (order.go):
   timer    -> an order still created is cancelled
   anything else is kept in the order's history, marked ignored.
 
+Each change to paid, shipped or cancelled emits a job to the notifications
+queue ("emit", with "from": the order's id), committed with the order's
+acknowledgement. Deliveries of the notifications queue (the same endpoint)
+are printed: "notified order-2: cancelled".
+
 Run it, then a node with orderly.yaml (README.md):
 
   ORDERLY_SECRET=change-me python3 receiver.py --port 9000
@@ -86,27 +91,46 @@ def rfc3339(t):
     return t.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+NOTIFY = ("paid", "shipped", "cancelled")
+
+
+def notification(order_id, order):
+    """The emit of a notification: its score, the event's place in the
+    order's history, makes a repeated emit merge with the first."""
+    return {"from": order_id, "queue": "notifications", "id": order_id,
+            "payload": {"order": order_id, "status": order["status"]},
+            "score": len(order["events"])}
+
+
 def handle(request, unpaid_after):
-    """Returns the answer to one delivery: {"state": {...}, "timers": {...}}."""
-    states, timers = {}, {}
+    """Returns the answer to one delivery of the orders queue:
+    {"state": {...}, "timers": {...}, "emit": [...]}."""
+    states, timers, emits = {}, {}, []
     for job in request.get("jobs", []):
-        order = job.get("state") or {}
+        order_id = job["id"]
+        order = job.get("state") or {}  # null: a new order (or a deleted state)
         order.setdefault("status", "")
         order.setdefault("events", [])
         for p in job.get("payloads", []):
+            was = order["status"]
             # Events are JSON; a payload that is not comes as payload_base64.
             change = apply(order, p.get("payload"))
             if change == "set":
-                timers[job["id"]] = rfc3339(datetime.now(timezone.utc) + timedelta(seconds=unpaid_after))
+                timers[order_id] = rfc3339(datetime.now(timezone.utc) + timedelta(seconds=unpaid_after))
             elif change == "clear":
-                timers[job["id"]] = None
+                timers[order_id] = None
+            if order["status"] != was and order["status"] in NOTIFY:
+                emits.append(notification(order_id, order))
         if job.get("timer") and order["status"] == "created":
             order["status"] = "cancelled"
             order["events"].append("cancelled (unpaid)")
-        states[job["id"]] = order
+            emits.append(notification(order_id, order))
+        states[order_id] = order
     answer = {"state": states}
     if timers:
         answer["timers"] = timers
+    if emits:
+        answer["emit"] = emits
     return answer
 
 
@@ -122,6 +146,13 @@ def make_handler(secret, unpaid_after, quiet):
                 request = json.loads(body)
             except ValueError:
                 return self.reply(400, {"error": "the body is not JSON"})
+            if request.get("queue") == "notifications":
+                # A real receiver would send an email; this one prints.
+                for job in request.get("jobs", []):
+                    for p in job.get("payloads", []):
+                        n = p.get("payload") or {}
+                        print("notified %s: %s" % (n.get("order"), n.get("status")), flush=True)
+                return self.reply(200, None)  # an empty body acknowledges every job
             answer = handle(request, unpaid_after)
             if not quiet:
                 for job_id, order in answer["state"].items():
@@ -129,9 +160,10 @@ def make_handler(secret, unpaid_after, quiet):
             self.reply(200, answer)
 
         def reply(self, status, obj):
-            data = json.dumps(obj).encode()
+            data = b"" if obj is None else json.dumps(obj).encode()
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            if data:
+                self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
