@@ -514,6 +514,7 @@ func (f *fixture) simulate(t *testing.T, q string, shard int) (stop func()) {
 //	          and a timer in 30 minutes remain, no payload
 //	acct-2    a binary state (4 bytes) and a queued payload
 //	acct-big  a JSON state longer than the page's preview
+//	acct-del  a deleted state (a tombstone at version 2) and a queued payload
 func (f *fixture) fillStateful() {
 	f.t.Helper()
 	require.NoError(f.t, f.store.RegisterQueue(f.ctx, persistence.QueueSpec{Name: "accounts", Shards: 2}))
@@ -532,6 +533,11 @@ func (f *fixture) fillStateful() {
 	_, err = f.store.SetState(f.ctx, "accounts", "acct-2", []byte{0, 1, 2, 0xff}, 0, 0)
 	require.NoError(f.t, err)
 	f.enqueue("accounts", job("acct-2", `{"event":"created"}`, 0))
+	v, err := f.store.SetState(f.ctx, "accounts", "acct-del", []byte(`{"status":"closed"}`), 0, 0)
+	require.NoError(f.t, err)
+	_, err = f.store.DeleteState(f.ctx, "accounts", "acct-del", v)
+	require.NoError(f.t, err)
+	f.enqueue("accounts", job("acct-del", `{"event":"reopened"}`, 0))
 	big, err := json.Marshal(map[string]any{"lines": make([]int, 1500)})
 	require.NoError(f.t, err)
 	_, err = f.store.SetState(f.ctx, "accounts", "acct-big", big, 0, 0)
@@ -965,6 +971,13 @@ func TestBrowser(t *testing.T) {
 		b.waitFor(`!document.querySelector('#state-show-all')`, "the whole state")
 		require.Greater(t, eval[int](b, `document.querySelector('pre.state-value').textContent.length`), short)
 		require.True(t, eval[bool](b, `JSON.parse(document.querySelector('pre.state-value').textContent).lines.length === 1500`))
+
+		// A deleted state keeps its version and shows no bytes.
+		b.open("/queues/accounts/job?id=acct-del")
+		b.waitFor(`document.querySelector('[data-record="state"]')`, "the state panel")
+		require.Contains(t, b.text(`[data-record="state"] .kv`), "version2 (state deleted)")
+		require.Zero(t, eval[int](b, `document.querySelectorAll('[data-record="state"] pre, #state-remains').length`))
+		require.Contains(t, b.text(`[data-record="queued"] pre.code`), `"event": "reopened"`)
 
 		// A queue that is not stateful shows no state panel.
 		b.open("/queues/orders/job?id=order-1")
