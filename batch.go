@@ -14,6 +14,8 @@ import (
 type Payload struct {
 	Data  []byte
 	Score float64
+	// Headers are the payload's metadata (docs/contract.md §10), nil when none.
+	Headers map[string]string
 }
 
 // Job is one id of a batch: its payloads (ascending score, ties in byte

@@ -56,6 +56,9 @@ type Job struct {
 	// negative). At most one of them; neither means now.
 	PerformAt time.Time
 	PerformIn time.Duration
+	// Headers are string metadata carried with the payload (at most 32
+	// entries and 8 KiB); see docs/contract.md §10.
+	Headers map[string]string
 }
 
 // Score returns a pointer to v, for Job.Score.
