@@ -3,7 +3,7 @@ package otelorderly_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/orderlyhq/orderly/internal/redistest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { redistest.Main(m) }
