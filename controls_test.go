@@ -265,6 +265,7 @@ func TestNodeRateLimitAcrossNodes(t *testing.T) {
 		return nil
 	}
 	const rate, burst, total = 20.0, 5, 50
+	var nodes []*orderly.Node
 	for _, name := range []string{"n1", "n2"} {
 		tr, addr := network.Transport(t)
 		nd, err := orderly.NewNode(e.store, &orderly.Config{
@@ -280,6 +281,7 @@ func TestNodeRateLimitAcrossNodes(t *testing.T) {
 			nd.StopAndCancel(ctx)
 		})
 		seeds = append(seeds, addr)
+		nodes = append(nodes, nd)
 	}
 	jobs := make([]client.Job, total)
 	for i := range jobs {
@@ -307,6 +309,11 @@ func TestNodeRateLimitAcrossNodes(t *testing.T) {
 				t.Log(g)
 			}
 		}
+		for i, nd := range nodes {
+			st, err := nd.Status(e.ctx)
+			t.Logf("n%d: %+v (err %v)", i+1, st, err)
+		}
+		t.Logf("queue: %+v", e.stats("rated"))
 		t.Fatalf("only %d of %d calls started", n, total)
 	}
 	mu.Lock()
