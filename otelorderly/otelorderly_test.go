@@ -233,3 +233,15 @@ func TestServerMiddlewareErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestServerMiddlewareRecordsAPanic(t *testing.T) {
+	t.Parallel()
+	tr := newTracing(t)
+	handle := otelorderly.ServerMiddleware(tr.opts...)(func(context.Context, *orderly.Batch) error { panic("nil map") })
+	require.PanicsWithValue(t, "nil map", func() { _ = handle(context.Background(), &orderly.Batch{Queue: "q"}) }, "the panic goes on")
+	span := tr.only(t)
+	require.Equal(t, codes.Error, span.Status().Code)
+	require.Equal(t, "panic: nil map", span.Status().Description)
+	require.Len(t, span.Events(), 1, "recorded as an exception")
+	require.Equal(t, "exception", span.Events()[0].Name)
+}

@@ -3,6 +3,7 @@ package otelorderly
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 
@@ -41,8 +42,9 @@ const (
 // same, or only one carries any) the span is its child, in the enqueue's
 // trace; when they carry several, the span starts from the handler's
 // context and links to each distinct one, at most MaxLinks. A handler
-// error is recorded and sets the status to Error; a *orderly.PartialFailure
-// also lists the failed ids (FailedIDsKey, FailedIDsCountKey).
+// error or panic is recorded and sets the status to Error (the panic goes
+// on to the node); a *orderly.PartialFailure also lists the failed ids
+// (FailedIDsKey, FailedIDsCountKey).
 func ServerMiddleware(opts ...Option) orderly.Middleware {
 	cfg, tracer := newConfig(opts)
 	return func(next orderly.HandlerFunc) orderly.HandlerFunc {
@@ -97,6 +99,15 @@ func ServerMiddleware(opts ...Option) orderly.Middleware {
 			}
 			ctx, span := tracer.Start(parent, b.Queue+" process", start...)
 			defer span.End()
+			defer func() {
+				// A panic fails the batch (the node recovers it): set the
+				// status and let it go on; span.End, deferred before,
+				// records it as an exception event.
+				if r := recover(); r != nil {
+					span.SetStatus(codes.Error, fmt.Sprintf("panic: %v", r))
+					panic(r)
+				}
+			}()
 			err := next(ctx, b)
 			if err != nil {
 				var pf *orderly.PartialFailure
