@@ -20,8 +20,10 @@ const systemName = "orderly"
 // of the span in the Enqueue's context, and writes the span's trace context
 // into every job's Headers through the propagator. It copies the jobs and
 // their headers before it writes: the caller's slice and maps are left as
-// they were. A header of the same name the caller set is replaced. A failed
-// Enqueue sets the span's status to Error.
+// they were. A header of the same name the caller set is replaced. The
+// trace context counts toward a payload's header limits (docs/contract.md
+// §10: W3C takes traceparent, and tracestate when the span has one). A
+// failed Enqueue sets the span's status to Error.
 func ClientMiddleware(opts ...Option) client.Middleware {
 	cfg, tracer := newConfig(opts)
 	return func(next client.EnqueueFunc) client.EnqueueFunc {
