@@ -2,13 +2,17 @@ package orderly
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
 	"github.com/orderlyhq/orderly/cluster"
@@ -99,10 +103,17 @@ func (n *Node) startRemote(sys *actor.ActorSystem, addr string) (r *remote.Remot
 		}
 	}()
 	guard := remoteguard.New(remoteguard.Config{Token: n.cfg.ActorToken, Targets: []string{EnqueueActorName}, Local: sys.Address, Logger: n.log})
+	serverOpts := guard.ServerOptions()
 	opts := []remote.ConfigOption{
 		remote.WithEndpointWriterQueueSize(remoteQueueSize), remote.WithEndpointManagerQueueSize(remoteQueueSize),
-		remote.WithServerOptions(guard.ServerOptions()...),
 	}
+	if n.cfg.ActorTLS != nil {
+		// The remote answers by dialing the sender's own endpoint: both
+		// directions use the same mutual TLS configuration.
+		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(n.cfg.ActorTLS)))
+		opts = append(opts, remote.WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(n.cfg.ActorTLS))))
+	}
+	opts = append(opts, remote.WithServerOptions(serverOpts...))
 	if n.cfg.ActorAdvertise != "" {
 		opts = append(opts, remote.WithAdvertisedHost(n.cfg.ActorAdvertise))
 	}
@@ -158,6 +169,42 @@ func (n *Node) membersMessage() *messages.MembersResponse {
 // through a tunnel or a private network.
 func ActorCredentials(token string) credentials.PerRPCCredentials {
 	return remoteguard.Credentials(token)
+}
+
+// LoadActorTLS reads a PEM certificate, its key and a PEM bundle of CA
+// certificates into a mutual TLS configuration for the actor remote
+// (Config.ActorTLS): the node presents the certificate, accepts only
+// clients whose certificate the CAs signed, and checks the certificates of
+// the processes it dials against the same CAs. A client uses the same
+// configuration, with its own certificate, on both directions of its own
+// remote (the answer to a request dials the sender back):
+//
+//	creds := credentials.NewTLS(cfg)
+//	remote.Configure(host, port,
+//		remote.WithServerOptions(grpc.Creds(creds)),
+//		remote.WithDialOptions(grpc.WithTransportCredentials(creds)))
+//
+// Certificates must name the host (DNS or IP SAN) others dial.
+func LoadActorTLS(certFile, keyFile, caFile string) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("orderly: actor TLS certificate %s, key %s: %w", certFile, keyFile, err)
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("orderly: actor TLS CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("orderly: actor TLS CA %s: no PEM certificate in it", caFile)
+	}
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		Certificates: []tls.Certificate{cert},
+		RootCAs:      pool,
+		ClientCAs:    pool,
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+	}, nil
 }
 
 // storeIDFunc returns how the node learns its store's identity: the

@@ -2,6 +2,7 @@ package orderly
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -118,6 +119,13 @@ type Config struct {
 	// to the actor remote, in gRPC metadata (ActorCredentials is the
 	// client side); a connection without it is refused.
 	ActorToken string
+	// ActorTLS, when set, serves the actor remote over TLS with it and
+	// dials other processes' remotes with it too (the answer to a request
+	// dials the sender back). For mutual TLS, set ClientAuth to
+	// tls.RequireAndVerifyClientCert with ClientCAs, and RootCAs, as
+	// LoadActorTLS does: a process without a certificate the CAs signed
+	// then cannot connect at all. It may be combined with ActorToken.
+	ActorTLS *tls.Config
 	// Observer, if set, receives every shard's batch and lease events
 	// (metrics.Metrics is one).
 	Observer Observer
@@ -229,6 +237,9 @@ func (c *Config) validate() error {
 		if remoteguard.IsWildcard(host) && c.ActorAdvertise == "" {
 			return fmt.Errorf("orderly: ActorAddr %s binds every interface: set ActorAdvertise to the address other hosts reach it at", c.ActorAddr)
 		}
+	}
+	if c.ActorTLS != nil && c.ActorAddr == "" {
+		return errors.New("orderly: ActorTLS is set without ActorAddr")
 	}
 	if c.ActorAdvertise != "" {
 		if c.ActorAddr == "" {

@@ -34,6 +34,10 @@ type TypedJob[T any] struct {
 	RetryCount int
 	PerformAt  time.Time
 	Error      string
+	// Headers are the headers of each payload (docs/contract.md §10):
+	// Headers[i] belong to Payloads[i], nil when it has none. Headers is
+	// nil when no payload of the job has any.
+	Headers []map[string]string
 }
 
 // Handle returns a handler that decodes each job's payloads as JSON into T
@@ -64,6 +68,12 @@ func HandleWith[T any](codec Codec[T], fn func(ctx context.Context, j TypedJob[T
 			tj := TypedJob[T]{ID: j.ID, Payloads: make([]T, len(j.Payloads)), RetryCount: j.RetryCount, PerformAt: j.PerformAt, Error: j.Error}
 			var err error
 			for i, p := range j.Payloads {
+				if len(p.Headers) > 0 {
+					if tj.Headers == nil {
+						tj.Headers = make([]map[string]string, len(j.Payloads))
+					}
+					tj.Headers[i] = p.Headers
+				}
 				if uerr := codec.Unmarshal(p.Data, &tj.Payloads[i]); uerr != nil {
 					err = fmt.Errorf("orderly: payload %d of %q does not decode as %T: %w", i, j.ID, tj.Payloads[i], uerr)
 					break

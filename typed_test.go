@@ -51,3 +51,19 @@ func TestHandleTyped(t *testing.T) {
 	require.Len(t, pf.Failed, 3)
 	require.ErrorIs(t, pf.Failed["a"], context.Canceled)
 }
+
+// docs/contract.md §10: a typed handler sees each payload's headers.
+func TestHandleTypedHeaders(t *testing.T) {
+	t.Parallel()
+	got := map[string][]map[string]string{}
+	h := orderly.Handle(func(_ context.Context, j orderly.TypedJob[int]) error {
+		got[j.ID] = j.Headers
+		return nil
+	})
+	require.NoError(t, h(context.Background(), &orderly.Batch{Jobs: []orderly.Job{
+		{ID: "a", Payloads: []orderly.Payload{{Data: []byte(`1`)}, {Data: []byte(`2`), Headers: map[string]string{"k": "v"}}}},
+		{ID: "b", Payloads: []orderly.Payload{{Data: []byte(`3`)}}},
+	}}))
+	require.Equal(t, []map[string]string{nil, {"k": "v"}}, got["a"])
+	require.Nil(t, got["b"])
+}

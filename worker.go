@@ -188,7 +188,7 @@ func toJobs(in []persistence.Job) []Job {
 	for i, j := range in {
 		ps := make([]Payload, len(j.Payloads))
 		for k, p := range j.Payloads {
-			ps[k] = Payload{Data: p.Data, Score: p.Score}
+			ps[k] = Payload{Data: p.Data, Score: p.Score, Headers: p.Headers}
 		}
 		out[i] = Job{ID: j.ID, Payloads: ps, RetryCount: j.RetryCount, PerformAt: j.PerformAt, Error: j.Error,
 			st: newEntityState(j.State, j.Timer)}

@@ -174,7 +174,7 @@ func (c *Client) write(ctx context.Context, queue string, jobs []Job) error {
 		if err != nil {
 			return err
 		}
-		out[i] = persistence.NewJob{ID: j.ID, Payload: j.Payload, Score: j.Score, PerformAt: due}
+		out[i] = persistence.NewJob{ID: j.ID, Payload: j.Payload, Score: j.Score, PerformAt: due, Headers: j.Headers}
 	}
 	if err := c.store.Enqueue(ctx, queue, out); err != nil {
 		if errors.Is(err, persistence.ErrInvalid) || errors.Is(err, persistence.ErrUnknownQueue) {

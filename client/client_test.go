@@ -158,3 +158,30 @@ func TestClientJobActions(t *testing.T) {
 	require.ErrorIs(t, c.PerformNow(ctx, "nope", "a"), persistence.ErrUnknownQueue)
 	require.ErrorIs(t, c.Kill(ctx, "q", ""), persistence.ErrInvalid)
 }
+
+// docs/contract.md §10: Job.Headers reach the store with their payload;
+// bad headers are refused before anything is written.
+func TestClientEnqueueHeaders(t *testing.T) {
+	db := redistest.New(t)
+	ctx := context.Background()
+	s, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})
+	require.NoError(t, err)
+	require.NoError(t, s.RegisterQueue(ctx, persistence.QueueSpec{Name: "q", Shards: 1}))
+	c, err := client.NewFromStore(s, nil)
+	require.NoError(t, err)
+
+	h := map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+	require.NoError(t, c.Enqueue(ctx, "q", client.Job{ID: "a", Payload: []byte("x"), Headers: h}, client.Job{ID: "a", Payload: []byte("y")}))
+	info, err := s.GetJob(ctx, "q", "a")
+	require.NoError(t, err)
+	require.Equal(t, h, info.Queued.Payloads[0].Headers)
+	require.Nil(t, info.Queued.Payloads[1].Headers)
+
+	var fe *persistence.FieldError
+	err = c.Enqueue(ctx, "q", client.Job{ID: "b"}, client.Job{ID: "c", Headers: map[string]string{"": "v"}})
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, "headers", fe.Field)
+	require.Equal(t, 1, fe.Index)
+	_, err = s.GetJob(ctx, "q", "b")
+	require.ErrorIs(t, err, persistence.ErrNotFound)
+}

@@ -102,7 +102,10 @@ type Job struct {
 	// perform_at is when the job becomes due, unix seconds; unset means now.
 	PerformAt *float64 `protobuf:"fixed64,4,opt,name=perform_at,json=performAt,proto3,oneof" json:"perform_at,omitempty"`
 	// perform_in is seconds from now; it cannot be combined with perform_at.
-	PerformIn     *float64 `protobuf:"fixed64,5,opt,name=perform_in,json=performIn,proto3,oneof" json:"perform_in,omitempty"`
+	PerformIn *float64 `protobuf:"fixed64,5,opt,name=perform_in,json=performIn,proto3,oneof" json:"perform_in,omitempty"`
+	// headers are string metadata carried with the payload: at most 32
+	// entries and 8 KiB of keys and values, no empty key (docs/contract.md §10).
+	Headers       map[string]string `protobuf:"bytes,6,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -170,6 +173,13 @@ func (x *Job) GetPerformIn() float64 {
 		return *x.PerformIn
 	}
 	return 0
+}
+
+func (x *Job) GetHeaders() map[string]string {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
 }
 
 // Enqueue adds jobs to a queue, merging with queued jobs of the same id.
@@ -601,7 +611,7 @@ func (*MembersRequest) Descriptor() ([]byte, []int) {
 type Member struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// state is alive, suspect, draining or dead.
+	// state is alive, draining, dead or foreign (another store's member).
 	State         string   `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
 	Http          string   `protobuf:"bytes,3,opt,name=http,proto3" json:"http,omitempty"`
 	Actor         string   `protobuf:"bytes,4,opt,name=actor,proto3" json:"actor,omitempty"`
@@ -741,7 +751,7 @@ var File_orderly_proto protoreflect.FileDescriptor
 
 const file_orderly_proto_rawDesc = "" +
 	"\n" +
-	"\rorderly.proto\x12\x13orderly.messages.v1\"\xba\x01\n" +
+	"\rorderly.proto\x12\x13orderly.messages.v1\"\xb7\x02\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\apayload\x18\x02 \x01(\fR\apayload\x12\x19\n" +
@@ -749,7 +759,11 @@ const file_orderly_proto_rawDesc = "" +
 	"\n" +
 	"perform_at\x18\x04 \x01(\x01H\x01R\tperformAt\x88\x01\x01\x12\"\n" +
 	"\n" +
-	"perform_in\x18\x05 \x01(\x01H\x02R\tperformIn\x88\x01\x01B\b\n" +
+	"perform_in\x18\x05 \x01(\x01H\x02R\tperformIn\x88\x01\x01\x12?\n" +
+	"\aheaders\x18\x06 \x03(\v2%.orderly.messages.v1.Job.HeadersEntryR\aheaders\x1a:\n" +
+	"\fHeadersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\b\n" +
 	"\x06_scoreB\r\n" +
 	"\v_perform_atB\r\n" +
 	"\v_perform_in\"M\n" +
@@ -812,7 +826,7 @@ func file_orderly_proto_rawDescGZIP() []byte {
 }
 
 var file_orderly_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_orderly_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_orderly_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_orderly_proto_goTypes = []any{
 	(Code)(0),               // 0: orderly.messages.v1.Code
 	(*Job)(nil),             // 1: orderly.messages.v1.Job
@@ -825,19 +839,21 @@ var file_orderly_proto_goTypes = []any{
 	(*MembersRequest)(nil),  // 8: orderly.messages.v1.MembersRequest
 	(*Member)(nil),          // 9: orderly.messages.v1.Member
 	(*MembersResponse)(nil), // 10: orderly.messages.v1.MembersResponse
+	nil,                     // 11: orderly.messages.v1.Job.HeadersEntry
 }
 var file_orderly_proto_depIdxs = []int32{
-	1, // 0: orderly.messages.v1.Enqueue.jobs:type_name -> orderly.messages.v1.Job
-	4, // 1: orderly.messages.v1.EnqueueResult.error:type_name -> orderly.messages.v1.Error
-	0, // 2: orderly.messages.v1.Error.code:type_name -> orderly.messages.v1.Code
-	6, // 3: orderly.messages.v1.StatsResponse.queues:type_name -> orderly.messages.v1.QueueStats
-	4, // 4: orderly.messages.v1.StatsResponse.error:type_name -> orderly.messages.v1.Error
-	9, // 5: orderly.messages.v1.MembersResponse.members:type_name -> orderly.messages.v1.Member
-	6, // [6:6] is the sub-list for method output_type
-	6, // [6:6] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	11, // 0: orderly.messages.v1.Job.headers:type_name -> orderly.messages.v1.Job.HeadersEntry
+	1,  // 1: orderly.messages.v1.Enqueue.jobs:type_name -> orderly.messages.v1.Job
+	4,  // 2: orderly.messages.v1.EnqueueResult.error:type_name -> orderly.messages.v1.Error
+	0,  // 3: orderly.messages.v1.Error.code:type_name -> orderly.messages.v1.Code
+	6,  // 4: orderly.messages.v1.StatsResponse.queues:type_name -> orderly.messages.v1.QueueStats
+	4,  // 5: orderly.messages.v1.StatsResponse.error:type_name -> orderly.messages.v1.Error
+	9,  // 6: orderly.messages.v1.MembersResponse.members:type_name -> orderly.messages.v1.Member
+	7,  // [7:7] is the sub-list for method output_type
+	7,  // [7:7] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_orderly_proto_init() }
@@ -852,7 +868,7 @@ func file_orderly_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_orderly_proto_rawDesc), len(file_orderly_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -31,7 +31,7 @@ var outcomes = []string{"ok", "partial", "failed"}
 var webhookClasses = []string{"2xx", "3xx", "4xx", "5xx", "error"}
 
 // memberStates are the state labels of orderly_cluster_members.
-var memberStates = []string{string(orderly.MemberAlive), string(orderly.MemberDraining), string(orderly.MemberDead)}
+var memberStates = []string{string(orderly.MemberAlive), string(orderly.MemberDraining), string(orderly.MemberDead), string(orderly.MemberForeign)}
 
 // redisErrorKinds are the kind labels of orderly_redis_errors_total.
 var redisErrorKinds = []string{"reply", "io"}

@@ -21,7 +21,6 @@ import (
 // real Redis, inside a span of the same trace whose parent is the enqueue
 // span.
 func TestTraceFromEnqueueToHandler(t *testing.T) {
-	t.Skip("needs payload headers carried through the store (client.Job.Headers to orderly.Payload.Headers), not built on this branch yet")
 	t.Parallel()
 	tr := newTracing(t)
 	db := redistest.New(t)

@@ -27,6 +27,12 @@ const (
 	DefaultMaxPayloadsPerCall = 1000
 	// FreshRetryCount is the retry count of a job that never failed.
 	FreshRetryCount = -1
+	// MaxHeaders is the most headers one payload may carry
+	// (docs/contract.md §10).
+	MaxHeaders = 32
+	// MaxHeaderBytes is the most bytes of keys and values one payload's
+	// headers may hold (docs/contract.md §10).
+	MaxHeaderBytes = 8 << 10
 )
 
 // ShardOf returns the shard of id in a queue of the given number of shards:
@@ -83,12 +89,20 @@ type NewJob struct {
 	// MaxTimeSeconds; the zero time means now. Transports that take
 	// perform_at or perform_in compute it with the PerformAt function.
 	PerformAt time.Time
+	// Headers are string metadata carried with the payload: at most
+	// MaxHeaders entries and MaxHeaderBytes of keys and values, no empty
+	// key; nil or empty means none (docs/contract.md §10).
+	Headers map[string]string
 }
 
-// Payload is one payload of a job with its score.
+// Payload is one payload of a job with its score and headers.
 type Payload struct {
 	Data  []byte
 	Score float64
+	// Headers are the payload's metadata (docs/contract.md §10); nil when
+	// it has none. An equal payload enqueued again keeps the headers of
+	// the lower score.
+	Headers map[string]string
 }
 
 // Job is a job as stored: queued, in flight, or (with UpdatedAt) in the morgue.

@@ -127,6 +127,34 @@ func ValidateJobs(jobs []NewJob, maxPayload int) error {
 				return fieldErr("perform_at", i, "%s", reason)
 			}
 		}
+		if err := ValidateHeaders(j.Headers, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ValidateHeaders reports whether h may be a payload's headers
+// (docs/contract.md §10): at most MaxHeaders entries, at most
+// MaxHeaderBytes of keys and values, no empty key, valid UTF-8. index is
+// the job's position in a batch (-1 if none); the error is a *FieldError
+// naming headers.
+func ValidateHeaders(h map[string]string, index int) error {
+	if len(h) > MaxHeaders {
+		return fieldErr("headers", index, "%d entries, more than the limit of %d", len(h), MaxHeaders)
+	}
+	n := 0
+	for k, v := range h {
+		if k == "" {
+			return fieldErr("headers", index, "a key must not be empty")
+		}
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return fieldErr("headers", index, "key %q: not valid UTF-8", k)
+		}
+		n += len(k) + len(v)
+	}
+	if n > MaxHeaderBytes {
+		return fieldErr("headers", index, "%d bytes of keys and values, more than the limit of %d", n, MaxHeaderBytes)
 	}
 	return nil
 }

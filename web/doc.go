@@ -99,7 +99,8 @@
 // The body is a JSON array of jobs:
 //
 //	[{"id": "order-1", "payload": {"sku": 42}, "score": 1700000000.5, "perform_in": 30},
-//	 {"id": "order-2", "payload_base64": "AP8=", "perform_at": 1700003600}]
+//	 {"id": "order-2", "payload_base64": "AP8=", "perform_at": 1700003600,
+//	  "headers": {"tenant": "acme"}}]
 //
 // id is required. payload is any JSON value, stored as its compact encoding
 // (insignificant whitespace removed, key order kept; null is the value
@@ -107,6 +108,10 @@
 // payload is the JSON string "" (the two bytes `""`). score is a finite
 // number, now when missing. perform_at is unix seconds, perform_in seconds
 // from now (>= 0, may be fractional); with neither the job is due now.
+// headers is an object of strings carried with the payload (at most 32
+// entries and 8 KiB of keys and values, no empty key; null means none;
+// docs/contract.md §10); answers show a payload's "headers" only when it
+// has some.
 // Times and scores are JSON numbers; null is not "missing" and is rejected.
 // Unknown or repeated fields are errors. Validation is all-or-nothing: one
 // bad job and nothing is written. An empty array enqueues nothing and

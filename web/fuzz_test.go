@@ -46,6 +46,8 @@ func FuzzEnqueueBody(f *testing.F) {
 		``,
 		` `,
 		`[{"id": "a", "payload_base64": "***"}]`,
+		`[{"id": "a", "headers": {"traceparent": "00-ab-cd-01", "": "x"}}]`,
+		`[{"id": "a", "headers": {"k": 1}}, {"id": "b", "headers": null}]`,
 		`[{"id": "a", "payload": "` + string(bytes.Repeat([]byte("x"), 100)) + `"}]`,
 	} {
 		f.Add([]byte(seed))

@@ -21,7 +21,8 @@
 //	      "retry_count": -1,
 //	      "perform_at": 1767225600.25,
 //	      "payloads": [
-//	        {"payload": {"template": "welcome"}, "score": 1767225600.25}
+//	        {"payload": {"template": "welcome"}, "score": 1767225600.25,
+//	         "headers": {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}
 //	      ]
 //	    },
 //	    {

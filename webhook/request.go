@@ -45,12 +45,15 @@ type Job struct {
 	Timer bool `json:"timer,omitempty"`
 }
 
-// Payload is one payload of a Job: its stored bytes and its score. On the
-// wire the bytes appear as "payload" when they are valid JSON in valid
-// UTF-8, byte for byte, and as "payload_base64" otherwise.
+// Payload is one payload of a Job: its stored bytes, its score and its
+// headers. On the wire the bytes appear as "payload" when they are valid
+// JSON in valid UTF-8, byte for byte, and as "payload_base64" otherwise;
+// "headers" (an object of strings) only when the payload has some
+// (docs/contract.md §10).
 type Payload struct {
-	Data  []byte
-	Score float64
+	Data    []byte
+	Score   float64
+	Headers map[string]string
 }
 
 // requestOf is the Request that delivers b.
@@ -59,7 +62,7 @@ func requestOf(b *orderly.Batch) *Request {
 	for i, j := range b.Jobs {
 		ps := make([]Payload, len(j.Payloads))
 		for k, p := range j.Payloads {
-			ps[k] = Payload{Data: p.Data, Score: p.Score}
+			ps[k] = Payload{Data: p.Data, Score: p.Score, Headers: p.Headers}
 		}
 		r.Jobs[i] = Job{ID: j.ID, RetryCount: j.RetryCount, PerformAt: unixSeconds(j.PerformAt), Error: j.Error, Payloads: ps}
 		if j.Stateful() {
@@ -164,6 +167,14 @@ func (p Payload) write(buf *bytes.Buffer) error {
 	if err := writeNumber(buf, p.Score); err != nil {
 		return fmt.Errorf("score: %w", err)
 	}
+	if len(p.Headers) > 0 {
+		b, err := json.Marshal(p.Headers) // a map of strings always marshals, keys sorted
+		if err != nil {
+			return fmt.Errorf("headers: %w", err)
+		}
+		buf.WriteString(`,"headers":`)
+		buf.Write(b)
+	}
 	buf.WriteByte('}')
 	return nil
 }
@@ -173,13 +184,15 @@ func (p Payload) write(buf *bytes.Buffer) error {
 // decoded "payload_base64". Exactly one of the two must be given.
 func (p *Payload) UnmarshalJSON(b []byte) error {
 	var v struct {
-		Payload       json.RawMessage `json:"payload"`
-		PayloadBase64 *string         `json:"payload_base64"`
-		Score         float64         `json:"score"`
+		Payload       json.RawMessage   `json:"payload"`
+		PayloadBase64 *string           `json:"payload_base64"`
+		Score         float64           `json:"score"`
+		Headers       map[string]string `json:"headers"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
+	p.Headers = v.Headers
 	switch {
 	case v.Payload != nil && v.PayloadBase64 != nil:
 		return errors.New("webhook: payload and payload_base64 both given")

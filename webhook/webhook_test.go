@@ -143,9 +143,10 @@ type (
 		Payloads   []wirePayload `json:"payloads"`
 	}
 	wirePayload struct {
-		Payload       json.RawMessage `json:"payload"`
-		PayloadBase64 *string         `json:"payload_base64"`
-		Score         float64         `json:"score"`
+		Payload       json.RawMessage   `json:"payload"`
+		PayloadBase64 *string           `json:"payload_base64"`
+		Score         float64           `json:"score"`
+		Headers       map[string]string `json:"headers"`
 	}
 )
 
@@ -168,8 +169,8 @@ func TestRequestBody(t *testing.T) {
 				PerformAt:  time.Unix(1767225600, 250_000_000),
 				Payloads: []orderly.Payload{
 					{Data: []byte(`{"template":"welcome"}`), Score: 1767225600.25},
-					{Data: oddJSON, Score: 2},
-					{Data: []byte(`"plain text"`), Score: 3},
+					{Data: oddJSON, Score: 2, Headers: map[string]string{"traceparent": "00-ab-cd-01", "tenant": "<acme>"}},
+					{Data: []byte(`"plain text"`), Score: 3, Headers: map[string]string{}},
 					{Data: []byte(`null`), Score: 4},
 					{Data: []byte(`-12.5e3`), Score: 5},
 				},
@@ -213,7 +214,7 @@ func TestRequestBody(t *testing.T) {
 				PerformAt:  1767225600.25,
 				Payloads: []wirePayload{
 					{Payload: json.RawMessage(`{"template":"welcome"}`), Score: 1767225600.25},
-					{Payload: json.RawMessage(oddJSON), Score: 2},
+					{Payload: json.RawMessage(oddJSON), Score: 2, Headers: map[string]string{"traceparent": "00-ab-cd-01", "tenant": "<acme>"}},
 					{Payload: json.RawMessage(`"plain text"`), Score: 3},
 					{Payload: json.RawMessage(`null`), Score: 4},
 					{Payload: json.RawMessage(`-12.5e3`), Score: 5},
@@ -245,6 +246,10 @@ func TestRequestBody(t *testing.T) {
 		embedded := append(append([]byte(`"payload":`), p...), `,"score":`...)
 		require.True(t, bytes.Contains(got.Body, embedded), "payload %q is not embedded as is", p)
 	}
+	// Headers (docs/contract.md §10) follow the score, keys sorted, and are
+	// absent from payloads without any.
+	require.True(t, bytes.Contains(got.Body, []byte(`,"score":2,"headers":{"tenant":"\u003cacme\u003e","traceparent":"00-ab-cd-01"}}`)), "%s", got.Body)
+	require.Equal(t, 1, bytes.Count(got.Body, []byte(`"headers"`)))
 	// Each payload has exactly one of payload and payload_base64.
 	for _, j := range wire.Jobs {
 		for _, p := range j.Payloads {
@@ -728,7 +733,7 @@ func TestRequestRoundTrip(t *testing.T) {
 	t.Parallel()
 	b := testBatch("a", "b")
 	b.Jobs[1].RetryCount, b.Jobs[1].Error = 3, "boom"
-	b.Jobs[1].Payloads = append(b.Jobs[1].Payloads, orderly.Payload{Data: []byte{0, 0xff}, Score: 7}, orderly.Payload{Data: []byte(`"<&>"`), Score: 8})
+	b.Jobs[1].Payloads = append(b.Jobs[1].Payloads, orderly.Payload{Data: []byte{0, 0xff}, Score: 7, Headers: map[string]string{"k": "v"}}, orderly.Payload{Data: []byte(`"<&>"`), Score: 8})
 	body, err := requestOf(b).MarshalJSON()
 	require.NoError(t, err)
 	var got Request

@@ -180,7 +180,7 @@ func JobsFromMessage(m *messages.Enqueue, now time.Time) ([]persistence.NewJob, 
 		if err != nil {
 			return nil, err
 		}
-		jobs[i] = persistence.NewJob{ID: j.GetId(), Payload: j.GetPayload(), Score: j.Score, PerformAt: at}
+		jobs[i] = persistence.NewJob{ID: j.GetId(), Payload: j.GetPayload(), Score: j.Score, PerformAt: at, Headers: j.GetHeaders()}
 	}
 	return jobs, nil
 }

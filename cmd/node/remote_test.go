@@ -123,7 +123,7 @@ func TestActorRemoteAdvertise(t *testing.T) {
 	code, body := n.Do("GET", "/api/v1/cluster", nil)
 	require.Equal(t, 200, code)
 	require.Contains(t, string(body), `"actor":"`+advertised+`"`)
-	require.Contains(t, n.Logs(), "actor remote listens on a non-loopback address without a token (actor_public)")
+	require.Contains(t, n.Logs(), "actor remote listens on a non-loopback address without a token or TLS (actor_public)")
 	enqueueByActor(t, advertised, "through-advertised")
 	enqueueByActor(t, fmt.Sprintf("127.0.0.1:%d", port), "through-another-address")
 }
@@ -142,7 +142,7 @@ func TestExposureRefused(t *testing.T) {
 		want string
 	}{
 		{[]string{"--actor-addr", any}, "set --actor-advertise-addr"},
-		{[]string{"--actor-addr", any, "--actor-advertise-addr", "10.0.0.5:1"}, "without a token: set --actor-token (or listen on 127.0.0.1), or --actor-public to allow it"},
+		{[]string{"--actor-addr", any, "--actor-advertise-addr", "10.0.0.5:1"}, "without authentication: set --actor-tls-cert, --actor-tls-key and --actor-tls-ca (mutual TLS) or --actor-token (or listen on 127.0.0.1), or --actor-public to allow it"},
 		{[]string{"--actor-addr", "127.0.0.1:0", "--actor-advertise-addr", "0.0.0.0:1"}, "--actor-advertise-addr: 0.0.0.0:1 binds every interface"},
 		{[]string{"--bind", any}, "in plaintext: set --gossip-key (or bind 127.0.0.1), or --gossip-public to allow it"},
 	} {

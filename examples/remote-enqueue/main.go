@@ -11,7 +11,11 @@
 // advertises an actor address. A node started with --actor-token refuses
 // clients without it: pass the same token with --token (or
 // ORDERLY_ACTOR_TOKEN), which this process presents in gRPC metadata
-// (orderly.ActorCredentials).
+// (orderly.ActorCredentials). A node started with --actor-tls-cert,
+// --actor-tls-key and --actor-tls-ca serves mutual TLS: pass a certificate
+// its CA signed with --tls-cert and --tls-key, and that CA with --tls-ca
+// (orderly.LoadActorTLS); this process then serves and dials TLS too, as the
+// node sends its answer back over a connection of its own.
 package main
 
 import (
@@ -24,11 +28,13 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/orderlyhq/orderly"
@@ -51,6 +57,18 @@ func run(args []string, out io.Writer) error {
 	payload := fs.String("payload", "", "payload")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the answer")
 	token := fs.String("token", os.Getenv("ORDERLY_ACTOR_TOKEN"), "the node's actor_token, if it has one [env ORDERLY_ACTOR_TOKEN]")
+	tlsCert := fs.String("tls-cert", "", "PEM client certificate, for a node that serves mutual TLS (with --tls-key and --tls-ca)")
+	tlsKey := fs.String("tls-key", "", "PEM private key of --tls-cert")
+	tlsCA := fs.String("tls-ca", "", "PEM CA certificate that signs the node's certificate")
+	headers := map[string]string{}
+	fs.Func("header", "a header of the payload, K=V (repeatable)", func(v string) error {
+		k, val, ok := strings.Cut(v, "=")
+		if !ok {
+			return fmt.Errorf("%q: give K=V", v)
+		}
+		headers[k] = val
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -70,11 +88,21 @@ func run(args []string, out io.Writer) error {
 		return slog.New(slog.DiscardHandler)
 	}))
 	opts := []remote.ConfigOption{remote.WithEndpointWriterQueueSize(1024), remote.WithEndpointManagerQueueSize(1024)}
-	if *token != "" {
-		opts = append(opts, remote.WithDialOptions(
-			grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithPerRPCCredentials(orderly.ActorCredentials(*token))))
+	var transport credentials.TransportCredentials = insecure.NewCredentials()
+	if *tlsCert != "" || *tlsKey != "" || *tlsCA != "" {
+		cfg, err := orderly.LoadActorTLS(*tlsCert, *tlsKey, *tlsCA)
+		if err != nil {
+			return err
+		}
+		transport = credentials.NewTLS(cfg)
+		// The node answers over a connection it opens to this process.
+		opts = append(opts, remote.WithServerOptions(grpc.Creds(transport)))
 	}
+	dial := []grpc.DialOption{grpc.WithTransportCredentials(transport)}
+	if *token != "" {
+		dial = append(dial, grpc.WithPerRPCCredentials(orderly.ActorCredentials(*token)))
+	}
+	opts = append(opts, remote.WithDialOptions(dial...))
 	r := remote.NewRemote(sys, remote.Configure("127.0.0.1", 0, opts...))
 	r.Start()
 	defer r.Shutdown(true)
@@ -82,7 +110,7 @@ func run(args []string, out io.Writer) error {
 	enqueue := actor.NewPID(*actorAddr, "enqueue")
 	res, err := sys.Root.RequestFuture(enqueue, &messages.Enqueue{
 		Queue: *queue,
-		Jobs:  []*messages.Job{{Id: *id, Payload: []byte(*payload)}},
+		Jobs:  []*messages.Job{{Id: *id, Payload: []byte(*payload), Headers: headers}},
 	}, *timeout).Result()
 	if err != nil {
 		return fmt.Errorf("no answer from %s: %w", *actorAddr, err)

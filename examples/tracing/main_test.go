@@ -12,7 +12,6 @@ import (
 // publish and the process span, in one trace, the process span the child
 // of the publish span.
 func TestTracing(t *testing.T) {
-	t.Skip("needs payload headers carried through the store (client.Job.Headers to orderly.Payload.Headers), not built on this branch yet")
 	var out bytes.Buffer
 	require.NoError(t, run([]string{"--spans=false"}, &out))
 	// "<name> <kind> trace <id> span <id> parent <id>" per span.

@@ -147,7 +147,7 @@ func (s *Server) start(cmd *exec.Cmd) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		err := c.Ping(ctx).Err()
 		cancel()
-		if err == nil {
+		if answered(err) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -161,6 +161,17 @@ func (s *Server) start(cmd *exec.Cmd) error {
 	s.cmd, s.exited = cmd, exited
 	s.mu.Unlock()
 	return nil
+}
+
+// answered reports whether a PING's outcome shows a server ready for
+// commands: a reply, or an error reply other than LOADING (a server started
+// with requirepass answers NOAUTH to a client without the password).
+func answered(err error) bool {
+	if err == nil {
+		return true
+	}
+	var reply redis.Error
+	return errors.As(err, &reply) && !strings.HasPrefix(reply.Error(), "LOADING")
 }
 
 func lastLines(s string, n int) string {

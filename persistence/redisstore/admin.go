@@ -591,15 +591,20 @@ func (s *Store) fillPayloads(ctx context.Context, queue string, shards int, q li
 
 // payloadsOf converts a flat {score, payload, ...} list.
 func payloadsOf(flat []any) ([]persistence.Payload, error) {
-	out := make([]persistence.Payload, 0, len(flat)/2)
-	for i := 0; i+1 < len(flat); i += 2 {
+	out := make([]persistence.Payload, 0, len(flat)/3)
+	for i := 0; i+2 < len(flat); i += 3 {
 		sc, _ := flat[i].(string)
 		data, _ := flat[i+1].(string)
+		hs, _ := flat[i+2].(string)
 		score, err := parseScore(sc)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, persistence.Payload{Data: []byte(data), Score: score})
+		h, err := decodeHeaders(hs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, persistence.Payload{Data: []byte(data), Score: score, Headers: h})
 	}
 	return out, nil
 }

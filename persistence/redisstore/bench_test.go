@@ -232,6 +232,19 @@ func BenchmarkMemory(b *testing.B) {
 				enqueue(e, jobs)
 				return *memJobs
 			})
+			if l == "2" {
+				// One small header per job (docs/contract.md §10); layout 1
+				// keeps none.
+				withHeader := measure(func(e *benchEnv) int {
+					jobs := blankJobs(0, *memJobs)
+					for i := range jobs {
+						jobs[i].Headers = map[string]string{"tenant": "acme"}
+					}
+					enqueue(e, jobs)
+					return *memJobs
+				})
+				b.ReportMetric(withHeader, "B/queued-job-1-header")
+			}
 			b.StopTimer()
 			b.ReportMetric(perJob, "B/queued-job")
 			b.ReportMetric((ten-one)/9, "B/extra-payload")

@@ -95,7 +95,64 @@ const (
 	flagFifo     = 2
 	flagOverflow = 4
 	flagHold     = 8
+	// flagHeaders: the inline payloads are triples (score, data, headers).
+	// Flag 32 (some overflow payload may carry headers, after the score key
+	// of its ovs value) only the scripts read.
+	flagHeaders = 16
 )
+
+// encodeHeaders encodes a payload's headers as the scripts keep them: the
+// fields k1 v1 k2 v2 ..., keys in byte order; "" for none
+// (docs/storage.md section 3).
+func encodeHeaders(h map[string]string) string {
+	if len(h) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(h))
+	n := 0
+	for k, v := range h {
+		keys = append(keys, k)
+		n += len(k) + len(v) + 4
+	}
+	slices.Sort(keys)
+	b := make([]byte, 0, n)
+	for _, k := range keys {
+		b = appendField(b, k)
+		b = appendField(b, h[k])
+	}
+	return string(b)
+}
+
+// appendField appends a field: a LEB128 length, then s.
+func appendField(b []byte, s string) []byte {
+	n := uint(len(s))
+	for n >= 0x80 {
+		b = append(b, byte(n)|0x80)
+		n >>= 7
+	}
+	return append(append(b, byte(n)), s...)
+}
+
+// decodeHeaders decodes encodeHeaders' output; nil for "".
+func decodeHeaders(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	h := map[string]string{}
+	r := &fieldReader{s: s}
+	for !r.done() {
+		k, err := r.next()
+		if err != nil {
+			return nil, err
+		}
+		v, err := r.next()
+		if err != nil {
+			return nil, err
+		}
+		h[k] = v
+	}
+	return h, nil
+}
 
 // record is a decoded job or morgue record.
 type record struct {
@@ -184,13 +241,23 @@ func decodeRecord(s string, morgue bool) (record, error) {
 		if err != nil {
 			return rec, err
 		}
+		var hdrs map[string]string
+		if flags&flagHeaders != 0 {
+			h, err := r.next()
+			if err != nil {
+				return rec, err
+			}
+			if hdrs, err = decodeHeaders(h); err != nil {
+				return rec, err
+			}
+		}
 		score := rec.at
 		if sc != "" {
 			if score, err = parseScore(sc); err != nil {
 				return rec, err
 			}
 		}
-		rec.payloads = append(rec.payloads, persistence.Payload{Data: []byte(data), Score: score})
+		rec.payloads = append(rec.payloads, persistence.Payload{Data: []byte(data), Score: score, Headers: hdrs})
 	}
 	return rec, nil
 }

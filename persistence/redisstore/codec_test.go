@@ -60,6 +60,15 @@ func encodeRecord(r record, fseq string) string {
 	if r.overflow > 0 {
 		flags |= flagOverflow
 	}
+	hdrs := false
+	for _, p := range r.payloads {
+		if len(p.Headers) > 0 {
+			hdrs = true
+		}
+	}
+	if hdrs {
+		flags |= flagHeaders
+	}
 	b.WriteByte(flags)
 	at := formatFloat(r.at)
 	putField(&b, at)
@@ -83,6 +92,9 @@ func encodeRecord(r record, fseq string) string {
 		}
 		putField(&b, sc)
 		putField(&b, string(p.Data))
+		if hdrs {
+			putField(&b, encodeHeaders(p.Headers))
+		}
 	}
 	return b.String()
 }
@@ -194,6 +206,10 @@ func FuzzDecodeBatch(f *testing.F) {
 func FuzzDecodeRecord(f *testing.F) {
 	f.Add(encodeRecord(record{at: 1, rc: -1, payloads: []persistence.Payload{{Data: []byte("x"), Score: 1}}}, "3"))
 	f.Add(encodeRecord(record{at: 1, rc: 4, err: "e", overflow: 2, hold: time.Unix(9, 0)}, ""))
+	f.Add(encodeRecord(record{at: 1, rc: -1, payloads: []persistence.Payload{
+		{Data: []byte("x"), Score: 1, Headers: map[string]string{"traceparent": "00-ab-cd-01", "k": ""}},
+		{Data: []byte("y"), Score: 2},
+	}}, "3"))
 	f.Fuzz(func(t *testing.T, s string) {
 		r, err := decodeRecord(s, false)
 		if err != nil {
@@ -203,6 +219,11 @@ func FuzzDecodeRecord(f *testing.F) {
 		require.NoError(t, err)
 		require.Equal(t, r.rc, got.rc)
 		require.Equal(t, len(r.payloads), len(got.payloads))
+		for i := range r.payloads {
+			if len(r.payloads[i].Headers) > 0 {
+				require.Equal(t, r.payloads[i].Headers, got.payloads[i].Headers)
+			}
+		}
 	})
 }
 
@@ -223,5 +244,18 @@ func FuzzCodecRoundTrip(f *testing.F) {
 		require.Equal(t, int(rc), got[0].RetryCount)
 		require.Equal(t, string(payload), string(got[0].Payloads[0].Data))
 		require.Equal(t, score, got[0].Payloads[0].Score)
+	})
+}
+
+// FuzzHeadersRoundTrip checks that headers survive their encoding.
+func FuzzHeadersRoundTrip(f *testing.F) {
+	f.Add("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "tenant", "")
+	f.Add("\x00", string(make([]byte, 200)), "b", "\xff")
+	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string) {
+		h := map[string]string{k1: v1, k2: v2}
+		got, err := decodeHeaders(encodeHeaders(h))
+		require.NoError(t, err)
+		require.Equal(t, h, got)
+		require.Equal(t, encodeHeaders(h), encodeHeaders(got))
 	})
 }

@@ -367,8 +367,17 @@ func (s *Store) Enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(jobs[a].ID, jobs[b].ID) })
 		for start := 0; start < len(idx); start += s.cfg.EnqueueChunk {
 			end := min(start+s.cfg.EnqueueChunk, len(idx))
-			args := make([]any, 0, 4+4*(end-start))
-			args = append(args, now, mode, channel, strconv.Itoa(sh))
+			// A call whose jobs carry headers sends five values per job
+			// (mode suffix "h"); others send four, as before.
+			withH, per, m := false, 4, mode
+			for _, i := range idx[start:end] {
+				if len(jobs[i].Headers) > 0 {
+					withH, per, m = true, 5, mode+"h"
+					break
+				}
+			}
+			args := make([]any, 0, 4+per*(end-start))
+			args = append(args, now, m, channel, strconv.Itoa(sh))
 			keys := sk.keys
 			if mode == modeUpgrading {
 				keys = sk.with()
@@ -376,6 +385,9 @@ func (s *Store) Enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 			for _, i := range idx[start:end] {
 				j := &jobs[i]
 				args = appendJob(args, j)
+				if withH {
+					args = append(args, encodeHeaders(j.Headers))
+				}
 				if mode == modeUpgrading {
 					keys = append(keys, sk.v1Payloads(j.ID))
 				}

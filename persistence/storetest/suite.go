@@ -86,6 +86,7 @@ func Run(t *testing.T, h Harness) {
 	}
 	tests = append(tests, stateTests...)
 	tests = append(tests, timerTests...)
+	tests = append(tests, headerTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

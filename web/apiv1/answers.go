@@ -193,7 +193,7 @@ type Deleted struct {
 // Member is a node of the cluster, as the answering node sees it.
 type Member struct {
 	Name string `json:"name"`
-	// State is alive, suspect, draining or dead.
+	// State is alive, draining, dead or foreign (another store's member).
 	State   string   `json:"state"`
 	HTTP    string   `json:"http"`
 	Actor   string   `json:"actor"`

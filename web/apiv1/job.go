@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -15,13 +16,14 @@ import (
 const EmptyPayload = `""`
 
 // JobFields lists the fields of a job object, for messages.
-const JobFields = "id, payload, payload_base64, score, perform_at, perform_in"
+const JobFields = "id, payload, payload_base64, score, perform_at, perform_in, headers"
 
 // NewJob is one job of an enqueue request, POST /api/v1/queues/{q}/jobs
 // (the body is a JSON array of them):
 //
 //	{"id": "order-1", "payload": <any JSON> | "payload_base64": "<base64>",
-//	 "score": <number>, "perform_at": <unix seconds> | "perform_in": <seconds>}
+//	 "score": <number>, "perform_at": <unix seconds> | "perform_in": <seconds>,
+//	 "headers": {"<key>": "<value>", ...}}
 //
 // Only id is required.
 type NewJob struct {
@@ -35,6 +37,9 @@ type NewJob struct {
 	// PerformAt (unix seconds) or PerformIn (seconds from now), at most one;
 	// neither means now.
 	PerformAt, PerformIn *float64
+	// Headers are the payload's string metadata (docs/contract.md §10);
+	// nil or empty means none.
+	Headers map[string]string
 }
 
 // MarshalJSON implements json.Marshaler: the payload goes as "payload" when
@@ -71,6 +76,14 @@ func (j NewJob) MarshalJSON() ([]byte, error) {
 		b = append(b, `,"`+f.key+`":`...)
 		b = append(b, num...)
 	}
+	if len(j.Headers) > 0 {
+		h, err := json.Marshal(j.Headers)
+		if err != nil {
+			return nil, fmt.Errorf("apiv1: headers: %w", err)
+		}
+		b = append(b, `,"headers":`...)
+		b = append(b, h...)
+	}
 	return append(b, '}'), nil
 }
 
@@ -82,6 +95,7 @@ const (
 	fScore
 	fPerformAt
 	fPerformIn
+	fHeaders
 )
 
 // DecodeJob checks and decodes one job object of an enqueue request as the
@@ -132,6 +146,9 @@ func DecodeJob(val []byte, index, maxPayload int) (NewJob, error) {
 		case "perform_in":
 			f = fPerformIn
 			job.PerformIn, err = number(val)
+		case "headers":
+			f = fHeaders
+			job.Headers, err = decodeHeaders(val, index)
 		default:
 			return bad(key, "unknown field (known: %s)", JobFields)
 		}
@@ -167,7 +184,29 @@ func (j NewJob) Store(now time.Time, index int) (persistence.NewJob, error) {
 	if payload == nil {
 		payload = []byte(EmptyPayload)
 	}
-	return persistence.NewJob{ID: j.ID, Payload: payload, Score: j.Score, PerformAt: at}, nil
+	return persistence.NewJob{ID: j.ID, Payload: payload, Score: j.Score, PerformAt: at, Headers: j.Headers}, nil
+}
+
+// decodeHeaders decodes a "headers" value: an object of strings (null means
+// none), within persistence.ValidateHeaders' limits.
+func decodeHeaders(val []byte, index int) (map[string]string, error) {
+	if k := jsonscan.KindOf(val); k == "null" {
+		return nil, nil
+	} else if k != "an object" {
+		return nil, fmt.Errorf("must be an object of strings, got %s", k)
+	}
+	var h map[string]string
+	if err := json.Unmarshal(val, &h); err != nil {
+		return nil, fmt.Errorf("must be an object of strings")
+	}
+	if err := persistence.ValidateHeaders(h, index); err != nil {
+		var fe *persistence.FieldError
+		if errors.As(err, &fe) {
+			return nil, errors.New(fe.Reason)
+		}
+		return nil, err
+	}
+	return h, nil
 }
 
 // compactPayload returns a payload value's compact encoding: insignificant

@@ -16,7 +16,7 @@ import (
 // decides how payload bytes are rendered:
 //
 //	{"payload": {"a":1}, "score": 1700000000.5}
-//	{"payload_base64": "AP8=", "score": 1700000000.5}
+//	{"payload_base64": "AP8=", "score": 1700000000.5, "headers": {"k": "v"}}
 //
 // The bytes appear as a JSON value under "payload" when they are one, byte
 // for byte: valid UTF-8 JSON in compact form, which is how the API stores
@@ -26,9 +26,12 @@ import (
 // exactly: payload identity is byte equality. (Byte for byte holds when the
 // encoder does not escape HTML, as the server's answers do not; json.Marshal
 // escapes <, > and & in strings, which keeps the value but not the bytes.)
+//
+// "headers" (docs/contract.md §10) is there only when the payload has some.
 type Payload struct {
-	Data  []byte
-	Score float64
+	Data    []byte
+	Score   float64
+	Headers map[string]string
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -48,6 +51,14 @@ func (p Payload) MarshalJSON() ([]byte, error) {
 	}
 	b = append(b, `,"score":`...)
 	b = append(b, score...)
+	if len(p.Headers) > 0 {
+		h, err := json.Marshal(p.Headers)
+		if err != nil {
+			return nil, fmt.Errorf("apiv1: payload headers: %w", err)
+		}
+		b = append(b, `,"headers":`...)
+		b = append(b, h...)
+	}
 	return append(b, '}'), nil
 }
 
@@ -55,9 +66,10 @@ func (p Payload) MarshalJSON() ([]byte, error) {
 // writes, compacting a "payload" value as the enqueue endpoint does.
 func (p *Payload) UnmarshalJSON(b []byte) error {
 	var v struct {
-		Payload       json.RawMessage `json:"payload"`
-		PayloadBase64 *string         `json:"payload_base64"`
-		Score         float64         `json:"score"`
+		Payload       json.RawMessage   `json:"payload"`
+		PayloadBase64 *string           `json:"payload_base64"`
+		Score         float64           `json:"score"`
+		Headers       map[string]string `json:"headers"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
@@ -81,6 +93,7 @@ func (p *Payload) UnmarshalJSON(b []byte) error {
 		return errors.New("apiv1: payload or payload_base64 required")
 	}
 	p.Score = v.Score
+	p.Headers = v.Headers
 	return nil
 }
 
@@ -96,7 +109,7 @@ func IsJSONPayload(b []byte) bool {
 func Payloads(ps []persistence.Payload) []Payload {
 	out := make([]Payload, len(ps))
 	for i, p := range ps {
-		out[i] = Payload{Data: p.Data, Score: p.Score}
+		out[i] = Payload{Data: p.Data, Score: p.Score, Headers: p.Headers}
 	}
 	return out
 }

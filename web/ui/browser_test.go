@@ -343,9 +343,12 @@ func newFixtureTokens(t *testing.T, token, readToken string, embedded bool) *fix
 	f.enqueue("emails", job("sent-1", `"a"`, 0), job("sent-2", `"b"`, 0), job("sent-3", `"c"`, 0), job("sent-4", `"d"`, 0))
 	f.settleAll("emails", 2, "node-a", func(string) *persistence.Failure { return nil }, 25)
 
+	one := 1.0
 	f.enqueue("orders",
 		job("order-1", `{"sku":42,"qty":2}`, 0),
-		job("order-2", `{"sku":43}`, 0), job("order-2", `{"sku":44,"note":"gift wrap"}`, 1),
+		job("order-2", `{"sku":43}`, 0),
+		persistence.NewJob{ID: "order-2", Payload: []byte(`{"sku":44,"note":"gift wrap"}`), Score: &one,
+			Headers: map[string]string{"tenant": "<acme>", "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}},
 		job("big-1", `{"n":12345678901234567890,"f":1.0}`, 0),
 		job(hostileID, `"<b>bold</b>"`, 0),
 		job(slashID, `{"path":"a/b"}`, 0),
@@ -684,6 +687,12 @@ func TestBrowser(t *testing.T) {
 		b.do(chromedp.SendKeys(chromedp.CSS(`#find-id`), "order-2\n"))
 		b.waitText(`.job-id-big`, "order-2")
 		require.Equal(t, 2, eval[int](b, `document.querySelectorAll('[data-record="queued"] .payload').length`))
+		// Headers show per payload, as text (docs/contract.md §10).
+		require.Equal(t, 1, eval[int](b, `document.querySelectorAll('[data-record="queued"] .payload-headers').length`))
+		require.Equal(t, 1, eval[int](b, `document.querySelectorAll('[data-record="queued"] [data-payload="1"] .payload-headers').length`))
+		require.Equal(t, "tenant<acme>traceparent00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+			b.text(`[data-record="queued"] .payload-headers`))
+		b.screenshot("job-headers")
 
 		// Delete a job through the UI.
 		b.open("/queues/orders/job?id=later-1")

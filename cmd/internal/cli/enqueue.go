@@ -35,13 +35,13 @@ const (
 
 var enqueueHelp = help{
 	Usage: []string{
-		"orderly enqueue --queue Q --id ID [--payload JSON | --payload-raw S | --payload-base64 B] [--score S] [--perform-in D | --perform-at T] [flags]",
+		"orderly enqueue --queue Q --id ID [--payload JSON | --payload-raw S | --payload-base64 B] [--score S] [--perform-in D | --perform-at T] [--header K=V ...] [flags]",
 		"orderly enqueue --queue Q --file jobs.jsonl|- [--batch N] [--skip N] [flags]",
 	},
 	Text: `Enqueues one job given by flags, or the jobs of a JSONL file (--file, "-" for
 stdin): one job object per line in the API's shape,
   {"id": "...", "payload": <any JSON> | "payload_base64": "...", "score": <number>,
-   "perform_at": <unix seconds> | "perform_in": <seconds>}
+   "perform_at": <unix seconds> | "perform_in": <seconds>, "headers": {"k": "v"}}
 (only id is required; blank lines are skipped). The file's jobs are sent in
 batches of --batch jobs (fewer when a batch would pass 8 MiB); a progress bar
 is drawn on stderr when it is a terminal. Each line is checked before its
@@ -56,9 +56,13 @@ it is, bytes and all, and --payload-base64 gives binary payloads. Without
 a payload the job's payload is the JSON string "".
 
 --perform-in takes a duration (90s, 1h30m) or seconds (90, 0.5);
---perform-at an RFC 3339 time (2024-05-01T12:00:00Z) or unix seconds.`,
+--perform-at an RFC 3339 time (2024-05-01T12:00:00Z) or unix seconds.
+
+--header K=V (repeatable) sets a header of the payload: string metadata
+that travels with it to the handler (at most 32, 8 KiB in all).`,
 	Examples: []string{
 		`orderly enqueue --queue orders --id order-1 --payload '{"sku":42}' --perform-in 30s`,
+		`orderly enqueue --queue orders --id order-1 --payload '{"sku":42}' --header tenant=acme`,
 		`orderly enqueue --queue orders --file jobs.jsonl`,
 		`orderly enqueue --queue orders --file jobs.jsonl --skip 20000   # resume after line 20000`,
 		`produce-jobs | orderly enqueue --queue orders --file - --json`,
@@ -72,12 +76,31 @@ type enqueueOpts struct {
 	performIn, performAt                          string
 	file                                          string
 	batch, skip                                   int
+	headers                                       headerFlag
+}
+
+// headerFlag collects repeated --header K=V flags.
+type headerFlag map[string]string
+
+func (h headerFlag) String() string { return "" }
+
+func (h headerFlag) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok {
+		return fmt.Errorf("%q: give K=V", v)
+	}
+	if _, dup := h[k]; dup {
+		return fmt.Errorf("%q given more than once", k)
+	}
+	h[k] = val
+	return nil
 }
 
 // enqueue enqueues one job from flags or the jobs of a JSONL file.
 func enqueue(e *env, args []string) int {
 	fs, c := e.flags("enqueue", enqueueHelp)
 	var o enqueueOpts
+	o.headers = headerFlag{}
 	fs.StringVar(&o.queue, "queue", "", "queue to enqueue into (required)")
 	fs.StringVar(&o.id, "id", "", "the job's id (one job from flags)")
 	fs.StringVar(&o.payload, "payload", "", "the job's payload, a JSON value (anything else is an error)")
@@ -86,6 +109,7 @@ func enqueue(e *env, args []string) int {
 	fs.Float64Var(&o.score, "score", 0, "the payload's score (default now)")
 	fs.StringVar(&o.performIn, "perform-in", "", "run the job after this `duration` (30s, 1h) or seconds (default now)")
 	fs.StringVar(&o.performAt, "perform-at", "", "run the job at this `time`, RFC 3339 or unix seconds (default now)")
+	fs.Var(o.headers, "header", "a header of the payload, `K=V` (repeatable)")
 	fs.StringVar(&o.file, "file", "", `JSONL file of jobs, one object per line; "-" reads stdin`)
 	fs.IntVar(&o.batch, "batch", DefaultBatch, "jobs per request with --file")
 	fs.IntVar(&o.skip, "skip", 0, "skip the first `N` lines of --file (to resume an import)")
@@ -97,7 +121,7 @@ func enqueue(e *env, args []string) int {
 	}
 	set := given(fs)
 	if set["file"] {
-		for _, f := range []string{"id", "payload", "payload-raw", "payload-base64", "score", "perform-in", "perform-at"} {
+		for _, f := range []string{"id", "payload", "payload-raw", "payload-base64", "score", "perform-in", "perform-at", "header"} {
 			if set[f] {
 				return e.usage(fs, "--%s is for one job from flags; it does not go with --file", f)
 			}
@@ -181,6 +205,9 @@ func jobFromFlags(o *enqueueOpts, set map[string]bool, now time.Time) ([]byte, e
 	if set["score"] {
 		job.Score = &o.score
 	}
+	if len(o.headers) > 0 {
+		job.Headers = o.headers
+	}
 	if set["perform-in"] && set["perform-at"] {
 		return nil, errors.New("give --perform-in or --perform-at, not both")
 	}
@@ -205,8 +232,11 @@ func jobFromFlags(o *enqueueOpts, set map[string]bool, now time.Time) ([]byte, e
 	}
 	if fe := (*persistence.FieldError)(nil); errors.As(err, &fe) {
 		flag := strings.ReplaceAll(fe.Field, "_", "-")
-		if fe.Field == "payload" {
+		switch fe.Field {
+		case "payload":
 			flag = payloadFlag
+		case "headers":
+			flag = "header"
 		}
 		return nil, fmt.Errorf("--%s: %s", flag, fe.Reason)
 	}

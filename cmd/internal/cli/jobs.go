@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -140,6 +143,23 @@ func payloadList(ps []apiv1.Payload, count int) string {
 	return cell(s, payloadsWidth)
 }
 
+// headerLines prints the headers of the payloads that have some, one line
+// per payload, numbered from 1 as the payload list shows them
+// (docs/contract.md §10).
+func headerLines(w io.Writer, ps []apiv1.Payload) {
+	for i, p := range ps {
+		if len(p.Headers) == 0 {
+			continue
+		}
+		keys := slices.Sorted(maps.Keys(p.Headers))
+		kv := make([]string, len(keys))
+		for j, k := range keys {
+			kv[j] = k + "=" + p.Headers[k]
+		}
+		fmt.Fprintf(w, "  headers #%d:\t%s\n", i+1, cell(strings.Join(kv, " "), 200))
+	}
+}
+
 // queuePath is the endpoint of queue (a valid queue name).
 func queuePath(queue string) string {
 	return "/api/v1/queues/" + url.PathEscape(queue)
@@ -216,6 +236,7 @@ func jobsGet(e *env, args []string) int {
 			fmt.Fprintf(tw, "  error:\t%s\n", cell(j.Error, 200))
 		}
 		fmt.Fprintf(tw, "  payloads:\t%s\n", payloadList(j.Payloads, j.PayloadCount))
+		headerLines(tw, j.Payloads)
 	} else {
 		fmt.Fprintf(tw, "queued:\tnothing\n")
 	}
@@ -223,6 +244,7 @@ func jobsGet(e *env, args []string) int {
 		fmt.Fprintf(tw, "in flight:\ton %s since %s (epoch %d, seq %d), %d payloads\n", cell(p.Owner, 64), unixTime(p.FetchedAt),
 			p.Epoch, p.Seq, max(p.PayloadCount, len(p.Payloads)))
 		fmt.Fprintf(tw, "  payloads:\t%s\n", payloadList(p.Payloads, p.PayloadCount))
+		headerLines(tw, p.Payloads)
 	} else {
 		fmt.Fprintf(tw, "in flight:\tno\n")
 	}

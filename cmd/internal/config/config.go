@@ -188,9 +188,14 @@ type NodeConfig struct {
 	// (gRPC metadata orderly-actor-token); empty means no authentication
 	// [actor_token; empty]. Secret.
 	ActorToken string
+	// ActorTLSCert, ActorTLSKey and ActorTLSCA (PEM files, all three or
+	// none) serve the actor remote over mutual TLS: only clients with a
+	// certificate the CA signed can connect (orderly.LoadActorTLS)
+	// [actor_tls_cert, actor_tls_key, actor_tls_ca; empty: plaintext gRPC].
+	ActorTLSCert, ActorTLSKey, ActorTLSCA string
 	// ActorPublic lets the actor remote listen on a non-loopback address
-	// without an ActorToken; otherwise such a node refuses to start
-	// [actor_public; false].
+	// without an ActorToken or mutual TLS; otherwise such a node refuses to
+	// start [actor_public; false].
 	ActorPublic bool
 	// Redis is the store's URL (redis://, rediss://, unix://,
 	// redis+cluster://, redis+sentinel:// and their TLS forms); empty means

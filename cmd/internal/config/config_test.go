@@ -389,6 +389,9 @@ func TestEveryKeyHasEnvAndFlag(t *testing.T) {
 		"http_max_connections": {"10", "20"},
 		"http_tls_cert":        {"/a.crt", "/b.crt"},
 		"http_tls_key":         {"/a.key", "/b.key"},
+		"actor_tls_cert":       {"/a.crt", "/b.crt"},
+		"actor_tls_key":        {"/a.key", "/b.key"},
+		"actor_tls_ca":         {"/a-ca.crt", "/b-ca.crt"},
 		"durability":           {"replicated", "async"},
 		"durability_replicas":  {"2", "3"},
 		"durability_timeout":   {"500ms", "2s"},
@@ -398,6 +401,9 @@ func TestEveryKeyHasEnvAndFlag(t *testing.T) {
 		"http_tls_cert":   {"ORDERLY_HTTP_TLS_KEY=/p.key"},
 		"http_tls_key":    {"ORDERLY_HTTP_TLS_CERT=/p.crt"},
 		"http_read_token": {"ORDERLY_HTTP_TOKEN=full"},
+		"actor_tls_cert":  {"ORDERLY_ACTOR_TLS_KEY=/p.key", "ORDERLY_ACTOR_TLS_CA=/p-ca.crt", "ORDERLY_ACTOR_ADDR=127.0.0.1:8090"},
+		"actor_tls_key":   {"ORDERLY_ACTOR_TLS_CERT=/p.crt", "ORDERLY_ACTOR_TLS_CA=/p-ca.crt", "ORDERLY_ACTOR_ADDR=127.0.0.1:8090"},
+		"actor_tls_ca":    {"ORDERLY_ACTOR_TLS_CERT=/p.crt", "ORDERLY_ACTOR_TLS_KEY=/p.key", "ORDERLY_ACTOR_ADDR=127.0.0.1:8090"},
 	}
 	require.Len(t, settings(), len(values))
 	for _, s := range settings() {

@@ -23,7 +23,10 @@
 //	  actor_addr: 127.0.0.1:8090        # protoactor remote; empty = off
 //	  actor_advertise_addr: 10.0.0.5:8090     # what others dial; needed for 0.0.0.0
 //	  actor_token: s3cret               # required from actor remote clients
-//	  actor_public: false               # non-loopback actor_addr without a token
+//	  actor_tls_cert: /etc/orderly/actor.crt  # mutual TLS (with actor_tls_key, actor_tls_ca)
+//	  actor_tls_key: /etc/orderly/actor.key
+//	  actor_tls_ca: /etc/orderly/ca.crt
+//	  actor_public: false               # non-loopback actor_addr without a token or TLS
 //	  redis: redis://127.0.0.1:6379/0   # empty = embedded in-memory store
 //	  redis_prefix: orderly
 //	  allow_eviction: false

@@ -66,6 +66,14 @@ func (c *Config) Validate() error {
 	if (c.Node.HTTPTLSCert == "") != (c.Node.HTTPTLSKey == "") {
 		p.addf("node.http_tls_cert, node.http_tls_key: give both (the certificate and its key) or neither")
 	}
+	if set := btoi(c.Node.ActorTLSCert != "") + btoi(c.Node.ActorTLSKey != "") + btoi(c.Node.ActorTLSCA != ""); set != 0 {
+		switch {
+		case set != 3:
+			p.addf("node.actor_tls_cert, node.actor_tls_key, node.actor_tls_ca: give all three (the certificate, its key and the CA that signs the clients) or none")
+		case c.Node.ActorAddr == "":
+			p.addf("node.actor_tls_cert: needs node.actor_addr (the actor remote is off)")
+		}
+	}
 	return p.err()
 }
 
@@ -512,4 +520,11 @@ func checkHandlerHeaders(headers map[string]string, report func(key, msg string)
 			report("handler.headers", fmt.Sprintf("the value of %s holds a control character", name))
 		}
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

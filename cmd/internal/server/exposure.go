@@ -25,14 +25,15 @@ func checkExposure(cfg *config.Config, log *slog.Logger) error {
 		if remoteguard.IsWildcard(host) && n.ActorAdvertiseAddr == "" {
 			return fmt.Errorf("the actor remote would listen on %s, every interface, and advertise an address no other host can use: set --actor-advertise-addr to the address other hosts reach it at (or listen on one address)", n.ActorAddr)
 		}
-		if !remoteguard.IsLoopback(host) && n.ActorToken == "" {
+		mtls := n.ActorTLSCert != ""
+		if !remoteguard.IsLoopback(host) && n.ActorToken == "" && !mtls {
 			if !n.ActorPublic {
-				return fmt.Errorf("the actor remote would listen on %s, reachable from other hosts, without a token: set --actor-token (or listen on 127.0.0.1), or --actor-public to allow it", n.ActorAddr)
+				return fmt.Errorf("the actor remote would listen on %s, reachable from other hosts, without authentication: set --actor-tls-cert, --actor-tls-key and --actor-tls-ca (mutual TLS) or --actor-token (or listen on 127.0.0.1), or --actor-public to allow it", n.ActorAddr)
 			}
-			log.Warn("the actor remote listens on a non-loopback address without a token (actor_public): anyone who reaches it can enqueue", "actor_addr", n.ActorAddr)
+			log.Warn("the actor remote listens on a non-loopback address without a token or TLS (actor_public): anyone who reaches it can enqueue", "actor_addr", n.ActorAddr)
 		}
-		if !remoteguard.IsLoopback(host) && n.ActorToken != "" {
-			log.Warn("the actor remote listens on a non-loopback address in plaintext gRPC: its token travels unencrypted, readable by anyone on the path; keep it on a private network or a tunnel", "actor_addr", n.ActorAddr)
+		if !remoteguard.IsLoopback(host) && n.ActorToken != "" && !mtls {
+			log.Warn("the actor remote listens on a non-loopback address in plaintext gRPC: its token travels unencrypted, readable by anyone on the path; serve mutual TLS (--actor-tls-cert, --actor-tls-key, --actor-tls-ca) or keep it on a private network or a tunnel", "actor_addr", n.ActorAddr)
 		}
 	}
 	if n.Redis != "" {

@@ -27,6 +27,9 @@ func TestCheckExposure(t *testing.T) {
 		{"actor localhost", func(n *config.NodeConfig) { n.ActorAddr = "localhost:8090" }, ""},
 		{"actor lan", func(n *config.NodeConfig) { n.ActorAddr = "10.0.0.5:8090" }, "--actor-token"},
 		{"actor lan token", func(n *config.NodeConfig) { n.ActorAddr, n.ActorToken = "10.0.0.5:8090", "t" }, ""},
+		{"actor lan mutual TLS", func(n *config.NodeConfig) {
+			n.ActorAddr, n.ActorTLSCert, n.ActorTLSKey, n.ActorTLSCA = "10.0.0.5:8090", "/c", "/k", "/ca"
+		}, ""},
 		{"actor lan public", func(n *config.NodeConfig) { n.ActorAddr, n.ActorPublic = "10.0.0.5:8090", true }, ""},
 		{"actor wildcard", func(n *config.NodeConfig) { n.ActorAddr, n.ActorToken = "0.0.0.0:8090", "t" }, "--actor-advertise-addr"},
 		{"actor wildcard v6", func(n *config.NodeConfig) { n.ActorAddr, n.ActorToken = "[::]:8090", "t" }, "--actor-advertise-addr"},

@@ -108,8 +108,15 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 		return err
 	}
 	defer stopChaos()
+	var actorTLS *tls.Config
+	if cfg.Node.ActorTLSCert != "" {
+		if actorTLS, err = orderly.LoadActorTLS(cfg.Node.ActorTLSCert, cfg.Node.ActorTLSKey, cfg.Node.ActorTLSCA); err != nil {
+			return err
+		}
+	}
 	node, err := orderly.NewNode(store, &orderly.Config{
 		Cluster:         clusterCfg,
+		ActorTLS:        actorTLS,
 		ActorAddr:       cfg.Node.ActorAddr,
 		ActorAdvertise:  cfg.Node.ActorAdvertiseAddr,
 		ActorToken:      cfg.Node.ActorToken,
@@ -213,9 +220,17 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 
 	fatal := make(chan error, 1)
 	checkCtx, stopCheck := context.WithCancel(ctx)
-	defer stopCheck()
+	checkDone := make(chan struct{})
+	// The check uses the Redis client, which a deferred call closes: stop
+	// the check and wait for it first (deferred calls run last first).
+	defer func() { stopCheck(); <-checkDone }()
 	if cfg.Node.Redis != "" {
-		go checkServer(checkCtx, rdb, cfg.Node.AllowEviction, log, fatal)
+		go func() {
+			defer close(checkDone)
+			checkServer(checkCtx, rdb, cfg.Node.AllowEviction, log, fatal)
+		}()
+	} else {
+		close(checkDone)
 	}
 
 	runErr := wait(ctx, node, signals, httpErr, fatal, log)

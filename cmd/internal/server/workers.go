@@ -5,8 +5,11 @@ import (
 	"encoding/base64"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -90,7 +93,8 @@ const logPayloads = 3
 // logHandler logs every job of a batch and succeeds: the handler of the
 // quick start. With payloads, a job's line shows the start of its first
 // payloads (config.LogPayloadBytes of each): a line stays short whatever
-// the producers send. Without, it shows only their count.
+// the producers send. Without, it shows only their count. A payload's
+// headers, when it has some, follow it as "k=v" pairs, keys sorted.
 func logHandler(log *slog.Logger, payloads bool) orderly.HandlerFunc {
 	return func(ctx context.Context, b *orderly.Batch) error {
 		for _, j := range b.Jobs {
@@ -100,11 +104,28 @@ func logHandler(log *slog.Logger, payloads bool) orderly.HandlerFunc {
 					break
 				}
 				attrs = append(attrs, fmt.Sprintf("payload%d", i), preview(p.Data))
+				if len(p.Headers) > 0 {
+					attrs = append(attrs, fmt.Sprintf("headers%d", i), headerPreview(p.Headers))
+				}
 			}
 			log.Info("job", attrs...)
 		}
 		return nil
 	}
+}
+
+// headerPreview renders a payload's headers for a log line: "k=v" pairs,
+// keys sorted, cut as a payload is.
+func headerPreview(h map[string]string) string {
+	keys := slices.Sorted(maps.Keys(h))
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(k + "=" + h[k])
+	}
+	return preview([]byte(b.String()))
 }
 
 // preview renders the start of a payload for a log line: text as it is,

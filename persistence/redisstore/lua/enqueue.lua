@@ -12,7 +12,10 @@
 -- ARGV[3] notification channel
 -- ARGV[4] shard number (the notification message)
 -- ARGV[5..] per job four values: id, payload, score ("" = default),
---         perform_at ("" = now)
+--         perform_at ("" = now); when ARGV[2] ends with "h" (some job of
+--         the call carries headers), five: a fifth, the payload's headers
+--         as the node encodes them ("" = none; docs/contract.md §10).
+--         Layout 1 keeps no headers.
 -- With ARGV[2] = "2t" or "1t" (a periodic tick, one job), two more values
 -- follow the job: the periodic job's name and the tick (ms since the
 -- epoch); the job is written only if the tick is later than the last one
@@ -36,6 +39,11 @@ init_clock(ARGV[1])
 local mode, channel, shard = ARGV[2], ARGV[3], ARGV[4]
 local FIRST = 5
 local nargs = #ARGV
+local W = 4 -- values per job
+if string.sub(mode, -1) == "h" then
+  W = 5
+  mode = string.sub(mode, 1, -2)
+end
 if string.sub(mode, 2, 2) == "t" then
   -- A periodic tick: written only if it moves the job's last tick on this
   -- shard forward, in the same step, so each tick is enqueued once
@@ -47,7 +55,7 @@ if string.sub(mode, 2, 2) == "t" then
   mode = string.sub(mode, 1, 1)
   nargs = nargs - 2
 end
-local njobs = (nargs - FIRST + 1) / 4
+local njobs = (nargs - FIRST + 1) / W
 
 local m = redis.call("HMGET", K.meta, "hw", "fseq", "tat", "tid")
 local hw = tonumber(m[1] or "0")
@@ -72,7 +80,7 @@ if mode == "1" and redis.call("GET", K.v1lease) ~= FENCE then
   -- indexes with NX.
   local j = 0
   local ks = {}
-  for i = FIRST, nargs, 4 do
+  for i = FIRST, nargs, W do
     j = j + 1
     local id = ARGV[i]
     local sc
@@ -91,7 +99,7 @@ end
 
 -- Group the jobs by id, in order of first appearance.
 local order, byid = {}, {}
-for i = FIRST, nargs, 4 do
+for i = FIRST, nargs, W do
   local id = ARGV[i]
   local g = byid[id]
   if not g then
@@ -117,7 +125,7 @@ local hset, push, later = {}, {}, {}
 for j, id in ipairs(order) do
   local g = byid[id]
   local rec
-  if not cur[j] and #g == 1 then
+  if not cur[j] and #g == 1 and (W == 4 or ARGV[g[1] + 4] == "") then
     -- The common case: a new id with one payload.
     local i = g[1]
     local sc = score(i, 0)
@@ -153,7 +161,9 @@ for j, id in ipairs(order) do
         if at == "" then at = NOW end
         r = cold().new_rec(at, "-1")
       end
-      list[#list + 1] = {sc, ARGV[i + 1]}
+      local h
+      if W == 5 and ARGV[i + 4] ~= "" then h = ARGV[i + 4] end
+      list[#list + 1] = {sc, ARGV[i + 1], h}
     end
     cold().add_payloads("q", id, r, list)
     if new then

@@ -10,7 +10,7 @@
 -- ARGV[4] "1" to read layout 1's entry too
 --
 -- Returns {record, overflow, inflight, v1, state, timer}: record is the record ("" when
--- none); overflow a flat list {score, payload, ...} of the payloads that
+-- none); overflow a flat list {score, payload, headers, ...} of the payloads that
 -- follow the inline ones, up to ARGV[3] in all; inflight the in-flight
 -- record ("" when none, or for the morgue); v1 is {} or {perform_at,
 -- retry_count, error, count, {payload, score, ...}}; state the id's entry
@@ -31,9 +31,10 @@ if s then
   local r = rec_decode(s)
   local want = npay - #r.ps
   if r.ovn > 0 and want > 0 then
-    for _, e in ipairs(ov_first(ns, id, want)) do
+    for _, e in ipairs(ov_first(ns, id, want, r.ovh)) do
       flat[#flat + 1] = e[1]
       flat[#flat + 1] = e[2]
+      flat[#flat + 1] = e[4] or ""
     end
   end
 end

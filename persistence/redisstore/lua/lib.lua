@@ -26,10 +26,18 @@
 -- All keys share one hash tag, so a script touches one cluster slot.
 --
 -- A field is a LEB128 length and that many bytes. Job record: a flags byte
--- (1 error, 2 in the fifo, 4 overflow, 8 hold), then the fields at, rc,
--- [fseq], [err], [hold], [ovn], then the inline payloads lowest first as
--- pairs (score, data), score "" meaning "equal to at". Morgue records have
--- the same shape (at is updated_at, rc is empty).
+-- (1 error, 2 in the fifo, 4 overflow, 8 hold, 16 payloads carry headers,
+-- 32 overflow payloads may carry headers), then the fields at, rc, [fseq],
+-- [err], [hold], [ovn], then the inline payloads lowest first as pairs
+-- (score, data), score "" meaning "equal to at", or with flag 16 as
+-- triples (score, data, headers), headers "" meaning none. Morgue records
+-- have the same shape (at is updated_at, rc is empty).
+--
+-- Headers (docs/contract.md §10) are an opaque blob to the scripts: the
+-- node encodes them (fields k1 v1 k2 v2 ..., keys sorted). A payload is the
+-- table {score, data, headers}, headers nil or "" for none. An overflow
+-- payload's headers follow its score key in its ovs value (8 bytes, then
+-- the blob); ovs values without headers are the 8 bytes alone.
 --
 -- Scores and times are decimal strings, kept as sent; times computed here
 -- are whole microseconds. Byte-wise comparisons never use Lua's < on
@@ -288,14 +296,17 @@ local function cold()
       v, pos = rdf(s, pos)
       r.ovn = tonumber(v)
     end
+    r.ovh = flags % 64 >= 32
+    local hdrs = flags % 32 >= 16
     local ps = {}
     local n = #s
     while pos <= n do
-      local sc, d
+      local sc, d, h
       sc, pos = rdf(s, pos)
       d, pos = rdf(s, pos)
+      if hdrs then h, pos = rdf(s, pos) end
       if sc == "" then sc = r.at end
-      ps[#ps + 1] = {sc, d}
+      ps[#ps + 1] = {sc, d, h}
     end
     r.ps = ps
     return r
@@ -307,18 +318,28 @@ local function cold()
     if r.fseq then flags = flags + 2; t[#t + 1] = fld(r.fseq) end
     if r.err ~= "" then flags = flags + 1; t[#t + 1] = fld(r.err) end
     if r.hold then flags = flags + 8; t[#t + 1] = fld(r.hold) end
-    if r.ovn > 0 then flags = flags + 4; t[#t + 1] = fld(string.format("%.0f", r.ovn)) end
+    if r.ovn > 0 then
+      flags = flags + 4
+      t[#t + 1] = fld(string.format("%.0f", r.ovn))
+      if r.ovh then flags = flags + 32 end
+    end
+    local hdrs = false
+    for _, p in ipairs(r.ps) do
+      if p[3] and p[3] ~= "" then hdrs = true; break end
+    end
     local at = r.at
     for _, p in ipairs(r.ps) do
       if p[1] == at then t[#t + 1] = "\0" else t[#t + 1] = fld(p[1]) end
       t[#t + 1] = fld(p[2])
+      if hdrs then t[#t + 1] = fld(p[3] or "") end
     end
+    if hdrs then flags = flags + 16 end
     t[1] = string.char(flags)
     return table.concat(t)
   end
 
   local function new_rec(at, rc)
-    return {at = at, rc = rc, err = "", ovn = 0, ps = {}}
+    return {at = at, rc = rc, err = "", ovn = 0, ovh = false, ps = {}}
   end
 
   -- plt orders payloads: score, then bytes.
@@ -336,7 +357,7 @@ local function cold()
 
   local function inline_bytes(ps)
     local n = 0
-    for _, p in ipairs(ps) do n = n + #p[2] + #p[1] end
+    for _, p in ipairs(ps) do n = n + #p[2] + #p[1] + #(p[3] or "") end
     return n
   end
 
@@ -345,28 +366,48 @@ local function cold()
 
   local function ovpfx(ns, id) return ns .. enc(id) end
 
-  local function ov_add(ns, id, sc, d)
+  -- ov_add puts a payload into the overflow of record r of id (the caller
+  -- counts it in r.ovn); its headers follow the score key in ovs.
+  local function ov_add(ns, id, r, sc, d, h)
     local p = ovpfx(ns, id)
     local k = skey(tonumber(sc))
     redis.call("ZADD", K.ovo, 0, p .. k .. d)
-    redis.call("HSET", K.ovs, p .. d, k)
+    if h and h ~= "" then
+      r.ovh = true
+      redis.call("HSET", K.ovs, p .. d, k .. h)
+    else
+      redis.call("HSET", K.ovs, p .. d, k)
+    end
   end
 
-  local function ov_del(ns, id, d, k)
+  -- ov_del removes an overflow payload; v is its ovs value.
+  local function ov_del(ns, id, d, v)
     local p = ovpfx(ns, id)
-    redis.call("ZREM", K.ovo, p .. k .. d)
+    redis.call("ZREM", K.ovo, p .. string.sub(v, 1, 8) .. d)
     redis.call("HDEL", K.ovs, p .. d)
   end
 
   -- ov_first returns the lowest n overflow payloads of id, each
-  -- {score, data, member}.
-  local function ov_first(ns, id, n)
+  -- {score, data, member, headers}; headers are read (one HMGET) only
+  -- when withh says some overflow payload of the id may carry them.
+  local function ov_first(ns, id, n, withh)
     local p = ovpfx(ns, id)
     local ms = redis.call("ZRANGEBYLEX", K.ovo, "[" .. p, "(" .. string.sub(p, 1, -2) .. "\1", "LIMIT", 0, n)
     local out = {}
     local lp = #p
     for i, m in ipairs(ms) do
       out[i] = {skey_str(string.sub(m, lp + 1, lp + 8)), string.sub(m, lp + 9), m}
+    end
+    if withh and #out > 0 then
+      for i = 1, #out, CHUNK do
+        local fields = {}
+        for j = i, math.min(i + CHUNK - 1, #out) do fields[#fields + 1] = p .. out[j][2] end
+        local vs = redis.call("HMGET", K.ovs, unpack(fields))
+        for j = 1, #fields do
+          local v = vs[j]
+          if v and #v > 8 then out[i + j - 1][4] = string.sub(v, 9) end
+        end
+      end
     end
     return out
   end
@@ -384,22 +425,24 @@ local function cold()
   -- refill moves the lowest overflow payloads inline when nothing is inline.
   local function refill(ns, id, r)
     if #r.ps > 0 or r.ovn == 0 then return end
-    local list = ov_first(ns, id, INLINE_MAX)
+    local list = ov_first(ns, id, INLINE_MAX, r.ovh)
     local take, bytes = {}, 0
     for i, e in ipairs(list) do
-      bytes = bytes + #e[1] + #e[2]
+      bytes = bytes + #e[1] + #e[2] + #(e[4] or "")
       if i > 1 and bytes > INLINE_BYTES then break end
       take[i] = e
     end
     ov_remove(ns, id, take)
-    for i, e in ipairs(take) do r.ps[i] = {e[1], e[2]} end
+    for i, e in ipairs(take) do r.ps[i] = {e[1], e[2], e[4]} end
     r.ovn = r.ovn - #take
+    if r.ovn == 0 then r.ovh = false end
   end
 
-  -- add_payload merges a payload into record r of id: an equal payload keeps
-  -- the lower score. Inline payloads stay the lowest ones, within the inline
-  -- bounds; the rest go to the overflow.
-  local function add_payload(ns, id, r, sc, d)
+  -- add_payload merges a payload (with headers h, nil for none) into
+  -- record r of id: an equal payload keeps the lower score, and the headers
+  -- that came with it (docs/contract.md §10). Inline payloads stay the
+  -- lowest ones, within the inline bounds; the rest go to the overflow.
+  local function add_payload(ns, id, r, sc, d, h)
     local n = tonumber(sc)
     refill(ns, id, r)
     local ps = r.ps
@@ -407,7 +450,7 @@ local function cold()
       if p[2] == d then
         if n < tonumber(p[1]) then
           table.remove(ps, i)
-          insert_sorted(ps, {sc, d})
+          insert_sorted(ps, {sc, d, h})
         end
         return
       end
@@ -420,16 +463,16 @@ local function cold()
         r.ovn = r.ovn - 1
       end
       if #ps > 0 and not plt({sc, d}, ps[#ps]) then
-        ov_add(ns, id, sc, d)
+        ov_add(ns, id, r, sc, d, h)
         r.ovn = r.ovn + 1
         return
       end
     end
-    insert_sorted(ps, {sc, d})
+    insert_sorted(ps, {sc, d, h})
     if #ps > 1 and (#ps > INLINE_MAX or inline_bytes(ps) > INLINE_BYTES) then
       while #ps > 1 and (#ps > INLINE_MAX or inline_bytes(ps) > INLINE_BYTES) do
         local last = table.remove(ps)
-        ov_add(ns, id, last[1], last[2])
+        ov_add(ns, id, r, last[1], last[2], last[3])
         r.ovn = r.ovn + 1
       end
     end
@@ -440,27 +483,29 @@ local function cold()
   -- instead of several per payload (the path of ids with many payloads).
   local function add_payloads(ns, id, r, list)
     if #list == 0 then return end
-    if #list == 1 then return add_payload(ns, id, r, list[1][1], list[1][2]) end
+    if #list == 1 then return add_payload(ns, id, r, list[1][1], list[1][2], list[1][3]) end
     refill(ns, id, r)
     local ps = r.ps
     local pos = {}
     for i, p in ipairs(ps) do pos[p[2]] = i end
     -- Equal inline payloads take the lower score; the others are
     -- candidates, each with its lowest score in the list.
-    local cand, order, resort = {}, {}, false
+    local cand, candh, order, resort = {}, {}, {}, false
     for _, p in ipairs(list) do
       local sc, d = p[1], p[2]
       local i = pos[d]
       if i then
         if tonumber(sc) < tonumber(ps[i][1]) then
-          ps[i] = {sc, d}
+          ps[i] = {sc, d, p[3]}
           resort = true
         end
       elseif not cand[d] then
         cand[d] = sc
+        candh[d] = p[3]
         order[#order + 1] = d
       elseif tonumber(sc) < tonumber(cand[d]) then
         cand[d] = sc
+        candh[d] = p[3]
       end
     end
     if resort then table.sort(ps, plt) end
@@ -479,7 +524,7 @@ local function cold()
             if tonumber(cand[d]) >= skey_num(k) then
               cand[d] = nil
             else
-              zrem[#zrem + 1] = pfx .. k .. d
+              zrem[#zrem + 1] = pfx .. string.sub(k, 1, 8) .. d
               hdel[#hdel + 1] = pfx .. d
               r.ovn = r.ovn - 1
             end
@@ -487,12 +532,17 @@ local function cold()
         end
       end
     end
-    local function to_ov(sc, d)
+    local function to_ov(sc, d, h)
       local k = skey(tonumber(sc))
       zadd[#zadd + 1] = 0
       zadd[#zadd + 1] = pfx .. k .. d
       hset[#hset + 1] = pfx .. d
-      hset[#hset + 1] = k
+      if h and h ~= "" then
+        hset[#hset + 1] = k .. h
+        r.ovh = true
+      else
+        hset[#hset + 1] = k
+      end
       r.ovn = r.ovn + 1
     end
     -- With an overflow, a payload above the inline ones goes there: every
@@ -503,22 +553,22 @@ local function cold()
       local sc = cand[d]
       if sc then
         if last and not plt({sc, d}, last) then
-          to_ov(sc, d)
+          to_ov(sc, d, candh[d])
         else
-          ps[#ps + 1] = {sc, d}
+          ps[#ps + 1] = {sc, d, candh[d]}
         end
       end
     end
     table.sort(ps, plt)
     local keep, bytes = 0, 0
     for i, p in ipairs(ps) do
-      bytes = bytes + #p[1] + #p[2]
+      bytes = bytes + #p[1] + #p[2] + #(p[3] or "")
       if i > 1 and (i > INLINE_MAX or bytes > INLINE_BYTES) then break end
       keep = i
     end
     for i = #ps, keep + 1, -1 do
       local p = table.remove(ps)
-      to_ov(p[1], p[2])
+      to_ov(p[1], p[2], p[3])
     end
     for i = 1, #zrem, CHUNK do
       redis.call("ZREM", K.ovo, unpack(zrem, i, math.min(i + CHUNK - 1, #zrem)))
@@ -543,10 +593,10 @@ local function cold()
     for i = ni + 1, #ps do rest[#rest + 1] = ps[i] end
     r.ps = rest
     if #rest == 0 and r.ovn > 0 and ni < n then
-      local list = ov_first(ns, id, n - ni)
+      local list = ov_first(ns, id, n - ni, r.ovh)
       ov_remove(ns, id, list)
       r.ovn = r.ovn - #list
-      for _, e in ipairs(list) do got[#got + 1] = {e[1], e[2]} end
+      for _, e in ipairs(list) do got[#got + 1] = {e[1], e[2], e[4]} end
     end
     refill(ns, id, r)
     return got
@@ -560,6 +610,7 @@ local function cold()
     ov_remove(ns, id, list)
     r.ovn = r.ovn - #list
     if #list < n then r.ovn = 0 end
+    if r.ovn == 0 then r.ovh = false end
     return r.ovn
   end
 
@@ -620,7 +671,7 @@ local function cold()
   end
 
   local function put_job(t, id, rc, at, err, ps)
-    put_raw(t, id, rec_encode({at = at, rc = rc, err = err, ovn = 0, ps = ps}))
+    put_raw(t, id, rec_encode({at = at, rc = rc, err = err, ovn = 0, ovh = false, ps = ps}))
   end
 
 

@@ -16,7 +16,8 @@
 --
 -- Returns a list of rows {id, sort key, record, overflow}: record is the
 -- job's (or morgue entry's) record, overflow a flat list {score, payload,
--- ...} of payloads that follow the inline ones, up to ARGV[9] in all.
+-- headers, ...} of payloads that follow the inline ones, up to ARGV[9] in
+-- all (headers "" for none).
 --
 -- Cost: O(log n + limit) for the zsets, also through long bands of equal
 -- scores (the cursor is found by binary search on ranks); the fifo is
@@ -182,9 +183,10 @@ local function overflow(ns, id, rec)
   local flat = {}
   local want = npay - #r.ps
   if r.ovn > 0 and want > 0 then
-    for _, e in ipairs(ov_first(ns, id, want)) do
+    for _, e in ipairs(ov_first(ns, id, want, r.ovh)) do
       flat[#flat + 1] = e[1]
       flat[#flat + 1] = e[2]
+      flat[#flat + 1] = e[4] or ""
     end
   end
   return flat

@@ -8,7 +8,7 @@ import {num, plural} from './format.js';
 import {setSelf} from './live.js';
 import {clearBanner, emptyState, every, loading, queueHref, reportError} from './components.js';
 
-const STATES = ['alive', 'suspect', 'draining', 'dead'];
+const STATES = ['alive', 'draining', 'dead', 'foreign'];
 const PALETTE_SIZE = 10; // owner colours o0..o9 in the stylesheet
 
 /**

@@ -139,13 +139,26 @@ export function scoreText(score) {
     looksLikeTime(score) ? h('span', {class: 'score-time'}, localTime(score)) : null);
 }
 
-/** payloadBlock renders one payload: JSON pretty-printed, or base64 with its size. */
+/**
+ * headerRow renders a payload's headers (docs/contract.md §10) compactly,
+ * one "key value" pair after the other, keys sorted; nothing when it has
+ * none.
+ */
+export function headerRow(headers) {
+  const keys = headers ? Object.keys(headers).sort() : [];
+  if (keys.length === 0) return null;
+  return h('div', {class: 'payload-headers', title: 'headers'},
+    keys.map((k) => h('span', {class: 'hdr'}, h('span', {class: 'hdr-k'}, k), h('span', {class: 'hdr-v'}, headers[k]))));
+}
+
+/** payloadBlock renders one payload: JSON pretty-printed, or base64 with its size, and its headers. */
 export function payloadBlock(p, i) {
   const t = payloadText(p);
   return h('div', {class: 'payload', dataset: {payload: i}},
     h('div', {class: 'payload-cap'},
       h('span', {class: 'payload-kind'}, t.kind === 'json' ? 'JSON' : `binary · ${plural(t.bytes, 'byte')} · base64`),
       scoreText(p.score)),
+    headerRow(p.headers),
     h('pre', {class: ['code', t.kind]}, t.text));
 }
 
