@@ -104,7 +104,16 @@ func (a *Actor) onAdvanced(c actor.Context, m advanced) {
 		a.work.early = 0
 		a.cur, a.sent = b, m.sent
 		if a.draining() {
-			// Not started: Release restores it for the next owner.
+			// Not started: settle every id as skipped, so that they go
+			// back as they were, due at once, before the release. Left to
+			// the release, they would wait for their calls' deadline bound
+			// (up to the call timeout) as if a call of them could be
+			// running, and the next owner would not fetch them until then.
+			skipped := make([]string, len(b.Jobs))
+			for i, j := range b.Jobs {
+				skipped[i] = j.ID
+			}
+			a.settle = &pendingSettle{skipped: skipped}
 			a.returnPermit(c)
 			return
 		}

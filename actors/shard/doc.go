@@ -83,8 +83,10 @@
 // deadline, then its context is cancelled. A later Drain may bring the
 // deadline forward (a second stop signal), never back. A finished batch is
 // settled; a handler call cut by the deadline is not (its ids are skipped:
-// they go back to the queue with their retry count unchanged). Then the
-// lease is released and the actor stops itself. A drain that cannot reach
+// they go back to the queue with their retry count unchanged), and so is a
+// window fetched after the drain began, which no call started: its ids are
+// settled as skipped, due at once, rather than left to the release, which
+// would hold them until their calls' deadline. Then the lease is released and the actor stops itself. A drain that cannot reach
 // the store past its deadline gives up and leaves the lease to expire.
 //
 // On Stopping or Restarting (a parent that stops or restarts, or a stop

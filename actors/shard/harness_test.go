@@ -40,6 +40,7 @@ type fakeStore struct {
 	held       bool
 	renewErr   error
 	renewGate  chan struct{} // when set, each renewal waits for a value on it
+	fetchGate  chan struct{} // when set, each Advance that fetches waits for a value on it
 	advanceErr error
 	releaseErr error
 }
@@ -113,6 +114,11 @@ func (s *fakeStore) Advance(_ context.Context, l persistence.Lease, req persiste
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.record("advance")
+	if gate := s.fetchGate; gate != nil && req.Fetch > 0 {
+		s.mu.Unlock()
+		<-gate
+		s.mu.Lock()
+	}
 	if s.advanceErr != nil {
 		return persistence.AdvanceResult{}, s.advanceErr
 	}

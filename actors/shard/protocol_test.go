@@ -2,6 +2,7 @@ package shard_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -203,6 +204,34 @@ func TestDrainWhileIdleReleasesAndStops(t *testing.T) {
 	h.eventually("fetched nothing", func() bool { return contains(h.seen(), "return") })
 	h.send(shard.Drain{Deadline: t0.Add(time.Minute)})
 	h.eventually("released and stopped", func() bool { return contains(h.seen(), "terminated") })
+	require.Equal(t, 1, store.count("release"))
+}
+
+// A window fetched while the drain began is not started: its ids are
+// settled as skipped (back as they were, due at once) before the release.
+// Left to the release, they would wait for their calls' deadline bound as
+// if a call of them could be running, and the next owner would not fetch
+// them for up to the call timeout.
+func TestDrainSettlesAWindowNotStarted(t *testing.T) {
+	t.Parallel()
+	gate := make(chan struct{})
+	store := &fakeStore{jobs: jobs("a", "b"), fetchGate: gate}
+	h := newHarness(t, store)
+	var calls atomic.Int64
+	h.start(func(context.Context, *persistence.Batch) ([]persistence.Failure, error) {
+		calls.Add(1)
+		return nil, nil
+	})
+	h.eventually("fetching", func() bool { return store.count("advance") >= 1 })
+	h.send(shard.Drain{Deadline: t0.Add(time.Minute)})
+	close(gate)
+	h.eventually("released and stopped", func() bool { return contains(h.seen(), "terminated") })
+	require.Zero(t, calls.Load(), "no call starts while draining")
+	reqs := store.requests()
+	require.Len(t, reqs, 2, "the fetch, then the settle")
+	require.Equal(t, reqs[0].NextSeq, reqs[1].Settle)
+	require.Zero(t, reqs[1].Fetch)
+	require.Equal(t, []string{"a", "b"}[:reqs[0].Fetch], reqs[1].Skipped, "every id fetched")
 	require.Equal(t, 1, store.count("release"))
 }
 

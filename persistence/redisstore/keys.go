@@ -13,7 +13,8 @@ import (
 //	P:queues     HASH   queue name -> shard count
 //	P:layout     STRING the layout version ("2")
 //	P:store_id   STRING the store's identity (random, created once)
-//	P:notify:q   channel: enqueue notices (message: shard number)
+//	P:notify:q   channel: enqueue notices (message: shard number) and
+//	             controls notices (message: "ctl")
 //	P:{q}:2:ctl  HASH   queue-wide controls: paused
 //	P:{q}:2:permits ZSET holder#i -> expiry: max_concurrency permits
 //	P:{q}:2:rate HASH   tokens, at: the rate_limit token bucket
