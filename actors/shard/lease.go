@@ -115,7 +115,11 @@ func (a *Actor) onAcquired(c actor.Context, m acquired) {
 	a.renewDue = false
 	a.storeOK(c)
 	a.log.Info("serving shard", "epoch", l.Epoch, "restored", m.restored)
-	a.arm(c, timerRenew, max(a.cfg.LeaseTTL/3-now.Sub(m.started), 0))
+	if a.cfg.Renewer != nil {
+		a.register(c)
+	} else {
+		a.arm(c, timerRenew, max(a.cfg.LeaseTTL/3-now.Sub(m.started), 0))
+	}
 	a.view.set(time.Time{})
 	a.extend(c, m.started)
 	a.work.due, a.trimDue = true, a.cfg.MorgueTTL > 0
@@ -137,6 +141,20 @@ func (a *Actor) startRenew(c actor.Context) {
 		defer cancel()
 		return renewed{lease: lease, started: started, err: cfg.Store.RenewShard(ctx, lease, cfg.LeaseTTL)}
 	})
+}
+
+// register hands the lease to the node's Renewer, which renews it with the
+// other shards' and sends each result back as a renewed task result.
+func (a *Actor) register(c actor.Context) {
+	self, root, inst := c.Self(), c.ActorSystem().Root, a.inst
+	a.cfg.Renewer.add(*a.lease, func(m renewed) { root.Send(self, taskResult{inst: inst, v: m}) })
+}
+
+// unregister takes the lease back from the node's Renewer, if it has it.
+func (a *Actor) unregister() {
+	if a.cfg.Renewer != nil && a.lease != nil {
+		a.cfg.Renewer.remove(a.cfg.Ref, a.lease.Token)
+	}
 }
 
 func (a *Actor) onRenewed(c actor.Context, m renewed) {
@@ -170,6 +188,10 @@ func (a *Actor) onRenewed(c actor.Context, m renewed) {
 		if a.failures > 0 && a.phase == phaseIdle {
 			a.storeOK(c)
 		}
+	case errors.Is(m.err, persistence.ErrLeaseLost) && a.phase == phaseReleasing && a.cfg.Renewer != nil:
+		// A batched renewal sent while the release ran: the release's
+		// reply tells whether the lease is gone.
+		return
 	case errors.Is(m.err, persistence.ErrLeaseLost):
 		a.leaseLost(c, "renewal refused")
 		return
@@ -204,6 +226,7 @@ func (a *Actor) leaseLost(c actor.Context, why string) {
 // dropLease forgets the lease and everything done under it: what the
 // current call does is restored by the next owner.
 func (a *Actor) dropLease() {
+	a.unregister()
 	a.lease, a.req, a.settle, a.cur = nil, nil, nil, nil
 	a.renewDue = false
 	a.view.set(time.Time{})

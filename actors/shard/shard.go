@@ -79,6 +79,10 @@ type Config struct {
 	// OnDead, if set, receives what a settlement moved to the morgue.
 	OnDead   func(ctx context.Context, dead []persistence.Job)
 	LeaseTTL time.Duration
+	// Renewer, if set, renews the actor's lease together with the other
+	// shards of the node (its LeaseTTL must be this LeaseTTL); nil: the
+	// actor renews its own lease.
+	Renewer  *Renewer
 	IdlePoll time.Duration
 	// MorgueTTL is the morgue's retention; 0 trims nothing.
 	MorgueTTL time.Duration
@@ -419,6 +423,7 @@ func (a *Actor) shutdown(c actor.Context, restarting bool) {
 	} else {
 		leases := a.stale
 		if a.lease != nil {
+			a.unregister()
 			leases = append(leases, *a.lease)
 		}
 		for _, l := range leases {
