@@ -116,7 +116,7 @@ func (a *Actor) onAcquired(c actor.Context, m acquired) {
 	a.storeOK(c)
 	a.log.Info("serving shard", "epoch", l.Epoch, "restored", m.restored)
 	if a.cfg.Renewer != nil {
-		a.register(c)
+		a.register(c, m.started)
 	} else {
 		a.arm(c, timerRenew, max(a.cfg.LeaseTTL/3-now.Sub(m.started), 0))
 	}
@@ -143,11 +143,12 @@ func (a *Actor) startRenew(c actor.Context) {
 	})
 }
 
-// register hands the lease to the node's Renewer, which renews it with the
-// other shards' and sends each result back as a renewed task result.
-func (a *Actor) register(c actor.Context) {
+// register hands the lease, acquired by a call sent at sent, to the node's
+// Renewer, which renews it with the other shards' (first LeaseTTL/3 after
+// sent at the latest) and sends each result back as a renewed task result.
+func (a *Actor) register(c actor.Context, sent time.Time) {
 	self, root, inst := c.Self(), c.ActorSystem().Root, a.inst
-	a.cfg.Renewer.add(*a.lease, func(m renewed) { root.Send(self, taskResult{inst: inst, v: m}) })
+	a.cfg.Renewer.add(*a.lease, sent, func(m renewed) { root.Send(self, taskResult{inst: inst, v: m}) })
 }
 
 // unregister takes the lease back from the node's Renewer, if it has it.

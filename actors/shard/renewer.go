@@ -35,6 +35,7 @@ type Renewer struct {
 	stopped bool                             // Stop ran
 	tick    chan struct{}                    // a renewal is due (buffered: one pending tick)
 	stop    func() bool                      // cancels the armed tick
+	next    time.Time                        // when the armed tick fires
 	base    context.Context                  // cancelled by Stop
 	cancel  context.CancelFunc               // cancels base
 	done    chan struct{}                    // closed when the loop returns
@@ -69,7 +70,7 @@ func (r *Renewer) Start() {
 	}
 	r.started = true
 	r.base, r.cancel = context.WithCancel(context.Background())
-	r.armLocked()
+	r.armLocked(r.clock.Now().Add(r.ttl / 3))
 	go r.loop()
 }
 
@@ -100,12 +101,17 @@ func (r *Renewer) Len() int {
 	return len(r.leases)
 }
 
-// add registers a lease (replacing the shard's previous one); deliver
-// receives the result of each renewal of it.
-func (r *Renewer) add(l persistence.Lease, deliver func(renewed)) {
+// add registers a lease (replacing the shard's previous one) acquired or
+// last renewed by a call sent at sent; deliver receives the result of each
+// renewal of it. The next renewal goes out LeaseTTL/3 after sent at the
+// latest: the lease joins the common cadence from then on.
+func (r *Renewer) add(l persistence.Lease, sent time.Time, deliver func(renewed)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.leases[l.ShardRef] = renewal{lease: l, deliver: deliver}
+	if due := sent.Add(r.ttl / 3); r.started && due.Before(r.next) {
+		r.armLocked(due)
+	}
 }
 
 // remove deregisters the lease of token, if it is still the shard's. A
@@ -118,12 +124,16 @@ func (r *Renewer) remove(ref persistence.ShardRef, token string) {
 	}
 }
 
-// armLocked arms the next tick LeaseTTL/3 from now.
-func (r *Renewer) armLocked() {
+// armLocked arms the next tick at at, replacing the armed one.
+func (r *Renewer) armLocked(at time.Time) {
 	if r.stopped {
 		return
 	}
-	r.stop = r.clock.AfterFunc(r.ttl/3, func() {
+	if r.stop != nil {
+		r.stop()
+	}
+	r.next = at
+	r.stop = r.clock.AfterFunc(max(clock.Until(r.clock, at), 0), func() {
 		select {
 		case r.tick <- struct{}{}:
 		default:
@@ -150,7 +160,7 @@ func (r *Renewer) loop() {
 		// The next renewal is due LeaseTTL/3 after this one's send time,
 		// however long its reply takes.
 		started := r.clock.Now()
-		r.armLocked()
+		r.armLocked(started.Add(r.ttl / 3))
 		r.mu.Unlock()
 		if len(leases) == 0 {
 			continue
