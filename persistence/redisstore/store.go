@@ -517,7 +517,7 @@ func (s *Store) RenewShards(ctx context.Context, leases []persistence.Lease, ttl
 			errs[i] = err
 			continue
 		}
-		calls = append(calls, call{s: scriptRenew, keys: sk.keys, args: []any{l.Token, ttlMillis(ttl)}})
+		calls = append(calls, call{s: scriptRenew, keys: sk.keys, boxed: sk.boxed, args: []any{l.Token, ttlMillis(ttl)}})
 		idx = append(idx, i)
 	}
 	if len(calls) == 0 {
@@ -583,16 +583,16 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 	if maxp == 0 {
 		maxp = persistence.DefaultMaxPayloadsPerCall
 	}
-	timeout := ""
+	var timeout any = ""
 	if req.CallTimeout > 0 {
-		timeout = strconv.FormatInt(max(req.CallTimeout.Milliseconds(), 1), 10)
+		timeout = max(req.CallTimeout.Milliseconds(), 1)
 	}
 	v1 := s.checkV1(ctx, lease.ShardRef)
 	args := make([]any, 0, 14+3*len(req.Failures)+len(req.Skipped)+len(req.Interrupted))
-	args = append(args, s.now(), lease.Token,
-		strconv.FormatInt(req.Settle, 10), strconv.FormatInt(req.NextSeq, 10),
-		strconv.Itoa(req.Fetch), strconv.Itoa(req.MaxRetryCount), strconv.Itoa(maxp),
-		timeout, strconv.Itoa(req.CallSize), v1, strconv.Itoa(len(req.Failures)))
+	// Numbers go as they are: go-redis writes them in decimal, without
+	// the string and its boxing strconv would cost.
+	args = append(args, s.now(), lease.Token, req.Settle, req.NextSeq, req.Fetch, req.MaxRetryCount, maxp,
+		timeout, req.CallSize, v1, len(req.Failures))
 	for _, f := range req.Failures {
 		at := ""
 		if !f.RetryAt.IsZero() {
@@ -600,11 +600,11 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 		}
 		args = append(args, f.ID, f.Error, at)
 	}
-	args = append(args, strconv.Itoa(len(req.Skipped)))
+	args = append(args, len(req.Skipped))
 	for _, id := range req.Skipped {
 		args = append(args, id)
 	}
-	args = append(args, strconv.Itoa(len(req.Interrupted)))
+	args = append(args, len(req.Interrupted))
 	for _, id := range req.Interrupted {
 		args = append(args, id)
 	}
@@ -637,7 +637,7 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 		}
 		args = append(args, "0", "0", "0")
 	}
-	cmds, werr := s.runWrite(ctx, []call{{s: scriptAdvance, keys: sk.keys, args: args}})
+	cmds, werr := s.runWrite(ctx, []call{{s: scriptAdvance, keys: sk.keys, boxed: sk.boxed, args: args}})
 	res, err := cmds[0].Slice()
 	if err != nil {
 		if isLeaseLost(err) {
