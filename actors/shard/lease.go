@@ -164,9 +164,12 @@ func (a *Actor) onRenewed(c actor.Context, m renewed) {
 	if a.lease == nil || a.lease.Token != m.lease.Token {
 		// The guard fired (or the lease was lost) before this reply: it
 		// does not revive the lease. A renewal that succeeded extended it
-		// in Redis; give it back rather than leave it to expire.
-		if m.err == nil {
+		// in Redis; give it back rather than leave it to expire (once: a
+		// node's Renewer may have renewed it again before it heard that
+		// the actor gave it up).
+		if m.err == nil && m.lease.Token != a.givenUp {
 			a.stale = append(a.stale, m.lease)
+			a.givenUp = m.lease.Token
 		}
 		return
 	}

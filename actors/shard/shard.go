@@ -168,6 +168,7 @@ type Actor struct {
 	view     *leaseView              // the conservative view of the lease, read before every handler call
 	rtt      time.Duration           // slowest recent round trip of a lease call (decaying)
 	stale    []persistence.Lease     // leases given up that a late reply showed still held: release them
+	givenUp  string                  // token of the last lease put in stale after a late renewal reply
 	handler  context.CancelCauseFunc // cancels the running handler (phaseRunning)
 	call     *callInfo               // the running handler call, written by the handler task
 	stuck    time.Time               // start of the running call while it counts as stuck
