@@ -588,7 +588,7 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 		timeout = max(req.CallTimeout.Milliseconds(), 1)
 	}
 	v1 := s.checkV1(ctx, lease.ShardRef)
-	args := make([]any, 0, 14+3*len(req.Failures)+len(req.Skipped)+len(req.Interrupted))
+	args := make([]any, 0, 17+3*len(req.Failures)+len(req.Skipped)+len(req.Interrupted))
 	// Numbers go as they are: go-redis writes them in decimal, without
 	// the string and its boxing strconv would cost.
 	args = append(args, s.now(), lease.Token, req.Settle, req.NextSeq, req.Fetch, req.MaxRetryCount, maxp,
