@@ -43,7 +43,9 @@ func TestHandlerBatchJobs(t *testing.T) {
 		one.Jobs[0].Payloads = append(one.Jobs[0].Payloads, Payload{Data: []byte("more")}, Payload{Data: []byte("more")})
 		require.Len(t, one.Jobs[0].Payloads, len(jobs[0].Payloads)+2)
 	}
-	if n := testing.AllocsPerRun(100, func() { newBatch(&persistence.Batch{ShardRef: persistence.ShardRef{Queue: "q"}, Token: "1/n", Seq: 1, Jobs: in.Jobs[2:]}) }); n > 2 {
+	if n := testing.AllocsPerRun(100, func() {
+		newBatch(&persistence.Batch{ShardRef: persistence.ShardRef{Queue: "q"}, Token: "1/n", Seq: 1, Jobs: in.Jobs[2:]})
+	}); n > 2 {
 		t.Errorf("a batch of one id costs %v allocations, want at most 2 (the batch, its delivery name)", n)
 	}
 }
