@@ -37,9 +37,8 @@ func (o *refLosses) refs() []persistence.ShardRef {
 }
 
 // An idle node renews the leases of all its shards together: one round trip
-// per renewal interval (LeaseTTL/3) however many shards it holds, each lease
-// still renewed (one script call each, in one pipeline) and fenced on its
-// own. A lease taken away from one shard is lost by that shard alone, whose
+// and one script call per renewal interval (LeaseTTL/3) however many shards
+// it holds, each lease still fenced on its own. A lease taken away from one shard is lost by that shard alone, whose
 // running handler is cancelled at once; the others keep their epochs.
 func TestIdleNodeRenewsItsLeasesTogether(t *testing.T) {
 	t.Parallel()
@@ -99,10 +98,12 @@ func TestIdleNodeRenewsItsLeasesTogether(t *testing.T) {
 	intervals := int64(elapsed / (ttl / 3))
 	t.Logf("%d shards idle for %s (%d renewal intervals): %d round trips, %d commands", queues*shards, elapsed, intervals, got.RoundTrips, got.Commands)
 	// Renewals: one round trip per interval (one per shard per interval
-	// would be 160 times that); the rest is the node's once-a-second read
-	// of its queues' controls.
+	// would be 160 times that), one script call for all the leases; the
+	// rest is the node's once-a-second read of its queues' controls (one
+	// command per queue). No lease was lost although each lives 1.5 s
+	// unrenewed: every one was renewed in each batch.
 	require.LessOrEqual(t, got.RoundTrips, 2*intervals, "one round trip per renewal interval, not one per shard")
-	require.GreaterOrEqual(t, got.Commands, int64(2*queues*shards), "every lease renewed in each batch")
+	require.Less(t, got.Commands, intervals*queues*shards/4, "one script call per renewal interval, not one per shard")
 	require.Empty(t, obs.refs(), "no lease lost")
 	require.Equal(t, first, epochs(), "no shard taken again")
 

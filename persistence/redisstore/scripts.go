@@ -39,26 +39,27 @@ func newScript(name string) *script {
 
 // The store's scripts. Each file's header states its KEYS, ARGV and reply.
 var (
-	scriptAcquire = newScript("acquire")
-	scriptRenew   = newScript("renew")
-	scriptRelease = newScript("release")
-	scriptAdvance = newScript("advance")
-	scriptEnqueue = newScript("enqueue")
-	scriptAction  = newScript("action")
-	scriptMorgue  = newScript("morgue")
-	scriptGet     = newScript("get")
-	scriptStats   = newScript("stats")
-	scriptList    = newScript("list")
-	scriptScan    = newScript("scan")
-	scriptMigrate = newScript("migrate")
-	scriptDowngr  = newScript("downgrade")
-	scriptState   = newScript("state")
-	scriptPermits = newScript("permits")
-	scriptRate    = newScript("rate")
-	scriptTick    = newScript("tick")
+	scriptAcquire   = newScript("acquire")
+	scriptRenew     = newScript("renew")
+	scriptRenewMany = newScript("renew_many")
+	scriptRelease   = newScript("release")
+	scriptAdvance   = newScript("advance")
+	scriptEnqueue   = newScript("enqueue")
+	scriptAction    = newScript("action")
+	scriptMorgue    = newScript("morgue")
+	scriptGet       = newScript("get")
+	scriptStats     = newScript("stats")
+	scriptList      = newScript("list")
+	scriptScan      = newScript("scan")
+	scriptMigrate   = newScript("migrate")
+	scriptDowngr    = newScript("downgrade")
+	scriptState     = newScript("state")
+	scriptPermits   = newScript("permits")
+	scriptRate      = newScript("rate")
+	scriptTick      = newScript("tick")
 
 	allScripts = []*script{
-		scriptAcquire, scriptRenew, scriptRelease, scriptAdvance, scriptEnqueue, scriptAction,
+		scriptAcquire, scriptRenew, scriptRenewMany, scriptRelease, scriptAdvance, scriptEnqueue, scriptAction,
 		scriptMorgue, scriptGet, scriptStats, scriptList, scriptScan, scriptMigrate, scriptDowngr,
 		scriptState,
 		scriptPermits, scriptRate, scriptTick,

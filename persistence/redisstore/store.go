@@ -506,8 +506,63 @@ func (s *Store) RenewShard(ctx context.Context, lease persistence.Lease, ttl tim
 	return s.RenewShards(ctx, []persistence.Lease{lease}, ttl)[0]
 }
 
-// RenewShards implements persistence.Store: one pipeline of renewals.
+// renewChunk is the most leases one renew_many call renews, so that one
+// call keeps Redis busy for a millisecond or so at most.
+const renewChunk = 500
+
+// RenewShards implements persistence.Store: one round trip. On standalone
+// Redis and Sentinel, one renew_many call per renewChunk leases (in one
+// pipeline); on a Cluster, where the shards' keys lie in different slots,
+// one renew call per lease, in one pipeline per master.
 func (s *Store) RenewShards(ctx context.Context, leases []persistence.Lease, ttl time.Duration) []error {
+	if _, cluster := s.rdb.(*redis.ClusterClient); cluster || len(leases) < 2 {
+		return s.renewEach(ctx, leases, ttl)
+	}
+	errs := make([]error, len(leases))
+	var calls []call
+	var groups [][]int // leases' indexes, per call
+	for i, l := range leases {
+		sk, err := s.shardKeys(ctx, l.ShardRef)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		if len(calls) == 0 || len(groups[len(groups)-1]) == renewChunk {
+			n := min(renewChunk, len(leases)-i)
+			calls = append(calls, call{s: scriptRenewMany, keys: make([]string, 0, 2*n), args: append(make([]any, 0, 1+n), ttlMillis(ttl))})
+			groups = append(groups, make([]int, 0, n))
+		}
+		c := &calls[len(calls)-1]
+		c.keys = append(c.keys, sk.keys[kV1Lease], sk.keys[kLease])
+		c.args = append(c.args, l.Token)
+		groups[len(groups)-1] = append(groups[len(groups)-1], i)
+	}
+	if len(calls) == 0 {
+		return errs
+	}
+	cmds, werr := s.runWrite(ctx, calls)
+	for j, cmd := range cmds {
+		res, err := cmd.Int64Slice()
+		for k, i := range groups[j] {
+			l := leases[i]
+			switch {
+			case err != nil:
+				errs[i] = fmt.Errorf("redisstore: renew %s/%d: %w", l.Queue, l.Shard, err)
+			case k >= len(res):
+				errs[i] = fmt.Errorf("redisstore: renew %s/%d: a reply of %d values for %d leases", l.Queue, l.Shard, len(res), len(groups[j]))
+			case res[k] != 1:
+				errs[i] = fmt.Errorf("%w: %s/%d (token %s)", persistence.ErrLeaseLost, l.Queue, l.Shard, l.Token)
+			case werr != nil:
+				errs[i] = fmt.Errorf("redisstore: renew %s/%d: %w", l.Queue, l.Shard, werr)
+			}
+		}
+	}
+	return errs
+}
+
+// renewEach renews each lease with its own renew call, all in one pipeline
+// (one per master on a Cluster).
+func (s *Store) renewEach(ctx context.Context, leases []persistence.Lease, ttl time.Duration) []error {
 	errs := make([]error, len(leases))
 	calls := make([]call, 0, len(leases))
 	idx := make([]int, 0, len(leases))
