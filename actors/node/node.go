@@ -17,6 +17,7 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -171,7 +172,10 @@ func (a *Actor) Receive(c actor.Context) {
 		// stopping shard actor renews nothing any more: the renewer stops.
 		a.stopping = true
 		if a.renewer != nil {
-			a.renewer.Stop()
+			// The loop returns as soon as its call sees the cancellation.
+			if err := a.renewer.Stop(context.Background()); err != nil {
+				a.log.Warn("lease renewer did not stop", "err", err)
+			}
 		}
 	case *actor.Stopped:
 	case Assign:

@@ -231,7 +231,7 @@ func (h *harness) start(process shard.Processor) {
 	if h.batched {
 		renewer = shard.NewRenewer(st, 3*time.Second, h.clock, log)
 		renewer.Start()
-		t.Cleanup(renewer.Stop) // after the actor stopped (cleanups run last first)
+		t.Cleanup(func() { require.NoError(t, renewer.Stop(context.Background())) }) // after the actor stopped (cleanups run last first)
 	}
 	props := shard.Props(shard.Config{
 		Ref: persistence.ShardRef{Queue: "q", Shard: 1}, Store: st, OnDead: h.onDead, Owner: "n", MaxRetryCount: 25,

@@ -75,11 +75,12 @@ func (r *Renewer) Start() {
 }
 
 // Stop stops the loop, cancelling a renewal in flight (its results are not
-// delivered), and waits for it to return. Leases registered are renewed no
-// more: a stopping node's actors release theirs. Stop is idempotent.
-func (r *Renewer) Stop() {
+// delivered), and waits for it to return, or for ctx to end (its error is
+// returned then). Leases registered are renewed no more: a stopping node's
+// actors release theirs. Stop is idempotent.
+func (r *Renewer) Stop(ctx context.Context) error {
 	r.mu.Lock()
-	started := r.started && !r.stopped
+	started := r.started
 	r.stopped = true
 	if r.stop != nil {
 		r.stop()
@@ -89,16 +90,15 @@ func (r *Renewer) Stop() {
 		r.cancel()
 	}
 	r.mu.Unlock()
-	if started {
-		<-r.done
+	if !started {
+		return nil
 	}
-}
-
-// Len returns how many leases are registered.
-func (r *Renewer) Len() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.leases)
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // add registers a lease (replacing the shard's previous one) acquired or
