@@ -38,6 +38,7 @@ type keyspace struct {
 // them as KEYS (lua/lib.lua), plus the prefix of layout 1's per-id keys.
 type shardKeys struct {
 	keys   []string
+	boxed  []any // keys as command arguments (call.boxed)
 	idBase string
 }
 
@@ -132,10 +133,12 @@ func (k keyspace) queueOfChannel(ch string) (string, bool) {
 func (k keyspace) shard(queue string, shard int) shardKeys {
 	base := k.prefix + ":{" + queue + ":" + strconv.Itoa(shard) + "}:"
 	keys := make([]string, numShardKeys)
+	boxed := make([]any, numShardKeys)
 	for i, name := range shardKeyNames {
 		keys[i] = base + name
+		boxed[i] = keys[i]
 	}
-	return shardKeys{keys: keys, idBase: base}
+	return shardKeys{keys: keys, boxed: boxed, idBase: base}
 }
 
 // v1Payloads is layout 1's key of an id's queued payloads.
