@@ -71,6 +71,7 @@ func SkipRelay(n *Node) {
 	defer n.mu.Unlock()
 	n.noRelay = true
 }
+
 // SetControlPoll sets how often n (before Start) reads the queue controls
 // without a notice; a very long poll leaves the notice as the only way a
 // change made through another node reaches n.
