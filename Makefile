@@ -42,6 +42,13 @@ bench: ## Run the benchmarks (BENCH=regexp to pick; reports jobs/s and Redis com
 	@.ci/ensure-redis
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime 100000x -benchmem $(PKGS)
 
+GROWTH ?= 10000,100000,1000000,10000000
+
+.PHONY: bench-growth
+bench-growth: ## Redis memory per queued job and drain jobs/s at 1e4, 1e5, 1e6 and 1e7 queued jobs (GROWTH to change; docs/storage.md §7).
+	@.ci/ensure-redis
+	$(GO) test -run '^$$' -bench Growth -benchtime 1x -timeout 60m ./persistence/redisstore -args -growth $(GROWTH)
+
 .PHONY: bench-asynq
 bench-asynq: ## Lowkiq's benchmark on Orderly (noop and webhook handlers) and on asynq side by side (JOBS, ROUNDS, FSYNC=always).
 	@.ci/ensure-redis

@@ -16,7 +16,9 @@ import (
 // and shard actors, which start no handler call of a paused queue.
 
 // ControlPoll is how often a node reads the queue-wide controls (pause)
-// from the store; a change made through this node is seen at once.
+// from the store. A change is seen at once by every node through the
+// store's controls notice (persistence.ControlsNotice); the poll catches
+// a notice that was missed.
 const ControlPoll = time.Second
 
 // queueControls is the node's last view of its queues' controls. The
@@ -129,13 +131,14 @@ func (n *Node) readControls(ctx context.Context) (bool, error) {
 	return changed, nil
 }
 
-// watchControls reads the controls every ControlPoll (or when poked) until
+// watchControls reads the controls every ControlPoll (or when poked: a
+// change through this node or a controls notice) until
 // ctx ends, and tells the node actor when a queue is resumed or paused.
 func (n *Node) watchControls(ctx context.Context) {
 	defer n.boot.Done()
 	failed := 0
 	for {
-		tick, stop := clock.After(n.clock, ControlPoll)
+		tick, stop := clock.After(n.clock, n.controlPoll)
 		select {
 		case <-ctx.Done():
 			stop()
@@ -164,7 +167,8 @@ func (n *Node) watchControls(ctx context.Context) {
 // PauseQueue pauses the queue cluster-wide (docs/contract.md §9): it keeps
 // accepting enqueues, no node starts a new handler call of it, and calls
 // already running finish. The state is kept in the store, so it survives
-// restarts; every node sees it within ControlPoll (this one at once). Any
+// restarts; every node sees it at once through the store's notice, and
+// within ControlPoll when it missed the notice. Any
 // queue registered in the store can be paused, served by this node or not;
 // persistence.ErrUnknownQueue otherwise.
 func (n *Node) PauseQueue(ctx context.Context, queue string) error {
@@ -198,7 +202,8 @@ func (n *Node) unblocked() {
 }
 
 // QueuePaused reports whether the node holds the queue as paused, as it
-// last read the store (at most ControlPoll ago while the store answers).
+// last read the store (at once after a controls notice, at most
+// ControlPoll ago while the store answers).
 // It is false for a queue the node does not serve.
 func (n *Node) QueuePaused(queue string) bool { return n.ctl.isPaused(queue) }
 

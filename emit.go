@@ -1,7 +1,6 @@
 package orderly
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -39,11 +38,6 @@ const MaxEmitsPerID = persistence.MaxEmitsPerID
 // id whose emits would pass it fails, and the ids before it keep theirs.
 const MaxEmitBytesPerCall = 16 << 20
 
-// ErrEmitHeaders fails an id whose emits carry headers: job headers
-// (docs/contract.md §10) are not stored yet, and an emit never drops part
-// of what it was given.
-var ErrEmitHeaders = errors.New("orderly: emit headers are not supported by the store yet (docs/contract.md §10)")
-
 // Emit is a job emitted by a handler (Job.Emit).
 type Emit struct {
 	// Queue is the target queue: any queue, the handler's own included.
@@ -57,9 +51,8 @@ type Emit struct {
 	// PerformIn delays the job from the end of the handler call; 0 means
 	// due at once.
 	PerformIn time.Duration
-	// Headers are the payload's headers (docs/contract.md §10). The store
-	// does not keep headers yet: an emit with headers fails its id with
-	// ErrEmitHeaders.
+	// Headers are the payload's headers (docs/contract.md §10), under the
+	// same limits as an enqueue's.
 	Headers map[string]string
 }
 
@@ -147,13 +140,10 @@ func toEmits(from string, ems []Emit, now time.Time) ([]persistence.Emit, error)
 	}
 	out := make([]persistence.Emit, len(ems))
 	for i, e := range ems {
-		if len(e.Headers) > 0 {
-			return nil, fmt.Errorf("emit %d (%s/%s): %w", i, e.Queue, e.ID, ErrEmitHeaders)
-		}
 		if e.PerformIn < 0 {
 			return nil, fmt.Errorf("emit %d (%s/%s): PerformIn must not be negative", i, e.Queue, e.ID)
 		}
-		pe := persistence.Emit{From: from, Queue: e.Queue, Job: persistence.NewJob{ID: e.ID, Payload: e.Payload, Score: e.Score}}
+		pe := persistence.Emit{From: from, Queue: e.Queue, Job: persistence.NewJob{ID: e.ID, Payload: e.Payload, Score: e.Score, Headers: e.Headers}}
 		if e.PerformIn > 0 {
 			pe.Job.PerformAt = now.Add(e.PerformIn)
 		}

@@ -16,19 +16,21 @@ import (
 
 // received records the payloads a handler got, per id.
 type received struct {
-	mu  sync.Mutex // guards got
-	got map[string][]string
+	mu      sync.Mutex // guards got and headers
+	got     map[string][]string
+	headers map[string][]map[string]string
 }
 
 func (r *received) handler(_ context.Context, b *orderly.Batch) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.got == nil {
-		r.got = map[string][]string{}
+		r.got, r.headers = map[string][]string{}, map[string][]map[string]string{}
 	}
 	for _, j := range b.Jobs {
 		for _, p := range j.Payloads {
 			r.got[j.ID] = append(r.got[j.ID], string(p.Data))
+			r.headers[j.ID] = append(r.headers[j.ID], p.Headers)
 		}
 	}
 	return nil
@@ -38,6 +40,12 @@ func (r *received) of(id string) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]string(nil), r.got[id]...)
+}
+
+func (r *received) headersOf(id string) []map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]map[string]string(nil), r.headers[id]...)
 }
 
 func (r *received) ids() int {
@@ -63,8 +71,11 @@ func TestEmitsCommittedWithTheAck(t *testing.T) {
 					failed[j.ID] = errors.New("boom")
 				case "bad-emit":
 					j.Emit(orderly.Emit{Queue: "not a queue name!", ID: "x"})
-				case "headers":
-					j.Emit(orderly.Emit{Queue: "notify", ID: "h", Headers: map[string]string{"k": "v"}})
+				case "bad-headers":
+					j.Emit(orderly.Emit{Queue: "notify", ID: "h", Headers: map[string]string{"": "empty key"}})
+				case "ok":
+					j.Emit(orderly.Emit{Queue: "notify", ID: "n-ok", Payload: []byte("traced"), Score: client.Score(1e12),
+						Headers: map[string]string{"traceparent": "00-abc"}})
 				}
 			}
 			return orderly.FailIDs(failed)
@@ -72,19 +83,21 @@ func TestEmitsCommittedWithTheAck(t *testing.T) {
 		{Queue: "notify", Shards: 2, Handler: notify.handler},
 	}})
 	e.enqueue("orders", client.Job{ID: "fails", Payload: []byte("f")}, client.Job{ID: "bad-emit", Payload: []byte("b")},
-		client.Job{ID: "headers", Payload: []byte("h")}, client.Job{ID: "ok", Payload: []byte("paid")})
-	require.Eventually(t, func() bool { return len(notify.of("n-ok")) == 1 }, 10*time.Second, 10*time.Millisecond)
-	require.Equal(t, []string{"paid"}, notify.of("n-ok"))
+		client.Job{ID: "bad-headers", Payload: []byte("h")}, client.Job{ID: "ok", Payload: []byte("paid")})
+	require.Eventually(t, func() bool { return len(notify.of("n-ok")) == 2 }, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, []string{"paid", "traced"}, notify.of("n-ok"))
+	require.Equal(t, []map[string]string{nil, {"traceparent": "00-abc"}}, notify.headersOf("n-ok"),
+		"an emit's headers reach the target's handler (docs/contract.md §10)")
 	// The emits of one settle are relayed together: had the failed ids'
 	// emits been committed, they would have arrived with n-ok's.
 	require.Equal(t, 1, notify.ids())
-	for _, id := range []string{"fails", "bad-emit", "headers"} {
+	for _, id := range []string{"fails", "bad-emit", "bad-headers"} {
 		info, err := e.store.GetJob(e.ctx, "orders", id)
 		require.NoError(t, err, id)
 		require.NotNil(t, info.Queued, id)
 		require.Equal(t, 0, info.Queued.RetryCount, id)
 	}
-	info, _ := e.store.GetJob(e.ctx, "orders", "headers")
+	info, _ := e.store.GetJob(e.ctx, "orders", "bad-headers")
 	require.Contains(t, info.Queued.Error, "headers")
 	info, _ = e.store.GetJob(e.ctx, "orders", "bad-emit")
 	require.Contains(t, info.Queued.Error, "emit.queue")

@@ -2,6 +2,7 @@ package orderly
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -70,3 +71,8 @@ func SkipRelay(n *Node) {
 	defer n.mu.Unlock()
 	n.noRelay = true
 }
+
+// SetControlPoll sets how often n (before Start) reads the queue controls
+// without a notice; a very long poll leaves the notice as the only way a
+// change made through another node reaches n.
+func SetControlPoll(n *Node, d time.Duration) { n.controlPoll = d }

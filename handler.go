@@ -25,7 +25,7 @@ func (n *Node) processor(w Worker) shard.Processor {
 	}
 	log := n.log.With("queue", w.Queue)
 	return func(ctx context.Context, b *persistence.Batch) ([]persistence.Failure, error) {
-		batch := &Batch{Queue: b.Queue, Shard: b.Shard, Delivery: delivery(b), Jobs: toJobs(b.Jobs)}
+		batch := newBatch(b)
 		// The shard actor gives ctx the call's deadline (w.Timeout).
 		err := call(ctx, h, batch, n)
 		if err != nil && errors.Is(context.Cause(ctx), shard.ErrCallDeadline) {

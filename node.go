@@ -71,6 +71,9 @@ type Node struct {
 	log     *slog.Logger
 	workers []Worker
 	ctl     *queueControls // the queue controls as last read (pause, permits)
+	// controlPoll is how often the controls are read without a notice:
+	// ControlPoll, or what a test set (export_test.go) before Start.
+	controlPoll time.Duration
 	// periodic are the validated periodic jobs.
 	periodic []periodic
 	// permitHolder names this node's max_concurrency permits in the store:
@@ -159,6 +162,7 @@ func NewNode(store persistence.Store, cfg *Config) (*Node, error) {
 		return nil, err
 	}
 	n.ctl = newQueueControls(n.workers)
+	n.controlPoll = ControlPoll
 	p, err := validatePeriodic(c.Periodic, n.workers)
 	if err != nil {
 		return nil, err
@@ -224,6 +228,7 @@ func (n *Node) Start(ctx context.Context) error {
 	nodeProps := node.Props(node.Config{
 		Concurrency: n.cfg.Concurrency, Scheduler: sched, HandoffTimeout: n.cfg.HandoffTimeout,
 		Clock: n.clock, Logger: n.log, Restore: n.restore, Blocked: n.ctl.blocked, Demand: demand,
+		Store: n.store, LeaseTTL: n.cfg.LeaseTTL,
 	}).Configure(actor.WithGuardian(supervisor.Node()))
 	if n.wrapNodeProps != nil {
 		nodeProps = n.wrapNodeProps(nodeProps)
@@ -359,6 +364,10 @@ func (n *Node) bootstrap(ctx context.Context, registered bool) {
 		go n.sweepOrphans(ctx)
 	}
 	for ref := range sub.C() {
+		if ref.Shard == persistence.ControlsNotice {
+			n.ctl.refresh()
+			continue
+		}
 		sys.Root.Send(pid, node.Notice{Ref: ref})
 	}
 }

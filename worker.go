@@ -197,10 +197,27 @@ func (w *Worker) validate() error {
 }
 
 // toJobs converts store jobs to handler jobs.
-func toJobs(in []persistence.Job) []Job {
-	out := make([]Job, len(in))
+func toJobs(in []persistence.Job) []Job { return fillJobs(make([]Job, len(in)), nil, in) }
+
+// fillJobs converts in into out (of the same length), the payloads of every
+// job in one slice: pay when it has room for them all, a new one otherwise.
+// Each job's Payloads is capped at its length, so that appending to it does
+// not write over the next job's.
+func fillJobs(out []Job, pay []Payload, in []persistence.Job) []Job {
+	n := 0
+	for _, j := range in {
+		n += len(j.Payloads)
+	}
+	if cap(pay) < n {
+		pay = make([]Payload, n)
+	}
+	pay = pay[:n]
 	for i, j := range in {
-		ps := make([]Payload, len(j.Payloads))
+		ps := pay[:len(j.Payloads):len(j.Payloads)]
+		pay = pay[len(j.Payloads):]
+		if ps == nil {
+			ps = []Payload{} // as before: never nil
+		}
 		for k, p := range j.Payloads {
 			ps[k] = Payload{Data: p.Data, Score: p.Score, Headers: p.Headers}
 		}
@@ -208,6 +225,24 @@ func toJobs(in []persistence.Job) []Job {
 			st: newEntityState(j.State, j.Timer), em: &emitBox{}}
 	}
 	return out
+}
+
+// handed is the Batch of a handler call with room for one job and one
+// payload: a call of a single id (batch size 1) costs one allocation.
+type handed struct {
+	b Batch
+	j [1]Job
+	p [1]Payload
+}
+
+// newBatch returns the Batch a handler call receives for b.
+func newBatch(b *persistence.Batch) *Batch {
+	if len(b.Jobs) == 1 && len(b.Jobs[0].Payloads) <= 1 {
+		h := &handed{b: Batch{Queue: b.Queue, Shard: b.Shard, Delivery: delivery(b)}}
+		h.b.Jobs = fillJobs(h.j[:], h.p[:], b.Jobs)
+		return &h.b
+	}
+	return &Batch{Queue: b.Queue, Shard: b.Shard, Delivery: delivery(b), Jobs: toJobs(b.Jobs)}
 }
 
 // RateLimit is a queue's cluster-wide rate limit: a token bucket in the

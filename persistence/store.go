@@ -98,8 +98,9 @@ type Store interface {
 
 	// Subscribe returns a subscription to enqueue notifications of the named
 	// queues: after an enqueue (or a morgue requeue) the shard touched is
-	// sent on C. Notifications are hints: they may be dropped when the
-	// receiver is slow or the connection drops, never invented.
+	// sent on C, and after SetPaused a ControlsNotice. Notifications are
+	// hints: they may be dropped when the receiver is slow or the
+	// connection drops, never invented.
 	Subscribe(ctx context.Context, queues ...string) (Subscription, error)
 
 	// StateStore reads and compare-and-sets the state of an id of a
@@ -119,8 +120,9 @@ type Store interface {
 
 	// SetPaused pauses or resumes the queue cluster-wide (docs/contract.md
 	// §9): a paused queue accepts enqueues, and no node starts a handler
-	// call of it. The state is kept in the store; ErrUnknownQueue for a
-	// queue never registered.
+	// call of it. The state is kept in the store, then subscribers of the
+	// queue get a ControlsNotice; ErrUnknownQueue for a queue never
+	// registered.
 	SetPaused(ctx context.Context, queue string, paused bool) error
 	// Controls returns the queue-wide controls of each named queue, in
 	// order, in one round trip (one per server of a clustered store). A
@@ -164,9 +166,16 @@ type QueueControl struct {
 	Paused bool
 }
 
+// ControlsNotice is the Shard of a notification that names no shard: the
+// queue's controls (docs/contract.md §9: pause, resume) changed, and a
+// node reads them again at once instead of at its next poll.
+const ControlsNotice = -1
+
 // Subscription delivers enqueue notifications until Close.
 type Subscription interface {
-	// C delivers the shards that received jobs. It is closed by Close.
+	// C delivers the shards that received jobs, and ShardRef{Queue: q,
+	// Shard: ControlsNotice} after a change of q's controls. It is closed
+	// by Close.
 	C() <-chan ShardRef
 	// Close ends the subscription; it is safe to call more than once.
 	Close() error

@@ -157,9 +157,9 @@
 //
 // "payload" is a JSON value (stored compact) or "payload_base64" bytes;
 // "score" and "perform_in" (seconds) are optional. An emit whose "from" is
-// not an id of the request fails the request; one with an invalid queue
-// name or job, "headers" (not stored yet), or more than 1000 emits for one
-// id fails that id. An emit to a queue that was never registered is dropped
+// not an id of the request fails the request; "headers" travel with the
+// emitted payload; one with an invalid queue name or job (bad headers
+// included), or more than 1000 emits for one id fails that id. An emit to a queue that was never registered is dropped
 // by the relay, which logs an error.
 //
 // Anything else fails every job of the request, for instance:

@@ -17,6 +17,7 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -57,6 +58,12 @@ type Config struct {
 	// before). It is called on every *actor.Started, from the actor's
 	// goroutine; it must not block.
 	Restore func() (Assign, *Drain)
+	// Store, if set, makes the actor renew its shards' leases together:
+	// it runs a shard.Renewer of LeaseTTL (the shards' LeaseTTL) on Store
+	// from its start to its stop, one round trip per LeaseTTL/3 for all of
+	// them. Nil: each shard actor renews its own lease.
+	Store    persistence.Store
+	LeaseTTL time.Duration
 }
 
 // Messages the node actor accepts.
@@ -134,6 +141,7 @@ type Actor struct {
 	kids    map[persistence.ShardRef]*child
 	byID    map[string]persistence.ShardRef // child PID id -> shard
 	permits *permits
+	renewer *shard.Renewer // renews the shards' leases; nil without Config.Store
 
 	stopping bool           // Stopping or Restarting arrived: spawn nothing more
 	demand   map[string]int // last reported to Config.Demand
@@ -160,8 +168,15 @@ func (a *Actor) Receive(c actor.Context) {
 		a.onStarted(c)
 	case *actor.Stopping, *actor.Restarting:
 		// protoactor stops the shard actors (they release their leases);
-		// this instance must not spawn them again as they terminate.
+		// this instance must not spawn them again as they terminate. A
+		// stopping shard actor renews nothing any more: the renewer stops.
 		a.stopping = true
+		if a.renewer != nil {
+			// The loop returns as soon as its call sees the cancellation.
+			if err := a.renewer.Stop(context.Background()); err != nil {
+				a.log.Warn("lease renewer did not stop", "err", err)
+			}
+		}
 	case *actor.Stopped:
 	case Assign:
 		a.onAssign(c, m)
@@ -226,6 +241,10 @@ func (a *Actor) reportDemand() {
 // instance's shard actors are gone, and no change of placement may come to
 // re-send the assignment.
 func (a *Actor) onStarted(c actor.Context) {
+	if a.cfg.Store != nil {
+		a.renewer = shard.NewRenewer(a.cfg.Store, a.cfg.LeaseTTL, a.cfg.Clock, a.log)
+		a.renewer.Start()
+	}
 	if a.cfg.Restore == nil {
 		return
 	}
@@ -294,7 +313,11 @@ func (a *Actor) reconcile(c actor.Context) {
 	}
 	slices.SortFunc(refs, persistence.ShardRef.Compare)
 	for _, ref := range refs {
-		pid, err := c.SpawnNamed(shard.Props(a.want[ref]), ref.String())
+		sc := a.want[ref]
+		if a.renewer != nil {
+			sc.Renewer = a.renewer
+		}
+		pid, err := c.SpawnNamed(shard.Props(sc), ref.String())
 		if err != nil {
 			a.log.Error("cannot spawn shard actor", "queue", ref.Queue, "shard", ref.Shard, "err", err)
 			continue

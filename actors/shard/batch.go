@@ -104,7 +104,16 @@ func (a *Actor) onAdvanced(c actor.Context, m advanced) {
 		a.work.early = 0
 		a.cur, a.sent = b, m.sent
 		if a.draining() {
-			// Not started: Release restores it for the next owner.
+			// Not started: settle every id as skipped, so that they go
+			// back as they were, due at once, before the release. Left to
+			// the release, they would wait for their calls' deadline bound
+			// (up to the call timeout) as if a call of them could be
+			// running, and the next owner would not fetch them until then.
+			skipped := make([]string, len(b.Jobs))
+			for i, j := range b.Jobs {
+				skipped[i] = j.ID
+			}
+			a.settle = &pendingSettle{skipped: skipped}
 			a.returnPermit(c)
 			return
 		}
@@ -161,6 +170,9 @@ func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
 			}
 		}
 		start := cfg.Clock.Now()
+		ctxs := callContexts{parent: hctx, clk: cfg.Clock, slack: callSlack(cfg.CallTimeout)}
+		defer ctxs.close()
+		call := &persistence.Batch{} // one per window: each call's fields are set anew
 		for i, k := 0, first; i < len(b.Jobs); i, k = i+size, k+1 {
 			if hctx.Err() != nil {
 				skip(b.Jobs[i:])
@@ -188,7 +200,7 @@ func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
 				break
 			}
 			jobs := b.Jobs[i:min(i+size, len(b.Jobs))]
-			call := &persistence.Batch{ShardRef: b.ShardRef, Seq: k + 1, Token: b.Token, FetchedAt: b.FetchedAt, Jobs: jobs}
+			*call = persistence.Batch{ShardRef: b.ShardRef, Seq: k + 1, Token: b.Token, FetchedAt: b.FetchedAt, Jobs: jobs}
 			callStart := cfg.Clock.Now()
 			// The call's deadline: CallTimeout after its start, and within
 			// n x CallTimeout of the fetch for the n-th call of the window
@@ -197,8 +209,9 @@ func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
 			if bound := sent.Add(time.Duration(i/size+1) * cfg.CallTimeout); bound.Before(deadline) {
 				deadline = bound
 			}
+			ctx, deadline := ctxs.get(deadline)
 			running.set(callStart, deadline)
-			fs, err := callWithDeadline(hctx, cfg.Clock, deadline, cfg.Process, call)
+			fs, err := cfg.Process(ctx, call)
 			if hctx.Err() != nil && (err != nil || len(fs) > 0) {
 				// Cancelled while it ran (drain deadline, lease lost): not
 				// handled, not failed; its receiver may still be at work,
@@ -315,22 +328,54 @@ func (a *Actor) checkStuck(c actor.Context) {
 	a.arm(c, timerStuck, every)
 }
 
-// callWithDeadline runs one handler call whose context ends at deadline
-// (on the actor's clock), with cause ErrCallDeadline. The context reports
-// the deadline in real time (what net/http and receivers understand); a
-// simulated clock cancels it through its own timer.
-func callWithDeadline(ctx context.Context, clk clock.Clock, deadline time.Time, process Processor, b *persistence.Batch) ([]persistence.Failure, error) {
-	left := clock.Until(clk, deadline)
-	ctx, cancel := context.WithDeadlineCause(ctx, time.Now().Add(left), ErrCallDeadline)
-	defer cancel()
-	if clk != clock.Real() {
+// callContexts hands out the contexts of the calls of one fetched window.
+// Each ends at its call's deadline (on the actor's clock) with cause
+// ErrCallDeadline, and at once when the window's context (the lease, the
+// drain) is cancelled. A call may reuse the previous call's context while
+// that one is live and its deadline is at most slack earlier than the call's
+// own (never later): the calls of a busy window then cost no context and no
+// timer each, and a call's deadline is still at most CallTimeout after its
+// start. The context reports the deadline in real time (what net/http and
+// receivers understand); a simulated clock cancels it through its own timer.
+type callContexts struct {
+	parent   context.Context
+	clk      clock.Clock
+	slack    time.Duration
+	ctx      context.Context // the current context; nil before the first call
+	deadline time.Time       // ctx's deadline, on clk
+	cancel   func()
+}
+
+// callSlack is how much earlier than its own deadline a call's shared
+// context may end: 1% of the call timeout, at most 100 ms.
+func callSlack(timeout time.Duration) time.Duration { return min(timeout/100, 100*time.Millisecond) }
+
+// get returns the context of a call due to end by deadline, and the
+// deadline it actually has.
+func (cs *callContexts) get(deadline time.Time) (context.Context, time.Time) {
+	if cs.ctx != nil && cs.ctx.Err() == nil && !cs.deadline.After(deadline) && !cs.deadline.Before(deadline.Add(-cs.slack)) {
+		return cs.ctx, cs.deadline
+	}
+	cs.close()
+	left := clock.Until(cs.clk, deadline)
+	ctx, cancel := context.WithDeadlineCause(cs.parent, time.Now().Add(left), ErrCallDeadline)
+	cs.cancel = cancel
+	if cs.clk != clock.Real() {
 		cctx, ccancel := context.WithCancelCause(ctx)
-		defer ccancel(nil)
-		stop := clk.AfterFunc(left, func() { ccancel(ErrCallDeadline) })
-		defer stop()
+		stop := cs.clk.AfterFunc(left, func() { ccancel(ErrCallDeadline) })
+		cs.cancel = func() { stop(); ccancel(nil); cancel() }
 		ctx = cctx
 	}
-	return process(ctx, b)
+	cs.ctx, cs.deadline = ctx, deadline
+	return ctx, deadline
+}
+
+// close cancels the current context.
+func (cs *callContexts) close() {
+	if cs.cancel != nil {
+		cs.cancel()
+	}
+	cs.ctx, cs.cancel = nil, nil
 }
 
 // callOnDead runs the retries-exhausted hook; a panic in it is logged.

@@ -55,7 +55,12 @@
 //
 // The lease is renewed LeaseTTL/3 after the previous renewal was sent
 // (not after its reply, so that a slow link does not space renewals out),
-// with at most one renewal in flight. The actor's conservative view of its
+// with at most one renewal in flight. On a node, a Renewer sends the
+// renewals of all its shards together (Config.Renewer): one
+// Store.RenewShards call per LeaseTTL/3, the first LeaseTTL/3 after a
+// lease's acquisition was sent at the latest, each lease fenced on its own
+// and each result sent to its actor as if it had renewed alone; the send
+// time of the batch dates every lease view. The actor's conservative view of its
 // lease is the send time of the last successful renewal (or acquisition) +
 // LeaseTTL - margin, on the monotonic clock; the margin is twice the
 // slowest recent round trip of a lease call, at least LeaseTTL/6 and at
@@ -83,8 +88,10 @@
 // deadline, then its context is cancelled. A later Drain may bring the
 // deadline forward (a second stop signal), never back. A finished batch is
 // settled; a handler call cut by the deadline is not (its ids are skipped:
-// they go back to the queue with their retry count unchanged). Then the
-// lease is released and the actor stops itself. A drain that cannot reach
+// they go back to the queue with their retry count unchanged), and so is a
+// window fetched after the drain began, which no call started: its ids are
+// settled as skipped, due at once, rather than left to the release, which
+// would hold them until their calls' deadline. Then the lease is released and the actor stops itself. A drain that cannot reach
 // the store past its deadline gives up and leaves the lease to expire.
 //
 // On Stopping or Restarting (a parent that stops or restarts, or a stop

@@ -40,6 +40,7 @@ type fakeStore struct {
 	held       bool
 	renewErr   error
 	renewGate  chan struct{} // when set, each renewal waits for a value on it
+	fetchGate  chan struct{} // when set, each Advance that fetches waits for a value on it
 	advanceErr error
 	releaseErr error
 }
@@ -98,6 +99,15 @@ func (s *fakeStore) RenewShard(context.Context, persistence.Lease, time.Duration
 	return s.renewErr
 }
 
+// RenewShards renews each lease as RenewShard does, one after the other.
+func (s *fakeStore) RenewShards(ctx context.Context, leases []persistence.Lease, ttl time.Duration) []error {
+	errs := make([]error, len(leases))
+	for i, l := range leases {
+		errs[i] = s.RenewShard(ctx, l, ttl)
+	}
+	return errs
+}
+
 func (s *fakeStore) ReleaseShard(context.Context, persistence.Lease) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -113,6 +123,11 @@ func (s *fakeStore) Advance(_ context.Context, l persistence.Lease, req persiste
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.record("advance")
+	if gate := s.fetchGate; gate != nil && req.Fetch > 0 {
+		s.mu.Unlock()
+		<-gate
+		s.mu.Lock()
+	}
 	if s.advanceErr != nil {
 		return persistence.AdvanceResult{}, s.advanceErr
 	}
@@ -191,6 +206,9 @@ type harness struct {
 	// of store).
 	storeOverride persistence.Store
 	onDead        func(context.Context, []persistence.Job)
+	// batched makes a node-wide shard.Renewer renew the lease, as a node
+	// does, instead of the actor itself.
+	batched bool
 
 	mu     sync.Mutex // guards the fields below
 	events []string
@@ -215,11 +233,17 @@ func (h *harness) start(process shard.Processor) {
 	if h.storeOverride != nil {
 		st = h.storeOverride
 	}
+	var renewer *shard.Renewer
+	if h.batched {
+		renewer = shard.NewRenewer(st, 3*time.Second, h.clock, log)
+		renewer.Start()
+		t.Cleanup(func() { require.NoError(t, renewer.Stop(context.Background())) }) // after the actor stopped (cleanups run last first)
+	}
 	props := shard.Props(shard.Config{
 		Ref: persistence.ShardRef{Queue: "q", Shard: 1}, Store: st, OnDead: h.onDead, Owner: "n", MaxRetryCount: 25,
 		LeaseTTL: 3 * time.Second, IdlePoll: time.Minute, Process: process, Prefetch: h.prefetch,
 		CallTimeout: h.callTimeout, MaxPayloads: 7,
-		Clock: h.clock, Logger: log, Observer: h.obs,
+		Clock: h.clock, Logger: log, Observer: h.obs, Renewer: renewer,
 	})
 	f := &fakeNode{props: props, pid: make(chan *actor.PID, 1), h: h}
 	node := h.sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return f }))
@@ -231,6 +255,22 @@ func (h *harness) start(process shard.Processor) {
 			t.Logf("shard actor log:\n%s", h.logs.String())
 		}
 	})
+}
+
+// renewModes runs a lease test twice: with the actor renewing its own lease,
+// and with a node-wide Renewer renewing it (renewal cadence, guard and
+// cancellations are the same).
+func renewModes(t *testing.T, test func(t *testing.T, batched bool)) {
+	for _, batched := range []bool{false, true} {
+		name := "own"
+		if batched {
+			name = "batched"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			test(t, batched)
+		})
+	}
 }
 
 func (h *harness) event(e string) {

@@ -115,7 +115,11 @@ func (a *Actor) onAcquired(c actor.Context, m acquired) {
 	a.renewDue = false
 	a.storeOK(c)
 	a.log.Info("serving shard", "epoch", l.Epoch, "restored", m.restored)
-	a.arm(c, timerRenew, max(a.cfg.LeaseTTL/3-now.Sub(m.started), 0))
+	if a.cfg.Renewer != nil {
+		a.register(c, m.started)
+	} else {
+		a.arm(c, timerRenew, max(a.cfg.LeaseTTL/3-now.Sub(m.started), 0))
+	}
 	a.view.set(time.Time{})
 	a.extend(c, m.started)
 	a.work.due, a.trimDue = true, a.cfg.MorgueTTL > 0
@@ -141,15 +145,33 @@ func (a *Actor) startRenew(c actor.Context) {
 	})
 }
 
+// register hands the lease, acquired by a call sent at sent, to the node's
+// Renewer, which renews it with the other shards' (first LeaseTTL/3 after
+// sent at the latest) and sends each result back as a renewed task result.
+func (a *Actor) register(c actor.Context, sent time.Time) {
+	self, root, inst := c.Self(), c.ActorSystem().Root, a.inst
+	a.cfg.Renewer.add(*a.lease, sent, func(m renewed) { root.Send(self, taskResult{inst: inst, v: m}) })
+}
+
+// unregister takes the lease back from the node's Renewer, if it has it.
+func (a *Actor) unregister() {
+	if a.cfg.Renewer != nil && a.lease != nil {
+		a.cfg.Renewer.remove(a.cfg.Ref, a.lease.Token)
+	}
+}
+
 func (a *Actor) onRenewed(c actor.Context, m renewed) {
 	a.renewing = false
 	now := a.cfg.Clock.Now()
 	if a.lease == nil || a.lease.Token != m.lease.Token {
 		// The guard fired (or the lease was lost) before this reply: it
 		// does not revive the lease. A renewal that succeeded extended it
-		// in Redis; give it back rather than leave it to expire.
-		if m.err == nil {
+		// in Redis; give it back rather than leave it to expire (once: a
+		// node's Renewer may have renewed it again before it heard that
+		// the actor gave it up).
+		if m.err == nil && m.lease.Token != a.givenUp {
 			a.stale = append(a.stale, m.lease)
+			a.givenUp = m.lease.Token
 		}
 		return
 	}
@@ -172,6 +194,10 @@ func (a *Actor) onRenewed(c actor.Context, m renewed) {
 		if a.failures > 0 && a.phase == phaseIdle {
 			a.storeOK(c)
 		}
+	case errors.Is(m.err, persistence.ErrLeaseLost) && a.phase == phaseReleasing && a.cfg.Renewer != nil:
+		// A batched renewal sent while the release ran: the release's
+		// reply tells whether the lease is gone.
+		return
 	case errors.Is(m.err, persistence.ErrLeaseLost):
 		a.leaseLost(c, "renewal refused")
 		return
@@ -206,6 +232,7 @@ func (a *Actor) leaseLost(c actor.Context, why string) {
 // dropLease forgets the lease and everything done under it: what the
 // current call does is restored by the next owner.
 func (a *Actor) dropLease() {
+	a.unregister()
 	a.lease, a.req, a.settle, a.cur = nil, nil, nil, nil
 	a.renewDue = false
 	a.view.set(time.Time{})

@@ -19,29 +19,32 @@ import (
 // next owner restores it.
 func TestPausedNodeStartsNoFurtherCallOfAPrefetchedWindow(t *testing.T) {
 	t.Parallel()
-	store := &fakeStore{jobs: jobs("a", "b", "c")}
-	h := newHarness(t, store)
-	h.prefetch = 3
-	var mu sync.Mutex
-	var called []string
-	h.start(func(_ context.Context, b *persistence.Batch) ([]persistence.Failure, error) {
+	renewModes(t, func(t *testing.T, batched bool) {
+		store := &fakeStore{jobs: jobs("a", "b", "c")}
+		h := newHarness(t, store)
+		h.batched = batched
+		h.prefetch = 3
+		var mu sync.Mutex
+		var called []string
+		h.start(func(_ context.Context, b *persistence.Batch) ([]persistence.Failure, error) {
+			mu.Lock()
+			called = append(called, b.Jobs[0].ID)
+			mu.Unlock()
+			if b.Jobs[0].ID == "a" {
+				h.clock.Jump(10 * time.Second) // frozen during the call, longer than LeaseTTL
+			}
+			return nil, nil
+		})
+		h.eventually("lease counted as lost", func() bool { return h.obs.losses() == 1 })
+		h.eventually("not serving", func() bool { return !h.serving() })
+		h.advanceTo(12 * time.Second) // the late timers (renewal, guard) fire now
 		mu.Lock()
-		called = append(called, b.Jobs[0].ID)
+		require.Equal(t, []string{"a"}, called, "no call starts after the lease could have expired")
 		mu.Unlock()
-		if b.Jobs[0].ID == "a" {
-			h.clock.Jump(10 * time.Second) // frozen during the call, longer than LeaseTTL
+		for _, r := range store.requests() {
+			require.Zero(t, r.Settle, "a batch under a lost lease is not settled: the next owner restores it")
 		}
-		return nil, nil
 	})
-	h.eventually("lease counted as lost", func() bool { return h.obs.losses() == 1 })
-	h.eventually("not serving", func() bool { return !h.serving() })
-	h.advanceTo(12 * time.Second) // the late timers (renewal, guard) fire now
-	mu.Lock()
-	require.Equal(t, []string{"a"}, called, "no call starts after the lease could have expired")
-	mu.Unlock()
-	for _, r := range store.requests() {
-		require.Zero(t, r.Settle, "a batch under a lost lease is not settled: the next owner restores it")
-	}
 }
 
 // S4: a renewal whose reply comes after the guard counted the lease as lost
@@ -60,29 +63,32 @@ func TestLateRenewalReplyDoesNotReviveTheLease(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			gate := make(chan struct{})
-			store := &fakeStore{jobs: jobs("a"), renewGate: gate}
-			h := newHarness(t, store)
-			process, calls := blocking(h.clock, false, nil)
-			h.start(process)
-			c := wait(h, calls, "the handler call")
-			h.eventually("serving", h.serving)
+			renewModes(t, func(t *testing.T, batched bool) {
+				gate := make(chan struct{})
+				store := &fakeStore{jobs: jobs("a"), renewGate: gate}
+				h := newHarness(t, store)
+				h.batched = batched
+				process, calls := blocking(h.clock, false, nil)
+				h.start(process)
+				c := wait(h, calls, "the handler call")
+				h.eventually("serving", h.serving)
 
-			h.armedAt(time.Second)
-			h.advanceTo(time.Second)
-			h.eventually("renewal sent", func() bool { return store.count("renew") == 1 })
-			tc.pause(h)
-			store.set(func(s *fakeStore) { s.renewGate = nil })
-			gate <- struct{}{} // the renewal succeeds, late
+				h.armedAt(time.Second)
+				h.advanceTo(time.Second)
+				h.eventually("renewal sent", func() bool { return store.count("renew") == 1 })
+				tc.pause(h)
+				store.set(func(s *fakeStore) { s.renewGate = nil })
+				gate <- struct{}{} // the renewal succeeds, late
 
-			wait(h, c.cancelled, "the cancellation")
-			require.EqualError(t, c.cause, "shard lease lost")
-			h.eventually("the renewed lease given back", func() bool { return store.count("release") == 1 })
-			require.Equal(t, 1, h.obs.losses())
-			require.False(t, h.serving(), "a late renewal does not revive the lease")
-			for _, r := range store.requests() {
-				require.Zero(t, r.Settle)
-			}
+				wait(h, c.cancelled, "the cancellation")
+				require.EqualError(t, c.cause, "shard lease lost")
+				h.eventually("the renewed lease given back", func() bool { return store.count("release") == 1 })
+				require.Equal(t, 1, h.obs.losses())
+				require.False(t, h.serving(), "a late renewal does not revive the lease")
+				for _, r := range store.requests() {
+					require.Zero(t, r.Settle)
+				}
+			})
 		})
 	}
 }
@@ -93,37 +99,40 @@ func TestLateRenewalReplyDoesNotReviveTheLease(t *testing.T) {
 // round trip (at least LeaseTTL/6, at most LeaseTTL/4).
 func TestRenewalsAreSpacedFromTheirSendTime(t *testing.T) {
 	t.Parallel()
-	gate := make(chan struct{})
-	store := &fakeStore{renewGate: gate}
-	h := newHarness(t, store)
-	h.start(func(context.Context, *persistence.Batch) ([]persistence.Failure, error) { return nil, nil })
-	h.eventually("serving", h.serving)
-	h.armedAt(2500 * time.Millisecond) // guard: t0 + 3 s - 0.5 s
+	renewModes(t, func(t *testing.T, batched bool) {
+		gate := make(chan struct{})
+		store := &fakeStore{renewGate: gate}
+		h := newHarness(t, store)
+		h.batched = batched
+		h.start(func(context.Context, *persistence.Batch) ([]persistence.Failure, error) { return nil, nil })
+		h.eventually("serving", h.serving)
+		h.armedAt(2500 * time.Millisecond) // guard: t0 + 3 s - 0.5 s
 
-	h.armedAt(time.Second)
-	h.advanceTo(time.Second)
-	h.eventually("renewal 1 sent", func() bool { return store.count("renew") == 1 })
-	h.armedAt(2 * time.Second) // the next renewal, from the send time, while this one is in flight
-	h.advanceTo(1300 * time.Millisecond)
-	gate <- struct{}{} // reply after 0.3 s: margin 0.6 s
-	h.armedAt(3400 * time.Millisecond)
+		h.armedAt(time.Second)
+		h.advanceTo(time.Second)
+		h.eventually("renewal 1 sent", func() bool { return store.count("renew") == 1 })
+		h.armedAt(2 * time.Second) // the next renewal, from the send time, while this one is in flight
+		h.advanceTo(1300 * time.Millisecond)
+		gate <- struct{}{} // reply after 0.3 s: margin 0.6 s
+		h.armedAt(3400 * time.Millisecond)
 
-	h.advanceTo(2 * time.Second)
-	h.eventually("renewal 2 sent", func() bool { return store.count("renew") == 2 })
-	h.armedAt(3 * time.Second)
-	h.advanceTo(3100 * time.Millisecond) // renewal 3 falls due while 2 is in flight
-	require.Equal(t, 2, store.count("renew"), "at most one renewal in flight")
-	require.True(t, h.serving())
-	store.set(func(s *fakeStore) { s.renewGate = nil })
-	gate <- struct{}{} // reply after 1.1 s: margin capped at LeaseTTL/4
-	h.eventually("the overdue renewal goes out at once", func() bool { return store.count("renew") == 3 })
-	// Renewal 3 was sent at 3.1 s and answered at once: the next goes out
-	// at 4.1 s; the guard moves to 3.1 s + 3 s - 0.75 s (the slow round
-	// trip still counts, decaying).
-	h.armedAt(4100 * time.Millisecond)
-	h.armedAt(5350 * time.Millisecond)
-	require.Zero(t, h.obs.losses())
-	require.True(t, h.serving())
+		h.advanceTo(2 * time.Second)
+		h.eventually("renewal 2 sent", func() bool { return store.count("renew") == 2 })
+		h.armedAt(3 * time.Second)
+		h.advanceTo(3100 * time.Millisecond) // renewal 3 falls due while 2 is in flight
+		require.Equal(t, 2, store.count("renew"), "at most one renewal in flight")
+		require.True(t, h.serving())
+		store.set(func(s *fakeStore) { s.renewGate = nil })
+		gate <- struct{}{} // reply after 1.1 s: margin capped at LeaseTTL/4
+		h.eventually("the overdue renewal goes out at once", func() bool { return store.count("renew") == 3 })
+		// Renewal 3 was sent at 3.1 s and answered at once: the next goes out
+		// at 4.1 s; the guard moves to 3.1 s + 3 s - 0.75 s (the slow round
+		// trip still counts, decaying).
+		h.armedAt(4100 * time.Millisecond)
+		h.armedAt(5350 * time.Millisecond)
+		require.Zero(t, h.obs.losses())
+		require.True(t, h.serving())
+	})
 }
 
 // Every handler call has a finite deadline (CallTimeout after its start):
@@ -133,39 +142,42 @@ func TestRenewalsAreSpacedFromTheirSendTime(t *testing.T) {
 // record. A call that ran out is a failure, settled as such.
 func TestEveryCallHasADeadline(t *testing.T) {
 	t.Parallel()
-	store := &fakeStore{jobs: jobs("a")}
-	h := newHarness(t, store)
-	h.callTimeout = 2 * time.Second
-	deadlines := make(chan time.Time, 1)
-	process, calls := blocking(h.clock, false, nil)
-	h.start(func(ctx context.Context, b *persistence.Batch) ([]persistence.Failure, error) {
-		d, _ := ctx.Deadline() // zero without one: fails below
-		deadlines <- d
-		return process(ctx, b)
+	renewModes(t, func(t *testing.T, batched bool) {
+		store := &fakeStore{jobs: jobs("a")}
+		h := newHarness(t, store)
+		h.batched = batched
+		h.callTimeout = 2 * time.Second
+		deadlines := make(chan time.Time, 1)
+		process, calls := blocking(h.clock, false, nil)
+		h.start(func(ctx context.Context, b *persistence.Batch) ([]persistence.Failure, error) {
+			d, _ := ctx.Deadline() // zero without one: fails below
+			deadlines <- d
+			return process(ctx, b)
+		})
+		c := wait(h, calls, "the handler call")
+		left := time.Until(wait(h, deadlines, "the deadline"))
+		require.True(t, left > 0 && left <= 2*time.Second, "deadline %s away", left)
+
+		h.armedAt(time.Second)
+		h.advanceTo(time.Second)
+		h.armedAt(3500 * time.Millisecond) // renewed: the guard moves past the call's deadline
+		h.advanceTo(2 * time.Second)
+		wait(h, c.cancelled, "the cancellation")
+		require.Equal(t, t0.Add(2*time.Second), c.at)
+		require.ErrorIs(t, c.cause, shard.ErrCallDeadline)
+		require.ErrorIs(t, c.cause, context.DeadlineExceeded)
+
+		h.eventually("settled", func() bool { return len(store.requests()) >= 2 })
+		reqs := store.requests()
+		for _, r := range reqs {
+			require.Equal(t, 2*time.Second, r.CallTimeout)
+			require.Equal(t, 1, r.CallSize)
+			require.Equal(t, 7, r.MaxPayloads)
+		}
+		require.Len(t, reqs[1].Failures, 1, "a call past its deadline failed")
+		require.Empty(t, reqs[1].Interrupted)
+		require.Zero(t, h.obs.losses())
 	})
-	c := wait(h, calls, "the handler call")
-	left := time.Until(wait(h, deadlines, "the deadline"))
-	require.True(t, left > 0 && left <= 2*time.Second, "deadline %s away", left)
-
-	h.armedAt(time.Second)
-	h.advanceTo(time.Second)
-	h.armedAt(3500 * time.Millisecond) // renewed: the guard moves past the call's deadline
-	h.advanceTo(2 * time.Second)
-	wait(h, c.cancelled, "the cancellation")
-	require.Equal(t, t0.Add(2*time.Second), c.at)
-	require.ErrorIs(t, c.cause, shard.ErrCallDeadline)
-	require.ErrorIs(t, c.cause, context.DeadlineExceeded)
-
-	h.eventually("settled", func() bool { return len(store.requests()) >= 2 })
-	reqs := store.requests()
-	for _, r := range reqs {
-		require.Equal(t, 2*time.Second, r.CallTimeout)
-		require.Equal(t, 1, r.CallSize)
-		require.Equal(t, 7, r.MaxPayloads)
-	}
-	require.Len(t, reqs[1].Failures, 1, "a call past its deadline failed")
-	require.Empty(t, reqs[1].Interrupted)
-	require.Zero(t, h.obs.losses())
 }
 
 // deadStore answers Advance with what a settlement sends to the morgue; its

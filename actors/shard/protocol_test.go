@@ -2,6 +2,7 @@ package shard_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,44 +20,47 @@ import (
 // actor takes the shard again.
 func TestLeaseGuardCancelsTheHandlerBeforeTheLeaseCanExpire(t *testing.T) {
 	t.Parallel()
-	store := &fakeStore{jobs: jobs("a")}
-	h := newHarness(t, store)
-	process, calls := blocking(h.clock, false, nil)
-	h.start(process)
-	c := wait(h, calls, "the handler call")
-	require.Equal(t, []string{"a"}, c.ids)
-	h.eventually("serving", h.serving)
+	renewModes(t, func(t *testing.T, batched bool) {
+		store := &fakeStore{jobs: jobs("a")}
+		h := newHarness(t, store)
+		h.batched = batched
+		process, calls := blocking(h.clock, false, nil)
+		h.start(process)
+		c := wait(h, calls, "the handler call")
+		require.Equal(t, []string{"a"}, c.ids)
+		h.eventually("serving", h.serving)
 
-	store.set(func(s *fakeStore) { s.renewErr = errNetwork })
-	h.armedAt(time.Second)
-	h.advanceTo(time.Second)
-	h.eventually("first renewal", func() bool { return store.count("renew") == 1 })
-	h.armedAt(2 * time.Second) // the failed renewal is retried every LeaseTTL/3
-	h.advanceTo(2 * time.Second)
-	h.eventually("second renewal", func() bool { return store.count("renew") == 2 })
-	h.armedAt(3 * time.Second)
+		store.set(func(s *fakeStore) { s.renewErr = errNetwork })
+		h.armedAt(time.Second)
+		h.advanceTo(time.Second)
+		h.eventually("first renewal", func() bool { return store.count("renew") == 1 })
+		h.armedAt(2 * time.Second) // the failed renewal is retried every LeaseTTL/3
+		h.advanceTo(2 * time.Second)
+		h.eventually("second renewal", func() bool { return store.count("renew") == 2 })
+		h.armedAt(3 * time.Second)
 
-	h.advanceTo(2500*time.Millisecond - time.Nanosecond)
-	select {
-	case <-c.cancelled:
-		t.Fatalf("handler cancelled at %s, before the guard", c.at.Sub(t0))
-	default:
-	}
-	h.advanceTo(2500 * time.Millisecond)
-	wait(h, c.cancelled, "the cancellation")
-	require.Equal(t, t0.Add(2500*time.Millisecond), c.at, "cancelled when the guard fired")
-	require.EqualError(t, c.cause, "shard lease lost")
-	h.eventually("lease loss observed", func() bool { return h.obs.losses() == 1 })
-	h.eventually("reported not serving", func() bool { return !h.serving() })
-	for _, r := range store.requests() {
-		require.Zero(t, r.Settle, "a batch under a lost lease is not settled: the next owner restores it")
-	}
+		h.advanceTo(2500*time.Millisecond - time.Nanosecond)
+		select {
+		case <-c.cancelled:
+			t.Fatalf("handler cancelled at %s, before the guard", c.at.Sub(t0))
+		default:
+		}
+		h.advanceTo(2500 * time.Millisecond)
+		wait(h, c.cancelled, "the cancellation")
+		require.Equal(t, t0.Add(2500*time.Millisecond), c.at, "cancelled when the guard fired")
+		require.EqualError(t, c.cause, "shard lease lost")
+		h.eventually("lease loss observed", func() bool { return h.obs.losses() == 1 })
+		h.eventually("reported not serving", func() bool { return !h.serving() })
+		for _, r := range store.requests() {
+			require.Zero(t, r.Settle, "a batch under a lost lease is not settled: the next owner restores it")
+		}
 
-	// The lease expires in Redis; the actor takes the shard again.
-	store.set(func(s *fakeStore) { s.held, s.renewErr = false, nil })
-	h.advanceTo(4 * time.Second)
-	h.eventually("acquired again", func() bool { return store.count("acquire") == 2 })
-	h.eventually("serving again", h.serving)
+		// The lease expires in Redis; the actor takes the shard again.
+		store.set(func(s *fakeStore) { s.held, s.renewErr = false, nil })
+		h.advanceTo(4 * time.Second)
+		h.eventually("acquired again", func() bool { return store.count("acquire") == 2 })
+		h.eventually("serving again", h.serving)
+	})
 }
 
 // A handler that ignores its cancelled context: the actor logs it every
@@ -65,33 +69,36 @@ func TestLeaseGuardCancelsTheHandlerBeforeTheLeaseCanExpire(t *testing.T) {
 // returns, it does.
 func TestStuckHandlerIsLoggedAndWaitedFor(t *testing.T) {
 	t.Parallel()
-	store := &fakeStore{jobs: jobs("a")}
-	h := newHarness(t, store)
-	release := make(chan struct{})
-	process, calls := blocking(h.clock, true, release)
-	h.start(process)
-	c := wait(h, calls, "the handler call")
-	h.eventually("serving", h.serving)
+	renewModes(t, func(t *testing.T, batched bool) {
+		store := &fakeStore{jobs: jobs("a")}
+		h := newHarness(t, store)
+		h.batched = batched
+		release := make(chan struct{})
+		process, calls := blocking(h.clock, true, release)
+		h.start(process)
+		c := wait(h, calls, "the handler call")
+		h.eventually("serving", h.serving)
 
-	store.set(func(s *fakeStore) { s.renewErr = persistence.ErrLeaseLost })
-	h.armedAt(time.Second)
-	h.advanceTo(time.Second)
-	wait(h, c.cancelled, "the cancellation")
-	require.EqualError(t, c.cause, "shard lease lost")
-	store.set(func(s *fakeStore) { s.held = false }) // another owner could take it now
+		store.set(func(s *fakeStore) { s.renewErr = persistence.ErrLeaseLost })
+		h.armedAt(time.Second)
+		h.advanceTo(time.Second)
+		wait(h, c.cancelled, "the cancellation")
+		require.EqualError(t, c.cause, "shard lease lost")
+		store.set(func(s *fakeStore) { s.held = false }) // another owner could take it now
 
-	h.armedAt(4 * time.Second) // the stuck check, one LeaseTTL after the cancellation
-	require.False(t, h.logs.has("handler ignores its cancelled context"))
-	h.advanceTo(4 * time.Second)
-	h.eventually("stuck handler logged", func() bool { return h.logs.has("handler ignores its cancelled context") })
-	h.advanceTo(10 * time.Second)
-	require.Equal(t, 1, store.count("acquire"), "no acquisition while the cancelled handler runs")
+		h.armedAt(4 * time.Second) // the stuck check, one LeaseTTL after the cancellation
+		require.False(t, h.logs.has("handler ignores its cancelled context"))
+		h.advanceTo(4 * time.Second)
+		h.eventually("stuck handler logged", func() bool { return h.logs.has("handler ignores its cancelled context") })
+		h.advanceTo(10 * time.Second)
+		require.Equal(t, 1, store.count("acquire"), "no acquisition while the cancelled handler runs")
 
-	close(release)
-	h.eventually("acquired once the handler returned", func() bool { return store.count("acquire") == 2 })
-	for _, r := range store.requests() {
-		require.Zero(t, r.Settle, "the stuck batch is not settled")
-	}
+		close(release)
+		h.eventually("acquired once the handler returned", func() bool { return store.count("acquire") == 2 })
+		for _, r := range store.requests() {
+			require.Zero(t, r.Settle, "the stuck batch is not settled")
+		}
+	})
 }
 
 // The drain deadline cuts a running handler; a second Drain brings the
@@ -196,13 +203,44 @@ func TestPermitsKeptOrYielded(t *testing.T) {
 // lease and stops.
 func TestDrainWhileIdleReleasesAndStops(t *testing.T) {
 	t.Parallel()
-	store := &fakeStore{}
+	renewModes(t, func(t *testing.T, batched bool) {
+		store := &fakeStore{}
+		h := newHarness(t, store)
+		h.batched = batched
+		h.start(func(context.Context, *persistence.Batch) ([]persistence.Failure, error) { return nil, nil })
+		h.eventually("serving", h.serving)
+		h.eventually("fetched nothing", func() bool { return contains(h.seen(), "return") })
+		h.send(shard.Drain{Deadline: t0.Add(time.Minute)})
+		h.eventually("released and stopped", func() bool { return contains(h.seen(), "terminated") })
+		require.Equal(t, 1, store.count("release"))
+	})
+}
+
+// A window fetched while the drain began is not started: its ids are
+// settled as skipped (back as they were, due at once) before the release.
+// Left to the release, they would wait for their calls' deadline bound as
+// if a call of them could be running, and the next owner would not fetch
+// them for up to the call timeout.
+func TestDrainSettlesAWindowNotStarted(t *testing.T) {
+	t.Parallel()
+	gate := make(chan struct{})
+	store := &fakeStore{jobs: jobs("a", "b"), fetchGate: gate}
 	h := newHarness(t, store)
-	h.start(func(context.Context, *persistence.Batch) ([]persistence.Failure, error) { return nil, nil })
-	h.eventually("serving", h.serving)
-	h.eventually("fetched nothing", func() bool { return contains(h.seen(), "return") })
+	var calls atomic.Int64
+	h.start(func(context.Context, *persistence.Batch) ([]persistence.Failure, error) {
+		calls.Add(1)
+		return nil, nil
+	})
+	h.eventually("fetching", func() bool { return store.count("advance") >= 1 })
 	h.send(shard.Drain{Deadline: t0.Add(time.Minute)})
+	close(gate)
 	h.eventually("released and stopped", func() bool { return contains(h.seen(), "terminated") })
+	require.Zero(t, calls.Load(), "no call starts while draining")
+	reqs := store.requests()
+	require.Len(t, reqs, 2, "the fetch, then the settle")
+	require.Equal(t, reqs[0].NextSeq, reqs[1].Settle)
+	require.Zero(t, reqs[1].Fetch)
+	require.Equal(t, []string{"a", "b"}[:reqs[0].Fetch], reqs[1].Skipped, "every id fetched")
 	require.Equal(t, 1, store.count("release"))
 }
 

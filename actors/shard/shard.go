@@ -82,6 +82,10 @@ type Config struct {
 	// OnDead, if set, receives what a settlement moved to the morgue.
 	OnDead   func(ctx context.Context, dead []persistence.Job)
 	LeaseTTL time.Duration
+	// Renewer, if set, renews the actor's lease together with the other
+	// shards of the node (its LeaseTTL must be this LeaseTTL); nil: the
+	// actor renews its own lease.
+	Renewer  *Renewer
 	IdlePoll time.Duration
 	// MorgueTTL is the morgue's retention; 0 trims nothing.
 	MorgueTTL time.Duration
@@ -171,6 +175,7 @@ type Actor struct {
 	view     *leaseView              // the conservative view of the lease, read before every handler call
 	rtt      time.Duration           // slowest recent round trip of a lease call (decaying)
 	stale    []persistence.Lease     // leases given up that a late reply showed still held: release them
+	givenUp  string                  // token of the last lease put in stale after a late renewal reply
 	handler  context.CancelCauseFunc // cancels the running handler (phaseRunning)
 	call     *callInfo               // the running handler call, written by the handler task
 	stuck    time.Time               // start of the running call while it counts as stuck
@@ -435,6 +440,7 @@ func (a *Actor) shutdown(c actor.Context, restarting bool) {
 	} else {
 		leases := a.stale
 		if a.lease != nil {
+			a.unregister()
 			leases = append(leases, *a.lease)
 		}
 		for _, l := range leases {

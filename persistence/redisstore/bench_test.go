@@ -403,3 +403,52 @@ func BenchmarkProcessStateful(b *testing.B) {
 		})
 	}
 }
+
+var (
+	growthSizes = flag.String("growth", "10000,100000", "queued blank jobs BenchmarkGrowth measures at, comma-separated (10000,100000,1000000,10000000 for the documented figures)")
+	growthDrain = flag.Int("growthdrain", 100_000, "jobs BenchmarkGrowth drains at each size (at most the size)")
+)
+
+// BenchmarkGrowth fills layout 2 with each -growth number of blank jobs (5
+// shards, a fresh server each) and reports Redis memory per queued job
+// (INFO used_memory), then drains -growthdrain of them in windows of 10 (the
+// node's default prefetch), the shards in turn, and reports jobs/s, Redis
+// CPU and script time per job while that many are queued. Memory should be
+// linear and the drain flat in the number queued.
+//
+//	go test -run '^$' -bench Growth -benchtime 1x -timeout 30m ./persistence/redisstore -args -growth 10000,100000,1000000,10000000
+func BenchmarkGrowth(b *testing.B) {
+	for _, f := range strings.Split(*growthSizes, ",") {
+		size, err := strconv.Atoi(strings.TrimSpace(f))
+		require.NoError(b, err, "-growth")
+		b.Run(fmt.Sprintf("queued=%d", size), func(b *testing.B) {
+			const shards = 5
+			e := newBenchEnv(b, "2", shards)
+			ctx := context.Background()
+			before := e.usage().MemoryBytes
+			e.fill(size)
+			perJob := float64(e.usage().MemoryBytes-before) / float64(size)
+			leases := make([]persistence.Lease, shards)
+			for s := range shards {
+				leases[s], _, err = e.store.AcquireShard(ctx, persistence.ShardRef{Queue: "bench", Shard: s}, "bench", time.Hour)
+				require.NoError(b, err)
+			}
+			want := min(*growthDrain, size)
+			settle, seq := make([]int64, shards), make([]int64, shards)
+			m := e.startMeter()
+			done := 0
+			for s := 0; done < want; s = (s + 1) % shards {
+				seq[s]++
+				res, err := e.store.Advance(ctx, leases[s], persistence.AdvanceRequest{Settle: settle[s], Fetch: 10, NextSeq: seq[s], MaxRetryCount: 25})
+				require.NoError(b, err)
+				done += res.Processed
+				settle[s] = 0
+				if res.Batch != nil {
+					settle[s] = res.Batch.Seq
+				}
+			}
+			m.report(done)
+			b.ReportMetric(perJob, "B/queued-job")
+		})
+	}
+}

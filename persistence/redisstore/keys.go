@@ -13,7 +13,8 @@ import (
 //	P:queues     HASH   queue name -> shard count
 //	P:layout     STRING the layout version ("2")
 //	P:store_id   STRING the store's identity (random, created once)
-//	P:notify:q   channel: enqueue notices (message: shard number)
+//	P:notify:q   channel: enqueue notices (message: shard number) and
+//	             controls notices (message: "ctl")
 //	P:{q}:2:ctl  HASH   queue-wide controls: paused
 //	P:{q}:2:permits ZSET holder#i -> expiry: max_concurrency permits
 //	P:{q}:2:rate HASH   tokens, at: the rate_limit token bucket
@@ -37,6 +38,7 @@ type keyspace struct {
 // them as KEYS (lua/lib.lua), plus the prefix of layout 1's per-id keys.
 type shardKeys struct {
 	keys   []string
+	boxed  []any // keys as command arguments (call.boxed)
 	idBase string
 }
 
@@ -131,10 +133,12 @@ func (k keyspace) queueOfChannel(ch string) (string, bool) {
 func (k keyspace) shard(queue string, shard int) shardKeys {
 	base := k.prefix + ":{" + queue + ":" + strconv.Itoa(shard) + "}:"
 	keys := make([]string, numShardKeys)
+	boxed := make([]any, numShardKeys)
 	for i, name := range shardKeyNames {
 		keys[i] = base + name
+		boxed[i] = keys[i]
 	}
-	return shardKeys{keys: keys, idBase: base}
+	return shardKeys{keys: keys, boxed: boxed, idBase: base}
 }
 
 // v1Payloads is layout 1's key of an id's queued payloads.

@@ -21,7 +21,8 @@ import (
 const DefaultRelayChunk = 500
 
 // encodeEmit is an emit's outbox entry: fld(queue) fld(id) fld(payload)
-// fld(score) fld(perform_at), "" for a default score or time.
+// fld(score) fld(perform_at), "" for a default score or time, then
+// fld(headers) (encodeHeaders) only when the payload has headers.
 func encodeEmit(e persistence.Emit) string {
 	score, at := "", ""
 	if e.Job.Score != nil {
@@ -36,6 +37,9 @@ func encodeEmit(e persistence.Emit) string {
 	b = appendField(b, string(e.Job.Payload))
 	b = appendField(b, score)
 	b = appendField(b, at)
+	if len(e.Job.Headers) > 0 {
+		b = appendField(b, encodeHeaders(e.Job.Headers))
+	}
 	return string(b)
 }
 
@@ -50,10 +54,20 @@ func decodeEmit(s string) (string, persistence.NewJob, error) {
 		}
 		f[i] = v
 	}
+	var headers map[string]string
+	if !r.done() {
+		h, err := r.next()
+		if err != nil {
+			return "", persistence.NewJob{}, err
+		}
+		if headers, err = decodeHeaders(h); err != nil {
+			return "", persistence.NewJob{}, err
+		}
+	}
 	if !r.done() {
 		return "", persistence.NewJob{}, fmt.Errorf("%w: %d trailing bytes in an emit", errCorrupt, len(s)-r.pos)
 	}
-	j := persistence.NewJob{ID: f[1], Payload: []byte(f[2])}
+	j := persistence.NewJob{ID: f[1], Payload: []byte(f[2]), Headers: headers}
 	if f[3] != "" {
 		v, err := parseScore(f[3])
 		if err != nil {

@@ -167,7 +167,8 @@ func sendWaited(ctx context.Context, c redis.UniversalClient, calls []call, w wa
 	pipe := c.Pipeline()
 	cmds := make([]*redis.Cmd, len(calls))
 	for i, cl := range calls {
-		cmds[i] = pipe.EvalSha(ctx, cl.s.sha, cl.keys, cl.args...)
+		cmds[i] = cl.cmd(ctx)
+		_ = pipe.Process(ctx, cmds[i])
 	}
 	wait := pipe.Do(ctx, "WAIT", w.replicas, max(w.timeout.Milliseconds(), 1))
 	_, _ = pipe.Exec(ctx) // each command carries its own error

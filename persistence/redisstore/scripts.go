@@ -16,9 +16,10 @@ var luaFiles embed.FS
 
 // script is one Lua script, called by SHA.
 type script struct {
-	name string
-	src  string
-	sha  string
+	name   string
+	src    string
+	sha    string
+	shaArg any // sha as a command argument, boxed once
 }
 
 func newScript(name string) *script {
@@ -32,31 +33,33 @@ func newScript(name string) *script {
 	}
 	src := string(lib) + "\n" + string(body)
 	sum := sha1.Sum([]byte(src))
-	return &script{name: name, src: src, sha: hex.EncodeToString(sum[:])}
+	sha := hex.EncodeToString(sum[:])
+	return &script{name: name, src: src, sha: sha, shaArg: sha}
 }
 
 // The store's scripts. Each file's header states its KEYS, ARGV and reply.
 var (
-	scriptAcquire = newScript("acquire")
-	scriptRenew   = newScript("renew")
-	scriptRelease = newScript("release")
-	scriptAdvance = newScript("advance")
-	scriptEnqueue = newScript("enqueue")
-	scriptAction  = newScript("action")
-	scriptMorgue  = newScript("morgue")
-	scriptGet     = newScript("get")
-	scriptStats   = newScript("stats")
-	scriptList    = newScript("list")
-	scriptScan    = newScript("scan")
-	scriptMigrate = newScript("migrate")
-	scriptDowngr  = newScript("downgrade")
-	scriptState   = newScript("state")
-	scriptPermits = newScript("permits")
-	scriptRate    = newScript("rate")
-	scriptTick    = newScript("tick")
+	scriptAcquire   = newScript("acquire")
+	scriptRenew     = newScript("renew")
+	scriptRenewMany = newScript("renew_many")
+	scriptRelease   = newScript("release")
+	scriptAdvance   = newScript("advance")
+	scriptEnqueue   = newScript("enqueue")
+	scriptAction    = newScript("action")
+	scriptMorgue    = newScript("morgue")
+	scriptGet       = newScript("get")
+	scriptStats     = newScript("stats")
+	scriptList      = newScript("list")
+	scriptScan      = newScript("scan")
+	scriptMigrate   = newScript("migrate")
+	scriptDowngr    = newScript("downgrade")
+	scriptState     = newScript("state")
+	scriptPermits   = newScript("permits")
+	scriptRate      = newScript("rate")
+	scriptTick      = newScript("tick")
 
 	allScripts = []*script{
-		scriptAcquire, scriptRenew, scriptRelease, scriptAdvance, scriptEnqueue, scriptAction,
+		scriptAcquire, scriptRenew, scriptRenewMany, scriptRelease, scriptAdvance, scriptEnqueue, scriptAction,
 		scriptMorgue, scriptGet, scriptStats, scriptList, scriptScan, scriptMigrate, scriptDowngr,
 		scriptState,
 		scriptPermits, scriptRate, scriptTick,
@@ -67,7 +70,28 @@ var (
 type call struct {
 	s    *script
 	keys []string
-	args []any
+	// boxed, if set, holds keys as command arguments (shardKeys.boxed), so
+	// that a call on the hot path does not convert each key again.
+	boxed []any
+	args  []any
+}
+
+// cmd returns the EVALSHA command of the call, in one argument slice.
+func (cl call) cmd(ctx context.Context) *redis.Cmd {
+	a := make([]any, 0, 3+len(cl.keys)+len(cl.args))
+	a = append(a, "evalsha", cl.s.shaArg, len(cl.keys))
+	if len(cl.boxed) == len(cl.keys) {
+		a = append(a, cl.boxed...)
+	} else {
+		for _, k := range cl.keys {
+			a = append(a, k)
+		}
+	}
+	cmd := redis.NewCmd(ctx, append(a, cl.args...)...)
+	if len(cl.keys) > 0 {
+		cmd.SetFirstKeyPos(3)
+	}
+	return cmd
 }
 
 // run sends one script call.
@@ -114,12 +138,15 @@ func runAll(ctx context.Context, c redis.UniversalClient, calls []call) []*redis
 
 func send(ctx context.Context, c redis.UniversalClient, calls []call) []*redis.Cmd {
 	if len(calls) == 1 {
-		return []*redis.Cmd{c.EvalSha(ctx, calls[0].s.sha, calls[0].keys, calls[0].args...)}
+		cmd := calls[0].cmd(ctx)
+		_ = c.Process(ctx, cmd) // the command carries its error
+		return []*redis.Cmd{cmd}
 	}
 	pipe := c.Pipeline()
 	cmds := make([]*redis.Cmd, len(calls))
 	for i, cl := range calls {
-		cmds[i] = pipe.EvalSha(ctx, cl.s.sha, cl.keys, cl.args...)
+		cmds[i] = cl.cmd(ctx)
+		_ = pipe.Process(ctx, cmds[i])
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 	return cmds

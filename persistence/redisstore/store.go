@@ -518,8 +518,63 @@ func (s *Store) RenewShard(ctx context.Context, lease persistence.Lease, ttl tim
 	return s.RenewShards(ctx, []persistence.Lease{lease}, ttl)[0]
 }
 
-// RenewShards implements persistence.Store: one pipeline of renewals.
+// renewChunk is the most leases one renew_many call renews, so that one
+// call keeps Redis busy for a millisecond or so at most.
+const renewChunk = 500
+
+// RenewShards implements persistence.Store: one round trip. On standalone
+// Redis and Sentinel, one renew_many call per renewChunk leases (in one
+// pipeline); on a Cluster, where the shards' keys lie in different slots,
+// one renew call per lease, in one pipeline per master.
 func (s *Store) RenewShards(ctx context.Context, leases []persistence.Lease, ttl time.Duration) []error {
+	if _, cluster := s.rdb.(*redis.ClusterClient); cluster || len(leases) < 2 {
+		return s.renewEach(ctx, leases, ttl)
+	}
+	errs := make([]error, len(leases))
+	var calls []call
+	var groups [][]int // leases' indexes, per call
+	for i, l := range leases {
+		sk, err := s.shardKeys(ctx, l.ShardRef)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		if len(calls) == 0 || len(groups[len(groups)-1]) == renewChunk {
+			n := min(renewChunk, len(leases)-i)
+			calls = append(calls, call{s: scriptRenewMany, keys: make([]string, 0, 2*n), args: append(make([]any, 0, 1+n), ttlMillis(ttl))})
+			groups = append(groups, make([]int, 0, n))
+		}
+		c := &calls[len(calls)-1]
+		c.keys = append(c.keys, sk.keys[kV1Lease], sk.keys[kLease])
+		c.args = append(c.args, l.Token)
+		groups[len(groups)-1] = append(groups[len(groups)-1], i)
+	}
+	if len(calls) == 0 {
+		return errs
+	}
+	cmds, werr := s.runWrite(ctx, calls)
+	for j, cmd := range cmds {
+		res, err := cmd.Int64Slice()
+		for k, i := range groups[j] {
+			l := leases[i]
+			switch {
+			case err != nil:
+				errs[i] = fmt.Errorf("redisstore: renew %s/%d: %w", l.Queue, l.Shard, err)
+			case k >= len(res):
+				errs[i] = fmt.Errorf("redisstore: renew %s/%d: a reply of %d values for %d leases", l.Queue, l.Shard, len(res), len(groups[j]))
+			case res[k] != 1:
+				errs[i] = fmt.Errorf("%w: %s/%d (token %s)", persistence.ErrLeaseLost, l.Queue, l.Shard, l.Token)
+			case werr != nil:
+				errs[i] = fmt.Errorf("redisstore: renew %s/%d: %w", l.Queue, l.Shard, werr)
+			}
+		}
+	}
+	return errs
+}
+
+// renewEach renews each lease with its own renew call, all in one pipeline
+// (one per master on a Cluster).
+func (s *Store) renewEach(ctx context.Context, leases []persistence.Lease, ttl time.Duration) []error {
 	errs := make([]error, len(leases))
 	calls := make([]call, 0, len(leases))
 	idx := make([]int, 0, len(leases))
@@ -529,7 +584,7 @@ func (s *Store) RenewShards(ctx context.Context, leases []persistence.Lease, ttl
 			errs[i] = err
 			continue
 		}
-		calls = append(calls, call{s: scriptRenew, keys: sk.keys, args: []any{l.Token, ttlMillis(ttl)}})
+		calls = append(calls, call{s: scriptRenew, keys: sk.keys, boxed: sk.boxed, args: []any{l.Token, ttlMillis(ttl)}})
 		idx = append(idx, i)
 	}
 	if len(calls) == 0 {
@@ -595,16 +650,16 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 	if maxp == 0 {
 		maxp = persistence.DefaultMaxPayloadsPerCall
 	}
-	timeout := ""
+	var timeout any = ""
 	if req.CallTimeout > 0 {
-		timeout = strconv.FormatInt(max(req.CallTimeout.Milliseconds(), 1), 10)
+		timeout = max(req.CallTimeout.Milliseconds(), 1)
 	}
 	v1 := s.checkV1(ctx, lease.ShardRef)
-	args := make([]any, 0, 14+3*len(req.Failures)+len(req.Skipped)+len(req.Interrupted))
-	args = append(args, s.now(), lease.Token,
-		strconv.FormatInt(req.Settle, 10), strconv.FormatInt(req.NextSeq, 10),
-		strconv.Itoa(req.Fetch), strconv.Itoa(req.MaxRetryCount), strconv.Itoa(maxp),
-		timeout, strconv.Itoa(req.CallSize), v1, strconv.Itoa(len(req.Failures)))
+	args := make([]any, 0, 17+3*len(req.Failures)+len(req.Skipped)+len(req.Interrupted))
+	// Numbers go as they are: go-redis writes them in decimal, without
+	// the string and its boxing strconv would cost.
+	args = append(args, s.now(), lease.Token, req.Settle, req.NextSeq, req.Fetch, req.MaxRetryCount, maxp,
+		timeout, req.CallSize, v1, len(req.Failures))
 	for _, f := range req.Failures {
 		at := ""
 		if !f.RetryAt.IsZero() {
@@ -612,11 +667,11 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 		}
 		args = append(args, f.ID, f.Error, at)
 	}
-	args = append(args, strconv.Itoa(len(req.Skipped)))
+	args = append(args, len(req.Skipped))
 	for _, id := range req.Skipped {
 		args = append(args, id)
 	}
-	args = append(args, strconv.Itoa(len(req.Interrupted)))
+	args = append(args, len(req.Interrupted))
 	for _, id := range req.Interrupted {
 		args = append(args, id)
 	}
@@ -665,7 +720,7 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 		return out, &persistence.FieldError{Field: "feed_max_len", Index: -1, Reason: "must not be negative"}
 	}
 	args = append(args, strconv.Itoa(req.FeedMaxLen))
-	cmds, werr := s.runWrite(ctx, []call{{s: scriptAdvance, keys: sk.keys, args: args}})
+	cmds, werr := s.runWrite(ctx, []call{{s: scriptAdvance, keys: sk.keys, boxed: sk.boxed, args: args}})
 	res, err := cmds[0].Slice()
 	if err != nil {
 		if isLeaseLost(err) {

@@ -15,6 +15,11 @@ import (
 // before new ones are dropped (they are hints; the receiver re-reads Redis).
 const subscriptionBuffer = 1024
 
+// controlsMessage is the message on a queue's channel after a change of its
+// controls (persistence.ControlsNotice); enqueue notices carry a shard
+// number. Nodes of earlier releases skip it as a message they cannot read.
+const controlsMessage = "ctl"
+
 // Subscribe implements persistence.Store with Redis pub/sub on one channel
 // per queue. The go-redis client reconnects and resubscribes by itself.
 func (s *Store) Subscribe(ctx context.Context, queues ...string) (persistence.Subscription, error) {
@@ -57,8 +62,14 @@ func (s *subscription) run(keys keyspace) {
 				return
 			}
 			q, ok := keys.queueOfChannel(m.Channel)
+			if !ok {
+				continue
+			}
 			sh, err := strconv.Atoi(m.Payload)
-			if !ok || err != nil {
+			switch {
+			case m.Payload == controlsMessage:
+				sh = persistence.ControlsNotice
+			case err != nil || sh < 0:
 				continue
 			}
 			select {

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -8,14 +9,20 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// warmPipelines is the most pipeline connections Warm opens: a node runs
+// few pipelines at once (its lease renewals, the queue controls, enqueues).
+const warmPipelines = 4
+
 // Warm opens up to conns connections to the server (to every master of a
 // Cluster) and leaves them in the client's pool, ready: a connection costs
 // one or two round trips before its first command (HELLO, and CLIENT
 // SETINFO unless the client disables it), and a lease call that has to
 // open one takes that much longer, which on a slow link is longer than the
 // lease allows (docs/contract.md §2.1). With the pool warm, an
-// acquisition or a renewal is one round trip. The node calls it once
-// before it serves shards; conns is capped by the pool's size.
+// acquisition or a renewal is one round trip (a batched renewal too: up to
+// warmPipelines connections of go-redis's pipeline pool are opened as
+// well). The node calls it once before it serves shards; conns is capped by
+// the pool's size.
 func (s *Store) Warm(ctx context.Context, conns int) error {
 	if conns <= 0 {
 		return nil
@@ -23,15 +30,23 @@ func (s *Store) Warm(ctx context.Context, conns int) error {
 	ctx = context.WithValue(ctx, uncounted{}, true)
 	ping := func(ctx context.Context, c *redis.Client) error {
 		n := min(conns, c.Options().PoolSize)
+		// go-redis sends pipelines (a node's batched lease renewals among
+		// them) on connections of a pool of their own.
+		np := min(conns, warmPipelines, cmp.Or(c.Options().PipelinePoolSize, redis.DefaultPipelinePoolSize))
 		// Concurrent pings hold n connections at once, so that the pool
-		// opens and initializes that many.
+		// opens and initializes that many; pipelined ones, np of the
+		// pipeline pool.
 		var wg sync.WaitGroup
-		errs := make([]error, n)
-		for i := range n {
+		errs := make([]error, n+np)
+		for i := range n + np {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs[i] = c.Ping(ctx).Err()
+				if i < n {
+					errs[i] = c.Ping(ctx).Err()
+					return
+				}
+				_, errs[i] = c.Pipelined(ctx, func(p redis.Pipeliner) error { return p.Ping(ctx).Err() })
 			}()
 		}
 		wg.Wait()

@@ -32,8 +32,10 @@ func (d *dials) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 
 // After Warm, acquisitions and renewals of several shards at once use the
 // connections it opened: none of them waits for a new connection's
-// handshake, so each is one round trip (docs/contract.md §2.1). The link
-// has some latency so that calls overlap, as on a slow link.
+// handshake, so each is one round trip (docs/contract.md §2.1). A node's
+// batched renewal (RenewShards, a pipeline: go-redis sends pipelines on a
+// pool of their own) does not either. The link has some latency so that
+// calls overlap, as on a slow link.
 func TestWarmOpensTheConnectionsLeaseCallsUse(t *testing.T) {
 	t.Parallel()
 	db := redistest.New(t)
@@ -54,12 +56,14 @@ func TestWarmOpensTheConnectionsLeaseCallsUse(t *testing.T) {
 
 	before := s.Counters()
 	var wg sync.WaitGroup
+	leases := make([]persistence.Lease, shards)
 	for sh := range shards {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			l, _, err := s.AcquireShard(ctx, persistence.ShardRef{Queue: "q", Shard: sh}, "node-a", time.Minute)
 			require.NoError(t, err)
+			leases[sh] = l
 			var inner sync.WaitGroup
 			inner.Add(1)
 			go func() { defer inner.Done(); require.NoError(t, s.RenewShard(ctx, l, time.Minute)) }()
@@ -69,6 +73,16 @@ func TestWarmOpensTheConnectionsLeaseCallsUse(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	for half := range 2 { // two batches at once, as beside another pipeline
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, err := range s.RenewShards(ctx, leases[half*shards/2:(half+1)*shards/2], time.Minute) {
+				require.NoError(t, err)
+			}
+		}()
+	}
+	wg.Wait()
 	require.Equal(t, opened, d.n.Load(), "no lease call opened a connection")
-	require.EqualValues(t, 3*shards, s.Counters().Sub(before).RoundTrips, "an acquisition, a renewal and an advance: one round trip each")
+	require.EqualValues(t, 3*shards+2, s.Counters().Sub(before).RoundTrips, "an acquisition, a renewal and an advance: one round trip each; a batched renewal one")
 }

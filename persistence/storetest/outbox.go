@@ -86,7 +86,7 @@ func testOutboxCommittedWithAck(t *testing.T, h Harness) {
 	require.Zero(t, res.Outbox, "a queue that emits nothing reports no outbox")
 
 	later := persistence.Emit{From: "b", Queue: "notify", Job: persistence.NewJob{ID: "n-2", Payload: []byte("later"),
-		Score: score(5), PerformAt: e.at(time.Hour)}}
+		Score: score(5), PerformAt: e.at(time.Hour), Headers: map[string]string{"traceparent": "00-1", "k": ""}}}
 	emits := []persistence.Emit{emit("a", "notify", "n-1", "paid"), emit("a", e.queue, "c", "from-a"), later}
 	req := o.emitReq(0, false, emits)
 	res, err := e.s.Advance(e.ctx, o.lease, req)
@@ -108,7 +108,8 @@ func testOutboxCommittedWithAck(t *testing.T, h Harness) {
 	require.Equal(t, []string{"from-a"}, e.queued(e.queue, "c"))
 	info, err := e.s.GetJob(e.ctx, "notify", "n-2")
 	require.NoError(t, err)
-	require.Equal(t, []persistence.Payload{{Data: []byte("later"), Score: 5}}, info.Queued.Payloads)
+	require.Equal(t, []persistence.Payload{{Data: []byte("later"), Score: 5, Headers: map[string]string{"traceparent": "00-1", "k": ""}}},
+		info.Queued.Payloads, "an emit's headers travel with its payload (§10)")
 	require.WithinDuration(t, e.at(time.Hour), info.Queued.PerformAt, time.Millisecond)
 	relayed, _ = e.relay()
 	require.Zero(t, relayed, "relayed once")

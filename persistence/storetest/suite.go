@@ -64,6 +64,7 @@ func Run(t *testing.T, h Harness) {
 		{"ArbitraryBytesSurvive", testArbitraryBytes},
 		{"RegisterQueue_ShardCountIsFixed", testRegisterQueue},
 		{"Subscribe_NotifiesEnqueues", testSubscribe},
+		{"Subscribe_NotifiesControls", testSubscribeControls},
 		{"Rule1_UnscoredPayloadsKeepSendOrder", testSendOrder},
 		{"Rule3_DueChecksUseTheStoresTime", testDueChecksUseStoreTime},
 		{"Rule5_DeadListReturnedOnRetriedAdvance", testDeadListOnRetriedAdvance},
@@ -1321,6 +1322,25 @@ func testSubscribe(t *testing.T, h Harness) {
 	}
 	require.NoError(t, sub.Close())
 	require.NoError(t, sub.Close())
+}
+
+// A pause and a resume each send a controls notice to the queue's
+// subscribers, so that every node applies them at once (docs/contract.md
+// §9).
+func testSubscribeControls(t *testing.T, h Harness) {
+	e := newEnv(t, h, 4)
+	sub, err := e.s.Subscribe(e.ctx, e.queue)
+	require.NoError(t, err)
+	defer sub.Close()
+	for _, paused := range []bool{true, false} {
+		require.NoError(t, e.s.SetPaused(e.ctx, e.queue, paused))
+		select {
+		case ref := <-sub.C():
+			require.Equal(t, persistence.ShardRef{Queue: e.queue, Shard: persistence.ControlsNotice}, ref, "paused %v", paused)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no controls notice within 5s (paused %v)", paused)
+		}
+	}
 }
 
 // A store that knows its identity (persistence.Identifier) gives the same

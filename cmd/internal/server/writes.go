@@ -134,3 +134,24 @@ func (s *watchedStore) RenewShard(ctx context.Context, l persistence.Lease, ttl 
 	s.w.note(err)
 	return err
 }
+
+// RenewShards notes the refusals of a node's batched lease renewals.
+func (s *watchedStore) RenewShards(ctx context.Context, leases []persistence.Lease, ttl time.Duration) []error {
+	errs := s.Store.RenewShards(ctx, leases, ttl)
+	for _, err := range errs {
+		s.w.note(err)
+	}
+	return errs
+}
+
+// Warm opens the wrapped store's connections ahead of use, when it can
+// (redisstore.Store.Warm), so that the node's first lease calls, batched
+// renewals included, need no handshake.
+func (s *watchedStore) Warm(ctx context.Context, conns int) error {
+	if w, ok := s.Store.(interface {
+		Warm(ctx context.Context, conns int) error
+	}); ok {
+		return w.Warm(ctx, conns)
+	}
+	return nil
+}

@@ -3,13 +3,16 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderlyhq/orderly/internal/redistest"
+	"github.com/orderlyhq/orderly/persistence"
 )
 
 // The write check passes on a Redis that accepts writes, without creating
@@ -42,4 +45,50 @@ func TestWriteWatch(t *testing.T) {
 	require.ErrorContains(t, fw.Check(ctx), "OOM command not allowed")
 	fw.note(errors.New("a bug, not a refusal"))
 	require.ErrorContains(t, fw.Check(ctx), "OOM command not allowed", "only refusals count")
+}
+
+// redisRefusal is a refusal as Redis answers it.
+type redisRefusal string
+
+func (e redisRefusal) Error() string { return string(e) }
+func (redisRefusal) RedisError()     {}
+
+// batchStore refuses the second lease of a batched renewal and records Warm.
+type batchStore struct {
+	persistence.Store
+	warmed int
+}
+
+func (s *batchStore) RenewShards(_ context.Context, leases []persistence.Lease, _ time.Duration) []error {
+	errs := make([]error, len(leases))
+	errs[1] = fmt.Errorf("redisstore: renew q/1: %w", redisRefusal("READONLY You can't write against a read only replica."))
+	return errs
+}
+
+func (s *batchStore) Warm(_ context.Context, conns int) error {
+	s.warmed = conns
+	return nil
+}
+
+// The node's batched lease renewals count as its writes: a refused one
+// makes the store unwritable for the health check. The wrapper leaves the
+// store's connection warm-up to the store.
+func TestWriteWatchSeesBatchedRenewals(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newWriteWatch(redistest.NewServer(t, redistest.Options{}).Client(t), "orderly")
+	inner := &batchStore{}
+	st := w.Store(inner)
+	require.NoError(t, w.Check(ctx))
+	errs := st.RenewShards(ctx, make([]persistence.Lease, 2), time.Minute)
+	require.NoError(t, errs[0])
+	require.Error(t, errs[1])
+	require.ErrorContains(t, w.Check(ctx), "READONLY")
+
+	wm, ok := st.(interface {
+		Warm(ctx context.Context, conns int) error
+	})
+	require.True(t, ok)
+	require.NoError(t, wm.Warm(ctx, 12))
+	require.Equal(t, 12, inner.warmed)
 }

@@ -1,0 +1,9 @@
+package otelorderly_test
+
+import (
+	"testing"
+
+	"github.com/orderlyhq/orderly/internal/redistest"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
