@@ -31,6 +31,7 @@ func TestNodeHandlerSeesHeaders(t *testing.T) {
 		Handler: func(ctx context.Context, b *orderly.Batch) error {
 			mu.Lock()
 			defer mu.Unlock()
+			failed := map[string]error{}
 			for _, j := range b.Jobs {
 				var hs []map[string]string
 				for _, p := range j.Payloads {
@@ -39,10 +40,10 @@ func TestNodeHandlerSeesHeaders(t *testing.T) {
 				got[j.ID] = hs
 				if j.ID == "c" && tries == 0 {
 					tries++
-					return orderly.FailIDs(map[string]error{"c": context.DeadlineExceeded})
+					failed["c"] = context.DeadlineExceeded
 				}
 			}
-			return nil
+			return orderly.FailIDs(failed)
 		},
 	}}})
 	tp := map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}

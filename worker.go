@@ -197,13 +197,14 @@ func (w *Worker) validate() error {
 }
 
 // toJobs converts store jobs to handler jobs.
-func toJobs(in []persistence.Job) []Job { return fillJobs(make([]Job, len(in)), nil, in) }
+func toJobs(in []persistence.Job) []Job { return fillJobs(make([]Job, len(in)), nil, nil, in) }
 
 // fillJobs converts in into out (of the same length), the payloads of every
-// job in one slice: pay when it has room for them all, a new one otherwise.
+// job in one slice: pay when it has room for them all, a new one otherwise;
+// likewise the jobs' emit boxes in boxes.
 // Each job's Payloads is capped at its length, so that appending to it does
 // not write over the next job's.
-func fillJobs(out []Job, pay []Payload, in []persistence.Job) []Job {
+func fillJobs(out []Job, pay []Payload, boxes []emitBox, in []persistence.Job) []Job {
 	n := 0
 	for _, j := range in {
 		n += len(j.Payloads)
@@ -212,6 +213,9 @@ func fillJobs(out []Job, pay []Payload, in []persistence.Job) []Job {
 		pay = make([]Payload, n)
 	}
 	pay = pay[:n]
+	if len(boxes) < len(in) {
+		boxes = make([]emitBox, len(in))
+	}
 	for i, j := range in {
 		ps := pay[:len(j.Payloads):len(j.Payloads)]
 		pay = pay[len(j.Payloads):]
@@ -222,7 +226,7 @@ func fillJobs(out []Job, pay []Payload, in []persistence.Job) []Job {
 			ps[k] = Payload{Data: p.Data, Score: p.Score, Headers: p.Headers}
 		}
 		out[i] = Job{ID: j.ID, Payloads: ps, RetryCount: j.RetryCount, PerformAt: j.PerformAt, Error: j.Error,
-			st: newEntityState(j.State, j.Timer), em: &emitBox{}}
+			st: newEntityState(j.State, j.Timer), em: &boxes[i]}
 	}
 	return out
 }
@@ -233,13 +237,14 @@ type handed struct {
 	b Batch
 	j [1]Job
 	p [1]Payload
+	e [1]emitBox
 }
 
 // newBatch returns the Batch a handler call receives for b.
 func newBatch(b *persistence.Batch) *Batch {
 	if len(b.Jobs) == 1 && len(b.Jobs[0].Payloads) <= 1 {
 		h := &handed{b: Batch{Queue: b.Queue, Shard: b.Shard, Delivery: delivery(b)}}
-		h.b.Jobs = fillJobs(h.j[:], h.p[:], b.Jobs)
+		h.b.Jobs = fillJobs(h.j[:], h.p[:], h.e[:], b.Jobs)
 		return &h.b
 	}
 	return &Batch{Queue: b.Queue, Shard: b.Shard, Delivery: delivery(b), Jobs: toJobs(b.Jobs)}

@@ -59,8 +59,9 @@
 // renewals of all its shards together (Config.Renewer): one
 // Store.RenewShards call per LeaseTTL/3, the first LeaseTTL/3 after a
 // lease's acquisition was sent at the latest, each lease fenced on its own
-// and each result sent to its actor as if it had renewed alone; the send
-// time of the batch dates every lease view. The actor's conservative view of its
+// and each result sent to its actor as if it had renewed alone, with up
+// to two calls in flight so that a slow reply does not hold back the next
+// renewal; the send time of the batch dates every lease view. The actor's conservative view of its
 // lease is the send time of the last successful renewal (or acquisition) +
 // LeaseTTL - margin, on the monotonic clock; the margin is twice the
 // slowest recent round trip of a lease call, at least LeaseTTL/6 and at

@@ -117,3 +117,48 @@ func TestRenewerBatchesTheNodesLeases(t *testing.T) {
 	require.Len(t, store.batches(), 3, "nothing after Stop")
 	require.Empty(t, clk.Timers())
 }
+
+// slowStore's RenewShards counts the calls made and answers none until
+// release is closed (a reply that does not come back).
+type slowStore struct {
+	persistence.Store
+	calls   chan struct{}
+	release chan struct{}
+}
+
+func (s *slowStore) RenewShards(_ context.Context, leases []persistence.Lease, _ time.Duration) []error {
+	s.calls <- struct{}{}
+	<-s.release
+	return make([]error, len(leases))
+}
+
+// A renewal that waits for its reply does not hold back the next one: it
+// goes out LeaseTTL/3 after the previous send, with the previous call still
+// in flight; past maxRenewCalls in flight a renewal is skipped.
+func TestRenewerDoesNotWaitForASlowReply(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(1_700_000_000, 0)
+	clk := clock.NewSimulated(t0)
+	store := &slowStore{calls: make(chan struct{}, 16), release: make(chan struct{})}
+	r := NewRenewer(store, 3*time.Second, clk, nil)
+	r.Start()
+	defer func() {
+		close(store.release)
+		require.NoError(t, r.Stop(context.Background()))
+	}()
+	r.add(persistence.Lease{ShardRef: persistence.ShardRef{Queue: "q"}, Token: "t"}, t0, func(renewed) {})
+	called := func() bool {
+		select {
+		case <-store.calls:
+			return true
+		case <-time.After(2 * time.Second):
+			return false
+		}
+	}
+	clk.Advance(time.Second)
+	require.True(t, called(), "the first renewal")
+	clk.Advance(time.Second)
+	require.True(t, called(), "the second renewal goes out while the first waits for its reply")
+	clk.Advance(time.Second)
+	require.False(t, called(), "a third would pass maxRenewCalls")
+}

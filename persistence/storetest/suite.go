@@ -1435,21 +1435,24 @@ func testPermits(t *testing.T, h Harness) {
 // refills with time.
 func testTokenBucket(t *testing.T, h Harness) {
 	e := newEnv(t, h, 1)
-	take := func(want int) (int, time.Duration) {
+	takeAt := func(want int, perSecond float64) (int, time.Duration) {
 		t.Helper()
-		n, wait, err := e.s.TakeTokens(e.ctx, e.queue, want, 10, 3)
+		n, wait, err := e.s.TakeTokens(e.ctx, e.queue, want, perSecond, 3)
 		require.NoError(t, err)
 		return n, wait
 	}
-	n, _ := take(2)
+	take := func(want int) (int, time.Duration) { t.Helper(); return takeAt(want, 10) }
+	// At one token every 1000 s the bucket refills nothing between these
+	// calls, however slow the machine.
+	n, _ := takeAt(2, 0.001)
 	require.Equal(t, 2, n)
-	n, _ = take(5)
+	n, _ = takeAt(5, 0.001)
 	require.Equal(t, 1, n, "the rest of the burst")
-	n, wait := take(1)
+	n, wait := takeAt(1, 0.001)
 	require.Equal(t, 0, n)
-	require.Positive(t, wait)
-	require.LessOrEqual(t, wait, 100*time.Millisecond, "10 a second")
-	require.Eventually(t, func() bool { n, _ := take(1); return n == 1 }, 10*time.Second, 20*time.Millisecond)
+	require.Greater(t, wait, 990*time.Second, "one token every 1000 s")
+	require.LessOrEqual(t, wait, 1000*time.Second)
+	require.Eventually(t, func() bool { n, _ := take(1); return n == 1 }, 10*time.Second, 20*time.Millisecond, "10 a second")
 	// In a burst of takes, no more than burst + rate * elapsed are granted.
 	start := time.Now()
 	got := 0
