@@ -95,3 +95,32 @@ func TestLongWindowIsBoundedByTime(t *testing.T) {
 	require.Equal(t, []int{2, 4, 8, 2}, sizes[:4], "slow calls bring the window back to Prefetch")
 	require.True(t, h.logs.has("long window ran out of time"))
 }
+
+// A shard whose permit goes to another shard (PermitWait: the node's shards
+// compete for permits) keeps its window at Prefetch, so that turns between
+// shards stay as short as before.
+func TestWindowStaysShortWhileShardsCompete(t *testing.T) {
+	t.Parallel()
+	store := &fakeStore{jobs: jobs(numbered("a", 40)...)}
+	h := newHarness(t, store)
+	h.prefetch, h.maxPrefetch, h.maxPayloads = 2, 16, 1000
+	h.keep = false
+	h.start(func(context.Context, *persistence.Batch) ([]persistence.Failure, error) { return nil, nil })
+	for i := 1; i <= 5; i++ {
+		h.eventually("the permit yielded", func() bool { return count(h.seen(), "yield") == i })
+		h.send(shard.PermitGranted{}) // the node's turn comes back to this shard
+	}
+	h.eventually("the last window settled", func() bool { return count(h.seen(), "yield") == 6 })
+	sizes, _ := fetches(store)
+	require.Equal(t, []int{2, 2, 2, 2, 2, 2}, sizes, "full windows of quick calls, and yet no growth")
+}
+
+func count(events []string, e string) int {
+	n := 0
+	for _, x := range events {
+		if x == e {
+			n++
+		}
+	}
+	return n
+}
