@@ -62,7 +62,7 @@ type Worker struct {
 	// MaxPrefetch is the most ids a shard fetches per round trip while it
 	// is busy [DefaultMaxPrefetch when Prefetch is not set either, else
 	// Prefetch: a fixed window], between Prefetch and
-	// persistence.MaxBatchSize, and at most MaxPayloadsPerCall. A shard's
+	// persistence.MaxBatchSize; a shard caps it at MaxPayloadsPerCall. A shard's
 	// window starts at Prefetch and doubles while its fetches come back
 	// full and its calls are quick (a window's calls together under
 	// 20 ms); it shrinks back when fetches come back short, when calls are
