@@ -65,11 +65,19 @@ func BenchmarkIdleLatency(b *testing.B) {
 // default prefetch) and a handler that does nothing: the node's cost per job
 // on its hot path (fetch, handler call, settle). It reports, per job, the
 // process's heap allocations and CPU time (the node, nothing else runs
-// meanwhile), Redis's CPU time, commands (INFO commandstats, commands
-// inside scripts included) and the client's round trips and commands. Run
-// it with -benchtime 100000x; -cpuprofile and -memprofile show where the
-// node's share goes.
+// meanwhile), Redis's CPU time and script time, commands (INFO
+// commandstats, commands inside scripts included) and the client's round
+// trips and commands. Run it with -benchtime 100000x; -cpuprofile and
+// -memprofile show where the node's share goes. Its cases: window=adaptive
+// (the defaults: windows of 10 ids growing to 100 while the shard is busy)
+// and window=10 (Prefetch 10 set by hand: fixed windows, as before
+// MaxPrefetch existed).
 func BenchmarkNodeHotPath(b *testing.B) {
+	b.Run("window=adaptive", func(b *testing.B) { benchNodeHotPath(b, 0) })
+	b.Run("window=10", func(b *testing.B) { benchNodeHotPath(b, 10) })
+}
+
+func benchNodeHotPath(b *testing.B, prefetch int) {
 	srv := redistest.NewServer(b, redistest.Options{})
 	rdb := srv.Client(b)
 	admin := srv.Client(b)
@@ -87,7 +95,7 @@ func BenchmarkNodeHotPath(b *testing.B) {
 	var done atomic.Int64
 	all := make(chan struct{})
 	node, err := orderly.NewNode(store, &orderly.Config{Name: "bench", Logger: testLogger(b), Concurrency: 5, Workers: []orderly.Worker{{
-		Queue: "bench", Shards: 5, BatchSize: 1,
+		Queue: "bench", Shards: 5, BatchSize: 1, Prefetch: prefetch,
 		Handler: func(_ context.Context, batch *orderly.Batch) error {
 			if done.Add(int64(len(batch.Jobs))) == int64(b.N) {
 				close(all)
@@ -122,6 +130,7 @@ func BenchmarkNodeHotPath(b *testing.B) {
 	b.ReportMetric(float64(m1.TotalAlloc-m0.TotalAlloc)/n, "node-B/job")
 	b.ReportMetric(float64(cpu1-cpu0)/n/1e3, "node-cpu-us/job")
 	b.ReportMetric(u.CPUSeconds*1e6/n, "redis-cpu-us/job")
+	b.ReportMetric(float64(u.ScriptMicros)/n, "lua-us/job")
 	b.ReportMetric(float64(u.Commands)/n, "rediscmds/job")
 	b.ReportMetric(float64(c.RoundTrips)/n, "roundtrips/job")
 	b.ReportMetric(float64(c.Commands)/n, "clientcmds/job")

@@ -470,6 +470,7 @@ func (n *Node) shardConfig(w Worker, i int) shard.Config {
 		Owner:         n.cfg.Name,
 		BatchSize:     w.BatchSize,
 		Prefetch:      w.Prefetch,
+		MaxPrefetch:   w.MaxPrefetch,
 		MaxRetryCount: w.maxRetry(),
 		MaxPayloads:   w.MaxPayloadsPerCall,
 		CallTimeout:   w.Timeout,

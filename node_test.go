@@ -641,6 +641,40 @@ func TestNodePrefetch(t *testing.T) {
 	require.Less(t, used, int64(18), "round trips: %d", used)
 }
 
+// With the defaults a busy shard's window grows from 10 ids to 100: a
+// backlog of 300 ids takes a handful of fetches, not the 30 that windows of
+// 10 would take.
+func TestNodeWindowGrowsUnderABacklog(t *testing.T) {
+	t.Parallel()
+	db := redistest.New(t)
+	s, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})
+	require.NoError(t, err)
+	c, err := client.NewFromStore(s, nil)
+	require.NoError(t, err)
+	e := &env{t: t, store: s, client: c, ctx: context.Background()}
+	rdb := redis.NewClient(&redis.Options{Addr: db.Addr})
+	t.Cleanup(func() { rdb.Close() })
+	nodeStore, err := redisstore.New(rdb, &redisstore.Config{Prefix: db.Prefix})
+	require.NoError(t, err)
+	require.NoError(t, e.store.RegisterQueue(e.ctx, persistence.QueueSpec{Name: "q", Shards: 1}))
+	var jobs []client.Job
+	for i := range 300 {
+		jobs = append(jobs, client.Job{ID: fmt.Sprintf("id-%03d", i)})
+	}
+	e.enqueue("q", jobs...)
+	require.NoError(t, nodeStore.LoadScripts(e.ctx))
+	before := nodeStore.Counters()
+	(&env{t: t, store: nodeStore, ctx: e.ctx}).start(orderly.Config{Workers: []orderly.Worker{{
+		Queue: "q", Shards: 1,
+		Handler: func(context.Context, *orderly.Batch) error { return nil },
+	}}})
+	require.Eventually(t, func() bool { return e.stats("q").Processed == 300 }, 10*time.Second, 10*time.Millisecond)
+	// Fetches of 10, 20, 40, 80, 100 and 50 (and one empty), plus the
+	// node's other round trips (see TestNodePrefetch).
+	used := nodeStore.Counters().Sub(before).RoundTrips
+	require.Less(t, used, int64(24), "round trips: %d", used)
+}
+
 // A stop deadline in the middle of a prefetched group: what was handled is
 // acknowledged, the rest goes back to the queue untouched.
 func TestNodePrefetchCutByStop(t *testing.T) {

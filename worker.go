@@ -25,6 +25,11 @@ const (
 	// DefaultPrefetch is the least number of ids a shard fetches per round
 	// trip to Redis.
 	DefaultPrefetch = 10
+	// DefaultMaxPrefetch is the most ids a busy shard fetches per round
+	// trip when neither Prefetch nor MaxPrefetch is set: a script call
+	// costs Redis about half as much per job in windows of 100 ids as in
+	// windows of 10 (docs/storage.md §6).
+	DefaultMaxPrefetch = 100
 	// DefaultMaxRetryCount is how many times a failed payload is retried
 	// before it goes to the morgue (it is performed DefaultMaxRetryCount+1
 	// times). A Worker's MaxRetryCount of 0 means this.
@@ -54,6 +59,18 @@ type Worker struct {
 	// after a crash, up to Prefetch ids are delivered again. Prefetch equal
 	// to BatchSize behaves exactly like Lowkiq (one round trip per call).
 	Prefetch int
+	// MaxPrefetch is the most ids a shard fetches per round trip while it
+	// is busy [DefaultMaxPrefetch when Prefetch is not set either, else
+	// Prefetch: a fixed window], between Prefetch and
+	// persistence.MaxBatchSize; a shard caps it at MaxPayloadsPerCall. A shard's
+	// window starts at Prefetch and doubles while its fetches come back
+	// full and its calls are quick (a window's calls together under
+	// 20 ms); it shrinks back when fetches come back short, when calls are
+	// slow, and when another shard of the node waits for a permit
+	// (MaxConcurrency). The calls of a longer window share the deadline
+	// bound of a window of Prefetch ids, so a crash holds their ids no
+	// longer than before; up to MaxPrefetch ids are delivered again.
+	MaxPrefetch int
 	// MaxRetryCount is how many times a failed payload is retried before
 	// it goes to the morgue:
 	//   - 0 means DefaultMaxRetryCount (25 retries, 26 attempts);
@@ -137,6 +154,12 @@ func (w *Worker) withDefaults() Worker {
 	}
 	if out.Prefetch == 0 {
 		out.Prefetch = max(out.BatchSize, DefaultPrefetch)
+		if out.MaxPrefetch == 0 {
+			out.MaxPrefetch = max(out.Prefetch, DefaultMaxPrefetch)
+		}
+	}
+	if out.MaxPrefetch == 0 {
+		out.MaxPrefetch = out.Prefetch // a Prefetch chosen by hand stays fixed
 	}
 	if out.Timeout == 0 {
 		out.Timeout = DefaultCallTimeout
@@ -168,6 +191,9 @@ func (w *Worker) validate() error {
 	}
 	if w.Prefetch < w.BatchSize || w.Prefetch > persistence.MaxBatchSize {
 		return fmt.Errorf("orderly: worker %s: Prefetch must be between BatchSize (%d) and %d, got %d", w.Queue, w.BatchSize, persistence.MaxBatchSize, w.Prefetch)
+	}
+	if w.MaxPrefetch < w.Prefetch || w.MaxPrefetch > persistence.MaxBatchSize {
+		return fmt.Errorf("orderly: worker %s: MaxPrefetch must be between Prefetch (%d) and %d, got %d", w.Queue, w.Prefetch, persistence.MaxBatchSize, w.MaxPrefetch)
 	}
 	if w.MaxRetryCount < NoRetries {
 		return fmt.Errorf("orderly: worker %s: MaxRetryCount must be >= 0 or NoRetries, got %d", w.Queue, w.MaxRetryCount)

@@ -212,6 +212,13 @@ type AdvanceRequest struct {
 	// CallTimeout of the time it sent this request. Zero keeps no deadline.
 	CallTimeout time.Duration
 	CallSize    int
+	// MaxCalls, when positive, caps the calls the deadline bound counts:
+	// the bound is MaxCalls x CallTimeout after the fetch however many
+	// calls the window makes. The caller must then keep the deadline of
+	// its i-th call within min(i, MaxCalls) x CallTimeout of the time it
+	// sent this request (a long window is bounded by time as well as by
+	// ids). 0 counts every call.
+	MaxCalls int
 	// Interrupted are ids of the settled batch whose call was cancelled
 	// while it ran (a receiver may still be at work on them): they go back
 	// as Skipped ones do, and are not fetched again before their call's

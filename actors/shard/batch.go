@@ -27,6 +27,9 @@ func (a *Actor) newRequest(fetch int) {
 	a.seq++
 	req := persistence.AdvanceRequest{Fetch: fetch, NextSeq: a.seq, MaxRetryCount: a.cfg.MaxRetryCount,
 		MaxPayloads: a.cfg.MaxPayloads, CallTimeout: a.cfg.CallTimeout, CallSize: a.cfg.BatchSize}
+	if fetch > a.cfg.Prefetch {
+		req.MaxCalls = a.timeCalls()
+	}
 	if a.settle != nil && a.cur != nil {
 		req.Settle = a.cur.Seq
 		req.Failures = a.settle.failures
@@ -100,6 +103,11 @@ func (a *Actor) onAdvanced(c actor.Context, m advanced) {
 		a.relayDue = true
 	}
 	a.work.more, a.work.next = m.res.More, m.res.NextDue
+	got := 0
+	if m.res.Batch != nil {
+		got = len(m.res.Batch.Jobs)
+	}
+	a.fetchedWindow(m.req.Fetch, got, m.res.More)
 	if b := m.res.Batch; b != nil {
 		a.work.early = 0
 		a.cur, a.sent = b, m.sent
@@ -160,6 +168,12 @@ func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
 	view := a.view
 	sent := a.sent
 	running := a.call
+	// A window longer than Prefetch ids shares the deadline bound of a
+	// window of Prefetch ids (timeCalls calls): its calls past those
+	// start only while at least half a call timeout of it is left.
+	bounded := len(b.Jobs) > cfg.Prefetch
+	tcalls := a.timeCalls()
+	last := sent.Add(time.Duration(tcalls)*cfg.CallTimeout - cfg.CallTimeout/2)
 	a.arm(c, timerStuck, cfg.CallTimeout+StuckGrace)
 	a.calls += int64((len(b.Jobs) + size - 1) / size)
 	a.task(c, func(context.Context) any {
@@ -192,6 +206,13 @@ func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
 				skip(b.Jobs[i:])
 				break
 			}
+			if bounded && i/size >= tcalls && !cfg.Clock.Now().Before(last) {
+				// The window ran as long as a window of Prefetch ids
+				// may: the rest goes back untouched.
+				out.late = true
+				skip(b.Jobs[i:])
+				break
+			}
 			if cfg.Paused != nil && cfg.Paused() {
 				// The queue was paused after the fetch: no new call
 				// starts; the rest of the window goes back untouched.
@@ -204,9 +225,14 @@ func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
 			callStart := cfg.Clock.Now()
 			// The call's deadline: CallTimeout after its start, and within
 			// n x CallTimeout of the fetch for the n-th call of the window
-			// (the bound the store keeps with the in-flight record).
+			// (the bound the store keeps with the in-flight record; n at
+			// most timeCalls in a window longer than Prefetch ids).
 			deadline := callStart.Add(cfg.CallTimeout)
-			if bound := sent.Add(time.Duration(i/size+1) * cfg.CallTimeout); bound.Before(deadline) {
+			n := i/size + 1
+			if bounded {
+				n = min(n, tcalls)
+			}
+			if bound := sent.Add(time.Duration(n) * cfg.CallTimeout); bound.Before(deadline) {
 				deadline = bound
 			}
 			ctx, deadline := ctxs.get(deadline)
@@ -257,7 +283,10 @@ func (a *Actor) onProcessed(c actor.Context, m processed) {
 		a.leaseLost(c, "the lease could have expired before the next handler call")
 		return
 	}
+	a.ranWindow(m, len(a.cur.Jobs))
 	switch {
+	case m.late && len(m.interrupted) == 0:
+		a.log.Info("long window ran out of time; the ids not handled go back to the queue", "ids", len(a.cur.Jobs), "skipped", len(m.skipped))
 	case m.paused && len(m.interrupted) == 0:
 		a.log.Info("queue paused; the ids not handled go back to the queue", "ids", len(a.cur.Jobs), "skipped", len(m.skipped))
 	case len(m.skipped) > 0 || len(m.interrupted) > 0:

@@ -201,6 +201,8 @@ type harness struct {
 	obs   *observer
 
 	prefetch    int           // ids per fetch [1]
+	maxPrefetch int           // ids per fetch while busy [prefetch]
+	maxPayloads int           // max_payloads_per_call [7]
 	callTimeout time.Duration // [shard.DefaultCallTimeout]
 	// storeOverride, when set, is the store the actor talks to (a wrapper
 	// of store).
@@ -239,10 +241,14 @@ func (h *harness) start(process shard.Processor) {
 		renewer.Start()
 		t.Cleanup(func() { require.NoError(t, renewer.Stop(context.Background())) }) // after the actor stopped (cleanups run last first)
 	}
+	maxPayloads := h.maxPayloads
+	if maxPayloads == 0 {
+		maxPayloads = 7
+	}
 	props := shard.Props(shard.Config{
 		Ref: persistence.ShardRef{Queue: "q", Shard: 1}, Store: st, OnDead: h.onDead, Owner: "n", MaxRetryCount: 25,
 		LeaseTTL: 3 * time.Second, IdlePoll: time.Minute, Process: process, Prefetch: h.prefetch,
-		CallTimeout: h.callTimeout, MaxPayloads: 7,
+		CallTimeout: h.callTimeout, MaxPayloads: maxPayloads, MaxPrefetch: h.maxPrefetch,
 		Clock: h.clock, Logger: log, Observer: h.obs, Renewer: renewer,
 	})
 	f := &fakeNode{props: props, pid: make(chan *actor.PID, 1), h: h}

@@ -112,6 +112,7 @@ func (a *Actor) onAcquired(c actor.Context, m acquired) {
 		return
 	}
 	a.lease, a.seq, a.calls, a.cur, a.settle, a.req = &l, 0, 0, nil, nil, nil
+	a.window = 0 // a new lease starts with a window of Prefetch ids
 	a.renewDue = false
 	a.storeOK(c)
 	a.log.Info("serving shard", "epoch", l.Epoch, "restored", m.restored)

@@ -101,6 +101,7 @@ type (
 		emits       []persistence.Emit       // jobs the calls emitted
 		expired     bool                     // stopped because the lease view ran out before a call
 		paused      bool                     // stopped because the queue was paused before a call
+		late        bool                     // stopped because a long window used its time (timeCalls)
 		err         error                    // a call's whole-batch error, for logs
 		dur         time.Duration
 	}

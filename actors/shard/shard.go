@@ -58,7 +58,17 @@ type Config struct {
 	// Prefetch is how many ids one fetch takes (at least BatchSize); they
 	// are handed to the handler BatchSize at a time, one call after the
 	// other, and settled together.
-	Prefetch      int
+	Prefetch int
+	// MaxPrefetch is the most ids a fetch takes while the shard is busy
+	// (0: Prefetch, a fixed window). The window starts at Prefetch and
+	// doubles, up to MaxPrefetch, after each window that came back full
+	// and whose calls all ran within windowQuick; it halves after a fetch
+	// that came back short and returns to Prefetch when the shard runs
+	// dry, when its calls are slow or cut, and when another shard of the
+	// node waits for a permit. It is also bounded by MaxPayloads, and by
+	// time: the calls of a window longer than Prefetch share the deadline
+	// bound of a window of Prefetch ids (AdvanceRequest.MaxCalls).
+	MaxPrefetch   int
 	MaxRetryCount int
 	// MaxPayloads is the most payloads of one id a fetch hands over
 	// (max_payloads_per_call; 0: persistence.DefaultMaxPayloadsPerCall).
@@ -119,6 +129,13 @@ func (c Config) withDefaults() Config {
 	}
 	c.BatchSize = max(c.BatchSize, 1)
 	c.Prefetch = max(c.Prefetch, c.BatchSize)
+	maxp := c.MaxPayloads
+	if maxp <= 0 {
+		maxp = persistence.DefaultMaxPayloadsPerCall
+	}
+	// A window of more ids than max_payloads_per_call would raise the
+	// payloads one script call may touch (docs/storage.md §4).
+	c.MaxPrefetch = max(c.Prefetch, min(c.MaxPrefetch, maxp, persistence.MaxBatchSize))
 	if c.CallTimeout <= 0 {
 		c.CallTimeout = DefaultCallTimeout
 	}
@@ -184,6 +201,8 @@ type Actor struct {
 	calls  int64                       // handler calls under this lease (delivery numbers)
 	cur    *persistence.Batch          // fetched and not settled
 	sent   time.Time                   // when the Advance that fetched cur was sent (call deadlines count from it)
+	window int                         // ids the next fetch asks for (0: Prefetch)
+	asked  int                         // ids the fetch of cur asked for
 	settle *pendingSettle              // cur's outcome, not yet sent
 	req    *persistence.AdvanceRequest // an Advance to send or retry
 
@@ -310,7 +329,7 @@ func (a *Actor) step(c actor.Context) {
 	case a.settle != nil || a.permit == permitHeld:
 		fetch := 0
 		if a.permit == permitHeld {
-			fetch = a.cfg.Prefetch
+			fetch = a.fetchSize()
 		}
 		a.newRequest(fetch)
 		a.startAdvance(c)
@@ -353,6 +372,9 @@ func (a *Actor) onWait() {
 	if a.permit == permitDeciding {
 		a.permit = permitAsked
 	}
+	// Another shard of the node waits for a permit: turns stay as short
+	// as a window of Prefetch ids.
+	a.window = a.cfg.Prefetch
 }
 
 // task runs fn off the actor's goroutine and sends its result back.

@@ -639,8 +639,8 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 	if req.MaxRetryCount < 0 {
 		return out, &persistence.FieldError{Field: "max_retry_count", Index: -1, Reason: "must not be negative"}
 	}
-	if req.MaxPayloads < 0 || req.CallTimeout < 0 || req.CallSize < 0 {
-		return out, &persistence.FieldError{Field: "max_payloads_per_call", Index: -1, Reason: "MaxPayloads, CallTimeout and CallSize must not be negative"}
+	if req.MaxPayloads < 0 || req.CallTimeout < 0 || req.CallSize < 0 || req.MaxCalls < 0 {
+		return out, &persistence.FieldError{Field: "max_payloads_per_call", Index: -1, Reason: "MaxPayloads, CallTimeout, CallSize and MaxCalls must not be negative"}
 	}
 	sk, err := s.shardKeys(ctx, lease.ShardRef)
 	if err != nil {
@@ -654,12 +654,16 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 	if req.CallTimeout > 0 {
 		timeout = max(req.CallTimeout.Milliseconds(), 1)
 	}
+	var calls any = req.CallSize
+	if req.MaxCalls > 0 {
+		calls = strconv.Itoa(req.CallSize) + ":" + strconv.Itoa(req.MaxCalls)
+	}
 	v1 := s.checkV1(ctx, lease.ShardRef)
 	args := make([]any, 0, 17+3*len(req.Failures)+len(req.Skipped)+len(req.Interrupted))
 	// Numbers go as they are: go-redis writes them in decimal, without
 	// the string and its boxing strconv would cost.
 	args = append(args, s.now(), lease.Token, req.Settle, req.NextSeq, req.Fetch, req.MaxRetryCount, maxp,
-		timeout, req.CallSize, v1, len(req.Failures))
+		timeout, calls, v1, len(req.Failures))
 	for _, f := range req.Failures {
 		at := ""
 		if !f.RetryAt.IsZero() {

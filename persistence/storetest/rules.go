@@ -467,6 +467,43 @@ func testDeadlineKeptOnRestore(t *testing.T, h Harness) {
 	require.Equal(t, []string{"a"}, ids(res.Batch))
 }
 
+// A long window bounded by time: with MaxCalls the deadline bound counts at
+// most MaxCalls calls, so a restore holds its ids no longer than a window of
+// MaxCalls calls would (docs/storage.md §4).
+func testDeadlineMaxCalls(t *testing.T, h Harness) {
+	e := newEnv(t, h, 1)
+	e.enqueue(job("a", "v", 1), job("b", "v", 1), job("c", "v", 1), job("d", "v", 1))
+	ref := persistence.ShardRef{Queue: e.queue, Shard: 0}
+	l, _, err := e.s.AcquireShard(e.ctx, ref, "node-a", 10*time.Minute)
+	require.NoError(t, err)
+	res, err := e.s.Advance(e.ctx, l, persistence.AdvanceRequest{NextSeq: 1, Fetch: 4, MaxRetryCount: 25,
+		CallTimeout: 30 * time.Second, CallSize: 1, MaxCalls: 2})
+	require.NoError(t, err)
+	require.Len(t, res.Batch.Jobs, 4)
+	procs, err := e.s.Processing(e.ctx, e.queue)
+	require.NoError(t, err)
+	require.True(t, procs[0].Deadline.Equal(epoch.Add(60*time.Second)), "four calls, at most two counted: deadline bound %v", procs[0].Deadline)
+
+	// Fewer calls than MaxCalls count as they are.
+	res, err = e.s.Advance(e.ctx, l, persistence.AdvanceRequest{Settle: 1, NextSeq: 2, Fetch: 4, MaxRetryCount: 25,
+		Skipped: []string{"a"}, CallTimeout: 30 * time.Second, CallSize: 1, MaxCalls: 3})
+	require.NoError(t, err)
+	require.Equal(t, []string{"a"}, ids(res.Batch))
+	procs, err = e.s.Processing(e.ctx, e.queue)
+	require.NoError(t, err)
+	require.True(t, procs[0].Deadline.Equal(epoch.Add(30*time.Second)), "one call: deadline bound %v", procs[0].Deadline)
+
+	// The owner goes away: the restored id waits for the capped bound.
+	e.clock.Advance(5 * time.Second)
+	require.NoError(t, e.s.ReleaseShard(e.ctx, l))
+	l, _, err = e.s.AcquireShard(e.ctx, ref, "node-b", 10*time.Minute)
+	require.NoError(t, err)
+	res, err = e.s.Advance(e.ctx, l, persistence.AdvanceRequest{NextSeq: 1, Fetch: 10, MaxRetryCount: 25})
+	require.NoError(t, err)
+	require.Nil(t, res.Batch)
+	require.True(t, res.NextDue.Equal(epoch.Add(30*time.Second)), "next due %v", res.NextDue)
+}
+
 // A node renews its leases together; each is fenced on its own.
 func testRenewShards(t *testing.T, h Harness) {
 	e := newEnv(t, h, 3)

@@ -74,6 +74,7 @@ func Run(t *testing.T, h Harness) {
 		{"Guarantee6_PayloadsPerCallCappedInOrder", testPayloadsPerCallCapped},
 		{"Guarantee6_HotIDDrainsInBoundedCalls", testHotIDBounded},
 		{"Deadline_KeptAndHonouredOnRestore", testDeadlineKeptOnRestore},
+		{"Deadline_BoundCountsAtMostMaxCalls", testDeadlineMaxCalls},
 		{"Lease_RenewShardsTogether", testRenewShards},
 		{"Upgrade_Layout1DataServedAndDrained", testUpgrade},
 		{"Model_RandomOperations", testModel},

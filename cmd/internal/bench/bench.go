@@ -125,7 +125,8 @@ type scenario struct {
 }
 
 var scenarios = []scenario{
-	{name: "lowkiq", desc: "Lowkiq's benchmark: N blank jobs, 5 shards, batch 1, concurrency 5 (default prefetch 10)", kind: "throughput", shards: 5, batch: 1, concurrency: 5, nodes: 1, jobs: 1},
+	{name: "lowkiq", desc: "Lowkiq's benchmark: N blank jobs, 5 shards, batch 1, concurrency 5 (default window: 10 ids per fetch, growing to 100 while busy)", kind: "throughput", shards: 5, batch: 1, concurrency: 5, nodes: 1, jobs: 1},
+	{name: "lowkiq-w10", desc: "as lowkiq with prefetch 10 set by hand: a fixed window of 10 ids per fetch", kind: "throughput", shards: 5, batch: 1, prefetch: 10, concurrency: 5, nodes: 1, jobs: 1},
 	{name: "lowkiq-p1", desc: "as lowkiq with prefetch 1: one round trip per job, as Lowkiq does", kind: "throughput", shards: 5, batch: 1, prefetch: 1, concurrency: 5, nodes: 1, jobs: 1},
 	{name: "batch10", desc: "as lowkiq, batch size 10", kind: "throughput", shards: 5, batch: 10, concurrency: 5, nodes: 1, jobs: 1},
 	{name: "batch100", desc: "as lowkiq, batch size 100", kind: "throughput", shards: 5, batch: 100, concurrency: 5, nodes: 1, jobs: 1},

@@ -268,6 +268,10 @@ type QueueConfig struct {
 	// Prefetch is how many ids a shard fetches per round trip, batch_size
 	// to 1000; 0 means max(batch_size, 10) [prefetch; 0].
 	Prefetch int
+	// MaxPrefetch is the most ids a busy shard fetches per round trip,
+	// prefetch to 1000; 0 means 100 when prefetch is 0 too, else prefetch
+	// (a fixed window) [max_prefetch; 0].
+	MaxPrefetch int
 	// MaxRetryCount is how many failures a payload survives before it goes
 	// to the morgue; NoRetries sends it there at its first failure, and 0
 	// means DefaultMaxRetryCount, as in orderly.Worker [max_retry_count;

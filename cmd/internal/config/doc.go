@@ -51,6 +51,7 @@
 //	    shards: 8
 //	    batch_size: 10
 //	    prefetch: 10                  # ids fetched per round trip (default max(batch_size, 10))
+//	    max_prefetch: 100             # ids per round trip while busy (default 100 if prefetch is unset, else prefetch)
 //	    max_retry_count: 5              # default 25; -1 or none: to the morgue at the first failure
 //	    max_payloads_per_call: 1000     # most payloads of one id per call (default 1000)
 //	    max_concurrency: 4              # most calls at once across the cluster (default 0: no limit)

@@ -137,6 +137,10 @@ func TestFileErrors(t *testing.T) {
 			"queues[0].shards: must be between 1 and 4096, got 0 (line 1)",
 			"queues[1].shards: must be between 1 and 4096, got 4097 (line 1)",
 		}},
+		{"max_prefetch", "queues: [{name: a, prefetch: 20, max_prefetch: 10}, {name: b, max_prefetch: 1001}]", []string{
+			"queues[0].max_prefetch: must be between prefetch (20) and 1000, got 10 (line 1)",
+			"queues[1].max_prefetch: must be between prefetch (1) and 1000, got 1001 (line 1)",
+		}},
 		{"prefetch", "queues: [{name: a, batch_size: 10, prefetch: 5}, {name: b, prefetch: 1001}]", []string{
 			"queues[0].prefetch: must be between batch_size (10) and 1000, got 5 (line 1)",
 			"queues[1].prefetch: must be between batch_size (1) and 1000, got 1001 (line 1)",

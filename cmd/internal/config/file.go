@@ -29,7 +29,7 @@ func handlerKeys() []string {
 	return []string{"type", "url", "timeout", "payloads", "secret", "headers"}
 }
 func queueKeys() []string {
-	return []string{"name", "shards", "batch_size", "prefetch", "max_retry_count", "max_payloads_per_call", "timeout", "retry", "handler", "max_concurrency", "rate_limit", "state", "max_state_bytes", "feed_max_len"}
+	return []string{"name", "shards", "batch_size", "prefetch", "max_prefetch", "max_retry_count", "max_payloads_per_call", "timeout", "retry", "handler", "max_concurrency", "rate_limit", "state", "max_state_bytes", "feed_max_len"}
 }
 
 // fileParser walks the YAML tree of the config file. It reads the tree
@@ -260,6 +260,8 @@ func (fp *fileParser) queue(n *yaml.Node, path string) QueueConfig {
 			good = decodeInto(fp, v, at, line, &q.BatchSize)
 		case "prefetch":
 			good = decodeInto(fp, v, at, line, &q.Prefetch)
+		case "max_prefetch":
+			good = decodeInto(fp, v, at, line, &q.MaxPrefetch)
 		case "max_retry_count":
 			good = decodeMaxRetryCount(fp, v, at, line, &q.MaxRetryCount)
 		case "max_payloads_per_call":

@@ -69,7 +69,8 @@ An environment variable set to "" counts as unset.
 The config file, named by --config or ORDERLY_CONFIG, has a "node" mapping
 with the settings below (under their names with '_' for '-', as in
 lease_ttl: 3s) and a "queues" list; each queue has a name and optionally
-shards, batch_size, prefetch, max_retry_count (default 25; -1 or none: no
+shards, batch_size, prefetch, max_prefetch (the window a busy shard grows to;
+default 100 when prefetch is unset, else prefetch), max_retry_count (default 25; -1 or none: no
 retries, to the morgue at the first failure), max_concurrency (most
 handler calls at once across the cluster; default 0, no limit), rate_limit
 {per_second, burst} (handler calls started a second across the cluster),

@@ -112,6 +112,9 @@ func validateQueue(q *QueueConfig, report func(key, msg string)) {
 	if q.Prefetch != 0 && (q.Prefetch < q.BatchSize || q.Prefetch > maxBatchSize) {
 		report("prefetch", fmt.Sprintf("must be between batch_size (%d) and %d, got %d", q.BatchSize, maxBatchSize, q.Prefetch))
 	}
+	if q.MaxPrefetch != 0 && (q.MaxPrefetch < max(q.Prefetch, q.BatchSize) || q.MaxPrefetch > maxBatchSize) {
+		report("max_prefetch", fmt.Sprintf("must be between prefetch (%d) and %d, got %d", max(q.Prefetch, q.BatchSize), maxBatchSize, q.MaxPrefetch))
+	}
 	if q.MaxRetryCount < NoRetries {
 		report("max_retry_count", fmt.Sprintf("must be 1 or more, -1 (NoRetries) for no retries, or 0 for the default, got %d", q.MaxRetryCount))
 	}

@@ -33,7 +33,9 @@ func buildWorkers(queues []config.QueueConfig, log *slog.Logger, observe func(qu
 			Shards:    q.Shards,
 			BatchSize: q.BatchSize,
 			Prefetch:  q.Prefetch,
-			Timeout:   q.Timeout,
+			// 0: orderly.DefaultMaxPrefetch, or Prefetch when it is set.
+			MaxPrefetch: q.MaxPrefetch,
+			Timeout:     q.Timeout,
 			// 0: orderly.DefaultMaxPayloadsPerCall.
 			MaxPayloadsPerCall: q.MaxPayloadsPerCall,
 			State:              q.State,

@@ -11,7 +11,9 @@
 -- ARGV[6]  max_retry_count
 -- ARGV[7]  max_payloads_per_call: the most payloads of one id per call
 -- ARGV[8]  call timeout in milliseconds ("" = no deadline kept)
--- ARGV[9]  ids per handler call ("0" = the whole window in one call)
+-- ARGV[9]  ids per handler call ("0" = the whole window in one call),
+--          optionally followed by ":" and the most calls the deadline bound
+--          counts (an owner bounds a long window by time, docs/storage.md §4)
 -- ARGV[10] "1" to look for layout 1 data (a store written by layout 1)
 -- ARGV[11] number of failed ids, then per failed id: id, error, retry_at
 --          ("" = now)
@@ -100,7 +102,9 @@
 init_clock(ARGV[1])
 local token, settle_seq, next_seq = ARGV[2], ARGV[3], ARGV[4]
 local want, max_retry, maxp = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local timeout, call_size = ARGV[8], tonumber(ARGV[9])
+local timeout = ARGV[8]
+local call_size, max_calls = string.match(ARGV[9], "^(%d+):?(%d*)$")
+call_size, max_calls = tonumber(call_size), tonumber(max_calls)
 local nfail = tonumber(ARGV[11])
 local iskip = 12 + 3 * nfail
 local nskip = tonumber(ARGV[iskip])
@@ -538,6 +542,7 @@ if n > 0 then
   if timeout ~= "" then
     local calls = 1
     if call_size > 0 then calls = math.ceil(n / call_size) end
+    if max_calls and max_calls > 0 and calls > max_calls then calls = max_calls end
     tms = timeout
     bound = fmt_us(NOW_US + calls * tonumber(timeout) * 1000)
   end
