@@ -274,7 +274,8 @@ func (n *Node) Start(ctx context.Context) error {
 
 func (n *Node) register(ctx context.Context) error {
 	for _, w := range n.workers {
-		if err := n.store.RegisterQueue(ctx, persistence.QueueSpec{Name: w.Queue, Shards: w.Shards}); err != nil {
+		if err := n.store.RegisterQueue(ctx, persistence.QueueSpec{Name: w.Queue, Shards: w.Shards,
+			Stateful: w.State, FeedMaxLen: max(w.FeedMaxLen, 0)}); err != nil {
 			return err
 		}
 	}
