@@ -70,9 +70,9 @@ func (c *Client) withTimeout(ctx context.Context) (context.Context, context.Canc
 type FeedEntry = persistence.FeedEntry
 
 // feedWait is how long one read of Feed waits for new entries before it
-// asks again: a blocked read does not end when its context does, so this
-// is also how long Feed may take to return after ctx ends.
-const feedWait = 2 * time.Second
+// asks again. The store ends a waiting read soon after its context ends
+// (redisstore.FeedWaitSlice), so Feed returns promptly when ctx ends.
+var feedWait = 2 * time.Second
 
 // Feed follows the change feed of a stateful queue from a position:
 // persistence.FeedOldest ("0", the oldest kept), persistence.FeedNew ("$",
