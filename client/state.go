@@ -79,7 +79,8 @@ var feedWait = 2 * time.Second
 // only changes after the call) or an entry's Pos (what follows it). It
 // yields entries in feed order, waiting for new ones, until ctx ends or the
 // loop stops; a read error is yielded once and ends the sequence (resume
-// from the last entry's Pos). The feed is at least once: dedupe by (ID,
+// from the last entry's Pos); it ends soon after ctx does. Per id, entries
+// come in version order; the feed is at least once: dedupe by (ID,
 // Version).
 func (c *Client) Feed(ctx context.Context, queue, from string) iter.Seq2[FeedEntry, error] {
 	return func(yield func(FeedEntry, error) bool) {
