@@ -3,6 +3,7 @@ package orderly_test
 import (
 	"context"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -97,4 +98,50 @@ func iterPull(seq func(func(client.FeedEntry, error) bool)) (func(*testing.T) cl
 		return client.FeedEntry{}
 	}
 	return next, func() { close(done); <-finished }
+}
+
+// recordingStore records the queue registrations of a node.
+type recordingStore struct {
+	persistence.Store
+	mu    sync.Mutex // guards specs
+	specs map[string]persistence.QueueSpec
+}
+
+func (r *recordingStore) RegisterQueue(ctx context.Context, spec persistence.QueueSpec) error {
+	r.mu.Lock()
+	r.specs[spec.Name] = spec
+	r.mu.Unlock()
+	return r.Store.RegisterQueue(ctx, spec)
+}
+
+// A node registers each stateful queue with its change feed bound (the
+// default, a set one, none), which outside writes publish with on shards
+// no owner served yet (docs/contract.md §11); other queues register none.
+func TestNodeRegistersFeedBound(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	rec := &recordingStore{Store: e.store, specs: map[string]persistence.QueueSpec{}}
+	noop := func(context.Context, *orderly.Batch) error { return nil }
+	cfg := orderly.Config{Name: "feeds", Logger: testLogger(t), Workers: []orderly.Worker{
+		{Queue: "dflt", Shards: 1, State: true, Handler: noop},
+		{Queue: "short", Shards: 1, State: true, FeedMaxLen: 7, Handler: noop},
+		{Queue: "off", Shards: 1, State: true, FeedMaxLen: orderly.NoFeed, Handler: noop},
+		{Queue: "plain", Shards: 1, Handler: noop},
+	}}
+	n, err := orderly.NewNode(rec, &cfg)
+	require.NoError(t, err)
+	require.NoError(t, n.Start(e.ctx))
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, n.Stop(ctx))
+	}()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	require.Equal(t, map[string]persistence.QueueSpec{
+		"dflt":  {Name: "dflt", Shards: 1, Stateful: true, FeedMaxLen: orderly.DefaultFeedMaxLen},
+		"short": {Name: "short", Shards: 1, Stateful: true, FeedMaxLen: 7},
+		"off":   {Name: "off", Shards: 1, Stateful: true, FeedMaxLen: 0},
+		"plain": {Name: "plain", Shards: 1},
+	}, rec.specs)
 }

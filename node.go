@@ -274,7 +274,11 @@ func (n *Node) Start(ctx context.Context) error {
 
 func (n *Node) register(ctx context.Context) error {
 	for _, w := range n.workers {
-		if err := n.store.RegisterQueue(ctx, persistence.QueueSpec{Name: w.Queue, Shards: w.Shards}); err != nil {
+		spec := persistence.QueueSpec{Name: w.Queue, Shards: w.Shards}
+		if w.State {
+			spec.Stateful, spec.FeedMaxLen = true, max(w.FeedMaxLen, 0) // NoFeed: 0
+		}
+		if err := n.store.RegisterQueue(ctx, spec); err != nil {
 			return err
 		}
 	}

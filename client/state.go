@@ -70,16 +70,17 @@ func (c *Client) withTimeout(ctx context.Context) (context.Context, context.Canc
 type FeedEntry = persistence.FeedEntry
 
 // feedWait is how long one read of Feed waits for new entries before it
-// asks again: a blocked read does not end when its context does, so this
-// is also how long Feed may take to return after ctx ends.
-const feedWait = 2 * time.Second
+// asks again. The store ends a waiting read soon after its context ends
+// (redisstore.FeedWaitSlice), so Feed returns promptly when ctx ends.
+var feedWait = 2 * time.Second
 
 // Feed follows the change feed of a stateful queue from a position:
 // persistence.FeedOldest ("0", the oldest kept), persistence.FeedNew ("$",
 // only changes after the call) or an entry's Pos (what follows it). It
 // yields entries in feed order, waiting for new ones, until ctx ends or the
 // loop stops; a read error is yielded once and ends the sequence (resume
-// from the last entry's Pos). The feed is at least once: dedupe by (ID,
+// from the last entry's Pos); it ends soon after ctx does. Per id, entries
+// come in version order; the feed is at least once: dedupe by (ID,
 // Version).
 func (c *Client) Feed(ctx context.Context, queue, from string) iter.Seq2[FeedEntry, error] {
 	return func(yield func(FeedEntry, error) bool) {

@@ -26,8 +26,9 @@ const (
 
 // FeedEntry is one committed change of an id's state: a handler's commit,
 // an external compare-and-set or a delete. Entries of one id come in
-// version order; the feed is at least once (an entry may appear twice),
-// so consumers dedupe by (ID, Version).
+// version order, each once, also when relays overlap; only while nodes of
+// an earlier release relay (a rolling upgrade) may an entry appear twice,
+// so consumers dedupe by (ID, Version) (docs/contract.md §11).
 type FeedEntry struct {
 	// Pos is the entry's position in the feed: read on after it.
 	Pos     string
@@ -48,6 +49,7 @@ type FeedStore interface {
 	// ReadFeed returns up to limit entries after position from (FeedOldest,
 	// FeedNew or an entry's Pos), waiting up to wait for the first one
 	// when there is none yet (0: not at all), and the position to read on
-	// from: the last entry's Pos, or where a FeedNew read stood.
+	// from: the last entry's Pos, or where a FeedNew read stood. A waiting
+	// read ends soon after ctx does, with ctx's error.
 	ReadFeed(ctx context.Context, queue, from string, limit int, wait time.Duration) (entries []FeedEntry, next string, err error)
 }

@@ -68,11 +68,19 @@ type ShardOwner struct {
 	Epoch int64
 }
 
-// QueueSpec is what the store keeps about a queue: its name and its fixed
-// shard count.
+// QueueSpec is what the store keeps about a queue: its name, its fixed
+// shard count and, for a stateful queue, the bound of its change feed.
 type QueueSpec struct {
 	Name   string
 	Shards int
+	// Stateful, when set, records FeedMaxLen as the queue's change feed
+	// bound (the last registration wins), which outside compare-and-set
+	// writes use to publish their changes (docs/contract.md §11). Unset,
+	// the recorded bound is left as it is.
+	Stateful bool
+	// FeedMaxLen is the bound of a stateful queue's change feed; 0: no
+	// feed.
+	FeedMaxLen int
 }
 
 // NewJob is one job handed to Enqueue.

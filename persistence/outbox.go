@@ -42,8 +42,10 @@ func ValidateEmit(e Emit, maxPayload int) error {
 // Store. The shard's owner calls it after an Advance reports entries
 // (AdvanceResult.Outbox) and once after acquiring the shard; calls may
 // overlap with another node's relay of the same shard (a previous owner
-// still at work): entries are removed by their ids, so an entry is relayed
-// at least once and removed once.
+// still at work), and with an outside compare-and-set's relay: entries are
+// removed by their ids, so an emit is relayed at least once and removed
+// once, and a state change is published on the change feed once, in
+// outbox order (the redisstore feed mark).
 type OutboxStore interface {
 	// RelayOutbox enqueues up to limit of the oldest entries of the shard's
 	// outbox into their targets (emits into their queues, state changes

@@ -16,14 +16,18 @@ import (
 // stream per queue, P:{q}:2:feed, in the queue's own slot. Shard scripts
 // cannot write it on a Cluster (another slot), so they put each change in
 // the shard's outbox (field "f") and the relay adds it to the feed with
-// XADD MAXLEN n, an exact bound (at least once: consumers dedupe by id and
-// version).
+// feed.lua: XADD MAXLEN n (an exact bound), skipping the outbox entries the
+// queue's feed mark says another relay published already, so that per id
+// the feed is in version order even when relays overlap.
 
-// feedKey is the queue's change feed stream.
-func (k keyspace) feed(queue string) string { return k.prefix + ":{" + queue + "}:2:feed" }
+// FeedWaitSlice is the longest single blocking read of ReadFeed: a longer
+// wait is made of such reads, and a cancelled context ends the wait within
+// one of them.
+const FeedWaitSlice = 250 * time.Millisecond
 
 // feedChange is a change feed entry of the outbox.
 type feedChange struct {
+	entry                       string // the outbox entry's id
 	id, version, kind, data, at string
 	maxLen                      int64
 }
@@ -47,21 +51,32 @@ func decodeFeedChange(s string) (feedChange, error) {
 	return feedChange{id: f[0], version: f[1], kind: f[2], data: f[3], at: f[4], maxLen: n}, nil
 }
 
-// publishFeed adds changes to the queue's feed, in order, in one pipeline.
-func (s *Store) publishFeed(ctx context.Context, queue string, changes []feedChange) error {
+// publishFeed adds the changes of a shard's outbox to the queue's feed, in
+// outbox order, in one script call (feed.lua) that skips the entries
+// already published. In the replicated durability mode it returns once the
+// replicas have them (persistence.ErrNotReplicated otherwise).
+func (s *Store) publishFeed(ctx context.Context, ref persistence.ShardRef, changes []feedChange) (int, error) {
 	if len(changes) == 0 {
-		return nil
+		return 0, nil
 	}
-	key := s.keys.feed(queue)
-	pipe := s.rdb.Pipeline()
+	args := make([]any, 0, 1+7*len(changes))
+	args = append(args, strconv.Itoa(ref.Shard))
 	for _, c := range changes {
-		pipe.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: c.maxLen,
-			Values: []any{"id", c.id, "version", c.version, "kind", c.kind, "data", c.data, "at", c.at}})
+		args = append(args, c.entry, c.id, c.version, c.kind, c.data, c.at, strconv.FormatInt(c.maxLen, 10))
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("redisstore: publish to the change feed of %s: %w", queue, err)
+	keys := []string{s.keys.feed(ref.Queue), s.keys.feedMark(ref.Queue)}
+	cmds, werr := s.runWrite(ctx, []call{{s: scriptFeed, keys: keys, args: args}})
+	if cmds == nil {
+		return 0, fmt.Errorf("redisstore: publish to the change feed of %s: %w", ref.Queue, werr)
 	}
-	return nil
+	n, err := cmds[0].Int()
+	if err != nil {
+		return 0, fmt.Errorf("redisstore: publish to the change feed of %s: %w", ref.Queue, err)
+	}
+	if werr != nil {
+		return n, fmt.Errorf("redisstore: publish to the change feed of %s: %w", ref.Queue, werr)
+	}
+	return n, nil
 }
 
 // ReadFeed implements persistence.Store.
@@ -90,16 +105,36 @@ func (s *Store) ReadFeed(ctx context.Context, queue, from string, limit int, wai
 			return nil, "", &persistence.FieldError{Field: "from", Index: -1, Reason: `must be "0", "$" or an entry's position`}
 		}
 	}
-	args := &redis.XReadArgs{Streams: []string{key, from}, Count: int64(limit), Block: -1}
+	// A blocked XREAD does not end when ctx does (the client only sees
+	// deadlines), so a long wait is cut into blocks of at most
+	// FeedWaitSlice with ctx checked between them: a cancelled read
+	// returns within one slice, at the cost of one XREAD per slice while
+	// the feed is idle.
+	var end time.Time
 	if wait > 0 {
-		args.Block = wait
+		end = time.Now().Add(wait)
 	}
-	res, err := s.rdb.XRead(ctx, args).Result()
-	if errors.Is(err, redis.Nil) {
-		return nil, from, nil
-	}
-	if err != nil {
-		return nil, from, fmt.Errorf("redisstore: read the change feed of %s: %w", queue, err)
+	var res []redis.XStream
+	for {
+		args := &redis.XReadArgs{Streams: []string{key, from}, Count: int64(limit), Block: -1}
+		if wait > 0 {
+			args.Block = max(min(time.Until(end), FeedWaitSlice), time.Millisecond)
+		}
+		var err error
+		res, err = s.rdb.XRead(ctx, args).Result()
+		if errors.Is(err, redis.Nil) {
+			if wait > 0 && ctx.Err() == nil && time.Now().Before(end) {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, from, fmt.Errorf("redisstore: read the change feed of %s: %w", queue, err)
+			}
+			return nil, from, nil
+		}
+		if err != nil {
+			return nil, from, fmt.Errorf("redisstore: read the change feed of %s: %w", queue, err)
+		}
+		break
 	}
 	var out []persistence.FeedEntry
 	for _, st := range res {

@@ -11,6 +11,7 @@ import (
 // For prefix P, queue q and shard s (tag T = "{q:s}"):
 //
 //	P:queues     HASH   queue name -> shard count
+//	P:feeds      HASH   stateful queue name -> feed_max_len ("0": no feed)
 //	P:layout     STRING the layout version ("2")
 //	P:store_id   STRING the store's identity (random, created once)
 //	P:notify:q   channel: enqueue notices (message: shard number) and
@@ -18,6 +19,8 @@ import (
 //	P:{q}:2:ctl  HASH   queue-wide controls: paused
 //	P:{q}:2:permits ZSET holder#i -> expiry: max_concurrency permits
 //	P:{q}:2:rate HASH   tokens, at: the rate_limit token bucket
+//	P:{q}:2:feed STREAM the change feed of a stateful queue
+//	P:{q}:2:feedmark HASH shard -> last outbox entry published to the feed
 //	P:{orderly}:2:ticks HASH periodic job name -> last tick (ms)
 //	P:T:lease  P:T:epoch                                  (shared with layout 1)
 //	P:T:2:lease  P:T:2:jobs  P:T:2:fifo  P:T:2:later  P:T:2:retries
@@ -103,6 +106,20 @@ var shardKeyNames = [numShardKeys]string{
 }
 
 func (k keyspace) queues() string { return k.prefix + ":queues" }
+
+// feeds is the registry of change feed bounds: queue -> feed_max_len of a
+// stateful queue ("0": no feed), written by RegisterQueue, read by outside
+// compare-and-set writes (docs/storage.md §10).
+func (k keyspace) feeds() string { return k.prefix + ":feeds" }
+
+// feed is the queue's change feed stream (docs/storage.md §10), in the
+// queue's own slot ({q}).
+func (k keyspace) feed(queue string) string { return k.prefix + ":{" + queue + "}:2:feed" }
+
+// feedMark is the queue's feed mark (docs/storage.md §10): shard -> the
+// last outbox entry of that shard published to the feed, in the feed's
+// slot so that the publish script updates it with the feed.
+func (k keyspace) feedMark(queue string) string { return k.prefix + ":{" + queue + "}:2:feedmark" }
 
 func (k keyspace) layout() string { return k.prefix + ":layout" }
 

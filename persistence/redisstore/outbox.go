@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/orderlyhq/orderly/persistence"
 )
 
@@ -124,6 +126,9 @@ func (s *Store) RelayOutbox(ctx context.Context, ref persistence.ShardRef, limit
 	if len(msgs) == 0 {
 		return 0, 0, false, nil
 	}
+	if s.afterOutboxRead != nil {
+		s.afterOutboxRead()
+	}
 	ids := make([]string, 0, len(msgs))
 	byQueue := map[string][]persistence.NewJob{}
 	var order []string
@@ -132,6 +137,7 @@ func (s *Store) RelayOutbox(ctx context.Context, ref persistence.ShardRef, limit
 		ids = append(ids, m.ID)
 		if raw, ok := m.Values["f"].(string); ok {
 			c, err := decodeFeedChange(raw)
+			c.entry = m.ID
 			if err != nil {
 				s.cfg.Logger.Error("corrupt outbox entry dropped", "queue", ref.Queue, "shard", ref.Shard, "entry", m.ID, "err", err)
 				dropped++
@@ -176,12 +182,44 @@ func (s *Store) RelayOutbox(ctx context.Context, ref persistence.ShardRef, limit
 			return 0, 0, true, fmt.Errorf("redisstore: relay the outbox of %s/%d to %s: %w", ref.Queue, ref.Shard, q, err)
 		}
 	}
-	if err := s.publishFeed(ctx, ref.Queue, changes); err != nil {
+	if _, err := s.publishFeed(ctx, ref, changes); err != nil {
 		return 0, 0, true, err
 	}
 	relayed += len(changes)
-	if err := s.rdb.XDel(ctx, key, ids...).Err(); err != nil {
+	if err := s.deleteRelayed(ctx, key, ids); err != nil {
 		return relayed, dropped, true, fmt.Errorf("redisstore: trim the outbox of %s/%d: %w", ref.Queue, ref.Shard, err)
 	}
 	return relayed, dropped, len(msgs) == limit, nil
+}
+
+// deleteRelayed removes relayed entries from an outbox. In the replicated
+// durability mode the XDEL is followed by WAIT on the same connection, like
+// every other write (docs/contract.md §4).
+func (s *Store) deleteRelayed(ctx context.Context, key string, ids []string) error {
+	if s.wait == nil {
+		return s.rdb.XDel(ctx, key, ids...).Err()
+	}
+	var c redis.Cmdable = s.rdb
+	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
+		m, err := cc.MasterForKey(ctx, key)
+		if err != nil {
+			return fmt.Errorf("find the master of %s: %w", key, err)
+		}
+		c = m
+	}
+	pipe := c.Pipeline()
+	del := pipe.XDel(ctx, key, ids...)
+	wait := pipe.Do(ctx, "WAIT", s.wait.replicas, max(s.wait.timeout.Milliseconds(), 1))
+	_, _ = pipe.Exec(ctx) // each command carries its own error
+	if err := del.Err(); err != nil {
+		return err
+	}
+	n, err := wait.Int64()
+	if err != nil {
+		return fmt.Errorf("%w: WAIT: %v", persistence.ErrNotReplicated, err)
+	}
+	if int(n) < s.wait.replicas {
+		return replicatedErr(int(n), s.wait.replicas)
+	}
+	return nil
 }

@@ -54,6 +54,7 @@ var (
 	scriptMigrate   = newScript("migrate")
 	scriptDowngr    = newScript("downgrade")
 	scriptState     = newScript("state")
+	scriptFeed      = newScript("feed")
 	scriptPermits   = newScript("permits")
 	scriptRate      = newScript("rate")
 	scriptTick      = newScript("tick")
@@ -61,7 +62,7 @@ var (
 	allScripts = []*script{
 		scriptAcquire, scriptRenew, scriptRenewMany, scriptRelease, scriptAdvance, scriptEnqueue, scriptAction,
 		scriptMorgue, scriptGet, scriptStats, scriptList, scriptScan, scriptMigrate, scriptDowngr,
-		scriptState,
+		scriptState, scriptFeed,
 		scriptPermits, scriptRate, scriptTick,
 	}
 )

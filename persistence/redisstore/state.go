@@ -67,6 +67,21 @@ func (s *Store) stateKeys(ctx context.Context, queue, id string) (shardKeys, err
 	return s.keysOf(persistence.ShardRef{Queue: queue, Shard: persistence.ShardOf(id, shards)}), nil
 }
 
+// feedBound returns the change feed bound the queue's registration
+// recorded (keyspace.feeds), or "" when none did (a queue registered by a
+// release before the registry had it): state.lua then falls back to the
+// bound its shard's owner recorded in the shard meta.
+func (s *Store) feedBound(ctx context.Context, queue string) (string, error) {
+	v, err := s.rdb.HGet(ctx, s.keys.feeds(), queue).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read the change feed bound of %s: %w", queue, err)
+	}
+	return v, nil
+}
+
 func (s *Store) casState(ctx context.Context, queue, id, op string, expected int64, data []byte) (int64, error) {
 	if expected < 0 {
 		return 0, &persistence.FieldError{Field: "version", Index: -1, Reason: "must not be negative"}
@@ -78,7 +93,11 @@ func (s *Store) casState(ctx context.Context, queue, id, op string, expected int
 	if data == nil {
 		data = []byte{}
 	}
-	cmds, werr := s.runWrite(ctx, []call{{s: scriptState, keys: sk.keys, args: []any{op, id, strconv.FormatInt(expected, 10), data, s.now()}}})
+	bound, err := s.feedBound(ctx, queue)
+	if err != nil {
+		return 0, err
+	}
+	cmds, werr := s.runWrite(ctx, []call{{s: scriptState, keys: sk.keys, args: []any{op, id, strconv.FormatInt(expected, 10), data, s.now(), bound}}})
 	if cmds == nil {
 		return 0, werr
 	}

@@ -128,6 +128,10 @@ type Store struct {
 
 	wait *waitSpec // the WAIT after writes, in the replicated mode
 
+	// afterOutboxRead, set only by tests (export_test.go) before any call,
+	// runs in RelayOutbox between reading the outbox and relaying it.
+	afterOutboxRead func()
+
 	v1mu      sync.Mutex                         // guards v1checked
 	v1checked map[persistence.ShardRef]time.Time // last look for layout 1 data, once upgraded
 }
@@ -244,6 +248,14 @@ func (s *Store) RegisterQueue(ctx context.Context, spec persistence.QueueSpec) e
 	if got != want {
 		return fmt.Errorf("%w: queue %s has %s shards in the store, the configuration says %d",
 			persistence.ErrShardCountMismatch, spec.Name, got, spec.Shards)
+	}
+	if spec.Stateful {
+		if spec.FeedMaxLen < 0 {
+			return &persistence.FieldError{Field: "feed_max_len", Index: -1, Reason: "must not be negative"}
+		}
+		if err := s.rdb.HSet(ctx, s.keys.feeds(), spec.Name, strconv.Itoa(spec.FeedMaxLen)).Err(); err != nil {
+			return fmt.Errorf("redisstore: register the change feed of %s: %w", spec.Name, err)
+		}
 	}
 	s.mu.Lock()
 	s.shards[spec.Name] = spec.Shards

@@ -21,6 +21,7 @@ var feedTests = []struct {
 	{"Feed_ChangesInVersionOrder", testFeedChangesInOrder},
 	{"Feed_Bounded", testFeedBounded},
 	{"Feed_OffPublishesNothing", testFeedOff},
+	{"Feed_OutsideWriteBeforeAnyOwner", testFeedOutsideWriteBeforeAnyOwner},
 }
 
 // feeding settles with state writes under a feed of maxLen and fetches up
@@ -157,4 +158,22 @@ func testFeedOff(t *testing.T, h Harness) {
 	_, err := e.s.SetState(e.ctx, e.queue, "a", []byte("2"), 1, 0)
 	require.NoError(t, err)
 	require.Empty(t, e.feed())
+}
+
+// §11: the queue's registration records its feed bound, so an outside
+// compare-and-set publishes its change on a shard no owner ever served; a
+// registration with the feed off publishes nothing.
+func testFeedOutsideWriteBeforeAnyOwner(t *testing.T, h Harness) {
+	e := newEnv(t, h, 1)
+	require.NoError(t, e.s.RegisterQueue(e.ctx, persistence.QueueSpec{Name: e.queue, Shards: 1, Stateful: true, FeedMaxLen: 2}))
+	for v := range int64(3) {
+		_, err := e.s.SetState(e.ctx, e.queue, "a", []byte("v"+trimFloat(float64(v+1))), v, 0)
+		require.NoError(t, err)
+	}
+	require.Equal(t, []string{"a@2:v2", "a@3:v3"}, feedShape(e.feed()), "published, within the registered bound")
+
+	require.NoError(t, e.s.RegisterQueue(e.ctx, persistence.QueueSpec{Name: e.queue, Shards: 1, Stateful: true, FeedMaxLen: 0}))
+	_, err := e.s.DeleteState(e.ctx, e.queue, "a", 3)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a@2:v2", "a@3:v3"}, feedShape(e.feed()), "the feed is off now")
 }

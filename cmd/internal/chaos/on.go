@@ -3,6 +3,7 @@
 package chaos
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net"
@@ -18,7 +19,29 @@ import (
 
 	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/internal/logbridge"
+	"github.com/orderlyhq/orderly/persistence"
 )
+
+// errRelayHeld is the relay's error while HoldRelayEnv is set.
+var errRelayHeld = errors.New("chaos: outbox relay held")
+
+// WrapStore returns s with its outbox relay failing when HoldRelayEnv is
+// "1", otherwise s.
+func WrapStore(s persistence.Store, log *slog.Logger) persistence.Store {
+	if os.Getenv(HoldRelayEnv) != "1" {
+		return s
+	}
+	log.Warn("chaos build: this node never relays outboxes", "env", HoldRelayEnv)
+	return heldRelay{Store: s}
+}
+
+// heldRelay is a store whose outbox relay always fails, leaving the
+// entries for the next owner.
+type heldRelay struct{ persistence.Store }
+
+func (heldRelay) RelayOutbox(context.Context, persistence.ShardRef, int) (int, int, bool, error) {
+	return 0, 0, true, errRelayHeld
+}
 
 // Enabled reports whether this binary has the fault seams.
 const Enabled = true

@@ -77,8 +77,8 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 	}
 	m.InitQueues(names...)
 	var writes *writeWatch
-	store := m.Store(rs)      // counts enqueues and settlements
-	if cfg.Node.Redis != "" { // the embedded store never refuses writes
+	store := m.Store(chaos.WrapStore(rs, log)) // counts enqueues and settlements
+	if cfg.Node.Redis != "" {                  // the embedded store never refuses writes
 		writes = newWriteWatch(rdb, cfg.Node.RedisPrefix)
 		store = writes.Store(store)
 		m.Registry().MustRegister(writes.Gauge())

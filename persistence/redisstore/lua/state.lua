@@ -8,10 +8,12 @@
 -- ARGV[3] expected version ("0" = the id has no state)
 -- ARGV[4] the new state bytes ("set")
 -- ARGV[5] now ("" = Redis TIME; set only by the test seam)
+-- ARGV[6] the queue's change feed bound from its registration ("0": no
+--         feed; "" or absent: unknown, the bound the shard's owner recorded
+--         in meta's "feed" with its first Advance is used)
 --
 -- A change adds a change feed entry to the outbox (feed_put) when the
--- queue's owners keep a feed (meta's "feed", written by their first
--- Advance); the caller relays it.
+-- queue keeps a feed; the caller relays it.
 --
 -- Returns {"OK", n}: for "set" n is the new version, for "del" the version
 -- of the tombstone the delete left (the version keeps counting: no ABA),
@@ -23,6 +25,10 @@
 
 local op, id, expected = ARGV[1], ARGV[2], ARGV[3]
 init_clock(ARGV[5])
+local function feed_bound()
+  if ARGV[6] and ARGV[6] ~= "" then return ARGV[6] end
+  return redis.call("HGET", K.meta, "feed")
+end
 local cur = redis.call("HGET", K.state, id)
 local v = state_ver(cur)
 if v ~= expected then return {"CONFLICT", v} end
@@ -30,7 +36,7 @@ if op == "del" then
   if not cur or string.byte(cur, 1) == 0 then return {"OK", 0} end
   local nv = tostring(tonumber(v) + 1)
   redis.call("HSET", K.state, id, state_tomb(nv))
-  local feedmax = redis.call("HGET", K.meta, "feed")
+  local feedmax = feed_bound()
   if feedmax and feedmax ~= "0" then
     feed_put(id, nv, "d", "", feedmax)
     return {"OK", nv, 1}
@@ -39,7 +45,7 @@ if op == "del" then
 end
 local nv = tostring(tonumber(v) + 1)
 redis.call("HSET", K.state, id, fld(nv) .. ARGV[4])
-local feedmax = redis.call("HGET", K.meta, "feed")
+local feedmax = feed_bound()
 if feedmax and feedmax ~= "0" then
   feed_put(id, nv, "s", ARGV[4], feedmax)
   return {"OK", nv, 1}
