@@ -165,6 +165,19 @@ type countingStore struct {
 	m *Metrics
 }
 
+// Warm opens the wrapped store's connections ahead of use, when it can
+// (redisstore.Store.Warm): the node looks for this method on its store, and
+// a wrapper that hid it would leave the first lease calls to open
+// connections on the way.
+func (c *countingStore) Warm(ctx context.Context, conns int) error {
+	if w, ok := c.Store.(interface {
+		Warm(ctx context.Context, conns int) error
+	}); ok {
+		return w.Warm(ctx, conns)
+	}
+	return nil
+}
+
 func (c *countingStore) Enqueue(ctx context.Context, queue string, jobs []persistence.NewJob) error {
 	err := c.Store.Enqueue(ctx, queue, jobs)
 	if err == nil && len(jobs) > 0 {

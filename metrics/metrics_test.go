@@ -102,3 +102,18 @@ func TestScrapeWithStoreDown(t *testing.T) {
 	require.Contains(t, out, "orderly_store_up 0")
 	require.False(t, strings.Contains(out, `orderly_queue_length{queue="q"}`))
 }
+
+// The counting wrapper keeps the store's connection warm-up reachable: the
+// node warms the store it is given, wrapped or not.
+func TestStoreWrapperWarms(t *testing.T) {
+	db := redistest.New(t)
+	raw, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})
+	require.NoError(t, err)
+	s := metrics.New().Store(raw)
+	w, ok := s.(interface {
+		Warm(ctx context.Context, conns int) error
+	})
+	require.True(t, ok, "the wrapper has Warm")
+	require.NoError(t, w.Warm(context.Background(), 3))
+	require.GreaterOrEqual(t, db.Client.PoolStats().TotalConns, uint32(3), "the wrapped store's connections are open")
+}
