@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -36,13 +37,21 @@ const shardedPubSubMajor, shardedPubSubMinor = 7, 0
 // and a later one asks again (a notice is a hint: a missed one costs the
 // idle poll).
 func (s *Store) noticeMode(ctx context.Context) noticeMode {
+	m, _ := s.detectNoticeMode(ctx)
+	return m
+}
+
+// detectNoticeMode is noticeMode with the error that left it undecided:
+// a subscriber must not settle for the ordinary channel on a Cluster that
+// publishes on the shard channels.
+func (s *Store) detectNoticeMode(ctx context.Context) (noticeMode, error) {
 	if m := noticeMode(s.notices.Load()); m != noticesUnknown {
-		return m
+		return m, nil
 	}
 	c, ok := s.rdb.(*redis.ClusterClient)
 	if !ok {
 		s.notices.Store(int32(noticesClassic))
-		return noticesClassic
+		return noticesClassic, nil
 	}
 	var old atomic.Bool
 	err := c.ForEachMaster(context.WithValue(ctx, uncounted{}, true), func(ctx context.Context, m *redis.Client) error {
@@ -56,14 +65,14 @@ func (s *Store) noticeMode(ctx context.Context) noticeMode {
 		return nil
 	})
 	if err != nil {
-		return noticesClassic
+		return noticesClassic, fmt.Errorf("redisstore: read the masters' versions: %w", err)
 	}
 	m := noticesSharded
 	if old.Load() {
 		m = noticesClassic
 	}
 	s.notices.Store(int32(m))
-	return m
+	return m, nil
 }
 
 // noticeChannel returns the channel a shard script publishes the shard's

@@ -54,8 +54,12 @@ func (s *Store) Subscribe(ctx context.Context, queues ...string) (persistence.Su
 		}
 		channels[i] = s.keys.channel(q)
 	}
+	mode, err := s.detectNoticeMode(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: subscribe: %w", err)
+	}
 	var shardChannels []string
-	if s.noticeMode(ctx) == noticesSharded {
+	if mode == noticesSharded {
 		for _, q := range queues {
 			n, err := s.shardsOf(ctx, q)
 			if err != nil {
