@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,8 +42,8 @@ const (
 // Sentinel, and on a Cluster the one producers of earlier releases still
 // publish on. On a Cluster in sharded mode (notice.go) it also subscribes
 // to every shard channel of the queues (P:{q:s}:2:notify, and the controls
-// channel P:{q}:2:notify), each on its own connection to the master of its
-// slot; the queues must be registered. The go-redis client reconnects and
+// channel P:{q}:2:notify), on one connection per master (shardSubs); the
+// queues must be registered. The go-redis client reconnects and
 // resubscribes the ordinary channel by itself; a shard channel's
 // subscription is renewed here after an error, a dead connection, or the
 // server ending it because its slot moved.
@@ -84,22 +85,24 @@ func (s *Store) Subscribe(ctx context.Context, queues ...string) (persistence.Su
 		live: map[*redis.PubSub]struct{}{},
 	}
 	if len(shardChannels) > 0 {
-		cc := s.rdb.(*redis.ClusterClient) // sharded mode implies a Cluster
+		m := &shardSubs{
+			sub:     sub,
+			cc:      s.rdb.(*redis.ClusterClient), // sharded mode implies a Cluster
+			events:  make(chan groupEvent),
+			groups:  map[string]*shardGroup{},
+			pending: map[string]bool{},
+		}
+		for _, ch := range shardChannels {
+			m.pending[ch] = true
+		}
 		// Subscribe every shard channel before returning, so that a
 		// notice published after Subscribe returned is received.
-		first := make([]*redis.PubSub, len(shardChannels))
-		for i, ch := range shardChannels {
-			p, err := sub.shardSubscribe(ctx, cc, ch)
-			if err != nil {
-				sub.closeAll()
-				return nil, fmt.Errorf("redisstore: subscribe %s: %w", ch, err)
-			}
-			first[i] = p
+		if err := m.place(ctx, true); err != nil {
+			sub.Close()
+			return nil, fmt.Errorf("redisstore: subscribe: %w", err)
 		}
-		for i, ch := range shardChannels {
-			sub.wg.Add(1)
-			go sub.follow(cc, ch, first[i])
-		}
+		sub.wg.Add(1)
+		go m.run()
 	}
 	sub.wg.Add(1)
 	go sub.run()
@@ -115,7 +118,7 @@ type subscription struct {
 	wg   sync.WaitGroup // the forwarding goroutine and the shard followers
 
 	mu     sync.Mutex                 // guards live and closed
-	live   map[*redis.PubSub]struct{} // the shard channels' subscriptions
+	live   map[*redis.PubSub]struct{} // the shard groups' subscriptions
 	closed bool
 }
 
@@ -157,107 +160,182 @@ func (s *subscription) deliver(channel, payload string) {
 	}
 }
 
-// shardSubscribe subscribes one shard channel on a connection of its own to
-// the master of its slot, and waits for the server's confirmation. It
-// registers the subscription so that Close ends it.
-func (s *subscription) shardSubscribe(ctx context.Context, cc *redis.ClusterClient, channel string) (*redis.PubSub, error) {
-	p := cc.SSubscribe(ctx, channel)
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		p.Close()
-		return nil, errSubscriptionClosed
-	}
-	s.live[p] = struct{}{}
-	s.mu.Unlock()
-	msg, err := p.ReceiveTimeout(ctx, shardSubHealth)
-	if err == nil {
-		if m, ok := msg.(*redis.Subscription); !ok || m.Kind != "ssubscribe" {
-			err = fmt.Errorf("unexpected reply %v", msg)
+// A subscription's shard channels are grouped by the master that owns
+// their slots: one connection per master, one SSUBSCRIBE command per
+// channel on it (the command takes channels of one slot only). A manager
+// goroutine owns the groups and places channels; each group has a reader
+// goroutine that forwards notices and reports what ends a channel's
+// subscription:
+//
+//   - the server's sunsubscribe for a channel (its slot moved to another
+//     master; go-redis's Channel would ignore it and hear nothing more):
+//     the channel is placed again;
+//   - an error of the connection, a reply error (an SSUBSCRIBE refused
+//     because the slot moved meanwhile), or a ping unanswered for
+//     shardSubHealth: the group is closed and all its channels are placed
+//     again. go-redis's own reconnect would send one SSUBSCRIBE for all the
+//     group's channels, which the server refuses (CROSSSLOT).
+//
+// Before each placement the manager has go-redis reload the topology. A
+// notice published while a channel has no subscription is lost: the idle
+// poll covers it.
+type shardGroup struct {
+	addr     string
+	ps       *redis.PubSub
+	channels map[string]bool // guarded by the manager (only it touches them)
+}
+
+// groupEvent is what a group's reader reports to the manager: lost (the
+// server ended that channel's subscription) or err (the group is dead).
+type groupEvent struct {
+	g    *shardGroup
+	lost string
+	err  error
+}
+
+// shardSubs is the manager's state; only the manager goroutine touches it
+// once Subscribe returned.
+type shardSubs struct {
+	sub     *subscription
+	cc      *redis.ClusterClient
+	events  chan groupEvent
+	groups  map[string]*shardGroup // master address -> group
+	pending map[string]bool        // channels to place
+}
+
+// place subscribes the pending channels on their masters' groups (new
+// groups start their reader). Channels it could not place stay pending.
+// With wait set, it reads the confirmations of new groups itself before
+// their readers start, so that Subscribe returns subscribed.
+func (m *shardSubs) place(ctx context.Context, wait bool) error {
+	var firstErr error
+	fresh := map[*shardGroup][]string{}
+	for ch := range m.pending {
+		node, err := m.cc.MasterForKey(ctx, ch)
+		if err != nil {
+			firstErr = cmp.Or(firstErr, err)
+			continue
+		}
+		addr := node.Options().Addr
+		g := m.groups[addr]
+		if g == nil {
+			g = &shardGroup{addr: addr, ps: node.SSubscribe(ctx), channels: map[string]bool{}}
+			m.groups[addr] = g
+			m.sub.track(g.ps)
+			fresh[g] = nil
+		}
+		if err := g.ps.SSubscribe(ctx, ch); err != nil {
+			firstErr = cmp.Or(firstErr, err)
+			continue
+		}
+		g.channels[ch] = true
+		delete(m.pending, ch)
+		if _, ok := fresh[g]; ok {
+			fresh[g] = append(fresh[g], ch)
 		}
 	}
-	if err != nil {
-		s.drop(p)
-		// The slot may have moved, or its master changed: have the
-		// client read the topology again before the next attempt.
-		cc.ReloadState(ctx)
-		return nil, err
-	}
-	return p, nil
-}
-
-// drop closes one shard channel's subscription.
-func (s *subscription) drop(p *redis.PubSub) {
-	s.mu.Lock()
-	delete(s.live, p)
-	s.mu.Unlock()
-	p.Close()
-}
-
-// errSubscriptionClosed ends a shard follower.
-var errSubscriptionClosed = errors.New("redisstore: subscription closed")
-
-// follow forwards the notices of one shard channel until Close, and
-// subscribes it anew whenever its subscription ends: on an error of the
-// connection (its master failed over: go-redis would reconnect to the slot
-// owner it knew), on a connection silent past a ping, and when the server
-// ends the subscription (sunsubscribe: the slot moved to another master,
-// which go-redis's Channel ignores).
-func (s *subscription) follow(cc *redis.ClusterClient, channel string, p *redis.PubSub) {
-	defer s.wg.Done()
-	ctx := context.Background()
-	wait := shardSubRetryMin
-	for {
-		if p == nil {
-			var err error
-			if p, err = s.shardSubscribe(ctx, cc, channel); err != nil {
-				if errors.Is(err, errSubscriptionClosed) {
-					return
+	for g, chs := range fresh {
+		if wait {
+			for range chs {
+				msg, err := g.ps.ReceiveTimeout(ctx, shardSubHealth)
+				if err == nil {
+					if sm, ok := msg.(*redis.Subscription); !ok || sm.Kind != "ssubscribe" {
+						err = fmt.Errorf("unexpected reply %v", msg)
+					}
 				}
-				select {
-				case <-s.done:
-					return
-				case <-time.After(wait):
+				if err != nil {
+					return err // Subscribe closes everything
 				}
-				wait = min(2*wait, shardSubRetryMax)
-				continue
 			}
 		}
-		s.receive(ctx, p)
-		s.drop(p)
-		p = nil
-		select {
-		case <-s.done:
-			return
-		default:
+		m.sub.wg.Add(1)
+		go m.read(g)
+	}
+	return firstErr
+}
+
+// drop closes a group and makes its channels pending.
+func (m *shardSubs) drop(g *shardGroup) {
+	if m.groups[g.addr] != g {
+		return // dropped already
+	}
+	delete(m.groups, g.addr)
+	for ch := range g.channels {
+		m.pending[ch] = true
+	}
+	m.sub.untrack(g.ps)
+}
+
+// run is the manager: it places channels again until Close.
+func (m *shardSubs) run() {
+	defer m.sub.wg.Done()
+	ctx := context.Background()
+	wait := shardSubRetryMin
+	var retry <-chan time.Time
+	for {
+		if len(m.pending) > 0 && retry == nil {
+			retry = time.After(wait)
 		}
-		// A notice published while no subscription stands is lost: the
-		// idle poll covers it.
-		cc.ReloadState(ctx)
+		select {
+		case <-m.sub.done:
+			return
+		case ev := <-m.events:
+			switch {
+			case ev.err != nil:
+				m.drop(ev.g)
+			case ev.g.channels[ev.lost] && m.groups[ev.g.addr] == ev.g:
+				delete(ev.g.channels, ev.lost)
+				m.pending[ev.lost] = true
+			default:
+				continue
+			}
+			m.cc.ReloadState(ctx)
+			wait = shardSubRetryMin
+		case <-retry:
+			retry = nil
+			if m.place(ctx, false) != nil {
+				m.cc.ReloadState(ctx)
+				wait = min(2*wait, shardSubRetryMax)
+			} else {
+				wait = shardSubRetryMin
+			}
+		}
 	}
 }
 
-// receive forwards one subscription's notices and returns when it ended.
-func (s *subscription) receive(ctx context.Context, p *redis.PubSub) {
+// read forwards one group's notices and reports the end of a channel's
+// subscription, or of the group, to the manager.
+func (m *shardSubs) read(g *shardGroup) {
+	defer m.sub.wg.Done()
+	ctx := context.Background()
+	report := func(ev groupEvent) bool {
+		select {
+		case m.events <- ev:
+			return true
+		case <-m.sub.done:
+			return false
+		}
+	}
 	pinged := false
 	for {
-		msg, err := p.ReceiveTimeout(ctx, shardSubHealth)
+		msg, err := g.ps.ReceiveTimeout(ctx, shardSubHealth)
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() && !pinged {
 				pinged = true
-				if p.Ping(ctx) == nil {
+				if g.ps.Ping(ctx) == nil {
 					continue
 				}
 			}
+			report(groupEvent{g: g, err: err})
 			return
 		}
 		pinged = false
-		switch m := msg.(type) {
+		switch sm := msg.(type) {
 		case *redis.Message:
-			s.deliver(m.Channel, m.Payload)
+			m.sub.deliver(sm.Channel, sm.Payload)
 		case *redis.Subscription:
-			if m.Kind == "sunsubscribe" {
+			if sm.Kind == "sunsubscribe" && !report(groupEvent{g: g, lost: sm.Channel}) {
 				return
 			}
 		}
@@ -265,6 +343,26 @@ func (s *subscription) receive(ctx context.Context, p *redis.PubSub) {
 }
 
 func (s *subscription) C() <-chan persistence.ShardRef { return s.c }
+
+// track registers a shard group's subscription so that Close ends it; it
+// closes it at once when the subscription is closed already.
+func (s *subscription) track(p *redis.PubSub) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		p.Close()
+		return
+	}
+	s.live[p] = struct{}{}
+}
+
+// untrack closes a shard group's subscription.
+func (s *subscription) untrack(p *redis.PubSub) {
+	s.mu.Lock()
+	delete(s.live, p)
+	s.mu.Unlock()
+	p.Close()
+}
 
 // closeAll marks the subscription closed and closes every connection.
 func (s *subscription) closeAll() error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -66,11 +67,25 @@ func TestSubscribeClusterSharded(t *testing.T) {
 	ctx := context.Background()
 	s, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})
 	require.NoError(t, err)
-	const shards = 4
+	const shards = 16
 	require.NoError(t, s.RegisterQueue(ctx, persistence.QueueSpec{Name: "q", Shards: shards}))
+	// pubsubClients counts the pub/sub connections of the masters.
+	pubsubClients := func() int64 {
+		var n atomic.Int64
+		require.NoError(t, db.Client.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			list, err := m.Do(ctx, "CLIENT", "LIST", "TYPE", "pubsub").Text()
+			n.Add(int64(strings.Count(list, "\n")))
+			return err
+		}))
+		return n.Load()
+	}
+	before := pubsubClients()
 	sub, err := s.Subscribe(ctx, "q")
 	require.NoError(t, err)
 	defer sub.Close()
+	// 17 shard channels share one connection per master, plus the
+	// ordinary channel's.
+	require.LessOrEqual(t, pubsubClients()-before, int64(len(db.Addrs)+1), "pub/sub connections of one subscription")
 
 	channels := []string{ctlChannel(db.Prefix, "q")}
 	for sh := range shards {
