@@ -160,8 +160,9 @@ func (s *subscription) deliver(channel, payload string) {
 	}
 }
 
-// A subscription's shard channels are grouped by the master that owns
-// their slots: one connection per master, one SSUBSCRIBE command per
+// shardGroup is one master's connection carrying the shard channels of its
+// slots. A subscription's shard channels are grouped by the master that
+// owns their slots: one connection per master, one SSUBSCRIBE command per
 // channel on it (the command takes channels of one slot only). A manager
 // goroutine owns the groups and places channels; each group has a reader
 // goroutine that forwards notices and reports what ends a channel's
@@ -254,16 +255,18 @@ func (m *shardSubs) place(ctx context.Context, wait bool) error {
 	return firstErr
 }
 
-// drop closes a group and makes its channels pending.
-func (m *shardSubs) drop(g *shardGroup) {
+// drop closes a group and makes its channels pending; false when it was
+// dropped already.
+func (m *shardSubs) drop(g *shardGroup) bool {
 	if m.groups[g.addr] != g {
-		return // dropped already
+		return false
 	}
 	delete(m.groups, g.addr)
 	for ch := range g.channels {
 		m.pending[ch] = true
 	}
 	m.sub.untrack(g.ps)
+	return true
 }
 
 // run is the manager: it places channels again until Close.
@@ -282,7 +285,9 @@ func (m *shardSubs) run() {
 		case ev := <-m.events:
 			switch {
 			case ev.err != nil:
-				m.drop(ev.g)
+				if !m.drop(ev.g) {
+					continue // the end of a group closed here
+				}
 			case ev.g.channels[ev.lost] && m.groups[ev.g.addr] == ev.g:
 				delete(ev.g.channels, ev.lost)
 				m.pending[ev.lost] = true
