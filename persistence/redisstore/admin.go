@@ -776,7 +776,7 @@ func (s *Store) DeleteJob(ctx context.Context, queue, id string) (bool, error) {
 	sk := s.keys.shard(queue, sh)
 	for {
 		res, err := run(ctx, s.rdb, scriptAction, sk.keys, s.now(), "delete", id,
-			s.keys.channel(queue), strconv.Itoa(sh), strconv.Itoa(movePayloads), "0").Slice()
+			s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh), strconv.Itoa(movePayloads), "0").Slice()
 		if err != nil {
 			return false, fmt.Errorf("redisstore: delete job %s/%s: %w", queue, id, err)
 		}
@@ -817,7 +817,7 @@ func (s *Store) jobAction(ctx context.Context, queue, id, what, action string) (
 	now, found := s.now(), false
 	for {
 		res, err := run(ctx, s.rdb, scriptAction, sk.keys, now, action, id,
-			s.keys.channel(queue), strconv.Itoa(sh), strconv.Itoa(movePayloads), "0").Slice()
+			s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh), strconv.Itoa(movePayloads), "0").Slice()
 		if err != nil {
 			return false, fmt.Errorf("redisstore: %s %s/%s: %w", what, queue, id, err)
 		}
@@ -909,7 +909,7 @@ func (s *Store) Processing(ctx context.Context, queue string) ([]persistence.InF
 // PerformAllNow implements persistence.Store.
 func (s *Store) PerformAllNow(ctx context.Context, queue string) (int, error) {
 	return s.eachShard(ctx, queue, "perform all now", scriptAction, func(sh int, now string, held int64) []any {
-		return []any{now, "perform_now", strconv.Itoa(actionChunk), s.keys.channel(queue), strconv.Itoa(sh),
+		return []any{now, "perform_now", strconv.Itoa(actionChunk), s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh),
 			strconv.Itoa(movePayloads), strconv.FormatInt(held, 10)}
 	})
 }
@@ -917,7 +917,7 @@ func (s *Store) PerformAllNow(ctx context.Context, queue string) (int, error) {
 // KillFailed implements persistence.Store.
 func (s *Store) KillFailed(ctx context.Context, queue string) (int, error) {
 	return s.eachShard(ctx, queue, "kill failed", scriptAction, func(sh int, now string, _ int64) []any {
-		return []any{now, "kill_failed", strconv.Itoa(actionChunk), s.keys.channel(queue), strconv.Itoa(sh),
+		return []any{now, "kill_failed", strconv.Itoa(actionChunk), s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh),
 			strconv.Itoa(movePayloads), "0"}
 	})
 }
@@ -925,7 +925,7 @@ func (s *Store) KillFailed(ctx context.Context, queue string) (int, error) {
 // DeleteFailed implements persistence.Store.
 func (s *Store) DeleteFailed(ctx context.Context, queue string) (int, error) {
 	return s.eachShard(ctx, queue, "delete failed", scriptAction, func(sh int, now string, _ int64) []any {
-		return []any{now, "delete_failed", strconv.Itoa(actionChunk), s.keys.channel(queue), strconv.Itoa(sh),
+		return []any{now, "delete_failed", strconv.Itoa(actionChunk), s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh),
 			strconv.Itoa(movePayloads), "0"}
 	})
 }
@@ -933,7 +933,7 @@ func (s *Store) DeleteFailed(ctx context.Context, queue string) (int, error) {
 // RequeueMorgueAll implements persistence.Store.
 func (s *Store) RequeueMorgueAll(ctx context.Context, queue string) (int, error) {
 	return s.eachShard(ctx, queue, "requeue morgue", scriptMorgue, func(sh int, now string, _ int64) []any {
-		return []any{now, "requeue", s.keys.channel(queue), strconv.Itoa(sh), "first", strconv.Itoa(actionChunk),
+		return []any{now, "requeue", s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh), "first", strconv.Itoa(actionChunk),
 			strconv.Itoa(movePayloads), "0"}
 	})
 }
@@ -941,7 +941,7 @@ func (s *Store) RequeueMorgueAll(ctx context.Context, queue string) (int, error)
 // DeleteMorgueAll implements persistence.Store.
 func (s *Store) DeleteMorgueAll(ctx context.Context, queue string) (int, error) {
 	return s.eachShard(ctx, queue, "delete morgue", scriptMorgue, func(sh int, now string, _ int64) []any {
-		return []any{now, "delete", s.keys.channel(queue), strconv.Itoa(sh), "first", strconv.Itoa(actionChunk),
+		return []any{now, "delete", s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh), "first", strconv.Itoa(actionChunk),
 			strconv.Itoa(movePayloads), "0"}
 	})
 }
@@ -1039,7 +1039,7 @@ func (s *Store) morgueIDs(ctx context.Context, queue, op string, ids []string) (
 			chunk := list[start:min(start+idChunk, len(list))]
 			now := s.now()
 			for {
-				args := []any{now, op, s.keys.channel(queue), strconv.Itoa(sh), "ids", "0", strconv.Itoa(movePayloads), "0"}
+				args := []any{now, op, s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh), "ids", "0", strconv.Itoa(movePayloads), "0"}
 				for _, id := range chunk {
 					args = append(args, id)
 				}

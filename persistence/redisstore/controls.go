@@ -39,7 +39,7 @@ func (s *Store) SetPaused(ctx context.Context, queue string, paused bool) error 
 	// Tell every node at once (docs/storage.md §9). The notice is a hint:
 	// the change is stored, and a node that misses the notice reads it at
 	// its next poll, so a failed publish is not the caller's error.
-	_ = s.rdb.Publish(ctx, s.keys.channel(queue), controlsMessage).Err()
+	_ = s.publishControls(ctx, queue)
 	return nil
 }
 

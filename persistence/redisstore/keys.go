@@ -15,7 +15,11 @@ import (
 //	P:layout     STRING the layout version ("2")
 //	P:store_id   STRING the store's identity (random, created once)
 //	P:notify:q   channel: enqueue notices (message: shard number) and
-//	             controls notices (message: "ctl")
+//	             controls notices (message: "ctl"), ordinary pub/sub
+//	P:T:2:notify shard channel (sharded pub/sub, Redis Cluster >= 7):
+//	             the shard's enqueue notices (message: shard number)
+//	P:{q}:2:notify shard channel (sharded pub/sub, Redis Cluster >= 7):
+//	             the queue's controls notices (message: "ctl")
 //	P:{q}:2:ctl  HASH   queue-wide controls: paused
 //	P:{q}:2:permits ZSET holder#i -> expiry: max_concurrency permits
 //	P:{q}:2:rate HASH   tokens, at: the rate_limit token bucket
@@ -140,11 +144,38 @@ func (k keyspace) rate(queue string) string { return k.prefix + ":{" + queue + "
 // one key for the store in its own slot.
 func (k keyspace) ticks() string { return k.prefix + ":{orderly}:2:ticks" }
 
+// channel is the queue's ordinary pub/sub channel: every notice of the
+// queue on standalone Redis, Sentinel and Clusters older than Redis 7
+// (docs/storage.md §2).
 func (k keyspace) channel(queue string) string { return k.prefix + ":notify:" + queue }
 
-// queueOfChannel returns the queue a notification channel belongs to.
+// shardChannel is the shard channel of one (queue, shard) for sharded
+// pub/sub: it carries the shard's tag, so a shard script can SPUBLISH on it
+// (same slot as its keys), and its subscribers talk to the shard's master.
+func (k keyspace) shardChannel(queue string, shard int) string {
+	return k.prefix + ":{" + queue + ":" + strconv.Itoa(shard) + "}:2:notify"
+}
+
+// ctlChannel is the queue's shard channel for controls notices under
+// sharded pub/sub, in the queue's own slot like P:{q}:2:ctl.
+func (k keyspace) ctlChannel(queue string) string { return k.prefix + ":{" + queue + "}:2:notify" }
+
+// queueOfChannel returns the queue a notification channel belongs to, for
+// any of the three kinds of channel.
 func (k keyspace) queueOfChannel(ch string) (string, bool) {
-	return strings.CutPrefix(ch, k.prefix+":notify:")
+	if q, ok := strings.CutPrefix(ch, k.prefix+":notify:"); ok {
+		return q, true
+	}
+	tag, ok := strings.CutPrefix(ch, k.prefix+":{")
+	if !ok {
+		return "", false
+	}
+	tag, ok = strings.CutSuffix(tag, "}:2:notify")
+	if !ok {
+		return "", false
+	}
+	q, _, _ := strings.Cut(tag, ":")
+	return q, q != ""
 }
 
 func (k keyspace) shard(queue string, shard int) shardKeys {

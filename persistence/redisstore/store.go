@@ -126,6 +126,8 @@ type Store struct {
 
 	scriptsLoaded atomic.Bool // LoadScripts succeeded once
 
+	notices atomic.Int32 // noticeMode, once known (notice.go)
+
 	wait *waitSpec // the WAIT after writes, in the replicated mode
 
 	// afterOutboxRead, set only by tests (export_test.go) before any call,
@@ -360,7 +362,6 @@ func (s *Store) Enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 		return err
 	}
 	now := s.now()
-	channel := s.keys.channel(queue)
 
 	byShard := make(map[int][]int, shards)
 	order := make([]int, 0, shards)
@@ -389,7 +390,7 @@ func (s *Store) Enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 				}
 			}
 			args := make([]any, 0, 4+per*(end-start))
-			args = append(args, now, m, channel, strconv.Itoa(sh))
+			args = append(args, now, m, s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh))
 			keys := sk.keys
 			if mode == modeUpgrading {
 				keys = sk.with()
@@ -459,7 +460,7 @@ func (s *Store) EnqueueTick(ctx context.Context, queue, name string, tick time.T
 	if mode == modeUpgrading {
 		keys = append(sk.with(), sk.v1Payloads(job.ID))
 	}
-	args := appendJob([]any{s.now(), mode + "t", s.keys.channel(queue), strconv.Itoa(sh)}, &job)
+	args := appendJob([]any{s.now(), mode + "t", s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh)}, &job)
 	args = append(args, name, tick.UnixMilli())
 	cmds, werr := s.runWrite(ctx, []call{{s: scriptEnqueue, keys: keys, args: args}})
 	n, err := cmds[0].Int()
@@ -625,7 +626,7 @@ func (s *Store) ReleaseShard(ctx context.Context, lease persistence.Lease) error
 		return err
 	}
 	cmds, werr := s.runWrite(ctx, []call{{s: scriptRelease, keys: sk.keys, args: []any{s.now(), lease.Token,
-		s.keys.channel(lease.Queue), strconv.Itoa(lease.Shard)}}})
+		s.noticeChannel(ctx, lease.Queue, lease.Shard), strconv.Itoa(lease.Shard)}}})
 	n, err := cmds[0].Int()
 	if err != nil {
 		return fmt.Errorf("redisstore: release %s/%d: %w", lease.Queue, lease.Shard, err)
@@ -838,7 +839,7 @@ func (s *Store) TrimMorgue(ctx context.Context, ref persistence.ShardRef, before
 	if limit <= 0 {
 		limit = actionChunk
 	}
-	res, err := run(ctx, s.rdb, scriptMorgue, sk.keys, s.now(), "delete", s.keys.channel(ref.Queue), strconv.Itoa(ref.Shard),
+	res, err := run(ctx, s.rdb, scriptMorgue, sk.keys, s.now(), "delete", s.noticeChannel(ctx, ref.Queue, ref.Shard), strconv.Itoa(ref.Shard),
 		"before", strconv.Itoa(limit), strconv.Itoa(movePayloads), formatFloat(persistence.UnixSeconds(before))).Int64Slice()
 	if err != nil {
 		return 0, fmt.Errorf("redisstore: trim morgue of %s/%d: %w", ref.Queue, ref.Shard, err)

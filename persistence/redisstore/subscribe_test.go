@@ -2,7 +2,6 @@ package redisstore_test
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 	"slices"
 	"strings"
@@ -20,9 +19,10 @@ import (
 
 // TestSubscribeClusterFailover checks that enqueue notifications keep
 // arriving on a 3-master Cluster (one replica each) after the master the
-// subscription is connected to is killed and its replica promoted.
-// Notifications use ordinary pub/sub, which a Cluster broadcasts to every
-// node; the client must reconnect and resubscribe by itself.
+// subscription of one shard's channel is connected to is killed and its
+// replica promoted. Notifications use sharded pub/sub (docs/storage.md
+// §2): the store must subscribe the shard channel again on the promoted
+// replica.
 func TestSubscribeClusterFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts and fails over a Redis Cluster")
@@ -45,7 +45,8 @@ func TestSubscribeClusterFailover(t *testing.T) {
 	const prefix = "subfo"
 	s, err := redisstore.New(rdb, &redisstore.Config{Prefix: prefix})
 	require.NoError(t, err)
-	require.NoError(t, s.RegisterQueue(ctx, persistence.QueueSpec{Name: "q", Shards: 8}))
+	const shards, target = 8, 5
+	require.NoError(t, s.RegisterQueue(ctx, persistence.QueueSpec{Name: "q", Shards: shards}))
 	sub, err := s.Subscribe(ctx, "q")
 	require.NoError(t, err)
 	t.Cleanup(func() { sub.Close() })
@@ -58,21 +59,22 @@ func TestSubscribeClusterFailover(t *testing.T) {
 		deadline := time.Now().Add(60 * time.Second)
 		var lastErr error
 		for time.Now().Before(deadline) {
+			lastErr = s.Enqueue(ctx, "q", []persistence.NewJob{{ID: idOnShard(target, shards, n), Payload: []byte("x")}})
 			n++
-			lastErr = s.Enqueue(ctx, "q", []persistence.NewJob{{ID: fmt.Sprint("id-", n), Payload: []byte("x")}})
 			select {
 			case ref, ok := <-sub.C():
 				require.True(t, ok, "%s: subscription closed", stage)
-				require.Equal(t, "q", ref.Queue)
-				return
+				if ref == (persistence.ShardRef{Queue: "q", Shard: target}) {
+					return
+				}
 			case <-time.After(500 * time.Millisecond):
 			}
 		}
-		t.Fatalf("%s: no notification within a minute (last enqueue error: %v)", stage, lastErr)
+		t.Fatalf("%s: no notice of shard %d within a minute (last enqueue error: %v)", stage, target, lastErr)
 	}
 	delivered("before")
 
-	channel := prefix + ":notify:q"
+	channel := shardChannel(prefix, "q", target)
 
 	masters, err := cl.Masters(ctx)
 	require.NoError(t, err)
@@ -152,11 +154,12 @@ func clusterNodes(ctx context.Context, cl *redisserver.Cluster) string {
 	return "no node answers"
 }
 
-// numSub returns how many clients of one node subscribe to channel.
+// numSub returns how many clients of one node subscribe to the shard
+// channel.
 func numSub(ctx context.Context, s *redisserver.Server, channel string) int64 {
 	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
 	defer c.Close()
-	return c.PubSubNumSub(ctx, channel).Val()[channel]
+	return c.PubSubShardNumSub(ctx, channel).Val()[channel]
 }
 
 // waitNoDialer waits until no go-redis pool probes a dead node any more, so

@@ -8,7 +8,8 @@
 -- ARGV[2] action: "perform_now", "kill_failed", "delete_failed", or one
 --         id's: "delete", "perform_now_id" or "kill_id"
 -- ARGV[3] limit (ids per call), or for the actions of one id the id
--- ARGV[4] notification channel
+-- ARGV[4] notification channel (lib.lua notify: the queue's channel, or the
+--         shard's shard channel under sharded pub/sub)
 -- ARGV[5] shard number (the notification message)
 -- ARGV[6] most payloads of one id moved or deleted per call
 -- ARGV[7] perform_now: how many held entries earlier calls passed over
@@ -58,7 +59,7 @@ if action == "perform_now_id" then
   if not r.fseq and tonumber(r.at) > NOWN then
     r.at = NOW
     store(id, r, r.rc)
-    redis.call("PUBLISH", ARGV[4], ARGV[5])
+    notify(ARGV[4], ARGV[5])
   end
   if r.hold and tonumber(r.hold) > NOWN then held = 1 end
   return {1, 1, 0, held, NOW}
@@ -99,7 +100,7 @@ if action == "perform_now" then
       store(id, r, r.rc)
     end
   end
-  if done > 0 then redis.call("PUBLISH", ARGV[4], ARGV[5]) end
+  if done > 0 then notify(ARGV[4], ARGV[5]) end
   return {done, #list, 0, held, NOW}
 end
 

@@ -9,7 +9,8 @@
 -- ARGV[2] "2": write layout 2. "1": the store is being upgraded; a shard
 --         not fenced yet may be served by a layout 1 node, so the jobs go
 --         to layout 1's keys (docs/storage.md section 8)
--- ARGV[3] notification channel
+-- ARGV[3] notification channel (lib.lua notify: the queue's channel, or the
+--         shard's shard channel under sharded pub/sub)
 -- ARGV[4] shard number (the notification message)
 -- ARGV[5..] per job four values: id, payload, score ("" = default),
 --         perform_at ("" = now); when ARGV[2] ends with "h" (some job of
@@ -93,7 +94,7 @@ if mode == "1" and redis.call("GET", K.v1lease) ~= FENCE then
     redis.call("ZADD", K.v1retries, "NX", -1, id)
   end
   if maxk >= 0 then redis.call("HSET", K.meta, "hw", string.format("%.0f", base + maxk)) end
-  redis.call("PUBLISH", channel, shard)
+  notify(channel, shard)
   return njobs
 end
 
@@ -202,5 +203,5 @@ if maxk >= 0 then
   meta[#meta + 1] = string.format("%.0f", base + maxk)
 end
 if #meta > 0 then redis.call("HSET", K.meta, unpack(meta)) end
-redis.call("PUBLISH", channel, shard)
+notify(channel, shard)
 return njobs

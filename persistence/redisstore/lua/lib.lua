@@ -65,6 +65,18 @@ local CHUNK = 500 -- arguments per multi-argument command
 local NOW, NOW_US, NOWN
 
 -- fmt_us formats whole microseconds as decimal seconds, shortest form.
+-- notify publishes a notice: with SPUBLISH on a shard channel (its name
+-- carries a hash tag, the script's own: sharded pub/sub on a Redis Cluster
+-- of Redis 7 or later), with PUBLISH on the queue's ordinary channel
+-- otherwise (docs/storage.md §2, notices). The Go side picks the channel.
+local function notify(channel, message)
+  if string.find(channel, "{", 1, true) then
+    redis.call("SPUBLISH", channel, message)
+  else
+    redis.call("PUBLISH", channel, message)
+  end
+end
+
 local function fmt_us(us)
   local sec = math.floor(us / 1000000)
   local frac = us - sec * 1000000

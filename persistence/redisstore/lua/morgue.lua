@@ -4,7 +4,8 @@
 -- KEYS: the shard key set (lib.lua).
 -- ARGV[1] now ("" = Redis TIME; set only by the test seam)
 -- ARGV[2] operation: "requeue" or "delete"
--- ARGV[3] notification channel
+-- ARGV[3] notification channel (lib.lua notify: the queue's channel, or the
+--         shard's shard channel under sharded pub/sub)
 -- ARGV[4] shard number (the notification message)
 -- ARGV[5] selection: "ids" (the ids follow from ARGV[9]), "first" (the
 --         first ARGV[6] entries by updated_at) or "before" (up to ARGV[6]
@@ -63,6 +64,6 @@ for _, id in ipairs(list) do
   end
 end
 if op == "requeue" and done + partial > 0 then
-  redis.call("PUBLISH", ARGV[3], ARGV[4])
+  notify(ARGV[3], ARGV[4])
 end
 return {done, partial, seen}

@@ -6,7 +6,8 @@
 -- KEYS: the shard key set (lib.lua).
 -- ARGV[1] now ("" = Redis TIME; set only by the test seam)
 -- ARGV[2] lease token
--- ARGV[3] notification channel
+-- ARGV[3] notification channel (lib.lua notify: the queue's channel, or the
+--         shard's shard channel under sharded pub/sub)
 -- ARGV[4] shard number (the notification message)
 --
 -- Returns the number of ids restored, or -1 when the token is not the
@@ -25,5 +26,5 @@ init_clock(ARGV[1])
 local restored = restore_inflight(redis.call("GET", K.inflight))
 redis.call("DEL", K.outcome)
 redis.call("DEL", K.lease)
-redis.call("PUBLISH", ARGV[3], ARGV[4])
+notify(ARGV[3], ARGV[4])
 return restored
