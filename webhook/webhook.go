@@ -3,6 +3,7 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -26,16 +27,22 @@ const maxDrainBytes = 64 << 10
 
 // sender delivers batches to one URL.
 type sender struct {
-	url      string // the URL requests go to, secrets included
-	safeURL  string // the URL for errors and logs
-	timeout  time.Duration
-	client   *http.Client
-	header   http.Header
-	logger   *slog.Logger
-	maxBytes int64
-	secret   []byte // signs requests when not nil
-	observe  func(status int)
-	macs     sync.Pool // of hash.Hash: HMAC-SHA256 under secret, reset before use
+	url     string // the URL requests go to, secrets included
+	safeURL string // the URL for errors and logs
+	timeout time.Duration
+	client  *http.Client
+	// transport, when set, sends the requests instead of client: the
+	// handler's own client follows no redirects and has no cookie jar or
+	// timeout, so what http.Client adds per request (a copy of the headers
+	// for redirects) is skipped, and the basic authentication that it takes
+	// from the URL is in header instead.
+	transport http.RoundTripper
+	header    http.Header
+	logger    *slog.Logger
+	maxBytes  int64
+	secret    []byte // signs requests when not nil
+	observe   func(status int)
+	macs      sync.Pool // of hash.Hash: HMAC-SHA256 under secret, reset before use
 }
 
 // New returns a handler that POSTs each batch to cfg.URL and returns the
@@ -62,7 +69,7 @@ func newSender(cfg *Config) (*sender, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &sender{
+	s := &sender{
 		url:      c.URL,
 		safeURL:  redactURL(u),
 		timeout:  c.Timeout,
@@ -72,7 +79,17 @@ func newSender(cfg *Config) (*sender, error) {
 		maxBytes: c.MaxResponseBytes,
 		secret:   c.Secret,
 		observe:  c.Observe,
-	}, nil
+	}
+	if cfg.Client == nil {
+		s.transport = c.Client.Transport
+		if u.User != nil && s.header.Get("Authorization") == "" {
+			// As http.Client does for a URL with userinfo.
+			pass, _ := u.User.Password()
+			s.header["Authorization"] = []string{"Basic " +
+				base64.StdEncoding.EncodeToString([]byte(u.User.Username()+":"+pass))}
+		}
+	}
+	return s, nil
 }
 
 // deliver is the orderly.HandlerFunc: one POST of b, its answer turned into
@@ -101,7 +118,12 @@ func (s *sender) post(ctx context.Context, delivery string, body []byte) (*http.
 	}
 	req.Header = s.requestHeader(ctx, delivery, body)
 
-	resp, err := s.client.Do(req)
+	var resp *http.Response
+	if s.transport != nil {
+		resp, err = s.transport.RoundTrip(req)
+	} else {
+		resp, err = s.client.Do(req)
+	}
 	s.observed(resp, err)
 	if err != nil {
 		return nil, nil, s.requestError(ctx, "posting to", err)

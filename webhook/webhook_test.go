@@ -314,6 +314,12 @@ func TestBasicAuthFromURL(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "user", user)
 	require.Equal(t, "pa55", pass)
+
+	// A configured Authorization header wins over the URL's userinfo, as
+	// with http.Client.
+	s = newTestSender(t, &Config{URL: u, Header: http.Header{"Authorization": {"Bearer t0ken"}}})
+	require.NoError(t, s.deliver(context.Background(), testBatch("a")))
+	require.Equal(t, []string{"Bearer t0ken"}, rcv.last(t).Header.Values("Authorization"))
 }
 
 func TestAnswers(t *testing.T) {
