@@ -99,8 +99,13 @@ func (s *sender) deliver(ctx context.Context, b *orderly.Batch) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, s.timeout, errTimeout)
-	defer cancel()
+	// The node's context usually ends before the timeout would (its call
+	// deadline): then the call needs no timer of its own.
+	if d, ok := ctx.Deadline(); !ok || time.Until(d) > s.timeout {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, s.timeout, errTimeout)
+		defer cancel()
+	}
 	resp, answer, err := s.post(ctx, b.Delivery, body)
 	if err != nil {
 		return err
