@@ -159,9 +159,12 @@ func defaultClient() *http.Client {
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Client{
 		Transport: &http.Transport{
-			Proxy:                  http.ProxyFromEnvironment,
-			DialContext:            dialer.DialContext,
-			ForceAttemptHTTP2:      true,
+			Proxy:             http.ProxyFromEnvironment,
+			DialContext:       dialer.DialContext,
+			ForceAttemptHTTP2: true,
+			// Answers are small: asking for gzip would add a header to
+			// every request and a decompressor to every compressed answer.
+			DisableCompression:     true,
 			MaxIdleConns:           100,
 			MaxIdleConnsPerHost:    32,
 			IdleConnTimeout:        90 * time.Second,

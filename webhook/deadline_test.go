@@ -42,7 +42,17 @@ func TestRequestsCarryTheirDeadline(t *testing.T) {
 	d, ok = Deadline(&http.Request{Header: rcv.last(t).Header})
 	require.True(t, ok)
 	require.Equal(t, call.Truncate(time.Millisecond).UTC(), d, "the call's own deadline, truncated")
-	require.Len(t, got, 2)
+
+	// A call deadline later than the timeout: the timeout bounds it.
+	late, cancelLate := context.WithTimeout(context.Background(), time.Hour)
+	defer cancelLate()
+	before = time.Now()
+	require.NoError(t, s.deliver(late, testBatch("a")))
+	d, ok = Deadline(&http.Request{Header: rcv.last(t).Header})
+	require.True(t, ok)
+	require.False(t, d.Before(before.Add(time.Minute).Truncate(time.Millisecond)))
+	require.False(t, d.After(time.Now().Add(time.Minute)), "the timeout, not the hour")
+	require.Len(t, got, 3)
 }
 
 func TestDeadlineParsing(t *testing.T) {

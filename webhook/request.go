@@ -1,11 +1,11 @@
 package webhook
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -75,112 +75,166 @@ func requestOf(b *orderly.Batch) *Request {
 	return r
 }
 
+// appendBatch appends the body that delivers b to dst: the bytes
+// Request.MarshalJSON writes for the Request of b, built from b directly.
+func appendBatch(dst []byte, b *orderly.Batch) ([]byte, error) {
+	dst = append(dst, `{"queue":`...)
+	dst = appendString(dst, b.Queue)
+	dst = append(dst, `,"shard":`...)
+	dst = strconv.AppendInt(dst, int64(b.Shard), 10)
+	dst = append(dst, `,"jobs":[`...)
+	for i, j := range b.Jobs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		job := Job{ID: j.ID, RetryCount: j.RetryCount, PerformAt: unixSeconds(j.PerformAt), Error: j.Error}
+		if j.Stateful() {
+			job.Stateful, job.State, job.Version, job.Timer = true, j.State(), j.StateVersion(), j.Timer()
+		}
+		var err error
+		if dst, err = appendJobHead(dst, &job); err != nil {
+			return nil, err
+		}
+		for k, p := range j.Payloads {
+			if k > 0 {
+				dst = append(dst, ',')
+			}
+			if dst, err = appendPayload(dst, p.Data, p.Score, p.Headers); err != nil {
+				return nil, fmt.Errorf("webhook: job %q: %w", j.ID, err)
+			}
+		}
+		dst = append(dst, `]}`...)
+	}
+	return append(dst, `]}`...), nil
+}
+
+// batchSize estimates the length of the body that delivers b, so that it
+// is built in one allocation.
+func batchSize(b *orderly.Batch) int {
+	n := 64 + len(b.Queue)
+	for _, j := range b.Jobs {
+		n += 96 + len(j.ID) + len(j.Error)
+		for _, p := range j.Payloads {
+			n += 48 + len(p.Data)*4/3
+			for k, v := range p.Headers {
+				n += 8 + len(k) + len(v)
+			}
+		}
+	}
+	return n
+}
+
 // MarshalJSON returns the body the node sends. It writes the JSON by hand:
 // a JSON payload must reach the receiver byte for byte, and encoding/json
 // compacts what a Marshaler returns, so json.Marshal(r) equals r's bytes
 // only when every JSON payload is compact. Scores and times that are NaN or
 // infinite have no JSON form and are an error.
 func (r *Request) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	buf.WriteString(`{"queue":`)
-	writeString(&buf, r.Queue)
-	buf.WriteString(`,"shard":`)
-	buf.WriteString(strconv.Itoa(r.Shard))
-	buf.WriteString(`,"jobs":[`)
-	for i, j := range r.Jobs {
+	dst := make([]byte, 0, 256)
+	dst = append(dst, `{"queue":`...)
+	dst = appendString(dst, r.Queue)
+	dst = append(dst, `,"shard":`...)
+	dst = strconv.AppendInt(dst, int64(r.Shard), 10)
+	dst = append(dst, `,"jobs":[`...)
+	for i := range r.Jobs {
 		if i > 0 {
-			buf.WriteByte(',')
+			dst = append(dst, ',')
 		}
-		if err := writeJob(&buf, j); err != nil {
+		var err error
+		if dst, err = appendJob(dst, &r.Jobs[i]); err != nil {
 			return nil, err
 		}
 	}
-	buf.WriteString(`]}`)
-	return buf.Bytes(), nil
+	return append(dst, `]}`...), nil
 }
 
-// writeJob writes one element of "jobs".
-func writeJob(buf *bytes.Buffer, j Job) error {
-	buf.WriteString(`{"id":`)
-	writeString(buf, j.ID)
-	buf.WriteString(`,"retry_count":`)
-	buf.WriteString(strconv.Itoa(j.RetryCount))
-	buf.WriteString(`,"perform_at":`)
-	if err := writeNumber(buf, j.PerformAt); err != nil {
-		return fmt.Errorf("webhook: job %q: perform_at: %w", j.ID, err)
+// appendJob appends one element of "jobs".
+func appendJob(dst []byte, j *Job) ([]byte, error) {
+	dst, err := appendJobHead(dst, j)
+	if err != nil {
+		return nil, err
+	}
+	for i, p := range j.Payloads {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if dst, err = appendPayload(dst, p.Data, p.Score, p.Headers); err != nil {
+			return nil, fmt.Errorf("webhook: job %q: %w", j.ID, err)
+		}
+	}
+	return append(dst, `]}`...), nil
+}
+
+// appendJobHead appends an element of "jobs" up to the opening bracket of
+// its "payloads" (j.Payloads is not read).
+func appendJobHead(dst []byte, j *Job) ([]byte, error) {
+	dst = append(dst, `{"id":`...)
+	dst = appendString(dst, j.ID)
+	dst = append(dst, `,"retry_count":`...)
+	dst = strconv.AppendInt(dst, int64(j.RetryCount), 10)
+	dst = append(dst, `,"perform_at":`...)
+	dst, err := appendNumber(dst, j.PerformAt)
+	if err != nil {
+		return nil, fmt.Errorf("webhook: job %q: perform_at: %w", j.ID, err)
 	}
 	if j.Error != "" {
-		buf.WriteString(`,"error":`)
-		writeString(buf, j.Error)
+		dst = append(dst, `,"error":`...)
+		dst = appendString(dst, j.Error)
 	}
 	if j.Stateful {
 		switch {
 		case j.Version == 0:
-			buf.WriteString(`,"state":null`)
+			dst = append(dst, `,"state":null`...)
 		case j.State == nil:
-			buf.WriteString(`,"state":null,"deleted":true`)
+			dst = append(dst, `,"state":null,"deleted":true`...)
 		case isPortableJSON(j.State):
-			buf.WriteString(`,"state":`)
-			buf.Write(j.State)
+			dst = append(dst, `,"state":`...)
+			dst = append(dst, j.State...)
 		default:
-			buf.WriteString(`,"state_base64":"`)
-			buf.WriteString(base64.StdEncoding.EncodeToString(j.State))
-			buf.WriteByte('"')
+			dst = append(dst, `,"state_base64":"`...)
+			dst = base64.StdEncoding.AppendEncode(dst, j.State)
+			dst = append(dst, '"')
 		}
-		buf.WriteString(`,"version":`)
-		buf.WriteString(strconv.FormatInt(j.Version, 10))
+		dst = append(dst, `,"version":`...)
+		dst = strconv.AppendInt(dst, j.Version, 10)
 		if j.Timer {
-			buf.WriteString(`,"timer":true`)
+			dst = append(dst, `,"timer":true`...)
 		}
 	}
-	buf.WriteString(`,"payloads":[`)
-	for i, p := range j.Payloads {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		if err := p.write(buf); err != nil {
-			return fmt.Errorf("webhook: job %q: %w", j.ID, err)
-		}
-	}
-	buf.WriteString(`]}`)
-	return nil
+	return append(dst, `,"payloads":[`...), nil
 }
 
 // MarshalJSON implements json.Marshaler (see Request.MarshalJSON for why
 // the node writes the bytes itself).
 func (p Payload) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	if err := p.write(&buf); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return appendPayload(nil, p.Data, p.Score, p.Headers)
 }
 
-// write writes the payload: the data as "payload" when it is JSON that any
-// receiver can parse, else as "payload_base64".
-func (p Payload) write(buf *bytes.Buffer) error {
-	if isPortableJSON(p.Data) {
-		buf.WriteString(`{"payload":`)
-		buf.Write(p.Data)
+// appendPayload appends a payload: the data as "payload" when it is JSON
+// that any receiver can parse, else as "payload_base64".
+func appendPayload(dst, data []byte, score float64, headers map[string]string) ([]byte, error) {
+	if isPortableJSON(data) {
+		dst = append(dst, `{"payload":`...)
+		dst = append(dst, data...)
 	} else {
-		buf.WriteString(`{"payload_base64":"`)
-		buf.WriteString(base64.StdEncoding.EncodeToString(p.Data))
-		buf.WriteByte('"')
+		dst = append(dst, `{"payload_base64":"`...)
+		dst = base64.StdEncoding.AppendEncode(dst, data)
+		dst = append(dst, '"')
 	}
-	buf.WriteString(`,"score":`)
-	if err := writeNumber(buf, p.Score); err != nil {
-		return fmt.Errorf("score: %w", err)
+	dst = append(dst, `,"score":`...)
+	dst, err := appendNumber(dst, score)
+	if err != nil {
+		return nil, fmt.Errorf("score: %w", err)
 	}
-	if len(p.Headers) > 0 {
-		b, err := json.Marshal(p.Headers) // a map of strings always marshals, keys sorted
+	if len(headers) > 0 {
+		b, err := json.Marshal(headers) // a map of strings always marshals, keys sorted
 		if err != nil {
-			return fmt.Errorf("headers: %w", err)
+			return nil, fmt.Errorf("headers: %w", err)
 		}
-		buf.WriteString(`,"headers":`)
-		buf.Write(b)
+		dst = append(dst, `,"headers":`...)
+		dst = append(dst, b...)
 	}
-	buf.WriteByte('}')
-	return nil
+	return append(dst, '}'), nil
 }
 
 // UnmarshalJSON implements json.Unmarshaler: Data is the value of "payload"
@@ -222,20 +276,34 @@ func isPortableJSON(data []byte) bool {
 	return json.Valid(data) && utf8.Valid(data)
 }
 
-// writeString writes s as a JSON string. Invalid UTF-8 becomes U+FFFD.
-func writeString(buf *bytes.Buffer, s string) {
-	b, _ := json.Marshal(s) // a string always marshals
-	buf.Write(b)
+// appendString appends s as encoding/json writes it: a JSON string, with
+// <, > and & escaped and invalid UTF-8 as U+FFFD. Plain ASCII, the common
+// case, is copied as is; anything else goes through encoding/json.
+func appendString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(s) // a string always marshals
+			return append(dst, b...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
 
-// writeNumber writes f as a JSON number; NaN and infinities have none.
-func writeNumber(buf *bytes.Buffer, f float64) error {
+// appendNumber appends f as encoding/json writes it; NaN and infinities
+// have no JSON form and are an error. The numbers that encoding/json
+// writes without an exponent are formatted here alike; the others go
+// through encoding/json.
+func appendNumber(dst []byte, f float64) ([]byte, error) {
+	if abs := math.Abs(f); abs == 0 || (abs >= 1e-6 && abs < 1e21) {
+		return strconv.AppendFloat(dst, f, 'f', -1, 64), nil
+	}
 	b, err := json.Marshal(f)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	buf.Write(b)
-	return nil
+	return append(dst, b...), nil
 }
 
 // unixSeconds converts t to float unix seconds; the zero time is 0. Adding

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net/http"
 	"strconv"
@@ -198,13 +199,26 @@ func isTokenRune(r rune) bool {
 	return strings.ContainsRune("!#$%&'*+-.^_`|~", r)
 }
 
-// sign sets the Orderly-Signature header of a request with body when the
-// sender has a secret, and removes any such header otherwise (Config.Header
-// cannot forge one).
-func (s *sender) sign(h http.Header, body []byte) {
-	if len(s.secret) == 0 {
-		h.Del(SignatureHeader)
-		return
+// sign returns the Orderly-Signature header of a request with body sent
+// at t: Sign(s.secret, t, body), with a pooled HMAC.
+func (s *sender) sign(t time.Time, body []byte) string {
+	h, _ := s.macs.Get().(hash.Hash)
+	if h == nil {
+		h = hmac.New(sha256.New, s.secret)
 	}
-	h.Set(SignatureHeader, Sign(s.secret, time.Now(), body))
+	var ts [20]byte
+	tsb := strconv.AppendInt(ts[:0], t.Unix(), 10)
+	h.Reset()
+	h.Write(tsb)
+	h.Write([]byte{'.'})
+	h.Write(body)
+	var sum [sha256.Size]byte
+	mac := h.Sum(sum[:0])
+	s.macs.Put(h)
+	out := make([]byte, 0, len("t=,v1=")+len(tsb)+hex.EncodedLen(len(mac)))
+	out = append(out, "t="...)
+	out = append(out, tsb...)
+	out = append(out, ",v1="...)
+	out = hex.AppendEncode(out, mac)
+	return string(out)
 }

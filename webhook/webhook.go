@@ -3,6 +3,7 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/orderlyhq/orderly"
@@ -25,15 +27,22 @@ const maxDrainBytes = 64 << 10
 
 // sender delivers batches to one URL.
 type sender struct {
-	url      string // the URL requests go to, secrets included
-	safeURL  string // the URL for errors and logs
-	timeout  time.Duration
-	client   *http.Client
-	header   http.Header
-	logger   *slog.Logger
-	maxBytes int64
-	secret   []byte // signs requests when not nil
-	observe  func(status int)
+	url     string // the URL requests go to, secrets included
+	safeURL string // the URL for errors and logs
+	timeout time.Duration
+	client  *http.Client
+	// transport, when set, sends the requests instead of client: the
+	// handler's own client follows no redirects and has no cookie jar or
+	// timeout, so what http.Client adds per request (a copy of the headers
+	// for redirects) is skipped, and the basic authentication that it takes
+	// from the URL is in header instead.
+	transport http.RoundTripper
+	header    http.Header
+	logger    *slog.Logger
+	maxBytes  int64
+	secret    []byte // signs requests when not nil
+	observe   func(status int)
+	macs      sync.Pool // of hash.Hash: HMAC-SHA256 under secret, reset before use
 }
 
 // New returns a handler that POSTs each batch to cfg.URL and returns the
@@ -60,28 +69,43 @@ func newSender(cfg *Config) (*sender, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &sender{
+	s := &sender{
 		url:      c.URL,
 		safeURL:  redactURL(u),
 		timeout:  c.Timeout,
 		client:   c.Client,
-		header:   c.Header,
+		header:   staticHeader(c.Header),
 		logger:   c.Logger,
 		maxBytes: c.MaxResponseBytes,
 		secret:   c.Secret,
 		observe:  c.Observe,
-	}, nil
+	}
+	if cfg.Client == nil {
+		s.transport = c.Client.Transport
+		if u.User != nil && s.header.Get("Authorization") == "" {
+			// As http.Client does for a URL with userinfo.
+			pass, _ := u.User.Password()
+			s.header["Authorization"] = []string{"Basic " +
+				base64.StdEncoding.EncodeToString([]byte(u.User.Username()+":"+pass))}
+		}
+	}
+	return s, nil
 }
 
 // deliver is the orderly.HandlerFunc: one POST of b, its answer turned into
 // the batch's outcome.
 func (s *sender) deliver(ctx context.Context, b *orderly.Batch) error {
-	body, err := requestOf(b).MarshalJSON()
+	body, err := appendBatch(make([]byte, 0, batchSize(b)), b)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, s.timeout, errTimeout)
-	defer cancel()
+	// The node's context usually ends before the timeout would (its call
+	// deadline): then the call needs no timer of its own.
+	if d, ok := ctx.Deadline(); !ok || time.Until(d) > s.timeout {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, s.timeout, errTimeout)
+		defer cancel()
+	}
 	resp, answer, err := s.post(ctx, b.Delivery, body)
 	if err != nil {
 		return err
@@ -97,26 +121,104 @@ func (s *sender) post(ctx context.Context, delivery string, body []byte) (*http.
 	if err != nil {
 		return nil, nil, fmt.Errorf("webhook: building a request to %s: %w", s.safeURL, unwrapURLError(err))
 	}
-	req.Header = s.header.Clone()
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", UserAgent)
-	req.Header.Set(DeliveryHeader, delivery)
-	if d, ok := ctx.Deadline(); ok {
-		req.Header.Set(DeadlineHeader, FormatDeadline(d))
-	}
-	s.sign(req.Header, body)
+	req.Header = s.requestHeader(ctx, delivery, body)
 
-	resp, err := s.client.Do(req)
+	var resp *http.Response
+	if s.transport != nil {
+		resp, err = s.transport.RoundTrip(req)
+	} else {
+		resp, err = s.client.Do(req)
+	}
 	s.observed(resp, err)
 	if err != nil {
 		return nil, nil, s.requestError(ctx, "posting to", err)
 	}
-	defer closeBody(resp.Body)
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, s.maxBytes+1))
+	answer, eof, err := readAnswer(resp.Body, resp.ContentLength, s.maxBytes)
+	closeBody(resp.Body, eof)
 	if err != nil {
 		return nil, nil, s.requestError(ctx, "reading the answer of", err)
 	}
 	return resp, answer, nil
+}
+
+// Values of the headers every request carries, shared by all requests
+// (their capacity is their length: a RoundTripper that adds a value
+// copies them).
+var (
+	contentTypeJSON = []string{"application/json"}
+	userAgent       = []string{UserAgent}
+)
+
+// requestHeader returns the headers of a request that carries body in ctx:
+// Config.Header, Content-Type, User-Agent, the delivery, the deadline
+// (ctx's) and the signature when the sender has a secret. It fills the map
+// directly, with canonical keys: no canonicalisation per request, and one
+// allocation for the values of the three headers that change per request.
+func (s *sender) requestHeader(ctx context.Context, delivery string, body []byte) http.Header {
+	h := make(http.Header, len(s.header)+5)
+	for k, vs := range s.header {
+		h[k] = vs
+	}
+	vals := make([]string, 3)
+	h["Content-Type"] = contentTypeJSON
+	h["User-Agent"] = userAgent
+	vals[0] = delivery
+	h[DeliveryHeader] = vals[0:1:1]
+	if d, ok := ctx.Deadline(); ok {
+		vals[1] = FormatDeadline(d)
+		h[DeadlineHeader] = vals[1:2:2]
+	}
+	if len(s.secret) > 0 {
+		vals[2] = s.sign(time.Now(), body)
+		h[SignatureHeader] = vals[2:3:3]
+	}
+	return h
+}
+
+// staticHeader returns the copy of Config.Header that requests carry: keys
+// canonical, without the headers the sender sets itself (Content-Type,
+// User-Agent, Orderly-Delivery, Orderly-Deadline, and Orderly-Signature,
+// which only Secret may set), each value slice clipped to its length so
+// that requests can share it.
+func staticHeader(h http.Header) http.Header {
+	out := copyHeader(h)
+	for _, k := range []string{"Content-Type", "User-Agent", DeliveryHeader, DeadlineHeader, SignatureHeader} {
+		delete(out, k)
+	}
+	for k, vs := range out {
+		out[k] = slices.Clip(vs)
+	}
+	return out
+}
+
+// readAnswer reads body to its end, or its first max+1 bytes when it is
+// longer; length is its Content-Length (-1: unknown). eof reports whether
+// the end was read, which returns the connection to the pool.
+func readAnswer(body io.Reader, length, max int64) (answer []byte, eof bool, err error) {
+	if length == 0 {
+		return nil, true, nil
+	}
+	size := 512
+	if length > 0 && length <= max {
+		size = int(length) + 1 // room to read the end in the same call
+	}
+	buf := make([]byte, 0, size)
+	limit := max + 1
+	for int64(len(buf)) < limit {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, 512)
+		}
+		end := min(int64(cap(buf)), limit)
+		n, err := body.Read(buf[len(buf):end])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, true, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+	}
+	return buf, false, nil
 }
 
 // outcome turns an answer into the batch's outcome.
@@ -236,9 +338,11 @@ func unwrapURLError(err error) error {
 	return err
 }
 
-// closeBody drains a little of what is left of body, so that its
-// connection can be reused, and closes it.
-func closeBody(body io.ReadCloser) {
-	_, _ = io.CopyN(io.Discard, body, maxDrainBytes)
+// closeBody drains a little of what is left of body unless its end was
+// read (eof), so that its connection can be reused, and closes it.
+func closeBody(body io.ReadCloser, eof bool) {
+	if !eof {
+		_, _ = io.CopyN(io.Discard, body, maxDrainBytes)
+	}
 	_ = body.Close()
 }

@@ -314,6 +314,12 @@ func TestBasicAuthFromURL(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "user", user)
 	require.Equal(t, "pa55", pass)
+
+	// A configured Authorization header wins over the URL's userinfo, as
+	// with http.Client.
+	s = newTestSender(t, &Config{URL: u, Header: http.Header{"Authorization": {"Bearer t0ken"}}})
+	require.NoError(t, s.deliver(context.Background(), testBatch("a")))
+	require.Equal(t, []string{"Bearer t0ken"}, rcv.last(t).Header.Values("Authorization"))
 }
 
 func TestAnswers(t *testing.T) {
@@ -628,6 +634,11 @@ func TestConnectionsAreReused(t *testing.T) {
 			_, _ = io.WriteString(w, strings.Repeat("e", 20_000)) // more than is quoted
 		case "large":
 			_, _ = io.WriteString(w, strings.Repeat(" ", 20_000)) // more than max_response_bytes
+		case "chunked": // no Content-Length: read to its end without knowing its size
+			w.(http.Flusher).Flush()
+			_, _ = io.WriteString(w, `{"failed": {"a": "`+strings.Repeat("x", 3000)+`"}}`)
+		case "no-content":
+			w.WriteHeader(http.StatusNoContent)
 		}
 	}))
 	srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
@@ -640,7 +651,7 @@ func TestConnectionsAreReused(t *testing.T) {
 	srv.Start()
 	t.Cleanup(srv.Close)
 
-	for _, answer := range []string{"ack", "partial", "error", "large", "ack"} {
+	for _, answer := range []string{"ack", "partial", "error", "large", "chunked", "no-content", "ack"} {
 		s := newTestSender(t, &Config{URL: srv.URL + "?answer=" + answer, Client: srv.Client(), MaxResponseBytes: 10_000})
 		_ = s.deliver(context.Background(), testBatch("a"))
 	}

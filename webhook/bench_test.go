@@ -1,0 +1,146 @@
+package webhook_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/orderlyhq/orderly"
+	"github.com/orderlyhq/orderly/webhook"
+)
+
+// benchReceiver is a minimal Go receiver on a real loopback listener: it
+// decodes each request into a webhook.Request, as receivers written in Go
+// do, and acknowledges the whole batch with an empty 200. It counts the
+// connections it accepted, to show that the node reuses them.
+type benchReceiver struct {
+	srv   *http.Server
+	url   string
+	conns atomic.Int64
+	jobs  atomic.Int64
+}
+
+func startBenchReceiver(b *testing.B) *benchReceiver {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &benchReceiver{url: "http://" + ln.Addr().String() + "/perform"}
+	r.srv = &http.Server{
+		Handler:           r,
+		ReadHeaderTimeout: 10 * time.Second,
+		ConnState: func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				r.conns.Add(1)
+			}
+		},
+	}
+	done := make(chan struct{})
+	go func() { // stopped by the cleanup below
+		defer close(done)
+		_ = r.srv.Serve(ln)
+	}()
+	b.Cleanup(func() {
+		_ = r.srv.Close()
+		<-done
+	})
+	return r
+}
+
+func (r *benchReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	var wr webhook.Request
+	if err := json.Unmarshal(body, &wr); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	r.jobs.Add(int64(len(wr.Jobs)))
+	w.WriteHeader(http.StatusOK)
+}
+
+// benchBatch is a batch of n blank jobs, each with one small JSON payload,
+// as the node hands it to the webhook handler.
+func benchBatch(n int) *orderly.Batch {
+	b := &orderly.Batch{Queue: "bench", Shard: 3, Delivery: "bench/3/1795680448760/1"}
+	for i := range n {
+		b.Jobs = append(b.Jobs, orderly.Job{
+			ID:         "order-" + strconv.Itoa(i),
+			RetryCount: -1,
+			PerformAt:  time.Unix(1795680448, 760_000_000),
+			Payloads:   []orderly.Payload{{Data: []byte(`{"state":"paid","amount":1250}`), Score: 1795680448.76}},
+		})
+	}
+	return b
+}
+
+// cpuTime is the user and system CPU time of this process.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkCall measures one webhook call, one at a time, from the node's
+// handler to a minimal Go receiver over loopback HTTP and back: request
+// building and signing, the HTTP client and server, the receiver's decoding
+// into webhook.Request, and the answer's handling. Both ends run in this
+// process, so cpu-us/call is their sum (Redis and the shard actor are not
+// in it: `orderly bench --scenario webhook` measures the whole path) and
+// allocs/op (-benchmem) counts both ends' allocations. conns is the number
+// of connections the receiver accepted over the whole run: 1 when the
+// client reuses its connection.
+func BenchmarkCall(b *testing.B) {
+	for _, bc := range []struct {
+		name   string
+		jobs   int
+		secret []byte
+	}{
+		{name: "batch1", jobs: 1},
+		{name: "batch1-signed", jobs: 1, secret: []byte("s3cret")},
+		{name: "batch10", jobs: 10},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			rcv := startBenchReceiver(b)
+			handle, err := webhook.New(&webhook.Config{URL: rcv.url, Secret: bc.secret})
+			if err != nil {
+				b.Fatal(err)
+			}
+			batch := benchBatch(bc.jobs)
+			// The node hands each call a context that ends by the call's
+			// deadline (shared by the calls of a shard while it lasts).
+			ctx, cancel := context.WithTimeout(context.Background(), webhook.DefaultTimeout)
+			defer cancel()
+			if err := handle(ctx, batch); err != nil { // dial outside the measurement
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			cpu0 := cpuTime(b)
+			b.ResetTimer()
+			for range b.N {
+				if err := handle(ctx, batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			cpu := cpuTime(b) - cpu0
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/call")
+			b.ReportMetric(float64(rcv.conns.Load()), "conns")
+			if got, want := rcv.jobs.Load(), int64((b.N+1)*bc.jobs); got != want {
+				b.Fatalf("the receiver decoded %d jobs, want %d", got, want)
+			}
+		})
+	}
+}
