@@ -63,6 +63,15 @@ func NeverServe(n *Node, refs ...persistence.ShardRef) {
 	}
 }
 
+// ServeAgain ends NeverServe: n serves its whole share of the placement
+// from now on.
+func ServeAgain(n *Node) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.never = nil
+	n.assignLocked(n.share)
+}
+
 // SkipRelay makes n (before Start) never relay its shards' outboxes, as a
 // node that dies between committing emits and relaying them: the next
 // owner of each shard relays them.

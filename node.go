@@ -110,8 +110,9 @@ type Node struct {
 
 	// Unserved shards (orphans.go), guarded by mu.
 	free    map[persistence.ShardRef]freeShard // shards of the node's queues nobody held at the last sweep
-	adopted map[persistence.ShardRef]bool      // shards served beside the placement's share
+	adopted map[persistence.ShardRef]time.Time // shards served beside the placement's share, and since when
 	never   map[persistence.ShardRef]bool      // test seam: shards this node never serves
+	share   []persistence.ShardRef             // the placement's last share, n.never included
 	noRelay bool                               // test seam: never relay outboxes (emits wait for the next owner)
 
 	boot sync.WaitGroup // the bootstrap goroutine
@@ -433,6 +434,7 @@ func (n *Node) assignLocked(refs []persistence.ShardRef) {
 	if n.quiet {
 		refs, n.adopted = nil, nil
 	}
+	n.share = refs
 	refs = n.withoutNever(refs)
 	n.placed, n.desired = true, refs
 	served := n.servedLocked(refs)

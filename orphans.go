@@ -21,7 +21,11 @@ import (
 // lease decides anyway) beside its share: it adopts it. It gives an adopted
 // shard back when its placement changes (the shard then goes where the new
 // placement says, or is adopted again), when another node holds its lease,
-// and when it stops serving (quiet, stop). Ready reports a shard of the
+// when it has served it for adoptHold (so that the member the placement gives
+// it to takes it back once it can: it retries while another node holds the
+// lease, and nothing else would ever tell the adopter; if that member still
+// does not serve it, the shard is adopted again within lease_ttl and a
+// second), and when it stops serving (quiet, stop). Ready reports a shard of the
 // node's queues that stayed free longer than orphanBound.
 
 // orphanJitter is the most random delay added to lease_ttl before a node
@@ -32,6 +36,10 @@ const orphanJitter = 500 * time.Millisecond
 // queues may stay free before Ready reports it: the contract's bound
 // (docs/contract.md §2.4).
 const orphanSlack = 2 * time.Second
+
+// adoptHold is how long a node serves an adopted shard before it gives it
+// back to the placement: ten lease lifetimes, at least 10 s.
+func (n *Node) adoptHold() time.Duration { return max(10*n.cfg.LeaseTTL, 10*time.Second) }
 
 // orphanInterval is how often a node reads the lease holders of its queues:
 // one pipeline per queue.
@@ -94,23 +102,31 @@ func (n *Node) sweepOnce(ctx context.Context) {
 		}
 	}
 	changed := false
-	for ref := range n.adopted {
-		if o := owners[ref]; o != "" && o != n.cfg.Name {
+	for ref, since := range n.adopted {
+		switch o := owners[ref]; {
+		case o != "" && o != n.cfg.Name:
 			// Another node holds it: this node's actor only waits.
 			n.log.Info("giving back an adopted shard: another node serves it", "queue", ref.Queue, "shard", ref.Shard, "holder", o)
 			delete(n.adopted, ref)
+			changed = true
+		case now.Sub(since) >= n.adoptHold():
+			n.log.Info("giving back an adopted shard to the placement", "queue", ref.Queue, "shard", ref.Shard, "served_for", now.Sub(since).Round(time.Second))
+			delete(n.adopted, ref)
+			// Not adopted again by this node before lease_ttl and the jitter
+			// from now: the placement's member, retrying, comes first.
+			n.free[ref] = freeShard{since: now, adopt: now.Add(n.cfg.LeaseTTL + rand.N(orphanJitter))}
 			changed = true
 		}
 	}
 	if n.state == stateRunning && !n.quiet && n.ready && n.placed && healthy {
 		for ref, f := range n.free {
-			if n.adopted[ref] || n.never[ref] || slices.Contains(n.desired, ref) || now.Before(f.adopt) {
+			if _, ok := n.adopted[ref]; ok || n.never[ref] || slices.Contains(n.desired, ref) || now.Before(f.adopt) {
 				continue
 			}
 			if n.adopted == nil {
-				n.adopted = map[persistence.ShardRef]bool{}
+				n.adopted = map[persistence.ShardRef]time.Time{}
 			}
-			n.adopted[ref] = true
+			n.adopted[ref] = now
 			changed = true
 			n.log.Warn("serving a shard no node serves (another member's view disagrees, or it is misconfigured)",
 				"queue", ref.Queue, "shard", ref.Shard, "free_for", now.Sub(f.since).Round(time.Millisecond))

@@ -121,4 +121,23 @@ func TestClusterServesUnservedShards(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 4, st.Serving, "a serves its share and the shards it adopted")
 	require.False(t, errors.Is(a.node.Ready(context.Background()), orderly.ErrNotReady))
+
+	// b can serve again: a gives the adopted shards back (after adoptHold,
+	// 10 s here) and b takes its share; nobody is left unserved meanwhile.
+	orderly.ServeAgain(b.node)
+	require.Eventually(t, func() bool {
+		owners, err := a.store.ShardOwners(context.Background(), "q")
+		if err != nil {
+			return false
+		}
+		held := map[string]int{}
+		for _, o := range owners {
+			held[o.Owner]++
+		}
+		return held["a"] > 0 && held["b"] > 0 && held["a"]+held["b"] == 4
+	}, 30*time.Second, 50*time.Millisecond, "b takes its share back from the adopter")
+	for _, m := range []*member{a, b} {
+		require.Eventually(t, func() bool { return m.node.Ready(context.Background()) == nil }, 10*time.Second, 50*time.Millisecond,
+			"%s ready with its own share", m.name)
+	}
 }
