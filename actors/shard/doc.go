@@ -40,15 +40,6 @@
 //	    nothing but lease renewals.
 //	  - Failures of store calls: Advance is retried with the very same request
 //	    (it is idempotent) with backoff; the permit is kept meanwhile.
-//	  - Window (window.go): a fetch asks for Prefetch ids, and for more
-//	    while the shard is busy: the window doubles after a full window
-//	    whose calls ran within windowQuick, up to MaxPrefetch, halves after
-//	    a short fetch and returns to Prefetch after an empty one, after slow
-//	    or cut calls and on PermitWait (another shard waits: turns stay
-//	    short). A window longer than Prefetch ids shares the deadline bound
-//	    of a window of Prefetch ids (AdvanceRequest.MaxCalls): its calls
-//	    past those start only while half a call timeout of that bound is
-//	    left, and the rest is settled as skipped.
 //	  - Morgue retention: TrimMorgue once after acquiring, then hourly.
 //	  - Outbox relay (relay.go): when an Advance reports entries in the
 //	    shard's outbox (emits and change feed entries committed with acks;
@@ -68,9 +59,8 @@
 // renewals of all its shards together (Config.Renewer): one
 // Store.RenewShards call per LeaseTTL/3, the first LeaseTTL/3 after a
 // lease's acquisition was sent at the latest, each lease fenced on its own
-// and each result sent to its actor as if it had renewed alone, with up
-// to two calls in flight so that a slow reply does not hold back the next
-// renewal; the send time of the batch dates every lease view. The actor's conservative view of its
+// and each result sent to its actor as if it had renewed alone; the send
+// time of the batch dates every lease view. The actor's conservative view of its
 // lease is the send time of the last successful renewal (or acquisition) +
 // LeaseTTL - margin, on the monotonic clock; the margin is twice the
 // slowest recent round trip of a lease call, at least LeaseTTL/6 and at

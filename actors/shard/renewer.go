@@ -17,11 +17,8 @@ import (
 // same whatever its number of shards. Each lease is still fenced on its own,
 // and each actor gets its own result as a message, exactly as if it had
 // renewed alone: the send time of the batch dates its lease view, and a
-// refused renewal cancels its handler at once. A renewal falling due while
-// the previous call waits for its reply goes out on time, so that one slow
-// reply does not delay the next renewal (at most maxRenewCalls calls are in
-// flight; past that a renewal is skipped and the next one, LeaseTTL/3 later,
-// goes out).
+// refused renewal cancels its handler at once. At most one call is in
+// flight; a renewal falling due meanwhile goes out when the reply comes.
 //
 // The node that owns the Renewer starts it with Start and stops it with Stop;
 // shard actors register and deregister their leases from their own
@@ -43,11 +40,6 @@ type Renewer struct {
 	cancel  context.CancelFunc               // cancels base
 	done    chan struct{}                    // closed when the loop returns
 }
-
-// maxRenewCalls bounds the Renewer's calls in flight: a call gives up after
-// LeaseTTL/2 and one starts every LeaseTTL/3, so two overlap at most while
-// Redis answers at all.
-const maxRenewCalls = 2
 
 // renewal is one registered lease and where its results go.
 type renewal struct {
@@ -151,9 +143,8 @@ func (r *Renewer) armLocked(at time.Time) {
 
 func (r *Renewer) loop() {
 	defer close(r.done)
-	var calls sync.WaitGroup // the calls in flight; the loop waits for them before it returns
-	defer calls.Wait()
-	slots := make(chan struct{}, maxRenewCalls)
+	var batch []renewal
+	var leases []persistence.Lease
 	for {
 		select {
 		case <-r.base.Done():
@@ -161,8 +152,7 @@ func (r *Renewer) loop() {
 		case <-r.tick:
 		}
 		r.mu.Lock()
-		batch := make([]renewal, 0, len(r.leases))
-		leases := make([]persistence.Lease, 0, len(r.leases))
+		batch, leases = batch[:0], leases[:0]
 		for _, x := range r.leases {
 			batch = append(batch, x)
 			leases = append(leases, x.lease)
@@ -175,25 +165,15 @@ func (r *Renewer) loop() {
 		if len(leases) == 0 {
 			continue
 		}
-		select {
-		case slots <- struct{}{}:
-		default:
-			r.log.Warn("lease renewals are slower than their interval; skipping one", "in_flight", maxRenewCalls, "leases", len(leases))
-			continue
+		ctx, cancel := context.WithTimeout(r.base, r.ttl/2)
+		errs := r.store.RenewShards(ctx, leases, r.ttl)
+		cancel()
+		if r.base.Err() != nil {
+			return // stopped: nobody waits for these results
 		}
-		calls.Add(1)
-		go func() {
-			defer calls.Done()
-			defer func() { <-slots }()
-			ctx, cancel := context.WithTimeout(r.base, r.ttl/2)
-			errs := r.store.RenewShards(ctx, leases, r.ttl)
-			cancel()
-			if r.base.Err() != nil {
-				return // stopped: nobody waits for these results
-			}
-			for i, x := range batch {
-				x.deliver(renewed{lease: x.lease, started: started, err: errs[i]})
-			}
-		}()
+		for i, x := range batch {
+			x.deliver(renewed{lease: x.lease, started: started, err: errs[i]})
+		}
+		clear(batch) // drop the references to the delivery functions
 	}
 }
