@@ -40,6 +40,15 @@
 //	    nothing but lease renewals.
 //	  - Failures of store calls: Advance is retried with the very same request
 //	    (it is idempotent) with backoff; the permit is kept meanwhile.
+//	  - Window (window.go): a fetch asks for Prefetch ids, and for more
+//	    while the shard is busy: the window doubles after a full window
+//	    whose calls ran within windowQuick, up to MaxPrefetch, halves after
+//	    a short fetch and returns to Prefetch after an empty one, after slow
+//	    or cut calls and on PermitWait (another shard waits: turns stay
+//	    short). A window longer than Prefetch ids shares the deadline bound
+//	    of a window of Prefetch ids (AdvanceRequest.MaxCalls): its calls
+//	    past those start only while half a call timeout of that bound is
+//	    left, and the rest is settled as skipped.
 //	  - Morgue retention: TrimMorgue once after acquiring, then hourly.
 //	  - Outbox relay (relay.go): when an Advance reports entries in the
 //	    shard's outbox (emits and change feed entries committed with acks;
