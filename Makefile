@@ -49,6 +49,11 @@ bench-growth: ## Redis memory per queued job and drain jobs/s at 1e4, 1e5, 1e6 a
 	@.ci/ensure-redis
 	$(GO) test -run '^$$' -bench Growth -benchtime 1x -timeout 60m ./persistence/redisstore -args -growth $(GROWTH)
 
+.PHONY: bench-http
+bench-http: ## Lowkiq's workload through the binary with HTTP enqueue (100 POSTs of 1000 jobs), noop handler (FSYNC=always).
+	@.ci/ensure-redis
+	bench/http/run.sh
+
 .PHONY: bench-asynq
 bench-asynq: ## Lowkiq's benchmark on Orderly (noop and webhook handlers) and on asynq side by side (JOBS, ROUNDS, FSYNC=always).
 	@.ci/ensure-redis
