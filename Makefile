@@ -59,6 +59,11 @@ bench-asynq: ## Lowkiq's benchmark on Orderly (noop and webhook handlers) and on
 	@.ci/ensure-redis
 	bench/asynq/side-by-side.sh
 
+.PHONY: bench-report
+bench-report: ## The README's performance table from one run: previous release (layout 1) and this one, asynq, memory, webhooks, HTTP, Redis Cluster (JOBS, ROUNDS, MEMJOBS, FSYNC=always, SKIP=asynq,...).
+	@.ci/ensure-redis
+	bench/report/run.sh
+
 .PHONY: bench-smoke
 bench-smoke: ## Run every benchmark once on small inputs (-short), as CI does, to keep them working.
 	@.ci/ensure-redis

@@ -73,6 +73,9 @@ type Result struct {
 	// RedisCPUSec Redis's.
 	CPUSec      float64 `json:"cpu_seconds,omitempty"`
 	RedisCPUSec float64 `json:"redis_cpu_seconds,omitempty"`
+	// RedisCPUByMaster is RedisCPUSec of each master of a Redis Cluster,
+	// by address, so that the load of the busiest one shows.
+	RedisCPUByMaster map[string]float64 `json:"redis_cpu_seconds_by_master,omitempty"`
 	// CPUPerJobMicros is CPUSec + RedisCPUSec per job, in microseconds
 	// (the webhook scenarios' receiver included).
 	CPUPerJobMicros float64 `json:"cpu_per_job_us,omitempty"`

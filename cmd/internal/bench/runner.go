@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -297,6 +298,10 @@ func (r *runner) throughput(ctx context.Context, sc scenario, res *Result) error
 	if err != nil {
 		return err
 	}
+	mastersBefore, err := masterCPU(ctx, c)
+	if err != nil {
+		return err
+	}
 	resetPeakRSS()
 	cpu0 := cpuSeconds()
 	t1 := time.Now()
@@ -328,8 +333,19 @@ func (r *runner) throughput(ctx context.Context, sc scenario, res *Result) error
 		stop()
 		return err
 	}
+	mastersAfter, err := masterCPU(ctx, c)
+	if err != nil {
+		stop()
+		return err
+	}
 	_ = nodes
 	stop()
+	for addr, cpu := range mastersAfter {
+		if res.RedisCPUByMaster == nil {
+			res.RedisCPUByMaster = make(map[string]float64, len(mastersAfter))
+		}
+		res.RedisCPUByMaster[addr] = cpu - mastersBefore[addr]
+	}
 	used := after.Sub(before)
 	res.RoundTripsPerJob = float64(rt) / float64(n)
 	res.RedisCmdsPerJob = float64(used.Commands) / float64(n)
@@ -465,6 +481,31 @@ func unlink(ctx context.Context, c redis.Cmdable, keys []string, oneByOne bool) 
 		return nil
 	})
 	return err
+}
+
+// masterCPU returns the CPU seconds of each master of a Redis Cluster, by
+// address; nil for a single server.
+func masterCPU(ctx context.Context, c redis.UniversalClient) (map[string]float64, error) {
+	cc, ok := c.(*redis.ClusterClient)
+	if !ok {
+		return nil, nil
+	}
+	var mu sync.Mutex
+	out := map[string]float64{}
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		u, err := redisserver.ReadUsage(ctx, m)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		out[m.Options().Addr] = u.CPUSeconds
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("per-master usage: %w", err)
+	}
+	return out, nil
 }
 
 func roundTrips(stores []*redisstore.Store) int64 {

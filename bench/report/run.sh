@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# One-run performance report (make bench-report): builds this release's
+# orderly binary, the previous release's (storage layout 1, git revision
+# OLD_REV, built from `git archive` as the upgrade tests do), the asynq
+# benchmark (bench/asynq) and the redisstore test binary (its memory
+# benchmark drives layout 1's scripts and layout 2), then runs
+# bench/report: every measurement on throwaway redis-servers, ROUNDS times,
+# the releases' order alternating, and prints the raw lines and one
+# markdown table.
+#
+#   make bench-report                                  # JOBS=100000 ROUNDS=2 MEMJOBS=1000000
+#   JOBS=20000 MEMJOBS=100000 ROUNDS=1 make bench-report
+#   FSYNC=always SKIP=asynq,cluster make bench-report
+#
+# SKIP leaves out parts: lowkiq, asynq, memory, webhook, http, cluster.
+# FSYNC=always adds Lowkiq's workload, asynq and HTTP enqueue with
+# appendfsync always.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+JOBS="${JOBS:-100000}"
+ROUNDS="${ROUNDS:-2}"
+MEMJOBS="${MEMJOBS:-1000000}"
+SKIP="${SKIP:-}"
+OLD_REV="${OLD_REV:-1e73f1f}"
+fsync=false
+[ "${FSYNC:-}" = always ] && fsync=true
+
+dir="$(mktemp -d)"
+trap 'rm -rf "$dir"' EXIT
+echo "building into $dir" >&2
+(cd "$root" && go build -o "$dir/orderly" ./cmd/orderly)
+(cd "$root" && go build -o "$dir/report" ./bench/report)
+old=()
+if git -C "$root" cat-file -e "$OLD_REV^{commit}" 2>/dev/null; then
+  mkdir "$dir/old-src"
+  git -C "$root" archive "$OLD_REV" | tar -x -C "$dir/old-src"
+  (cd "$dir/old-src" && GOFLAGS=-mod=mod go build -o "$dir/orderly-$OLD_REV" ./cmd/node)
+  old=(--old "$dir/orderly-$OLD_REV" --old-rev "$OLD_REV")
+else
+  echo "revision $OLD_REV of the previous release is not in this checkout: this release only" >&2
+fi
+asynq=()
+case ",$SKIP," in *,asynq,*) ;; *)
+  (cd "$root/bench/asynq" && go build -o "$dir/asynq-bench" .)
+  asynq=(--asynq "$dir/asynq-bench") ;;
+esac
+store=()
+case ",$SKIP," in *,memory,*) ;; *)
+  (cd "$root" && go test -c -o "$dir/redisstore.test" ./persistence/redisstore)
+  store=(--storetest "$dir/redisstore.test") ;;
+esac
+"$dir/report" --new "$dir/orderly" "${old[@]}" "${asynq[@]}" "${store[@]}" \
+  --jobs "$JOBS" --rounds "$ROUNDS" --memjobs "$MEMJOBS" --fsync="$fsync" --skip "$SKIP"
