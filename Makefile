@@ -50,7 +50,7 @@ bench-growth: ## Redis memory per queued job and drain jobs/s at 1e4, 1e5, 1e6 a
 	$(GO) test -run '^$$' -bench Growth -benchtime 1x -timeout 60m ./persistence/redisstore -args -growth $(GROWTH)
 
 .PHONY: bench-http
-bench-http: ## Lowkiq's workload through the binary with HTTP enqueue (100 POSTs of 1000 jobs), noop handler (FSYNC=always).
+bench-http: ## The HTTP rows of bench-report only: HTTP enqueue to the binary, noop handler, drain polled every 10 ms on one connection (JOBS, ROUNDS, FSYNC=always).
 	@.ci/ensure-redis
 	bench/http/run.sh
 

@@ -23,6 +23,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"os"
@@ -141,8 +142,16 @@ func loadAvg() string {
 func (r *report) run(ctx context.Context) error {
 	start := time.Now()
 	startLoad := loadAvg()
-	fmt.Printf("bench-report: %d jobs, %d rounds, memory over %d jobs, fsync=%v; previous release %s; load average %s\n",
-		r.cfg.jobs, r.cfg.rounds, r.cfg.memJobs, r.cfg.fsync, r.cfg.oldRev, startLoad)
+	prev := "previous release " + r.cfg.oldRev
+	if r.cfg.oldBin == "" {
+		prev = "previous release not run"
+	}
+	skipped := "none"
+	if len(r.cfg.skip) > 0 {
+		skipped = strings.Join(slices.Sorted(maps.Keys(r.cfg.skip)), ",")
+	}
+	fmt.Printf("bench-report: %d jobs, %d rounds, memory over %d jobs, fsync=%v, skip %s; %s; load average %s\n",
+		r.cfg.jobs, r.cfg.rounds, r.cfg.memJobs, r.cfg.fsync, skipped, prev, startLoad)
 	releases := []string{"old", "new"}
 	if r.cfg.oldBin == "" {
 		releases = []string{"new"}
@@ -235,7 +244,7 @@ type benchResult struct {
 	Jobs             int                `json:"jobs"`
 	EnqueuePerSec    float64            `json:"enqueue_jobs_per_sec"`
 	ProcessPerSec    float64            `json:"process_jobs_per_sec"`
-	RoundTripsPerJob float64            `json:"round_trips_per_job"`
+	RoundTripsPerJob *float64           `json:"round_trips_per_job"` // nil: not counted
 	RedisCmdsPerJob  float64            `json:"redis_commands_per_job"`
 	CPUSec           float64            `json:"cpu_seconds"`
 	RedisCPUSec      float64            `json:"redis_cpu_seconds"`
@@ -250,7 +259,10 @@ func (b benchResult) sample() sample {
 	n := float64(b.Jobs)
 	s.rate, s.enqRate = b.ProcessPerSec, b.EnqueuePerSec
 	s.nodeCPU, s.redisCPU = b.CPUSec/n*1e6, b.RedisCPUSec/n*1e6
-	s.cmds, s.roundTrips = b.RedisCmdsPerJob, b.RoundTripsPerJob
+	s.cmds = b.RedisCmdsPerJob
+	if b.RoundTripsPerJob != nil {
+		s.roundTrips = *b.RoundTripsPerJob
+	}
 	s.ok = b.Audit.OK
 	if len(b.RedisCPUByMaster) > 0 {
 		s.busiestMasterCPU = 0

@@ -149,21 +149,21 @@ func (r *report) ratios() {
 		xs, ys := r.samples[a], r.samples[b]
 		var vals []string
 		for i := range min(len(xs), len(ys)) {
-			vals = append(vals, fmt.Sprintf(format, f(xs[i], ys[i])))
+			vals = append(vals, fmt.Sprintf(format, f(xs[i], ys[i]))+"x")
 		}
 		if len(vals) > 0 {
-			lines = append(lines, what+" "+strings.Join(vals, ", "))
+			lines = append(lines, what+": "+strings.Join(vals, ", "))
 		}
 	}
 	faster := func(x, y sample) float64 { return x.rate / y.rate }
 	cheaper := func(x, y sample) float64 { return y.cpu() / x.cpu() }
-	pair("`lowkiq` this release / previous: jobs/s x", "lowkiq/new", "lowkiq/old", faster, "%.2f")
-	pair("CPU per job previous / this release x", "lowkiq/new", "lowkiq/old", cheaper, "%.2f")
-	pair("`lowkiq` this release / asynq: jobs/s x", "lowkiq/new", "asynq", faster, "%.1f")
-	pair("with `appendfsync always`: this release / asynq x", "lowkiq/new/fsync", "asynq/fsync", faster, "%.1f")
-	pair("webhook this release / previous: calls/s x", "webhook/new", "webhook/old", faster, "%.2f")
-	pair("CPU per call previous / this release x", "webhook/new", "webhook/old", cheaper, "%.2f")
-	pair("`cluster3` / `cluster1`: jobs/s x", "cluster3", "cluster1", faster, "%.2f")
+	pair("`lowkiq` jobs/s, this release / previous", "lowkiq/new", "lowkiq/old", faster, "%.2f")
+	pair("its CPU per job, previous / this release", "lowkiq/new", "lowkiq/old", cheaper, "%.2f")
+	pair("`lowkiq` jobs/s, this release / asynq", "lowkiq/new", "asynq", faster, "%.1f")
+	pair("the same with `appendfsync always`", "lowkiq/new/fsync", "asynq/fsync", faster, "%.1f")
+	pair("webhook calls/s, this release / previous", "webhook/new", "webhook/old", faster, "%.2f")
+	pair("their CPU per call, previous / this release", "webhook/new", "webhook/old", cheaper, "%.2f")
+	pair("jobs/s, `cluster3` / `cluster1`", "cluster3", "cluster1", faster, "%.2f")
 	if len(lines) > 0 {
 		fmt.Printf("\nRatios, round by round: %s.\n", strings.Join(lines, "; "))
 	}
