@@ -221,13 +221,6 @@ func (r *report) run(ctx context.Context) error {
 	return nil
 }
 
-func label(rel string) string {
-	if rel == "old" {
-		return "previous release (layout 1)"
-	}
-	return "this release (layout 2)"
-}
-
 func (r *report) bin(rel string) string {
 	if rel == "old" {
 		return r.cfg.oldBin

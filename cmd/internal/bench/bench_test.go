@@ -45,3 +45,20 @@ func TestScenariosRunAndAudit(t *testing.T) {
 	_, err = Run(context.Background(), Config{Redis: srv.URL(), Scenarios: []string{"nope"}})
 	require.ErrorContains(t, err, `unknown scenario "nope"`)
 }
+
+// TestClusterReportsEachMaster: on a Redis Cluster a run reports the CPU of
+// each master, so that the busiest one's load shows; on one server none.
+func TestClusterReportsEachMaster(t *testing.T) {
+	srv := redistest.NewServer(t, redistest.Options{})
+	results, err := Run(context.Background(), Config{Redis: srv.URL(), Jobs: 500, Scenarios: []string{"cluster3", "lowkiq"}})
+	require.NoError(t, err)
+	require.Len(t, results, 2)
+	require.Len(t, results[0].RedisCPUByMaster, 3)
+	sum := 0.0
+	for addr, cpu := range results[0].RedisCPUByMaster {
+		require.Positive(t, cpu, addr)
+		sum += cpu
+	}
+	require.InDelta(t, results[0].RedisCPUSec, sum, 0.05, "the masters' CPU adds up to the run's Redis CPU")
+	require.Empty(t, results[1].RedisCPUByMaster)
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestBenchResultSample: figures per job from `orderly bench --json` of
+// either release; a run that does not count round trips shows none.
+func TestBenchResultSample(t *testing.T) {
+	var res []benchResult
+	require.NoError(t, json.Unmarshal([]byte(`[{"scenario":"cluster3","jobs":1000,"process_jobs_per_sec":5000,
+		"redis_commands_per_job":0.25,"cpu_seconds":0.004,"redis_cpu_seconds":0.006,
+		"redis_cpu_seconds_by_master":{"a":0.001,"b":0.003,"c":0.002},"audit":{"ok":true}}]`), &res))
+	s := res[0].sample()
+	require.InDelta(t, 4.0, s.nodeCPU, 1e-9)
+	require.InDelta(t, 6.0, s.redisCPU, 1e-9)
+	require.InDelta(t, 10.0, s.cpu(), 1e-9)
+	require.InDelta(t, 3.0, s.busiestMasterCPU, 1e-9)
+	require.True(t, math.IsNaN(s.roundTrips))
+	require.True(t, s.ok)
+	require.Equal(t, "-", span([]float64{s.roundTrips}, per))
+
+	res = nil
+	require.NoError(t, json.Unmarshal([]byte(`[{"jobs":100,"round_trips_per_job":0.1,"audit":{"ok":false}}]`), &res))
+	s = res[0].sample()
+	require.InDelta(t, 0.1, s.roundTrips, 1e-9)
+	require.False(t, s.ok)
+	require.True(t, math.IsNaN(s.busiestMasterCPU))
+}
+
+// TestMemLine reads BenchmarkMemory's result lines.
+func TestMemLine(t *testing.T) {
+	m := memLine.FindStringSubmatch("BenchmarkMemory/layout=2-2         \t       1\t       235.3 B/delayed-job\t         5.788 B/extra-payload\t       108.8 B/queued-job")
+	require.NotNil(t, m)
+	require.Equal(t, "2", m[1])
+	require.Contains(t, m[2], "108.8 B/queued-job")
+	require.Nil(t, memLine.FindStringSubmatch("BenchmarkEnqueue/layout=2-2  1  5 jobs/s"))
+}
+
+// TestSpan formats a figure over rounds: one value, or the range.
+func TestSpan(t *testing.T) {
+	require.Equal(t, "145k", span([]float64{145_336}, rate))
+	require.Equal(t, "13.6k - 20.0k", span([]float64{20_045, 13_634}, rate))
+	require.Equal(t, "6.9", span([]float64{6.88, math.NaN()}, micros))
+	require.Equal(t, "0.0004", per(0.0004))
+	require.Equal(t, "-", span(nil, rate))
+}
