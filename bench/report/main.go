@@ -461,11 +461,16 @@ func startNode(ctx context.Context, bin, redisURL, handler string) (*node, error
 		return nil, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
+	gossip, err := redisserver.FreePort() // not the default 7946, which another node may hold
+	if err != nil {
+		return nil, err
+	}
 	logf, err := os.Create(filepath.Join(dir, "node.log"))
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--config", conf, "--redis", redisURL, "--http", addr, "--concurrency", "5", "--log-level", "warn")
+	cmd := exec.Command(bin, "--config", conf, "--redis", redisURL, "--http", addr, "--bind", "127.0.0.1:"+strconv.Itoa(gossip),
+		"--concurrency", "5", "--log-level", "warn")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return nil, err
