@@ -48,4 +48,5 @@ func TestSpan(t *testing.T) {
 	require.Equal(t, "6.9", span([]float64{6.88, math.NaN()}, micros))
 	require.Equal(t, "0.0004", per(0.0004))
 	require.Equal(t, "-", span(nil, rate))
+	require.Equal(t, "6.7-6.8", tight([]float64{6.8, 6.7}, micros))
 }

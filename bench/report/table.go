@@ -31,8 +31,13 @@ func (r *report) rows() []row {
 	}
 }
 
-// span formats the range of a figure over the rounds.
-func span(vals []float64, f func(float64) string) string {
+// span formats the range of a figure over the rounds ("lo - hi").
+func span(vals []float64, f func(float64) string) string { return spanSep(vals, f, " - ") }
+
+// tight is span without spaces, for a range inside a sum.
+func tight(vals []float64, f func(float64) string) string { return spanSep(vals, f, "-") }
+
+func spanSep(vals []float64, f func(float64) string, sep string) string {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, v := range vals {
 		if math.IsNaN(v) {
@@ -44,7 +49,7 @@ func span(vals []float64, f func(float64) string) string {
 		return "-"
 	}
 	if a, b := f(lo), f(hi); a != b {
-		return a + " - " + b
+		return a + sep + b
 	}
 	return f(lo)
 }
@@ -101,13 +106,13 @@ func (r *report) table() {
 		if enq := span(pick(ss, func(s sample) float64 { return s.enqRate }), rate); enq != "-" {
 			rates += " (enqueue " + enq + ")"
 		}
-		cpu := span(pick(ss, func(s sample) float64 { return s.nodeCPU }), micros) + " + " +
-			span(pick(ss, func(s sample) float64 { return s.redisCPU }), micros)
+		cpu := tight(pick(ss, func(s sample) float64 { return s.nodeCPU }), micros) + " + " +
+			tight(pick(ss, func(s sample) float64 { return s.redisCPU }), micros)
 		if rw.webhook {
-			cpu += " + " + span(pick(ss, func(s sample) float64 { return s.receiverCPU }), micros)
+			cpu += " + " + tight(pick(ss, func(s sample) float64 { return s.receiverCPU }), micros)
 		}
-		cpu += " = " + span(pick(ss, sample.cpu), micros)
-		if b := span(pick(ss, func(s sample) float64 { return s.busiestMasterCPU }), micros); b != "-" {
+		cpu += " = " + tight(pick(ss, sample.cpu), micros)
+		if b := tight(pick(ss, func(s sample) float64 { return s.busiestMasterCPU }), micros); b != "-" {
 			cpu += "; busiest master " + b
 		}
 		label := rw.label
