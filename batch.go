@@ -62,7 +62,9 @@ func (b *Batch) IDs() []string {
 // acknowledges the others; any other error fails the whole batch. A panic is
 // a failure of the whole batch. The context is cancelled when the worker's
 // timeout passes, when the node stops, or at once when the node loses the
-// shard's lease: a handler must stop then.
+// shard's lease: a handler must stop then. It is also cancelled when the
+// call returns (each call has its own, also within one fetched window), so
+// work the handler leaves running under it learns that the call is over.
 type HandlerFunc func(ctx context.Context, b *Batch) error
 
 // Middleware wraps a handler (server middleware); the first middleware of a

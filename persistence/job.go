@@ -356,9 +356,10 @@ type JobInfo struct {
 	Shard    int
 	Queued   *Job
 	InFlight *InFlightJob
-	// State is the id's state in a stateful queue, nil when it has none.
-	// A lookup finds an id that has state but no job (deleting a job keeps
-	// its state).
+	// State is the id's state in a stateful queue, nil when it never had
+	// one; a deleted state is a tombstone (Deleted, with its version). A
+	// lookup finds an id that has state, or a tombstone, but no job
+	// (deleting a job keeps its state).
 	State *State
 	// Timer is when the id's timer fires; zero when it has none.
 	Timer time.Time

@@ -57,8 +57,9 @@ type Store interface {
 	Stats(ctx context.Context, queues ...string) ([]QueueStats, error)
 	// ListJobs returns a page of queued jobs.
 	ListJobs(ctx context.Context, queue string, opts ListOptions) (JobPage, error)
-	// GetJob looks one id up, queued and in flight; ErrNotFound when it is
-	// neither.
+	// GetJob looks one id up: queued, in flight, and on a stateful queue
+	// its state (a deleted one as a tombstone with its version) and timer;
+	// ErrNotFound when the id has none of these.
 	GetJob(ctx context.Context, queue, id string) (JobInfo, error)
 	// DeleteJob deletes the queued entry of id (not an in-flight one) and
 	// reports whether there was one.

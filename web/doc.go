@@ -9,7 +9,7 @@
 //	POST   /api/v1/queues/{q}/jobs                     202 {"enqueued": n}
 //	GET    /api/v1/queues/{q}/jobs?order=id|perform_at|retry_count&min=&max=&rev=&limit=&cursor=&payloads=
 //	                                                   200 {"jobs": [...], "next": "<cursor>"}
-//	GET    /api/v1/queues/{q}/jobs/{id}                200 one job, queued and in flight
+//	GET    /api/v1/queues/{q}/jobs/{id}                200 one job, queued and in flight, with its state and timer
 //	DELETE /api/v1/queues/{q}/jobs/{id}                200 {"deleted": 1}
 //	POST   /api/v1/queues/{q}/jobs/{id}/actions/perform_now  200 {"updated": 1}
 //	POST   /api/v1/queues/{q}/jobs/{id}/actions/kill   200 {"killed": 1}
@@ -140,8 +140,11 @@
 // GET /api/v1/queues/{q}/jobs/{id} takes the id as the rest of the path,
 // percent-escaped as needed ("a/b" may be sent as a%2Fb or a/b; "%" as %25;
 // an id of "." or ".." must be escaped as %2E). It answers the queued entry
-// and, when the id is in flight, its entry of the in-flight batch; 404 only
-// when there is neither:
+// and, when the id is in flight, its entry of the in-flight batch; on a
+// stateful queue also the id's "state" (as GET .../state/{id} shows it, a
+// deleted one as {"state": null, "version": n, "deleted": true}) and
+// "timer", which outlive its jobs. 404 only when the id has none of these
+// (an id whose state was deleted keeps its version, so it is found):
 //
 //	{"queue": "orders", "shard": 3, "id": "order-1", "in_flight": true,
 //	 "queued": {"perform_at": 1700000000, "retry_count": -1, "error": "",

@@ -79,6 +79,39 @@ func TestStateEndpoints(t *testing.T) {
 	}
 }
 
+// GET /api/v1/queues/{q}/jobs/{id} of an id whose only trace is a deleted
+// state answers 200 with the tombstone and its version, as GET .../state
+// does (the version is what the next compare-and-set names); an id with
+// nothing at all stays 404.
+func TestJobLookupDeletedState(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, stateful(map[string]int{"q": 0}))
+	a := e.do("PUT", "/api/v1/queues/q/state/t%2F1", `{"state": {"n": 1}, "version": 0}`, "Content-Type", "application/json")
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	a = e.do("PUT", "/api/v1/queues/q/state/t%2F1", `{"state": null, "version": 1}`, "Content-Type", "application/json")
+	require.Equal(t, http.StatusOK, a.status, a.body)
+
+	look, a := e.get("t/1")
+	require.Equal(t, "t/1", look.ID)
+	require.Nil(t, look.Queued)
+	require.Nil(t, look.Processing)
+	require.False(t, look.InFlight)
+	require.Nil(t, look.Timer)
+	require.Equal(t, &apiv1.State{Version: 2, Deleted: true}, look.State)
+	var raw map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(a.body), &raw))
+	require.JSONEq(t, `{"state": null, "version": 2, "deleted": true}`, string(raw["state"]), "the state as GET .../state shows it")
+
+	// The version it shows is the one a set names.
+	a = e.do("PUT", "/api/v1/queues/q/state/t%2F1", `{"state": 3, "version": 2}`, "Content-Type", "application/json")
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	look, _ = e.get("t/1")
+	require.Equal(t, &apiv1.State{Data: []byte("3"), Version: 3}, look.State)
+
+	a = e.do("GET", "/api/v1/queues/q/jobs/never", "")
+	require.Equal(t, http.StatusNotFound, a.status, a.body)
+}
+
 // GET /api/v1/queues/{q}/feed: the change feed of a stateful queue from a
 // position, with a limit and a long-poll wait; bad parameters name
 // themselves.

@@ -237,7 +237,12 @@ func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
 			}
 			ctx, deadline := ctxs.get(deadline)
 			running.set(callStart, deadline)
+			// The call's own context ends when it returns, so that what
+			// it left running sees the call is over; the shared one
+			// only carries the deadline on to the next call.
+			ctx, endCall := context.WithCancel(ctx)
 			fs, err := cfg.Process(ctx, call)
+			endCall()
 			if hctx.Err() != nil && (err != nil || len(fs) > 0) {
 				// Cancelled while it ran (drain deadline, lease lost): not
 				// handled, not failed; its receiver may still be at work,
@@ -357,14 +362,14 @@ func (a *Actor) checkStuck(c actor.Context) {
 	a.arm(c, timerStuck, every)
 }
 
-// callContexts hands out the contexts of the calls of one fetched window.
-// Each ends at its call's deadline (on the actor's clock) with cause
+// callContexts hands out the deadline contexts of the calls of one fetched
+// window. Each ends at its call's deadline (on the actor's clock) with cause
 // ErrCallDeadline, and at once when the window's context (the lease, the
-// drain) is cancelled. A call may reuse the previous call's context while
-// that one is live and its deadline is at most slack earlier than the call's
-// own (never later): the calls of a busy window then cost no context and no
-// timer each, and a call's deadline is still at most CallTimeout after its
-// start. The context reports the deadline in real time (what net/http and
+// drain) is cancelled. A call may reuse the previous call's deadline context
+// while that one is live and its deadline is at most slack earlier than the
+// call's own (never later): the calls of a busy window then cost no timer
+// each, and a call's deadline is still at most CallTimeout after its start.
+// The handler gets a child of it that ends when its call returns. The context reports the deadline in real time (what net/http and
 // receivers understand); a simulated clock cancels it through its own timer.
 type callContexts struct {
 	parent   context.Context

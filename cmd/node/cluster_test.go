@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -124,6 +122,19 @@ func waitEmpty(t *testing.T, n *nodetest.Node, rcv *webhooktest.Receiver) {
 	})
 }
 
+// stopAndAudit stops the producer, waits until the queue drains (as n
+// sees it) and checks the receiver's history against what the producer
+// enqueued: no overlap, no disorder, nothing lost.
+func stopAndAudit(t *testing.T, producer *history.Producer, n *nodetest.Node, rcv *webhooktest.Receiver) history.Report {
+	t.Helper()
+	producer.Stop()
+	waitEmpty(t, n, rcv)
+	rep := history.Check(history.FromWebhook(rcv.Calls()), producer.Enqueued(), nil)
+	t.Log(rep.String())
+	require.True(t, rep.OK(), rep.String())
+	return rep
+}
+
 // TestClusterJoinSplitAndLeave: three nodes join through a seed and split the
 // shards; a fourth joins and takes its share; one leaves gracefully under
 // load and its shards move with no redelivery.
@@ -132,10 +143,8 @@ func TestClusterJoinSplitAndLeave(t *testing.T) {
 	srv := redistest.NewServer(t, redistest.Options{})
 	rcv := nodetest.NewReceiver(t, func(*webhooktest.Call) webhooktest.Answer { return webhooktest.Answer{Delay: 5 * time.Millisecond} })
 	cfg := clusterConfig(rcv.URL)
-	n1 := nodetest.Start(t, nodetest.Options{Redis: srv.URL(), Config: cfg})
-	join := []string{"--join", n1.Gossip}
-	n2 := nodetest.Start(t, nodetest.Options{Redis: srv.URL(), Config: cfg, Args: join})
-	n3 := nodetest.Start(t, nodetest.Options{Redis: srv.URL(), Config: cfg, Args: join})
+	trio := startJoined(t, 3, nodetest.Options{Redis: srv.URL(), Config: cfg})
+	n1, n2, n3 := trio[0], trio[1], trio[2]
 	eventually(t, "3 nodes split the shards evenly", func() bool {
 		v, ok := viewOf(t, n3)
 		return ok && len(alive(v)) == 3 && balanced(v, n1.Name, n2.Name, n3.Name)
@@ -143,7 +152,7 @@ func TestClusterJoinSplitAndLeave(t *testing.T) {
 	v, _ := viewOf(t, n1)
 	t.Logf("3 nodes: %v", owners(v))
 
-	n4 := nodetest.Start(t, nodetest.Options{Redis: srv.URL(), Config: cfg, Args: join})
+	n4 := nodetest.Start(t, nodetest.Options{Redis: srv.URL(), Config: cfg, Args: []string{"--join", n1.Gossip}})
 	eventually(t, "the 4th node gets its share", func() bool {
 		v, ok := viewOf(t, n1)
 		return ok && len(alive(v)) == 4 && balanced(v, n1.Name, n2.Name, n3.Name, n4.Name)
@@ -160,12 +169,7 @@ func TestClusterJoinSplitAndLeave(t *testing.T) {
 		return ok && balanced(v, n1.Name, n3.Name, n4.Name)
 	})
 	time.Sleep(time.Second)
-	producer.Stop()
-	waitEmpty(t, n1, rcv)
-
-	rep := history.Check(history.FromWebhook(rcv.Calls()), producer.Enqueued(), nil)
-	t.Log(rep.String())
-	require.True(t, rep.OK(), rep.String())
+	rep := stopAndAudit(t, producer, n1, rcv)
 	require.Zero(t, rep.Duplicates, "a graceful leave redelivers nothing")
 }
 
@@ -175,23 +179,18 @@ func TestClusterJoinSplitAndLeave(t *testing.T) {
 func TestClusterFailoverAfterSigkill(t *testing.T) {
 	t.Parallel()
 	srv := redistest.NewServer(t, redistest.Options{AOF: true})
-	var rmu sync.Mutex // guards rng
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	rnd := newChaosRand(t).intN
 	rcv := nodetest.NewReceiver(t, func(c *webhooktest.Call) webhooktest.Answer {
-		rmu.Lock()
-		defer rmu.Unlock()
-		a := webhooktest.Answer{Delay: time.Duration(rng.IntN(20)) * time.Millisecond}
-		if rng.IntN(20) == 0 {
+		a := webhooktest.Answer{Delay: time.Duration(rnd(20)) * time.Millisecond}
+		if rnd(20) == 0 {
 			a.Failed = map[string]string{c.Request.Jobs[0].ID: "random failure"}
 		}
 		return a
 	})
 	cfg := clusterConfig(rcv.URL)
 	cfg += "    retry: {policy: linear, base: 50ms}\n"
-	n1 := nodetest.Start(t, nodetest.Options{Redis: srv.URL(), Config: cfg})
-	join := []string{"--join", n1.Gossip}
-	n2 := nodetest.Start(t, nodetest.Options{Redis: srv.URL(), Config: cfg, Args: join})
-	n3 := nodetest.Start(t, nodetest.Options{Redis: srv.URL(), Config: cfg, Args: join})
+	trio := startJoined(t, 3, nodetest.Options{Redis: srv.URL(), Config: cfg})
+	n1, n2, n3 := trio[0], trio[1], trio[2]
 	eventually(t, "3 nodes split the shards", func() bool {
 		v, ok := viewOf(t, n1)
 		return ok && len(alive(v)) == 3 && servedBy(v, n1.Name, n2.Name, n3.Name)
@@ -214,10 +213,5 @@ func TestClusterFailoverAfterSigkill(t *testing.T) {
 	}
 	t.Logf("failover: every shard of the killed node served again %s after SIGKILL (lease_ttl 3s)", failover.Round(time.Millisecond))
 	time.Sleep(time.Second)
-	producer.Stop()
-	waitEmpty(t, n1, rcv)
-
-	rep := history.Check(history.FromWebhook(rcv.Calls()), producer.Enqueued(), nil)
-	t.Log(rep.String())
-	require.True(t, rep.OK(), rep.String())
+	stopAndAudit(t, producer, n1, rcv)
 }

@@ -4,24 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
-	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderlyhq/orderly/internal/history"
 	"github.com/orderlyhq/orderly/internal/nodetest"
 	"github.com/orderlyhq/orderly/internal/redistest"
-	"github.com/orderlyhq/orderly/persistence"
-	"github.com/orderlyhq/orderly/persistence/redisstore"
 	"github.com/orderlyhq/orderly/webhook"
 	"github.com/orderlyhq/orderly/webhook/webhooktest"
 )
@@ -72,22 +66,9 @@ func TestChaosCounter(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos test: skipped with -short")
 	}
-	rounds := 2
-	if v := os.Getenv("ORDERLY_COUNTER_ROUNDS"); v != "" {
-		var err error
-		rounds, err = strconv.Atoi(v)
-		require.NoError(t, err)
-	}
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv("ORDERLY_CHAOS_SEED"); v != "" {
-		var err error
-		seed, err = strconv.ParseUint(v, 10, 64)
-		require.NoError(t, err)
-	}
-	t.Logf("seed %d (rerun with ORDERLY_CHAOS_SEED=%d), %d rounds", seed, seed, rounds)
-	rng := rand.New(rand.NewPCG(seed, seed>>1|1))
-	var rmu sync.Mutex // guards rng
-	rnd := func(n int) int { rmu.Lock(); defer rmu.Unlock(); return rng.IntN(n) }
+	rounds := envRounds(t, "ORDERLY_COUNTER_ROUNDS", 2)
+	rng := newChaosRand(t)
+	rnd := rng.intN
 
 	var bmu sync.Mutex // guards badState
 	var badState []string
@@ -136,46 +117,13 @@ queues:
     handler: {type: http, url: %q, timeout: 2s}
 `, rcv.URL, rcv.URL)
 
-	var timeline []string
-	var tmu sync.Mutex // guards timeline
-	start := time.Now()
-	note := func(format string, args ...any) {
-		line := fmt.Sprintf("%6.2fs  %s", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
-		tmu.Lock()
-		timeline = append(timeline, line)
-		tmu.Unlock()
-		t.Log(line)
-	}
-
-	opts := make([]nodetest.Options, 3)
-	nodes := make([]*nodetest.Node, 3)
-	for i := range nodes {
-		hp, err := redistest.FreePort()
-		require.NoError(t, err)
-		gp, err := redistest.FreePort()
-		require.NoError(t, err)
-		opts[i] = nodetest.Options{Name: fmt.Sprintf("s%d", i+1), Redis: "redis://" + srv.Addr() + "/0", Config: cfg,
-			HTTPPort: hp, GossipPort: gp, Args: []string{"--lease-ttl", "1s", "--shutdown-timeout", "5s"}}
-		if i > 0 {
-			opts[i].Args = append(opts[i].Args, "--join", nodes[0].Gossip)
-		}
-		nodes[i] = nodetest.Start(t, opts[i])
-	}
-	for _, n := range nodes {
-		n.WaitReady()
-	}
+	tl := newTimeline(t)
+	note := tl.note
+	opts, nodes := startTrio(t, "s", nodetest.Options{Redis: "redis://" + srv.Addr() + "/0", Config: cfg}, nil)
 	note("3 nodes ready")
 
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
-	defer rdb.Close()
-	store, err := redisstore.New(rdb, nil)
-	require.NoError(t, err)
-	producer := history.Produce(40, 15*time.Millisecond, func(ctx context.Context, jobs []persistence.NewJob) error {
-		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		return store.Enqueue(ctx, "orders", jobs)
-	})
-	defer producer.Stop()
+	store := directStore(t, srv.Addr())
+	producer := produceOrders(t, store)
 
 	// The external writer sends its compare-and-set writes to nodes that
 	// are up; a fault takes a node out of its choice (waiting for the
@@ -300,16 +248,10 @@ queues:
 	for _, n := range nodes {
 		n.WaitReady()
 	}
-	require.Eventually(t, func() bool {
-		st, err := store.Stats(context.Background(), "orders")
-		return err == nil && st[0].Length == 0 && st[0].Busy == 0 && rcv.Active() == 0
-	}, 60*time.Second, 50*time.Millisecond, "the queue drains and the receiver answered every delivery")
-	note("queue empty")
+	waitDrained(t, store, rcv, "orders", 60*time.Second, tl)
 	orderCalls, auditCalls := splitCalls(rcv.Calls())
 
-	page, err := store.ListMorgue(context.Background(), "orders", persistence.ListOptions{Limit: 1000, Payloads: 1000})
-	require.NoError(t, err)
-	require.Empty(t, page.Entries, "nothing reaches the morgue (max_retry_count 1000)")
+	require.Empty(t, morgueOf(t, store, "orders"), "nothing reaches the morgue (max_retry_count 1000)")
 	wmu.Lock()
 	defer wmu.Unlock()
 	require.Empty(t, unknown, "every external write got a clear answer")
@@ -413,12 +355,10 @@ queues:
 			ids++
 		}
 	}
-	tmu.Lock()
 	t.Logf("seed %d: %d rounds; %d ids with state, %d external writes (%d retried on 409), %d acknowledged calls met a conflict; %d emits audited (%d acknowledged, repeats included); %s\ntimeline:\n%s",
-		seed, rounds, ids, len(written), retried, conflicted, rep.Acked, auditAcks, rep.String(), strings.Join(timeline, "\n"))
-	tmu.Unlock()
-	require.Empty(t, wrong, "seed %d: every counter is its payloads plus its external additions", seed)
-	require.True(t, rep.OK(), "seed %d: %s", seed, rep.String())
+		rng.seed, rounds, ids, len(written), retried, conflicted, rep.Acked, auditAcks, rep.String(), tl)
+	require.Empty(t, wrong, "seed %d: every counter is its payloads plus its external additions", rng.seed)
+	require.True(t, rep.OK(), "seed %d: %s", rng.seed, rep.String())
 	require.Greater(t, rep.Acked, 0, "the load was handled")
 	require.NotEmpty(t, written, "external writes landed")
 }

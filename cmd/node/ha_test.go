@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -41,59 +39,27 @@ func (r haRun) run() {
 	rcv := nodetest.NewReceiver(t, func(c *webhooktest.Call) webhooktest.Answer {
 		return webhooktest.Answer{Delay: 2 * time.Millisecond}
 	})
-	cfg := fmt.Sprintf(`
-queues:
-  - name: orders
-    shards: 12
-    batch_size: 4
-    retry: {policy: linear, base: 20ms}
-    handler: {type: http, url: %q, timeout: 5s}
-`, rcv.URL)
-	var timeline []string
-	start := time.Now()
-	note := func(format string, args ...any) {
-		line := fmt.Sprintf("%6.2fs  %s", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
-		timeline = append(timeline, line)
-		t.Log(line)
-	}
-
-	opts := make([]nodetest.Options, 3)
-	nodes := make([]*nodetest.Node, 3)
-	for i := range nodes {
-		hp, err := redistest.FreePort()
-		require.NoError(t, err)
-		gp, err := redistest.FreePort()
-		require.NoError(t, err)
-		opts[i] = nodetest.Options{Name: fmt.Sprintf("h%d", i+1), Redis: r.url, Config: cfg, HTTPPort: hp, GossipPort: gp,
-			Args: append([]string{"--lease-ttl", "1s", "--shutdown-timeout", "5s"}, r.args...)}
-		if i > 0 {
-			opts[i].Args = append(opts[i].Args, "--join", nodes[0].Gossip)
-		}
-		nodes[i] = nodetest.Start(t, opts[i])
-	}
-	for _, n := range nodes {
-		n.WaitReady()
-	}
+	cfg := ordersConfig(rcv.URL, 12, "5s")
+	tl := newTimeline(t)
+	note := tl.note
+	opts, nodes := startTrio(t, "h", nodetest.Options{Redis: r.url, Config: cfg, Args: r.args}, nil)
 	note("3 nodes ready on %s", redisurl.Redact(r.url))
 
 	u, err := redisurl.Parse(r.url)
 	require.NoError(t, err)
 	rdb := u.NewClient()
-	defer rdb.Close()
+	t.Cleanup(func() { rdb.Close() })
 	scfg := &redisstore.Config{}
 	if strings.Contains(strings.Join(r.args, " "), "replicated") {
 		scfg.Durability = redisstore.DurabilityReplicated
 	}
 	store, err := redisstore.New(rdb, scfg)
 	require.NoError(t, err)
-	producer := history.Produce(40, 15*time.Millisecond, func(ctx context.Context, jobs []persistence.NewJob) error {
-		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		return store.Enqueue(ctx, "orders", jobs)
-	})
-	defer producer.Stop()
+	producer := produceOrders(t, store)
 
-	rounds := haRounds(t)
+	// How many times the run kills a Redis master and a node under load
+	// (make soak-ha sets it).
+	rounds := envRounds(t, "ORDERLY_HA_ROUNDS", 1)
 	for round := range rounds {
 		if rounds > 1 {
 			note("round %d of %d", round+1, rounds)
@@ -116,39 +82,17 @@ queues:
 	for _, n := range nodes {
 		n.WaitReady()
 	}
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		st, err := store.Stats(context.Background(), "orders")
-		if err == nil && st[0].Length == 0 && st[0].Busy == 0 && rcv.Active() == 0 {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the queue never drained: %v %+v\ntimeline:\n%s", err, st, strings.Join(timeline, "\n"))
-		time.Sleep(50 * time.Millisecond)
-	}
-	note("queue empty")
+	waitDrained(t, store, rcv, "orders", 90*time.Second, tl)
 
 	enqueued, unsure := producer.Enqueued(), producer.Unsure()
 	total := countPayloads(enqueued)
 	rep := history.Check(history.FromWebhook(rcv.Calls()), enqueued, nil)
 	t.Logf("%d payloads acknowledged to the producer (%d rounds refused), %s\ntimeline:\n%s",
-		total, producer.Refused(), rep.String(), strings.Join(timeline, "\n"))
+		total, producer.Refused(), rep.String(), tl)
 	require.Positive(t, total)
 	require.True(t, rep.OK(), rep.String())
 	require.GreaterOrEqual(t, rep.Acked, total, "every acknowledged payload was handled")
 	require.LessOrEqual(t, rep.Acked, total+len(unsure), "no more payloads handled than were sent")
-}
-
-// haRounds is how many times a run kills a Redis master and a node under
-// load: ORDERLY_HA_ROUNDS (make soak-ha sets it), 1 when unset.
-func haRounds(t *testing.T) int {
-	v := os.Getenv("ORDERLY_HA_ROUNDS")
-	if v == "" {
-		return 1
-	}
-	n, err := strconv.Atoi(v)
-	require.NoError(t, err, "ORDERLY_HA_ROUNDS")
-	require.Positive(t, n, "ORDERLY_HA_ROUNDS")
-	return n
 }
 
 // TestHACluster runs three nodes on a Redis Cluster of three masters with

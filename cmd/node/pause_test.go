@@ -1,25 +1,16 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"math/rand/v2"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderlyhq/orderly/internal/history"
 	"github.com/orderlyhq/orderly/internal/nodetest"
 	"github.com/orderlyhq/orderly/internal/redistest"
-	"github.com/orderlyhq/orderly/persistence"
-	"github.com/orderlyhq/orderly/persistence/redisstore"
 	"github.com/orderlyhq/orderly/webhook"
 	"github.com/orderlyhq/orderly/webhook/webhooktest"
 )
@@ -43,28 +34,15 @@ func TestChaosPause(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos test: skipped with -short")
 	}
-	rounds := 4
-	if v := os.Getenv("ORDERLY_PAUSE_ROUNDS"); v != "" {
-		var err error
-		rounds, err = strconv.Atoi(v)
-		require.NoError(t, err)
-	}
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv("ORDERLY_CHAOS_SEED"); v != "" {
-		var err error
-		seed, err = strconv.ParseUint(v, 10, 64)
-		require.NoError(t, err)
-	}
-	t.Logf("seed %d (rerun with ORDERLY_CHAOS_SEED=%d), %d rounds", seed, seed, rounds)
-	rng := rand.New(rand.NewPCG(seed, seed>>1|1))
-	var rmu sync.Mutex // guards rng
-	rnd := func(n int) int { rmu.Lock(); defer rmu.Unlock(); return rng.IntN(n) }
+	rounds := envRounds(t, "ORDERLY_PAUSE_ROUNDS", 4)
+	rng := newChaosRand(t)
+	rnd := rng.intN
 
 	var dmu sync.Mutex // guards noDeadline
 	noDeadline := 0    // calls that arrived without a readable Orderly-Deadline
 	srv := redistest.NewServer(t, redistest.Options{AOF: true})
 	rcv := nodetest.NewReceiver(t, func(c *webhooktest.Call) webhooktest.Answer {
-		a := webhooktest.Answer{Delay: time.Duration(100+rnd(600)) * time.Millisecond, Failed: map[string]string{}}
+		a := webhooktest.Answer{Delay: time.Duration(100+rnd(600)) * time.Millisecond}
 		d, ok := webhook.ParseDeadline(c.Header.Get(webhook.DeadlineHeader))
 		if !ok {
 			dmu.Lock()
@@ -74,58 +52,18 @@ func TestChaosPause(t *testing.T) {
 			// A receiver that honours the deadline stops by then.
 			a.Delay = max(left, 0)
 		}
-		for _, j := range c.Request.Jobs {
-			if rnd(30) == 0 {
-				a.Failed[j.ID] = "random failure"
-			}
-		}
+		failSome(&a, c, rnd, 30)
 		return a
 	})
-	cfg := fmt.Sprintf(`
-queues:
-  - name: orders
-    shards: 8
-    batch_size: 4
-    retry: {policy: linear, base: 20ms}
-    handler: {type: http, url: %q, timeout: 2s}
-`, rcv.URL)
+	cfg := ordersConfig(rcv.URL, 8, "2s")
 
-	var timeline []string
-	start := time.Now()
-	note := func(format string, args ...any) {
-		line := fmt.Sprintf("%6.2fs  %s", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
-		timeline = append(timeline, line)
-		t.Log(line)
-	}
-
-	nodes := make([]*nodetest.Node, 3)
-	for i := range nodes {
-		hp, err := redistest.FreePort()
-		require.NoError(t, err)
-		gp, err := redistest.FreePort()
-		require.NoError(t, err)
-		o := nodetest.Options{Name: fmt.Sprintf("p%d", i+1), Redis: "redis://" + srv.Addr() + "/0", Config: cfg,
-			HTTPPort: hp, GossipPort: gp, Args: []string{"--lease-ttl", "1s", "--shutdown-timeout", "5s"}}
-		if i > 0 {
-			o.Args = append(o.Args, "--join", nodes[0].Gossip)
-		}
-		nodes[i] = nodetest.Start(t, o)
-	}
-	for _, n := range nodes {
-		n.WaitReady()
-	}
+	tl := newTimeline(t)
+	note := tl.note
+	_, nodes := startTrio(t, "p", nodetest.Options{Redis: "redis://" + srv.Addr() + "/0", Config: cfg}, nil)
 	note("3 nodes ready")
 
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
-	defer rdb.Close()
-	store, err := redisstore.New(rdb, nil)
-	require.NoError(t, err)
-	producer := history.Produce(40, 15*time.Millisecond, func(ctx context.Context, jobs []persistence.NewJob) error {
-		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		return store.Enqueue(ctx, "orders", jobs)
-	})
-	defer producer.Stop()
+	store := directStore(t, srv.Addr())
+	producer := produceOrders(t, store)
 
 	time.Sleep(2 * time.Second)
 	for r := 0; r < rounds; r++ {
@@ -145,25 +83,11 @@ queues:
 	for _, n := range nodes {
 		n.WaitReady()
 	}
-	require.Eventually(t, func() bool {
-		st, err := store.Stats(context.Background(), "orders")
-		return err == nil && st[0].Length == 0 && st[0].Busy == 0 && rcv.Active() == 0
-	}, 60*time.Second, 50*time.Millisecond, "the queue drains and the receiver answered every delivery")
-	note("queue empty")
+	waitDrained(t, store, rcv, "orders", 60*time.Second, tl)
 
-	morgue := map[string][]string{}
-	page, err := store.ListMorgue(context.Background(), "orders", persistence.ListOptions{Limit: 1000, Payloads: 1000})
-	require.NoError(t, err)
-	for _, m := range page.Entries {
-		for _, p := range m.Payloads {
-			morgue[m.ID] = append(morgue[m.ID], string(p.Data))
-		}
-	}
+	morgue := morgueOf(t, store, "orders")
 	enqueued := producer.Enqueued()
-	total := 0
-	for _, ps := range enqueued {
-		total += len(ps)
-	}
+	total := countPayloads(enqueued)
 	calls := rcv.Calls()
 	late := 0 // calls the receiver answered after their deadline: the model failed
 	for _, c := range calls {
@@ -173,10 +97,10 @@ queues:
 	}
 	rep := history.Check(history.FromWebhook(calls), enqueued, morgue)
 	t.Logf("seed %d: %d rounds, %d payloads acknowledged to the producer, %d in the morgue, %d calls ran past their deadline; %s\ntimeline:\n%s",
-		seed, rounds, total, len(morgue), late, rep.String(), strings.Join(timeline, "\n"))
+		rng.seed, rounds, total, len(morgue), late, rep.String(), tl)
 	dmu.Lock()
 	require.Zero(t, noDeadline, "every delivery carries Orderly-Deadline")
 	dmu.Unlock()
-	require.True(t, rep.OK(), "seed %d: %s", seed, rep.String())
+	require.True(t, rep.OK(), "seed %d: %s", rng.seed, rep.String())
 	require.Greater(t, rep.Acked, 0, "the load was handled")
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"math/rand/v2"
 	"net/http"
 	"sync"
 	"syscall"
@@ -105,22 +104,18 @@ func TestRollingUpgradeFromPreviousRelease(t *testing.T) {
 	t.Parallel()
 	old := nodetest.ReleaseBinary(t, nodetest.PreviousRelease)
 	srv := redistest.NewServer(t, redistest.Options{AOF: true})
-	var rmu sync.Mutex // guards rng
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
+	rnd := newChaosRand(t).intN
 	rcv := nodetest.NewReceiver(t, func(c *webhooktest.Call) webhooktest.Answer {
-		rmu.Lock()
-		defer rmu.Unlock()
-		a := webhooktest.Answer{Delay: time.Duration(rng.IntN(10)) * time.Millisecond}
-		if rng.IntN(25) == 0 {
+		a := webhooktest.Answer{Delay: time.Duration(rnd(10)) * time.Millisecond}
+		if rnd(25) == 0 {
 			a.Failed = map[string]string{c.Request.Jobs[0].ID: "random failure"}
 		}
 		return a
 	})
 	cfg := clusterConfig(rcv.URL) + "    retry: {policy: linear, base: 50ms}\n"
 
-	o1 := nodetest.Start(t, nodetest.Options{Binary: old, Redis: srv.URL(), Config: cfg})
-	o2 := nodetest.Start(t, nodetest.Options{Binary: old, Redis: srv.URL(), Config: cfg, Args: []string{"--join", o1.Gossip}})
-	o3 := nodetest.Start(t, nodetest.Options{Binary: old, Redis: srv.URL(), Config: cfg, Args: []string{"--join", o1.Gossip}})
+	olds := startJoined(t, 3, nodetest.Options{Binary: old, Redis: srv.URL(), Config: cfg})
+	o1, o2, o3 := olds[0], olds[1], olds[2]
 	eventually(t, "3 nodes of the previous release serve every shard", func() bool {
 		v, ok := viewOf(t, o1)
 		return ok && len(alive(v)) == 3 && servedBy(v, o1.Name, o2.Name, o3.Name)
@@ -131,7 +126,6 @@ func TestRollingUpgradeFromPreviousRelease(t *testing.T) {
 	producer := history.Produce(30, 10*time.Millisecond, f.send)
 	time.Sleep(2 * time.Second)
 
-	olds := []*nodetest.Node{o1, o2, o3}
 	var news []*nodetest.Node
 	for i, o := range olds {
 		if i == 1 {

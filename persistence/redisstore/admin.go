@@ -756,7 +756,9 @@ func (s *Store) GetJob(ctx context.Context, queue, id string) (persistence.JobIn
 			}
 		}
 	}
-	if info.Queued == nil && info.InFlight == nil && (info.State == nil || info.State.Deleted) && info.Timer.IsZero() {
+	// A state tombstone is a trace of the id too: its version is what the
+	// next compare-and-set must name (docs/contract.md §11).
+	if info.Queued == nil && info.InFlight == nil && info.State == nil && info.Timer.IsZero() {
 		return info, fmt.Errorf("%w: job %q in queue %s", persistence.ErrNotFound, id, queue)
 	}
 	return info, nil

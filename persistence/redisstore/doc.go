@@ -6,6 +6,12 @@
 // encodings, the rules the scripts keep, the cost of each operation, and
 // the upgrade from (and rollback to) the previous release's layout.
 //
+// New takes a go-redis client as the caller built it. Build it from a
+// Redis URL (persistence/redisurl) to get the options the orderly binary
+// uses, DisableIdentity among them; a client built by hand should set
+// DisableIdentity: true, or every new connection costs a CLIENT SETINFO
+// round trip before its first command (see New and Store.Warm).
+//
 // # Data model (storage layout 2)
 //
 // Keys are built in keys.go only. Each (queue, shard) owns a set of keys that

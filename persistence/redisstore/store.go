@@ -167,6 +167,17 @@ var _ persistence.Store = (*Store)(nil)
 // New returns a Store on the given client (a plain, Cluster or Sentinel
 // client). It adds a hook to the client that counts round trips and
 // commands (see Counters); it does no I/O.
+//
+// The store uses the client as it is built. Clients built from a Redis URL
+// (redisurl.URL.NewClient, as the orderly binary does) set DisableIdentity,
+// so that a new connection skips CLIENT SETINFO, one round trip before its
+// first command; a client built by hand sends it unless its options
+// (redis.Options, redis.ClusterOptions, redis.FailoverOptions) set
+// DisableIdentity: true. Warm opens the pool's connections ahead of use
+// either way, but a connection opened later (the pool grows past what Warm
+// opened, or replaces a broken or idle-closed one) pays that round trip on
+// the call that needs it, a lease call included: set DisableIdentity on a
+// client whose link to Redis is slow (docs/contract.md §2.1).
 func New(rdb redis.UniversalClient, cfg *Config) (*Store, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {

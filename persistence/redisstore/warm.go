@@ -22,7 +22,8 @@ const warmPipelines = 4
 // acquisition or a renewal is one round trip (a batched renewal too: up to
 // warmPipelines connections of go-redis's pipeline pool are opened as
 // well). The node calls it once before it serves shards; conns is capped by
-// the pool's size.
+// the pool's size. Warm cannot change how later connections open: see New
+// on DisableIdentity for a client built by hand.
 func (s *Store) Warm(ctx context.Context, conns int) error {
 	if conns <= 0 {
 		return nil

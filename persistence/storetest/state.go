@@ -252,9 +252,18 @@ func testStateDeleteJobKeepsState(t *testing.T, h Harness) {
 	require.Nil(t, info.Queued)
 	require.Equal(t, &persistence.State{Data: []byte("s"), Version: 1}, info.State)
 
+	// Deleting the state leaves a tombstone that the lookup still shows:
+	// its version is what the next compare-and-set names.
 	_, err = e.s.DeleteState(e.ctx, e.queue, "a", 1)
 	require.NoError(t, err)
-	_, err = e.s.GetJob(e.ctx, e.queue, "a")
+	info, err = e.s.GetJob(e.ctx, e.queue, "a")
+	require.NoError(t, err)
+	require.Nil(t, info.Queued)
+	require.Nil(t, info.InFlight)
+	require.Equal(t, &persistence.State{Version: 2, Deleted: true}, info.State)
+
+	// An id that never had anything is not found.
+	_, err = e.s.GetJob(e.ctx, e.queue, "never")
 	require.ErrorIs(t, err, persistence.ErrNotFound)
 }
 
@@ -318,13 +327,15 @@ func testStateDeleteKeepsTheVersion(t *testing.T, h Harness) {
 	require.Equal(t, persistence.State{Data: []byte("T"), Version: 3}, e.state("a"))
 
 	// An outside delete leaves a tombstone too; a set from it goes on
-	// counting, and the lookup of an id with nothing but a tombstone finds
-	// nothing.
+	// counting, and the lookup of an id with nothing but a tombstone shows
+	// it with its version.
 	ok, err := e.s.DeleteState(e.ctx, e.queue, "a", 3)
 	require.NoError(t, err)
 	require.True(t, ok)
-	_, err = e.s.GetJob(e.ctx, e.queue, "a")
-	require.ErrorIs(t, err, persistence.ErrNotFound)
+	info, err := e.s.GetJob(e.ctx, e.queue, "a")
+	require.NoError(t, err)
+	require.Nil(t, info.Queued)
+	require.Equal(t, &persistence.State{Version: 4, Deleted: true}, info.State)
 	_, err = e.s.SetState(e.ctx, e.queue, "a", []byte("U"), 0, 0)
 	require.ErrorIs(t, err, persistence.ErrVersionConflict)
 	v, err = e.s.SetState(e.ctx, e.queue, "a", []byte("U"), 4, 0)

@@ -129,8 +129,10 @@ type JobLookup struct {
 	InFlight   bool         `json:"in_flight"`
 	Queued     *Job         `json:"queued"`
 	Processing *InFlightJob `json:"processing"`
-	// State is the id's state on a stateful queue (omitted when it has
-	// none); it outlives the job.
+	// State is the id's state on a stateful queue (omitted when it never
+	// had one); it outlives the job. A deleted state shows as its
+	// tombstone, {"state": null, "version": n, "deleted": true}, also when
+	// it is all that is left of the id.
 	State *State `json:"state,omitempty"`
 	// Timer is when the id's timer fires (unix seconds), if it has one.
 	Timer *float64 `json:"timer,omitempty"`

@@ -174,8 +174,10 @@ var jobsGetHelp = help{
 	Usage: []string{"orderly jobs get --queue Q ID [flags]"},
 	Text: `Looks one id up (GET /api/v1/queues/Q/jobs/ID): its queued entry, and the
 call in flight for it, if any, with the node that runs it; on a stateful
-queue also its state, version and timer, which outlive its jobs. Exits 1
-when the id is neither queued nor in flight and has no state or timer.
+queue also its state, version and timer, which outlive its jobs; a deleted
+state shows as "deleted" with the version the next "orderly state set"
+names. Exits 1 when the id is neither queued nor in flight and never had a
+state or timer.
 Give the id after "--" when it starts with '-'.`,
 	Examples: []string{
 		"orderly jobs get --queue orders order-42",
@@ -261,8 +263,12 @@ func jobsGet(e *env, args []string) int {
 	if l.Timer != nil {
 		fmt.Fprintf(tw, "timer:\t%s\n", e.relativeTime(*l.Timer))
 	}
-	if l.Queued == nil && l.Processing == nil && l.State != nil && !l.State.Deleted {
-		fmt.Fprintf(tw, "note:\tthe id's jobs are done or deleted; its state remains (orderly state set --delete removes it)\n")
+	if l.Queued == nil && l.Processing == nil && l.State != nil {
+		if l.State.Deleted {
+			fmt.Fprintf(tw, "note:\tthe id's jobs are done or deleted; its state was deleted, its version remains (orderly state set --version %d sets it again)\n", l.State.Version)
+		} else {
+			fmt.Fprintf(tw, "note:\tthe id's jobs are done or deleted; its state remains (orderly state set --delete removes it)\n")
+		}
 	}
 	tw.Flush()
 	return ExitOK

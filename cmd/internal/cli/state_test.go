@@ -90,6 +90,20 @@ func TestJobsGetShowsState(t *testing.T) {
 	require.Regexp(t, `(?m)^state: +deleted$`, out)
 	require.Regexp(t, `(?m)^version: +2$`, out)
 	require.Equal(t, "version 2\ndeleted\n", n.run("state", "get", "--queue", "orders", "order-1").ok(t))
+
+	// An id whose only trace is a deleted state is found, with the version
+	// the next set names.
+	n.run("state", "set", "--queue", "orders", "--version", "0", "--value", "1", "order-9").ok(t)
+	n.run("state", "set", "--queue", "orders", "--version", "1", "--delete", "order-9").ok(t)
+	out = n.run("jobs", "get", "--queue", "orders", "order-9").ok(t)
+	require.Regexp(t, `(?m)^queued: +nothing$`, out)
+	require.Regexp(t, `(?m)^state: +deleted$`, out)
+	require.Regexp(t, `(?m)^version: +2$`, out)
+	require.Regexp(t, `(?m)^note: +.*its state was deleted, its version remains \(orderly state set --version 2 sets it again\)$`, out)
+	n.run("state", "set", "--queue", "orders", "--version", "2", "--value", "3", "order-9").ok(t)
+	r := n.run("jobs", "get", "--queue", "orders", "never")
+	require.Equal(t, ExitError, r.code)
+	require.Contains(t, r.stderr, "HTTP 404")
 }
 
 // orderly state feed prints a page of the change feed and where to read on.
