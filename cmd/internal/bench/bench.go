@@ -1,7 +1,8 @@
 // Package bench measures Orderly and audits what it did: Lowkiq's benchmark
 // (enqueue N blank jobs, then process them with concurrency 5 on 5 shards at
 // batch size 1) and variants, an idle-latency run, and a failover run that
-// kills a node process under load. Every run records what the handlers got
+// kills a node process under load, and idle runs that measure what a node
+// serving many shards costs while nothing happens. Every run records what the handlers got
 // and checks, per id, that no two calls overlapped, that payloads came in
 // score order, and that nothing was lost or delivered twice beyond a crash's
 // redelivery. `orderly bench` runs it.
@@ -25,6 +26,7 @@ import (
 // Defaults of Config.
 const (
 	DefaultJobs = 100_000
+	DefaultIdle = time.Minute
 )
 
 // Config configures a benchmark run.
@@ -33,6 +35,8 @@ type Config struct {
 	Redis string
 	// Jobs is the number of jobs of the throughput scenarios [DefaultJobs].
 	Jobs int
+	// Idle is how long the idle scenarios measure [DefaultIdle].
+	Idle time.Duration
 	// Scenarios to run, by name [lowkiq]; "all" runs every one.
 	Scenarios []string
 	// NodeBinary is the orderly binary, for the scenarios that run node
@@ -86,7 +90,21 @@ type Result struct {
 	// FailoverSec is the time from SIGKILL until every shard of the killed
 	// node was held by another.
 	FailoverSec float64 `json:"failover_seconds,omitempty"`
-	Audit       Audit   `json:"audit"`
+	// Queues counts the queues the node serves (idle scenarios; Shards is
+	// per queue).
+	Queues int `json:"queues,omitempty"`
+	// IdleSec is how long an idle scenario measured; RoundTripsPerMin
+	// counts the node's Redis round trips per minute meanwhile,
+	// RedisCmdsPerMin the commands Redis ran per minute (INFO commandstats,
+	// commands inside scripts included), CPUPercent and RedisCPUPercent the
+	// CPU time of the node's process and of Redis per wall time, in percent
+	// of one core.
+	IdleSec          float64 `json:"idle_seconds,omitempty"`
+	RoundTripsPerMin float64 `json:"round_trips_per_min,omitempty"`
+	RedisCmdsPerMin  float64 `json:"redis_commands_per_min,omitempty"`
+	CPUPercent       float64 `json:"cpu_percent,omitempty"`
+	RedisCPUPercent  float64 `json:"redis_cpu_percent,omitempty"`
+	Audit            Audit   `json:"audit"`
 }
 
 // Audit is what the run's history showed.
@@ -107,8 +125,9 @@ var ErrAudit = errors.New("bench: an invariant broke")
 // scenario describes one run.
 type scenario struct {
 	name, desc  string
-	kind        string // throughput, latency, failover
-	shards      int
+	kind        string // throughput, latency, failover, idle
+	queues      int    // queues of the idle scenarios (0: one)
+	shards      int    // per queue
 	batch       int
 	prefetch    int // 0: the worker's default
 	concurrency int
@@ -141,6 +160,8 @@ var scenarios = []scenario{
 	{name: "webhook10", desc: "as webhook, batch size 10", kind: "throughput", shards: 5, batch: 10, concurrency: 5, nodes: 1, jobs: 1, webhook: true},
 	{name: "nodes3", desc: "as lowkiq on 3 nodes in one process (a cluster)", kind: "throughput", shards: 5, batch: 1, concurrency: 5, nodes: 3, jobs: 1},
 	{name: "latency", desc: "idle node: enqueue one job, wait for its handler; 500 times", kind: "latency", shards: 5, batch: 1, concurrency: 5, nodes: 1},
+	{name: "idle", desc: "idle node serving 50 queues x 8 shards: Redis round trips and commands per minute, node and Redis CPU, while nothing is enqueued (Config.Idle, 60 s)", kind: "idle", queues: 50, shards: 8, batch: 1, concurrency: 5, nodes: 1},
+	{name: "idle5", desc: "as idle with 1 queue x 5 shards: idle cost against the shard count", kind: "idle", queues: 1, shards: 5, batch: 1, concurrency: 5, nodes: 1},
 	{name: "failover", desc: "3 node processes under load, SIGKILL one", kind: "failover", shards: 16, batch: 5, concurrency: 5, nodes: 3, jobs: 0.2},
 	{name: "cluster1", desc: "3 nodes, 16 shards, batch 10 on a throwaway Redis Cluster of 1 master", kind: "throughput", shards: 16, batch: 10, concurrency: 5, nodes: 3, jobs: 1, topology: "cluster1"},
 	{name: "cluster3", desc: "as cluster1 on a Redis Cluster of 3 masters", kind: "throughput", shards: 16, batch: 10, concurrency: 5, nodes: 3, jobs: 1, topology: "cluster3"},
@@ -162,6 +183,9 @@ func Names() [][2]string {
 func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	if cfg.Jobs <= 0 {
 		cfg.Jobs = DefaultJobs
+	}
+	if cfg.Idle <= 0 {
+		cfg.Idle = DefaultIdle
 	}
 	if len(cfg.Scenarios) == 0 {
 		cfg.Scenarios = []string{"lowkiq"}

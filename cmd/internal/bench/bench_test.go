@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -20,7 +21,7 @@ func TestMain(m *testing.M) {
 func TestScenariosRunAndAudit(t *testing.T) {
 	srv := redistest.NewServer(t, redistest.Options{})
 	results, err := Run(context.Background(), Config{
-		Redis: srv.URL(), Jobs: 2000, Scenarios: []string{"all"}, NodeBinary: nodetest.Binary(t),
+		Redis: srv.URL(), Jobs: 2000, Idle: 2 * time.Second, Scenarios: []string{"all"}, NodeBinary: nodetest.Binary(t),
 	})
 	require.NoError(t, err)
 	require.Len(t, results, len(scenarios))
@@ -32,6 +33,10 @@ func TestScenariosRunAndAudit(t *testing.T) {
 		case "failover":
 			require.Positive(t, r.FailoverSec)
 			require.Positive(t, r.Jobs)
+		case "idle", "idle5":
+			require.Positive(t, r.RoundTripsPerMin, r.Scenario)
+			require.Positive(t, r.RedisCmdsPerMin, r.Scenario)
+			require.Zero(t, r.Audit.Calls, "nothing was enqueued")
 		default:
 			require.Positive(t, r.ProcessPerSec, r.Scenario)
 			require.Positive(t, r.RedisCmdsPerJob, r.Scenario)

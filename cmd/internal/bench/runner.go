@@ -129,6 +129,8 @@ func (r *runner) run(ctx context.Context, sc scenario) (Result, error) {
 		err = r.latency(ctx, sc, &res)
 	case "failover":
 		err = r.failover(ctx, sc, &res)
+	case "idle":
+		err = r.idle(ctx, sc, &res)
 	default:
 		err = r.throughput(ctx, sc, &res)
 	}
@@ -205,6 +207,9 @@ func (r *runner) startNodes(ctx context.Context, sc scenario, prefix string, han
 		cfg := &orderly.Config{
 			Name: name, Logger: r.cfg.Logger, Concurrency: sc.concurrency,
 			Workers: []orderly.Worker{{Queue: queue, Shards: sc.shards, BatchSize: sc.batch, Prefetch: sc.prefetch, Handler: handler(name)}},
+		}
+		for q := 1; q < sc.queues; q++ {
+			cfg.Workers = append(cfg.Workers, orderly.Worker{Queue: queueName(q), Shards: sc.shards, BatchSize: sc.batch, Prefetch: sc.prefetch, Handler: handler(name)})
 		}
 		if sc.nodes > 1 {
 			port, err := redisserver.FreePort()
