@@ -14,7 +14,7 @@ import (
 //     call Enqueue;
 //   - the owner of a shard (a shard actor) calls AcquireShard, RenewShard
 //     (or RenewShards), Advance, TrimMorgue and ReleaseShard, presenting
-//     its lease's token;
+//     its lease's token, and its node polls its idle shards (PollShards);
 //     a call with a stale token fails with ErrLeaseLost and changes nothing;
 //   - operators (the HTTP API, the dashboard, the CLI) call the rest.
 type Store interface {
@@ -42,6 +42,19 @@ type Store interface {
 	// per server of a clustered store), each fenced on its own: the error
 	// at index i is RenewShard's for leases[i].
 	RenewShards(ctx context.Context, leases []Lease, ttl time.Duration) []error
+	// PollShards reports, for each shard of refs in order, whether its
+	// owner's Advance could find work in it now: due jobs (due retries and
+	// jobs whose perform_at came included), due timers, outbox entries to
+	// relay, or what an Advance tidies up (an in-flight record, an
+	// unconfirmed dead report, data of the previous storage layout). The
+	// answer is a superset: a shard reported may have nothing to hand over
+	// by the time its owner looks, but a shard with work is never left out,
+	// and a shard whose keys cannot be read alone (a queue no longer
+	// registered) is reported, so that its owner's Advance meets the error.
+	// It only reads, needs no lease, and costs one round trip (one per
+	// server of a clustered store) however many shards it names: a node
+	// polls its idle shards with it instead of one Advance each.
+	PollShards(ctx context.Context, refs []ShardRef) ([]bool, error)
 	// ReleaseShard gives the lease up, first restoring an unsettled
 	// in-flight record into the queue. Releasing a lease that was already
 	// lost returns ErrLeaseLost and changes nothing.

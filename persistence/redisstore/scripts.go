@@ -58,12 +58,13 @@ var (
 	scriptPermits   = newScript("permits")
 	scriptRate      = newScript("rate")
 	scriptTick      = newScript("tick")
+	scriptPoll      = newScript("poll")
 
 	allScripts = []*script{
 		scriptAcquire, scriptRenew, scriptRenewMany, scriptRelease, scriptAdvance, scriptEnqueue, scriptAction,
 		scriptMorgue, scriptGet, scriptStats, scriptList, scriptScan, scriptMigrate, scriptDowngr,
 		scriptState, scriptFeed,
-		scriptPermits, scriptRate, scriptTick,
+		scriptPermits, scriptRate, scriptTick, scriptPoll,
 	}
 )
 

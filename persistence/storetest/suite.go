@@ -90,6 +90,7 @@ func Run(t *testing.T, h Harness) {
 	tests = append(tests, headerTests...)
 	tests = append(tests, outboxTests...)
 	tests = append(tests, feedTests...)
+	tests = append(tests, pollTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

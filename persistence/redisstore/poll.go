@@ -1,0 +1,71 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orderlyhq/orderly/persistence"
+)
+
+// pollChunk is the most shards one poll call reads (five reads each at
+// most), so that one call keeps Redis busy for a millisecond or so at most.
+const pollChunk = 200
+
+// pollKeys are the keys poll.lua reads of one shard, in its order.
+var pollKeys = [...]int{kFifo, kJobs, kLater, kTimers, kOutbox, kInflight, kOutcome, kV1Due, kV1Morgue, kV1Stats, kV1Inflight}
+
+// PollShards implements persistence.Store: one round trip. On standalone
+// Redis and Sentinel, one poll call per pollChunk shards (in one pipeline);
+// on a Cluster, where the shards' keys lie in different slots, one poll
+// call per shard, in one pipeline per master.
+//
+// A script rather than a pipeline of plain reads: the checks need Redis's
+// clock (the one Advance decides what is due by) and read the fifo's head
+// record only when there is one, and five reads inside a script cost Redis
+// less than five commands parsed and answered one by one; its reply lists
+// only the shards with work.
+func (s *Store) PollShards(ctx context.Context, refs []persistence.ShardRef) ([]bool, error) {
+	out := make([]bool, len(refs))
+	per := pollChunk
+	if _, cluster := s.rdb.(*redis.ClusterClient); cluster {
+		per = 1
+	}
+	var calls []call
+	var groups [][]int // refs' indexes, per call
+	now := s.now()
+	for i, ref := range refs {
+		sk, err := s.shardKeys(ctx, ref)
+		if err != nil {
+			out[i] = true // its owner's Advance meets the error
+			continue
+		}
+		if len(calls) == 0 || len(groups[len(groups)-1]) == per {
+			n := min(per, len(refs)-i)
+			calls = append(calls, call{s: scriptPoll, keys: make([]string, 0, n*len(pollKeys)), args: []any{now}})
+			groups = append(groups, make([]int, 0, n))
+		}
+		c := &calls[len(calls)-1]
+		for _, k := range pollKeys {
+			c.keys = append(c.keys, sk.keys[k])
+		}
+		groups[len(groups)-1] = append(groups[len(groups)-1], i)
+	}
+	if len(calls) == 0 {
+		return out, nil
+	}
+	for j, cmd := range runAll(ctx, s.rdb, calls) {
+		res, err := cmd.Int64Slice()
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: poll %d shards: %w", len(refs), err)
+		}
+		for _, k := range res {
+			if k < 1 || int(k) > len(groups[j]) {
+				return nil, fmt.Errorf("redisstore: poll %d shards: shard %d in a reply for %d", len(refs), k, len(groups[j]))
+			}
+			out[groups[j][k-1]] = true
+		}
+	}
+	return out, nil
+}
