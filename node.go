@@ -229,7 +229,7 @@ func (n *Node) Start(ctx context.Context) error {
 	nodeProps := node.Props(node.Config{
 		Concurrency: n.cfg.Concurrency, Scheduler: sched, HandoffTimeout: n.cfg.HandoffTimeout,
 		Clock: n.clock, Logger: n.log, Restore: n.restore, Blocked: n.ctl.blocked, Demand: demand,
-		Store: n.store, LeaseTTL: n.cfg.LeaseTTL,
+		Store: n.store, LeaseTTL: n.cfg.LeaseTTL, IdlePoll: n.cfg.IdlePoll,
 	}).Configure(actor.WithGuardian(supervisor.Node()))
 	if n.wrapNodeProps != nil {
 		nodeProps = n.wrapNodeProps(nodeProps)

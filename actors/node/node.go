@@ -64,6 +64,11 @@ type Config struct {
 	// them. Nil: each shard actor renews its own lease.
 	Store    persistence.Store
 	LeaseTTL time.Duration
+	// IdlePoll, with Store, makes the actor poll its idle shards together:
+	// it runs a shard.Poller of that interval (the shards' IdlePoll) on
+	// Store from its start to its stop, one round trip per IdlePoll for all
+	// of them. 0: each idle shard actor polls on its own.
+	IdlePoll time.Duration
 }
 
 // Messages the node actor accepts.
@@ -142,6 +147,7 @@ type Actor struct {
 	byID    map[string]persistence.ShardRef // child PID id -> shard
 	permits *permits
 	renewer *shard.Renewer // renews the shards' leases; nil without Config.Store
+	poller  *shard.Poller  // polls the idle shards; nil without Config.Store and IdlePoll
 
 	stopping bool           // Stopping or Restarting arrived: spawn nothing more
 	demand   map[string]int // last reported to Config.Demand
@@ -175,6 +181,11 @@ func (a *Actor) Receive(c actor.Context) {
 			// The loop returns as soon as its call sees the cancellation.
 			if err := a.renewer.Stop(context.Background()); err != nil {
 				a.log.Warn("lease renewer did not stop", "err", err)
+			}
+		}
+		if a.poller != nil {
+			if err := a.poller.Stop(context.Background()); err != nil {
+				a.log.Warn("idle poller did not stop", "err", err)
 			}
 		}
 	case *actor.Stopped:
@@ -244,6 +255,10 @@ func (a *Actor) onStarted(c actor.Context) {
 	if a.cfg.Store != nil {
 		a.renewer = shard.NewRenewer(a.cfg.Store, a.cfg.LeaseTTL, a.cfg.Clock, a.log)
 		a.renewer.Start()
+		if a.cfg.IdlePoll > 0 {
+			a.poller = shard.NewPoller(a.cfg.Store, a.cfg.IdlePoll, a.cfg.Clock, a.log)
+			a.poller.Start()
+		}
 	}
 	if a.cfg.Restore == nil {
 		return
@@ -316,6 +331,9 @@ func (a *Actor) reconcile(c actor.Context) {
 		sc := a.want[ref]
 		if a.renewer != nil {
 			sc.Renewer = a.renewer
+		}
+		if a.poller != nil {
+			sc.Poller = a.poller
 		}
 		pid, err := c.SpawnNamed(shard.Props(sc), ref.String())
 		if err != nil {

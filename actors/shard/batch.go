@@ -45,7 +45,10 @@ func (a *Actor) newRequest(fetch int) {
 	}
 	// The first call under a new lease looks for emits a previous owner
 	// committed and did not relay (it died first).
-	req.CheckOutbox = a.seq == 1
+	// So does the first after the poller woke the actor: the poll may
+	// have found entries nobody relayed.
+	req.CheckOutbox = a.seq == 1 || a.lookOutbox
+	a.lookOutbox = false
 	if fetch > 0 {
 		a.work.due = false
 	}
@@ -54,6 +57,7 @@ func (a *Actor) newRequest(fetch int) {
 
 func (a *Actor) startAdvance(c actor.Context) {
 	a.phase = phaseAdvancing
+	a.stopPolling() // no longer idle
 	req := *a.req
 	lease := *a.lease
 	cfg := a.cfg
@@ -134,7 +138,30 @@ func (a *Actor) onAdvanced(c actor.Context, m advanced) {
 		if !a.work.next.IsZero() {
 			a.arm(c, timerDue, a.dueIn()+time.Millisecond)
 		}
+		a.idlePoll(c)
+	}
+}
+
+// idlePoll has the idle actor's shard polled: by the node's Poller, or by
+// its own timer without one.
+func (a *Actor) idlePoll(c actor.Context) {
+	if a.cfg.Poller == nil {
 		a.arm(c, timerPoll, a.cfg.IdlePoll)
+		return
+	}
+	if !a.polling {
+		self, root, inst := c.Self(), c.ActorSystem().Root, a.inst
+		a.cfg.Poller.add(a.cfg.Ref, inst, func() { root.Send(self, pollWake{inst: inst}) })
+		a.polling = true
+	}
+}
+
+// stopPolling takes the actor's shard back from the node's Poller, if it
+// has it.
+func (a *Actor) stopPolling() {
+	if a.polling {
+		a.cfg.Poller.remove(a.cfg.Ref, a.inst)
+		a.polling = false
 	}
 }
 

@@ -22,6 +22,7 @@ func (a *Actor) onDrain(c actor.Context, m Drain) {
 		a.trimDue = false
 		a.disarm(timerDue)
 		a.disarm(timerPoll)
+		a.stopPolling()
 		a.disarm(timerTrim)
 		if a.phase == phaseIdle {
 			a.returnPermit(c) // a permit held for a fetch not started yet

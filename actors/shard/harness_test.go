@@ -141,6 +141,18 @@ func (s *fakeStore) Advance(_ context.Context, l persistence.Lease, req persiste
 	return res, nil
 }
 
+// PollShards reports every shard while jobs wait.
+func (s *fakeStore) PollShards(_ context.Context, refs []persistence.ShardRef) ([]bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.record("poll")
+	out := make([]bool, len(refs))
+	for i := range out {
+		out[i] = len(s.jobs) > 0
+	}
+	return out, nil
+}
+
 func (s *fakeStore) TrimMorgue(context.Context, persistence.ShardRef, time.Time, int) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -211,6 +223,11 @@ type harness struct {
 	// batched makes a node-wide shard.Renewer renew the lease, as a node
 	// does, instead of the actor itself.
 	batched bool
+	// polled makes a node-wide shard.Poller poll the idle shard, as a node
+	// does, instead of the actor itself; poller is it, once started.
+	polled   bool
+	poller   *shard.Poller
+	idlePoll time.Duration // [time.Minute]
 
 	mu     sync.Mutex // guards the fields below
 	events []string
@@ -241,13 +258,22 @@ func (h *harness) start(process shard.Processor) {
 		renewer.Start()
 		t.Cleanup(func() { require.NoError(t, renewer.Stop(context.Background())) }) // after the actor stopped (cleanups run last first)
 	}
+	idlePoll := h.idlePoll
+	if idlePoll == 0 {
+		idlePoll = time.Minute
+	}
+	if h.polled {
+		h.poller = shard.NewPoller(st, idlePoll, h.clock, log)
+		h.poller.Start()
+		t.Cleanup(func() { require.NoError(t, h.poller.Stop(context.Background())) })
+	}
 	maxPayloads := h.maxPayloads
 	if maxPayloads == 0 {
 		maxPayloads = 7
 	}
 	props := shard.Props(shard.Config{
 		Ref: persistence.ShardRef{Queue: "q", Shard: 1}, Store: st, OnDead: h.onDead, Owner: "n", MaxRetryCount: 25,
-		LeaseTTL: 3 * time.Second, IdlePoll: time.Minute, Process: process, Prefetch: h.prefetch,
+		LeaseTTL: 3 * time.Second, IdlePoll: idlePoll, Poller: h.poller, Process: process, Prefetch: h.prefetch,
 		CallTimeout: h.callTimeout, MaxPayloads: maxPayloads, MaxPrefetch: h.maxPrefetch,
 		Clock: h.clock, Logger: log, Observer: h.obs, Renewer: renewer,
 	})

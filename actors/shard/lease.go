@@ -234,6 +234,7 @@ func (a *Actor) leaseLost(c actor.Context, why string) {
 // current call does is restored by the next owner.
 func (a *Actor) dropLease() {
 	a.unregister()
+	a.stopPolling()
 	a.lease, a.req, a.settle, a.cur = nil, nil, nil, nil
 	a.renewDue = false
 	a.view.set(time.Time{})

@@ -75,6 +75,8 @@ type (
 		kind timerKind
 		gen  uint64
 	}
+	// pollWake: the node's Poller found work in the idle shard.
+	pollWake struct{ inst uint64 }
 )
 
 // Results of tasks (taskResult.v).

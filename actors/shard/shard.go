@@ -95,8 +95,15 @@ type Config struct {
 	// Renewer, if set, renews the actor's lease together with the other
 	// shards of the node (its LeaseTTL must be this LeaseTTL); nil: the
 	// actor renews its own lease.
-	Renewer  *Renewer
+	Renewer *Renewer
+	// IdlePoll is how often an idle actor checks for work it was not told
+	// about (enqueue notices are hints).
 	IdlePoll time.Duration
+	// Poller, if set, polls the actor's shard with the node's other idle
+	// shards, every IdlePoll, and wakes the actor when it has work: the
+	// actor arms no poll timer of its own. Nil: the actor polls on its own
+	// (an Advance every IdlePoll while idle).
+	Poller *Poller
 	// MorgueTTL is the morgue's retention; 0 trims nothing.
 	MorgueTTL time.Duration
 	// Clock schedules every timer of the actor and dates what it writes
@@ -213,6 +220,11 @@ type Actor struct {
 	// row (backoff).
 	relayDue   bool
 	relayFails int
+	// polling: registered with Config.Poller (idle); lookOutbox: the
+	// poller woke the actor, so its next Advance reports the outbox
+	// (the poll may have found entries to relay there).
+	polling    bool
+	lookOutbox bool
 	deadline   time.Time // the drain deadline; zero while not draining
 
 	failures int // consecutive failed store calls
@@ -236,6 +248,10 @@ func (a *Actor) Receive(c actor.Context) {
 		// shutdown did everything on Stopping.
 	case Wake:
 		a.onWake()
+	case pollWake:
+		if m.inst == a.inst {
+			a.work.due, a.lookOutbox = true, true
+		}
 	case Drain:
 		a.onDrain(c, m)
 	case PermitGranted:
@@ -461,6 +477,7 @@ func (a *Actor) shutdown(c actor.Context, restarting bool) {
 		a.log.Error("a handler ignores its cancelled context; the shard actor stops without it and leaves its lease to expire")
 	} else {
 		leases := a.stale
+		a.stopPolling()
 		if a.lease != nil {
 			a.unregister()
 			leases = append(leases, *a.lease)

@@ -14,7 +14,7 @@ type timerKind int
 
 const (
 	timerDue      timerKind = iota // next perform_at the store reported
-	timerPoll                      // idle poll (enqueue notices are hints)
+	timerPoll                      // idle poll (enqueue notices are hints), without a Poller
 	timerRenew                     // lease renewal, LeaseTTL/3 after the last one was sent
 	timerGuard                     // lease guard: the lease counts as lost
 	timerRetry                     // backoff before retrying a store call or an acquisition
