@@ -89,8 +89,10 @@ type Config struct {
 	HandoffTimeout time.Duration
 	// MorgueTTL is how long morgue entries are kept [DefaultMorgueTTL].
 	MorgueTTL time.Duration
-	// IdlePoll is how often an idle shard checks for work it was not told
-	// about (enqueue notices are hints) [DefaultIdlePoll].
+	// IdlePoll is how often the node checks its idle shards for work they
+	// were not told about (enqueue notices are hints) [DefaultIdlePoll]:
+	// all of them in one round trip (Store.PollShards, one per server of a
+	// Redis Cluster), waking only those with work.
 	IdlePoll time.Duration
 	// Middleware wraps every worker's handler; the first is the outermost.
 	Middleware []Middleware

@@ -36,8 +36,16 @@
 //	    it arrives, so that the node's count and the actor's always agree.
 //	  - Wake-ups: a Wake (an enqueue notice), a timer at the next perform_at
 //	    the store reported, or a slow idle poll (IdlePoll, for notices lost
-//	    while pub/sub reconnects). An idle actor holds no goroutine and sends
-//	    nothing but lease renewals.
+//	    while pub/sub reconnects and due work nobody announced). On a node
+//	    the poll is the node's (Config.Poller, poller.go): an actor whose
+//	    fetch found nothing registers with the Poller, which every IdlePoll
+//	    asks the store in one Store.PollShards call which registered shards
+//	    have work an Advance would find and wakes those actors only (the
+//	    fetch that follows also reports the outbox); the actor deregisters
+//	    when it fetches again, loses its lease, drains or stops, and arms no
+//	    poll timer of its own. Without a Poller it polls itself: an Advance
+//	    every IdlePoll while idle. An idle actor holds no goroutine and
+//	    sends nothing itself but, without a Renewer, its lease renewals.
 //	  - Failures of store calls: Advance is retried with the very same request
 //	    (it is idempotent) with backoff; the permit is kept meanwhile.
 //	  - Window (window.go): a fetch asks for Prefetch ids, and for more

@@ -9,8 +9,9 @@ import (
 	"github.com/orderlyhq/orderly/persistence"
 )
 
-// pollChunk is the most shards one poll call reads (five reads each at
-// most), so that one call keeps Redis busy for a millisecond or so at most.
+// pollChunk is the most shards one poll call reads (one EXISTS each for an
+// empty shard, seven reads at most), so that one call keeps Redis busy for
+// a millisecond or so at most.
 const pollChunk = 200
 
 // pollKeys are the keys poll.lua reads of one shard, in its order.
@@ -22,10 +23,11 @@ var pollKeys = [...]int{kFifo, kJobs, kLater, kTimers, kOutbox, kInflight, kOutc
 // call per shard, in one pipeline per master.
 //
 // A script rather than a pipeline of plain reads: the checks need Redis's
-// clock (the one Advance decides what is due by) and read the fifo's head
-// record only when there is one, and five reads inside a script cost Redis
-// less than five commands parsed and answered one by one; its reply lists
-// only the shards with work.
+// clock (the one Advance decides what is due by), a shard that holds none
+// of the keys that matter (most idle shards) costs one EXISTS and the
+// others' keys are read only then, reads inside a script cost Redis less
+// than the same commands parsed and answered one by one, and its reply
+// lists only the shards with work.
 func (s *Store) PollShards(ctx context.Context, refs []persistence.ShardRef) ([]bool, error) {
 	out := make([]bool, len(refs))
 	per := pollChunk
