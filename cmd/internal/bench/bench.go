@@ -95,12 +95,14 @@ type Result struct {
 	Queues int `json:"queues,omitempty"`
 	// IdleSec is how long an idle scenario measured; RoundTripsPerMin
 	// counts the node's Redis round trips per minute meanwhile,
+	// NodeCmdsPerMin the commands its client sent (a script call is one),
 	// RedisCmdsPerMin the commands Redis ran per minute (INFO commandstats,
 	// commands inside scripts included), CPUPercent and RedisCPUPercent the
 	// CPU time of the node's process and of Redis per wall time, in percent
 	// of one core.
 	IdleSec          float64 `json:"idle_seconds,omitempty"`
 	RoundTripsPerMin float64 `json:"round_trips_per_min,omitempty"`
+	NodeCmdsPerMin   float64 `json:"node_commands_per_min,omitempty"`
 	RedisCmdsPerMin  float64 `json:"redis_commands_per_min,omitempty"`
 	CPUPercent       float64 `json:"cpu_percent,omitempty"`
 	RedisCPUPercent  float64 `json:"redis_cpu_percent,omitempty"`

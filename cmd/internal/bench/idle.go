@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/orderlyhq/orderly/internal/redisserver"
+	"github.com/orderlyhq/orderly/persistence/redisstore"
 )
 
 // idleSettle is how long an idle scenario lets the node settle after all its
@@ -58,7 +59,7 @@ func (r *runner) idle(ctx context.Context, sc scenario, res *Result) error {
 	if err != nil {
 		return err
 	}
-	rt0 := roundTrips(stores)
+	c0 := counters(stores)
 	cpu0 := cpuSeconds()
 	t0 := time.Now()
 	for left := r.cfg.Idle; left > 0; left = r.cfg.Idle - time.Since(t0) {
@@ -71,7 +72,7 @@ func (r *runner) idle(ctx context.Context, sc scenario, res *Result) error {
 	}
 	wall := time.Since(t0)
 	res.CPUSec = cpuSeconds() - cpu0
-	rt := roundTrips(stores) - rt0
+	sent := counters(stores).Sub(c0)
 	after, err := redisserver.ReadUsage(ctx, c)
 	if err != nil {
 		return err
@@ -80,7 +81,8 @@ func (r *runner) idle(ctx context.Context, sc scenario, res *Result) error {
 	mins := wall.Minutes()
 	res.IdleSec = wall.Seconds()
 	res.RedisCPUSec = used.CPUSeconds
-	res.RoundTripsPerMin = float64(rt) / mins
+	res.RoundTripsPerMin = float64(sent.RoundTrips) / mins
+	res.NodeCmdsPerMin = float64(sent.Commands) / mins
 	res.RedisCmdsPerMin = float64(used.Commands) / mins
 	res.CPUPercent = res.CPUSec / wall.Seconds() * 100
 	res.RedisCPUPercent = used.CPUSeconds / wall.Seconds() * 100
@@ -88,4 +90,15 @@ func (r *runner) idle(ctx context.Context, sc scenario, res *Result) error {
 	stop()
 	stopped = true
 	return cleanup(ctx, c, prefix)
+}
+
+// counters sums the client counters of the stores.
+func counters(stores []*redisstore.Store) redisstore.Counters {
+	var sum redisstore.Counters
+	for _, s := range stores {
+		c := s.Counters()
+		sum.RoundTrips += c.RoundTrips
+		sum.Commands += c.Commands
+	}
+	return sum
 }
