@@ -175,7 +175,8 @@ func (a *Actor) Receive(c actor.Context) {
 	case *actor.Stopping, *actor.Restarting:
 		// protoactor stops the shard actors (they release their leases);
 		// this instance must not spawn them again as they terminate. A
-		// stopping shard actor renews nothing any more: the renewer stops.
+		// stopping shard actor renews nothing any more and is polled no
+		// more: the renewer and the poller stop.
 		a.stopping = true
 		if a.renewer != nil {
 			// The loop returns as soon as its call sees the cancellation.
