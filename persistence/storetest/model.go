@@ -128,6 +128,16 @@ func sorted(ps map[string]float64) []persistence.Payload {
 	return out
 }
 
+// hasDue reports whether a job of shard is queued and due at now.
+func (m *model) hasDue(shard int, now float64) bool {
+	for id, j := range m.queued {
+		if persistence.ShardOf(id, m.shards) == shard && j.at <= now {
+			return true
+		}
+	}
+	return false
+}
+
 func (m *model) fetch(shard, n int, now float64) []mInFlight {
 	var due []string
 	for id, j := range m.queued {
@@ -215,8 +225,18 @@ func testModel(t *testing.T, h Harness) {
 	}
 	pick := func() string { return modelIDs[rng.IntN(len(modelIDs))] }
 
+	refs := make([]persistence.ShardRef, shards)
+	for sh := range refs {
+		refs[sh] = persistence.ShardRef{Queue: e.queue, Shard: sh}
+	}
 	for step := range 400 {
 		now := e.now()
+		// The idle poll never leaves out a shard with due jobs.
+		polled, err := e.s.PollShards(e.ctx, refs)
+		require.NoError(t, err)
+		for sh, p := range polled {
+			require.True(t, p || !m.hasDue(sh, now), "step %d: shard %d has due jobs and the poll left it out", step, sh)
+		}
 		var op string
 		switch r := rng.IntN(100); {
 		case r < 35:
