@@ -425,6 +425,7 @@ func (conn *h1Conn) readHead(a *answerHead) (length int64, chunked, keep bool, e
 			return 0, false, false, err
 		}
 		length, chunked, keep = -1, false, minor >= 1
+		var badLength error // a bad Content-Length does not matter in a chunked answer
 		for {
 			line, err := conn.readLine(&budget)
 			if err != nil {
@@ -441,11 +442,15 @@ func (conn *h1Conn) readHead(a *answerHead) (length int64, chunked, keep bool, e
 			switch {
 			case asciiEqualFold(name, "Content-Length"):
 				n, perr := strconv.ParseInt(string(value), 10, 64)
-				if perr != nil || n < 0 || (length >= 0 && n != length) {
+				switch {
+				case length >= 0 && n != length:
 					return 0, false, false, fmt.Errorf("bad Content-Length %q", value)
+				case perr != nil || n < 0:
+					badLength = fmt.Errorf("bad Content-Length %q", value)
+				default:
+					length = n
 				}
-				length = n
-			case asciiEqualFold(name, "Transfer-Encoding"):
+			case asciiEqualFold(name, "Transfer-Encoding") && minor >= 1: // as net/http, ignored in HTTP/1.0
 				if !asciiEqualFold(value, "chunked") || chunked {
 					return 0, false, false, fmt.Errorf("unsupported transfer encoding: %q", value)
 				}
@@ -466,8 +471,11 @@ func (conn *h1Conn) readHead(a *answerHead) (length int64, chunked, keep bool, e
 			continue // informational: the final answer follows
 		}
 		a.code, a.status = code, status
-		if chunked {
+		switch {
+		case chunked:
 			length = -1 // Transfer-Encoding wins over Content-Length
+		case badLength != nil:
+			return 0, false, false, badLength
 		}
 		switch {
 		case code < 200 || code == http.StatusNoContent || code == http.StatusNotModified:

@@ -251,6 +251,30 @@ func TestDirectClientBadAnswers(t *testing.T) {
 	}
 }
 
+// Answers that net/http reads are read alike: a chunked body (with a
+// trailer, a bad Content-Length beside it ignored), a Transfer-Encoding that
+// HTTP/1.0 ignores, a body to the connection's end.
+func TestDirectClientOddAnswers(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, answer, failed string
+	}{
+		{name: "chunked", answer: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: x\r\n\r\n" +
+			"7\r\n{\"faile\r\n14\r\nd\": {\"a\": \"chunks\"}}\r\n0\r\nX-Trailer: 1\r\n\r\n", failed: "chunks"},
+		{name: "http/1.0 transfer-encoding", answer: "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{\"failed\": {\"a\": \"raw\"}}", failed: "raw"},
+		{name: "to the end", answer: "HTTP/1.1 200 OK\r\n\r\n{\"failed\": {\"a\": \"end\"}}", failed: "end"},
+		{name: "informational", answer: "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\n\r\n" +
+			"HTTP/1.1 200 OK\r\nContent-Length: 24\r\n\r\n{\"failed\": {\"a\": \"1xx\"}}", failed: "1xx"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			raw := newRawReceiver(t, tc.answer)
+			s := newTestSender(t, &Config{URL: raw.url})
+			require.EqualError(t, pf(t, s.deliver(context.Background(), testBatch("a")))["a"], tc.failed)
+		})
+	}
+}
+
 // Requests in flight at once each get a connection of their own; the
 // connections are reused afterwards.
 func TestDirectClientConcurrentCalls(t *testing.T) {
