@@ -50,9 +50,8 @@ type h1Client struct {
 	idleTimeout time.Duration
 
 	mu    sync.Mutex
-	idle  []*h1Conn // most recently used last
-	sweep *time.Timer
-	done  bool // closeIdle was called: keep no connection idle
+	idle  []*h1Conn   // most recently used last
+	sweep *time.Timer // closes idle connections past idleTimeout; nil when none is idle
 }
 
 // h1Conn is one connection of an h1Client.
@@ -157,10 +156,6 @@ type answerHead struct {
 	status string // "200 OK": the status line after the protocol
 }
 
-// errClosedIdle is the error of a connection found closed when taken from
-// the pool; the client dials another.
-var errClosedIdle = errors.New("idle connection closed by the receiver")
-
 // post sends one request (the head of the client, the per-request headers
 // of s, then body) and reads its answer: at most max+1 bytes of its body.
 // stage tells where an error happened: before the answer's head was read
@@ -224,25 +219,18 @@ func (c *h1Client) post(ctx context.Context, s *sender, delivery string, body []
 	default: // to the end of the connection
 		r, keep = conn.br, false
 	}
-	max := s.maxBytes
-	answer, eof, err := readAnswer(r, length, max)
-	if err == nil && !eof && keep {
-		// As closeBody: drain a little so that the connection is reused.
-		var n int64
-		n, err = io.CopyN(io.Discard, r, maxDrainBytes+1)
-		eof = n <= maxDrainBytes && err == io.EOF
-		if err == io.EOF {
-			err = nil
-		}
-	}
+	answer, eof, err := readAnswer(r, length, s.maxBytes)
 	if err != nil {
 		return a, nil, stage, ctxError(ctx, err)
 	}
-	if eof && chunked {
-		err = conn.readTrailer()
-		if err != nil {
-			return a, answer, stage, ctxError(ctx, err)
-		}
+	if !eof && keep {
+		// As closeBody: drain a little so that the connection is reused
+		// (a failure only closes it).
+		n, derr := io.CopyN(io.Discard, r, maxDrainBytes+1)
+		eof = n <= maxDrainBytes && errors.Is(derr, io.EOF)
+	}
+	if eof && chunked && conn.readTrailer() != nil {
+		eof = false // the body is read; the connection is closed
 	}
 	reuse = eof && keep && conn.br.Buffered() == 0
 	return a, answer, stage, nil
@@ -336,7 +324,7 @@ func (c *h1Client) put(conn *h1Conn) {
 	conn.idleSince = time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.done || len(c.idle) >= c.maxIdle {
+	if len(c.idle) >= c.maxIdle {
 		_ = conn.nc.Close()
 		return
 	}
@@ -362,7 +350,7 @@ func (c *h1Client) closeStale() {
 	}
 	clear(c.idle[len(kept):])
 	c.idle = kept
-	if len(c.idle) == 0 || c.done {
+	if len(c.idle) == 0 {
 		c.sweep = nil
 		return
 	}
