@@ -128,7 +128,7 @@ func TestDirectClientReusesConnections(t *testing.T) {
 		require.True(t, ok, "answer %d: %v", i, errs[i])
 		require.Contains(t, pf.Failed, "a")
 	}
-	require.EqualError(t, pf(t, errs[6])["a"], "hinted")
+	require.EqualError(t, failedIDs(t, errs[6])["a"], "hinted")
 	require.ErrorContains(t, errs[2], "answered 500 Internal Server Error: eeee")
 	require.ErrorContains(t, errs[3], "larger than max_response_bytes")
 	require.NoError(t, errs[5])
@@ -136,7 +136,9 @@ func TestDirectClientReusesConnections(t *testing.T) {
 	require.EqualValues(t, 1, srv.opened.Load())
 }
 
-func pf(t *testing.T, err error) map[string]error {
+// failedIDs returns the ids that err fails, which must be an
+// *orderly.PartialFailure.
+func failedIDs(t *testing.T, err error) map[string]error {
 	t.Helper()
 	p, ok := orderly.AsPartialFailure(err)
 	require.True(t, ok, "%v", err)
@@ -169,7 +171,7 @@ func TestDirectClientConnectionClose(t *testing.T) {
 	})
 	s := newTestSender(t, &Config{URL: srv.URL})
 	for range 3 {
-		require.Contains(t, pf(t, s.deliver(context.Background(), testBatch("a"))), "a")
+		require.Contains(t, failedIDs(t, s.deliver(context.Background(), testBatch("a"))), "a")
 	}
 	require.EqualValues(t, 3, srv.opened.Load())
 	require.Empty(t, s.h1.idle)
@@ -177,7 +179,7 @@ func TestDirectClientConnectionClose(t *testing.T) {
 	raw := newRawReceiver(t, "HTTP/1.0 200 OK\r\n\r\n{\"failed\": {\"a\": \"eof\"}}")
 	s = newTestSender(t, &Config{URL: raw.url})
 	for range 2 {
-		require.EqualError(t, pf(t, s.deliver(context.Background(), testBatch("a")))["a"], "eof")
+		require.EqualError(t, failedIDs(t, s.deliver(context.Background(), testBatch("a")))["a"], "eof")
 	}
 	require.EqualValues(t, 2, raw.conns.Load())
 }
@@ -270,7 +272,7 @@ func TestDirectClientOddAnswers(t *testing.T) {
 			t.Parallel()
 			raw := newRawReceiver(t, tc.answer)
 			s := newTestSender(t, &Config{URL: raw.url})
-			require.EqualError(t, pf(t, s.deliver(context.Background(), testBatch("a")))["a"], tc.failed)
+			require.EqualError(t, failedIDs(t, s.deliver(context.Background(), testBatch("a")))["a"], tc.failed)
 		})
 	}
 }
