@@ -61,7 +61,7 @@ func FuzzDecodeAnswer(f *testing.F) {
 		logger:   slog.New(slog.DiscardHandler),
 		maxBytes: DefaultMaxResponseBytes,
 	}
-	ok := &http.Response{StatusCode: http.StatusOK, Status: "200 OK"}
+	ok := answerHead{code: http.StatusOK, status: "200 OK"}
 
 	f.Fuzz(func(t *testing.T, body []byte) {
 		failed, err := decodeAnswer(body)

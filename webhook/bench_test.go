@@ -1,12 +1,16 @@
 package webhook_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -143,4 +147,96 @@ func BenchmarkCall(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkCallNode is BenchmarkCall with the receiver in a process of its
+// own (this test binary, started as one), as receivers are: node-us/call is
+// the CPU of the handler's side alone (this process), receiver-us/call the
+// receiver process's, read from /proc. In one process the two ends share
+// the Go scheduler, whose wake-ups of idle threads then depend on how busy
+// the machine is; apart, each side's cost is its own.
+func BenchmarkCallNode(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		jobs int
+	}{
+		{name: "batch1", jobs: 1},
+		{name: "batch10", jobs: 10},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			url, cpu := startReceiverProcess(b)
+			handle, err := webhook.New(&webhook.Config{URL: url})
+			if err != nil {
+				b.Fatal(err)
+			}
+			batch := benchBatch(bc.jobs)
+			ctx, cancel := context.WithTimeout(context.Background(), webhook.DefaultTimeout)
+			defer cancel()
+			if err := handle(ctx, batch); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			node0, rcv0 := cpuTime(b), cpu()
+			b.ResetTimer()
+			for range b.N {
+				if err := handle(ctx, batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			node, rcv := cpuTime(b)-node0, cpu()-rcv0
+			b.ReportMetric(float64(node.Nanoseconds())/1e3/float64(b.N), "node-us/call")
+			b.ReportMetric(float64(rcv.Nanoseconds())/1e3/float64(b.N), "receiver-us/call")
+		})
+	}
+}
+
+// startReceiverProcess starts this test binary as a receiver process
+// (serveBenchReceiver) and returns its URL and a function that reads its
+// CPU time; the process ends with the benchmark.
+func startReceiverProcess(b *testing.B) (string, func() time.Duration) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		b.Skip("needs /proc to read the receiver's CPU time")
+	}
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "ORDERLY_WEBHOOK_BENCH_RECEIVER=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = stdin.Close() // the receiver stops when its stdin closes
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("the receiver process printed no URL: %v", err)
+	}
+	pid := cmd.Process.Pid
+	return strings.TrimSpace(line), func() time.Duration { return procCPU(b, pid) }
+}
+
+// procCPU is the user and system CPU time of process pid, from
+// /proc/<pid>/stat (in clock ticks of 10 ms).
+func procCPU(b *testing.B, pid int) time.Duration {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command's name, which is in parentheses.
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		b.Fatalf("reading /proc/%d/stat: %v %v", pid, err1, err2)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }

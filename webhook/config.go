@@ -42,7 +42,9 @@ type Config struct {
 	Timeout time.Duration
 	// Client sends the requests [a client of the handler's own: dial and
 	// TLS handshake timeouts, a pool of idle connections, proxies from the
-	// environment, no redirects followed]. Timeout applies whatever the
+	// environment, no redirects followed; requests to an http URL that no
+	// proxy serves are sent on the calling goroutine, see "Connections" in
+	// the package documentation]. Timeout applies whatever the
 	// client, through the request's context. A client that follows
 	// redirects may turn the POST into a GET.
 	Client *http.Client

@@ -189,6 +189,30 @@
 // jobs of a request that was given up on are retried, so a receiver's work
 // should be idempotent.
 //
+// # Connections
+//
+// With the handler's own client (Config.Client nil), a request to an
+// http:// URL that no proxy serves (HTTP_PROXY, NO_PROXY) is sent on the
+// calling goroutine: HTTP/1.1, the request's head and body in one write, over
+// a pool of kept-alive connections (at most 32 idle, each for at most 90
+// s; dialing times out after 10 s). The call's deadline is the connection's,
+// and the call's end (the node stopping, the lease lost) interrupts the
+// dial, the write or the read at once; a connection whose call was
+// interrupted is closed, never reused. A connection the receiver closed
+// while it was idle is found before a request is written on it (a
+// non-blocking look at the socket) and replaced by a new one. The answer's
+// status line and headers may take 64 KiB; 1xx answers before the final one
+// are skipped; the body may be delimited by Content-Length, chunked encoding
+// or the end of the connection, and the connection is reused when the answer
+// allows it and its end was read (up to 64 KiB past what the handler reads
+// is drained for that).
+//
+// An https:// URL (TLS, and HTTP/2 when the receiver offers it), a proxy from
+// the environment, static headers that net/http writes its own way (Host,
+// Connection, framing headers) or refuses, and any Config.Client go through
+// net/http, with the same limits for the handler's own client. No client
+// follows redirects unless Config.Client does.
+//
 // # Secrets
 //
 // Errors and logs name the URL without its userinfo, query string and

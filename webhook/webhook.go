@@ -37,12 +37,16 @@ type sender struct {
 	// for redirects) is skipped, and the basic authentication that it takes
 	// from the URL is in header instead.
 	transport http.RoundTripper
-	header    http.Header
-	logger    *slog.Logger
-	maxBytes  int64
-	secret    []byte // signs requests when not nil
-	observe   func(status int)
-	macs      sync.Pool // of hash.Hash: HMAC-SHA256 under secret, reset before use
+	// h1, when set, sends the requests instead of transport: the
+	// handler's own client to a plain http URL without a proxy (see
+	// h1Client).
+	h1       *h1Client
+	header   http.Header
+	logger   *slog.Logger
+	maxBytes int64
+	secret   []byte // signs requests when not nil
+	observe  func(status int)
+	macs     sync.Pool // of hash.Hash: HMAC-SHA256 under secret, reset before use
 }
 
 // New returns a handler that POSTs each batch to cfg.URL and returns the
@@ -88,6 +92,7 @@ func newSender(cfg *Config) (*sender, error) {
 			s.header["Authorization"] = []string{"Basic " +
 				base64.StdEncoding.EncodeToString([]byte(u.User.Username()+":"+pass))}
 		}
+		s.h1 = newH1Client(u, s.header)
 	}
 	return s, nil
 }
@@ -106,20 +111,30 @@ func (s *sender) deliver(ctx context.Context, b *orderly.Batch) error {
 		ctx, cancel = context.WithTimeoutCause(ctx, s.timeout, errTimeout)
 		defer cancel()
 	}
-	resp, answer, err := s.post(ctx, b.Delivery, body)
+	head, answer, err := s.post(ctx, b.Delivery, body)
 	if err != nil {
 		return err
 	}
-	return s.outcome(b, resp, answer)
+	return s.outcome(b, head, answer)
 }
 
-// post sends one request and returns the answer (its body closed) and the
-// start of its body: at most maxBytes+1 bytes, so that a longer body can be
-// told apart.
-func (s *sender) post(ctx context.Context, delivery string, body []byte) (*http.Response, []byte, error) {
+// post sends one request and returns the head of its answer and the start
+// of its body: at most maxBytes+1 bytes, so that a longer body can be told
+// apart. The body of the answer is closed.
+func (s *sender) post(ctx context.Context, delivery string, body []byte) (answerHead, []byte, error) {
+	if s.h1 != nil {
+		a, answer, stage, err := s.h1.post(ctx, s, delivery, body)
+		if s.observe != nil {
+			s.observe(a.code) // 0 when no answer came
+		}
+		if err != nil {
+			return a, nil, s.requestError(ctx, stage, err)
+		}
+		return a, answer, nil
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
 	if err != nil {
-		return nil, nil, fmt.Errorf("webhook: building a request to %s: %w", s.safeURL, unwrapURLError(err))
+		return answerHead{}, nil, fmt.Errorf("webhook: building a request to %s: %w", s.safeURL, unwrapURLError(err))
 	}
 	req.Header = s.requestHeader(ctx, delivery, body)
 
@@ -131,14 +146,15 @@ func (s *sender) post(ctx context.Context, delivery string, body []byte) (*http.
 	}
 	s.observed(resp, err)
 	if err != nil {
-		return nil, nil, s.requestError(ctx, "posting to", err)
+		return answerHead{}, nil, s.requestError(ctx, "posting to", err)
 	}
+	a := answerHead{code: resp.StatusCode, status: resp.Status}
 	answer, eof, err := readAnswer(resp.Body, resp.ContentLength, s.maxBytes)
 	closeBody(resp.Body, eof)
 	if err != nil {
-		return nil, nil, s.requestError(ctx, "reading the answer of", err)
+		return a, nil, s.requestError(ctx, "reading the answer of", err)
 	}
-	return resp, answer, nil
+	return a, answer, nil
 }
 
 // Values of the headers every request carries, shared by all requests
@@ -173,6 +189,26 @@ func (s *sender) requestHeader(ctx context.Context, delivery string, body []byte
 		h[SignatureHeader] = vals[2:3:3]
 	}
 	return h
+}
+
+// appendHeaders appends the header lines of a request that carries body in
+// ctx that change per request (those requestHeader adds to the static
+// ones): the delivery, the deadline and the signature.
+func (s *sender) appendHeaders(dst []byte, ctx context.Context, delivery string, body []byte) []byte {
+	if d, ok := ctx.Deadline(); ok {
+		dst = append(dst, DeadlineHeader+": "...)
+		dst = d.UTC().AppendFormat(dst, DeadlineFormat)
+		dst = append(dst, "\r\n"...)
+	}
+	dst = append(dst, DeliveryHeader+": "...)
+	dst = append(dst, delivery...)
+	dst = append(dst, "\r\n"...)
+	if len(s.secret) > 0 {
+		dst = append(dst, SignatureHeader+": "...)
+		dst = append(dst, s.sign(time.Now(), body)...)
+		dst = append(dst, "\r\n"...)
+	}
+	return dst
 }
 
 // staticHeader returns the copy of Config.Header that requests carry: keys
@@ -222,8 +258,8 @@ func readAnswer(body io.Reader, length, max int64) (answer []byte, eof bool, err
 }
 
 // outcome turns an answer into the batch's outcome.
-func (s *sender) outcome(b *orderly.Batch, resp *http.Response, body []byte) error {
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+func (s *sender) outcome(b *orderly.Batch, resp answerHead, body []byte) error {
+	if resp.code < 200 || resp.code > 299 {
 		return s.answerError(resp, body, nil)
 	}
 	if int64(len(body)) > s.maxBytes {
@@ -305,8 +341,8 @@ func receiverError(msg string) error {
 // answerError is the error of an answer that fails the whole batch: its
 // status, why (when the status alone does not say) and the start of its
 // body.
-func (s *sender) answerError(resp *http.Response, body []byte, why error) error {
-	msg := fmt.Sprintf("webhook: %s answered %s", s.safeURL, resp.Status)
+func (s *sender) answerError(resp answerHead, body []byte, why error) error {
+	msg := fmt.Sprintf("webhook: %s answered %s", s.safeURL, resp.status)
 	quoted := quoteBody(body)
 	switch {
 	case why != nil && quoted != "":
@@ -336,6 +372,14 @@ func unwrapURLError(err error) error {
 		return uerr.Err
 	}
 	return err
+}
+
+// closeIdleConnections closes the idle connections of the sender's client.
+func (s *sender) closeIdleConnections() {
+	if s.h1 != nil {
+		s.h1.closeIdle()
+	}
+	s.client.CloseIdleConnections()
 }
 
 // closeBody drains a little of what is left of body unless its end was

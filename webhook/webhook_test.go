@@ -91,7 +91,7 @@ func newTestSender(t *testing.T, cfg *Config) *sender {
 	t.Helper()
 	s, err := newSender(cfg)
 	require.NoError(t, err)
-	t.Cleanup(s.client.CloseIdleConnections)
+	t.Cleanup(s.closeIdleConnections)
 	return s
 }
 
