@@ -389,14 +389,6 @@ func (conn *h1Conn) alive() bool {
 	return err == nil && conn.peeked
 }
 
-// peekFD is the recv of alive.
-func (conn *h1Conn) peekFD(fd uintptr) bool {
-	var b [1]byte
-	n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-	conn.peeked = n < 0 && (err == syscall.EAGAIN || err == syscall.EWOULDBLOCK)
-	return true
-}
-
 // readHead reads the head of the final answer into a: its status, and
 // what delimits its body (length: -1 when the end of the connection
 // does, 0 when there is no body; chunked) and whether the connection may

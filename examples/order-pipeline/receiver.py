@@ -34,6 +34,7 @@ import hmac
 import json
 import os
 import sys
+import threading
 import time
 from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -93,6 +94,15 @@ def rfc3339(t):
 
 NOTIFY = ("paid", "shipped", "cancelled")
 
+# The server answers each call on a thread of its own: lines are printed
+# under this lock, so that two calls' lines never interleave.
+PRINT_LOCK = threading.Lock()
+
+
+def say(line):
+    with PRINT_LOCK:
+        print(line, flush=True)
+
 
 def notification(order_id, order):
     """The emit of a notification: its score, the event's place in the
@@ -151,12 +161,12 @@ def make_handler(secret, unpaid_after, quiet):
                 for job in request.get("jobs", []):
                     for p in job.get("payloads", []):
                         n = p.get("payload") or {}
-                        print("notified %s: %s" % (n.get("order"), n.get("status")), flush=True)
+                        say("notified %s: %s" % (n.get("order"), n.get("status")))
                 return self.reply(200, None)  # an empty body acknowledges every job
             answer = handle(request, unpaid_after)
             if not quiet:
                 for job_id, order in answer["state"].items():
-                    print("%s %s: %s" % (self.headers.get("Orderly-Delivery"), job_id, order["status"]), flush=True)
+                    say("%s %s: %s" % (self.headers.get("Orderly-Delivery"), job_id, order["status"]))
             self.reply(200, answer)
 
         def reply(self, status, obj):
