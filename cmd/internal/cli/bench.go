@@ -8,6 +8,7 @@ import (
 	"runtime/pprof"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/orderlyhq/orderly/cmd/internal/bench"
 )
@@ -26,12 +27,15 @@ job (INFO commandstats, commands inside scripts included), CPU seconds of
 the nodes and of Redis, and peak memory. Every run records what the handlers
 got and checks, per id, that no two calls overlapped, that payloads came in
 score order and that nothing was lost; the command exits 1 when an
-invariant broke. --list shows the scenarios. --cpuprofile and --memprofile
+invariant broke. The idle scenarios report instead what a node that has
+nothing to do costs per minute (--idle sets how long they measure). --list
+shows the scenarios. --cpuprofile and --memprofile
 write pprof profiles of the whole run (the harness and its audit included).`,
 	Examples: []string{
 		"orderly bench",
 		"orderly bench --scenario all --json > bench.json",
 		"orderly bench --redis redis://127.0.0.1:6379/15 --scenario lowkiq,batch10 --jobs 1000000",
+		"orderly bench --scenario idle5,idle --idle 30s",
 	},
 }
 
@@ -41,6 +45,7 @@ func benchCmd(e *env, args []string) int {
 	redisURL := fs.String("redis", e.getenv("ORDERLY_BENCH_REDIS"), "Redis `URL`; empty starts a throwaway redis-server")
 	fs.env["redis"] = "ORDERLY_BENCH_REDIS"
 	jobs := fs.Int("jobs", bench.DefaultJobs, "jobs per throughput scenario")
+	idle := fs.Duration("idle", bench.DefaultIdle, "how long the idle scenarios measure")
 	scenarios := fs.String("scenario", "lowkiq", "comma-separated scenarios, or all (see --list)")
 	list := fs.Bool("list", false, "list the scenarios and exit")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table (errors too, on stderr)")
@@ -59,6 +64,9 @@ func benchCmd(e *env, args []string) int {
 	}
 	if *jobs < 1 {
 		return e.usage(fs, "--jobs must be at least 1")
+	}
+	if *idle < time.Second {
+		return e.usage(fs, "--idle must be at least 1s, got %s", *idle)
 	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -83,7 +91,7 @@ func benchCmd(e *env, args []string) int {
 			f.Close()
 		}()
 	}
-	cfg := bench.Config{Redis: *redisURL, Jobs: *jobs, Scenarios: strings.Split(*scenarios, ",")}
+	cfg := bench.Config{Redis: *redisURL, Jobs: *jobs, Idle: *idle, Scenarios: strings.Split(*scenarios, ",")}
 	if e.stderrTTY {
 		cfg.Progress = e.stderr
 	}
@@ -110,7 +118,41 @@ func benchCmd(e *env, args []string) int {
 	return ExitOK
 }
 
+// printBench prints the results as tables: one for the scenarios that
+// process jobs, one for the idle scenarios (their costs per minute).
 func printBench(e *env, results []bench.Result) {
+	var busy, idle []bench.Result
+	for _, r := range results {
+		if r.IdleSec > 0 {
+			idle = append(idle, r)
+		} else {
+			busy = append(busy, r)
+		}
+	}
+	if len(busy) > 0 {
+		printBusy(e, busy)
+	}
+	if len(idle) > 0 {
+		if len(busy) > 0 {
+			fmt.Fprintln(e.stdout)
+		}
+		printIdle(e, idle)
+	}
+}
+
+// printIdle prints what the idle scenarios cost per minute of an idle node.
+func printIdle(e *env, results []bench.Result) {
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "SCENARIO\tQUEUES\tSHARDS\tMEASURED\tRT/MIN\tNODE CMDS/MIN\tREDIS CMDS/MIN\tNODE CPU\tREDIS CPU\t")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0fs\t%.0f\t%.0f\t%.0f\t%.2f%%\t%.2f%%\t\n", r.Scenario, r.Queues, r.Queues*r.Shards,
+			r.IdleSec, r.RoundTripsPerMin, r.NodeCmdsPerMin, r.RedisCmdsPerMin, r.CPUPercent, r.RedisCPUPercent)
+	}
+	tw.Flush()
+}
+
+// printBusy prints the scenarios that process jobs.
+func printBusy(e *env, results []bench.Result) {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "SCENARIO\tJOBS\tENQUEUE/S\tPROCESS/S\tWALL\tP50\tP99\tCALLS\tRT/JOB\tCMDS/JOB\tCPU\tREDIS CPU\tCPU/JOB\tPEAK MB\tFAILOVER\tAUDIT\t")
 	num := func(v float64, format string) string {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -42,4 +44,22 @@ func TestBench(t *testing.T) {
 	code, out, _ = runCLI([]string{"bench", "--list"}, nil)
 	require.Equal(t, ExitOK, code)
 	require.Contains(t, out, "failover")
+}
+
+func TestBenchIdle(t *testing.T) {
+	srv := redistest.NewServer(t, redistest.Options{})
+	code, out, errOut := runCLI([]string{"bench", "--redis", srv.URL(), "--scenario", "idle5", "--idle", "2s"}, nil)
+	require.Equal(t, ExitOK, code, errOut)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2, out)
+	require.Equal(t, []string{"SCENARIO", "QUEUES", "SHARDS", "MEASURED", "RT/MIN", "NODE", "CMDS/MIN", "REDIS", "CMDS/MIN", "NODE", "CPU", "REDIS", "CPU"}, strings.Fields(lines[0]))
+	row := strings.Fields(lines[1])
+	require.Equal(t, []string{"idle5", "1", "5", "2s"}, row[:4], out)
+	rt, err := strconv.ParseFloat(row[4], 64)
+	require.NoError(t, err)
+	require.Greater(t, rt, 0.0, "an idle node still renews its leases")
+
+	code, _, errOut = runCLI([]string{"bench", "--idle", "10ms"}, nil)
+	require.Equal(t, ExitUsage, code)
+	require.Contains(t, errOut, "--idle must be at least 1s")
 }
