@@ -34,17 +34,37 @@ func (s *Store) Warm(ctx context.Context, conns int) error {
 		// go-redis sends pipelines (a node's batched lease renewals among
 		// them) on connections of a pool of their own.
 		np := min(conns, warmPipelines, cmp.Or(c.Options().PipelinePoolSize, redis.DefaultPipelinePoolSize))
-		// Concurrent pings hold n connections at once, so that the pool
-		// opens and initializes that many; pipelined ones, np of the
-		// pipeline pool.
+		// Each ping of the pool runs on a connection of its own, held
+		// (redis.Conn) until every one has answered, so that the pool opens
+		// and initializes n of them even when a ping ends before the next
+		// starts. Pipelined pings warm the pipeline pool as well as
+		// concurrency lets them (at most np connections).
+		//
+		// One ping goes first, alone: a redis.Conn initializes its
+		// connection with a copy of the client's state, and the first
+		// connection's handshake may settle the client's options (go-redis
+		// turns off maintenance notifications a server does not support);
+		// done concurrently, that races with the held connections'.
+		if err := c.Ping(ctx).Err(); err != nil {
+			return err
+		}
 		var wg sync.WaitGroup
 		errs := make([]error, n+np)
+		held := make([]*redis.Conn, n)
+		defer func() {
+			for _, cn := range held {
+				if cn != nil {
+					_ = cn.Close() // back to the pool
+				}
+			}
+		}()
 		for i := range n + np {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				if i < n {
-					errs[i] = c.Ping(ctx).Err()
+					held[i] = c.Conn()
+					errs[i] = held[i].Ping(ctx).Err()
 					return
 				}
 				_, errs[i] = c.Pipelined(ctx, func(p redis.Pipeliner) error { return p.Ping(ctx).Err() })
