@@ -88,7 +88,11 @@ func TestConformanceEmbedded(t *testing.T) {
 	mr := miniredis.NewMiniRedis()
 	require.NoError(t, mr.Start())
 	t.Cleanup(mr.Close)
-	var mu sync.Mutex // serializes FastForward
+	var mu sync.Mutex // serializes FastForward, guards own
+	// own holds the servers of the cases that need a clock of their own:
+	// the cases run in parallel and each one's Elapse moves the shared
+	// server's clock, which would end a case's short lease under it.
+	own := map[*testing.T]*miniredis.Miniredis{}
 	storetest.Run(t, storetest.Harness{
 		New: func(t *testing.T, now func() time.Time) persistence.Store {
 			c := redis.NewClient(&redis.Options{Addr: mr.Addr(), Protocol: 2})
@@ -99,12 +103,27 @@ func TestConformanceEmbedded(t *testing.T) {
 		},
 		Elapse: func(t *testing.T, d time.Duration) {
 			mu.Lock()
+			defer mu.Unlock()
+			if m := own[t]; m != nil {
+				m.FastForward(d)
+				return
+			}
 			mr.FastForward(d)
-			mu.Unlock()
 		},
 		Light: true,
 		Upgrade: func(t *testing.T, now func() time.Time) (persistence.Store, persistence.Store) {
-			c := redis.NewClient(&redis.Options{Addr: mr.Addr(), Protocol: 2})
+			m := miniredis.NewMiniRedis()
+			require.NoError(t, m.Start())
+			mu.Lock()
+			own[t] = m
+			mu.Unlock()
+			t.Cleanup(func() {
+				mu.Lock()
+				delete(own, t)
+				mu.Unlock()
+				m.Close()
+			})
+			c := redis.NewClient(&redis.Options{Addr: m.Addr(), Protocol: 2})
 			t.Cleanup(func() { c.Close() })
 			prefix := redistest.NewPrefix(t)
 			s, err := redisstore.New(c, &redisstore.Config{Prefix: prefix, Now: now})
