@@ -28,7 +28,15 @@ var pollKeys = [...]int{kFifo, kJobs, kLater, kTimers, kOutbox, kInflight, kOutc
 // others' keys are read only then, reads inside a script cost Redis less
 // than the same commands parsed and answered one by one, and its reply
 // lists only the shards with work.
+//
+// While the store is being upgraded from layout 1, a poll also checks now
+// and then (every upgradeRecheck) whether the upgrade is done, and records
+// the layout version when it is, as an Advance does: an idle node makes no
+// Advance, and the version must not wait for the next job to be recorded.
 func (s *Store) PollShards(ctx context.Context, refs []persistence.ShardRef) ([]bool, error) {
+	if _, err := s.mode(ctx); err != nil {
+		return nil, err
+	}
 	out := make([]bool, len(refs))
 	per := pollChunk
 	if _, cluster := s.rdb.(*redis.ClusterClient); cluster {
