@@ -828,12 +828,18 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 	out.Processed, out.Failed, out.Restored = int(p), int(f), int(r)
 	if v1, _ := res[7].(int64); v1 > 0 {
 		// Layout 1 data waits in this shard: drain a chunk now, and look
-		// again with the next Advance. A failure is logged and the next
-		// Advance tries again.
+		// again with the next Advance, at once (More): what the chunk
+		// moved may be due already, and an owner told nothing is due would
+		// wait for a notice or its idle poll. A failure is logged and the
+		// next Advance tries again.
 		s.v1mu.Lock()
 		delete(s.v1checked, lease.ShardRef)
 		s.v1mu.Unlock()
-		if err := s.drainV1(ctx, lease, sk); err != nil && !errors.Is(err, persistence.ErrLeaseLost) {
+		err := s.drainV1(ctx, lease, sk)
+		switch {
+		case err == nil:
+			out.More = true
+		case !errors.Is(err, persistence.ErrLeaseLost):
 			s.cfg.Logger.Warn("could not move layout 1 data of the shard into layout 2; retrying with the next batch",
 				"queue", lease.Queue, "shard", lease.Shard, "err", err)
 		}
