@@ -3,7 +3,6 @@ package shard
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/orderlyhq/orderly/internal/clock"
@@ -27,18 +26,11 @@ import (
 type Poller struct {
 	store persistence.Store
 	every time.Duration
-	clock clock.Clock
 	log   *slog.Logger
 
-	mu      sync.Mutex                      // guards shards, started, stopped and stop
+	cadence                                 // the loop; its mu guards shards
 	shards  map[persistence.ShardRef]polled // the idle shards, by shard
-	started bool                            // Start ran
-	stopped bool                            // Stop ran
-	stop    func() bool                     // cancels the armed tick
-	tick    chan struct{}                   // a poll is due (buffered: one pending tick)
-	base    context.Context                 // cancelled by Stop
-	cancel  context.CancelFunc              // cancels base
-	done    chan struct{}                   // closed when the loop returns
+	fails   int                             // consecutive failed polls (the loop's own)
 }
 
 // polled is one registered actor: its incarnation and how to wake it.
@@ -50,54 +42,23 @@ type polled struct {
 // NewPoller returns a Poller of store's shards every interval, timed by clk
 // [clock.Real()].
 func NewPoller(store persistence.Store, every time.Duration, clk clock.Clock, log *slog.Logger) *Poller {
-	if clk == nil {
-		clk = clock.Real()
-	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Poller{store: store, every: every, clock: clk, log: log,
-		shards: map[persistence.ShardRef]polled{}, tick: make(chan struct{}, 1), done: make(chan struct{})}
+	return &Poller{store: store, every: every, log: log, cadence: newCadence(clk), shards: map[persistence.ShardRef]polled{}}
 }
 
 // Start starts the polling loop; it returns at once. A second call, or a
 // call after Stop, does nothing.
 func (p *Poller) Start() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.started || p.stopped {
-		return
-	}
-	p.started = true
-	p.base, p.cancel = context.WithCancel(context.Background())
-	p.armLocked()
-	go p.loop()
+	p.start(p.clock.Now().Add(p.every), p.round)
 }
 
 // Stop stops the loop, cancelling a poll in flight (it wakes nobody), and
 // waits for it to return, or for ctx to end (its error is returned then).
 // Stop is idempotent.
 func (p *Poller) Stop(ctx context.Context) error {
-	p.mu.Lock()
-	started := p.started
-	p.stopped = true
-	if p.stop != nil {
-		p.stop()
-		p.stop = nil
-	}
-	if p.cancel != nil {
-		p.cancel()
-	}
-	p.mu.Unlock()
-	if !started {
-		return nil
-	}
-	select {
-	case <-p.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return p.halt(ctx)
 }
 
 // add registers the idle actor incarnation inst of ref (replacing the
@@ -119,70 +80,48 @@ func (p *Poller) remove(ref persistence.ShardRef, inst uint64) {
 	}
 }
 
-// armLocked arms the next tick one interval from now.
-func (p *Poller) armLocked() {
-	if p.stopped {
+// round polls every registered shard in one call and wakes those with
+// work.
+func (p *Poller) round(base context.Context) {
+	p.mu.Lock()
+	refs := make([]persistence.ShardRef, 0, len(p.shards))
+	wakes := make([]func(), 0, len(p.shards))
+	for ref, x := range p.shards {
+		refs = append(refs, ref)
+		wakes = append(wakes, x.wake)
+	}
+	// The next poll is due one interval after this one's send time.
+	p.armLocked(p.clock.Now().Add(p.every))
+	p.mu.Unlock()
+	if len(refs) == 0 {
 		return
 	}
-	p.stop = p.clock.AfterFunc(p.every, func() {
-		select {
-		case p.tick <- struct{}{}:
-		default:
+	ctx, cancel := context.WithTimeout(base, p.every)
+	work, err := p.store.PollShards(ctx, refs)
+	cancel()
+	if base.Err() != nil {
+		return // stopped
+	}
+	switch {
+	case err != nil:
+		p.fails++
+		if p.fails == 1 || p.fails%20 == 0 {
+			p.log.Warn("idle poll failed; trying again at the next interval", "shards", len(refs), "err", err, "attempt", p.fails)
 		}
-	})
-}
-
-func (p *Poller) loop() {
-	defer close(p.done)
-	var refs []persistence.ShardRef
-	var wakes []func()
-	fails := 0
-	for {
-		select {
-		case <-p.base.Done():
-			return
-		case <-p.tick:
+	case len(work) != len(refs):
+		p.log.Error("idle poll: the store answered for another number of shards; waking them all", "shards", len(refs), "answers", len(work))
+		for _, wake := range wakes {
+			wake()
 		}
-		p.mu.Lock()
-		refs, wakes = refs[:0], wakes[:0]
-		for ref, x := range p.shards {
-			refs = append(refs, ref)
-			wakes = append(wakes, x.wake)
+	default:
+		if p.fails > 0 {
+			p.log.Info("idle poll works again", "after_failures", p.fails)
+			p.fails = 0
 		}
-		// The next poll is due one interval after this one's send time.
-		p.armLocked()
-		p.mu.Unlock()
-		if len(refs) == 0 {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(p.base, p.every)
-		work, err := p.store.PollShards(ctx, refs)
-		cancel()
-		if p.base.Err() != nil {
-			return // stopped
-		}
-		switch {
-		case err != nil:
-			fails++
-			if fails == 1 || fails%20 == 0 {
-				p.log.Warn("idle poll failed; trying again at the next interval", "shards", len(refs), "err", err, "attempt", fails)
-			}
-		case len(work) != len(refs):
-			p.log.Error("idle poll: the store answered for another number of shards; waking them all", "shards", len(refs), "answers", len(work))
-			for _, wake := range wakes {
-				wake()
-			}
-		default:
-			if fails > 0 {
-				p.log.Info("idle poll works again", "after_failures", fails)
-				fails = 0
-			}
-			for i, w := range work {
-				if w {
-					wakes[i]()
-				}
+		for i, w := range work {
+			if w {
+				wakes[i]()
 			}
 		}
-		clear(wakes) // drop the references to the wake functions
 	}
 }

@@ -3,7 +3,6 @@ package shard
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/orderlyhq/orderly/internal/clock"
@@ -26,19 +25,10 @@ import (
 type Renewer struct {
 	store persistence.Store
 	ttl   time.Duration
-	clock clock.Clock
 	log   *slog.Logger
 
-	mu      sync.Mutex                       // guards leases, started and stopped
+	cadence                                  // the loop; its mu guards leases
 	leases  map[persistence.ShardRef]renewal // the leases to renew, by shard
-	started bool                             // Start ran
-	stopped bool                             // Stop ran
-	tick    chan struct{}                    // a renewal is due (buffered: one pending tick)
-	stop    func() bool                      // cancels the armed tick
-	next    time.Time                        // when the armed tick fires
-	base    context.Context                  // cancelled by Stop
-	cancel  context.CancelFunc               // cancels base
-	done    chan struct{}                    // closed when the loop returns
 }
 
 // renewal is one registered lease and where its results go.
@@ -50,28 +40,16 @@ type renewal struct {
 // NewRenewer returns a Renewer of leases of ttl on store, timed by clk
 // [clock.Real()].
 func NewRenewer(store persistence.Store, ttl time.Duration, clk clock.Clock, log *slog.Logger) *Renewer {
-	if clk == nil {
-		clk = clock.Real()
-	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Renewer{store: store, ttl: ttl, clock: clk, log: log,
-		leases: map[persistence.ShardRef]renewal{}, tick: make(chan struct{}, 1), done: make(chan struct{})}
+	return &Renewer{store: store, ttl: ttl, log: log, cadence: newCadence(clk), leases: map[persistence.ShardRef]renewal{}}
 }
 
 // Start starts the renewal loop; it returns at once. A second call, or a
 // call after Stop, does nothing.
 func (r *Renewer) Start() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.started || r.stopped {
-		return
-	}
-	r.started = true
-	r.base, r.cancel = context.WithCancel(context.Background())
-	r.armLocked(r.clock.Now().Add(r.ttl / 3))
-	go r.loop()
+	r.start(r.clock.Now().Add(r.ttl/3), r.round)
 }
 
 // Stop stops the loop, cancelling a renewal in flight (its results are not
@@ -79,26 +57,7 @@ func (r *Renewer) Start() {
 // returned then). Leases registered are renewed no more: a stopping node's
 // actors release theirs. Stop is idempotent.
 func (r *Renewer) Stop(ctx context.Context) error {
-	r.mu.Lock()
-	started := r.started
-	r.stopped = true
-	if r.stop != nil {
-		r.stop()
-		r.stop = nil
-	}
-	if r.cancel != nil {
-		r.cancel()
-	}
-	r.mu.Unlock()
-	if !started {
-		return nil
-	}
-	select {
-	case <-r.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return r.halt(ctx)
 }
 
 // add registers a lease (replacing the shard's previous one) acquired or
@@ -124,56 +83,31 @@ func (r *Renewer) remove(ref persistence.ShardRef, token string) {
 	}
 }
 
-// armLocked arms the next tick at at, replacing the armed one.
-func (r *Renewer) armLocked(at time.Time) {
-	if r.stopped {
+// round renews every registered lease in one call and delivers each
+// result.
+func (r *Renewer) round(base context.Context) {
+	r.mu.Lock()
+	batch := make([]renewal, 0, len(r.leases))
+	leases := make([]persistence.Lease, 0, len(r.leases))
+	for _, x := range r.leases {
+		batch = append(batch, x)
+		leases = append(leases, x.lease)
+	}
+	// The next renewal is due LeaseTTL/3 after this one's send time,
+	// however long its reply takes.
+	started := r.clock.Now()
+	r.armLocked(started.Add(r.ttl / 3))
+	r.mu.Unlock()
+	if len(leases) == 0 {
 		return
 	}
-	if r.stop != nil {
-		r.stop()
+	ctx, cancel := context.WithTimeout(base, r.ttl/2)
+	errs := r.store.RenewShards(ctx, leases, r.ttl)
+	cancel()
+	if base.Err() != nil {
+		return // stopped: nobody waits for these results
 	}
-	r.next = at
-	r.stop = r.clock.AfterFunc(max(clock.Until(r.clock, at), 0), func() {
-		select {
-		case r.tick <- struct{}{}:
-		default:
-		}
-	})
-}
-
-func (r *Renewer) loop() {
-	defer close(r.done)
-	var batch []renewal
-	var leases []persistence.Lease
-	for {
-		select {
-		case <-r.base.Done():
-			return
-		case <-r.tick:
-		}
-		r.mu.Lock()
-		batch, leases = batch[:0], leases[:0]
-		for _, x := range r.leases {
-			batch = append(batch, x)
-			leases = append(leases, x.lease)
-		}
-		// The next renewal is due LeaseTTL/3 after this one's send time,
-		// however long its reply takes.
-		started := r.clock.Now()
-		r.armLocked(started.Add(r.ttl / 3))
-		r.mu.Unlock()
-		if len(leases) == 0 {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(r.base, r.ttl/2)
-		errs := r.store.RenewShards(ctx, leases, r.ttl)
-		cancel()
-		if r.base.Err() != nil {
-			return // stopped: nobody waits for these results
-		}
-		for i, x := range batch {
-			x.deliver(renewed{lease: x.lease, started: started, err: errs[i]})
-		}
-		clear(batch) // drop the references to the delivery functions
+	for i, x := range batch {
+		x.deliver(renewed{lease: x.lease, started: started, err: errs[i]})
 	}
 }
