@@ -54,7 +54,7 @@ func (c *clusterEnv) start(name, redisAddr string, handler orderly.HandlerFunc, 
 	}
 	n, err := orderly.NewNode(store, &orderly.Config{
 		Name: name, Logger: clusterLog(c.t, name), LeaseTTL: time.Second, Concurrency: 4,
-		Cluster: &orderly.ClusterConfig{Bind: addr, Join: c.seeds, Transport: tr, RejoinInterval: 300 * time.Millisecond},
+		Cluster: orderly.WithTransport(&orderly.ClusterConfig{Bind: addr, Join: c.seeds, RejoinInterval: 300 * time.Millisecond}, tr),
 		Workers: []orderly.Worker{{Queue: "q", Shards: shards, BatchSize: 3, Timeout: 3 * time.Second, RetryIn: orderly.LinearRetry(10 * time.Millisecond), Handler: handler}},
 	})
 	require.NoError(c.t, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
+	"github.com/orderlyhq/orderly/internal/clock"
 	"github.com/orderlyhq/orderly/internal/remoteguard"
 )
 
@@ -45,21 +46,21 @@ const (
 // Clock is a node's time source. Leases (renewals and the lease guard),
 // drain and stop deadlines, wake-up timers, retry times, morgue retention
 // and the cluster's health checks all read it. Implementations are safe for
-// concurrent use.
+// concurrent use. It has two methods:
+//
+//	// Now returns the current time.
+//	Now() time.Time
+//	// AfterFunc calls f in its own goroutine once d has passed on the
+//	// clock. Calling stop cancels the call and reports whether it was
+//	// still pending (as context.AfterFunc's stop does).
+//	AfterFunc(d time.Duration, f func()) (stop func() bool)
 //
 // The default is the system clock. A test may set a clock it moves by hand,
 // together with the same clock on the store (redisstore.Config.Now): time
 // written to Redis and time measured by the node then agree. Redis still
 // expires leases in real time, so a clock that runs slower than real time
 // makes a node lose its leases.
-type Clock interface {
-	// Now returns the current time.
-	Now() time.Time
-	// AfterFunc calls f in its own goroutine once d has passed on the
-	// clock. Calling stop cancels the call and reports whether it was
-	// still pending (as context.AfterFunc's stop does).
-	AfterFunc(d time.Duration, f func()) (stop func() bool)
-}
+type Clock = clock.Clock
 
 // Config configures a Node. The zero value of each field means its default.
 type Config struct {
@@ -163,15 +164,16 @@ type ClusterConfig struct {
 	// HTTP is the address of the node's HTTP API, advertised to the others
 	// (shown by `orderly members`).
 	HTTP string
-	// Transport replaces memberlist's network transport, for example to
-	// inject faults in tests.
-	Transport memberlist.Transport
 	// StoreID returns the identity of the node's store, which the node
 	// advertises: members of another store are ignored for placement
 	// (MemberForeign), so that a node pointed at another Redis cannot take
 	// this store's shards [the store's persistence.Identifier, when it has
 	// one; nil: no identity, every member is taken as the same store].
 	StoreID func(context.Context) (string, error)
+
+	// transport replaces memberlist's network transport: tests inject
+	// faults through it (export_test.go).
+	transport memberlist.Transport
 }
 
 // withDefaults returns c with every zero field set to its default.

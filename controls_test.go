@@ -61,7 +61,7 @@ func TestNodePauseAcrossNodesAndRestarts(t *testing.T) {
 		tr, addr := network.Transport(t)
 		n, err := orderly.NewNode(e.store, &orderly.Config{
 			Name: name, Logger: testLogger(t), LeaseTTL: time.Second, Concurrency: 3,
-			Cluster: &orderly.ClusterConfig{Bind: addr, Join: seeds, Transport: tr, RejoinInterval: 300 * time.Millisecond},
+			Cluster: orderly.WithTransport(&orderly.ClusterConfig{Bind: addr, Join: seeds, RejoinInterval: 300 * time.Millisecond}, tr),
 			Workers: []orderly.Worker{
 				{Queue: "p", Shards: 4, Handler: got.handler("p")},
 				{Queue: "other", Shards: 4, Handler: got.handler("other")},
@@ -228,7 +228,7 @@ func TestNodeMaxConcurrencyAcrossNodes(t *testing.T) {
 		tr, addr := network.Transport(t)
 		nd, err := orderly.NewNode(e.store, &orderly.Config{
 			Name: name, Logger: testLogger(t), LeaseTTL: time.Second, Concurrency: 5,
-			Cluster: &orderly.ClusterConfig{Bind: addr, Join: seeds, Transport: tr, RejoinInterval: 300 * time.Millisecond},
+			Cluster: orderly.WithTransport(&orderly.ClusterConfig{Bind: addr, Join: seeds, RejoinInterval: 300 * time.Millisecond}, tr),
 			Workers: []orderly.Worker{{Queue: "limited", Shards: 6, MaxConcurrency: 2, Prefetch: 1, Handler: handler}},
 		})
 		require.NoError(t, err)
@@ -270,7 +270,7 @@ func TestNodeRateLimitAcrossNodes(t *testing.T) {
 		tr, addr := network.Transport(t)
 		nd, err := orderly.NewNode(e.store, &orderly.Config{
 			Name: name, Logger: testLogger(t), LeaseTTL: time.Second, Concurrency: 5,
-			Cluster: &orderly.ClusterConfig{Bind: addr, Join: seeds, Transport: tr, RejoinInterval: 300 * time.Millisecond},
+			Cluster: orderly.WithTransport(&orderly.ClusterConfig{Bind: addr, Join: seeds, RejoinInterval: 300 * time.Millisecond}, tr),
 			Workers: []orderly.Worker{{Queue: "rated", Shards: 4, RateLimit: &orderly.RateLimit{PerSecond: rate, Burst: burst}, Handler: handler}},
 		})
 		require.NoError(t, err)

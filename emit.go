@@ -75,22 +75,14 @@ func (j Job) Emit(e ...Emit) {
 	j.em.emits = append(j.em.emits, e...)
 }
 
-// Emits returns what the call emitted for the job so far, for tests and
-// transports.
-func (j Job) Emits() []Emit {
+// emits returns what the call emitted for the job so far.
+func (j Job) emits() []Emit {
 	if j.em == nil {
 		return nil
 	}
 	j.em.mu.Lock()
 	defer j.em.mu.Unlock()
 	return append([]Emit(nil), j.em.emits...)
-}
-
-// WithEmits returns a copy of j that records its emits (Emit), as a node
-// hands jobs to its handler; for tests of handlers and transports.
-func (j Job) WithEmits() Job {
-	j.em = &emitBox{}
-	return j
 }
 
 // collectEmits puts the emits of the call's succeeded ids on b for the
@@ -105,7 +97,7 @@ func collectEmits(b *persistence.Batch, jobs []Job, failed map[string]bool, now 
 		if failed[j.ID] || bad[j.ID] != nil {
 			continue
 		}
-		ems := j.Emits()
+		ems := j.emits()
 		if len(ems) == 0 {
 			continue
 		}

@@ -17,7 +17,7 @@ func TestCollectEmitsLimits(t *testing.T) {
 	big := []byte(strings.Repeat("x", persistence.DefaultMaxPayloadBytes))
 	jobs := []Job{}
 	for _, id := range []string{"ok", "failed", "many", "neg", "big1", "big2"} {
-		jobs = append(jobs, Job{ID: id}.WithEmits())
+		jobs = append(jobs, Job{ID: id, em: &emitBox{}})
 	}
 	jobs[0].Emit(Emit{Queue: "q", ID: "a", PerformIn: time.Minute})
 	jobs[1].Emit(Emit{Queue: "q", ID: "b"})

@@ -103,6 +103,15 @@ func TestEmitsCommittedWithTheAck(t *testing.T) {
 	require.Contains(t, info.Queued.Error, "emit.queue")
 }
 
+// heldRelay is a store whose outbox relay always fails: a node on it
+// commits emits but never relays them, as a node that dies between the two
+// would.
+type heldRelay struct{ persistence.Store }
+
+func (heldRelay) RelayOutbox(context.Context, persistence.ShardRef, int) (int, int, bool, error) {
+	return 0, 0, true, errors.New("relay held")
+}
+
 // A node that dies between committing emits and relaying them leaves them
 // in the shard's outbox; the next owner relays them when it takes the
 // shard over, and every emit arrives.
@@ -127,9 +136,8 @@ func TestEmitsRelayedByTheNextOwner(t *testing.T) {
 		}()
 		return emitting(ctx, b)
 	}}
-	a, err := orderly.NewNode(e.store, &orderly.Config{Name: "node-a", Logger: testLogger(t), Workers: []orderly.Worker{orders}})
+	a, err := orderly.NewNode(heldRelay{e.store}, &orderly.Config{Name: "node-a", Logger: testLogger(t), Workers: []orderly.Worker{orders}})
 	require.NoError(t, err)
-	orderly.SkipRelay(a)
 	require.NoError(t, a.Start(e.ctx))
 	for i := range n {
 		e.enqueue("orders", client.Job{ID: string(rune('a' + i))})

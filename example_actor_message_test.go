@@ -13,11 +13,11 @@ import (
 	"github.com/orderlyhq/orderly/persistence/redisstore"
 )
 
-// A program that embeds a node can enqueue by actor message: Ask sends
-// messages.Enqueue to the node's well-known enqueue actor, the one other
-// processes reach through protoactor remote (Config.ActorAddr and
-// EnqueueActorName; examples/remote-enqueue is such a process).
-func ExampleNode_Ask() {
+// A program that embeds a node can enqueue by actor message: AskEnqueue
+// hands messages.Enqueue to the node's well-known enqueue actor, the one
+// other processes reach through protoactor remote (Config.ActorAddr and
+// messages.EnqueueActorName; examples/remote-enqueue is such a process).
+func ExampleNode_AskEnqueue() {
 	mr, err := miniredis.Run() // an in-memory Redis for the example
 	if err != nil {
 		panic(err)
@@ -49,24 +49,23 @@ func ExampleNode_Ask() {
 	}
 	defer node.Stop(ctx)
 
-	answer, err := node.Ask(ctx, &messages.Enqueue{
+	res, err := node.AskEnqueue(ctx, &messages.Enqueue{
 		Queue: "orders",
 		Jobs:  []*messages.Job{{Id: "order-7", Payload: []byte(`{"state":"shipped"}`)}},
 	})
 	if err != nil {
 		panic(err) // no answer: the node is not running, or ctx ended
 	}
-	res := answer.(*messages.EnqueueResult)
 	fmt.Println("enqueued:", res.GetEnqueued())
 	fmt.Println("handled:", <-handled)
 
 	// A bad request is answered with an error naming the field; nothing is
 	// written.
-	answer, err = node.Ask(ctx, &messages.Enqueue{Queue: "orders", Jobs: []*messages.Job{{Id: ""}}})
+	res, err = node.AskEnqueue(ctx, &messages.Enqueue{Queue: "orders", Jobs: []*messages.Job{{Id: ""}}})
 	if err != nil {
 		panic(err)
 	}
-	e := answer.(*messages.EnqueueResult).GetError()
+	e := res.GetError()
 	fmt.Printf("%s: %s\n", e.GetCode(), e.GetMessage()) // and e.GetField()
 	// Output:
 	// enqueued: 1
@@ -74,10 +73,9 @@ func ExampleNode_Ask() {
 	// CODE_INVALID: jobs[0].id: must not be empty
 }
 
-// The enqueue actor also answers StatsRequest (the metrics of the node's
-// queues, as Redis holds them) and MembersRequest (the cluster as the node
-// sees it).
-func ExampleNode_Ask_stats() {
+// The enqueue actor also answers StatsRequest: the metrics of the node's
+// queues, as Redis holds them.
+func ExampleNode_AskStats() {
 	mr, err := miniredis.Run() // an in-memory Redis for the example
 	if err != nil {
 		panic(err)
@@ -109,22 +107,13 @@ func ExampleNode_Ask_stats() {
 	}
 	defer node.Stop(ctx)
 
-	answer, err := node.Ask(ctx, &messages.StatsRequest{Queues: []string{"orders"}})
+	stats, err := node.AskStats(ctx, &messages.StatsRequest{Queues: []string{"orders"}})
 	if err != nil {
 		panic(err)
 	}
-	for _, q := range answer.(*messages.StatsResponse).GetQueues() {
+	for _, q := range stats.GetQueues() {
 		fmt.Printf("queue %s: %d shards, %d queued, %d in the morgue\n", q.GetName(), q.GetShards(), q.GetLength(), q.GetMorgueLength())
-	}
-	answer, err = node.Ask(ctx, &messages.MembersRequest{})
-	if err != nil {
-		panic(err)
-	}
-	members := answer.(*messages.MembersResponse)
-	for _, m := range members.GetMembers() {
-		fmt.Printf("member %s: %s, queues %v (answered by %s)\n", m.GetName(), m.GetState(), m.GetQueues(), members.GetSelf())
 	}
 	// Output:
 	// queue orders: 8 shards, 0 queued, 0 in the morgue
-	// member n1: alive, queues [orders] (answered by n1)
 }

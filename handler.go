@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"strconv"
 	"strings"
 
 	"github.com/orderlyhq/orderly/actors/shard"
+	"github.com/orderlyhq/orderly/internal/engine"
 	"github.com/orderlyhq/orderly/persistence"
 )
 
@@ -18,20 +20,21 @@ const maxErrorBytes = 4096
 // processor adapts a worker's handler, wrapped in the server middleware, to
 // the shard actor: it runs one call and converts its outcome, once, into
 // the store's failures with their retry times (Worker.RetryIn).
-func (n *Node) processor(w Worker) shard.Processor {
+func (n *Node) processor(w Worker, ec engine.Config) shard.Processor {
 	h := w.Handler
 	for i := len(n.cfg.Middleware) - 1; i >= 0; i-- {
 		h = n.cfg.Middleware[i](h)
 	}
-	log := n.log.With("queue", w.Queue)
+	log := ec.Logger.With("queue", w.Queue)
+	clk := ec.Clock
 	return func(ctx context.Context, b *persistence.Batch) ([]persistence.Failure, error) {
 		batch := newBatch(b)
 		// The shard actor gives ctx the call's deadline (w.Timeout).
-		err := call(ctx, h, batch, n)
+		err := call(ctx, h, batch, log)
 		if err != nil && errors.Is(context.Cause(ctx), shard.ErrCallDeadline) {
 			err = fmt.Errorf("timed out after %s: %w", w.Timeout, err)
 		}
-		now := n.clock.Now()
+		now := clk.Now()
 		fail := func(j persistence.Job, e error) persistence.Failure {
 			msg := "failed"
 			if e != nil && e.Error() != "" {
@@ -92,10 +95,10 @@ func (n *Node) processor(w Worker) shard.Processor {
 }
 
 // call runs the handler, turning a panic into a failure of the whole call.
-func call(ctx context.Context, h HandlerFunc, b *Batch, n *Node) (err error) {
+func call(ctx context.Context, h HandlerFunc, b *Batch, log *slog.Logger) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			n.log.Error("handler panicked; the batch fails", "queue", b.Queue, "shard", b.Shard, "delivery", b.Delivery,
+			log.Error("handler panicked; the batch fails", "queue", b.Queue, "shard", b.Shard, "delivery", b.Delivery,
 				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			err = fmt.Errorf("panic: %v", r)
 		}

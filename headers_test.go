@@ -49,11 +49,11 @@ func TestNodeHandlerSeesHeaders(t *testing.T) {
 	tp := map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
 	e.enqueue("q", client.Job{ID: "c", Payload: []byte("1"), Score: client.Score(1), Headers: tp},
 		client.Job{ID: "c", Payload: []byte("2"), Score: client.Score(2)})
-	res, err := n.Ask(e.ctx, &messages.Enqueue{Queue: "q", Jobs: []*messages.Job{
+	res, err := n.AskEnqueue(e.ctx, &messages.Enqueue{Queue: "q", Jobs: []*messages.Job{
 		{Id: "m", Payload: []byte("x"), Headers: map[string]string{"tenant": "acme"}},
 	}})
 	require.NoError(t, err)
-	require.Equal(t, int64(1), res.(*messages.EnqueueResult).GetEnqueued())
+	require.Equal(t, int64(1), res.GetEnqueued())
 	require.Eventually(t, func() bool { return e.stats("q").Processed == 2 }, 10*time.Second, 10*time.Millisecond)
 	mu.Lock()
 	defer mu.Unlock()
@@ -62,9 +62,9 @@ func TestNodeHandlerSeesHeaders(t *testing.T) {
 	require.Equal(t, []map[string]string{{"tenant": "acme"}}, got["m"])
 
 	// Bad headers are refused with the field named.
-	res, err = n.Ask(e.ctx, &messages.Enqueue{Queue: "q", Jobs: []*messages.Job{{Id: "x", Headers: map[string]string{"": "v"}}}})
+	res, err = n.AskEnqueue(e.ctx, &messages.Enqueue{Queue: "q", Jobs: []*messages.Job{{Id: "x", Headers: map[string]string{"": "v"}}}})
 	require.NoError(t, err)
-	require.Equal(t, "jobs[0].headers", res.(*messages.EnqueueResult).GetError().GetField())
+	require.Equal(t, "jobs[0].headers", res.GetError().GetField())
 	var fe *persistence.FieldError
 	require.ErrorAs(t, e.client.Enqueue(e.ctx, "q", client.Job{ID: "x", Headers: map[string]string{"": "v"}}), &fe)
 	require.Equal(t, "headers", fe.Field)

@@ -15,10 +15,9 @@ import "fmt"
 // nodes, but every node must be able to serve them all when it is alone.
 const MaxNodeShards = 8192
 
-// CheckShardTotal returns an error when total, the shards of all the queues
-// of a node, is more than MaxNodeShards. NewNode applies it to its workers;
-// the node's configuration to its queues.
-func CheckShardTotal(total int) error {
+// checkShardTotal returns an error when total, the shards of all the queues
+// of a node, is more than MaxNodeShards.
+func checkShardTotal(total int) error {
 	if total > MaxNodeShards {
 		return fmt.Errorf("orderly: %d shards in total is more than one node can serve (at most %d, MaxNodeShards): use fewer shards per queue, or fewer queues", total, MaxNodeShards)
 	}

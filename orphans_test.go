@@ -29,7 +29,7 @@ func (c *clusterEnv) startOrphanMember(name string, handled func(node, id string
 	tr, addr := c.network.Transport(c.t)
 	n, err := orderly.NewNode(store, &orderly.Config{
 		Name: name, Logger: clusterLog(c.t, name), LeaseTTL: time.Second, Concurrency: 4,
-		Cluster: &orderly.ClusterConfig{Bind: addr, Join: c.seeds, Transport: tr, RejoinInterval: 300 * time.Millisecond},
+		Cluster: orderly.WithTransport(&orderly.ClusterConfig{Bind: addr, Join: c.seeds, RejoinInterval: 300 * time.Millisecond}, tr),
 		Workers: []orderly.Worker{{Queue: "q", Shards: 4, Handler: func(_ context.Context, b *orderly.Batch) error {
 			for _, j := range b.Jobs {
 				handled(name, j.ID)

@@ -7,35 +7,41 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// docs/contract.md §9: of the ticks missed since the last one, only the
-// latest is due; none before the base, none after now.
-func TestLatestTickSkipsMissedTicks(t *testing.T) {
-	every, err := ParseSchedule("@every 1m")
+func TestParseCron(t *testing.T) {
+	every, err := ParseCron("@every 1m")
 	require.NoError(t, err)
 	base := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
-	require.True(t, latestTick(every, base, base.Add(59*time.Second)).IsZero(), "nothing due yet")
-	require.Equal(t, base.Add(time.Minute), latestTick(every, base, base.Add(time.Minute)))
-	require.Equal(t, base.Add(3*time.Hour), latestTick(every, base, base.Add(3*time.Hour+30*time.Second)), "only the latest of 180 missed ticks")
-
-	daily, err := ParseSchedule("CRON_TZ=UTC 0 3 * * *")
+	require.Equal(t, base.Add(time.Minute), every.Next(base))
+	require.Equal(t, "@every 1m", scheduleString(every), "PeriodicStatus shows the expression")
+	daily, err := ParseCron("CRON_TZ=UTC 0 3 * * *")
 	require.NoError(t, err)
-	require.Equal(t, time.Date(2026, 1, 5, 3, 0, 0, 0, time.UTC),
-		latestTick(daily, base, time.Date(2026, 1, 5, 12, 0, 0, 0, time.UTC)), "four days down: the last 03:00 only")
+	require.Equal(t, time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC), daily.Next(base))
 
-	_, err = ParseSchedule("61 * * * *")
-	require.Error(t, err)
-	_, err = ParseSchedule("@every")
+	_, err = ParseCron("61 * * * *")
+	require.ErrorContains(t, err, `schedule "61 * * * *"`)
+	_, err = ParseCron("@every")
 	require.Error(t, err)
 }
 
+// hourly is a Schedule of a program's own, without a String method.
+type hourly struct{}
+
+func (hourly) Next(t time.Time) time.Time { return t.Truncate(time.Hour).Add(time.Hour) }
+
 func TestPeriodicValidation(t *testing.T) {
 	workers := []Worker{{Queue: "q"}}
-	_, err := validatePeriodic([]PeriodicJob{{Name: "a", Queue: "nope", Schedule: "@every 1s", ID: "x"}}, workers)
+	sec, err := ParseCron("@every 1s")
+	require.NoError(t, err)
+	_, err = validatePeriodic([]PeriodicJob{{Name: "a", Queue: "nope", Schedule: sec, ID: "x"}}, workers)
 	require.ErrorContains(t, err, `queue "nope" is not one of the node's workers`)
-	_, err = validatePeriodic([]PeriodicJob{{Name: "a", Queue: "q", Schedule: "every second", ID: "x"}}, workers)
-	require.ErrorContains(t, err, "periodic job a: schedule")
-	_, err = validatePeriodic([]PeriodicJob{{Name: "a", Queue: "q", Schedule: "@every 1s"}}, workers)
+	_, err = validatePeriodic([]PeriodicJob{{Name: "a", Queue: "q", ID: "x"}}, workers)
+	require.ErrorContains(t, err, "periodic job a has no Schedule")
+	_, err = validatePeriodic([]PeriodicJob{{Name: "a", Queue: "q", Schedule: sec}}, workers)
 	require.ErrorContains(t, err, "id")
-	_, err = validatePeriodic([]PeriodicJob{{Name: "a", Queue: "q", Schedule: "@every 1s", ID: "x"}, {Name: "a", Queue: "q", Schedule: "@hourly", ID: "y"}}, workers)
+	_, err = validatePeriodic([]PeriodicJob{{Name: "a", Queue: "q", Schedule: sec, ID: "x"}, {Name: "a", Queue: "q", Schedule: hourly{}, ID: "y"}}, workers)
 	require.ErrorContains(t, err, "two periodic jobs are named a")
+	p, err := validatePeriodic([]PeriodicJob{{Name: "a", Queue: "q", Schedule: hourly{}, ID: "x"}}, workers)
+	require.NoError(t, err)
+	require.Len(t, p, 1)
+	require.Equal(t, "orderly.hourly", scheduleString(hourly{}), "a schedule without String shows its type")
 }

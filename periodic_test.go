@@ -63,9 +63,9 @@ func TestPeriodicTickOnceAcrossNodes(t *testing.T) {
 		tr, addr := network.Transport(t)
 		nd, err := orderly.NewNode(cs, &orderly.Config{
 			Name: name, Logger: testLogger(t), LeaseTTL: time.Second,
-			Cluster:  &orderly.ClusterConfig{Bind: addr, Join: seeds, Transport: tr, RejoinInterval: 300 * time.Millisecond},
+			Cluster:  orderly.WithTransport(&orderly.ClusterConfig{Bind: addr, Join: seeds, RejoinInterval: 300 * time.Millisecond}, tr),
 			Workers:  []orderly.Worker{{Queue: "cron", Shards: 1, Handler: func(context.Context, *orderly.Batch) error { return nil }}},
-			Periodic: []orderly.PeriodicJob{{Name: "heartbeat", Queue: "cron", Schedule: "@every 1s", ID: "hb", Payload: []byte(`{"ping":true}`)}},
+			Periodic: []orderly.PeriodicJob{{Name: "heartbeat", Queue: "cron", Schedule: mustCron(t, "@every 1s"), ID: "hb", Payload: []byte(`{"ping":true}`)}},
 		})
 		require.NoError(t, err)
 		require.NoError(t, nd.Start(e.ctx))
@@ -106,7 +106,7 @@ func TestPeriodicMissedTicksOnlyTheLatest(t *testing.T) {
 	nd, err := orderly.NewNode(cs, &orderly.Config{
 		Name: "n1", Logger: testLogger(t),
 		Workers:  []orderly.Worker{{Queue: "cron", Shards: 1, Handler: func(context.Context, *orderly.Batch) error { return nil }}},
-		Periodic: []orderly.PeriodicJob{{Name: "minutely", Queue: "cron", Schedule: "@every 1m", ID: "m"}},
+		Periodic: []orderly.PeriodicJob{{Name: "minutely", Queue: "cron", Schedule: mustCron(t, "@every 1m"), ID: "m"}},
 	})
 	require.NoError(t, err)
 	require.NoError(t, nd.Start(e.ctx))
@@ -119,4 +119,11 @@ func TestPeriodicMissedTicksOnlyTheLatest(t *testing.T) {
 	require.Never(t, func() bool { return len(cs.enqueued()) > 1 }, 1500*time.Millisecond, 50*time.Millisecond, "one tick, not the missed ones")
 	got := persistence.FromUnixSeconds(cs.enqueued()[0])
 	require.WithinDuration(t, time.Now(), got, time.Minute, "the latest missed tick")
+}
+
+func mustCron(t *testing.T, expr string) orderly.Schedule {
+	t.Helper()
+	s, err := orderly.ParseCron(expr)
+	require.NoError(t, err)
+	return s
 }

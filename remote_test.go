@@ -12,7 +12,7 @@ import (
 )
 
 // The enqueue actor comes back under its name if it stops, and the PID
-// held before (the one Ask and remote clients use) reaches the new
+// held before (the one AskEnqueue and remote clients use) reaches the new
 // instance. Remote senders cannot stop it at all (cmd/node's
 // TestActorRemoteSystemMessages); this is the net below that.
 func TestEnqueueActorComesBack(t *testing.T) {
@@ -24,8 +24,8 @@ func TestEnqueueActorComesBack(t *testing.T) {
 	for round := range 3 {
 		orderly.StopEnqueueActor(n)
 		require.Eventually(t, func() bool {
-			res, err := n.Ask(e.ctx, &messages.Enqueue{Queue: "q", Jobs: []*messages.Job{{Id: "back"}}})
-			return err == nil && res.(*messages.EnqueueResult).GetEnqueued() == 1
+			res, err := n.AskEnqueue(e.ctx, &messages.Enqueue{Queue: "q", Jobs: []*messages.Job{{Id: "back"}}})
+			return err == nil && res.GetEnqueued() == 1
 		}, 30*time.Second, 50*time.Millisecond, "round %d", round)
 	}
 }

@@ -66,7 +66,7 @@ func TestReadyNeedsTheNodeActorToServeTheShare(t *testing.T) {
 	e := newEnv(t)
 	tr, addr := clustertest.NewNetwork().Transport(t)
 	n, err := orderly.NewNode(e.store, &orderly.Config{Name: "alone", Logger: testLogger(t),
-		Cluster: &orderly.ClusterConfig{Bind: addr, Transport: tr},
+		Cluster: orderly.WithTransport(&orderly.ClusterConfig{Bind: addr}, tr),
 		Workers: []orderly.Worker{{Queue: "q", Shards: 2, Handler: func(context.Context, *orderly.Batch) error { return nil }}}})
 	require.NoError(t, err)
 	require.NoError(t, n.Start(e.ctx))

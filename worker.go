@@ -144,6 +144,15 @@ func (w *Worker) maxRetry() int {
 	return w.MaxRetryCount
 }
 
+// spec is the worker's queue as the store registers it.
+func (w *Worker) spec() persistence.QueueSpec {
+	spec := persistence.QueueSpec{Name: w.Queue, Shards: w.Shards}
+	if w.State {
+		spec.Stateful, spec.FeedMaxLen = true, max(w.FeedMaxLen, 0) // NoFeed: 0
+	}
+	return spec
+}
+
 func (w *Worker) withDefaults() Worker {
 	out := *w
 	if out.Shards == 0 {

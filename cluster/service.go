@@ -25,24 +25,39 @@ type ServiceConfig struct {
 	Self string
 	// Queues maps the node's queues to their shard counts.
 	Queues map[string]int
-	// Assign receives the shards this node should serve, whenever they
-	// change and after Refresh. It is called from the placement loop, one
+	// Assign receives the shards this node should serve: its share of the
+	// placement and the shards it adopted (orphans.go), whenever either
+	// changes and after Refresh. It is called from the placement loop, one
 	// call at a time, and must not block.
-	Assign func(refs []persistence.ShardRef)
+	Assign func(share, adopted []persistence.ShardRef)
 	// Ping checks that the store is reachable; the health loop calls it
 	// every LeaseTTL/3 with a context bounded by LeaseTTL/3.
-	Ping     func(ctx context.Context) error
+	Ping func(ctx context.Context) error
+	// Owners reads who holds the lease of each shard of a queue
+	// (persistence.Store.ShardOwners), for the orphan sweep; nil sweeps
+	// nothing: no shard is ever adopted.
+	Owners func(ctx context.Context, queue string) ([]persistence.ShardOwner, error)
+	// StoreID, if set, reads the identity of the node's store: when the
+	// membership does not advertise one yet (the store did not answer at
+	// Start), the placement loop reads it (retrying with backoff) and
+	// advertises it before it places any shard.
+	StoreID  func(ctx context.Context) (string, error)
 	LeaseTTL time.Duration
 	Clock    clock.Clock
 	Logger   *slog.Logger
 }
 
 // Service runs this node's part of the cluster protocol over a Membership
-// (see the package documentation), in two loops:
+// (see the package documentation), in three loops:
 //
-//   - placement: computes the node's share of the shards from the members
-//     it sees and hands it to Assign when it changes (on every membership
-//     or metadata change, and every second in case one was missed);
+//   - placement: advertises the store's identity if the membership has
+//     none yet, then computes the node's share of the shards from the
+//     members it sees and hands it to Assign when it changes (on every
+//     membership or metadata change, and every second in case one was
+//     missed), with the shards it adopted (orphans.go);
+//   - sweep: reads the lease holders of the node's queues a few times a
+//     second and hands them to the placement loop, which adopts the
+//     shards no node serves;
 //   - health: advertises the node unhealthy (Meta.Unhealthy) once it could
 //     not reach the store for half a lease, so that the others take its
 //     shards over as its leases expire; and healthy again once it has
@@ -52,9 +67,12 @@ type Service struct {
 	log     *slog.Logger
 	refresh chan struct{} // Refresh's coalesced signal to the placement loop
 
-	mu     sync.Mutex         // guards cancel
-	cancel context.CancelFunc // ends the loops; nil until Start
-	wg     sync.WaitGroup     // the placement and health loops
+	swept chan map[persistence.ShardRef]string // the sweep's last read of the lease holders (buffered 1)
+
+	mu        sync.Mutex                         // guards cancel and freeSince
+	cancel    context.CancelFunc                 // ends the loops; nil until Start
+	freeSince map[persistence.ShardRef]time.Time // the free shards at the last sweep, and since when
+	wg        sync.WaitGroup                     // the loops
 }
 
 // NewService returns a service that runs once started.
@@ -65,7 +83,8 @@ func NewService(cfg ServiceConfig) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Service{cfg: cfg, log: cfg.Logger.With("component", "cluster"), refresh: make(chan struct{}, 1)}
+	return &Service{cfg: cfg, log: cfg.Logger.With("component", "cluster"), refresh: make(chan struct{}, 1),
+		swept: make(chan map[persistence.ShardRef]string, 1)}
 }
 
 // Start starts the loops and returns; they run until Stop. Starting a
@@ -84,6 +103,10 @@ func (s *Service) Start(ctx context.Context) error {
 	s.wg.Add(2)
 	go s.placementLoop(lctx)
 	go s.healthLoop(lctx)
+	if s.cfg.Owners != nil {
+		s.wg.Add(1)
+		go s.sweepLoop(lctx)
+	}
 	return nil
 }
 
@@ -119,11 +142,20 @@ func (s *Service) Refresh() {
 
 func (s *Service) placementLoop(ctx context.Context) {
 	defer s.wg.Done()
+	if !s.identify(ctx) {
+		return
+	}
 	var last []persistence.ShardRef
+	var o orphans
 	send := true
 	for {
 		members := s.cfg.Members.Members()
 		refs := assignment(s.cfg.Self, s.cfg.Queues, members)
+		if !slices.Equal(refs, last) && len(o.adopted) > 0 {
+			s.log.Info("placement changed: giving back the adopted shards", "adopted", len(o.adopted))
+			o.adopted = nil
+			send = true
+		}
 		if send || !slices.Equal(refs, last) {
 			alive := 0
 			for _, m := range members {
@@ -131,9 +163,9 @@ func (s *Service) placementLoop(ctx context.Context) {
 					alive++
 				}
 			}
-			s.log.Info("placement", "shards", len(refs), "members_alive", alive, "members", len(members))
+			s.log.Info("placement", "shards", len(refs), "adopted", len(o.adopted), "members_alive", alive, "members", len(members))
 			last, send = refs, false
-			s.cfg.Assign(refs)
+			s.cfg.Assign(refs, o.adoptedList())
 		}
 		tick, stop := clock.After(s.cfg.Clock, placementTick)
 		select {
@@ -143,9 +175,40 @@ func (s *Service) placementLoop(ctx context.Context) {
 		case <-s.cfg.Members.changes:
 		case <-s.refresh:
 			send = true
+		case owners := <-s.swept:
+			send = s.sweep(&o, owners, last)
 		case <-tick:
 		}
 		stop()
+	}
+}
+
+// identify advertises the store's identity when the membership has none
+// yet (the store did not answer at Start), retrying with backoff until it
+// is read or ctx ends (false then).
+func (s *Service) identify(ctx context.Context) bool {
+	if s.cfg.StoreID == nil {
+		return true
+	}
+	for _, m := range s.cfg.Members.Members() {
+		if m.Name == s.cfg.Self && m.Meta.Store != "" {
+			return true
+		}
+	}
+	backoff := 100 * time.Millisecond
+	for {
+		id, err := s.cfg.StoreID(ctx)
+		if err == nil {
+			if err := s.cfg.Members.SetMeta(ctx, func(m *Meta) { m.Store = id }); err != nil {
+				s.log.Warn("cannot advertise the store's identity", "err", err)
+			}
+			return true
+		}
+		s.log.Warn("cannot read the store's identity yet; retrying", "err", err)
+		if clock.Sleep(ctx, s.cfg.Clock, backoff) != nil {
+			return false
+		}
+		backoff = min(backoff*2, 2*time.Second)
 	}
 }
 

@@ -42,7 +42,7 @@ func TestServicePlacementAndHealth(t *testing.T) {
 	svc := cluster.NewService(cluster.ServiceConfig{
 		Members: a, Self: "a", Queues: map[string]int{"q": 4}, LeaseTTL: 3 * time.Second, Clock: clk,
 		Logger: slog.New(slog.DiscardHandler),
-		Assign: func(refs []persistence.ShardRef) {
+		Assign: func(refs, _ []persistence.ShardRef) {
 			mu.Lock()
 			defer mu.Unlock()
 			got = append(got, refs)

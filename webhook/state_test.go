@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderlyhq/orderly"
+	"github.com/orderlyhq/orderly/orderlytest"
 )
 
 // A stateful queue's jobs carry their state and version; the answer's
@@ -25,11 +26,10 @@ func TestStatefulDelivery(t *testing.T) {
 	logger, _ := logBuffer()
 	s := newTestSender(t, &Config{URL: rcv.srv.URL + "/hook", Logger: logger})
 	b := testBatch("a", "b", "c", "d", "e")
-	b.Jobs[4] = b.Jobs[4].WithState(nil, 6) // deleted at version 6
-	b.Jobs[0] = b.Jobs[0].WithState([]byte(`{"n":1}`), 4)
-	b.Jobs[1] = b.Jobs[1].WithState([]byte{0, 0xff}, 2)
-	b.Jobs[2] = b.Jobs[2].WithState(nil, 0)
-	b.Jobs[2] = b.Jobs[2].WithTimer()
+	b.Jobs[4] = orderlytest.Stateful(b.Jobs[4], nil, 6) // deleted at version 6
+	b.Jobs[0] = orderlytest.Stateful(b.Jobs[0], []byte(`{"n":1}`), 4)
+	b.Jobs[1] = orderlytest.Stateful(b.Jobs[1], []byte{0, 0xff}, 2)
+	b.Jobs[2] = orderlytest.Timer(b.Jobs[2], nil, 0)
 
 	err := s.deliver(context.Background(), b)
 	pf, ok := orderly.AsPartialFailure(err)
@@ -58,21 +58,21 @@ func TestStatefulDelivery(t *testing.T) {
 	require.NotContains(t, req.Jobs[3], "state", "not a stateful job")
 	require.NotContains(t, req.Jobs[3], "version")
 
-	data, del, changed := b.Jobs[0].StateChange()
+	data, del, changed := stateChange(b.Jobs[0])
 	require.True(t, changed)
 	require.False(t, del)
 	require.Equal(t, `{"n":2}`, string(data))
-	_, del, changed = b.Jobs[1].StateChange()
+	_, del, changed = stateChange(b.Jobs[1])
 	require.True(t, changed)
 	require.True(t, del)
-	at, clear, tchanged := b.Jobs[0].TimerChange()
+	at, clear, tchanged := timerChange(b.Jobs[0])
 	require.True(t, tchanged)
 	require.False(t, clear)
 	require.True(t, at.Equal(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
-	_, clear, tchanged = b.Jobs[1].TimerChange()
+	_, clear, tchanged = timerChange(b.Jobs[1])
 	require.True(t, tchanged)
 	require.True(t, clear)
-	_, _, changed = b.Jobs[3].StateChange()
+	_, _, changed = stateChange(b.Jobs[3])
 	require.False(t, changed)
 }
 
@@ -108,8 +108,8 @@ func TestAnswerTimersAndEmits(t *testing.T) {
 func TestRequestDecodesState(t *testing.T) {
 	t.Parallel()
 	b := testBatch("a", "b", "c")
-	b.Jobs[0] = b.Jobs[0].WithState([]byte(`{"n":1}`), 4)
-	b.Jobs[1] = b.Jobs[1].WithState([]byte{0, 0xff}, 2)
+	b.Jobs[0] = orderlytest.Stateful(b.Jobs[0], []byte(`{"n":1}`), 4)
+	b.Jobs[1] = orderlytest.Stateful(b.Jobs[1], []byte{0, 0xff}, 2)
 	body, err := json.Marshal(requestOf(b))
 	require.NoError(t, err)
 	var req Request
@@ -143,9 +143,7 @@ func TestAnswerEmits(t *testing.T) {
 	logger, _ := logBuffer()
 	s := newTestSender(t, &Config{URL: rcv.srv.URL + "/hook", Logger: logger})
 	b := testBatch("a", "b")
-	for i := range b.Jobs {
-		b.Jobs[i] = b.Jobs[i].WithEmits()
-	}
+	b.Jobs = orderlytest.NewBatch(b.Queue, b.Jobs...).Jobs // the jobs record their emits
 	err := s.deliver(context.Background(), b)
 	pf, ok := orderly.AsPartialFailure(err)
 	require.True(t, ok, "%v", err)
@@ -154,8 +152,8 @@ func TestAnswerEmits(t *testing.T) {
 	require.Equal(t, []orderly.Emit{
 		{Queue: "notify", ID: "n-a", Payload: []byte(`{"paid":true}`), Score: &score, PerformIn: 1500 * time.Millisecond},
 		{Queue: "audit", ID: "x", Payload: []byte{0, 0xff}},
-	}, b.Jobs[0].Emits())
-	require.Len(t, b.Jobs[1].Emits(), 1, "handed over; the node drops it with the failed id")
+	}, orderlytest.OutcomeOf(b.Jobs[0]).Emits)
+	require.Len(t, orderlytest.OutcomeOf(b.Jobs[1]).Emits, 1, "handed over; the node drops it with the failed id")
 
 	answer = `{"emit": [{"from": "zz", "queue": "notify", "id": "n"}]}`
 	b = testBatch("a")
@@ -164,4 +162,16 @@ func TestAnswerEmits(t *testing.T) {
 	_, ok = orderly.AsPartialFailure(err)
 	require.False(t, ok, "the whole request fails")
 	require.ErrorContains(t, err, `"zz"`)
+}
+
+// stateChange returns what the handler did to j's state.
+func stateChange(j orderly.Job) (data []byte, deleted, changed bool) {
+	o := orderlytest.OutcomeOf(j)
+	return o.State, o.StateDeleted, o.StateChanged
+}
+
+// timerChange returns what the handler did to j's timer.
+func timerChange(j orderly.Job) (at time.Time, clear, changed bool) {
+	o := orderlytest.OutcomeOf(j)
+	return o.TimerAt, o.TimerCleared, o.TimerChanged
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/orderlyhq/orderly/internal/clock"
 )
 
 // KeeperConfig configures a keeper: the actor that keeps a well-known
@@ -20,6 +22,8 @@ type KeeperConfig struct {
 	// keeps failing does not spin [time.Second].
 	Delay  time.Duration
 	Logger *slog.Logger
+	// Clock times the delay [clock.Real()].
+	Clock clock.Clock
 }
 
 // KeeperProps returns the props of a keeper. The keeper watches the kept
@@ -34,13 +38,16 @@ func KeeperProps(cfg KeeperConfig) *actor.Props {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real()
+	}
 	return actor.PropsFromProducer(func() actor.Actor { return &keeper{cfg: cfg, pid: cfg.PID} })
 }
 
 type keeper struct {
 	cfg   KeeperConfig
 	pid   *actor.PID
-	timer *time.Timer // pending respawn; stopped with the keeper
+	timer func() bool // stops the pending respawn; called when the keeper stops
 }
 
 // respawn asks the keeper to spawn the kept actor again.
@@ -70,7 +77,7 @@ func (k *keeper) Receive(c actor.Context) {
 		k.cfg.Logger.Info("well-known actor started again", "actor", k.cfg.Name)
 	case *actor.Stopping:
 		if k.timer != nil {
-			k.timer.Stop()
+			k.timer()
 		}
 		c.Unwatch(k.pid)
 	}
@@ -79,5 +86,5 @@ func (k *keeper) Receive(c actor.Context) {
 // later schedules a respawn after Delay.
 func (k *keeper) later(c actor.Context) {
 	self, root := c.Self(), c.ActorSystem().Root
-	k.timer = time.AfterFunc(k.cfg.Delay, func() { root.Send(self, respawn{}) })
+	k.timer = k.cfg.Clock.AfterFunc(k.cfg.Delay, func() { root.Send(self, respawn{}) })
 }

@@ -1,8 +1,13 @@
 // Package node implements the node actor, which owns this node's shard
 // actors (it is their supervisor), grants the node-wide concurrency limit to
-// them, forwards enqueue notices, tracks readiness and runs the graceful
+// them, holds the queue controls (pause, max_concurrency) and tells its
+// shards, forwards enqueue notices, tracks readiness and runs the graceful
 // drain; and the enqueue actor, the well-known actor every node runs to
 // accept Enqueue messages.
+//
+// This package is the node's machinery, not a programming interface: its
+// exported names serve the node runtime (internal/engine) and may change in
+// any release. Programs use the root package orderly.
 //
 // The set of shards a node serves is given by Assign: all shards of its
 // queues on a single node, the node's share under the cluster's placement.
@@ -10,10 +15,18 @@
 // batch within the handoff timeout, settle, release the lease) and stop; new
 // ones are spawned once a previous actor of the same shard is gone.
 //
-// The facade (orderly.Node) is the source of truth for what the node
-// serves: a node actor that starts, also after a restart by its guardian
-// (its shard actors were stopped with the old instance), reads the last
-// Assign and any Drain from Config.Restore and serves again at once.
+// Control state is actor state. The queue controls arrive as messages
+// (Controls: which queues are paused, read from the store by the node's
+// control watcher); the node's share of each limited queue's cluster-wide
+// max_concurrency comes from the actor's own permit keeper (permitkeeper.go),
+// which it tells its demand and which answers with the permits it holds.
+// The actor keeps both as plain fields, grants permits by them and tells
+// its shard actors when their queue is paused or resumed (shard.Pause).
+//
+// A node actor that starts again after a restart by its guardian (its shard
+// actors were stopped with the old instance) finds the last Assign,
+// Controls and Drain its previous instance received in the memory the
+// props share between instances, and serves again at once.
 package node
 
 import (
@@ -21,6 +34,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -32,32 +46,17 @@ import (
 )
 
 // Config configures the node actor. Concurrency and HandoffTimeout are
-// required (the facade passes orderly's defaults).
+// required (the node runtime passes orderly's defaults).
 type Config struct {
 	// Concurrency is how many batches may run at once on the node.
 	Concurrency int
 	Scheduler   Scheduler
 	// HandoffTimeout bounds the drain of a shard that moves to another node.
 	HandoffTimeout time.Duration
-	// Clock dates handoff deadlines [clock.Real()].
+	// Clock dates handoff deadlines and times the permit keeper
+	// [clock.Real()].
 	Clock  clock.Clock
 	Logger *slog.Logger
-	// Blocked, if set, tells whether a shard of queue may not start a
-	// batch while others of the queue's shards run one on this node (a
-	// paused queue, or the node's share of its max_concurrency,
-	// docs/contract.md §9). It is called from the actor's goroutine and
-	// must not block; after its answers change, send Unblocked so that
-	// waiting shards are served.
-	Blocked func(queue string, others int) bool
-	// Demand, if set, hears how many shards of each queue hold or wait for
-	// a permit, whenever that changes (a queue with none is reported as
-	// 0 once). It is called from the actor's goroutine and must not block.
-	Demand func(demand map[string]int)
-	// Restore, if set, returns what a starting actor must serve: the last
-	// Assign the facade sent and, once the node stops, its Drain (nil
-	// before). It is called on every *actor.Started, from the actor's
-	// goroutine; it must not block.
-	Restore func() (Assign, *Drain)
 	// Store, if set, makes the actor renew its shards' leases together:
 	// it runs a shard.Renewer of LeaseTTL (the shards' LeaseTTL) on Store
 	// from its start to its stop, one round trip per LeaseTTL/3 for all of
@@ -69,6 +68,13 @@ type Config struct {
 	// Store from its start to its stop, one round trip per IdlePoll for all
 	// of them. 0: each idle shard actor polls on its own.
 	IdlePoll time.Duration
+	// Limits are the max_concurrency of the limited queues
+	// (docs/contract.md §9): with Store, the actor runs a permit keeper
+	// that holds this node's share of each in the store under
+	// PermitHolder, and runs at most that many batches of the queue at
+	// once. Nil or empty: no queue is limited.
+	Limits       map[string]int
+	PermitHolder string
 }
 
 // Messages the node actor accepts.
@@ -98,10 +104,11 @@ type (
 	// StatusRequest asks for a Status.
 	StatusRequest struct{}
 
-	// Unblocked tells that Config.Blocked may have changed its answers:
-	// free permits go to the shards now allowed (and holders of a queue
-	// now blocked yield when their batch ends).
-	Unblocked struct{}
+	// Controls are the queue controls as the control watcher last read
+	// them: which of the node's queues are paused (docs/contract.md §9).
+	// Queues not named are not paused. The actor tells the shard actors
+	// of a queue whose pause changed, and grants permits by it.
+	Controls struct{ Paused map[string]bool }
 )
 
 // Status describes the node's shards.
@@ -116,7 +123,9 @@ type Status struct {
 }
 
 // Props returns the props of a node actor, supervising its shard actors
-// with supervisor.Shards.
+// with supervisor.Shards. The instances these props produce share one
+// memory: an instance started after a restart serves what its previous
+// instance was told.
 func Props(cfg Config) *actor.Props {
 	if cfg.Concurrency <= 0 || cfg.HandoffTimeout <= 0 {
 		panic(fmt.Sprintf("node: incomplete config (concurrency %d, handoff timeout %s)", cfg.Concurrency, cfg.HandoffTimeout))
@@ -127,9 +136,62 @@ func Props(cfg Config) *actor.Props {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real()
 	}
-	return actor.PropsFromProducer(func() actor.Actor { return newActor(cfg) },
+	mem := &memory{}
+	return actor.PropsFromProducer(func() actor.Actor { return newActor(cfg, mem) },
 		actor.WithSupervisor(supervisor.Shards()),
 		actor.WithReceiverMiddleware(supervisor.LogPanics(cfg.Logger)))
+}
+
+// memory is what a node actor leaves to the instance that replaces it
+// after a restart: the last Assign, Controls and Drain it received. Only
+// the actor's instances touch it, one after the other, each from its own
+// Receive.
+type memory struct {
+	mu       sync.Mutex // guards the fields below
+	assign   Assign
+	controls map[string]bool
+	drain    *Drain // the earliest deadline asked for, nil before a Drain
+	done     []func()
+}
+
+func (m *memory) setAssign(a Assign) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.assign = a
+}
+
+func (m *memory) setControls(paused map[string]bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.controls = paused
+}
+
+func (m *memory) addDrain(d Drain) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if d.Done != nil {
+		m.done = append(m.done, d.Done)
+	}
+	if m.drain == nil || d.Deadline.Before(m.drain.Deadline) {
+		m.drain = &Drain{Deadline: d.Deadline}
+	}
+}
+
+// recall returns what a starting instance must restore.
+func (m *memory) recall() (Assign, map[string]bool, *Drain) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.drain == nil {
+		return m.assign, m.controls, nil
+	}
+	d := &Drain{Deadline: m.drain.Deadline}
+	done := slices.Clone(m.done)
+	d.Done = func() {
+		for _, f := range done {
+			f()
+		}
+	}
+	return m.assign, m.controls, d
 }
 
 type child struct {
@@ -142,28 +204,30 @@ type child struct {
 type Actor struct {
 	cfg     Config
 	log     *slog.Logger
+	mem     *memory
 	want    map[persistence.ShardRef]shard.Config // assigned shards
 	kids    map[persistence.ShardRef]*child
 	byID    map[string]persistence.ShardRef // child PID id -> shard
 	permits *permits
 	renewer *shard.Renewer // renews the shards' leases; nil without Config.Store
 	poller  *shard.Poller  // polls the idle shards; nil without Config.Store and IdlePoll
+	keeper  *permitKeeper  // holds the permits of the limited queues; nil without Config.Limits
 
-	stopping bool           // Stopping or Restarting arrived: spawn nothing more
-	demand   map[string]int // last reported to Config.Demand
-	drain    *Drain         // set once draining: the earliest deadline asked for
-	drainTo  []*actor.PID   // who waits for Drained
-	done     []func()       // Done functions of the Drains received
+	stopping bool         // Stopping or Restarting arrived: spawn nothing more
+	drain    *Drain       // set once draining: the earliest deadline asked for
+	drainTo  []*actor.PID // who waits for Drained
+	done     []func()     // Done functions of the Drains received
 }
 
-func newActor(cfg Config) *Actor {
+func newActor(cfg Config, mem *memory) *Actor {
 	return &Actor{
 		cfg:     cfg,
 		log:     cfg.Logger,
+		mem:     mem,
 		want:    map[persistence.ShardRef]shard.Config{},
 		kids:    map[persistence.ShardRef]*child{},
 		byID:    map[string]persistence.ShardRef{},
-		permits: newPermits(cfg.Concurrency, cfg.Scheduler, cfg.Blocked),
+		permits: newPermits(cfg.Concurrency, cfg.Scheduler, cfg.Limits),
 	}
 }
 
@@ -173,36 +237,25 @@ func (a *Actor) Receive(c actor.Context) {
 	case *actor.Started:
 		a.onStarted(c)
 	case *actor.Stopping, *actor.Restarting:
-		// protoactor stops the shard actors (they release their leases);
-		// this instance must not spawn them again as they terminate. A
-		// stopping shard actor renews nothing any more and is polled no
-		// more: the renewer and the poller stop.
-		a.stopping = true
-		if a.renewer != nil {
-			// The loop returns as soon as its call sees the cancellation.
-			if err := a.renewer.Stop(context.Background()); err != nil {
-				a.log.Warn("lease renewer did not stop", "err", err)
-			}
-		}
-		if a.poller != nil {
-			if err := a.poller.Stop(context.Background()); err != nil {
-				a.log.Warn("idle poller did not stop", "err", err)
-			}
-		}
+		a.onStopping()
 	case *actor.Stopped:
 	case Assign:
+		a.mem.setAssign(m)
 		a.onAssign(c, m)
 	case Notice:
 		if k := a.kids[m.Ref]; k != nil && !k.draining {
 			c.Send(k.pid, shard.Wake{})
 		}
+	case Controls:
+		a.mem.setControls(m.Paused)
+		a.onControls(c, m.Paused)
+	case permitsHeld:
+		if a.permits.setHeld(m.held) {
+			a.grantWaiting(c)
+		}
 	case shard.PermitRequest:
 		if a.permits.request(m.Ref, m.Since) {
 			a.grant(c, m.Ref)
-		}
-	case Unblocked:
-		for _, ref := range a.permits.grant() {
-			a.grant(c, ref)
 		}
 	case shard.PermitReturn:
 		a.onReturn(c, m)
@@ -213,45 +266,21 @@ func (a *Actor) Receive(c actor.Context) {
 	case *actor.Terminated:
 		a.onTerminated(c, m)
 	case Drain:
+		a.mem.addDrain(m)
 		a.onDrain(c, m)
 	case StatusRequest:
 		c.Respond(a.status())
 	default:
 		a.log.Warn("node actor ignores an unknown message", "type", fmt.Sprintf("%T", m))
 	}
-	a.reportDemand()
+	if a.keeper != nil {
+		a.keeper.setDemand(a.permits.demand())
+	}
 }
 
-// reportDemand tells Config.Demand the shards holding or waiting for a
-// permit, per queue, when they changed.
-func (a *Actor) reportDemand() {
-	if a.cfg.Demand == nil {
-		return
-	}
-	d := a.permits.demand()
-	same := len(d) == len(a.demand)
-	for q, n := range d {
-		if a.demand[q] != n {
-			same = false
-		}
-	}
-	if same {
-		return
-	}
-	out := make(map[string]int, len(d)+len(a.demand))
-	for q := range a.demand {
-		out[q] = 0
-	}
-	for q, n := range d {
-		out[q] = n
-	}
-	a.demand = d
-	a.cfg.Demand(out)
-}
-
-// onStarted restores what the facade wants served: after a restart the old
-// instance's shard actors are gone, and no change of placement may come to
-// re-send the assignment.
+// onStarted starts the loops the actor owns and restores what its previous
+// instance served: after a restart the old instance's shard actors are
+// gone, and no change of placement may come to send the assignment again.
 func (a *Actor) onStarted(c actor.Context) {
 	if a.cfg.Store != nil {
 		a.renewer = shard.NewRenewer(a.cfg.Store, a.cfg.LeaseTTL, a.cfg.Clock, a.log)
@@ -260,11 +289,14 @@ func (a *Actor) onStarted(c actor.Context) {
 			a.poller = shard.NewPoller(a.cfg.Store, a.cfg.IdlePoll, a.cfg.Clock, a.log)
 			a.poller.Start()
 		}
+		if len(a.cfg.Limits) > 0 {
+			self, root := c.Self(), c.ActorSystem().Root
+			a.keeper = newPermitKeeper(a.cfg, func(m permitsHeld) { root.Send(self, m) })
+			a.keeper.start()
+		}
 	}
-	if a.cfg.Restore == nil {
-		return
-	}
-	assign, drain := a.cfg.Restore()
+	assign, paused, drain := a.mem.recall()
+	a.permits.paused = paused
 	if drain != nil {
 		a.onDrain(c, *drain)
 		return
@@ -272,6 +304,52 @@ func (a *Actor) onStarted(c actor.Context) {
 	if len(assign.Shards) > 0 {
 		a.log.Info("node actor started: serving the assigned shards", "shards", len(assign.Shards))
 		a.onAssign(c, assign)
+	}
+}
+
+// onStopping runs on Stopping and Restarting: protoactor stops the shard
+// actors (they release their leases); this instance must not spawn them
+// again as they terminate. A stopping shard actor renews nothing any more
+// and is polled no more: the renewer and the poller stop, and the keeper
+// gives the node's permits back.
+func (a *Actor) onStopping() {
+	a.stopping = true
+	if a.renewer != nil {
+		// The loop returns as soon as its call sees the cancellation.
+		if err := a.renewer.Stop(context.Background()); err != nil {
+			a.log.Warn("lease renewer did not stop", "err", err)
+		}
+	}
+	if a.poller != nil {
+		if err := a.poller.Stop(context.Background()); err != nil {
+			a.log.Warn("idle poller did not stop", "err", err)
+		}
+	}
+	if a.keeper != nil {
+		a.keeper.stop()
+		a.keeper = nil
+	}
+}
+
+// onControls takes the queues' pause as the control watcher read it: the
+// shard actors of a queue whose pause changed are told, and permits go to
+// the shards now allowed (holders of a queue now paused yield when their
+// batch ends).
+func (a *Actor) onControls(c actor.Context, paused map[string]bool) {
+	old := a.permits.paused
+	a.permits.paused = paused
+	for ref, k := range a.kids {
+		if p := paused[ref.Queue]; p != old[ref.Queue] {
+			c.Send(k.pid, shard.Pause{Paused: p})
+		}
+	}
+	a.grantWaiting(c)
+}
+
+// grantWaiting hands free permits to the waiting shards now allowed.
+func (a *Actor) grantWaiting(c actor.Context) {
+	for _, ref := range a.permits.grant() {
+		a.grant(c, ref)
 	}
 }
 
@@ -296,9 +374,7 @@ func (a *Actor) onReturn(c actor.Context, m shard.PermitReturn) {
 	} else {
 		a.permits.release(m.Ref)
 	}
-	for _, ref := range a.permits.grant() {
-		a.grant(c, ref)
-	}
+	a.grantWaiting(c)
 }
 
 func (a *Actor) onAssign(c actor.Context, m Assign) {
@@ -336,6 +412,7 @@ func (a *Actor) reconcile(c actor.Context) {
 		if a.poller != nil {
 			sc.Poller = a.poller
 		}
+		sc.Paused = a.permits.paused[ref.Queue]
 		pid, err := c.SpawnNamed(shard.Props(sc), ref.String())
 		if err != nil {
 			a.log.Error("cannot spawn shard actor", "queue", ref.Queue, "shard", ref.Shard, "err", err)
@@ -357,9 +434,7 @@ func (a *Actor) onTerminated(c actor.Context, m *actor.Terminated) {
 		return
 	}
 	a.permits.release(ref)
-	for _, r := range a.permits.grant() {
-		a.grant(c, r)
-	}
+	a.grantWaiting(c)
 	if a.drain != nil {
 		a.drained(c)
 		return

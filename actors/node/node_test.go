@@ -43,7 +43,8 @@ func status(t *testing.T, sys *actor.ActorSystem, pid *actor.PID) Status {
 
 // A node actor that panics is restarted by its guardian; its shard actors
 // stop with the old instance and release their leases, and the new instance
-// reads the assignment back (Config.Restore) and serves the shards again
+// recalls the assignment its previous instance received (the memory the
+// props share) and serves the shards again
 // without waiting for a change of placement. The lease TTL is a minute: a
 // shard whose lease was not released would not be served again within the
 // test.
@@ -66,19 +67,28 @@ func TestRestartedNodeActorServesItsShardsAgain(t *testing.T) {
 			},
 		})
 	}
-	var restores atomic.Int32
+	var starts atomic.Int32
+	countStarts := func(next actor.ReceiverFunc) actor.ReceiverFunc {
+		return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+			if _, ok := env.Message.(*actor.Started); ok {
+				starts.Add(1)
+			}
+			next(c, env)
+		}
+	}
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(logbridge.Protoactor(log)), actor.WithDeadLetterThrottleInterval(100*time.Millisecond))
 	defer sys.Shutdown()
-	props := Props(Config{Concurrency: 2, HandoffTimeout: time.Second, Logger: log,
-		Restore: func() (Assign, *Drain) { restores.Add(1); return assign, nil },
-	}).Configure(actor.WithGuardian(supervisor.Node()), actor.WithReceiverMiddleware(crashOnce()))
+	props := Props(Config{Concurrency: 2, HandoffTimeout: time.Second, Logger: log}).
+		Configure(actor.WithGuardian(supervisor.Node()), actor.WithReceiverMiddleware(crashOnce(), countStarts))
 	pid, err := sys.Root.SpawnNamed(props, "node")
 	require.NoError(t, err)
+	sys.Root.Send(pid, Assign{Shards: assign.Shards})
+	sys.Root.Send(pid, Controls{Paused: map[string]bool{"other": true}})
 
 	require.Eventually(t, func() bool { return status(t, sys, pid).Serving == 2 }, 10*time.Second, 10*time.Millisecond)
 	before := status(t, sys, pid)
 	sys.Root.Send(pid, crash{})
-	require.Eventually(t, func() bool { return restores.Load() == 2 }, 10*time.Second, 10*time.Millisecond, "restarted")
+	require.Eventually(t, func() bool { return starts.Load() == 2 }, 10*time.Second, 10*time.Millisecond, "restarted")
 	require.Eventually(t, func() bool {
 		st := status(t, sys, pid)
 		return st.Serving == 2 && st.Shards[0].Epoch > before.Shards[0].Epoch && st.Shards[1].Epoch > before.Shards[1].Epoch

@@ -18,16 +18,30 @@ const (
 	SchedulerSeq
 )
 
+// String returns the scheduler's name as configured: "lag" or "seq".
+func (s Scheduler) String() string {
+	if s == SchedulerSeq {
+		return "seq"
+	}
+	return "lag"
+}
+
 // permits is the node-wide concurrency limit: at most size shards run a
-// batch at once. It is plain data owned by the node actor.
+// batch at once. It is plain data owned by the node actor, with the queue
+// controls it grants by (docs/contract.md §9): a shard of a paused queue,
+// or of a limited queue whose shards already hold as many permits on this
+// node as the node holds of the queue's cluster-wide max_concurrency, may
+// not hold a permit (it is blocked): its request waits in line, and a
+// holder that finished a batch yields.
 type permits struct {
 	sched Scheduler
-	// blocked, if set, tells whether a shard of queue may not hold a
-	// permit now while others of the queue's shards hold one (a paused
-	// queue, or one at its cluster-wide max_concurrency, docs/contract.md
-	// §9): its request waits in line, and a holder that finished a batch
-	// yields.
-	blocked func(queue string, others int) bool
+	// paused are the paused queues (Controls); limit the max_concurrency
+	// of the limited queues and held the permits this node holds of each
+	// (0 until the permit keeper's first answer, and while it cannot
+	// renew them).
+	paused  map[string]bool
+	limit   map[string]int
+	held    map[string]int
 	free    int
 	holders map[persistence.ShardRef]bool
 	waiters []waiter
@@ -40,8 +54,21 @@ type waiter struct {
 	order uint64
 }
 
-func newPermits(size int, sched Scheduler, blocked func(queue string, others int) bool) *permits {
-	return &permits{sched: sched, blocked: blocked, free: size, holders: map[persistence.ShardRef]bool{}}
+func newPermits(size int, sched Scheduler, limits map[string]int) *permits {
+	return &permits{sched: sched, limit: limits, held: map[string]int{}, free: size, holders: map[persistence.ShardRef]bool{}}
+}
+
+// setHeld records the permits the node holds of its limited queues and
+// reports whether any grew (waiters may be served now).
+func (p *permits) setHeld(held map[string]int) bool {
+	grew := false
+	for q, n := range held {
+		if n > p.held[q] {
+			grew = true
+		}
+		p.held[q] = n
+	}
+	return grew
 }
 
 // request asks for a permit; it reports whether ref got one now (otherwise
@@ -126,7 +153,10 @@ func (p *permits) grant() []persistence.ShardRef {
 
 // isBlocked reports whether ref may not hold a permit now.
 func (p *permits) isBlocked(ref persistence.ShardRef) bool {
-	if p.blocked == nil {
+	if p.paused[ref.Queue] {
+		return true
+	}
+	if _, limited := p.limit[ref.Queue]; !limited {
 		return false
 	}
 	others := 0
@@ -135,7 +165,7 @@ func (p *permits) isBlocked(ref persistence.ShardRef) bool {
 			others++
 		}
 	}
-	return p.blocked(ref.Queue, others)
+	return others >= p.held[ref.Queue]
 }
 
 // demand counts, per queue, the shards holding or waiting for a permit.

@@ -64,7 +64,8 @@ func TestPermitsReleaseOfWaiterAndUnknown(t *testing.T) {
 func TestPermitsBlockedQueueWaits(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	paused := map[string]bool{"p": true}
-	p := newPermits(2, SchedulerLag, func(q string, _ int) bool { return paused[q] })
+	p := newPermits(2, SchedulerLag, nil)
+	p.paused = paused
 	pr := func(n int) persistence.ShardRef { return persistence.ShardRef{Queue: "p", Shard: n} }
 
 	require.False(t, p.request(pr(0), t0), "paused: waits")
@@ -92,8 +93,11 @@ func TestPermitsBlockedQueueWaits(t *testing.T) {
 // as holders return theirs or the limit grows.
 func TestPermitsQueueLimit(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	limit := 1
-	p := newPermits(3, SchedulerSeq, func(q string, others int) bool { return q == "q" && others >= limit })
+	p := newPermits(3, SchedulerSeq, map[string]int{"q": 3})
+	require.False(t, p.setHeld(map[string]int{"q": 0}))
+	require.False(t, p.request(ref(7), t0), "no permit of the queue held yet")
+	p.release(ref(7))
+	require.True(t, p.setHeld(map[string]int{"q": 1}))
 	require.True(t, p.request(ref(0), t0))
 	require.False(t, p.request(ref(1), t0), "at the queue's limit")
 	require.True(t, p.request(persistence.ShardRef{Queue: "other"}, t0))
@@ -101,9 +105,9 @@ func TestPermitsQueueLimit(t *testing.T) {
 	require.Empty(t, p.grant())
 	require.False(t, p.keep(ref(0), t0), "seq: the waiter of the same queue goes first")
 	require.Equal(t, []persistence.ShardRef{ref(1)}, p.grant())
-	limit = 2
+	require.True(t, p.setHeld(map[string]int{"q": 2}))
 	require.Equal(t, []persistence.ShardRef{ref(0)}, p.grant(), "the limit grew")
-	limit = 1
+	require.False(t, p.setHeld(map[string]int{"q": 1}))
 	require.False(t, p.keep(ref(1), t0), "over the limit: yield")
 	require.False(t, p.keep(ref(0), t0), "seq: the yielded shard's turn")
 	require.Equal(t, []persistence.ShardRef{ref(1)}, p.grant())

@@ -103,7 +103,7 @@ func (a *Actor) onAdvanced(c actor.Context, m advanced) {
 		// (With skipped ids, Restored counts those going back.)
 		a.log.Warn("an in-flight batch this owner no longer tracked went back to the queue", "ids", m.res.Restored)
 	}
-	if m.res.Outbox > 0 && !a.cfg.SkipRelay {
+	if m.res.Outbox > 0 {
 		a.relayDue = true
 	}
 	a.work.more, a.work.next = m.res.More, m.res.NextDue
@@ -219,8 +219,8 @@ func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
 				skip(b.Jobs[i:])
 				break
 			}
-			if cfg.Throttle != nil {
-				if err := cfg.Throttle(hctx); err != nil {
+			if cfg.RateLimit != nil {
+				if err := takeToken(hctx, cfg); err != nil {
 					skip(b.Jobs[i:])
 					break
 				}
@@ -240,7 +240,7 @@ func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
 				skip(b.Jobs[i:])
 				break
 			}
-			if cfg.Paused != nil && cfg.Paused() {
+			if view.isPaused() {
 				// The queue was paused after the fetch: no new call
 				// starts; the rest of the window goes back untouched.
 				out.paused = true

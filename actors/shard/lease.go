@@ -16,14 +16,15 @@ import (
 // The lease: acquire, renew every LeaseTTL/3 from the send time of the last
 // renewal, guard, release. See "Lease" in the package documentation.
 
-// leaseView is the actor's conservative view of its lease: the instant
+// leaseView is what the handler task reads immediately before every
+// handler call: the actor's conservative view of its lease, the instant
 // until which the lease surely holds in Redis (the send time of the last
 // successful renewal or acquisition + LeaseTTL - margin, on the monotonic
-// clock). The actor sets it; the handler task reads it immediately before
-// every handler call.
+// clock), and whether the queue is paused. The actor sets both.
 type leaseView struct {
-	mu    sync.Mutex // guards until
-	until time.Time  // zero: no lease
+	mu     sync.Mutex // guards until and paused
+	until  time.Time  // zero: no lease
+	paused bool
 }
 
 func (v *leaseView) set(t time.Time) {
@@ -36,6 +37,19 @@ func (v *leaseView) get() time.Time {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.until
+}
+
+func (v *leaseView) setPaused(p bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.paused = p
+}
+
+// isPaused reports whether the queue is paused, as the node last said.
+func (v *leaseView) isPaused() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.paused
 }
 
 // holds reports whether the lease surely still holds at now.

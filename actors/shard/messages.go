@@ -18,6 +18,10 @@ type (
 	// with a later Deadline changes nothing.
 	Drain struct{ Deadline time.Time }
 
+	// Pause tells the actor that its queue was paused or resumed
+	// (docs/contract.md §9): while paused, no handler call starts.
+	Pause struct{ Paused bool }
+
 	// PermitGranted lets the actor run one batch (and keep the permit while
 	// the node lets it continue).
 	PermitGranted struct{}

@@ -112,21 +112,25 @@ type Config struct {
 	Logger *slog.Logger
 	// Observer, if set, receives the actor's events.
 	Observer Observer
-	// Paused, if set, reports whether the queue is paused (docs/contract.md
-	// §9). It is read immediately before every handler call, like the
-	// lease view: a paused queue starts no call, and the ids of the
-	// fetched window not handled yet go back to the queue untouched. It
-	// must be cheap and safe for concurrent use.
-	Paused func() bool
-	// Throttle, if set, is called immediately before every handler call
-	// (before the pause and lease checks) and returns once the call may
-	// start (the queue's rate_limit, docs/contract.md §9), or with ctx's
-	// error when the run is cancelled meanwhile.
-	Throttle func(ctx context.Context) error
-	// SkipRelay leaves the shard's outbox alone: emits committed here are
-	// relayed by the next owner only. A test seam for the relay's failover
-	// (a node that dies before relaying); never set in production.
-	SkipRelay bool
+	// Paused is whether the queue is paused (docs/contract.md §9) when
+	// the actor starts; the node tells it of every change afterwards
+	// (Pause). The pause is checked immediately before every handler
+	// call, like the lease view: a paused queue starts no call, and the
+	// ids of the fetched window not handled yet go back to the queue
+	// untouched.
+	Paused bool
+	// RateLimit, if set, is the queue's rate_limit (docs/contract.md §9):
+	// every handler call takes one token from the queue's bucket in the
+	// store immediately before it starts (before the pause and lease
+	// checks), waiting for the next token when there is none.
+	RateLimit *RateLimit
+}
+
+// RateLimit is a queue's token bucket: PerSecond tokens a second, at most
+// Burst at once, shared by every node (docs/contract.md §9).
+type RateLimit struct {
+	PerSecond float64
+	Burst     int
 }
 
 func (c Config) withDefaults() Config {
@@ -164,7 +168,7 @@ func Props(cfg Config) *actor.Props {
 	cfg = cfg.withDefaults()
 	log := cfg.Logger.With("queue", cfg.Ref.Queue, "shard", cfg.Ref.Shard)
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &Actor{cfg: cfg, log: log, inst: rand.Uint64(), view: &leaseView{}, call: &callInfo{}}
+		return &Actor{cfg: cfg, log: log, inst: rand.Uint64(), view: &leaseView{paused: cfg.Paused}, call: &callInfo{}}
 	},
 		actor.WithReceiverMiddleware(supervisor.LogPanics(log)))
 }
@@ -254,6 +258,8 @@ func (a *Actor) Receive(c actor.Context) {
 		}
 	case Drain:
 		a.onDrain(c, m)
+	case Pause:
+		a.view.setPaused(m.Paused)
 	case PermitGranted:
 		a.onGranted(c)
 	case PermitWait:

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/orderlyhq/orderly"
+	"github.com/orderlyhq/orderly/orderlytest"
 	"github.com/orderlyhq/orderly/webhook"
 	"github.com/orderlyhq/orderly/webhook/webhooktest"
 )
@@ -181,21 +182,21 @@ func TestReceiverAnswersStateAndTimers(t *testing.T) {
 	})
 	defer rcv.Close()
 	b := batch("orders/1/1/1", "a", "b")
-	b.Jobs[0] = b.Jobs[0].WithState([]byte(`{"n":1}`), 3)
-	b.Jobs[1] = b.Jobs[1].WithState([]byte(`"x"`), 7)
+	b.Jobs[0] = orderlytest.Stateful(b.Jobs[0], []byte(`{"n":1}`), 3)
+	b.Jobs[1] = orderlytest.Stateful(b.Jobs[1], []byte(`"x"`), 7)
 	require.NoError(t, handler(t, rcv, 5*time.Second)(context.Background(), b))
 
-	data, deleted, changed := b.Jobs[0].StateChange()
+	data, deleted, changed := stateChange(b.Jobs[0])
 	require.True(t, changed)
 	require.False(t, deleted)
 	require.JSONEq(t, `{"n": 2}`, string(data))
-	when, cleared, changed := b.Jobs[0].TimerChange()
+	when, cleared, changed := timerChange(b.Jobs[0])
 	require.True(t, changed)
 	require.False(t, cleared)
 	require.Equal(t, at, when.UTC().Format(time.RFC3339))
-	_, deleted, changed = b.Jobs[1].StateChange()
+	_, deleted, changed = stateChange(b.Jobs[1])
 	require.True(t, changed && deleted, "null deletes")
-	_, cleared, changed = b.Jobs[1].TimerChange()
+	_, cleared, changed = timerChange(b.Jobs[1])
 	require.True(t, changed && cleared, "null clears")
 
 	calls := rcv.Calls()
@@ -203,4 +204,16 @@ func TestReceiverAnswersStateAndTimers(t *testing.T) {
 	require.Equal(t, int64(3), calls[0].Request.Jobs[0].Version)
 	require.JSONEq(t, `{"n":1}`, string(calls[0].Request.Jobs[0].State))
 	require.True(t, calls[0].Acked("a") && calls[0].Acked("b"))
+}
+
+// stateChange returns what the handler did to j's state.
+func stateChange(j orderly.Job) (data []byte, deleted, changed bool) {
+	o := orderlytest.OutcomeOf(j)
+	return o.State, o.StateDeleted, o.StateChanged
+}
+
+// timerChange returns what the handler did to j's timer.
+func timerChange(j orderly.Job) (at time.Time, clear, changed bool) {
+	o := orderlytest.OutcomeOf(j)
+	return o.TimerAt, o.TimerCleared, o.TimerChanged
 }

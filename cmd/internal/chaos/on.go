@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/orderlyhq/orderly"
+	"github.com/orderlyhq/orderly/internal/hooks"
 	"github.com/orderlyhq/orderly/internal/logbridge"
 	"github.com/orderlyhq/orderly/persistence"
 )
@@ -70,7 +71,7 @@ func Install(cfg *orderly.ClusterConfig, log *slog.Logger) (stop func(), err err
 	t.wg.Add(2)
 	go t.forwardPackets()
 	go t.forwardStreams()
-	cfg.Transport = t
+	hooks.ClusterTransport.(func(*orderly.ClusterConfig, memberlist.Transport))(cfg, t)
 
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGUSR2)

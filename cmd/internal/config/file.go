@@ -152,7 +152,7 @@ func parseFile(name string, data []byte, cfg *Config, p *problems) {
 		if !queues[p.Queue] {
 			fp.errorf(line("queue"), at+".queue", "%q is not a queue of this file", p.Queue)
 		}
-		if _, err := orderly.ParseSchedule(p.Schedule); err != nil {
+		if _, err := orderly.ParseCron(p.Schedule); err != nil {
 			fp.errorf(line("schedule"), at+".schedule", "%v", err)
 		}
 		if err := persistence.ValidateID(p.ID, -1); err != nil {

@@ -78,7 +78,7 @@ func (c *Config) Validate() error {
 }
 
 // checkShardTotal applies the node's cap on the shards of all its queues
-// (orderly.CheckShardTotal).
+// (orderly.MaxNodeShards).
 func checkShardTotal(qs []QueueConfig) error {
 	total := 0
 	for _, q := range qs {
@@ -86,7 +86,7 @@ func checkShardTotal(qs []QueueConfig) error {
 			total += q.Shards
 		}
 	}
-	if orderly.CheckShardTotal(total) != nil {
+	if total > orderly.MaxNodeShards {
 		return fmt.Errorf("the %d queues have %d shards in total, more than one node can serve (at most %d): use fewer shards per queue, or fewer queues",
 			len(qs), total, orderly.MaxNodeShards)
 	}

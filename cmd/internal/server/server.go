@@ -108,6 +108,10 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 		return err
 	}
 	defer stopChaos()
+	periodic, err := periodicJobs(cfg.Periodic)
+	if err != nil {
+		return err
+	}
 	var actorTLS *tls.Config
 	if cfg.Node.ActorTLSCert != "" {
 		if actorTLS, err = orderly.LoadActorTLS(cfg.Node.ActorTLSCert, cfg.Node.ActorTLSKey, cfg.Node.ActorTLSCA); err != nil {
@@ -122,7 +126,7 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 		ActorToken:      cfg.Node.ActorToken,
 		Name:            cfg.Node.Name,
 		Workers:         workers,
-		Periodic:        periodicJobs(cfg.Periodic),
+		Periodic:        periodic,
 		Concurrency:     cfg.Node.Concurrency,
 		Scheduler:       orderly.Scheduler(cfg.Node.Scheduler),
 		LeaseTTL:        cfg.Node.LeaseTTL,
@@ -495,10 +499,14 @@ func unixOrNil(t time.Time) *float64 {
 }
 
 // periodicJobs are the node's periodic jobs of the configuration.
-func periodicJobs(ps []config.PeriodicConfig) []orderly.PeriodicJob {
+func periodicJobs(ps []config.PeriodicConfig) ([]orderly.PeriodicJob, error) {
 	out := make([]orderly.PeriodicJob, len(ps))
 	for i, p := range ps {
-		out[i] = orderly.PeriodicJob{Name: p.Name, Queue: p.Queue, Schedule: p.Schedule, ID: p.ID, Payload: p.Payload}
+		sched, err := orderly.ParseCron(p.Schedule)
+		if err != nil {
+			return nil, fmt.Errorf("periodic job %s: %w", p.Name, err)
+		}
+		out[i] = orderly.PeriodicJob{Name: p.Name, Queue: p.Queue, Schedule: sched, ID: p.ID, Payload: p.Payload}
 	}
-	return out
+	return out, nil
 }

@@ -1,4 +1,4 @@
-package orderly
+package engine
 
 import (
 	"context"

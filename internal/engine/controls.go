@@ -1,0 +1,152 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/orderlyhq/orderly/actors/node"
+	"github.com/orderlyhq/orderly/internal/clock"
+	"github.com/orderlyhq/orderly/persistence"
+)
+
+// controlWatcher is the service that keeps the node's view of its queues'
+// controls (docs/contract.md §9): it reads the pause of every queue in one
+// store call per ControlPoll, and at once after a controls notice
+// (Refresh) or a change made through this node (Set), and tells the node
+// actor (node.Controls) whenever the view changes. The node actor holds the
+// view it acts on; the watcher keeps its own copy for Paused.
+type controlWatcher struct {
+	store  persistence.Store
+	queues []string
+	poll   time.Duration
+	// timeout bounds one read: LeaseTTL, at least 5 s.
+	timeout time.Duration
+	clock   clock.Clock
+	log     *slog.Logger
+	poke    chan struct{} // a read is wanted now (buffered 1)
+	loop    loop
+
+	mu     sync.Mutex      // guards paused
+	paused map[string]bool // the last view, by queue
+}
+
+func newControlWatcher(store persistence.Store, queues []string, poll, timeout time.Duration, clk clock.Clock, log *slog.Logger) *controlWatcher {
+	return &controlWatcher{store: store, queues: queues, poll: poll, timeout: timeout, clock: clk, log: log,
+		poke: make(chan struct{}, 1), paused: map[string]bool{}}
+}
+
+// Start starts the loop, which tells changes to tell; it returns at once.
+func (w *controlWatcher) Start(tell func(any)) {
+	w.loop.start(func(ctx context.Context) { w.run(ctx, tell) })
+}
+
+// Stop stops the loop and waits for it (or for ctx).
+func (w *controlWatcher) Stop(ctx context.Context) error { return w.loop.stop(ctx) }
+
+// Refresh asks for a read at once.
+func (w *controlWatcher) Refresh() {
+	select {
+	case w.poke <- struct{}{}:
+	default:
+	}
+}
+
+// Paused reports whether the queue is paused, as last read or set; false
+// for a queue the node does not serve.
+func (w *controlWatcher) Paused(queue string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.paused[queue]
+}
+
+// Set records a change made through this node (already written to the
+// store) and returns the new view when it changed, nil otherwise; a read
+// follows at once.
+func (w *controlWatcher) Set(queue string, paused bool) map[string]bool {
+	defer w.Refresh()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.served(queue) || w.paused[queue] == paused {
+		return nil
+	}
+	w.paused[queue] = paused
+	return maps.Clone(w.paused)
+}
+
+func (w *controlWatcher) served(queue string) bool {
+	for _, q := range w.queues {
+		if q == queue {
+			return true
+		}
+	}
+	return false
+}
+
+// read reads the controls of the node's queues and returns the new view
+// (a copy).
+func (w *controlWatcher) read(ctx context.Context) (map[string]bool, error) {
+	view, _, err := w.update(ctx)
+	return view, err
+}
+
+// update reads the controls and reports whether the view changed.
+func (w *controlWatcher) update(ctx context.Context) (map[string]bool, bool, error) {
+	if len(w.queues) == 0 {
+		return map[string]bool{}, false, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, w.timeout)
+	defer cancel()
+	ctl, err := w.store.Controls(ctx, w.queues...)
+	if err != nil {
+		return nil, false, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	changed := false
+	for i, q := range w.queues {
+		p := ctl[i].Paused
+		if w.paused[q] == p {
+			continue
+		}
+		changed = true
+		w.paused[q] = p
+		if p {
+			w.log.Info("queue paused: no new handler call starts", "queue", q)
+		} else {
+			w.log.Info("queue resumed", "queue", q)
+		}
+	}
+	return maps.Clone(w.paused), changed, nil
+}
+
+func (w *controlWatcher) run(ctx context.Context, tell func(any)) {
+	failed := 0
+	for {
+		tick, stop := clock.After(w.clock, w.poll)
+		select {
+		case <-ctx.Done():
+			stop()
+			return
+		case <-w.poke:
+			stop()
+		case <-tick:
+		}
+		view, changed, err := w.update(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if failed++; failed == 1 || failed%60 == 0 {
+				w.log.Warn("cannot read the queue controls; keeping the last view", "err", err, "attempt", failed)
+			}
+			continue
+		}
+		failed = 0
+		if changed {
+			tell(node.Controls{Paused: view})
+		}
+	}
+}
