@@ -108,7 +108,7 @@ type Config struct {
 	Cluster *ClusterConfig
 	// ActorAddr, when set (host:port; port 0 picks one), serves the node's
 	// enqueue actor through protoactor remote, so that other processes can
-	// send it messages (see EnqueueActorName). Only orderly's messages to
+	// send it messages (see messages.EnqueueActorName). Only orderly's messages to
 	// the enqueue actor are accepted from other processes: system messages
 	// (Stop, PoisonPill, Watch...) and messages to other actors are dropped.
 	// A wildcard host (0.0.0.0, [::]) needs ActorAdvertise.

@@ -107,9 +107,10 @@
 //
 // Jobs come in through the client package (a Client writes to Redis and
 // needs no node), the HTTP API of the orderly binary (package web), or an
-// actor message: Node.Ask sends *messages.Enqueue to the node's enqueue
-// actor, which other processes reach through protoactor remote at
-// Config.ActorAddr under EnqueueActorName (see examples/remote-enqueue).
+// actor message: Node.AskEnqueue hands *messages.Enqueue to the node's
+// enqueue actor, which other processes reach through protoactor remote at
+// Config.ActorAddr under messages.EnqueueActorName (see
+// examples/remote-enqueue).
 // Only orderly's messages to that actor pass the remote: system messages
 // and messages to other actors are dropped, Config.ActorToken makes clients
 // present a token (ActorCredentials), and the actor is started again if it

@@ -5,6 +5,10 @@
 // actors/shard). Two nodes never serve one shard, even when their views of
 // the cluster disagree.
 //
+// This package is the node's machinery, not a programming interface: its
+// exported names serve the node runtime (internal/engine) and may change in
+// any release. Programs configure a cluster with orderly.ClusterConfig.
+//
 // # Membership
 //
 // Nodes join through seed addresses and keep re-joining any seed they do not
@@ -26,8 +30,9 @@
 // copy the node and signal a channel; everything else happens outside
 // (LOCKS.md at the repository root has the lock order).
 //
-// A Service runs the node's two cluster loops over its Membership: the
-// placement loop and the health loop (below), with Start and Stop.
+// A Service runs the node's cluster loops over its Membership: the
+// placement loop, the health loop (below) and the sweep for shards no node
+// serves (orphans.go), with Start and Stop.
 //
 // # Placement and rebalancing
 //

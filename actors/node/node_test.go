@@ -149,3 +149,50 @@ func (w tlog) Write(p []byte) (int, error) {
 	w.t.Log(string(p))
 	return len(p), nil
 }
+
+// docs/contract.md §9: the node actor holds the queue controls it is told
+// (Controls): a paused queue's shards start no call, also after the node
+// actor restarted (it recalls the controls with its assignment), and they
+// serve again once the queue is resumed.
+func TestControlsPauseTheQueueAcrossARestart(t *testing.T) {
+	db := redistest.New(t)
+	ctx := context.Background()
+	rs, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})
+	require.NoError(t, err)
+	require.NoError(t, rs.RegisterQueue(ctx, persistence.QueueSpec{Name: "p", Shards: 1}))
+	log := slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var processed atomic.Int32
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(logbridge.Protoactor(log)), actor.WithDeadLetterThrottleInterval(100*time.Millisecond))
+	defer sys.Shutdown()
+	props := Props(Config{Concurrency: 1, HandoffTimeout: time.Second, Logger: log, Store: rs, LeaseTTL: time.Minute, IdlePoll: 20 * time.Millisecond}).
+		Configure(actor.WithGuardian(supervisor.Node()), actor.WithReceiverMiddleware(crashOnce()))
+	pid, err := sys.Root.SpawnNamed(props, "node")
+	require.NoError(t, err)
+	sys.Root.Send(pid, Controls{Paused: map[string]bool{"p": true}})
+	sys.Root.Send(pid, Assign{Shards: []shard.Config{{
+		Ref: persistence.ShardRef{Queue: "p"}, Store: rs, Owner: "n", MaxRetryCount: 25,
+		LeaseTTL: time.Minute, IdlePoll: 20 * time.Millisecond, Logger: log,
+		Process: func(context.Context, *persistence.Batch) ([]persistence.Failure, error) {
+			processed.Add(1)
+			return nil, nil
+		},
+	}}})
+	require.Eventually(t, func() bool { return status(t, sys, pid).Serving == 1 }, 10*time.Second, 10*time.Millisecond)
+	before := status(t, sys, pid)
+	sys.Root.Send(pid, crash{})
+	require.Eventually(t, func() bool {
+		st := status(t, sys, pid)
+		return st.Serving == 1 && st.Shards[0].Epoch > before.Shards[0].Epoch
+	}, 10*time.Second, 10*time.Millisecond, "restarted, serving again")
+
+	require.NoError(t, rs.Enqueue(ctx, "p", []persistence.NewJob{{ID: "a"}}))
+	require.Never(t, func() bool { return processed.Load() > 0 }, 300*time.Millisecond, 10*time.Millisecond, "still paused after the restart")
+	sys.Root.Send(pid, Controls{Paused: map[string]bool{}})
+	require.Eventually(t, func() bool { return processed.Load() == 1 }, 10*time.Second, 10*time.Millisecond, "resumed")
+
+	var once sync.Once
+	drained := make(chan struct{})
+	sys.Root.Send(pid, Drain{Deadline: time.Now().Add(time.Second), Done: func() { once.Do(func() { close(drained) }) }})
+	<-drained
+	require.NoError(t, sys.Root.StopFuture(pid).Wait())
+}

@@ -1,6 +1,11 @@
 // Package shard implements the shard actor: the only thing in a cluster that
 // processes the jobs of one (queue, shard), one batch at a time.
 //
+// This package is the node's machinery, not a programming interface: its
+// exported names serve the node actor (actors/node) and the node runtime
+// (internal/engine), and may change in any release. Programs use the root
+// package orderly.
+//
 // # Protocol
 //
 // A shard actor owns at most one lease on its shard, at most one store call

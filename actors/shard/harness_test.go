@@ -220,6 +220,8 @@ type harness struct {
 	// of store).
 	storeOverride persistence.Store
 	onDead        func(context.Context, []persistence.Job)
+	// paused starts the actor with its queue paused.
+	paused bool
 	// batched makes a node-wide shard.Renewer renew the lease, as a node
 	// does, instead of the actor itself.
 	batched bool
@@ -275,7 +277,7 @@ func (h *harness) start(process shard.Processor) {
 		Ref: persistence.ShardRef{Queue: "q", Shard: 1}, Store: st, OnDead: h.onDead, Owner: "n", MaxRetryCount: 25,
 		LeaseTTL: 3 * time.Second, IdlePoll: idlePoll, Poller: h.poller, Process: process, Prefetch: h.prefetch,
 		CallTimeout: h.callTimeout, MaxPayloads: maxPayloads, MaxPrefetch: h.maxPrefetch,
-		Clock: h.clock, Logger: log, Observer: h.obs, Renewer: renewer,
+		Clock: h.clock, Logger: log, Observer: h.obs, Renewer: renewer, Paused: h.paused,
 	})
 	f := &fakeNode{props: props, pid: make(chan *actor.PID, 1), h: h}
 	node := h.sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return f }))

@@ -280,3 +280,42 @@ func contains(s []string, v string) bool {
 	}
 	return false
 }
+
+// docs/contract.md §9: a paused queue starts no handler call. A window
+// fetched while the queue is paused (the actor started paused: its node
+// read the controls first) goes back untouched; once the node tells the
+// actor that the queue is resumed (Pause), the next window is handled.
+func TestPausedQueueStartsNoCallUntilResumed(t *testing.T) {
+	t.Parallel()
+	store := &fakeStore{jobs: jobs("a", "b")}
+	h := newHarness(t, store)
+	h.prefetch, h.paused, h.keep = 2, true, false
+	var calls atomic.Int64
+	h.start(func(context.Context, *persistence.Batch) ([]persistence.Failure, error) {
+		calls.Add(1)
+		return nil, nil
+	})
+	h.eventually("the window settled as skipped", func() bool {
+		reqs := store.requests()
+		return len(reqs) == 2 && len(reqs[1].Skipped) == 2
+	})
+	require.Zero(t, calls.Load(), "no call starts while the queue is paused")
+	require.Contains(t, h.logs.String(), "queue paused")
+
+	h.send(shard.Pause{Paused: false})
+	store.set(func(s *fakeStore) { s.jobs = jobs("a", "b") })
+	h.mu.Lock()
+	h.keep = true
+	h.mu.Unlock()
+	h.send(shard.PermitGranted{}) // the node serves the waiting shard once the queue is resumed
+	h.eventually("both ids handled", func() bool { return calls.Load() == 2 })
+
+	h.send(shard.Pause{Paused: true})
+	store.set(func(s *fakeStore) { s.jobs = jobs("c") })
+	h.send(shard.Wake{})
+	h.eventually("the new window settled as skipped", func() bool {
+		reqs := store.requests()
+		return len(reqs[len(reqs)-1].Skipped) == 1
+	})
+	require.Equal(t, int64(2), calls.Load(), "paused again: no call")
+}

@@ -13,14 +13,18 @@
 // The top-level actors are spawned with actor.WithGuardian(Node()), so that
 // their strategy is explicit rather than protoactor's hidden default. A
 // restarted node actor loses its shard actors (protoactor stops a failed
-// actor's children; they release their leases) and asks the facade for its
-// assignment again (node.Config.Restore).
+// actor's children; they release their leases) and recalls the assignment,
+// controls and drain its previous instance received (the memory its props
+// share), so that it serves again at once.
 //
 // A panicking handler is not an actor failure: the shard actor runs
 // handlers off its own goroutine, recovers their panics and fails the batch.
 // An actor panics only on a bug in Orderly itself; its supervisor then
 // restarts it, and the new instance re-reads everything from Redis (the
 // mailbox is never the source of truth).
+//
+// This package is the node's machinery, not a programming interface: its
+// exported names serve the node runtime and may change in any release.
 package supervisor
 
 import (
