@@ -1,0 +1,167 @@
+package shard
+
+import (
+	"context"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/orderlyhq/orderly/internal/clock"
+	"github.com/orderlyhq/orderly/persistence"
+)
+
+// The handler run: a fetched window goes through the processor BatchSize ids
+// per call, one call after the other, in a task of the actor. Before each
+// call the run takes a rate_limit token, and stops, leaving the rest of the
+// window untouched, when it was cancelled (drain deadline, lease lost), when
+// the lease view has run out, when a long window ran out of time, or when
+// the queue was paused.
+
+// startHandler runs the fetched batch through the processor. A
+// cancellation stops it between calls, and a call cut by the drain deadline
+// counts as not handled: the ids not handled are skipped, so that they go
+// back to the queue untouched.
+func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
+	hctx, cancel := context.WithCancelCause(a.base)
+	a.phase, a.handler = phaseRunning, cancel
+	r := &windowRun{cfg: a.cfg, ctx: hctx, batch: b, first: a.calls, view: a.view, sent: a.sent, running: a.call}
+	// A window longer than Prefetch ids shares the deadline bound of a
+	// window of Prefetch ids (timeCalls calls): its calls past those
+	// start only while at least half a call timeout of it is left.
+	r.bounded = len(b.Jobs) > a.cfg.Prefetch
+	r.tcalls = a.timeCalls()
+	r.last = r.sent.Add(time.Duration(r.tcalls)*a.cfg.CallTimeout - a.cfg.CallTimeout/2)
+	a.arm(c, timerStuck, a.cfg.CallTimeout+StuckGrace)
+	a.calls += int64((len(b.Jobs) + a.cfg.BatchSize - 1) / a.cfg.BatchSize)
+	a.task(c, func(context.Context) any {
+		out := r.run()
+		cancel(nil)
+		return out
+	})
+}
+
+// windowRun is one handler run over a fetched window; it lives in the
+// actor's task and shares with the actor only the lease view and the
+// running call's record (both guarded).
+type windowRun struct {
+	cfg     Config
+	ctx     context.Context // cancelled with a cause: drain deadline, lease lost, stop
+	batch   *persistence.Batch
+	first   int64 // handler calls made under this lease before this window
+	view    *leaseView
+	sent    time.Time // when the fetch was sent: call deadlines count from it
+	running *callInfo
+	bounded bool      // the window is longer than Prefetch ids
+	tcalls  int       // calls a window of Prefetch ids makes (timeCalls)
+	last    time.Time // a bounded window's calls past tcalls start only before it
+}
+
+func (r *windowRun) run() processed {
+	b, size := r.batch, r.cfg.BatchSize
+	out := processed{seq: b.Seq}
+	start := r.cfg.Clock.Now()
+	ctxs := callContexts{parent: r.ctx, clk: r.cfg.Clock, slack: callSlack(r.cfg.CallTimeout)}
+	defer ctxs.close()
+	call := &persistence.Batch{} // one per window: each call's fields are set anew
+	for i, k := 0, r.first; i < len(b.Jobs); i, k = i+size, k+1 {
+		if !r.mayStart(i/size, &out) {
+			out.skip(b.Jobs[i:])
+			break
+		}
+		jobs := b.Jobs[i:min(i+size, len(b.Jobs))]
+		*call = persistence.Batch{ShardRef: b.ShardRef, Seq: k + 1, Token: b.Token, FetchedAt: b.FetchedAt, Jobs: jobs}
+		if !r.call(&ctxs, call, i/size, &out) {
+			out.skip(b.Jobs[i+len(jobs):])
+			break
+		}
+	}
+	out.dur = clock.Since(r.cfg.Clock, start)
+	return out
+}
+
+// mayStart reports whether the window's n-th call may start; when not, it
+// records why on out.
+func (r *windowRun) mayStart(n int, out *processed) bool {
+	if r.ctx.Err() != nil {
+		return false
+	}
+	if r.cfg.RateLimit != nil {
+		if err := takeToken(r.ctx, r.cfg); err != nil {
+			return false
+		}
+	}
+	if !r.view.holds(r.cfg.Clock.Now()) {
+		// The lease may be gone (the process was paused, renewals are
+		// late): no call starts under it. The lease guard may not have
+		// fired yet; onProcessed treats it as lost.
+		out.expired = true
+		return false
+	}
+	if r.bounded && n >= r.tcalls && !r.cfg.Clock.Now().Before(r.last) {
+		// The window ran as long as a window of Prefetch ids may: the
+		// rest goes back untouched.
+		out.late = true
+		return false
+	}
+	if r.view.isPaused() {
+		// The queue was paused after the fetch: no new call starts; the
+		// rest of the window goes back untouched.
+		out.paused = true
+		return false
+	}
+	return true
+}
+
+// call makes the window's n-th handler call and records its outcome on
+// out; false when the run was cancelled while it ran (its ids count as
+// interrupted, and the run ends).
+func (r *windowRun) call(ctxs *callContexts, call *persistence.Batch, n int, out *processed) bool {
+	callStart := r.cfg.Clock.Now()
+	// The call's deadline: CallTimeout after its start, and within
+	// n x CallTimeout of the fetch for the n-th call of the window (the
+	// bound the store keeps with the in-flight record; n at most timeCalls
+	// in a window longer than Prefetch ids).
+	deadline := callStart.Add(r.cfg.CallTimeout)
+	nth := n + 1
+	if r.bounded {
+		nth = min(nth, r.tcalls)
+	}
+	if bound := r.sent.Add(time.Duration(nth) * r.cfg.CallTimeout); bound.Before(deadline) {
+		deadline = bound
+	}
+	ctx, deadline := ctxs.get(deadline)
+	r.running.set(callStart, deadline)
+	// The call's own context ends when it returns, so that what it left
+	// running sees the call is over; the shared one only carries the
+	// deadline on to the next call.
+	ctx, endCall := context.WithCancel(ctx)
+	fs, err := r.cfg.Process(ctx, call)
+	endCall()
+	if r.ctx.Err() != nil && (err != nil || len(fs) > 0) {
+		// Cancelled while it ran (drain deadline, lease lost): not
+		// handled, not failed; its receiver may still be at work, so the
+		// store holds its ids until the call's deadline.
+		for _, j := range call.Jobs {
+			out.interrupted = append(out.interrupted, j.ID)
+		}
+		return false
+	}
+	if o := r.cfg.Observer; o != nil {
+		o.BatchDone(r.batch.ShardRef, len(call.Jobs), len(fs), clock.Since(r.cfg.Clock, callStart), err)
+	}
+	if err != nil {
+		out.err = err
+	}
+	out.failures = append(out.failures, fs...)
+	out.states = append(out.states, call.StateWrites...)
+	out.timers = append(out.timers, call.TimerWrites...)
+	out.emits = append(out.emits, call.Emits...)
+	return true
+}
+
+// skip records jobs as not handled: they go back to the queue untouched.
+func (p *processed) skip(jobs []persistence.Job) {
+	for _, j := range jobs {
+		p.skipped = append(p.skipped, j.ID)
+	}
+}
