@@ -93,7 +93,7 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 20s; a count such as 5000x a
 .PHONY: hostile
 hostile: ## Send hostile requests (auth bypasses, path tricks, bad framing, DNS rebinding) to a real node; nothing stored may change.
 	@.ci/ensure-redis
-	$(GO) test -race -count=1 -run '^TestHostileInput$$' -v ./cmd/node
+	$(GO) test -race -count=1 -run '^TestHostileInput$$' -v ./cmd/orderly
 
 SOAK_ROUNDS ?= 40
 HA_SOAK_ROUNDS ?= 5
@@ -111,12 +111,12 @@ soak-whale: ## Drain one id of WHALE_PAYLOADS payloads (default 200000) through 
 soak-chaos: ## Run the chaos tests long: SOAK_ROUNDS pauses (SIGSTOP past lease_ttl), SOAK_ROUNDS/10 passes over the other faults, SOAK_ROUNDS/2 rounds of the state counters.
 	@.ci/ensure-redis
 	ORDERLY_PAUSE_ROUNDS=$(SOAK_ROUNDS) ORDERLY_CHAOS_ROUNDS=$$(( $(SOAK_ROUNDS) / 10 + 1 )) ORDERLY_COUNTER_ROUNDS=$$(( $(SOAK_ROUNDS) / 2 + 1 )) \
-	  $(GO) test -race -count=1 -timeout 60m -run '^(TestChaosPause|TestChaos|TestChaosCounter)$$' -v ./cmd/node
+	  $(GO) test -race -count=1 -timeout 60m -run '^(TestChaosPause|TestChaos|TestChaosCounter)$$' -v ./cmd/orderly
 
 .PHONY: soak-ha
 soak-ha: ## Run the Redis HA chaos tests for HA_SOAK_ROUNDS rounds (default 5) of master and node kills under load.
 	@.ci/ensure-redis
-	ORDERLY_HA_ROUNDS=$(HA_SOAK_ROUNDS) $(GO) test -race -count=1 -timeout 60m -run '^TestHA(Cluster|Sentinel)$$' -v ./cmd/node
+	ORDERLY_HA_ROUNDS=$(HA_SOAK_ROUNDS) $(GO) test -race -count=1 -timeout 60m -run '^TestHA(Cluster|Sentinel)$$' -v ./cmd/orderly
 
 .PHONY: generate
 generate: ## Regenerate generated code.

@@ -1,7 +1,7 @@
 // Package server runs an Orderly node process from its configuration: the
 // store (Redis, or the embedded in-memory store), the workers of the
 // configured queues (log, noop or http webhook handlers), the node, the HTTP
-// API, and the signals. cmd/node is a thin main around Run.
+// API, and the signals. cmd/internal/app calls Run to run a node.
 //
 // Signals: SIGTERM and SIGINT stop gracefully (batches finish within
 // shutdown_timeout, leases are released, exit 0); a second one cancels the
