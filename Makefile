@@ -13,21 +13,26 @@ FUZZTIME ?= 20s
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z_-]+:.*?## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The version is orderly.Version (version.go), which the binary prints,
+# nodes advertise to the cluster and orderly_build_info carries.
+# VERSION=x.y.z stamps another version into all of those places. COMMIT
+# (git's short hash, -dirty when the tree has changes) is build metadata
+# that orderly version prints beside the version.
+VERSION ?=
+COMMIT  ?= $(shell c=$$(git rev-parse --short=7 HEAD 2>/dev/null) && { [ -z "$$(git status --porcelain 2>/dev/null)" ] || c=$$c-dirty; echo $$c; })
 BIN     ?= bin/orderly
-# orderly version prints VERSION; without the stamp it falls back to the
-# module's build info.
-LDFLAGS := -X github.com/orderlyhq/orderly/cmd/internal/cli.version=$(VERSION)
+LDFLAGS  = $(if $(VERSION),-X github.com/orderlyhq/orderly.Version=$(VERSION)) $(if $(COMMIT),-X github.com/orderlyhq/orderly/cmd/internal/cli.commit=$(COMMIT))
+RELEASE_VERSION = $(or $(VERSION),$(shell sed -n 's/^var Version = "\(.*\)"$$/\1/p' version.go))
 PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 
 .PHONY: build
-build: ## Build the orderly binary into bin/orderly, stamped with VERSION (git describe).
+build: ## Build the orderly binary into bin/orderly (VERSION=x.y.z stamps another version than version.go's).
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/orderly
 
 .PHONY: release
-release: ## Build orderly for each of PLATFORMS into dist/, stamped with VERSION.
+release: ## Build orderly for each of PLATFORMS into dist/ (VERSION as for build).
 	@for p in $(PLATFORMS); do \
-	  os=$${p%/*}; arch=$${p#*/}; out=dist/orderly-$(VERSION)-$$os-$$arch; \
+	  os=$${p%/*}; arch=$${p#*/}; out=dist/orderly-$(RELEASE_VERSION)-$$os-$$arch; \
 	  echo "$$out"; \
 	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$out ./cmd/orderly || exit 1; \
 	done
@@ -75,7 +80,7 @@ lint: ## Check formatting (gofmt) and run go vet.
 	$(GO) vet $(PKGS)
 
 .PHONY: guard
-guard: ## Repository guards: no tracked binaries, nothing under cmd/ links testing, staticcheck, go mod tidy, the version stamp, examples build without internal imports, the README program builds, conformance cases name contract rules.
+guard: ## Repository guards: no tracked binaries, nothing under cmd/ links testing, staticcheck, go mod tidy, one version everywhere, examples build without internal imports, the README program builds, conformance cases name contract rules.
 	@.ci/guard
 
 .PHONY: tidy
@@ -93,7 +98,7 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 20s; a count such as 5000x a
 .PHONY: hostile
 hostile: ## Send hostile requests (auth bypasses, path tricks, bad framing, DNS rebinding) to a real node; nothing stored may change.
 	@.ci/ensure-redis
-	$(GO) test -race -count=1 -run '^TestHostileInput$$' -v ./cmd/node
+	$(GO) test -race -count=1 -run '^TestHostileInput$$' -v ./cmd/orderly
 
 SOAK_ROUNDS ?= 40
 HA_SOAK_ROUNDS ?= 5
@@ -111,12 +116,12 @@ soak-whale: ## Drain one id of WHALE_PAYLOADS payloads (default 200000) through 
 soak-chaos: ## Run the chaos tests long: SOAK_ROUNDS pauses (SIGSTOP past lease_ttl), SOAK_ROUNDS/10 passes over the other faults, SOAK_ROUNDS/2 rounds of the state counters.
 	@.ci/ensure-redis
 	ORDERLY_PAUSE_ROUNDS=$(SOAK_ROUNDS) ORDERLY_CHAOS_ROUNDS=$$(( $(SOAK_ROUNDS) / 10 + 1 )) ORDERLY_COUNTER_ROUNDS=$$(( $(SOAK_ROUNDS) / 2 + 1 )) \
-	  $(GO) test -race -count=1 -timeout 60m -run '^(TestChaosPause|TestChaos|TestChaosCounter)$$' -v ./cmd/node
+	  $(GO) test -race -count=1 -timeout 60m -run '^(TestChaosPause|TestChaos|TestChaosCounter)$$' -v ./cmd/orderly
 
 .PHONY: soak-ha
 soak-ha: ## Run the Redis HA chaos tests for HA_SOAK_ROUNDS rounds (default 5) of master and node kills under load.
 	@.ci/ensure-redis
-	ORDERLY_HA_ROUNDS=$(HA_SOAK_ROUNDS) $(GO) test -race -count=1 -timeout 60m -run '^TestHA(Cluster|Sentinel)$$' -v ./cmd/node
+	ORDERLY_HA_ROUNDS=$(HA_SOAK_ROUNDS) $(GO) test -race -count=1 -timeout 60m -run '^TestHA(Cluster|Sentinel)$$' -v ./cmd/orderly
 
 .PHONY: generate
 generate: ## Regenerate generated code.

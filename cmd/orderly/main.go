@@ -7,6 +7,10 @@
 //
 // Install it with `go install github.com/orderlyhq/orderly/cmd/orderly@latest`,
 // or build it from a checkout with `make build` (bin/orderly).
+//
+// The tests of this package are the end-to-end tests of the binary: they
+// build it (internal/nodetest), run real node processes on real
+// redis-servers, kill them, and check what a webhook receiver recorded.
 package main
 
 import (

@@ -54,46 +54,25 @@ func main() {
 // orders, waits for them to settle, and prints the final states on out
 // (logs on logs).
 func run(ctx context.Context, args []string, out, logs io.Writer) error {
-	fs := flag.NewFlagSet("order-pipeline", flag.ContinueOnError)
-	fs.SetOutput(logs)
-	redisURL := fs.String("redis", "", "Redis URL; empty runs an in-memory Redis (miniredis) in this process")
-	unpaidAfter := fs.Duration("unpaid-after", 2*time.Second, "how long a created order may stay unpaid before it is cancelled")
-	verbose := fs.Bool("v", false, "log the node and each handler call")
-	if err := fs.Parse(args); err != nil {
+	opts, err := parseFlags(args, logs)
+	if err != nil {
 		return err
 	}
-	level := slog.LevelWarn
-	if *verbose {
-		level = slog.LevelInfo
+	rdb, closeRedis, err := openRedis(opts.redisURL)
+	if err != nil {
+		return err
 	}
-	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))
-
-	var opts *redis.Options
-	if *redisURL == "" {
-		mr, err := miniredis.Run()
-		if err != nil {
-			return fmt.Errorf("in-memory redis: %w", err)
-		}
-		defer mr.Close()
-		opts = &redis.Options{Addr: mr.Addr()}
-	} else {
-		var err error
-		if opts, err = redis.ParseURL(*redisURL); err != nil {
-			return fmt.Errorf("--redis: %w", err)
-		}
-	}
-	rdb := redis.NewClient(opts)
-	defer rdb.Close()
+	defer closeRedis()
 	store, err := redisstore.New(rdb, nil)
 	if err != nil {
 		return err
 	}
 	sent := &notifier{}
 	node, err := orderly.NewNode(store, &orderly.Config{
-		Logger: logger,
+		Logger: opts.logger,
 		Workers: []orderly.Worker{{
 			Queue: Queue, Shards: 2, BatchSize: 10, State: true,
-			Handler: Handler(*unpaidAfter, logger),
+			Handler: Handler(opts.unpaidAfter, opts.logger),
 		}, {
 			// The notifications the orders handler emits; a real one
 			// would send an email.
@@ -113,7 +92,72 @@ func run(ctx context.Context, args []string, out, logs io.Writer) error {
 		return err
 	}
 
-	// Each order's events, with scores in the order they happened.
+	ids, err := sendOrders(ctx, c)
+	if err != nil {
+		return err
+	}
+	final, err := settle(ctx, c, ids, opts.unpaidAfter, sent)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		io.WriteString(out, formatOrder(id, final[id]))
+	}
+	for _, n := range sent.sorted() {
+		fmt.Fprintf(out, "notified %s: %s\n", n.Order, n.Status)
+	}
+	return nil
+}
+
+// options are the command's flags.
+type options struct {
+	redisURL    string
+	unpaidAfter time.Duration
+	logger      *slog.Logger
+}
+
+// parseFlags reads the flags; the logger writes to logs, at Info with -v
+// and at Warn without.
+func parseFlags(args []string, logs io.Writer) (options, error) {
+	fs := flag.NewFlagSet("order-pipeline", flag.ContinueOnError)
+	fs.SetOutput(logs)
+	redisURL := fs.String("redis", "", "Redis URL; empty runs an in-memory Redis (miniredis) in this process")
+	unpaidAfter := fs.Duration("unpaid-after", 2*time.Second, "how long a created order may stay unpaid before it is cancelled")
+	verbose := fs.Bool("v", false, "log the node and each handler call")
+	if err := fs.Parse(args); err != nil {
+		return options{}, err
+	}
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelInfo
+	}
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))
+	return options{redisURL: *redisURL, unpaidAfter: *unpaidAfter, logger: logger}, nil
+}
+
+// openRedis connects to the Redis at url, or to an in-memory Redis
+// (miniredis) started in this process when url is empty, and returns a
+// function that closes both.
+func openRedis(url string) (*redis.Client, func(), error) {
+	if url != "" {
+		opts, err := redis.ParseURL(url)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--redis: %w", err)
+		}
+		rdb := redis.NewClient(opts)
+		return rdb, func() { rdb.Close() }, nil
+	}
+	mr, err := miniredis.Run()
+	if err != nil {
+		return nil, nil, fmt.Errorf("in-memory redis: %w", err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	return rdb, func() { rdb.Close(); mr.Close() }, nil
+}
+
+// sendOrders enqueues the events of four orders, each order's with scores
+// in the order they happened, and returns the orders' ids, sorted.
+func sendOrders(ctx context.Context, c *client.Client) ([]string, error) {
 	orders := map[string][]Event{
 		"order-1": {{Event: "created", Total: 42.5}, {Event: "paid"}, {Event: "shipped"}},
 		"order-2": {{Event: "created", Total: 9.9}},
@@ -128,12 +172,15 @@ func run(ctx context.Context, args []string, out, logs io.Writer) error {
 			jobs = append(jobs, client.Job{ID: id, Payload: data, Score: client.Score(float64(i + 1))})
 		}
 	}
-	if err := c.Enqueue(ctx, Queue, jobs...); err != nil {
-		return err
-	}
-	// Wait until no order is left unpaid: order-2 and order-4 are
-	// cancelled by their timers.
-	if _, err := waitStates(ctx, c, ids, 10**unpaidAfter+10*time.Second, func(m map[string]Order) bool {
+	return ids, c.Enqueue(ctx, Queue, jobs...)
+}
+
+// settle waits until no order is left unpaid (order-2 and order-4 are
+// cancelled by their timers, set to fire after unpaidAfter), sends a late
+// payment for order-4, then waits until it is recorded and every change to
+// paid, shipped or cancelled was notified. It returns the final states.
+func settle(ctx context.Context, c *client.Client, ids []string, unpaidAfter time.Duration, sent *notifier) (map[string]Order, error) {
+	if _, err := waitStates(ctx, c, ids, 10*unpaidAfter+10*time.Second, func(m map[string]Order) bool {
 		for _, o := range m {
 			if o.Status == "" || o.Status == "created" {
 				return false
@@ -141,19 +188,18 @@ func run(ctx context.Context, args []string, out, logs io.Writer) error {
 		}
 		return true
 	}); err != nil {
-		return err
+		return nil, err
 	}
 	// A payment that comes after the order was cancelled changes nothing
 	// but its history.
 	late, _ := json.Marshal(Event{Event: "paid"})
 	if err := c.Enqueue(ctx, Queue, client.Job{ID: "order-4", Payload: late, Score: client.Score(2)}); err != nil {
-		return err
+		return nil, err
 	}
-	final, err := waitStates(ctx, c, ids, 10*time.Second, func(m map[string]Order) bool {
+	return waitStates(ctx, c, ids, 10*time.Second, func(m map[string]Order) bool {
 		if len(m["order-4"].Events) != 3 {
 			return false
 		}
-		// Every change to paid, shipped or cancelled was notified.
 		want := 0
 		for _, o := range m {
 			for _, e := range o.Events {
@@ -164,16 +210,6 @@ func run(ctx context.Context, args []string, out, logs io.Writer) error {
 		}
 		return sent.len() >= want
 	})
-	if err != nil {
-		return err
-	}
-	for _, id := range ids {
-		io.WriteString(out, formatOrder(id, final[id]))
-	}
-	for _, n := range sent.sorted() {
-		fmt.Fprintf(out, "notified %s: %s\n", n.Order, n.Status)
-	}
-	return nil
 }
 
 // notifier stands for a notification service: it keeps what the

@@ -105,7 +105,11 @@ func run(args []string, out io.Writer) error {
 	opts = append(opts, remote.WithDialOptions(dial...))
 	r := remote.NewRemote(sys, remote.Configure("127.0.0.1", 0, opts...))
 	r.Start()
-	defer r.Shutdown(true)
+	// Without an answer there is nothing left to hand over, and a graceful
+	// stop would wait up to 10 s for the connection the node left open (a
+	// node that refuses a caller answers nothing): stop at once then.
+	answered := false
+	defer func() { r.Shutdown(answered) }()
 
 	enqueue := actor.NewPID(*actorAddr, "enqueue")
 	res, err := sys.Root.RequestFuture(enqueue, &messages.Enqueue{
@@ -115,6 +119,7 @@ func run(args []string, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("no answer from %s: %w", *actorAddr, err)
 	}
+	answered = true
 	result, ok := res.(*messages.EnqueueResult)
 	if !ok {
 		return fmt.Errorf("unexpected answer %T", res)

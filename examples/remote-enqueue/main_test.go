@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,7 +27,38 @@ import (
 
 func TestMain(m *testing.M) {
 	redistest.AtExit(nodetest.Cleanup)
+	redistest.AtExit(func() {
+		if exampleDir != "" {
+			os.RemoveAll(exampleDir)
+		}
+	})
 	redistest.Main(m)
+}
+
+var (
+	exampleOnce sync.Once
+	exampleDir  string // holds the example's binary
+	exampleBin  string
+	exampleErr  error
+)
+
+// exampleBinary builds the example once per test binary and returns its
+// path.
+func exampleBinary(t *testing.T) string {
+	t.Helper()
+	exampleOnce.Do(func() {
+		if exampleDir, exampleErr = os.MkdirTemp("", "remote-enqueue-"); exampleErr != nil {
+			return
+		}
+		exampleBin = filepath.Join(exampleDir, "remote-enqueue")
+		if out, err := exec.Command("go", "build", "-o", exampleBin, ".").CombinedOutput(); err != nil {
+			exampleErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if exampleErr != nil {
+		t.Fatal(exampleErr)
+	}
+	return exampleBin
 }
 
 // TestRemoteEnqueue runs the example, as a user would, against a node
@@ -36,9 +69,8 @@ func TestMain(m *testing.M) {
 // gRPC's process-wide logger on every start, which races with the gRPC
 // goroutines of an earlier remote in the same process.
 func TestRemoteEnqueue(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "remote-enqueue")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	t.Parallel()
+	bin := exampleBinary(t)
 
 	srv := redistest.NewServer(t, redistest.Options{})
 	port, err := redistest.FreePort()
@@ -73,9 +105,8 @@ func TestRemoteEnqueue(t *testing.T) {
 // A node with an actor token refuses a client without it, or with another
 // one, and stores nothing; the client with the token enqueues.
 func TestRemoteEnqueueToken(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "remote-enqueue")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	t.Parallel()
+	bin := exampleBinary(t)
 
 	srv := redistest.NewServer(t, redistest.Options{})
 	port, err := redistest.FreePort()
@@ -112,9 +143,8 @@ func TestRemoteEnqueueToken(t *testing.T) {
 // signed (plaintext, or a certificate of another CA) and stores nothing;
 // the client with one enqueues.
 func TestRemoteEnqueueMutualTLS(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "remote-enqueue")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	t.Parallel()
+	bin := exampleBinary(t)
 	dir := t.TempDir()
 	ca := newCA(t, "orderly test CA")
 	other := newCA(t, "another CA")

@@ -1,5 +1,5 @@
 // Package nodetest runs real node processes for end-to-end and cluster
-// tests: it builds cmd/node once per test binary, starts nodes on free
+// tests: it builds cmd/orderly once per test binary, starts nodes on free
 // ports of 127.0.0.1, sends them signals or SIGKILL, and talks to their
 // HTTP API. NewReceiver (receiver.go) starts a webhook receiver
 // (webhook/webhooktest) that records what the nodes delivered.
@@ -25,7 +25,7 @@ import (
 	"github.com/orderlyhq/orderly/internal/redistest"
 )
 
-// build is one build of cmd/node, made once per test binary.
+// build is one build of cmd/orderly, made once per test binary.
 type build struct {
 	once sync.Once
 	path string
@@ -38,11 +38,11 @@ var (
 	builds       = map[string]*build{"": {}, "chaos": {}} // by build tag
 )
 
-// Binary builds cmd/node (with -race when the tests use it) and returns the
+// Binary builds cmd/orderly (with -race when the tests use it) and returns the
 // path of the binary. It is built once per test binary.
 func Binary(t testing.TB) string { return binary(t, "") }
 
-// ChaosBinary builds cmd/node with the chaos tag: SIGUSR1 cuts its gossip
+// ChaosBinary builds cmd/orderly with the chaos tag: SIGUSR1 cuts its gossip
 // off, SIGUSR2 restores it (cmd/internal/chaos).
 func ChaosBinary(t testing.TB) string { return binary(t, "chaos") }
 
@@ -64,11 +64,11 @@ func binary(t testing.TB, tag string) string {
 		if tag != "" {
 			args = append(args, "-tags", tag)
 		}
-		cmd := exec.Command("go", append(args, "./cmd/node")...)
+		cmd := exec.Command("go", append(args, "./cmd/orderly")...)
 		cmd.Dir = root
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			b.err = fmt.Errorf("go build ./cmd/node: %v\n%s", err, out)
+			b.err = fmt.Errorf("go build ./cmd/orderly: %v\n%s", err, out)
 		}
 	})
 	if b.err != nil {

@@ -27,7 +27,8 @@ var releases = struct {
 // ReleaseBinary builds cmd/node as it was at the git revision rev of this
 // repository (git archive into a temporary directory, then go build there,
 // without the race detector: only its behaviour on the wire matters) and
-// returns the binary's path. It is built once per test binary. Without git
+// returns the binary's path. It builds cmd/node rather than cmd/orderly
+// because every revision has it. It is built once per test binary. Without git
 // or without that revision in the checkout the test is skipped, or fails
 // when RequirePreviousEnv is set.
 func ReleaseBinary(t testing.TB, rev string) string {

@@ -2,11 +2,16 @@ package app
 
 import (
 	"bytes"
+	"encoding/json"
+	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/orderlyhq/orderly"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -47,11 +52,14 @@ func TestVersion(t *testing.T) {
 		code, done, out, errOut := run(args...)
 		require.True(t, done, args)
 		require.Zero(t, code, "%v: %s", args, errOut)
-		require.Regexp(t, `^orderly \S+.* \(go1\.\d+.*, \w+/\w+\)\n$`, out, args)
+		require.Regexp(t, `^orderly `+regexp.QuoteMeta(orderly.Version)+` \((commit \S+, )?go1\.\d+.*, \w+/\w+\)\n$`, out, args)
 	}
 	code, _, out, _ := run("--version", "--json")
 	require.Zero(t, code)
-	require.Contains(t, out, `"version": `)
+	var v struct{ Version, Go string }
+	require.NoError(t, json.Unmarshal([]byte(out), &v), out)
+	require.Equal(t, orderly.Version, v.Version)
+	require.Equal(t, runtime.Version(), v.Go)
 }
 
 // A mistyped command or flag is answered with the nearest, exit 2.

@@ -240,6 +240,9 @@ func (r *runner) startNodes(ctx context.Context, sc scenario, prefix string, han
 	return nodes, stores, stop, nil
 }
 
+// throughput enqueues the scenario's jobs through the Go client, then
+// starts its nodes and measures how they drain the queue: time, CPU,
+// memory and Redis usage per job, and an audit of what the handlers saw.
 func (r *runner) throughput(ctx context.Context, sc scenario, res *Result) error {
 	c, admin, prefix, err := r.admin(sc)
 	if err != nil {
@@ -250,9 +253,38 @@ func (r *runner) throughput(ctx context.Context, sc scenario, res *Result) error
 		return err
 	}
 	n := int(float64(r.cfg.Jobs) * sc.jobs)
-	perID := max(sc.perID, 1)
-	ids := max(n/perID, 1)
+	ids := max(n/max(sc.perID, 1), 1)
 	res.Jobs, res.IDs = n, ids
+	jobs, enqueued := throughputJobs(sc, n, ids)
+	if err := r.enqueueAll(ctx, sc, admin, jobs, res); err != nil {
+		return err
+	}
+	jobs = nil
+
+	rc := &recorder{}
+	handler := rc.handler
+	if sc.webhook {
+		rv, err := startReceiver(rc)
+		if err != nil {
+			return err
+		}
+		defer rv.close()
+		handler = rv.handler
+	}
+	if err := r.drain(ctx, sc, c, admin, prefix, handler, rc, n, res); err != nil {
+		return err
+	}
+	calls := rc.rec.Calls()
+	res.Calls = countCalls(calls)
+	res.Audit = audit(calls, enqueued, false)
+	return cleanup(ctx, c, prefix)
+}
+
+// throughputJobs returns the n jobs of a throughput scenario over ids ids,
+// with rising scores per id (and a delay within sc.delay when it is set),
+// and the payloads enqueued to each id, in order, for the audit.
+func throughputJobs(sc scenario, n, ids int) ([]client.Job, map[string][]string) {
+	perID := max(sc.perID, 1)
 	payload := make([]byte, sc.payload)
 	for i := range payload {
 		payload[i] = byte('a' + i%26)
@@ -274,50 +306,66 @@ func (r *runner) throughput(ctx context.Context, sc scenario, res *Result) error
 		}
 		enqueued[id] = append(enqueued[id], string(data))
 	}
+	return jobs, enqueued
+}
 
-	// Producers enqueue through the Go client's batch API: one call.
-	producer, err := client.NewFromStore(admin, &client.Config{Timeout: 10 * time.Minute}) // the run's durability too
+// enqueueAll enqueues jobs as producers do, through the Go client's batch
+// API (one call, with the run's durability), and records its rate in res.
+func (r *runner) enqueueAll(ctx context.Context, sc scenario, admin *redisstore.Store, jobs []client.Job, res *Result) error {
+	producer, err := client.NewFromStore(admin, &client.Config{Timeout: 10 * time.Minute})
 	if err != nil {
 		return err
 	}
-	r.progress(fmt.Sprintf("%s: enqueueing %d jobs", sc.name, n))
+	r.progress(fmt.Sprintf("%s: enqueueing %d jobs", sc.name, len(jobs)))
 	t0 := time.Now()
 	if err := producer.Enqueue(ctx, queue, jobs...); err != nil {
 		return fmt.Errorf("enqueue: %w", err)
 	}
 	res.EnqueueSec = time.Since(t0).Seconds()
-	res.EnqueuePerSec = float64(n) / res.EnqueueSec
-	jobs = nil
+	res.EnqueuePerSec = float64(len(jobs)) / res.EnqueueSec
+	return nil
+}
 
-	rc := &recorder{}
-	handler := rc.handler
-	if sc.webhook {
-		rv, err := startReceiver(rc)
-		if err != nil {
-			return err
-		}
-		defer rv.close()
-		handler = rv.handler
-	}
-	before, err := redisserver.ReadUsage(ctx, c)
+// redisMark is what Redis reported at one instant: its usage, and each
+// master's CPU seconds.
+type redisMark struct {
+	usage   redisserver.Usage
+	masters map[string]float64
+}
+
+// readRedisMark reads Redis's usage and its masters' CPU now.
+func readRedisMark(ctx context.Context, c redis.UniversalClient) (redisMark, error) {
+	u, err := redisserver.ReadUsage(ctx, c)
 	if err != nil {
-		return err
+		return redisMark{}, err
 	}
-	mastersBefore, err := masterCPU(ctx, c)
+	m, err := masterCPU(ctx, c)
+	if err != nil {
+		return redisMark{}, err
+	}
+	return redisMark{usage: u, masters: m}, nil
+}
+
+// drain starts the scenario's nodes on the filled queue, waits until they
+// processed its n jobs and the queue is empty, stops them, and records
+// the drain's time, CPU, peak memory and Redis usage in res.
+func (r *runner) drain(ctx context.Context, sc scenario, c redis.UniversalClient, admin *redisstore.Store, prefix string,
+	handler func(string) orderly.HandlerFunc, rc *recorder, n int, res *Result) error {
+	before, err := readRedisMark(ctx, c)
 	if err != nil {
 		return err
 	}
 	resetPeakRSS()
 	cpu0 := cpuSeconds()
 	t1 := time.Now()
-	nodes, stores, stop, err := r.startNodes(ctx, sc, prefix, handler)
+	_, stores, stop, err := r.startNodes(ctx, sc, prefix, handler)
 	if err != nil {
 		return err
 	}
+	defer stop()
 	rt0 := roundTrips(stores)
 	for rc.acked.Load() < int64(n) {
 		if time.Since(t1) > 10*time.Minute {
-			stop()
 			return fmt.Errorf("only %d of %d jobs processed after 10 minutes", rc.acked.Load(), n)
 		}
 		r.progress(fmt.Sprintf("%s: %d/%d processed (%.0f jobs/s)", sc.name, rc.acked.Load(), n, float64(rc.acked.Load())/time.Since(t1).Seconds()))
@@ -325,7 +373,6 @@ func (r *runner) throughput(ctx context.Context, sc scenario, res *Result) error
 	}
 	// The last acknowledgements are in flight: wait for an empty queue.
 	if err := waitEmpty(ctx, admin); err != nil {
-		stop()
 		return err
 	}
 	res.WallSec = time.Since(t1).Seconds()
@@ -333,33 +380,22 @@ func (r *runner) throughput(ctx context.Context, sc scenario, res *Result) error
 	res.CPUSec = cpuSeconds() - cpu0
 	res.PeakRSSMB = peakRSSMB()
 	rt := roundTrips(stores) - rt0
-	after, err := redisserver.ReadUsage(ctx, c)
+	after, err := readRedisMark(ctx, c)
 	if err != nil {
-		stop()
 		return err
 	}
-	mastersAfter, err := masterCPU(ctx, c)
-	if err != nil {
-		stop()
-		return err
-	}
-	_ = nodes
-	stop()
-	for addr, cpu := range mastersAfter {
+	for addr, cpu := range after.masters {
 		if res.RedisCPUByMaster == nil {
-			res.RedisCPUByMaster = make(map[string]float64, len(mastersAfter))
+			res.RedisCPUByMaster = make(map[string]float64, len(after.masters))
 		}
-		res.RedisCPUByMaster[addr] = cpu - mastersBefore[addr]
+		res.RedisCPUByMaster[addr] = cpu - before.masters[addr]
 	}
-	used := after.Sub(before)
+	used := after.usage.Sub(before.usage)
 	res.RoundTripsPerJob = float64(rt) / float64(n)
 	res.RedisCmdsPerJob = float64(used.Commands) / float64(n)
 	res.RedisCPUSec = used.CPUSeconds
 	res.CPUPerJobMicros = (res.CPUSec + res.RedisCPUSec) / float64(n) * 1e6
-	calls := rc.rec.Calls()
-	res.Calls = countCalls(calls)
-	res.Audit = audit(calls, enqueued, false)
-	return cleanup(ctx, c, prefix)
+	return nil
 }
 
 func (r *runner) latency(ctx context.Context, sc scenario, res *Result) error {

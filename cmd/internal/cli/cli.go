@@ -106,12 +106,6 @@ func lookup(name string) (command, bool) {
 	return command{}, false
 }
 
-// IsCommand reports whether name is a subcommand.
-func IsCommand(name string) bool {
-	_, ok := lookup(name)
-	return ok
-}
-
 // env is what a subcommand works with: its streams, its environment and
 // whether a person sits at the terminal. Run builds it from the process;
 // tests build their own.

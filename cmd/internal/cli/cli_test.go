@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/orderlyhq/orderly"
 )
 
 func runCLI(args []string, env map[string]string) (int, string, string) {
@@ -23,7 +25,7 @@ func runCLI(args []string, env map[string]string) (int, string, string) {
 }
 
 const clusterJSON = `{"self":"n1","members":[
- {"name":"n1","state":"alive","http":"127.0.0.1:8080","actor":"","queues":["orders"]},
+ {"name":"n1","state":"alive","http":"127.0.0.1:8080","actor":"","queues":["orders"],"version":"0.1.0"},
  {"name":"n2","state":"dead","http":"127.0.0.1:8081","actor":"127.0.0.1:8091","queues":["orders","mail"]}],
  "shards":[{"queue":"orders","shard":0,"owner":"n1","epoch":3},{"queue":"orders","shard":1,"owner":"","epoch":2}]}`
 
@@ -39,9 +41,9 @@ func TestMembers(t *testing.T) {
 
 	code, out, _ := runCLI([]string{"members", "--http", srv.URL}, nil)
 	require.Equal(t, ExitOK, code)
-	require.Equal(t, `NAME  STATE  HTTP            ACTOR           QUEUES       SHARDS
-n1 *  alive  127.0.0.1:8080  -               orders       1
-n2    dead   127.0.0.1:8081  127.0.0.1:8091  orders,mail  0
+	require.Equal(t, `NAME  STATE  HTTP            ACTOR           QUEUES       VERSION  SHARDS
+n1 *  alive  127.0.0.1:8080  -               orders       0.1.0    1
+n2    dead   127.0.0.1:8081  127.0.0.1:8091  orders,mail  -        0
 
 2 shards, 1 without an owner (* marks the node that answered)
 `, out)
@@ -110,10 +112,13 @@ func TestHelp(t *testing.T) {
 func TestCommands(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{"enqueue", "stats", "members", "morgue"} {
-		require.True(t, IsCommand(name), name)
+		_, ok := lookup(name)
+		require.True(t, ok, name)
 	}
-	require.False(t, IsCommand("--help"))
-	require.False(t, IsCommand("serve"))
+	for _, name := range []string{"--help", "serve"} {
+		_, ok := lookup(name)
+		require.False(t, ok, name)
+	}
 
 	code, _, errOut := runCLI([]string{}, nil)
 	require.Equal(t, ExitUsage, code)
@@ -316,19 +321,35 @@ func TestIsTerminal(t *testing.T) {
 	require.False(t, isTerminal(f))
 }
 
-func TestVersionOf(t *testing.T) {
+// orderly version prints orderly.Version, the version nodes advertise,
+// whatever the build recorded; the commit and a module version that is
+// not v<Version> are metadata beside it.
+func TestVersionLine(t *testing.T) {
 	t.Parallel()
+	rev := debug.BuildSetting{Key: "vcs.revision", Value: "d2e7d2e0123456789abcdef0123456789abcdef0"}
 	for _, tc := range []struct {
-		info debug.BuildInfo
-		want string
+		info    debug.BuildInfo
+		stamped string
+		meta    buildMeta
+		line    string
 	}{
-		{debug.BuildInfo{Main: debug.Module{Version: "v0.1.0"}}, "v0.1.0"},
-		{debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "devel"},
-		{debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
-			{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"}}}, "devel 0123456789ab-dirty"},
-		{debug.BuildInfo{}, "devel"},
+		{debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{rev}}, "",
+			buildMeta{Commit: "d2e7d2e"}, "orderly V (commit d2e7d2e, go1.26.8, linux/amd64)\n"},
+		{debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{rev, {Key: "vcs.modified", Value: "true"}}}, "",
+			buildMeta{Commit: "d2e7d2e-dirty"}, "orderly V (commit d2e7d2e-dirty, go1.26.8, linux/amd64)\n"},
+		{debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{rev}}, "abc1234",
+			buildMeta{Commit: "abc1234"}, "orderly V (commit abc1234, go1.26.8, linux/amd64)\n"},
+		{debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "abc1234-dirty",
+			buildMeta{Commit: "abc1234-dirty"}, "orderly V (commit abc1234-dirty, go1.26.8, linux/amd64)\n"},
+		{debug.BuildInfo{Main: debug.Module{Version: "v" + orderly.Version}}, "",
+			buildMeta{}, "orderly V (go1.26.8, linux/amd64)\n"},
+		{debug.BuildInfo{Main: debug.Module{Version: "v0.1.1-0.20261201120000-d2e7d2e01234"}}, "",
+			buildMeta{Module: "v0.1.1-0.20261201120000-d2e7d2e01234"}, "orderly V (module v0.1.1-0.20261201120000-d2e7d2e01234, go1.26.8, linux/amd64)\n"},
+		{debug.BuildInfo{}, "", buildMeta{}, "orderly V (go1.26.8, linux/amd64)\n"},
 	} {
-		require.Equal(t, tc.want, versionOf(&tc.info))
+		meta := buildMetaOf(&tc.info, tc.stamped)
+		require.Equal(t, tc.meta, meta)
+		require.Equal(t, strings.Replace(tc.line, "V", orderly.Version, 1), versionLine(meta, "go1.26.8", "linux/amd64"))
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 
 var membersHelp = help{
 	Usage:    []string{"orderly members [flags]"},
-	Text:     "Lists the cluster's members as the node sees them, with the shards each holds.",
+	Text:     "Lists the cluster's members as the node sees them, with the version each runs and the shards each holds.",
 	Examples: []string{"orderly members --http 10.0.0.5:8080"},
 }
 
@@ -43,13 +43,13 @@ func members(e *env, args []string) int {
 		held[s.Owner]++
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATE\tHTTP\tACTOR\tQUEUES\tSHARDS")
+	fmt.Fprintln(tw, "NAME\tSTATE\tHTTP\tACTOR\tQUEUES\tVERSION\tSHARDS")
 	for _, m := range v.Members {
 		name := printable(m.Name)
 		if name == v.Self {
 			name += " *"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", name, m.State, dash(m.HTTP), dash(m.Actor), dash(strings.Join(m.Queues, ",")), held[m.Name])
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\n", name, m.State, dash(m.HTTP), dash(m.Actor), dash(strings.Join(m.Queues, ",")), dash(m.Version), held[m.Name])
 	}
 	tw.Flush()
 	fmt.Fprintf(e.stdout, "\n%d shards, %s without an owner (* marks the node that answered)\n", len(v.Shards), strconv.Itoa(free))

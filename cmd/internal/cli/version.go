@@ -8,55 +8,69 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/cmd/internal/config"
 	"github.com/orderlyhq/orderly/cmd/internal/usage"
 )
 
-// version is orderly's version, stamped when the binary is built:
+// commit is the commit the binary was built from, when the build stamps it
+// (make build does, from git, so that -buildvcs=false loses nothing):
 //
-//	go build -ldflags "-X github.com/orderlyhq/orderly/cmd/internal/cli.version=v0.1.0" ./cmd/orderly
+//	go build -ldflags "-X github.com/orderlyhq/orderly/cmd/internal/cli.commit=d2e7d2e" ./cmd/orderly
 //
-// make build and make release set it from git describe. Empty, Version
-// falls back to the module's build info.
-var version string
+// Empty, the commit go build recorded (vcs.revision) stands in. The
+// version is orderly.Version, stamped there.
+var commit string
 
-// Version returns the binary's version: the stamped one, else the module
-// version go install recorded (v0.1.0), else "devel" and the commit when
-// the build recorded one.
-func Version() string {
-	if version != "" {
-		return version
-	}
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "devel"
-	}
-	return versionOf(info)
+// buildMeta is what a build recorded beside orderly.Version, for orderly
+// version: the commit, and the module version when go install recorded one
+// that is not v<Version> (a pseudo-version, which names its commit). Empty
+// fields were not recorded.
+type buildMeta struct {
+	Commit string
+	Module string
 }
 
-// versionOf is the version a build's info gives.
-func versionOf(info *debug.BuildInfo) string {
-	if v := info.Main.Version; v != "" && v != "(devel)" {
-		return v
+// buildMetaOf reads a build's metadata: the commit stamped (when not
+// empty), else the first 7 hex digits of the vcs.revision of info, with
+// "-dirty" when the tree had changes; and the module version of info.
+func buildMetaOf(info *debug.BuildInfo, stamped string) buildMeta {
+	m := buildMeta{Commit: stamped}
+	if v := info.Main.Version; v != "" && v != "(devel)" && v != "v"+orderly.Version {
+		m.Module = v
 	}
-	v := "devel"
 	settings := map[string]string{}
 	for _, s := range info.Settings {
 		settings[s.Key] = s.Value
 	}
-	if rev := settings["vcs.revision"]; rev != "" {
-		v += " " + rev[:min(len(rev), 12)]
+	if rev := settings["vcs.revision"]; rev != "" && m.Commit == "" {
+		m.Commit = rev[:min(len(rev), 7)]
 		if settings["vcs.modified"] == "true" {
-			v += "-dirty"
+			m.Commit += "-dirty"
 		}
 	}
-	return v
+	return m
+}
+
+// versionLine is orderly version's line: the version, then the build's
+// metadata, Go version and platform in parentheses.
+func versionLine(m buildMeta, goVersion, platform string) string {
+	var extra []string
+	if m.Commit != "" {
+		extra = append(extra, "commit "+m.Commit)
+	}
+	if m.Module != "" {
+		extra = append(extra, "module "+m.Module)
+	}
+	extra = append(extra, goVersion, platform)
+	return fmt.Sprintf("orderly %s (%s)\n", orderly.Version, strings.Join(extra, ", "))
 }
 
 var versionHelp = help{
 	Usage: []string{"orderly version [--json]", "orderly --version"},
-	Text: `Prints orderly's version, and the Go version and platform it was built
-with.`,
+	Text: `Prints orderly's version, the one its nodes advertise to the cluster
+(orderly members) and label orderly_build_info with; then the commit it was
+built from, and the Go version and platform it was built with.`,
 }
 
 // versionCmd prints the version.
@@ -66,13 +80,24 @@ func versionCmd(e *env, args []string) int {
 	if code, stop := e.parse(fs, args); stop {
 		return code
 	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		info = &debug.BuildInfo{}
+	}
+	meta := buildMetaOf(info, commit)
 	platform := runtime.GOOS + "/" + runtime.GOARCH
 	if *asJSON {
-		b, _ := json.Marshal(map[string]string{"version": Version(), "go": runtime.Version(), "platform": platform})
+		b, _ := json.Marshal(struct {
+			Version  string `json:"version"`
+			Commit   string `json:"commit,omitempty"`
+			Module   string `json:"module,omitempty"`
+			Go       string `json:"go"`
+			Platform string `json:"platform"`
+		}{orderly.Version, meta.Commit, meta.Module, runtime.Version(), platform})
 		e.printJSON(b)
 		return ExitOK
 	}
-	fmt.Fprintf(e.stdout, "orderly %s (%s, %s)\n", Version(), runtime.Version(), platform)
+	io.WriteString(e.stdout, versionLine(meta, runtime.Version(), platform))
 	return ExitOK
 }
 

@@ -48,51 +48,72 @@ type fileProblem struct {
 }
 
 // parseFile applies the file's node settings to cfg.Node and sets
-// cfg.Queues, adding a problem for each error.
+// cfg.Queues and cfg.Periodic, adding a problem for each error.
 func parseFile(name string, data []byte, cfg *Config, p *problems) {
 	fp := &fileParser{name: name}
-	defer func() {
-		slices.SortStableFunc(fp.problems, func(a, b fileProblem) int { return a.line - b.line })
-		for _, fpr := range fp.problems {
-			p.addf("config file %s: %s", name, fpr.msg)
-		}
-	}()
+	defer fp.report(p)
+	root := fp.document(data, p)
+	if root == nil {
+		return
+	}
+	periodicLines := fp.top(root, cfg)
+	fp.checkPeriodic(cfg, periodicLines)
+}
+
+// report adds the file's problems to p, in line order.
+func (fp *fileParser) report(p *problems) {
+	slices.SortStableFunc(fp.problems, func(a, b fileProblem) int { return a.line - b.line })
+	for _, fpr := range fp.problems {
+		p.addf("config file %s: %s", fp.name, fpr.msg)
+	}
+}
+
+// document returns the root of the file's YAML document; nil when the file
+// holds nothing (empty, only comments, or "---"), or is not UTF-8 text in
+// one YAML document (a problem then says why: the parser's syntax errors go
+// to p at once, the others to the file's problems).
+func (fp *fileParser) document(data []byte, p *problems) *yaml.Node {
 	if line, msg := checkText(data); msg != "" {
 		fp.problem(line, "%s", msg)
-		return
+		return nil
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if !errors.Is(err, io.EOF) { // EOF: an empty file
-			p.addf("config file %s: %s", name, syntaxError(err))
+			p.addf("config file %s: %s", fp.name, syntaxError(err))
 		}
-		return
+		return nil
 	}
 	var next yaml.Node
 	switch err := dec.Decode(&next); {
 	case errors.Is(err, io.EOF):
 	case err != nil:
-		p.addf("config file %s: %s", name, syntaxError(err))
-		return
+		p.addf("config file %s: %s", fp.name, syntaxError(err))
+		return nil
 	default:
 		fp.problem(next.Line, "more than one YAML document")
-		return
+		return nil
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
-		p.addf("config file %s: not a YAML document", name)
-		return
+		p.addf("config file %s: not a YAML document", fp.name)
+		return nil
 	}
 	root := resolveAlias(doc.Content[0])
 	if root.Kind == yaml.ScalarNode && root.ShortTag() == tagNull {
-		return // only comments, or "---"
+		return nil // only comments, or "---"
 	}
+	return root
+}
 
+// top reads the file's top-level keys: node into cfg.Node, queues into
+// cfg.Queues and periodic into cfg.Periodic. It returns the lines of each
+// periodic job's keys (periodic).
+func (fp *fileParser) top(root *yaml.Node, cfg *Config) (periodicLines []map[string]int) {
 	byKey := make(map[string]setting)
 	for _, s := range settings() {
 		byKey[s.key()] = s
 	}
-	var periodicLines []map[string]int
 	fp.mapping(root, "", topKeys(), func(key string, line int, v *yaml.Node) {
 		switch key {
 		case "node":
@@ -102,18 +123,7 @@ func parseFile(name string, data []byte, cfg *Config, p *problems) {
 				}
 			})
 		case "queues":
-			if v = resolveAlias(v); v.Kind != yaml.SequenceNode {
-				fp.errorf(line, "queues", "must be a list of queues, not a %s", kindName(v))
-				return
-			}
-			lines := make([]int, len(v.Content))
-			for i, item := range v.Content {
-				lines[i] = item.Line
-				cfg.Queues = append(cfg.Queues, fp.queue(item, queuePath(i)))
-			}
-			checkDuplicateQueues(cfg.Queues, func(i int, msg string) {
-				fp.errorf(lines[i], queuePath(i)+".name", "%s", msg)
-			})
+			fp.queues(v, line, cfg)
 		case "periodic":
 			if v = resolveAlias(v); v.Kind != yaml.SequenceNode {
 				fp.errorf(line, "periodic", "must be a list of periodic jobs, not a %s", kindName(v))
@@ -126,7 +136,30 @@ func parseFile(name string, data []byte, cfg *Config, p *problems) {
 			}
 		}
 	})
-	// Periodic jobs name queues of the file (or the default one).
+	return periodicLines
+}
+
+// queues reads the list of queues (v, at line) into cfg.Queues, and
+// reports a name given to two queues.
+func (fp *fileParser) queues(v *yaml.Node, line int, cfg *Config) {
+	if v = resolveAlias(v); v.Kind != yaml.SequenceNode {
+		fp.errorf(line, "queues", "must be a list of queues, not a %s", kindName(v))
+		return
+	}
+	lines := make([]int, len(v.Content))
+	for i, item := range v.Content {
+		lines[i] = item.Line
+		cfg.Queues = append(cfg.Queues, fp.queue(item, queuePath(i)))
+	}
+	checkDuplicateQueues(cfg.Queues, func(i int, msg string) {
+		fp.errorf(lines[i], queuePath(i)+".name", "%s", msg)
+	})
+}
+
+// checkPeriodic checks each periodic job (the lines of its keys in lines):
+// a name of its own, a queue of the file (or the default one when the file
+// has none), a schedule and an id.
+func (fp *fileParser) checkPeriodic(cfg *Config, lines []map[string]int) {
 	queues := map[string]bool{}
 	for _, q := range cfg.Queues {
 		queues[q.Name] = true
@@ -136,7 +169,7 @@ func parseFile(name string, data []byte, cfg *Config, p *problems) {
 	}
 	names := map[string]bool{}
 	for i, p := range cfg.Periodic {
-		at, lines := fmt.Sprintf("periodic[%d]", i), periodicLines[i]
+		at, lines := fmt.Sprintf("periodic[%d]", i), lines[i]
 		line := func(key string) int {
 			if l, ok := lines[key]; ok {
 				return l
@@ -243,113 +276,149 @@ func syntaxError(err error) string {
 
 // queue reads one queue, fills its defaults and validates it.
 func (fp *fileParser) queue(n *yaml.Node, path string) QueueConfig {
-	q := defaultQueue("")
-	lines := map[string]int{"": n.Line} // of each key given, relative to the queue
-	bad := make(map[string]bool)        // keys whose value could not be decoded
-	handlerTimeout, payloadsGiven := false, false
-	ok := fp.mapping(n, path, queueKeys(), func(key string, line int, v *yaml.Node) {
-		lines[key] = line
-		at := path + "." + key
-		var good bool
-		switch key {
-		case "name":
-			good = decodeInto(fp, v, at, line, &q.Name)
-		case "shards":
-			good = decodeInto(fp, v, at, line, &q.Shards)
-		case "batch_size":
-			good = decodeInto(fp, v, at, line, &q.BatchSize)
-		case "prefetch":
-			good = decodeInto(fp, v, at, line, &q.Prefetch)
-		case "max_prefetch":
-			good = decodeInto(fp, v, at, line, &q.MaxPrefetch)
-		case "max_retry_count":
-			good = decodeMaxRetryCount(fp, v, at, line, &q.MaxRetryCount)
-		case "max_payloads_per_call":
-			good = decodeInto(fp, v, at, line, &q.MaxPayloadsPerCall)
-		case "max_concurrency":
-			good = decodeInto(fp, v, at, line, &q.MaxConcurrency)
-		case "timeout":
-			good = decodeInto(fp, v, at, line, &q.Timeout)
-		case "state":
-			good = decodeInto(fp, v, at, line, &q.State)
-		case "max_state_bytes":
-			good = decodeInto(fp, v, at, line, &q.MaxStateBytes)
-		case "feed_max_len":
-			var n int
-			if good = decodeInto(fp, v, at, line, &n); good {
-				q.FeedMaxLen = &n
-			}
-		case "retry":
-			good = fp.mapping(v, at, retryKeys(), func(key string, line int, v *yaml.Node) {
-				lines["retry."+key] = line
-				var good bool
-				switch key {
-				case "policy":
-					good = decodeInto(fp, v, at+".policy", line, &q.Retry.Policy)
-				case "base":
-					good = decodeInto(fp, v, at+".base", line, &q.Retry.Base)
-				case "max":
-					good = decodeInto(fp, v, at+".max", line, &q.Retry.Max)
-				}
-				bad["retry."+key] = !good
-			})
-		case "rate_limit":
-			q.RateLimit = &RateLimitConfig{}
-			good = fp.mapping(v, at, rateKeys(), func(key string, line int, v *yaml.Node) {
-				lines["rate_limit."+key] = line
-				var good bool
-				switch key {
-				case "per_second":
-					good = decodeInto(fp, v, at+".per_second", line, &q.RateLimit.PerSecond)
-				case "burst":
-					good = decodeInto(fp, v, at+".burst", line, &q.RateLimit.Burst)
-				}
-				bad["rate_limit."+key] = !good
-			})
-		case "handler":
-			good = fp.mapping(v, at, handlerKeys(), func(key string, line int, v *yaml.Node) {
-				lines["handler."+key] = line
-				var good bool
-				switch key {
-				case "type":
-					good = decodeInto(fp, v, at+".type", line, &q.Handler.Type)
-				case "url":
-					good = decodeInto(fp, v, at+".url", line, &q.Handler.URL)
-				case "timeout":
-					handlerTimeout = true
-					good = decodeInto(fp, v, at+".timeout", line, &q.Handler.Timeout)
-				case "payloads":
-					var show bool
-					good = decodeInto(fp, v, at+".payloads", line, &show)
-					q.Handler.HidePayloads = !show
-					payloadsGiven = true
-				case "secret":
-					good = decodeInto(fp, v, at+".secret", line, &q.Handler.Secret)
-				case "headers":
-					good = decodeHeaders(fp, v, at+".headers", line, &q.Handler.Headers)
-				}
-				bad["handler."+key] = !good
-			})
-		}
-		bad[key] = !good
-	})
-	if !ok {
-		return q
+	r := &queueReader{fp: fp, path: path, q: defaultQueue(""), lines: map[string]int{"": n.Line}, bad: map[string]bool{}}
+	if !fp.mapping(n, path, queueKeys(), r.key) {
+		return r.q
 	}
-	if q.Handler.Type == HandlerHTTP && !handlerTimeout {
+	r.finish()
+	return r.q
+}
+
+// queueReader reads the keys of one queue at path into q.
+type queueReader struct {
+	fp   *fileParser
+	path string
+	q    QueueConfig
+	// lines holds the line of each key given, relative to the queue ("" is
+	// the queue's own line); bad the keys whose value could not be decoded.
+	lines map[string]int
+	bad   map[string]bool
+	// handlerTimeout and payloadsGiven are set when the handler gives
+	// timeout and payloads.
+	handlerTimeout, payloadsGiven bool
+}
+
+// key reads one key of the queue.
+func (r *queueReader) key(key string, line int, v *yaml.Node) {
+	r.lines[key] = line
+	fp, q, at := r.fp, &r.q, r.path+"."+key
+	var good bool
+	switch key {
+	case "name":
+		good = decodeInto(fp, v, at, line, &q.Name)
+	case "shards":
+		good = decodeInto(fp, v, at, line, &q.Shards)
+	case "batch_size":
+		good = decodeInto(fp, v, at, line, &q.BatchSize)
+	case "prefetch":
+		good = decodeInto(fp, v, at, line, &q.Prefetch)
+	case "max_prefetch":
+		good = decodeInto(fp, v, at, line, &q.MaxPrefetch)
+	case "max_retry_count":
+		good = decodeMaxRetryCount(fp, v, at, line, &q.MaxRetryCount)
+	case "max_payloads_per_call":
+		good = decodeInto(fp, v, at, line, &q.MaxPayloadsPerCall)
+	case "max_concurrency":
+		good = decodeInto(fp, v, at, line, &q.MaxConcurrency)
+	case "timeout":
+		good = decodeInto(fp, v, at, line, &q.Timeout)
+	case "state":
+		good = decodeInto(fp, v, at, line, &q.State)
+	case "max_state_bytes":
+		good = decodeInto(fp, v, at, line, &q.MaxStateBytes)
+	case "feed_max_len":
+		var n int
+		if good = decodeInto(fp, v, at, line, &n); good {
+			q.FeedMaxLen = &n
+		}
+	case "retry":
+		good = fp.mapping(v, at, retryKeys(), r.section("retry", r.retryKey))
+	case "rate_limit":
+		q.RateLimit = &RateLimitConfig{}
+		good = fp.mapping(v, at, rateKeys(), r.section("rate_limit", r.rateLimitKey))
+	case "handler":
+		good = fp.mapping(v, at, handlerKeys(), r.section("handler", r.handlerKey))
+	}
+	r.bad[key] = !good
+}
+
+// section reads the keys of the queue's mapping section with read, which
+// decodes one key (at is its path) and reports whether its value was good.
+func (r *queueReader) section(section string, read func(key, at string, line int, v *yaml.Node) bool) func(string, int, *yaml.Node) {
+	return func(key string, line int, v *yaml.Node) {
+		k := section + "." + key
+		r.lines[k] = line
+		r.bad[k] = !read(key, r.path+"."+k, line, v)
+	}
+}
+
+// retryKey reads one key of the queue's retry.
+func (r *queueReader) retryKey(key, at string, line int, v *yaml.Node) bool {
+	switch key {
+	case "policy":
+		return decodeInto(r.fp, v, at, line, &r.q.Retry.Policy)
+	case "base":
+		return decodeInto(r.fp, v, at, line, &r.q.Retry.Base)
+	case "max":
+		return decodeInto(r.fp, v, at, line, &r.q.Retry.Max)
+	}
+	return false
+}
+
+// rateLimitKey reads one key of the queue's rate_limit.
+func (r *queueReader) rateLimitKey(key, at string, line int, v *yaml.Node) bool {
+	switch key {
+	case "per_second":
+		return decodeInto(r.fp, v, at, line, &r.q.RateLimit.PerSecond)
+	case "burst":
+		return decodeInto(r.fp, v, at, line, &r.q.RateLimit.Burst)
+	}
+	return false
+}
+
+// handlerKey reads one key of the queue's handler.
+func (r *queueReader) handlerKey(key, at string, line int, v *yaml.Node) bool {
+	h := &r.q.Handler
+	switch key {
+	case "type":
+		return decodeInto(r.fp, v, at, line, &h.Type)
+	case "url":
+		return decodeInto(r.fp, v, at, line, &h.URL)
+	case "timeout":
+		r.handlerTimeout = true
+		return decodeInto(r.fp, v, at, line, &h.Timeout)
+	case "payloads":
+		var show bool
+		good := decodeInto(r.fp, v, at, line, &show)
+		h.HidePayloads = !show
+		r.payloadsGiven = true
+		return good
+	case "secret":
+		return decodeInto(r.fp, v, at, line, &h.Secret)
+	case "headers":
+		return decodeHeaders(r.fp, v, at, line, &h.Headers)
+	}
+	return false
+}
+
+// finish fills the defaults that depend on other keys and validates the
+// queue, reporting what was not already reported when a value could not
+// be decoded.
+func (r *queueReader) finish() {
+	q := &r.q
+	if q.Handler.Type == HandlerHTTP && !r.handlerTimeout {
 		q.Handler.Timeout = DefaultHTTPHandlerTimeout
 	}
-	if payloadsGiven && q.Handler.Type != HandlerLog && !bad["handler.payloads"] {
-		fp.errorf(lineOf(lines, "handler.payloads"), path+".handler.payloads", "only allowed for handler type log, not %s", q.Handler.Type)
-		bad["handler.payloads"] = true
+	if r.payloadsGiven && q.Handler.Type != HandlerLog && !r.bad["handler.payloads"] {
+		r.fp.errorf(lineOf(r.lines, "handler.payloads"), r.path+".handler.payloads", "only allowed for handler type log, not %s", q.Handler.Type)
+		r.bad["handler.payloads"] = true
 	}
-	validateQueue(&q, func(key, msg string) {
+	validateQueue(q, func(key, msg string) {
 		section, _, _ := strings.Cut(key, ".")
-		if !bad[key] && !bad[section] { // already reported
-			fp.errorf(lineOf(lines, key), path+"."+key, "%s", msg)
+		if !r.bad[key] && !r.bad[section] { // already reported
+			r.fp.errorf(lineOf(r.lines, key), r.path+"."+key, "%s", msg)
 		}
 	})
-	return q
 }
 
 // decodeMaxRetryCount decodes a queue's max_retry_count: a count of 1 or

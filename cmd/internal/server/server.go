@@ -1,7 +1,7 @@
 // Package server runs an Orderly node process from its configuration: the
 // store (Redis, or the embedded in-memory store), the workers of the
 // configured queues (log, noop or http webhook handlers), the node, the HTTP
-// API, and the signals. cmd/node is a thin main around Run.
+// API, and the signals. cmd/internal/app calls Run to run a node.
 //
 // Signals: SIGTERM and SIGINT stop gracefully (batches finish within
 // shutdown_timeout, leases are released, exit 0); a second one cancels the
@@ -45,212 +45,320 @@ const httpShutdownTimeout = 5 * time.Second
 
 // Run runs a node until ctx ends or a stop signal arrives on signals, and
 // returns nil after a clean stop. Logs go to logOut.
+//
+// The steps, in order: open the store and wrap it (metrics, write watch),
+// build the workers, listen for HTTP, join the cluster's configuration,
+// build the node and its HTTP API, then serve until a stop and stop the
+// node before the HTTP server.
 func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-chan os.Signal) error {
-	log := NewLogger(cfg.Node.LogLevel, cfg.Node.LogFormat, logOut)
-	redis.SetLogger(logbridge.GoRedis(log)) // go-redis logs through a process-wide logger
-	for _, w := range cfg.Warnings {
-		log.Warn("configuration: " + w)
-	}
-	log.Info("configuration", "file", cfg.File, "config", fmt.Sprintf("%+v", cfg.Redacted().Node), "queues", len(cfg.Queues))
+	log := startLog(cfg, logOut)
 	if err := checkExposure(cfg, log); err != nil {
 		return err
 	}
-
 	rdb, closeStore, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
-
-	rs, err := redisstore.New(rdb, &redisstore.Config{
-		Prefix: cfg.Node.RedisPrefix, Logger: log, MaxPayloadBytes: cfg.Node.MaxPayloadBytes,
-		Durability: cfg.Node.Durability, DurabilityReplicas: cfg.Node.DurabilityReplicas, DurabilityTimeout: cfg.Node.DurabilityTimeout,
-	})
+	p := &process{cfg: cfg, log: log, rdb: rdb}
+	if err := p.wrapStore(); err != nil {
+		return err
+	}
+	workers, err := buildWorkers(cfg.Queues, log, p.metrics.WebhookAnswered)
 	if err != nil {
 		return err
 	}
-	m := metrics.New()
-	rdb.AddHook(m.RedisHook()) // before any concurrent use of rdb
-	names := make([]string, len(cfg.Queues))
-	for i, q := range cfg.Queues {
-		names[i] = q.Name
-	}
-	m.InitQueues(names...)
-	var writes *writeWatch
-	store := m.Store(chaos.WrapStore(rs, log)) // counts enqueues and settlements
-	if cfg.Node.Redis != "" {                  // the embedded store never refuses writes
-		writes = newWriteWatch(rdb, cfg.Node.RedisPrefix)
-		store = writes.Store(store)
-		m.Registry().MustRegister(writes.Gauge())
-	}
-	workers, err := buildWorkers(cfg.Queues, log, m.WebhookAnswered)
-	if err != nil {
+	if err := p.listen(); err != nil {
 		return err
 	}
-	tlsConfig, err := httpTLS(cfg.Node)
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", cfg.Node.HTTP)
-	if err != nil {
-		return fmt.Errorf("listen for HTTP on %s: %w", cfg.Node.HTTP, err)
-	}
-	defer ln.Close()
-	clusterCfg, err := clusterConfig(cfg, ln.Addr().String(), log)
+	defer p.ln.Close()
+	clusterCfg, err := clusterConfig(cfg, p.ln.Addr().String(), log)
 	if err != nil {
 		return err
 	}
 	if clusterCfg != nil {
-		clusterCfg.StoreID = rs.StoreID // the store passed to the node is wrapped (metrics, write watch)
+		clusterCfg.StoreID = p.rs.StoreID // the store passed to the node is wrapped (metrics, write watch)
 	}
 	stopChaos, err := chaos.Install(clusterCfg, log)
 	if err != nil {
 		return err
 	}
 	defer stopChaos()
-	periodic, err := periodicJobs(cfg.Periodic)
+	if err := p.newNode(clusterCfg, workers); err != nil {
+		return err
+	}
+	if err := p.newAPI(); err != nil {
+		return err
+	}
+	return p.serve(ctx, signals)
+}
+
+// startLog returns the node's logger, routes go-redis's logs into it, and
+// logs the configuration and its warnings.
+func startLog(cfg *config.Config, logOut io.Writer) *slog.Logger {
+	log := NewLogger(cfg.Node.LogLevel, cfg.Node.LogFormat, logOut)
+	redis.SetLogger(logbridge.GoRedis(log)) // go-redis logs through a process-wide logger
+	for _, w := range cfg.Warnings {
+		log.Warn("configuration: " + w)
+	}
+	log.Info("configuration", "file", cfg.File, "config", fmt.Sprintf("%+v", cfg.Redacted().Node), "queues", len(cfg.Queues))
+	return log
+}
+
+// process is a node process as Run builds it, step by step.
+type process struct {
+	cfg *config.Config
+	log *slog.Logger
+	rdb redis.UniversalClient
+	// rs is the Redis store; store is rs as the node and the HTTP API use
+	// it, wrapped for metrics, chaos and (on Redis) the write watch.
+	rs      *redisstore.Store
+	store   persistence.Store
+	writes  *writeWatch // nil on the embedded store, which never refuses writes
+	metrics *metrics.Metrics
+	// ln is the HTTP listener, served with tls when it is not nil, by at
+	// most maxConns connections at once.
+	ln       net.Listener
+	tls      *tls.Config
+	maxConns int
+	node     *orderly.Node
+	api      *web.Server
+}
+
+// wrapStore builds the store on the Redis client and wraps it: metrics
+// count enqueues and settlements, and on Redis the write watch refuses
+// writes Redis would not keep.
+func (p *process) wrapStore() error {
+	n := p.cfg.Node
+	rs, err := redisstore.New(p.rdb, &redisstore.Config{
+		Prefix: n.RedisPrefix, Logger: p.log, MaxPayloadBytes: n.MaxPayloadBytes,
+		Durability: n.Durability, DurabilityReplicas: n.DurabilityReplicas, DurabilityTimeout: n.DurabilityTimeout,
+	})
 	if err != nil {
 		return err
 	}
+	m := metrics.New()
+	p.rdb.AddHook(m.RedisHook()) // before any concurrent use of rdb
+	names := make([]string, len(p.cfg.Queues))
+	for i, q := range p.cfg.Queues {
+		names[i] = q.Name
+	}
+	m.InitQueues(names...)
+	store := m.Store(chaos.WrapStore(rs, p.log)) // counts enqueues and settlements
+	if n.Redis != "" {                           // the embedded store never refuses writes
+		p.writes = newWriteWatch(p.rdb, n.RedisPrefix)
+		store = p.writes.Store(store)
+		m.Registry().MustRegister(p.writes.Gauge())
+	}
+	p.rs, p.store, p.metrics = rs, store, m
+	return nil
+}
+
+// listen loads the HTTP API's certificate, if any, and listens for HTTP.
+func (p *process) listen() error {
+	tlsConfig, err := httpTLS(p.cfg.Node)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", p.cfg.Node.HTTP)
+	if err != nil {
+		return fmt.Errorf("listen for HTTP on %s: %w", p.cfg.Node.HTTP, err)
+	}
+	p.ln, p.tls = ln, tlsConfig
+	return nil
+}
+
+// newNode builds the node (not started) on the wrapped store, and points
+// the metrics' scrape-time gauges at it.
+func (p *process) newNode(clusterCfg *orderly.ClusterConfig, workers []orderly.Worker) error {
+	n := p.cfg.Node
 	var actorTLS *tls.Config
-	if cfg.Node.ActorTLSCert != "" {
-		if actorTLS, err = orderly.LoadActorTLS(cfg.Node.ActorTLSCert, cfg.Node.ActorTLSKey, cfg.Node.ActorTLSCA); err != nil {
+	if n.ActorTLSCert != "" {
+		var err error
+		if actorTLS, err = orderly.LoadActorTLS(n.ActorTLSCert, n.ActorTLSKey, n.ActorTLSCA); err != nil {
 			return err
 		}
 	}
-	node, err := orderly.NewNode(store, &orderly.Config{
+	periodic, err := periodicJobs(p.cfg.Periodic)
+	if err != nil {
+		return err
+	}
+	node, err := orderly.NewNode(p.store, &orderly.Config{
 		Cluster:         clusterCfg,
 		ActorTLS:        actorTLS,
-		ActorAddr:       cfg.Node.ActorAddr,
-		ActorAdvertise:  cfg.Node.ActorAdvertiseAddr,
-		ActorToken:      cfg.Node.ActorToken,
-		Name:            cfg.Node.Name,
+		ActorAddr:       n.ActorAddr,
+		ActorAdvertise:  n.ActorAdvertiseAddr,
+		ActorToken:      n.ActorToken,
+		Name:            n.Name,
 		Workers:         workers,
 		Periodic:        periodic,
-		Concurrency:     cfg.Node.Concurrency,
-		Scheduler:       orderly.Scheduler(cfg.Node.Scheduler),
-		LeaseTTL:        cfg.Node.LeaseTTL,
-		ShutdownTimeout: cfg.Node.ShutdownTimeout,
-		HandoffTimeout:  cfg.Node.HandoffTimeout,
-		MorgueTTL:       cfg.Node.MorgueTTL,
-		Logger:          log,
-		Observer:        m,
-		Middleware:      []orderly.Middleware{m.Middleware()},
+		Concurrency:     n.Concurrency,
+		Scheduler:       orderly.Scheduler(n.Scheduler),
+		LeaseTTL:        n.LeaseTTL,
+		ShutdownTimeout: n.ShutdownTimeout,
+		HandoffTimeout:  n.HandoffTimeout,
+		MorgueTTL:       n.MorgueTTL,
+		Logger:          p.log,
+		Observer:        p.metrics,
+		Middleware:      []orderly.Middleware{p.metrics.Middleware()},
 	})
 	if err != nil {
 		return err
 	}
-	m.Watch(metricsSource(node, store, rs, log))
+	p.node = node
+	p.metrics.Watch(metricsSource(node, p.store, p.rs, p.log))
+	return nil
+}
 
-	if cfg.Node.HTTPToken == "" && !isLoopback(ln.Addr()) {
-		if !cfg.Node.HTTPPublic {
-			return fmt.Errorf("the HTTP API would listen on %s, reachable from other hosts, without a token: set --http-token (or listen on 127.0.0.1), or --http-public to allow it", ln.Addr())
-		}
-		log.Warn("the HTTP API listens on a non-loopback address without a token (http_public): anyone who reaches it can enqueue and change queues", "http", ln.Addr().String())
+// newAPI checks who can reach the HTTP API, bounds its connections, and
+// builds it.
+func (p *process) newAPI() error {
+	n := p.cfg.Node
+	if err := p.checkHTTPExposure(); err != nil {
+		return err
 	}
-	if cfg.Node.HTTPToken != "" && tlsConfig == nil && !isLoopback(ln.Addr()) {
-		log.Warn("the HTTP API listens on a non-loopback address in plain HTTP: its bearer token travels unencrypted, readable by anyone on the path; serve HTTPS (--http-tls-cert, --http-tls-key) or put a TLS proxy in front", "http", ln.Addr().String())
-	}
-	maxConns, fileLimit := connectionLimit(cfg.Node.HTTPMaxConnections, openFileLimit())
-	if maxConns < cfg.Node.HTTPMaxConnections {
-		log.Warn("http_max_connections lowered to half the open-file limit, so that HTTP clients cannot take the descriptors Redis, gossip and webhooks need; raise the limit (ulimit -n) to allow more",
-			"http_max_connections", maxConns, "configured", cfg.Node.HTTPMaxConnections, "open_file_limit", fileLimit)
-	}
-	ready := func(ctx context.Context) error {
-		// A node that cannot reach Redis serves no shard, so the node
-		// alone would count it ready (0 of 0 shards): with Sentinel and
-		// no master reachable it must not be (docs/contract.md §4).
-		if err := store.Ping(ctx); err != nil {
-			return fmt.Errorf("%w: store unreachable: %v", orderly.ErrNotReady, err)
-		}
-		if writes != nil {
-			if err := writes.Check(ctx); err != nil {
-				return fmt.Errorf("%w: %v", orderly.ErrNotReady, err)
-			}
-		}
-		return node.Ready(ctx)
+	maxConns, fileLimit := connectionLimit(n.HTTPMaxConnections, openFileLimit())
+	if maxConns < n.HTTPMaxConnections {
+		p.log.Warn("http_max_connections lowered to half the open-file limit, so that HTTP clients cannot take the descriptors Redis, gossip and webhooks need; raise the limit (ulimit -n) to allow more",
+			"http_max_connections", maxConns, "configured", n.HTTPMaxConnections, "open_file_limit", fileLimit)
 	}
 	api, err := web.New(&web.Config{
-		Store: store, Ready: ready, Logger: log, Token: cfg.Node.HTTPToken,
-		ReadToken:       cfg.Node.HTTPReadToken,
-		EmbeddedStore:   cfg.Node.Redis == "",
-		StateQueues:     stateQueues(cfg.Queues),
-		MaxPayloadBytes: cfg.Node.MaxPayloadBytes,
-		AllowedHosts:    allowedHosts(cfg.Node),
+		Store: p.store, Ready: p.ready, Logger: p.log, Token: n.HTTPToken,
+		ReadToken:       n.HTTPReadToken,
+		EmbeddedStore:   n.Redis == "",
+		StateQueues:     stateQueues(p.cfg.Queues),
+		MaxPayloadBytes: n.MaxPayloadBytes,
+		AllowedHosts:    allowedHosts(n),
 		MaxConnections:  maxConns,
-		TLS:             tlsConfig,
-		Metrics:         m.Handler(),
+		TLS:             p.tls,
+		Metrics:         p.metrics.Handler(),
 		UI:              ui.Handler(),
-		Periodic: func(ctx context.Context) ([]apiv1.Periodic, error) {
-			jobs, err := node.Periodic(ctx)
-			if err != nil {
-				return nil, err
-			}
-			out := make([]apiv1.Periodic, len(jobs))
-			for i, j := range jobs {
-				out[i] = apiv1.Periodic{Name: j.Name, Queue: j.Queue, Schedule: j.Schedule, ID: j.ID,
-					LastTick: unixOrNil(j.Last), NextTick: unixOrNil(j.Next)}
-			}
-			return out, nil
-		},
-		SetPaused: func(ctx context.Context, queue string, paused bool) error {
-			if paused {
-				return node.PauseQueue(ctx, queue)
-			}
-			return node.ResumeQueue(ctx, queue)
-		},
-		Members: func(context.Context) (string, []apiv1.Member) {
-			var out []apiv1.Member
-			for _, m := range node.Members() {
-				out = append(out, apiv1.Member{Name: m.Name, State: string(m.State), HTTP: m.HTTP, Actor: m.Actor, Queues: m.Queues, Version: m.Version})
-			}
-			return node.Name(), out
-		},
+		Periodic:        p.periodic,
+		SetPaused:       p.setPaused,
+		Members:         p.members,
 	})
 	if err != nil {
 		return err
 	}
+	p.api, p.maxConns = api, maxConns
+	return nil
+}
 
-	if err := node.Start(ctx); err != nil {
+// checkHTTPExposure refuses an HTTP API that other hosts reach without a
+// token, unless http_public allows it, and warns of a token sent in plain
+// HTTP to other hosts.
+func (p *process) checkHTTPExposure() error {
+	n, addr := p.cfg.Node, p.ln.Addr()
+	if n.HTTPToken == "" && !isLoopback(addr) {
+		if !n.HTTPPublic {
+			return fmt.Errorf("the HTTP API would listen on %s, reachable from other hosts, without a token: set --http-token (or listen on 127.0.0.1), or --http-public to allow it", addr)
+		}
+		p.log.Warn("the HTTP API listens on a non-loopback address without a token (http_public): anyone who reaches it can enqueue and change queues", "http", addr.String())
+	}
+	if n.HTTPToken != "" && p.tls == nil && !isLoopback(addr) {
+		p.log.Warn("the HTTP API listens on a non-loopback address in plain HTTP: its bearer token travels unencrypted, readable by anyone on the path; serve HTTPS (--http-tls-cert, --http-tls-key) or put a TLS proxy in front", "http", addr.String())
+	}
+	return nil
+}
+
+// ready is the HTTP API's readiness: the store answers, Redis keeps
+// writes, and the node serves what it should.
+func (p *process) ready(ctx context.Context) error {
+	// A node that cannot reach Redis serves no shard, so the node alone
+	// would count it ready (0 of 0 shards): with Sentinel and no master
+	// reachable it must not be (docs/contract.md §4).
+	if err := p.store.Ping(ctx); err != nil {
+		return fmt.Errorf("%w: store unreachable: %v", orderly.ErrNotReady, err)
+	}
+	if p.writes != nil {
+		if err := p.writes.Check(ctx); err != nil {
+			return fmt.Errorf("%w: %v", orderly.ErrNotReady, err)
+		}
+	}
+	return p.node.Ready(ctx)
+}
+
+// periodic lists the node's periodic jobs for the HTTP API.
+func (p *process) periodic(ctx context.Context) ([]apiv1.Periodic, error) {
+	jobs, err := p.node.Periodic(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]apiv1.Periodic, len(jobs))
+	for i, j := range jobs {
+		out[i] = apiv1.Periodic{Name: j.Name, Queue: j.Queue, Schedule: j.Schedule, ID: j.ID,
+			LastTick: unixOrNil(j.Last), NextTick: unixOrNil(j.Next)}
+	}
+	return out, nil
+}
+
+// setPaused pauses or resumes a queue for the HTTP API.
+func (p *process) setPaused(ctx context.Context, queue string, paused bool) error {
+	if paused {
+		return p.node.PauseQueue(ctx, queue)
+	}
+	return p.node.ResumeQueue(ctx, queue)
+}
+
+// members returns this node's name and the cluster's members as it sees
+// them, for the HTTP API.
+func (p *process) members(context.Context) (string, []apiv1.Member) {
+	var out []apiv1.Member
+	for _, m := range p.node.Members() {
+		out = append(out, apiv1.Member{Name: m.Name, State: string(m.State), HTTP: m.HTTP, Actor: m.Actor, Queues: m.Queues, Version: m.Version})
+	}
+	return p.node.Name(), out
+}
+
+// serve starts the node and the HTTP API and, on Redis, checks the server
+// once it is reachable if it was not at start; it waits for a reason to
+// stop (wait), then stops the node first (the HTTP API keeps answering,
+// /readyz says not ready), then the HTTP server.
+func (p *process) serve(ctx context.Context, signals <-chan os.Signal) error {
+	if err := p.node.Start(ctx); err != nil {
 		return err
 	}
 	httpErr := make(chan error, 1)
-	go func() { httpErr <- api.Serve(ln) }()
+	go func() { httpErr <- p.api.Serve(p.ln) }()
 	scheme := "http://"
-	if tlsConfig != nil {
+	if p.tls != nil {
 		scheme = "https://"
 	}
-	log.Info("HTTP API listening", "http", scheme+ln.Addr().String(), "max_connections", maxConns)
+	p.log.Info("HTTP API listening", "http", scheme+p.ln.Addr().String(), "max_connections", p.maxConns)
 
 	fatal := make(chan error, 1)
-	checkCtx, stopCheck := context.WithCancel(ctx)
-	checkDone := make(chan struct{})
-	// The check uses the Redis client, which a deferred call closes: stop
-	// the check and wait for it first (deferred calls run last first).
-	defer func() { stopCheck(); <-checkDone }()
-	if cfg.Node.Redis != "" {
-		go func() {
-			defer close(checkDone)
-			checkServer(checkCtx, rdb, cfg.Node.AllowEviction, log, fatal)
-		}()
-	} else {
-		close(checkDone)
-	}
+	// The check uses the Redis client, which Run closes once serve
+	// returns: stop the check and wait for it first.
+	stopCheck := p.checkServerLater(ctx, fatal)
+	defer stopCheck()
 
-	runErr := wait(ctx, node, signals, httpErr, fatal, log)
-
-	// Stop the node first (the HTTP API keeps answering, /readyz says not
-	// ready), then the HTTP server.
-	stopErr := stopNode(node, signals, log)
+	runErr := wait(ctx, p.node, signals, httpErr, fatal, p.log)
+	stopErr := stopNode(p.node, signals, p.log)
 	sctx, cancel := context.WithTimeout(context.Background(), httpShutdownTimeout)
 	defer cancel()
-	if err := api.Shutdown(sctx); err != nil {
-		api.Close()
+	if err := p.api.Shutdown(sctx); err != nil {
+		p.api.Close()
 	}
 	if runErr != nil {
 		return runErr
 	}
 	return stopErr
+}
+
+// checkServerLater runs checkServer in a goroutine on Redis (the embedded
+// store needs no check) and returns a function that stops it and waits for
+// it.
+func (p *process) checkServerLater(ctx context.Context, fatal chan<- error) (stop func()) {
+	if p.cfg.Node.Redis == "" {
+		return func() {}
+	}
+	checkCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		checkServer(checkCtx, p.rdb, p.cfg.Node.AllowEviction, p.log, fatal)
+	}()
+	return func() { cancel(); <-done }
 }
 
 // wait blocks until the node must stop: ctx ends, a stop signal arrives, the

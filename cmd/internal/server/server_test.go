@@ -63,9 +63,9 @@ func TestWorkersMaxRetryCount(t *testing.T) {
 		return config.QueueConfig{Name: name, Shards: 1, BatchSize: 1, MaxRetryCount: maxRetry,
 			Retry: config.RetryConfig{Policy: config.RetryLinear, Base: time.Second}, Handler: config.HandlerConfig{Type: config.HandlerNoop}}
 	}
-	workers, err := Workers([]config.QueueConfig{
+	workers, err := buildWorkers([]config.QueueConfig{
 		queue("default", config.DefaultMaxRetryCount), queue("five", 5), queue("none", config.NoRetries), queue("zero", 0),
-	}, log)
+	}, log, nil)
 	require.NoError(t, err)
 	got := map[string]int{}
 	for _, w := range workers {
@@ -87,12 +87,12 @@ func TestWorkersCallDeadlineAndPayloadCap(t *testing.T) {
 	web := func(d time.Duration) config.HandlerConfig {
 		return config.HandlerConfig{Type: config.HandlerHTTP, URL: "http://127.0.0.1:1/x", Timeout: d}
 	}
-	workers, err := Workers([]config.QueueConfig{
+	workers, err := buildWorkers([]config.QueueConfig{
 		queue("http-default", 0, web(30*time.Second)),
 		queue("http-shorter-queue", 5*time.Second, web(30*time.Second)),
 		queue("http-shorter-request", time.Minute, web(10*time.Second)),
 		queue("noop", 0, config.HandlerConfig{Type: config.HandlerNoop}),
-	}, log)
+	}, log, nil)
 	require.NoError(t, err)
 	got := map[string]time.Duration{}
 	for _, w := range workers {

@@ -18,13 +18,9 @@ import (
 	"github.com/orderlyhq/orderly/webhook"
 )
 
-// Workers builds the workers of the configured queues.
-func Workers(queues []config.QueueConfig, log *slog.Logger) ([]orderly.Worker, error) {
-	return buildWorkers(queues, log, nil)
-}
-
-// buildWorkers is Workers with observe, when not nil, told the answer of each
-// webhook request (webhook.Config.Observe) with its queue.
+// buildWorkers builds the workers of the configured queues. observe, when
+// not nil, is told the answer of each webhook request
+// (webhook.Config.Observe) with its queue.
 func buildWorkers(queues []config.QueueConfig, log *slog.Logger, observe func(queue string, status int)) ([]orderly.Worker, error) {
 	out := make([]orderly.Worker, 0, len(queues))
 	for _, q := range queues {

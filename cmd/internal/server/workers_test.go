@@ -30,7 +30,7 @@ func TestLogHandlerPayloads(t *testing.T) {
 		var buf bytes.Buffer
 		log := slog.New(slog.NewJSONHandler(&buf, nil))
 		q := config.QueueConfig{Name: "q", Shards: 1, BatchSize: 1, Handler: config.HandlerConfig{Type: config.HandlerLog, HidePayloads: hide}}
-		ws, err := Workers([]config.QueueConfig{q}, log)
+		ws, err := buildWorkers([]config.QueueConfig{q}, log, nil)
 		require.NoError(t, err)
 		require.NoError(t, ws[0].Handler(context.Background(), batch))
 		require.Less(t, buf.Len(), 1024, "one short line: %s", buf.String())
@@ -65,7 +65,7 @@ func TestHTTPHandlerSecretAndHeaders(t *testing.T) {
 		Payloads: []orderly.Payload{{Data: []byte(`{}`), Score: 1}}}}}
 	handler := func(h config.HandlerConfig) orderly.HandlerFunc {
 		h.Type, h.URL, h.Timeout = config.HandlerHTTP, rcv.URL, 10*time.Second
-		ws, err := Workers([]config.QueueConfig{{Name: "q", Shards: 1, BatchSize: 1, Handler: h}}, slog.New(slog.DiscardHandler))
+		ws, err := buildWorkers([]config.QueueConfig{{Name: "q", Shards: 1, BatchSize: 1, Handler: h}}, slog.New(slog.DiscardHandler), nil)
 		require.NoError(t, err)
 		return ws[0].Handler
 	}

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	root "github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/internal/nodetest"
+	"github.com/orderlyhq/orderly/web/apiv1"
 )
 
 // orderly runs the binary's subcommand args against node n, with stdin
@@ -83,4 +86,32 @@ func TestJobCommands(t *testing.T) {
 	code, stdout, stderr = orderly(t, n, "queues")
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stdout, "default")
+}
+
+// The binary has one version: what orderly version prints is what a
+// running node advertises to the cluster (orderly members, and the
+// dashboard through /api/v1/cluster) and labels orderly_build_info with.
+// (.ci/guard checks that a version stamped by make build reaches the same
+// places.)
+func TestOneVersion(t *testing.T) {
+	t.Parallel()
+	n := nodetest.Start(t, nodetest.Options{})
+	n.WaitReady()
+
+	code, stdout, stderr := orderly(t, n, "version", "--json")
+	require.Equal(t, 0, code, stderr)
+	var v struct{ Version string }
+	require.NoError(t, json.Unmarshal([]byte(stdout), &v), stdout)
+	require.Equal(t, root.Version, v.Version, "the binary prints the library's version")
+
+	code, stdout, stderr = orderly(t, n, "members", "--json")
+	require.Equal(t, 0, code, stderr)
+	var c apiv1.Cluster
+	require.NoError(t, json.Unmarshal([]byte(stdout), &c), stdout)
+	require.Len(t, c.Members, 1)
+	require.Equal(t, v.Version, c.Members[0].Version, "the node advertises it")
+
+	code, metrics := n.Do("GET", "/metrics", nil)
+	require.Equal(t, 200, code)
+	require.Regexp(t, `(?m)^orderly_build_info\{goversion="[^"]+",version="`+regexp.QuoteMeta(v.Version)+`"\} 1$`, string(metrics))
 }
