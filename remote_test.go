@@ -13,7 +13,7 @@ import (
 
 // The enqueue actor comes back under its name if it stops, and the PID
 // held before (the one AskEnqueue and remote clients use) reaches the new
-// instance. Remote senders cannot stop it at all (cmd/node's
+// instance. Remote senders cannot stop it at all (cmd/orderly's
 // TestActorRemoteSystemMessages); this is the net below that.
 func TestEnqueueActorComesBack(t *testing.T) {
 	t.Parallel()
