@@ -50,7 +50,7 @@ type Schedule interface {
 func ParseCron(expr string) (Schedule, error) {
 	sched, err := cron.ParseStandard(expr)
 	if err != nil {
-		return nil, fmt.Errorf("orderly: schedule %q: %w", expr, err)
+		return nil, fmt.Errorf("schedule %q: %w", expr, err)
 	}
 	return cronSchedule{expr: expr, sched: sched}, nil
 }
