@@ -26,7 +26,7 @@ func periodicKeys() []string {
 func retryKeys() []string { return []string{"policy", "base", "max"} }
 func rateKeys() []string  { return []string{"per_second", "burst"} }
 func handlerKeys() []string {
-	return []string{"type", "url", "timeout", "payloads", "secret", "headers"}
+	return []string{"type", "url", "timeout", "payloads", "secret", "headers", "client"}
 }
 func queueKeys() []string {
 	return []string{"name", "shards", "batch_size", "prefetch", "max_prefetch", "max_retry_count", "max_payloads_per_call", "timeout", "retry", "handler", "max_concurrency", "rate_limit", "state", "max_state_bytes", "feed_max_len"}
@@ -327,6 +327,8 @@ func (fp *fileParser) queue(n *yaml.Node, path string) QueueConfig {
 					good = decodeInto(fp, v, at+".secret", line, &q.Handler.Secret)
 				case "headers":
 					good = decodeHeaders(fp, v, at+".headers", line, &q.Handler.Headers)
+				case "client":
+					good = decodeInto(fp, v, at+".client", line, &q.Handler.Client)
 				}
 				bad["handler."+key] = !good
 			})

@@ -83,10 +83,11 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 		store = writes.Store(store)
 		m.Registry().MustRegister(writes.Gauge())
 	}
-	workers, err := buildWorkers(cfg.Queues, log, m.WebhookAnswered)
+	workers, closeWebhooks, err := buildWorkers(cfg.Queues, log, m.WebhookAnswered)
 	if err != nil {
 		return err
 	}
+	defer closeWebhooks() // runs after the node's stop below: no call is left
 	tlsConfig, err := httpTLS(cfg.Node)
 	if err != nil {
 		return err
