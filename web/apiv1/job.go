@@ -10,6 +10,7 @@ import (
 
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/web/internal/jsonscan"
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 // EmptyPayload is the payload of a job that gives none: the JSON string "".
@@ -43,8 +44,9 @@ type NewJob struct {
 }
 
 // MarshalJSON implements json.Marshaler: the payload goes as "payload" when
-// its bytes are valid compact JSON (the server stores them as they are),
-// else as "payload_base64", so that the stored bytes are Payload exactly.
+// wire.IsCompactJSON holds for its bytes (the server stores them as they
+// are), else as "payload_base64", so that the stored bytes are Payload
+// exactly.
 func (j NewJob) MarshalJSON() ([]byte, error) {
 	b := []byte(`{"id":`)
 	id, err := json.Marshal(j.ID)
@@ -53,7 +55,7 @@ func (j NewJob) MarshalJSON() ([]byte, error) {
 	}
 	b = append(b, id...)
 	if j.Payload != nil {
-		if IsJSONPayload(j.Payload) {
+		if wire.IsCompactJSON(j.Payload) {
 			b = append(b, `,"payload":`...)
 			b = append(b, j.Payload...)
 		} else {
