@@ -121,7 +121,7 @@
 // RegisterQueue.
 //
 // A queue can also be handled by an HTTP endpoint written in any language:
-// webhook.New returns a HandlerFunc that POSTs each batch to a URL.
+// webhook.New returns a Sender whose Handle method POSTs each batch to a URL.
 //
 // # Stopping
 //

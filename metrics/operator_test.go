@@ -77,13 +77,15 @@ func TestOperatorMetrics(t *testing.T) {
 	observe := func(code int) { m.WebhookAnswered("orders", code) }
 	send, err := webhook.New(&webhook.Config{URL: srv.URL, Client: srv.Client(), Observe: observe})
 	require.NoError(t, err)
+	defer send.Close()
 	b := &orderly.Batch{Queue: "orders", Delivery: "orders/0/1/1", Jobs: []orderly.Job{{ID: "a", Payloads: []orderly.Payload{{Data: []byte(`1`)}}}}}
-	require.Error(t, send(ctx, b))
+	require.Error(t, send.Handle(ctx, b))
 	status = http.StatusNoContent
-	require.NoError(t, send(ctx, b))
+	require.NoError(t, send.Handle(ctx, b))
 	dead, err := webhook.New(&webhook.Config{URL: "http://127.0.0.1:1/none", Observe: observe, Timeout: 5 * time.Second})
 	require.NoError(t, err)
-	require.Error(t, dead(ctx, b))
+	defer dead.Close()
+	require.Error(t, dead.Handle(ctx, b))
 
 	// An error reply from Redis: counted once.
 	replies := func(out string) string {

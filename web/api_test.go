@@ -21,6 +21,7 @@ import (
 	"github.com/orderlyhq/orderly/persistence/redisstore"
 	"github.com/orderlyhq/orderly/web"
 	"github.com/orderlyhq/orderly/web/apiv1"
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 func TestStatsShape(t *testing.T) {
@@ -102,7 +103,7 @@ func TestLookup(t *testing.T) {
 	require.Equal(t, &apiv1.InFlightJob{
 		Job: apiv1.Job{
 			PerformAt: 1700000000, RetryCount: -1,
-			Payloads:     []apiv1.Payload{{Data: []byte(`{"v":1}`), Score: 1}},
+			Payloads:     []wire.Payload{{Data: []byte(`{"v":1}`), Score: 1}},
 			PayloadCount: 1,
 		},
 		Owner: "node-a", Epoch: lease.Epoch, Seq: 1, FetchedAt: 1700000000.5,
@@ -115,8 +116,8 @@ func TestLookup(t *testing.T) {
 	require.True(t, l.InFlight)
 	require.NotNil(t, l.Processing)
 	require.NotNil(t, l.Queued)
-	require.Equal(t, []apiv1.Payload{{Data: []byte(`{"v":2}`), Score: 2}}, l.Queued.Payloads)
-	require.Equal(t, []apiv1.Payload{{Data: []byte(`{"v":1}`), Score: 1}}, l.Processing.Payloads)
+	require.Equal(t, []wire.Payload{{Data: []byte(`{"v":2}`), Score: 2}}, l.Queued.Payloads)
+	require.Equal(t, []wire.Payload{{Data: []byte(`{"v":1}`), Score: 1}}, l.Processing.Payloads)
 }
 
 func TestLookupIDsInPath(t *testing.T) {
@@ -191,7 +192,7 @@ func TestMorgue(t *testing.T) {
 	require.Equal(t, http.StatusOK, a.status, a.body)
 	require.Equal(t, `{"requeued":1}`+"\n", a.body)
 	l, _ := e.get("m1")
-	require.Equal(t, []apiv1.Payload{{Data: []byte(`{"n":1}`), Score: 1}}, l.Queued.Payloads)
+	require.Equal(t, []wire.Payload{{Data: []byte(`{"n":1}`), Score: 1}}, l.Queued.Payloads)
 	require.Equal(t, -1, l.Queued.RetryCount)
 	require.Equal(t, persistence.UnixSeconds(e.clock.Now()), l.Queued.PerformAt)
 
@@ -526,13 +527,13 @@ func TestPayloadJSON(t *testing.T) {
 		var buf strings.Builder
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false) // as the server's answers
-		require.NoError(t, enc.Encode(apiv1.Payload{Data: c.data, Score: 1.5}))
+		require.NoError(t, enc.Encode(wire.Payload{Data: c.data, Score: 1.5}))
 		require.Equal(t, c.want+"\n", buf.String())
-		var back apiv1.Payload
+		var back wire.Payload
 		require.NoError(t, json.Unmarshal([]byte(buf.String()), &back))
 		require.Equal(t, c.data, []byte(string(back.Data)), "the stored bytes are recovered exactly")
 	}
-	var p apiv1.Payload
+	var p wire.Payload
 	require.Error(t, json.Unmarshal([]byte(`{"score":1}`), &p))
 	require.Error(t, json.Unmarshal([]byte(`{"payload":1,"payload_base64":"AA==","score":1}`), &p))
 	require.Error(t, json.Unmarshal([]byte(`{"payload_base64":"!","score":1}`), &p))

@@ -130,10 +130,13 @@
 //
 // # Payloads
 //
-// Wherever the API shows a payload it uses apiv1.Payload: the stored bytes as a
-// JSON value under "payload" when they are valid, compact UTF-8 JSON, else
-// standard base64 under "payload_base64"; either way the stored bytes can be
-// recovered exactly.
+// Wherever the API shows a payload it uses wire.Payload (package
+// webhook/wire), the element a webhook receiver gets for the same bytes:
+// the stored bytes as a JSON value under "payload" when they are compact
+// JSON in valid UTF-8 (wire.IsCompactJSON), else standard base64 under
+// "payload_base64"; either way the stored bytes can be recovered exactly
+// (docs/contract.md §10). A state is shown by the same rule ("state" or
+// "state_base64").
 //
 // # One job
 //

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
@@ -21,7 +22,7 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) error {
 	if _, err := queryParams(r); err != nil {
 		return err
 	}
-	body, err := s.readJSONBody(r, "a JSON array of jobs")
+	body, err := s.readUncheckedJSONBody(r, "a JSON array of jobs") // decodeJobs checks the syntax
 	if err != nil {
 		return err
 	}
@@ -54,25 +55,20 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// decodeJobs decodes a well-formed enqueue body, a JSON array of job
-// objects (apiv1.NewJob), into the jobs to store. now is the time
-// perform_in counts from.
+// decodeJobs decodes an enqueue body, a JSON array of job objects
+// (apiv1.NewJob), into the jobs to store, in one pass that also checks the
+// syntax (apiv1.DecodeJobs): malformed JSON anywhere in the body is the
+// error, else the first job's. now is the time perform_in counts from.
 func (s *Server) decodeJobs(body []byte, now time.Time) ([]persistence.NewJob, error) {
 	if k := jsonscan.KindOf(body); k != "an array" {
+		if err := checkJSON(body); err != nil {
+			return nil, err
+		}
 		return nil, badField("jobs", "must be a JSON array of jobs, got %s", k)
 	}
-	var jobs []persistence.NewJob
-	err := jsonscan.EachElement(body, func(i int, val []byte) error {
-		wire, err := apiv1.DecodeJob(val, i, s.maxPayload)
-		if err != nil {
-			return err
-		}
-		job, err := wire.Store(now, i)
-		jobs = append(jobs, job)
-		return err
-	})
-	if err != nil {
-		return nil, err
+	jobs, err := apiv1.DecodeJobs(body, s.maxPayload, now)
+	if errors.Is(err, apiv1.ErrMalformedJSON) {
+		return nil, malformed(body, err)
 	}
-	return jobs, nil
+	return jobs, err
 }

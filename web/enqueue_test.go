@@ -15,7 +15,7 @@ import (
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
 	"github.com/orderlyhq/orderly/web"
-	"github.com/orderlyhq/orderly/web/apiv1"
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 func TestEnqueueLookupRoundTrip(t *testing.T) {
@@ -76,7 +76,7 @@ func TestEnqueueMerge(t *testing.T) {
 	e.enqueue(`[{"id": "m", "payload": "v2", "score": 3}, {"id": "m", "payload": "v3", "score": 4}]`)
 	l, _ := e.get("m")
 	require.Equal(t, 3, l.Queued.PayloadCount)
-	require.Equal(t, []apiv1.Payload{
+	require.Equal(t, []wire.Payload{
 		{Data: []byte(`"v1"`), Score: 1},
 		{Data: []byte(`"v2"`), Score: 2}, // the lower score wins
 		{Data: []byte(`"v3"`), Score: 4},

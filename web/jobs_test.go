@@ -16,6 +16,7 @@ import (
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/web"
 	"github.com/orderlyhq/orderly/web/apiv1"
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 // listJobs gets one page of queue q's listing and requires 200.
@@ -141,14 +142,14 @@ func TestListJobsPayloads(t *testing.T) {
 	p := e.listJobs("")
 	require.Len(t, p.Jobs, 2)
 	require.Equal(t, "bin", p.Jobs[0].ID)
-	require.Equal(t, []apiv1.Payload{{Data: []byte{0, 0xff}, Score: 1_700_000_000}}, p.Jobs[0].Payloads)
+	require.Equal(t, []wire.Payload{{Data: []byte{0, 0xff}, Score: 1_700_000_000}}, p.Jobs[0].Payloads)
 	require.Len(t, p.Jobs[1].Payloads, 10, "10 payloads by default")
 	require.Equal(t, 15, p.Jobs[1].PayloadCount)
 	require.Equal(t, []byte("0"), p.Jobs[1].Payloads[0].Data, "the lowest scores first")
 	p = e.listJobs("payloads=1000&min=many")
 	require.Len(t, p.Jobs[0].Payloads, 15)
 	p = e.listJobs("payloads=2&min=many")
-	require.Equal(t, []apiv1.Payload{{Data: []byte("0"), Score: 0}, {Data: []byte("1"), Score: 1}}, p.Jobs[0].Payloads)
+	require.Equal(t, []wire.Payload{{Data: []byte("0"), Score: 0}, {Data: []byte("1"), Score: 1}}, p.Jobs[0].Payloads)
 
 	e.register("empty", 2)
 	a := e.do("GET", "/api/v1/queues/empty/jobs", "")

@@ -138,8 +138,8 @@ func decodeSelection(body []byte) (selection, error) {
 	if k := jsonscan.KindOf(body); k != "an object" {
 		return sel, badRequest(`the body must be {"ids": [...]} or {"all": true}, got %s`, k)
 	}
-	err := jsonscan.EachField(body, func(key string, val []byte) error {
-		switch key {
+	err := jsonscan.EachField(body, func(key, val []byte) error {
+		switch string(key) {
 		case "ids":
 			if hasIDs {
 				return badField("ids", "given more than once")
@@ -161,7 +161,7 @@ func decodeSelection(body []byte) (selection, error) {
 			}
 			return nil
 		default:
-			return badField(jsonscan.Truncate(key, 64), `unknown field (known: "ids", "all")`)
+			return badField(jsonscan.Truncate(string(key), 64), `unknown field (known: "ids", "all")`)
 		}
 	})
 	switch {

@@ -19,6 +19,16 @@ import (
 // that it is one well-formed JSON value. want describes the expected body
 // for the message about an empty one.
 func (s *Server) readJSONBody(r *http.Request, want string) ([]byte, error) {
+	body, err := s.readUncheckedJSONBody(r, want)
+	if err != nil {
+		return nil, err
+	}
+	return body, checkJSON(body)
+}
+
+// readUncheckedJSONBody is readJSONBody for a caller that checks the
+// syntax itself, in its own pass over the body.
+func (s *Server) readUncheckedJSONBody(r *http.Request, want string) ([]byte, error) {
 	if err := checkJSONType(r); err != nil {
 		return nil, err
 	}
@@ -29,7 +39,7 @@ func (s *Server) readJSONBody(r *http.Request, want string) ([]byte, error) {
 	if jsonscan.SkipSpace(body, 0) == len(body) {
 		return nil, badRequest("the request body is empty: send %s", want)
 	}
-	return body, checkJSON(body)
+	return body, nil
 }
 
 // readNoBody checks the body of a request that takes none: it must be
@@ -49,8 +59,8 @@ func (s *Server) readNoBody(r *http.Request) error {
 	if k := jsonscan.KindOf(body); k != "an object" {
 		return badRequest("this endpoint takes no body (or {}), got %s", k)
 	}
-	return jsonscan.EachField(body, func(key string, _ []byte) error {
-		return badField(jsonscan.Truncate(key, 64), "unknown field: this endpoint takes no body (or {})")
+	return jsonscan.EachField(body, func(key, _ []byte) error {
+		return badField(jsonscan.Truncate(string(key), 64), "unknown field: this endpoint takes no body (or {})")
 	})
 }
 
@@ -75,11 +85,20 @@ func checkJSON(body []byte) error {
 	if json.Valid(body) {
 		return nil
 	}
+	return malformed(body, nil)
+}
+
+// malformed is the error of a body that is not well-formed JSON, as cause
+// (when not nil) found.
+func malformed(body []byte, cause error) error {
 	// Unmarshal checks the syntax before decoding and reports where it
 	// fails; the offset counts bytes from 1.
 	err := json.Unmarshal(body, new(json.RawMessage))
 	if se := (*json.SyntaxError)(nil); errors.As(err, &se) {
 		return badRequest("malformed JSON at byte %d: %s", se.Offset, se.Error())
+	}
+	if err == nil {
+		err = cause
 	}
 	return badRequest("malformed JSON: %v", err)
 }

@@ -6,11 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
+	"slices"
 	"time"
 	"unicode/utf8"
 
 	"github.com/orderlyhq/orderly"
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 const (
@@ -20,44 +23,9 @@ const (
 	jsonSpace = " \t\r\n"
 )
 
-// Answer is the body of a 2xx answer that fails some ids of a delivery:
-// {"failed": {"<id>": "<error>", ...}}. The ids it does not name are
-// acknowledged; a 2xx answer with an empty body acknowledges every id. For
-// a stateful queue it may also set or delete the state of ids of the
-// delivery: {"state": {"<id>": <JSON value> | null}} (null deletes),
-// committed only for the ids that did not fail (docs/contract.md §11).
-type Answer struct {
-	Failed map[string]string          `json:"failed,omitempty"`
-	State  map[string]json.RawMessage `json:"state,omitempty"`
-	// Timers sets ("<RFC 3339>") or clears (null) the one timer of ids of
-	// the delivery: {"timers": {"<id>": "2026-01-01T00:00:00Z" | null}}.
-	Timers map[string]*string `json:"timers,omitempty"`
-	// Emit lists jobs to enqueue into any queue, each on behalf of an id
-	// of the delivery ("from"), committed with that id's acknowledgement
-	// only (docs/contract.md §11):
-	// {"emit": [{"from": "<id>", "queue": "<q>", "id": "<id>", "payload": <JSON> | "payload_base64": "...", "score"?: n, "perform_in"?: seconds, "headers"?: {...}}]}.
-	Emit []AnswerEmit `json:"emit,omitempty"`
-}
-
-// AnswerEmit is one element of an answer's "emit".
-type AnswerEmit struct {
-	From          string            `json:"from"`
-	Queue         string            `json:"queue"`
-	ID            string            `json:"id"`
-	Payload       json.RawMessage   `json:"payload,omitempty"`
-	PayloadBase64 *string           `json:"payload_base64,omitempty"`
-	Score         *float64          `json:"score,omitempty"`
-	PerformIn     *float64          `json:"perform_in,omitempty"`
-	Headers       map[string]string `json:"headers,omitempty"`
-}
-
-// maxAnswerEmits bounds the emits of one answer (orderly.MaxEmitsPerID
-// bounds those of one id).
-const maxAnswerEmits = 10000
-
-// decodeEmit checks an element of "emit" and converts it; data is the
-// payload's stored bytes (a JSON payload compacted, base64 decoded).
-func (e AnswerEmit) decode() (orderly.Emit, error) {
+// decodeEmit checks an element of "emit" and converts it: the payload's
+// stored bytes are a JSON payload compacted, or base64 decoded.
+func decodeEmit(e wire.Emit) (orderly.Emit, error) {
 	out := orderly.Emit{Queue: e.Queue, ID: e.ID, Score: e.Score, Headers: e.Headers}
 	switch {
 	case e.Payload != nil && e.PayloadBase64 != nil:
@@ -77,43 +45,26 @@ func (e AnswerEmit) decode() (orderly.Emit, error) {
 	}
 	if e.PerformIn != nil {
 		in := *e.PerformIn
-		if math.IsNaN(in) || in < 0 || in > maxPerformIn {
-			return out, fmt.Errorf("perform_in must be between 0 and %d seconds", int64(maxPerformIn))
+		if math.IsNaN(in) || in < 0 || in > wire.MaxPerformIn {
+			return out, fmt.Errorf("perform_in must be between 0 and %d seconds", int64(wire.MaxPerformIn))
 		}
 		out.PerformIn = time.Duration(in * float64(time.Second))
 	}
 	return out, nil
 }
 
-// maxPerformIn bounds an emit's perform_in (seconds; about 100 years).
-const maxPerformIn = 100 * 365 * 24 * 3600
-
-// errBadAnswer is wrapped by the error of decodeAnswer.
+// errBadAnswer is wrapped by the errors of decodeAnswer.
 var errBadAnswer = errors.New(`the body is not empty and not {"failed": {"<id>": "<error>", ...}, "state": {...}, "timers": {...}, "emit": [...]}`)
 
 // decodeAnswer decodes the body of a 2xx answer. An empty body (or one of
-// JSON whitespace only) returns nil, nil: every id is acknowledged.
-// {"failed": {...}} returns the failed ids with their messages (an empty,
-// non-nil map for {"failed": {}}). Anything else returns an error wrapping
+// JSON whitespace only) returns nil, nil: every id is acknowledged. An
+// Answer returns it, its "state" values compacted (JSON null for a
+// delete), its emits checked. Anything else returns an error wrapping
 // errBadAnswer.
 //
 // The body comes from the network: decodeAnswer must not panic on any
 // input.
-func decodeAnswer(body []byte) (map[string]string, error) {
-	a, err := decodeFullAnswer(body)
-	if a == nil || err != nil {
-		return nil, err
-	}
-	if a.Failed == nil {
-		return map[string]string{}, nil
-	}
-	return a.Failed, nil
-}
-
-// decodeFullAnswer is decodeAnswer with the state changes of a stateful
-// queue's answer ("state": each value compacted, JSON null for a delete).
-// nil, nil for an empty body.
-func decodeFullAnswer(body []byte) (*Answer, error) {
+func decodeAnswer(body []byte) (*wire.Answer, error) {
 	if len(bytes.Trim(body, jsonSpace)) == 0 {
 		return nil, nil
 	}
@@ -132,83 +83,205 @@ func decodeFullAnswer(body []byte) (*Answer, error) {
 	if len(top) == 0 {
 		return nil, badAnswer(`the object's only members may be "failed", "state", "timers" and "emit", and it has none`)
 	}
-	a := &Answer{}
-	if raw, ok := top["failed"]; ok {
-		const notStrings = `"failed" must be an object of strings`
-		var messages map[string]*string
-		if err := json.Unmarshal(raw, &messages); err != nil || messages == nil {
-			return nil, badAnswer(notStrings)
-		}
-		a.Failed = make(map[string]string, len(messages))
-		for id, msg := range messages {
-			if msg == nil {
-				return nil, badAnswer(notStrings)
-			}
-			a.Failed[id] = *msg
-		}
-	}
-	if raw, ok := top["state"]; ok {
-		var states map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &states); err != nil || states == nil {
-			return nil, badAnswer(`"state" must be an object of JSON values`)
-		}
-		a.State = make(map[string]json.RawMessage, len(states))
-		for id, v := range states {
-			if v == nil {
-				v = json.RawMessage("null")
-			}
-			var buf bytes.Buffer
-			if err := json.Compact(&buf, v); err != nil {
-				return nil, badAnswer(`"state" must be an object of JSON values`)
-			}
-			a.State[id] = buf.Bytes()
-		}
-	}
-	if raw, ok := top["timers"]; ok {
-		const notTimes = `"timers" must be an object of RFC 3339 times or null`
-		if err := json.Unmarshal(raw, &a.Timers); err != nil || a.Timers == nil {
-			return nil, badAnswer(notTimes)
-		}
-		for _, v := range a.Timers {
-			if v == nil {
-				continue
-			}
-			if _, err := time.Parse(time.RFC3339Nano, *v); err != nil {
-				return nil, badAnswer(notTimes)
-			}
-		}
-	}
-	if raw, ok := top["emit"]; ok {
-		const notEmits = `"emit" must be an array of {"from", "queue", "id", "payload"?, "payload_base64"?, "score"?, "perform_in"?, "headers"?}`
-		var emits []map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &emits); err != nil || emits == nil {
-			return nil, badAnswer(notEmits)
-		}
-		if len(emits) > maxAnswerEmits {
-			return nil, badAnswer(fmt.Sprintf(`"emit" holds %d jobs, over the limit of %d per answer`, len(emits), maxAnswerEmits))
-		}
-		a.Emit = make([]AnswerEmit, len(emits))
-		for i, m := range emits {
-			for k := range m {
-				switch k {
-				case "from", "queue", "id", "payload", "payload_base64", "score", "perform_in", "headers":
-				default:
-					return nil, badAnswer(fmt.Sprintf(`"emit"[%d] has an unknown member %q`, i, k))
-				}
-			}
-			b, _ := json.Marshal(m)
-			if err := json.Unmarshal(b, &a.Emit[i]); err != nil {
-				return nil, badAnswer(fmt.Sprintf(`"emit"[%d]: %v`, i, err))
-			}
-			if a.Emit[i].From == "" {
-				return nil, badAnswer(fmt.Sprintf(`"emit"[%d] needs "from": the id of the delivery it belongs to`, i))
-			}
-			if _, err := a.Emit[i].decode(); err != nil {
-				return nil, badAnswer(fmt.Sprintf(`"emit"[%d]: %v`, i, err))
+	a := &wire.Answer{}
+	for _, m := range []struct {
+		name   string
+		decode func(raw json.RawMessage, a *wire.Answer) error
+	}{{"failed", decodeFailed}, {"state", decodeStates}, {"timers", decodeTimers}, {"emit", decodeEmits}} {
+		if raw, ok := top[m.name]; ok {
+			if err := m.decode(raw, a); err != nil {
+				return nil, err
 			}
 		}
 	}
 	return a, nil
+}
+
+// decodeFailed decodes an answer's "failed".
+func decodeFailed(raw json.RawMessage, a *wire.Answer) error {
+	const notStrings = `"failed" must be an object of strings`
+	var messages map[string]*string
+	if err := json.Unmarshal(raw, &messages); err != nil || messages == nil {
+		return badAnswer(notStrings)
+	}
+	a.Failed = make(map[string]string, len(messages))
+	for id, msg := range messages {
+		if msg == nil {
+			return badAnswer(notStrings)
+		}
+		a.Failed[id] = *msg
+	}
+	return nil
+}
+
+// decodeStates decodes an answer's "state", each value compacted.
+func decodeStates(raw json.RawMessage, a *wire.Answer) error {
+	const notValues = `"state" must be an object of JSON values`
+	var states map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &states); err != nil || states == nil {
+		return badAnswer(notValues)
+	}
+	a.State = make(map[string]json.RawMessage, len(states))
+	for id, v := range states {
+		if v == nil {
+			v = json.RawMessage("null")
+		}
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, v); err != nil {
+			return badAnswer(notValues)
+		}
+		a.State[id] = buf.Bytes()
+	}
+	return nil
+}
+
+// decodeTimers decodes an answer's "timers".
+func decodeTimers(raw json.RawMessage, a *wire.Answer) error {
+	const notTimes = `"timers" must be an object of RFC 3339 times or null`
+	if err := json.Unmarshal(raw, &a.Timers); err != nil || a.Timers == nil {
+		return badAnswer(notTimes)
+	}
+	for _, v := range a.Timers {
+		if v == nil {
+			continue
+		}
+		if _, err := time.Parse(time.RFC3339Nano, *v); err != nil {
+			return badAnswer(notTimes)
+		}
+	}
+	return nil
+}
+
+// decodeEmits decodes an answer's "emit", refusing unknown members and
+// checking each emit (decodeEmit).
+func decodeEmits(raw json.RawMessage, a *wire.Answer) error {
+	const notEmits = `"emit" must be an array of {"from", "queue", "id", "payload"?, "payload_base64"?, "score"?, "perform_in"?, "headers"?}`
+	var emits []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &emits); err != nil || emits == nil {
+		return badAnswer(notEmits)
+	}
+	if len(emits) > wire.MaxEmits {
+		return badAnswer(fmt.Sprintf(`"emit" holds %d jobs, over the limit of %d per answer`, len(emits), wire.MaxEmits))
+	}
+	a.Emit = make([]wire.Emit, len(emits))
+	for i, m := range emits {
+		for k := range m {
+			switch k {
+			case "from", "queue", "id", "payload", "payload_base64", "score", "perform_in", "headers":
+			default:
+				return badAnswer(fmt.Sprintf(`"emit"[%d] has an unknown member %q`, i, k))
+			}
+		}
+		b, _ := json.Marshal(m)
+		if err := json.Unmarshal(b, &a.Emit[i]); err != nil {
+			return badAnswer(fmt.Sprintf(`"emit"[%d]: %v`, i, err))
+		}
+		if a.Emit[i].From == "" {
+			return badAnswer(fmt.Sprintf(`"emit"[%d] needs "from": the id of the delivery it belongs to`, i))
+		}
+		if _, err := decodeEmit(a.Emit[i]); err != nil {
+			return badAnswer(fmt.Sprintf(`"emit"[%d]: %v`, i, err))
+		}
+	}
+	return nil
+}
+
+// outcome turns an answer into the batch's outcome.
+func (s *Sender) outcome(b *orderly.Batch, resp answerHead, body []byte) error {
+	if resp.code < 200 || resp.code > 299 {
+		return s.answerError(resp, body, nil)
+	}
+	if int64(len(body)) > s.maxBytes {
+		return s.answerError(resp, body, fmt.Errorf("the body is larger than max_response_bytes (%d)", s.maxBytes))
+	}
+	a, err := decodeAnswer(body)
+	if err != nil {
+		return s.answerError(resp, body, err)
+	}
+	if a == nil {
+		return nil
+	}
+	if err := checkEmits(b, a); err != nil {
+		return s.answerError(resp, body, err)
+	}
+	if len(a.State) > 0 || len(a.Timers) > 0 {
+		s.applyStates(b, a)
+	}
+	applyEmits(b, a)
+	return s.failIDs(b, a.Failed)
+}
+
+// failIDs returns the error that fails the ids of failed that are in b. It
+// returns nil when no id of b failed. The ids not in b are ignored, and
+// logged in one line per answer, however many there are: their count and
+// the first maxLoggedIDs of them, in order.
+func (s *Sender) failIDs(b *orderly.Batch, failed map[string]string) error {
+	errs := make(map[string]error)
+	for _, j := range b.Jobs {
+		if msg, ok := failed[j.ID]; ok {
+			errs[j.ID] = receiverError(msg)
+		}
+	}
+	if foreign := len(failed) - len(errs); foreign > 0 {
+		ids := make([]string, 0, foreign)
+		for id := range failed {
+			if _, ok := errs[id]; !ok {
+				ids = append(ids, id)
+			}
+		}
+		slices.Sort(ids)
+		shown := ids[:min(len(ids), maxLoggedIDs)]
+		for i, id := range shown {
+			shown[i] = truncateID(id)
+		}
+		s.logger.Warn("webhook: the receiver failed ids that are not in the batch; ignored",
+			slog.String("queue", b.Queue),
+			slog.String("delivery", b.Delivery),
+			slog.String("url", s.safeURL),
+			slog.Int("count", len(ids)),
+			slog.Any("job_ids", shown))
+	}
+	return orderly.FailIDs(errs)
+}
+
+// maxLoggedIDs is how many of the ids not in a batch the log line of an
+// answer names.
+const maxLoggedIDs = 10
+
+// maxLoggedIDBytes is how much of such an id the line shows.
+const maxLoggedIDBytes = 64
+
+// truncateID shortens an id of the receiver's for a log line.
+func truncateID(id string) string {
+	if len(id) <= maxLoggedIDBytes {
+		return id
+	}
+	return string(trimPartialRune([]byte(id[:maxLoggedIDBytes]))) + "…"
+}
+
+// receiverError is the error of an id that the receiver failed with msg.
+func receiverError(msg string) error {
+	if msg == "" {
+		return errors.New("webhook: failed by the receiver (no message)")
+	}
+	return errors.New(msg)
+}
+
+// answerError is the error of an answer that fails the whole batch: its
+// status, why (when the status alone does not say) and the start of its
+// body.
+func (s *Sender) answerError(resp answerHead, body []byte, why error) error {
+	msg := fmt.Sprintf("webhook: %s answered %s", s.safeURL, resp.status)
+	quoted := quoteBody(body)
+	switch {
+	case why != nil && quoted != "":
+		return fmt.Errorf("%s: %w: %s", msg, why, quoted)
+	case why != nil:
+		return fmt.Errorf("%s: %w", msg, why)
+	case quoted != "":
+		return fmt.Errorf("%s: %s", msg, quoted)
+	}
+	return errors.New(msg)
 }
 
 // badAnswer returns an error wrapping errBadAnswer with the reason.
@@ -242,7 +315,7 @@ func trimPartialRune(b []byte) []byte {
 // checkEmits returns an error when an emit names in "from" an id that is
 // not in the batch: the receiver mixed deliveries up, and the answer fails
 // the request.
-func checkEmits(b *orderly.Batch, a *Answer) error {
+func checkEmits(b *orderly.Batch, a *wire.Answer) error {
 	if len(a.Emit) == 0 {
 		return nil
 	}
@@ -260,7 +333,7 @@ func checkEmits(b *orderly.Batch, a *Answer) error {
 
 // applyEmits hands the emits of an answer to the batch's jobs (checked by
 // checkEmits); the node commits those of the ids that did not fail.
-func applyEmits(b *orderly.Batch, a *Answer) {
+func applyEmits(b *orderly.Batch, a *wire.Answer) {
 	if len(a.Emit) == 0 {
 		return
 	}
@@ -269,7 +342,7 @@ func applyEmits(b *orderly.Batch, a *Answer) {
 		byID[j.ID] = j
 	}
 	for _, e := range a.Emit {
-		oe, _ := e.decode() // checked by decodeFullAnswer
+		oe, _ := decodeEmit(e) // checked by decodeAnswer
 		byID[e.From].Emit(oe)
 	}
 }
@@ -278,7 +351,7 @@ func applyEmits(b *orderly.Batch, a *Answer) {
 // (JSON null deletes); the node commits them for the ids that did not
 // fail. Ids not in the batch, and every change on a queue that is not
 // stateful, are ignored and logged.
-func (s *sender) applyStates(b *orderly.Batch, a *Answer) {
+func (s *Sender) applyStates(b *orderly.Batch, a *wire.Answer) {
 	used, usedT := 0, 0
 	for _, j := range b.Jobs {
 		if !j.Stateful() {
@@ -297,7 +370,7 @@ func (s *sender) applyStates(b *orderly.Batch, a *Answer) {
 			if v == nil {
 				j.ClearTimer()
 			} else {
-				at, _ := time.Parse(time.RFC3339Nano, *v) // checked by decodeFullAnswer
+				at, _ := time.Parse(time.RFC3339Nano, *v) // checked by decodeAnswer
 				j.SetTimer(at)
 			}
 		}

@@ -18,10 +18,11 @@ import (
 
 	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/webhook"
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 // benchReceiver is a minimal Go receiver on a real loopback listener: it
-// decodes each request into a webhook.Request, as receivers written in Go
+// decodes each request into a wire.Request, as receivers written in Go
 // do, and acknowledges the whole batch with an empty 200. It counts the
 // connections it accepted, to show that the node reuses them.
 type benchReceiver struct {
@@ -64,7 +65,7 @@ func (r *benchReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	var wr webhook.Request
+	var wr wire.Request
 	if err := json.Unmarshal(body, &wr); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -100,12 +101,13 @@ func cpuTime(b *testing.B) time.Duration {
 // BenchmarkCall measures one webhook call, one at a time, from the node's
 // handler to a minimal Go receiver over loopback HTTP and back: request
 // building and signing, the HTTP client and server, the receiver's decoding
-// into webhook.Request, and the answer's handling. Both ends run in this
+// into wire.Request, and the answer's handling. Both ends run in this
 // process, so cpu-us/call is their sum (Redis and the shard actor are not
 // in it: `orderly bench --scenario webhook` measures the whole path) and
 // allocs/op (-benchmem) counts both ends' allocations. conns is the number
 // of connections the receiver accepted over the whole run: 1 when the
-// client reuses its connection.
+// client reuses its connection. Each case runs with the sender's direct
+// client and with its net/http transport (client=direct, client=net-http).
 func BenchmarkCall(b *testing.B) {
 	for _, bc := range []struct {
 		name   string
@@ -116,45 +118,61 @@ func BenchmarkCall(b *testing.B) {
 		{name: "batch1-signed", jobs: 1, secret: []byte("s3cret")},
 		{name: "batch10", jobs: 10},
 	} {
-		b.Run(bc.name, func(b *testing.B) {
-			rcv := startBenchReceiver(b)
-			handle, err := webhook.New(&webhook.Config{URL: rcv.url, Secret: bc.secret})
-			if err != nil {
-				b.Fatal(err)
-			}
-			batch := benchBatch(bc.jobs)
-			// The node hands each call a context that ends by the call's
-			// deadline (shared by the calls of a shard while it lasts).
-			ctx, cancel := context.WithTimeout(context.Background(), webhook.DefaultTimeout)
-			defer cancel()
-			if err := handle(ctx, batch); err != nil { // dial outside the measurement
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			cpu0 := cpuTime(b)
-			b.ResetTimer()
-			for range b.N {
-				if err := handle(ctx, batch); err != nil {
+		for _, client := range benchClients {
+			b.Run(bc.name+"/client="+client.name, func(b *testing.B) {
+				rcv := startBenchReceiver(b)
+				sender, err := webhook.New(&webhook.Config{URL: rcv.url, Secret: bc.secret, NetHTTP: client.netHTTP})
+				if err != nil {
 					b.Fatal(err)
 				}
-			}
-			b.StopTimer()
-			cpu := cpuTime(b) - cpu0
-			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/call")
-			b.ReportMetric(float64(rcv.conns.Load()), "conns")
-			if got, want := rcv.jobs.Load(), int64((b.N+1)*bc.jobs); got != want {
-				b.Fatalf("the receiver decoded %d jobs, want %d", got, want)
-			}
-		})
+				b.Cleanup(func() { _ = sender.Close() })
+				batch := benchBatch(bc.jobs)
+				// The node hands each call a context that ends by the
+				// call's deadline (shared by the calls of a shard while it
+				// lasts).
+				ctx, cancel := context.WithTimeout(context.Background(), webhook.DefaultTimeout)
+				defer cancel()
+				if err := sender.Handle(ctx, batch); err != nil { // dial outside the measurement
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				cpu0 := cpuTime(b)
+				b.ResetTimer()
+				for range b.N {
+					if err := sender.Handle(ctx, batch); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				cpu := cpuTime(b) - cpu0
+				b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/call")
+				b.ReportMetric(float64(rcv.conns.Load()), "conns")
+				if got, want := rcv.jobs.Load(), int64((b.N+1)*bc.jobs); got != want {
+					b.Fatalf("the receiver decoded %d jobs, want %d", got, want)
+				}
+			})
+		}
 	}
 }
+
+// benchClients are the sender's two ways of sending to a plain http URL:
+// its direct client (package h1, the default) and its net/http transport
+// (Config.NetHTTP, handler.client: net/http).
+var benchClients = []struct {
+	name    string
+	netHTTP bool
+}{{"direct", false}, {"net-http", true}}
 
 // BenchmarkCallNode is BenchmarkCall with the receiver in a process of its
 // own (this test binary, started as one), as receivers are: node-us/call is
 // the CPU of the handler's side alone (this process), receiver-us/call the
 // receiver process's, read from /proc. In one process the two ends share
 // the Go scheduler, whose wake-ups of idle threads then depend on how busy
-// the machine is; apart, each side's cost is its own.
+// the machine is; apart, each side's cost is its own. The direct client's
+// gain over net/http is the node-us/call of client=direct against
+// client=net-http, side by side in one run:
+//
+//	go test -run '^$' -bench CallNode -count 6 ./webhook | benchstat -col /client -
 func BenchmarkCallNode(b *testing.B) {
 	for _, bc := range []struct {
 		name string
@@ -163,31 +181,34 @@ func BenchmarkCallNode(b *testing.B) {
 		{name: "batch1", jobs: 1},
 		{name: "batch10", jobs: 10},
 	} {
-		b.Run(bc.name, func(b *testing.B) {
-			url, cpu := startReceiverProcess(b)
-			handle, err := webhook.New(&webhook.Config{URL: url})
-			if err != nil {
-				b.Fatal(err)
-			}
-			batch := benchBatch(bc.jobs)
-			ctx, cancel := context.WithTimeout(context.Background(), webhook.DefaultTimeout)
-			defer cancel()
-			if err := handle(ctx, batch); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			node0, rcv0 := cpuTime(b), cpu()
-			b.ResetTimer()
-			for range b.N {
-				if err := handle(ctx, batch); err != nil {
+		for _, client := range benchClients {
+			b.Run(bc.name+"/client="+client.name, func(b *testing.B) {
+				url, cpu := startReceiverProcess(b)
+				sender, err := webhook.New(&webhook.Config{URL: url, NetHTTP: client.netHTTP})
+				if err != nil {
 					b.Fatal(err)
 				}
-			}
-			b.StopTimer()
-			node, rcv := cpuTime(b)-node0, cpu()-rcv0
-			b.ReportMetric(float64(node.Nanoseconds())/1e3/float64(b.N), "node-us/call")
-			b.ReportMetric(float64(rcv.Nanoseconds())/1e3/float64(b.N), "receiver-us/call")
-		})
+				b.Cleanup(func() { _ = sender.Close() })
+				batch := benchBatch(bc.jobs)
+				ctx, cancel := context.WithTimeout(context.Background(), webhook.DefaultTimeout)
+				defer cancel()
+				if err := sender.Handle(ctx, batch); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				node0, rcv0 := cpuTime(b), cpu()
+				b.ResetTimer()
+				for range b.N {
+					if err := sender.Handle(ctx, batch); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				node, rcv := cpuTime(b)-node0, cpu()-rcv0
+				b.ReportMetric(float64(node.Nanoseconds())/1e3/float64(b.N), "node-us/call")
+				b.ReportMetric(float64(rcv.Nanoseconds())/1e3/float64(b.N), "receiver-us/call")
+			})
+		}
 	}
 }
 

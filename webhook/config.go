@@ -8,7 +8,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/orderlyhq/orderly/webhook/internal/h1"
 )
 
 // Defaults of Config.
@@ -21,15 +25,6 @@ const (
 	DefaultMaxResponseBytes int64 = 1 << 20
 )
 
-// Headers of a request.
-const (
-	// DeliveryHeader names the delivery attempt:
-	// "<queue>/<shard>/<epoch>/<seq>" (orderly.Batch.Delivery).
-	DeliveryHeader = "Orderly-Delivery"
-	// UserAgent is the User-Agent of every request.
-	UserAgent = "orderly-webhook"
-)
-
 // Config configures a webhook handler. The zero value of each field but URL
 // means its default.
 type Config struct {
@@ -40,14 +35,21 @@ type Config struct {
 	// Timeout bounds one delivery [DefaultTimeout], in addition to the
 	// handler's context. It must not be negative.
 	Timeout time.Duration
-	// Client sends the requests [a client of the handler's own: dial and
-	// TLS handshake timeouts, a pool of idle connections, proxies from the
-	// environment, no redirects followed; requests to an http URL that no
-	// proxy serves are sent on the calling goroutine, see "Connections" in
-	// the package documentation]. Timeout applies whatever the
-	// client, through the request's context. A client that follows
-	// redirects may turn the POST into a GET.
+	// Client sends the requests [the sender's own: the direct client for
+	// an http URL that no proxy serves, else a net/http transport with dial
+	// and TLS handshake timeouts, a pool of idle connections and proxies
+	// from the environment; no redirects followed; see "Connections" in
+	// the package documentation]. Timeout applies whatever the client,
+	// through the request's context. A client that follows redirects may
+	// turn the POST into a GET. Sender.Close leaves it alone.
 	Client *http.Client
+	// NetHTTP sends every request of the sender's own through its net/http
+	// transport, never through the direct client (see "Connections" in the
+	// package documentation): for a receiver or a network path that the
+	// direct client does not serve as well, at about twice its CPU per
+	// call. The configuration file's handler.client: net/http sets it.
+	// It has no effect with Client set.
+	NetHTTP bool
 	// Header holds extra headers sent with every request, e.g.
 	// Authorization. Content-Type, User-Agent, Orderly-Delivery and
 	// Orderly-Signature are set by the handler and cannot be overridden (an
@@ -56,9 +58,9 @@ type Config struct {
 	// handler keeps a copy.
 	Header http.Header
 	// Secret, when not empty, signs every request: the Orderly-Signature
-	// header (SignatureHeader) carries the time and an HMAC-SHA256 of the
-	// time and body under Secret, which a receiver checks with Verify or
-	// VerifyRequest. The handler keeps a copy.
+	// header (wire.SignatureHeader) carries the time and an HMAC-SHA256 of
+	// the time and body under Secret, which a receiver checks with
+	// wire.Verify or wire.VerifyRequest. The handler keeps a copy.
 	Secret []byte
 	// Observe, when set, is called after each request with the answer's
 	// HTTP status, 0 when no answer came (a timeout, a connection error):
@@ -96,9 +98,6 @@ func (c *Config) withDefaults() Config {
 	out := *c
 	if out.Timeout == 0 {
 		out.Timeout = DefaultTimeout
-	}
-	if out.Client == nil {
-		out.Client = defaultClient()
 	}
 	out.Header = copyHeader(c.Header)
 	out.Secret = bytes.Clone(c.Secret)
@@ -154,28 +153,63 @@ func copyHeader(h http.Header) http.Header {
 	return out
 }
 
-// defaultClient returns the client used when Config.Client is nil. It does
-// not follow redirects: a redirected POST may turn into a GET, and a 2xx
-// answer to that would acknowledge a batch nobody processed.
-func defaultClient() *http.Client {
+// newTransport returns the net/http transport of a sender without
+// Config.Client. It gives what the direct client gives (package h1's
+// limits) and what net/http adds: TLS, HTTP/2 when an https receiver
+// offers it, proxies from the environment. Answers are small: asking for
+// gzip would add a header to every request and a decompressor to every
+// compressed answer. Redirects are not followed: RoundTrip does not follow
+// them, and a redirected POST may turn into a GET, whose 2xx answer would
+// acknowledge a batch nobody processed.
+func newTransport() *http.Transport {
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-	return &http.Client{
-		Transport: &http.Transport{
-			Proxy:             http.ProxyFromEnvironment,
-			DialContext:       dialer.DialContext,
-			ForceAttemptHTTP2: true,
-			// Answers are small: asking for gzip would add a header to
-			// every request and a decompressor to every compressed answer.
-			DisableCompression:     true,
-			MaxIdleConns:           100,
-			MaxIdleConnsPerHost:    32,
-			IdleConnTimeout:        90 * time.Second,
-			TLSHandshakeTimeout:    10 * time.Second,
-			ExpectContinueTimeout:  time.Second,
-			MaxResponseHeaderBytes: 64 << 10,
-		},
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
+	return &http.Transport{
+		Proxy:                  http.ProxyFromEnvironment,
+		DialContext:            dialer.DialContext,
+		ForceAttemptHTTP2:      true,
+		DisableCompression:     true,
+		MaxIdleConns:           100,
+		MaxIdleConnsPerHost:    h1.MaxIdle,
+		IdleConnTimeout:        h1.IdleTimeout,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: h1.MaxHeaderBytes,
 	}
+}
+
+// ownedHeaders are the request headers the handler sets itself or that
+// HTTP owns; Config.Header must not name them (CheckHeaderName).
+var ownedHeaders = []string{
+	"Content-Type", "Content-Length", "Content-Encoding", "Transfer-Encoding",
+	"Host", "Connection", "Keep-Alive", "Upgrade", "Te", "Trailer",
+	"Proxy-Connection", "Expect", "User-Agent",
+}
+
+// CheckHeaderName returns an error when name cannot be a static request
+// header of a webhook: a header the handler owns (Orderly-*, Content-Type,
+// User-Agent), one HTTP owns (Host, Content-Length, Connection,
+// Transfer-Encoding...), or a name that is not a valid HTTP token. The
+// configuration file's handler.headers is checked with it.
+func CheckHeaderName(name string) error {
+	if name == "" || strings.IndexFunc(name, func(r rune) bool { return !isTokenRune(r) }) >= 0 {
+		return fmt.Errorf("%q is not a valid header name", name)
+	}
+	canon := http.CanonicalHeaderKey(name)
+	if strings.HasPrefix(canon, "Orderly-") {
+		return fmt.Errorf("%s is set by Orderly (Orderly-* headers are reserved)", canon)
+	}
+	if slices.Contains(ownedHeaders, canon) {
+		return fmt.Errorf("%s is set by the handler or by HTTP and cannot be configured", canon)
+	}
+	return nil
+}
+
+// isTokenRune reports whether r may appear in an HTTP header name (a token,
+// RFC 9110).
+func isTokenRune(r rune) bool {
+	switch {
+	case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		return true
+	}
+	return strings.ContainsRune("!#$%&'*+-.^_`|~", r)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
 	"github.com/orderlyhq/orderly/webhook"
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 // A receiver's answer emits jobs with "from": a node commits the emits of
@@ -28,23 +29,14 @@ import (
 func TestNodeCommitsWebhookEmits(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req webhook.Request
+		var req wire.Request
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		type emit struct {
-			From    string          `json:"from"`
-			Queue   string          `json:"queue"`
-			ID      string          `json:"id"`
-			Payload json.RawMessage `json:"payload"`
-		}
-		ans := struct {
-			Failed map[string]string `json:"failed"`
-			Emit   []emit            `json:"emit"`
-		}{Failed: map[string]string{}}
+		ans := wire.Answer{Failed: map[string]string{}}
 		for _, j := range req.Jobs {
-			ans.Emit = append(ans.Emit, emit{From: j.ID, Queue: "notify", ID: "n-" + j.ID, Payload: json.RawMessage(`{"from":"` + j.ID + `"}`)})
+			ans.Emit = append(ans.Emit, wire.Emit{From: j.ID, Queue: "notify", ID: "n-" + j.ID, Payload: json.RawMessage(`{"from":"` + j.ID + `"}`)})
 			if j.ID == "bad" {
 				ans.Failed[j.ID] = "declined"
 			}
@@ -58,14 +50,15 @@ func TestNodeCommitsWebhookEmits(t *testing.T) {
 	defer rdb.Close()
 	store, err := redisstore.New(rdb, nil)
 	require.NoError(t, err)
-	handler, err := webhook.New(&webhook.Config{URL: srv.URL, Timeout: 5 * time.Second})
+	sender, err := webhook.New(&webhook.Config{URL: srv.URL, Timeout: 5 * time.Second})
 	require.NoError(t, err)
+	defer sender.Close() // after the node stopped: deferred calls run last first
 	var mu sync.Mutex
 	got := map[string]string{}
 	node, err := orderly.NewNode(store, &orderly.Config{
 		Logger: slog.New(slog.DiscardHandler),
 		Workers: []orderly.Worker{
-			{Queue: "orders", Shards: 1, BatchSize: 2, Handler: handler, RetryIn: orderly.LinearRetry(time.Hour)},
+			{Queue: "orders", Shards: 1, BatchSize: 2, Handler: sender.Handle, RetryIn: orderly.LinearRetry(time.Hour)},
 			{Queue: "notify", Shards: 2, Handler: func(_ context.Context, b *orderly.Batch) error {
 				mu.Lock()
 				defer mu.Unlock()

@@ -46,17 +46,18 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	handler, err := webhook.New(&webhook.Config{URL: rcv.URL, Timeout: 5 * time.Second})
+	sender, err := webhook.New(&webhook.Config{URL: rcv.URL, Timeout: 5 * time.Second})
 	if err != nil {
 		panic(err)
 	}
+	defer sender.Close() // after the node stopped: it ends the idle connections
 	node, err := orderly.NewNode(store, &orderly.Config{
 		Logger: slog.New(slog.DiscardHandler),
 		Workers: []orderly.Worker{{
 			Queue:   "payments",
 			Shards:  1,
 			RetryIn: orderly.LinearRetry(10 * time.Millisecond),
-			Handler: handler,
+			Handler: sender.Handle,
 		}},
 	})
 	if err != nil {

@@ -3,7 +3,7 @@ package webhook
 import "net/http"
 
 // observed reports a request's answer to Config.Observe.
-func (s *sender) observed(resp *http.Response, err error) {
+func (s *Sender) observed(resp *http.Response, err error) {
 	if s.observe == nil {
 		return
 	}

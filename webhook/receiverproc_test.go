@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"os"
 	"time"
+
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 // benchReceiverEnv, when set, makes the test binary a minimal Go receiver
@@ -32,7 +34,7 @@ func serveBenchReceiver() int {
 				http.Error(w, err.Error(), http.StatusBadRequest)
 				return
 			}
-			var wr Request
+			var wr wire.Request
 			if err := json.Unmarshal(body, &wr); err != nil {
 				http.Error(w, err.Error(), http.StatusBadRequest)
 				return

@@ -12,6 +12,7 @@ import (
 
 	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/orderlytest"
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 // A stateful queue's jobs carry their state and version; the answer's
@@ -31,7 +32,7 @@ func TestStatefulDelivery(t *testing.T) {
 	b.Jobs[1] = orderlytest.Stateful(b.Jobs[1], []byte{0, 0xff}, 2)
 	b.Jobs[2] = orderlytest.Timer(b.Jobs[2], nil, 0)
 
-	err := s.deliver(context.Background(), b)
+	err := s.Handle(context.Background(), b)
 	pf, ok := orderly.AsPartialFailure(err)
 	require.True(t, ok, "%v", err)
 	require.Contains(t, pf.Failed, "c")
@@ -51,7 +52,7 @@ func TestStatefulDelivery(t *testing.T) {
 	require.Equal(t, "null", string(req.Jobs[4]["state"]))
 	require.Equal(t, "6", string(req.Jobs[4]["version"]), "a deleted state keeps its version")
 	require.Equal(t, "true", string(req.Jobs[4]["deleted"]))
-	var back Job
+	var back wire.Job
 	require.NoError(t, json.Unmarshal(mustMarshal(t, req.Jobs[4]), &back))
 	require.Nil(t, back.State)
 	require.Equal(t, int64(6), back.Version)
@@ -78,7 +79,7 @@ func TestStatefulDelivery(t *testing.T) {
 
 func TestAnswerTimersAndEmits(t *testing.T) {
 	t.Parallel()
-	a, err := decodeFullAnswer([]byte(`{"emit": []}`))
+	a, err := decodeAnswer([]byte(`{"emit": []}`))
 	require.NoError(t, err)
 	require.Empty(t, a.Emit)
 	for _, bad := range []string{
@@ -90,16 +91,16 @@ func TestAnswerTimersAndEmits(t *testing.T) {
 		`{"emit": [{"from": "a", "queue": "q", "id": "x", "payload_base64": "!"}]}`,
 		`{"emit": [{"from": 1, "queue": "q", "id": "x"}]}`,
 	} {
-		_, err = decodeFullAnswer([]byte(bad))
+		_, err = decodeAnswer([]byte(bad))
 		require.ErrorIs(t, err, errBadAnswer, bad)
 	}
-	_, err = decodeFullAnswer([]byte(`{"timers": {"a": "tomorrow"}}`))
+	_, err = decodeAnswer([]byte(`{"timers": {"a": "tomorrow"}}`))
 	require.ErrorIs(t, err, errBadAnswer)
-	a, err = decodeFullAnswer([]byte(`{"timers": {"a": null, "b": "2026-01-01T00:00:00.5Z"}}`))
+	a, err = decodeAnswer([]byte(`{"timers": {"a": null, "b": "2026-01-01T00:00:00.5Z"}}`))
 	require.NoError(t, err)
 	require.Nil(t, a.Timers["a"])
 	require.Equal(t, "2026-01-01T00:00:00.5Z", *a.Timers["b"])
-	a, err = decodeFullAnswer([]byte(`{"state": {"a": [1, 2]}}`))
+	a, err = decodeAnswer([]byte(`{"state": {"a": [1, 2]}}`))
 	require.NoError(t, err)
 	require.Equal(t, `[1,2]`, string(a.State["a"]))
 }
@@ -112,7 +113,7 @@ func TestRequestDecodesState(t *testing.T) {
 	b.Jobs[1] = orderlytest.Stateful(b.Jobs[1], []byte{0, 0xff}, 2)
 	body, err := json.Marshal(requestOf(b))
 	require.NoError(t, err)
-	var req Request
+	var req wire.Request
 	require.NoError(t, json.Unmarshal(body, &req))
 	require.True(t, req.Jobs[0].Stateful)
 	require.Equal(t, `{"n":1}`, string(req.Jobs[0].State))
@@ -144,7 +145,7 @@ func TestAnswerEmits(t *testing.T) {
 	s := newTestSender(t, &Config{URL: rcv.srv.URL + "/hook", Logger: logger})
 	b := testBatch("a", "b")
 	b.Jobs = orderlytest.NewBatch(b.Queue, b.Jobs...).Jobs // the jobs record their emits
-	err := s.deliver(context.Background(), b)
+	err := s.Handle(context.Background(), b)
 	pf, ok := orderly.AsPartialFailure(err)
 	require.True(t, ok, "%v", err)
 	require.Contains(t, pf.Failed, "b")
@@ -157,7 +158,7 @@ func TestAnswerEmits(t *testing.T) {
 
 	answer = `{"emit": [{"from": "zz", "queue": "notify", "id": "n"}]}`
 	b = testBatch("a")
-	err = s.deliver(context.Background(), b)
+	err = s.Handle(context.Background(), b)
 	require.Error(t, err)
 	_, ok = orderly.AsPartialFailure(err)
 	require.False(t, ok, "the whole request fails")

@@ -3,68 +3,69 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/orderlyhq/orderly"
+	"github.com/orderlyhq/orderly/webhook/internal/h1"
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
+
+// ErrClosed is the error of Sender.Handle after Close.
+var ErrClosed = errors.New("webhook: the sender is closed")
 
 // errTimeout is the cause of a delivery's context when Config.Timeout
 // passes. It is a context.DeadlineExceeded.
 var errTimeout = fmt.Errorf("delivery timeout: %w", context.DeadlineExceeded)
 
-// maxDrainBytes is the most of an unread body discarded so that its
-// connection can be reused; a longer body closes the connection instead.
-const maxDrainBytes = 64 << 10
-
-// sender delivers batches to one URL.
-type sender struct {
+// Sender delivers the batches of a queue to one URL: its Handle method is
+// the queue's orderly.HandlerFunc. Close it once the node that calls
+// Handle has stopped. Its methods are safe for concurrent use.
+type Sender struct {
 	url     string // the URL requests go to, secrets included
 	safeURL string // the URL for errors and logs
 	timeout time.Duration
-	client  *http.Client
+	client  *http.Client // Config.Client: the caller's, never closed here
 	// transport, when set, sends the requests instead of client: the
-	// handler's own client follows no redirects and has no cookie jar or
-	// timeout, so what http.Client adds per request (a copy of the headers
-	// for redirects) is skipped, and the basic authentication that it takes
-	// from the URL is in header instead.
-	transport http.RoundTripper
-	// h1, when set, sends the requests instead of transport: the
-	// handler's own client to a plain http URL without a proxy (see
-	// h1Client).
-	h1       *h1Client
+	// sender's own net/http transport follows no redirects and has no
+	// cookie jar or timeout, so what http.Client adds per request (a copy
+	// of the headers for redirects) is skipped, and the basic
+	// authentication that it takes from the URL is in header instead.
+	transport *http.Transport
+	// direct, when set, sends the requests instead of transport: the
+	// sender's own client to a plain http URL without a proxy, unless
+	// Config.NetHTTP (see package h1).
+	direct   *h1.Client
 	header   http.Header
 	logger   *slog.Logger
 	maxBytes int64
 	secret   []byte // signs requests when not nil
 	observe  func(status int)
 	macs     sync.Pool // of hash.Hash: HMAC-SHA256 under secret, reset before use
+	closed   atomic.Bool
 }
 
-// New returns a handler that POSTs each batch to cfg.URL and returns the
+// New returns a sender that POSTs each batch to cfg.URL and returns the
 // outcome of the answer: nil when it acknowledges every id, an
 // *orderly.PartialFailure when it fails some ids, any other error when the
 // whole batch failed. See the package documentation for the protocol.
 //
 // New does no I/O; it returns an error when cfg is invalid.
-func New(cfg *Config) (orderly.HandlerFunc, error) {
-	s, err := newSender(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return s.deliver, nil
-}
-
-// newSender validates cfg and returns a sender with its defaults.
-func newSender(cfg *Config) (*sender, error) {
+func New(cfg *Config) (*Sender, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -73,36 +74,45 @@ func newSender(cfg *Config) (*sender, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &sender{
+	s := &Sender{
 		url:      c.URL,
 		safeURL:  redactURL(u),
 		timeout:  c.Timeout,
-		client:   c.Client,
+		client:   cfg.Client,
 		header:   staticHeader(c.Header),
 		logger:   c.Logger,
 		maxBytes: c.MaxResponseBytes,
 		secret:   c.Secret,
 		observe:  c.Observe,
 	}
-	if cfg.Client == nil {
-		s.transport = c.Client.Transport
+	if s.client == nil {
+		s.transport = newTransport()
 		if u.User != nil && s.header.Get("Authorization") == "" {
 			// As http.Client does for a URL with userinfo.
 			pass, _ := u.User.Password()
 			s.header["Authorization"] = []string{"Basic " +
 				base64.StdEncoding.EncodeToString([]byte(u.User.Username()+":"+pass))}
 		}
-		s.h1 = newH1Client(u, s.header)
+		if !c.NetHTTP {
+			direct := s.header.Clone()
+			direct["User-Agent"] = userAgent
+			direct["Content-Type"] = contentTypeJSON
+			s.direct = h1.New(u, direct)
+		}
 	}
 	return s, nil
 }
 
-// deliver is the orderly.HandlerFunc: one POST of b, its answer turned into
-// the batch's outcome.
-func (s *sender) deliver(ctx context.Context, b *orderly.Batch) error {
-	body, err := appendBatch(make([]byte, 0, batchSize(b)), b)
+// Handle is the orderly.HandlerFunc of the queue: one POST of b, its
+// answer turned into the batch's outcome. After Close it fails with
+// ErrClosed.
+func (s *Sender) Handle(ctx context.Context, b *orderly.Batch) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	body, err := requestOf(b).MarshalJSON()
 	if err != nil {
-		return err
+		return fmt.Errorf("webhook: encoding the request: %w", err)
 	}
 	// The node's context usually ends before the timeout would (its call
 	// deadline): then the call needs no timer of its own.
@@ -118,19 +128,43 @@ func (s *sender) deliver(ctx context.Context, b *orderly.Batch) error {
 	return s.outcome(b, head, answer)
 }
 
+// Close closes the sender's idle connections and stops its pool's timer,
+// so that nothing of the sender outlives it: call it once the node that
+// calls Handle has stopped (Node.Stop returned). A call still in flight
+// closes its connection when it ends; Handle fails with ErrClosed from now
+// on. A Config.Client is the caller's, and Close leaves it alone. Close is
+// idempotent and returns nil.
+func (s *Sender) Close() error {
+	s.closed.Store(true)
+	s.closeIdle()
+	return nil
+}
+
+// closeIdle closes the idle connections of the sender's own clients.
+func (s *Sender) closeIdle() {
+	if s.direct != nil {
+		s.direct.Close()
+	}
+	if s.transport != nil {
+		s.transport.CloseIdleConnections()
+	}
+}
+
+// answerHead is the head of an answer.
+type answerHead struct {
+	code   int
+	status string // "200 OK": the status line after the protocol
+}
+
 // post sends one request and returns the head of its answer and the start
 // of its body: at most maxBytes+1 bytes, so that a longer body can be told
 // apart. The body of the answer is closed.
-func (s *sender) post(ctx context.Context, delivery string, body []byte) (answerHead, []byte, error) {
-	if s.h1 != nil {
-		a, answer, stage, err := s.h1.post(ctx, s, delivery, body)
-		if s.observe != nil {
-			s.observe(a.code) // 0 when no answer came
-		}
-		if err != nil {
-			return a, nil, s.requestError(ctx, stage, err)
-		}
-		return a, answer, nil
+func (s *Sender) post(ctx context.Context, delivery string, body []byte) (answerHead, []byte, error) {
+	if s.closed.Load() {
+		defer s.closeIdle() // a call that overlapped Close leaves no idle connection
+	}
+	if s.direct != nil {
+		return s.postDirect(ctx, delivery, body)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
 	if err != nil {
@@ -149,12 +183,34 @@ func (s *sender) post(ctx context.Context, delivery string, body []byte) (answer
 		return answerHead{}, nil, s.requestError(ctx, "posting to", err)
 	}
 	a := answerHead{code: resp.StatusCode, status: resp.Status}
-	answer, eof, err := readAnswer(resp.Body, resp.ContentLength, s.maxBytes)
-	closeBody(resp.Body, eof)
+	answer, err := h1.ReadBody(resp.Body, resp.ContentLength, s.maxBytes)
+	closeBody(resp.Body, err == nil && int64(len(answer)) <= s.maxBytes)
 	if err != nil {
 		return a, nil, s.requestError(ctx, "reading the answer of", err)
 	}
 	return a, answer, nil
+}
+
+// postDirect is post through the direct client.
+func (s *Sender) postDirect(ctx context.Context, delivery string, body []byte) (answerHead, []byte, error) {
+	if !h1.ValidHeaderValue(delivery) {
+		return answerHead{}, nil, s.requestError(ctx, "posting to",
+			fmt.Errorf("net/http: invalid header field value for %q", wire.DeliveryHeader))
+	}
+	var buf [256]byte
+	resp, err := s.direct.Post(ctx, s.appendHeaders(buf[:0], ctx, delivery, body), body, s.maxBytes)
+	if s.observe != nil {
+		s.observe(resp.Code) // 0 when no answer came
+	}
+	a := answerHead{code: resp.Code, status: resp.Status}
+	if err != nil {
+		stage := "posting to"
+		if resp.Status != "" {
+			stage = "reading the answer of"
+		}
+		return a, nil, s.requestError(ctx, stage, err)
+	}
+	return a, resp.Body, nil
 }
 
 // Values of the headers every request carries, shared by all requests
@@ -162,7 +218,7 @@ func (s *sender) post(ctx context.Context, delivery string, body []byte) (answer
 // copies them).
 var (
 	contentTypeJSON = []string{"application/json"}
-	userAgent       = []string{UserAgent}
+	userAgent       = []string{wire.UserAgent}
 )
 
 // requestHeader returns the headers of a request that carries body in ctx:
@@ -170,7 +226,7 @@ var (
 // (ctx's) and the signature when the sender has a secret. It fills the map
 // directly, with canonical keys: no canonicalisation per request, and one
 // allocation for the values of the three headers that change per request.
-func (s *sender) requestHeader(ctx context.Context, delivery string, body []byte) http.Header {
+func (s *Sender) requestHeader(ctx context.Context, delivery string, body []byte) http.Header {
 	h := make(http.Header, len(s.header)+5)
 	for k, vs := range s.header {
 		h[k] = vs
@@ -179,36 +235,60 @@ func (s *sender) requestHeader(ctx context.Context, delivery string, body []byte
 	h["Content-Type"] = contentTypeJSON
 	h["User-Agent"] = userAgent
 	vals[0] = delivery
-	h[DeliveryHeader] = vals[0:1:1]
+	h[wire.DeliveryHeader] = vals[0:1:1]
 	if d, ok := ctx.Deadline(); ok {
-		vals[1] = FormatDeadline(d)
-		h[DeadlineHeader] = vals[1:2:2]
+		vals[1] = wire.FormatDeadline(d)
+		h[wire.DeadlineHeader] = vals[1:2:2]
 	}
 	if len(s.secret) > 0 {
 		vals[2] = s.sign(time.Now(), body)
-		h[SignatureHeader] = vals[2:3:3]
+		h[wire.SignatureHeader] = vals[2:3:3]
 	}
 	return h
 }
 
 // appendHeaders appends the header lines of a request that carries body in
 // ctx that change per request (those requestHeader adds to the static
-// ones): the delivery, the deadline and the signature.
-func (s *sender) appendHeaders(dst []byte, ctx context.Context, delivery string, body []byte) []byte {
+// ones): the deadline, the delivery and the signature.
+func (s *Sender) appendHeaders(dst []byte, ctx context.Context, delivery string, body []byte) []byte {
 	if d, ok := ctx.Deadline(); ok {
-		dst = append(dst, DeadlineHeader+": "...)
-		dst = d.UTC().AppendFormat(dst, DeadlineFormat)
+		dst = append(dst, wire.DeadlineHeader+": "...)
+		dst = d.UTC().AppendFormat(dst, wire.DeadlineFormat)
 		dst = append(dst, "\r\n"...)
 	}
-	dst = append(dst, DeliveryHeader+": "...)
+	dst = append(dst, wire.DeliveryHeader+": "...)
 	dst = append(dst, delivery...)
 	dst = append(dst, "\r\n"...)
 	if len(s.secret) > 0 {
-		dst = append(dst, SignatureHeader+": "...)
+		dst = append(dst, wire.SignatureHeader+": "...)
 		dst = append(dst, s.sign(time.Now(), body)...)
 		dst = append(dst, "\r\n"...)
 	}
 	return dst
+}
+
+// sign returns the Orderly-Signature header of a request with body sent
+// at t: wire.Sign(s.secret, t, body), with a pooled HMAC.
+func (s *Sender) sign(t time.Time, body []byte) string {
+	h, _ := s.macs.Get().(hash.Hash)
+	if h == nil {
+		h = hmac.New(sha256.New, s.secret)
+	}
+	var ts [20]byte
+	tsb := strconv.AppendInt(ts[:0], t.Unix(), 10)
+	h.Reset()
+	h.Write(tsb)
+	h.Write([]byte{'.'})
+	h.Write(body)
+	var sum [sha256.Size]byte
+	mac := h.Sum(sum[:0])
+	s.macs.Put(h)
+	out := make([]byte, 0, len("t=,v1=")+len(tsb)+hex.EncodedLen(len(mac)))
+	out = append(out, "t="...)
+	out = append(out, tsb...)
+	out = append(out, ",v1="...)
+	out = hex.AppendEncode(out, mac)
+	return string(out)
 }
 
 // staticHeader returns the copy of Config.Header that requests carry: keys
@@ -218,7 +298,7 @@ func (s *sender) appendHeaders(dst []byte, ctx context.Context, delivery string,
 // that requests can share it.
 func staticHeader(h http.Header) http.Header {
 	out := copyHeader(h)
-	for _, k := range []string{"Content-Type", "User-Agent", DeliveryHeader, DeadlineHeader, SignatureHeader} {
+	for _, k := range []string{"Content-Type", "User-Agent", wire.DeliveryHeader, wire.DeadlineHeader, wire.SignatureHeader} {
 		delete(out, k)
 	}
 	for k, vs := range out {
@@ -227,137 +307,9 @@ func staticHeader(h http.Header) http.Header {
 	return out
 }
 
-// readAnswer reads body to its end, or its first max+1 bytes when it is
-// longer; length is its Content-Length (-1: unknown). eof reports whether
-// the end was read, which returns the connection to the pool.
-func readAnswer(body io.Reader, length, max int64) (answer []byte, eof bool, err error) {
-	if length == 0 {
-		return nil, true, nil
-	}
-	size := 512
-	if length > 0 && length <= max {
-		size = int(length) + 1 // room to read the end in the same call
-	}
-	buf := make([]byte, 0, size)
-	limit := max + 1
-	for int64(len(buf)) < limit {
-		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, 512)
-		}
-		end := min(int64(cap(buf)), limit)
-		n, err := body.Read(buf[len(buf):end])
-		buf = buf[:len(buf)+n]
-		if errors.Is(err, io.EOF) {
-			return buf, true, nil
-		}
-		if err != nil {
-			return nil, false, err
-		}
-	}
-	return buf, false, nil
-}
-
-// outcome turns an answer into the batch's outcome.
-func (s *sender) outcome(b *orderly.Batch, resp answerHead, body []byte) error {
-	if resp.code < 200 || resp.code > 299 {
-		return s.answerError(resp, body, nil)
-	}
-	if int64(len(body)) > s.maxBytes {
-		return s.answerError(resp, body, fmt.Errorf("the body is larger than max_response_bytes (%d)", s.maxBytes))
-	}
-	a, err := decodeFullAnswer(body)
-	if err != nil {
-		return s.answerError(resp, body, err)
-	}
-	if a == nil {
-		return nil
-	}
-	if err := checkEmits(b, a); err != nil {
-		return s.answerError(resp, body, err)
-	}
-	if len(a.State) > 0 || len(a.Timers) > 0 {
-		s.applyStates(b, a)
-	}
-	applyEmits(b, a)
-	return s.failIDs(b, a.Failed)
-}
-
-// failIDs returns the error that fails the ids of failed that are in b. It
-// returns nil when no id of b failed. The ids not in b are ignored, and
-// logged in one line per answer, however many there are: their count and
-// the first maxLoggedIDs of them, in order.
-func (s *sender) failIDs(b *orderly.Batch, failed map[string]string) error {
-	errs := make(map[string]error)
-	for _, j := range b.Jobs {
-		if msg, ok := failed[j.ID]; ok {
-			errs[j.ID] = receiverError(msg)
-		}
-	}
-	if foreign := len(failed) - len(errs); foreign > 0 {
-		ids := make([]string, 0, foreign)
-		for id := range failed {
-			if _, ok := errs[id]; !ok {
-				ids = append(ids, id)
-			}
-		}
-		slices.Sort(ids)
-		shown := ids[:min(len(ids), maxLoggedIDs)]
-		for i, id := range shown {
-			shown[i] = truncateID(id)
-		}
-		s.logger.Warn("webhook: the receiver failed ids that are not in the batch; ignored",
-			slog.String("queue", b.Queue),
-			slog.String("delivery", b.Delivery),
-			slog.String("url", s.safeURL),
-			slog.Int("count", len(ids)),
-			slog.Any("job_ids", shown))
-	}
-	return orderly.FailIDs(errs)
-}
-
-// maxLoggedIDs is how many of the ids not in a batch the log line of an
-// answer names.
-const maxLoggedIDs = 10
-
-// maxLoggedIDBytes is how much of such an id the line shows.
-const maxLoggedIDBytes = 64
-
-// truncateID shortens an id of the receiver's for a log line.
-func truncateID(id string) string {
-	if len(id) <= maxLoggedIDBytes {
-		return id
-	}
-	return string(trimPartialRune([]byte(id[:maxLoggedIDBytes]))) + "…"
-}
-
-// receiverError is the error of an id that the receiver failed with msg.
-func receiverError(msg string) error {
-	if msg == "" {
-		return errors.New("webhook: failed by the receiver (no message)")
-	}
-	return errors.New(msg)
-}
-
-// answerError is the error of an answer that fails the whole batch: its
-// status, why (when the status alone does not say) and the start of its
-// body.
-func (s *sender) answerError(resp answerHead, body []byte, why error) error {
-	msg := fmt.Sprintf("webhook: %s answered %s", s.safeURL, resp.status)
-	quoted := quoteBody(body)
-	switch {
-	case why != nil && quoted != "":
-		return fmt.Errorf("%s: %w: %s", msg, why, quoted)
-	case why != nil:
-		return fmt.Errorf("%s: %w", msg, why)
-	case quoted != "":
-		return fmt.Errorf("%s: %s", msg, quoted)
-	}
-	return errors.New(msg)
-}
-
 // requestError is the error of a request that got no (complete) answer:
 // the delivery's timeout passed, ctx ended, or the connection failed.
-func (s *sender) requestError(ctx context.Context, doing string, err error) error {
+func (s *Sender) requestError(ctx context.Context, doing string, err error) error {
 	if errors.Is(context.Cause(ctx), errTimeout) {
 		return fmt.Errorf("webhook: %s %s: no answer within %s: %w", doing, s.safeURL, s.timeout, errTimeout)
 	}
@@ -374,19 +326,11 @@ func unwrapURLError(err error) error {
 	return err
 }
 
-// closeIdleConnections closes the idle connections of the sender's client.
-func (s *sender) closeIdleConnections() {
-	if s.h1 != nil {
-		s.h1.closeIdle()
-	}
-	s.client.CloseIdleConnections()
-}
-
 // closeBody drains a little of what is left of body unless its end was
 // read (eof), so that its connection can be reused, and closes it.
 func closeBody(body io.ReadCloser, eof bool) {
 	if !eof {
-		_, _ = io.CopyN(io.Discard, body, maxDrainBytes)
+		_, _ = io.CopyN(io.Discard, body, h1.MaxDrainBytes)
 	}
 	_ = body.Close()
 }

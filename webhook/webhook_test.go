@@ -3,6 +3,7 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -20,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderlyhq/orderly"
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 // received is one request as the test receiver saw it.
@@ -87,11 +89,11 @@ func waitForCancel(_ http.ResponseWriter, req *http.Request) {
 
 // newTestSender returns a sender for cfg whose idle connections are closed
 // when the test ends (for goleak).
-func newTestSender(t *testing.T, cfg *Config) *sender {
+func newTestSender(t *testing.T, cfg *Config) *Sender {
 	t.Helper()
-	s, err := newSender(cfg)
+	s, err := New(cfg)
 	require.NoError(t, err)
-	t.Cleanup(s.closeIdleConnections)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	return s
 }
 
@@ -195,13 +197,13 @@ func TestRequestBody(t *testing.T) {
 		},
 	}
 
-	require.NoError(t, s.deliver(context.Background(), batch))
+	require.NoError(t, s.Handle(context.Background(), batch))
 
 	got := rcv.last(t)
 	dec := json.NewDecoder(bytes.NewReader(got.Body))
 	dec.DisallowUnknownFields()
-	var wire wireBatch
-	require.NoError(t, dec.Decode(&wire))
+	var sent wireBatch
+	require.NoError(t, dec.Decode(&sent))
 	require.True(t, utf8.Valid(got.Body), "the body must be valid UTF-8")
 
 	want := wireBatch{
@@ -214,7 +216,7 @@ func TestRequestBody(t *testing.T) {
 				PerformAt:  1767225600.25,
 				Payloads: []wirePayload{
 					{Payload: json.RawMessage(`{"template":"welcome"}`), Score: 1767225600.25},
-					{Payload: json.RawMessage(oddJSON), Score: 2, Headers: map[string]string{"traceparent": "00-ab-cd-01", "tenant": "<acme>"}},
+					{PayloadBase64: ptr(base64.StdEncoding.EncodeToString(oddJSON)), Score: 2, Headers: map[string]string{"traceparent": "00-ab-cd-01", "tenant": "<acme>"}},
 					{Payload: json.RawMessage(`"plain text"`), Score: 3},
 					{Payload: json.RawMessage(`null`), Score: 4},
 					{Payload: json.RawMessage(`-12.5e3`), Score: 5},
@@ -232,17 +234,18 @@ func TestRequestBody(t *testing.T) {
 					{PayloadBase64: ptr(""), Score: 6},
 					{PayloadBase64: ptr("bm90IGpzb24="), Score: 7},
 					{PayloadBase64: ptr("eyJhIjoxfSB0cmFpbGluZw=="), Score: 8},
-					{Payload: json.RawMessage(`[1, 2]`), Score: 9},
+					{PayloadBase64: ptr(base64.StdEncoding.EncodeToString([]byte(" \n[1, 2]\t"))), Score: 9},
 					{Payload: json.RawMessage(`"<script>&amp;</script>"`), Score: 10},
 				},
 			},
 			{ID: "empty", RetryCount: 0, PerformAt: 0, Payloads: []wirePayload{}},
 		},
 	}
-	require.Equal(t, want, wire)
+	require.Equal(t, want, sent)
 
-	// JSON payloads are embedded byte for byte, outer whitespace included.
-	for _, p := range [][]byte{oddJSON, []byte(" \n[1, 2]\t"), []byte(`"<script>&amp;</script>"`)} {
+	// Compact JSON payloads are embedded byte for byte; JSON with
+	// whitespace outside its strings goes in base64 (wire.IsCompactJSON).
+	for _, p := range [][]byte{[]byte(`{"template":"welcome"}`), []byte(`-12.5e3`), []byte(`"<script>&amp;</script>"`)} {
 		embedded := append(append([]byte(`"payload":`), p...), `,"score":`...)
 		require.True(t, bytes.Contains(got.Body, embedded), "payload %q is not embedded as is", p)
 	}
@@ -251,7 +254,7 @@ func TestRequestBody(t *testing.T) {
 	require.True(t, bytes.Contains(got.Body, []byte(`,"score":2,"headers":{"tenant":"\u003cacme\u003e","traceparent":"00-ab-cd-01"}}`)), "%s", got.Body)
 	require.Equal(t, 1, bytes.Count(got.Body, []byte(`"headers"`)))
 	// Each payload has exactly one of payload and payload_base64.
-	for _, j := range wire.Jobs {
+	for _, j := range sent.Jobs {
 		for _, p := range j.Payloads {
 			require.True(t, (p.Payload == nil) != (p.PayloadBase64 == nil), "payload %+v", p)
 		}
@@ -265,8 +268,8 @@ func TestRequestBodyRejectsNaN(t *testing.T) {
 	b := testBatch("a")
 	b.Jobs[0].Payloads[0].Score = math.NaN()
 
-	err := s.deliver(context.Background(), b)
-	require.ErrorContains(t, err, `webhook: job "a": score`)
+	err := s.Handle(context.Background(), b)
+	require.ErrorContains(t, err, `webhook: encoding the request: wire: job "a": score`)
 	rcv.mu.Lock()
 	defer rcv.mu.Unlock()
 	require.Empty(t, rcv.requests, "nothing is sent for a batch that cannot be encoded")
@@ -285,7 +288,7 @@ func TestRequestHeaders(t *testing.T) {
 	s := newTestSender(t, &Config{URL: rcv.srv.URL + "/hooks/emails?token=abc", Header: header})
 	header.Set("X-Tenant", "changed after New") // the handler keeps a copy
 
-	require.NoError(t, s.deliver(context.Background(), testBatch("a")))
+	require.NoError(t, s.Handle(context.Background(), testBatch("a")))
 
 	got := rcv.last(t)
 	require.Equal(t, http.MethodPost, got.Method)
@@ -305,7 +308,7 @@ func TestBasicAuthFromURL(t *testing.T) {
 	u := strings.Replace(rcv.srv.URL, "http://", "http://user:pa55@", 1)
 	s := newTestSender(t, &Config{URL: u})
 
-	require.NoError(t, s.deliver(context.Background(), testBatch("a")))
+	require.NoError(t, s.Handle(context.Background(), testBatch("a")))
 
 	req, err := http.NewRequest(http.MethodGet, "/", nil)
 	require.NoError(t, err)
@@ -318,7 +321,7 @@ func TestBasicAuthFromURL(t *testing.T) {
 	// A configured Authorization header wins over the URL's userinfo, as
 	// with http.Client.
 	s = newTestSender(t, &Config{URL: u, Header: http.Header{"Authorization": {"Bearer t0ken"}}})
-	require.NoError(t, s.deliver(context.Background(), testBatch("a")))
+	require.NoError(t, s.Handle(context.Background(), testBatch("a")))
 	require.Equal(t, []string{"Bearer t0ken"}, rcv.last(t).Header.Values("Authorization"))
 }
 
@@ -388,7 +391,7 @@ func TestAnswers(t *testing.T) {
 			s := newTestSender(t, &Config{URL: rcv.srv.URL + "/hook", Logger: logger})
 			batch := testBatch("a", "b", "c")
 
-			err := s.deliver(context.Background(), batch)
+			err := s.Handle(context.Background(), batch)
 
 			switch {
 			case tt.wantFailed != nil:
@@ -438,14 +441,14 @@ func TestForeignIDsLogOneLine(t *testing.T) {
 	}
 	failed["in-2"] = "boom"
 	failed["!"+strings.Repeat("é", 100)] = "" // a long id is cut in the line
-	body, err := json.Marshal(Answer{Failed: failed})
+	body, err := json.Marshal(wire.Answer{Failed: failed})
 	require.NoError(t, err)
 	require.Less(t, len(body), int(DefaultMaxResponseBytes))
 	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body) })
 	logger, logs := logBuffer()
 	s := newTestSender(t, &Config{URL: rcv.srv.URL, Logger: logger})
 
-	err = s.deliver(context.Background(), testBatch("in-1", "in-2"))
+	err = s.Handle(context.Background(), testBatch("in-1", "in-2"))
 	pf, ok := orderly.AsPartialFailure(err)
 	require.True(t, ok, "%v", err)
 	require.Len(t, pf.Failed, 1)
@@ -475,7 +478,7 @@ func TestStatusErrorQuotesAtMost4KiB(t *testing.T) {
 			rcv := newReceiver(t, answerWith(http.StatusServiceUnavailable, tt.body))
 			s := newTestSender(t, &Config{URL: rcv.srv.URL})
 
-			err := s.deliver(context.Background(), testBatch("a"))
+			err := s.Handle(context.Background(), testBatch("a"))
 
 			require.EqualError(t, err, "webhook: "+rcv.srv.URL+" answered 503 Service Unavailable: "+tt.want)
 		})
@@ -503,7 +506,7 @@ func TestMaxResponseBytes(t *testing.T) {
 			rcv := newReceiver(t, answerWith(tt.status, body))
 			s := newTestSender(t, &Config{URL: rcv.srv.URL, MaxResponseBytes: tt.max})
 
-			err := s.deliver(context.Background(), testBatch("a"))
+			err := s.Handle(context.Background(), testBatch("a"))
 
 			if tt.wantPart {
 				_, ok := orderly.AsPartialFailure(err)
@@ -522,7 +525,7 @@ func TestTimeout(t *testing.T) {
 		s := newTestSender(t, &Config{URL: rcv.srv.URL + "/hook?token=s3cret", Timeout: 50 * time.Millisecond})
 
 		start := time.Now()
-		err := s.deliver(context.Background(), testBatch("a"))
+		err := s.Handle(context.Background(), testBatch("a"))
 
 		require.Less(t, time.Since(start), 5*time.Second)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
@@ -538,7 +541,7 @@ func TestTimeout(t *testing.T) {
 		s := newTestSender(t, &Config{URL: rcv.srv.URL, Timeout: 50 * time.Millisecond})
 
 		start := time.Now()
-		err := s.deliver(context.Background(), testBatch("a"))
+		err := s.Handle(context.Background(), testBatch("a"))
 
 		require.Less(t, time.Since(start), 5*time.Second)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
@@ -555,7 +558,7 @@ func TestContextCancellation(t *testing.T) {
 		time.AfterFunc(50*time.Millisecond, cancel)
 
 		start := time.Now()
-		err := s.deliver(ctx, testBatch("a"))
+		err := s.Handle(ctx, testBatch("a"))
 
 		require.Less(t, time.Since(start), 5*time.Second)
 		require.ErrorIs(t, err, context.Canceled)
@@ -567,7 +570,7 @@ func TestContextCancellation(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 
-		err := s.deliver(ctx, testBatch("a"))
+		err := s.Handle(ctx, testBatch("a"))
 
 		require.ErrorIs(t, err, context.Canceled)
 	})
@@ -577,7 +580,7 @@ func TestContextCancellation(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
 
-		err := s.deliver(ctx, testBatch("a"))
+		err := s.Handle(ctx, testBatch("a"))
 
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		require.NotContains(t, err.Error(), "no answer within", "not the delivery's own timeout")
@@ -592,7 +595,7 @@ func TestConnectionRefused(t *testing.T) {
 	require.NoError(t, ln.Close())
 	s := newTestSender(t, &Config{URL: "http://u:s3cret@" + addr + "/hook?key=s3cret"})
 
-	err = s.deliver(context.Background(), testBatch("a"))
+	err = s.Handle(context.Background(), testBatch("a"))
 
 	require.ErrorContains(t, err, "webhook: posting to http://"+addr+"/hook: ")
 	require.ErrorContains(t, err, "connection refused")
@@ -609,14 +612,14 @@ func TestSecretsStayOut(t *testing.T) {
 	header := http.Header{"Authorization": {"Bearer s3cret"}}
 	s := newTestSender(t, &Config{URL: base + "/hook?token=s3cret#s3cret", Header: header, Logger: logger})
 
-	require.NoError(t, s.deliver(context.Background(), testBatch("a")))
+	require.NoError(t, s.Handle(context.Background(), testBatch("a")))
 	require.Contains(t, logs.String(), `"url":"`+rcv.srv.URL+`/hook"`)
 	require.NotContains(t, logs.String(), "s3cret")
 
 	rcv2 := newReceiver(t, answerWith(http.StatusUnauthorized, "bad token"))
 	base2 := strings.Replace(rcv2.srv.URL, "http://", "http://user:s3cret@", 1)
 	s2 := newTestSender(t, &Config{URL: base2 + "/hook?token=s3cret", Header: header})
-	err := s2.deliver(context.Background(), testBatch("a"))
+	err := s2.Handle(context.Background(), testBatch("a"))
 	require.EqualError(t, err, "webhook: "+rcv2.srv.URL+"/hook answered 401 Unauthorized: bad token")
 }
 
@@ -653,7 +656,7 @@ func TestConnectionsAreReused(t *testing.T) {
 
 	for _, answer := range []string{"ack", "partial", "error", "large", "chunked", "no-content", "ack"} {
 		s := newTestSender(t, &Config{URL: srv.URL + "?answer=" + answer, Client: srv.Client(), MaxResponseBytes: 10_000})
-		_ = s.deliver(context.Background(), testBatch("a"))
+		_ = s.Handle(context.Background(), testBatch("a"))
 	}
 
 	mu.Lock()
@@ -667,9 +670,9 @@ func TestNew(t *testing.T) {
 	client := &http.Client{Transport: &http.Transport{}}
 	t.Cleanup(client.CloseIdleConnections)
 
-	handle, err := New(&Config{URL: rcv.srv.URL, Client: client})
+	s, err := New(&Config{URL: rcv.srv.URL, Client: client})
 	require.NoError(t, err)
-	err = handle(context.Background(), testBatch("a", "b"))
+	err = s.Handle(context.Background(), testBatch("a", "b"))
 
 	pf, ok := orderly.AsPartialFailure(err)
 	require.True(t, ok, "got %v", err)
@@ -686,10 +689,10 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, DefaultMaxResponseBytes, s.maxBytes)
 	require.Equal(t, int64(1<<20), s.maxBytes)
 	require.Same(t, slog.Default(), s.logger)
-	require.NotSame(t, http.DefaultClient, s.client)
-	require.NotNil(t, s.client.Transport)
-	require.NotSame(t, http.DefaultTransport, s.client.Transport)
-	require.NotNil(t, s.client.CheckRedirect)
+	require.Nil(t, s.client, "the sender's own clients")
+	require.NotNil(t, s.transport)
+	require.Nil(t, s.direct, "https goes through net/http")
+	require.True(t, s.transport.DisableCompression)
 	require.Equal(t, http.Header{}, s.header)
 }
 
@@ -713,8 +716,8 @@ func TestConfigValidation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			handle, err := New(tt.cfg)
-			require.Nil(t, handle)
+			s, err := New(tt.cfg)
+			require.Nil(t, s)
 			require.ErrorContains(t, err, tt.wantErr)
 			require.NotContains(t, err.Error(), "s3cret")
 		})
@@ -738,21 +741,29 @@ func TestQuoteBody(t *testing.T) {
 	require.Equal(t, strings.Repeat("a", maxQuotedBody-2), quoteBody([]byte(cut)))
 }
 
-// Request is the body the node sends and what a Go receiver decodes: a
-// round trip keeps every payload's bytes and every field.
-func TestRequestRoundTrip(t *testing.T) {
+// requestOf builds the Request of a batch, which decodes back to it: a
+// receiver sees every payload's bytes and every field.
+func TestRequestOf(t *testing.T) {
 	t.Parallel()
 	b := testBatch("a", "b")
 	b.Jobs[1].RetryCount, b.Jobs[1].Error = 3, "boom"
 	b.Jobs[1].Payloads = append(b.Jobs[1].Payloads, orderly.Payload{Data: []byte{0, 0xff}, Score: 7, Headers: map[string]string{"k": "v"}}, orderly.Payload{Data: []byte(`"<&>"`), Score: 8})
-	body, err := requestOf(b).MarshalJSON()
+	r := requestOf(b)
+	require.Equal(t, "emails", r.Queue)
+	require.Len(t, r.Jobs, 2)
+	for i, j := range b.Jobs {
+		require.Equal(t, j.ID, r.Jobs[i].ID)
+		require.Equal(t, j.RetryCount, r.Jobs[i].RetryCount)
+		require.Equal(t, j.Error, r.Jobs[i].Error)
+		require.Equal(t, unixSeconds(j.PerformAt), r.Jobs[i].PerformAt)
+		require.Len(t, r.Jobs[i].Payloads, len(j.Payloads))
+		for k, p := range j.Payloads {
+			require.Equal(t, wire.Payload(p), r.Jobs[i].Payloads[k])
+		}
+	}
+	body, err := r.MarshalJSON()
 	require.NoError(t, err)
-	var got Request
+	var got wire.Request
 	require.NoError(t, json.Unmarshal(body, &got))
-	require.Equal(t, *requestOf(b), got)
-
-	var p Payload
-	require.ErrorContains(t, json.Unmarshal([]byte(`{"payload": 1, "payload_base64": "AA==", "score": 1}`), &p), "both given")
-	require.ErrorContains(t, json.Unmarshal([]byte(`{"score": 1}`), &p), "payload or payload_base64 required")
-	require.ErrorContains(t, json.Unmarshal([]byte(`{"payload_base64": "!!", "score": 1}`), &p), "payload_base64")
+	require.Equal(t, r, got)
 }

@@ -12,12 +12,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/orderlyhq/orderly/webhook"
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 // receive is the minimal webhook receiver of the webhook runs, in a process
 // of its own so that its CPU is measured apart: it decodes each request as
-// a Go receiver would (encoding/json into webhook.Request, the same
+// a Go receiver would (encoding/json into wire.Request, the same
 // protocol for both releases) and acknowledges the whole batch with an
 // empty 200. Calls wait until a line comes on stdin (the gate); "ready" on
 // stdout says it listens, and one more line when it got --expect payloads.
@@ -49,7 +49,7 @@ func receive(args []string) error {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		var wr webhook.Request
+		var wr wire.Request
 		if err := json.Unmarshal(body, &wr); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return

@@ -16,8 +16,8 @@ import (
 	"github.com/orderlyhq/orderly/internal/history"
 	"github.com/orderlyhq/orderly/internal/nodetest"
 	"github.com/orderlyhq/orderly/internal/redistest"
-	"github.com/orderlyhq/orderly/webhook"
 	"github.com/orderlyhq/orderly/webhook/webhooktest"
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 // counter is the state each id of TestChaosCounter keeps: N counts the
@@ -97,7 +97,7 @@ func TestChaosCounter(t *testing.T) {
 			// Each payload is audited: emitted, as it is, to the audit
 			// queue under the same id (equal payloads merge there).
 			for _, p := range j.Payloads {
-				a.Emit = append(a.Emit, webhook.AnswerEmit{From: j.ID, Queue: "audit", ID: j.ID, Payload: json.RawMessage(p.Data)})
+				a.Emit = append(a.Emit, wire.Emit{From: j.ID, Queue: "audit", ID: j.ID, Payload: json.RawMessage(p.Data)})
 			}
 		}
 		return a

@@ -16,8 +16,8 @@ import (
 	"github.com/orderlyhq/orderly/internal/history"
 	"github.com/orderlyhq/orderly/internal/nodetest"
 	"github.com/orderlyhq/orderly/internal/redistest"
-	"github.com/orderlyhq/orderly/webhook"
 	"github.com/orderlyhq/orderly/webhook/webhooktest"
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 func TestMain(m *testing.M) {
@@ -57,7 +57,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	require.Eventually(t, cond, 20*time.Second, 10*time.Millisecond, what)
 }
 
-func payloads(j webhook.Job) []string {
+func payloads(j wire.Job) []string {
 	var out []string
 	for _, p := range j.Payloads {
 		out = append(out, string(p.Data))

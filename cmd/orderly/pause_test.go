@@ -11,8 +11,8 @@ import (
 	"github.com/orderlyhq/orderly/internal/history"
 	"github.com/orderlyhq/orderly/internal/nodetest"
 	"github.com/orderlyhq/orderly/internal/redistest"
-	"github.com/orderlyhq/orderly/webhook"
 	"github.com/orderlyhq/orderly/webhook/webhooktest"
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 // TestChaosPause runs three node processes under load with slow webhook
@@ -43,7 +43,7 @@ func TestChaosPause(t *testing.T) {
 	srv := redistest.NewServer(t, redistest.Options{AOF: true})
 	rcv := nodetest.NewReceiver(t, func(c *webhooktest.Call) webhooktest.Answer {
 		a := webhooktest.Answer{Delay: time.Duration(100+rnd(600)) * time.Millisecond}
-		d, ok := webhook.ParseDeadline(c.Header.Get(webhook.DeadlineHeader))
+		d, ok := wire.ParseDeadline(c.Header.Get(wire.DeadlineHeader))
 		if !ok {
 			dmu.Lock()
 			noDeadline++
@@ -91,7 +91,7 @@ func TestChaosPause(t *testing.T) {
 	calls := rcv.Calls()
 	late := 0 // calls the receiver answered after their deadline: the model failed
 	for _, c := range calls {
-		if d, ok := webhook.ParseDeadline(c.Header.Get(webhook.DeadlineHeader)); ok && c.End.After(d.Add(50*time.Millisecond)) && !c.Cut {
+		if d, ok := wire.ParseDeadline(c.Header.Get(wire.DeadlineHeader)); ok && c.End.After(d.Add(50*time.Millisecond)) && !c.Cut {
 			late++
 		}
 	}

@@ -14,8 +14,8 @@ import (
 	"github.com/orderlyhq/orderly/cmd/internal/chaos"
 	"github.com/orderlyhq/orderly/internal/nodetest"
 	"github.com/orderlyhq/orderly/internal/redistest"
-	"github.com/orderlyhq/orderly/webhook"
 	"github.com/orderlyhq/orderly/webhook/webhooktest"
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 // TestEmitsRelayedAfterOwnerKilled SIGKILLs a node that committed emits
@@ -28,7 +28,7 @@ func TestEmitsRelayedAfterOwnerKilled(t *testing.T) {
 	const n = 20
 	srv := redistest.NewServer(t, redistest.Options{AOF: true})
 	emitter := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req webhook.Request
+		var req wire.Request
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return

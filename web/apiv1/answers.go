@@ -1,5 +1,7 @@
 package apiv1
 
+import "github.com/orderlyhq/orderly/webhook/wire"
+
 // Error is every error answer: the message, and the field at fault
 // ("jobs[2].perform_at", "limit", "queue") when one is.
 type Error struct {
@@ -89,8 +91,8 @@ type Job struct {
 	Error      string  `json:"error"`
 	// Payloads are the lowest-scored ones (ListOptions.Payloads);
 	// PayloadCount is the total.
-	Payloads     []Payload `json:"payloads"`
-	PayloadCount int       `json:"payload_count"`
+	Payloads     []wire.Payload `json:"payloads"`
+	PayloadCount int            `json:"payload_count"`
 }
 
 // ListedJob is a job of a listing or of an in-flight batch.
@@ -156,11 +158,11 @@ type Processing struct {
 // MorgueEntry is an id in the morgue: its payloads whose retries ran out,
 // when it last went there and the last error.
 type MorgueEntry struct {
-	ID           string    `json:"id"`
-	UpdatedAt    float64   `json:"updated_at"`
-	Error        string    `json:"error"`
-	Payloads     []Payload `json:"payloads"`
-	PayloadCount int       `json:"payload_count"`
+	ID           string         `json:"id"`
+	UpdatedAt    float64        `json:"updated_at"`
+	Error        string         `json:"error"`
+	Payloads     []wire.Payload `json:"payloads"`
+	PayloadCount int            `json:"payload_count"`
 }
 
 // MorguePage is the answer of GET /api/v1/queues/{q}/morgue. Next is the

@@ -4,11 +4,14 @@
 // them, so that the API's shapes are declared once.
 //
 // A type's JSON field order is the order of its answers' keys. Times are
-// unix seconds (JSON numbers, possibly fractional); payloads are Payload:
-// the stored bytes as a JSON value when they are one, else base64.
+// unix seconds (JSON numbers, possibly fractional); payloads are
+// wire.Payload, as the webhook sends them: the stored bytes as a JSON value
+// when they are compact JSON in valid UTF-8 (wire.IsCompactJSON), else
+// base64.
 //
 // NewJob is the one request type with rules of its own: DecodeJob checks a
 // job object as the server does (unknown or repeated fields, types, the
-// payload's size), and NewJob.Store turns it into a persistence.NewJob with
+// payload's size), DecodeJobs a whole enqueue body in one pass, and
+// NewJob.Store turns a job into a persistence.NewJob with
 // persistence.PerformAt, the due-time rule every transport shares.
 package apiv1

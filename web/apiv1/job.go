@@ -1,7 +1,6 @@
 package apiv1
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/web/internal/jsonscan"
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 // EmptyPayload is the payload of a job that gives none: the JSON string "".
@@ -43,8 +43,9 @@ type NewJob struct {
 }
 
 // MarshalJSON implements json.Marshaler: the payload goes as "payload" when
-// its bytes are valid compact JSON (the server stores them as they are),
-// else as "payload_base64", so that the stored bytes are Payload exactly.
+// wire.IsCompactJSON holds for its bytes (the server stores them as they
+// are), else as "payload_base64", so that the stored bytes are Payload
+// exactly.
 func (j NewJob) MarshalJSON() ([]byte, error) {
 	b := []byte(`{"id":`)
 	id, err := json.Marshal(j.ID)
@@ -53,7 +54,7 @@ func (j NewJob) MarshalJSON() ([]byte, error) {
 	}
 	b = append(b, id...)
 	if j.Payload != nil {
-		if IsJSONPayload(j.Payload) {
+		if wire.IsCompactJSON(j.Payload) {
 			b = append(b, `,"payload":`...)
 			b = append(b, j.Payload...)
 		} else {
@@ -107,69 +108,129 @@ const (
 // empty when val is not an object. What Store and persistence.ValidateJobs
 // check (times, the id's length) is not checked.
 func DecodeJob(val []byte, index, maxPayload int) (NewJob, error) {
+	d := newJobDecoder(index, maxPayload)
+	if k := jsonscan.KindOf(val); k != "an object" {
+		return d.job, d.bad("", "must be a JSON object, got %s", k)
+	}
+	if err := jsonscan.EachField(val, d.field); err != nil {
+		return d.job, err
+	}
+	return d.done()
+}
+
+// ErrMalformedJSON is wrapped by the error of DecodeJobs for a body that is
+// not well-formed JSON; the caller says where (json.Unmarshal's
+// *json.SyntaxError does).
+var ErrMalformedJSON = errors.New("apiv1: malformed JSON")
+
+// DecodeJobs checks and decodes an enqueue body, a JSON array of job
+// objects (its first byte that is not white space is '['), into the jobs
+// to store, as DecodeJob and NewJob.Store do each job: now is the time
+// perform_in counts from. It reads the body once, checking its syntax as
+// it goes: a body that is not well-formed JSON returns an error wrapping
+// ErrMalformedJSON, whatever else is wrong with it; else the first job's
+// error (a *persistence.FieldError) is returned.
+func DecodeJobs(body []byte, maxPayload int, now time.Time) ([]persistence.NewJob, error) {
+	var jobs []persistence.NewJob
+	d := newJobDecoder(0, maxPayload)
+	field := d.field
+	err := jsonscan.WalkArray(body, func(i int, e *jsonscan.Element) error {
+		*d = jobDecoder{index: i, maxPayload: d.maxPayload}
+		if k := e.Kind(); k != "an object" {
+			return d.bad("", "must be a JSON object, got %s", k)
+		}
+		if err := e.EachField(field); err != nil {
+			return err
+		}
+		wire, err := d.done()
+		if err != nil {
+			return err
+		}
+		job, err := wire.Store(now, i)
+		jobs = append(jobs, job)
+		return err
+	})
+	if errors.Is(err, jsonscan.ErrMalformed) {
+		return nil, fmt.Errorf("%w: %w", ErrMalformedJSON, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return jobs, nil
+}
+
+// jobDecoder decodes the fields of one job object.
+type jobDecoder struct {
+	job        NewJob
+	seen       int // the fields given, as bits
+	index      int
+	maxPayload int
+}
+
+func newJobDecoder(index, maxPayload int) *jobDecoder {
 	if maxPayload <= 0 {
 		maxPayload = persistence.DefaultMaxPayloadBytes
 	}
-	var (
-		job  NewJob
-		seen int
-	)
-	bad := func(key, format string, args ...any) error {
-		return &persistence.FieldError{Field: jsonscan.Truncate(key, 64), Index: index, Reason: fmt.Sprintf(format, args...)}
-	}
-	if k := jsonscan.KindOf(val); k != "an object" {
-		return job, bad("", "must be a JSON object, got %s", k)
-	}
+	return &jobDecoder{index: index, maxPayload: maxPayload}
+}
+
+// bad returns the error of the field key.
+func (d *jobDecoder) bad(key, format string, args ...any) error {
+	return &persistence.FieldError{Field: jsonscan.Truncate(key, 64), Index: d.index, Reason: fmt.Sprintf(format, args...)}
+}
+
+// field decodes one field.
+func (d *jobDecoder) field(key, val []byte) error {
 	number := func(val []byte) (*float64, error) {
 		v, err := jsonscan.FiniteNumber(val)
 		return &v, err
 	}
-	err := jsonscan.EachField(val, func(key string, val []byte) error {
-		var f int
-		var err error
-		switch key {
-		case "id":
-			f = fID
-			job.ID, err = jsonscan.DecodeString(val)
-		case "payload":
-			f = fPayload
-			job.Payload, err = compactPayload(val, maxPayload)
-		case "payload_base64":
-			f = fPayloadBase64
-			job.Payload, err = decodeBase64(val, maxPayload)
-		case "score":
-			f = fScore
-			job.Score, err = number(val)
-		case "perform_at":
-			f = fPerformAt
-			job.PerformAt, err = number(val)
-		case "perform_in":
-			f = fPerformIn
-			job.PerformIn, err = number(val)
-		case "headers":
-			f = fHeaders
-			job.Headers, err = decodeHeaders(val, index)
-		default:
-			return bad(key, "unknown field (known: %s)", JobFields)
-		}
-		if seen&f != 0 {
-			return bad(key, "given more than once")
-		}
-		seen |= f
-		if err != nil {
-			return bad(key, "%v", err)
-		}
-		return nil
-	})
-	switch {
-	case err != nil:
-		return job, err
-	case seen&fID == 0:
-		return job, bad("id", "required")
-	case seen&fPayload != 0 && seen&fPayloadBase64 != 0:
-		return job, bad("payload_base64", "give payload or payload_base64, not both")
+	var f int
+	var err error
+	switch string(key) {
+	case "id":
+		f = fID
+		d.job.ID, err = jsonscan.DecodeString(val)
+	case "payload":
+		f = fPayload
+		d.job.Payload, err = compactPayload(val, d.maxPayload)
+	case "payload_base64":
+		f = fPayloadBase64
+		d.job.Payload, err = decodeBase64(val, d.maxPayload)
+	case "score":
+		f = fScore
+		d.job.Score, err = number(val)
+	case "perform_at":
+		f = fPerformAt
+		d.job.PerformAt, err = number(val)
+	case "perform_in":
+		f = fPerformIn
+		d.job.PerformIn, err = number(val)
+	case "headers":
+		f = fHeaders
+		d.job.Headers, err = decodeHeaders(val, d.index)
+	default:
+		return d.bad(string(key), "unknown field (known: %s)", JobFields)
 	}
-	return job, nil
+	if d.seen&f != 0 {
+		return d.bad(string(key), "given more than once")
+	}
+	d.seen |= f
+	if err != nil {
+		return d.bad(string(key), "%v", err)
+	}
+	return nil
+}
+
+// done checks what the fields say together, once all were decoded.
+func (d *jobDecoder) done() (NewJob, error) {
+	switch {
+	case d.seen&fID == 0:
+		return d.job, d.bad("id", "required")
+	case d.seen&fPayload != 0 && d.seen&fPayloadBase64 != 0:
+		return d.job, d.bad("payload_base64", "give payload or payload_base64, not both")
+	}
+	return d.job, nil
 }
 
 // Store returns the job to enqueue: the due time by persistence.PerformAt
@@ -212,13 +273,7 @@ func decodeHeaders(val []byte, index int) (map[string]string, error) {
 // compactPayload returns a payload value's compact encoding: insignificant
 // whitespace removed, key order and escapes kept.
 func compactPayload(val []byte, maxPayload int) ([]byte, error) {
-	if !jsonscan.IsCompact(val) {
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, val); err != nil {
-			return nil, err
-		}
-		val = buf.Bytes()
-	}
+	val = jsonscan.Compact(val)
 	return val, checkPayloadSize(len(val), maxPayload)
 }
 

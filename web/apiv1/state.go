@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 // State is an id's state in a stateful queue (docs/contract.md §11), as GET
@@ -19,8 +21,8 @@ import (
 //
 // A deleted state keeps its version (a tombstone, docs/contract.md §11), so
 // a compare-and-set holding a version from before the delete fails.
-// The bytes appear under "state" when they are a compact JSON value (as
-// IsJSONPayload decides for payloads), else as base64 under "state_base64".
+// The bytes appear under "state" by the payload rule (wire.IsCompactJSON),
+// else as base64 under "state_base64".
 type State struct {
 	Data    []byte
 	Version int64
@@ -34,7 +36,7 @@ func (s State) MarshalJSON() ([]byte, error) {
 	switch {
 	case s.Version == 0 || s.Deleted:
 		b = append(b, `{"state":null`...)
-	case IsJSONPayload(s.Data):
+	case wire.IsCompactJSON(s.Data):
 		b = append(b, `{"state":`...)
 		b = append(b, s.Data...)
 	default:
@@ -174,7 +176,7 @@ func (e FeedEntry) MarshalJSON() ([]byte, error) {
 		b = append(b, `,"state_sha1":"`...)
 		b = append(b, e.SHA1...)
 		b = append(b, '"')
-	case IsJSONPayload(e.Data):
+	case wire.IsCompactJSON(e.Data):
 		b = append(b, `,"state":`...)
 		b = append(b, e.Data...)
 	default:

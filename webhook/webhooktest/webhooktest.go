@@ -1,6 +1,6 @@
 // Package webhooktest provides a webhook receiver for tests and benchmarks,
 // in the shape of net/http/httptest: NewReceiver starts an HTTP endpoint on
-// 127.0.0.1 that decodes each delivery (webhook.Request), answers it as an
+// 127.0.0.1 that decodes each delivery (wire.Request), answers it as an
 // AnswerFunc decides (acknowledge, fail some ids, fail the whole delivery,
 // answer late) and records every call with when it started and ended.
 //
@@ -12,7 +12,8 @@
 //	for _, c := range rcv.Calls() { ... }
 //
 // The package does not import testing: the orderly bench command uses it
-// as well as the tests.
+// as well as the tests. Of this module it imports only package wire, as any
+// receiver written in Go does, so it links nothing of the node.
 package webhooktest
 
 import (
@@ -24,7 +25,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/orderlyhq/orderly/webhook"
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 // Path is the path of the receiver's endpoint, under its server's URL.
@@ -36,7 +37,7 @@ type Call struct {
 	// Orderly-Delivery.
 	Header http.Header
 	// Request is the decoded body.
-	Request webhook.Request
+	Request wire.Request
 	// Answer is what the receiver answered, or was about to when the
 	// call was cut.
 	Answer Answer
@@ -56,7 +57,7 @@ type Call struct {
 
 // Delivery returns the call's Orderly-Delivery header, which names the
 // delivery attempt as "<queue>/<shard>/<epoch>/<seq>".
-func (c *Call) Delivery() string { return c.Header.Get(webhook.DeliveryHeader) }
+func (c *Call) Delivery() string { return c.Header.Get(wire.DeliveryHeader) }
 
 // Acked reports whether the call acknowledged the job id: it was answered,
 // not cut, with a 2xx status, and its answer did not fail id.
@@ -74,7 +75,7 @@ type Answer struct {
 	// 2xx fails the whole delivery.
 	Status int
 	// Failed fails these ids with these messages (a partial failure, sent
-	// as a webhook.Answer); the delivery's other ids are acknowledged.
+	// as a wire.Answer); the delivery's other ids are acknowledged.
 	Failed map[string]string
 	// Delay holds the answer back; Hold, when not nil, holds it until the
 	// channel is closed. Both end early when the sender gives up.
@@ -90,7 +91,7 @@ type Answer struct {
 	// Emit enqueues jobs into any queue on behalf of ids of the delivery
 	// (each names its id in From): the answer's "emit", committed with
 	// that id's acknowledgement (docs/contract.md §11).
-	Emit []webhook.AnswerEmit
+	Emit []wire.Emit
 }
 
 func (a Answer) succeeds() bool { return a.Status == 0 || a.Status >= 200 && a.Status <= 299 }
@@ -116,8 +117,8 @@ type Receiver struct {
 }
 
 // RequireSignature makes the receiver verify each request's
-// Orderly-Signature with webhook.VerifyRequest under secret and tolerance
-// (0: webhook.DefaultTolerance). A request that fails is recorded with its
+// Orderly-Signature with wire.VerifyRequest under secret and tolerance
+// (0: wire.DefaultTolerance). A request that fails is recorded with its
 // SignatureErr and answered 401, which fails the delivery. A nil secret
 // turns the check off.
 func (r *Receiver) RequireSignature(secret []byte, tolerance time.Duration) {
@@ -177,8 +178,8 @@ func (r *Receiver) Active() int {
 
 // JobsOf returns the delivered jobs of id in the order their calls
 // arrived, those being answered included.
-func (r *Receiver) JobsOf(id string) []webhook.Job {
-	var out []webhook.Job
+func (r *Receiver) JobsOf(id string) []wire.Job {
+	var out []wire.Job
 	for _, c := range r.Calls() {
 		for _, j := range c.Request.Jobs {
 			if j.ID == id {
@@ -199,7 +200,7 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	secret, skew := r.secret, r.skew
 	r.mu.Unlock()
 	if secret != nil {
-		if _, err := webhook.VerifyRequest(req, secret, skew, 0); err != nil {
+		if _, err := wire.VerifyRequest(req, secret, skew, 0); err != nil {
 			c.SignatureErr = err
 			c.Answer = Answer{Status: http.StatusUnauthorized}
 			c.End = time.Now()
@@ -275,7 +276,7 @@ func write(w http.ResponseWriter, a Answer) {
 		w.WriteHeader(status)
 		return
 	}
-	body, err := json.Marshal(webhook.Answer{Failed: a.Failed, State: a.State, Timers: a.Timers, Emit: a.Emit})
+	body, err := json.Marshal(wire.Answer{Failed: a.Failed, State: a.State, Timers: a.Timers, Emit: a.Emit})
 	if err != nil { // a State value that is not JSON: the AnswerFunc's mistake
 		http.Error(w, "webhooktest: the answer does not encode: "+err.Error(), http.StatusInternalServerError)
 		return

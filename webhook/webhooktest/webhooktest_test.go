@@ -16,19 +16,19 @@ import (
 	"github.com/orderlyhq/orderly/orderlytest"
 	"github.com/orderlyhq/orderly/webhook"
 	"github.com/orderlyhq/orderly/webhook/webhooktest"
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// handler returns a webhook handler posting to rcv, whose idle connections
-// are closed when the test ends.
+// handler returns a webhook handler posting to rcv, whose sender is closed
+// when the test ends.
 func handler(t *testing.T, rcv *webhooktest.Receiver, timeout time.Duration) orderly.HandlerFunc {
 	t.Helper()
-	client := &http.Client{}
-	t.Cleanup(client.CloseIdleConnections)
-	h, err := webhook.New(&webhook.Config{URL: rcv.URL, Timeout: timeout, Client: client})
+	s, err := webhook.New(&webhook.Config{URL: rcv.URL, Timeout: timeout})
 	require.NoError(t, err)
-	return h
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	return s.Handle
 }
 
 func batch(delivery string, ids ...string) *orderly.Batch {
@@ -64,10 +64,10 @@ func TestReceiverRecordsAndAnswers(t *testing.T) {
 	require.Len(t, calls, 3)
 	c := calls[0]
 	require.Equal(t, "orders/1/1/1", c.Delivery())
-	require.Equal(t, webhook.Request{Queue: "orders", Shard: 1, Jobs: []webhook.Job{
-		{ID: "a", RetryCount: -1, PerformAt: 1_700_000_000, Payloads: []webhook.Payload{{Data: []byte(`{"n": 0}`), Score: 0}, {Data: []byte{0xff}, Score: 9}}},
-		{ID: "b", RetryCount: -1, PerformAt: 1_700_000_000, Payloads: []webhook.Payload{{Data: []byte(`{"n": 1}`), Score: 1}, {Data: []byte{0xff}, Score: 9}}},
-	}}, c.Request, "JSON payloads byte for byte, others through base64")
+	require.Equal(t, wire.Request{Queue: "orders", Shard: 1, Jobs: []wire.Job{
+		{ID: "a", RetryCount: -1, PerformAt: 1_700_000_000, Payloads: []wire.Payload{{Data: []byte(`{"n": 0}`), Score: 0}, {Data: []byte{0xff}, Score: 9}}},
+		{ID: "b", RetryCount: -1, PerformAt: 1_700_000_000, Payloads: []wire.Payload{{Data: []byte(`{"n": 1}`), Score: 1}, {Data: []byte{0xff}, Score: 9}}},
+	}}, c.Request, "every payload's bytes, whether sent as JSON or in base64")
 	require.False(t, c.Start.IsZero() || c.End.Before(c.Start))
 	require.True(t, c.Acked("a") && c.Acked("b"))
 	require.True(t, calls[1].Acked("a"))
@@ -112,8 +112,8 @@ func TestReceiverHoldAndCut(t *testing.T) {
 	close(hold)
 }
 
-// A Go receiver decodes a delivery into webhook.Request and answers a
-// webhook.Answer; webhooktest plays that receiver for tests.
+// A Go receiver decodes a delivery into wire.Request and answers a
+// wire.Answer; webhooktest plays that receiver for tests.
 func Example() {
 	rcv := webhooktest.NewReceiver(func(c *webhooktest.Call) webhooktest.Answer {
 		for _, j := range c.Request.Jobs {
@@ -122,14 +122,13 @@ func Example() {
 		return webhooktest.Answer{Failed: map[string]string{"order-2": "card declined"}}
 	})
 	defer rcv.Close()
-	client := &http.Client{}
-	defer client.CloseIdleConnections()
-	handle, err := webhook.New(&webhook.Config{URL: rcv.URL, Client: client})
+	sender, err := webhook.New(&webhook.Config{URL: rcv.URL})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	err = handle(context.Background(), &orderly.Batch{Queue: "orders", Delivery: "orders/0/1/1", Jobs: []orderly.Job{
+	defer sender.Close()
+	err = sender.Handle(context.Background(), &orderly.Batch{Queue: "orders", Delivery: "orders/0/1/1", Jobs: []orderly.Job{
 		{ID: "order-1", RetryCount: -1, Payloads: []orderly.Payload{{Data: []byte(`{"sku":"A-1"}`), Score: 1}}},
 		{ID: "order-2", RetryCount: -1, Payloads: []orderly.Payload{{Data: []byte(`{"sku":"B-2"}`), Score: 2}}},
 	}})
@@ -148,23 +147,23 @@ func TestReceiverRequiresSignature(t *testing.T) {
 	rcv := webhooktest.NewReceiver(nil)
 	defer rcv.Close()
 	rcv.RequireSignature([]byte("s3cr3t"), time.Minute)
-	client := &http.Client{}
-	t.Cleanup(client.CloseIdleConnections)
 	ctx := context.Background()
 
-	signed, err := webhook.New(&webhook.Config{URL: rcv.URL, Client: client, Secret: []byte("s3cr3t")})
+	signed, err := webhook.New(&webhook.Config{URL: rcv.URL, Secret: []byte("s3cr3t")})
 	require.NoError(t, err)
-	require.NoError(t, signed(ctx, batch("orders/1/1/1", "a")))
+	defer signed.Close()
+	require.NoError(t, signed.Handle(ctx, batch("orders/1/1/1", "a")))
 
-	unsigned, err := webhook.New(&webhook.Config{URL: rcv.URL, Client: client})
+	unsigned, err := webhook.New(&webhook.Config{URL: rcv.URL})
 	require.NoError(t, err)
-	require.ErrorContains(t, unsigned(ctx, batch("orders/1/1/2", "a")), "401")
+	defer unsigned.Close()
+	require.ErrorContains(t, unsigned.Handle(ctx, batch("orders/1/1/2", "a")), "401")
 
 	calls := rcv.Calls()
 	require.Len(t, calls, 2)
 	require.NoError(t, calls[0].SignatureErr)
 	require.True(t, calls[0].Acked("a"))
-	require.ErrorIs(t, calls[1].SignatureErr, webhook.ErrNoSignature)
+	require.ErrorIs(t, calls[1].SignatureErr, wire.ErrNoSignature)
 	require.False(t, calls[1].Acked("a"))
 }
 

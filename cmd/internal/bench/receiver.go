@@ -7,17 +7,19 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/internal/history"
 	"github.com/orderlyhq/orderly/webhook"
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 // receiver is the minimal webhook receiver of the webhook scenario: it
 // decodes each request as any Go receiver would (encoding/json into
-// webhook.Request), records the call for the audit and acknowledges the
+// wire.Request), records the call for the audit and acknowledges the
 // whole batch with an empty 200. It runs in the bench's process, so the
 // CPU it spends counts with the node's.
 type receiver struct {
@@ -25,6 +27,9 @@ type receiver struct {
 	srv   *http.Server
 	url   string
 	calls atomic.Int64
+
+	mu      sync.Mutex        // guards senders
+	senders []*webhook.Sender // the nodes' handlers, closed by close
 }
 
 func startReceiver(rc *recorder) (*receiver, error) {
@@ -45,7 +50,7 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	var wr webhook.Request
+	var wr wire.Request
 	if err := json.Unmarshal(body, &wr); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -68,6 +73,11 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 }
 
 func (r *receiver) close() {
+	r.mu.Lock()
+	for _, s := range r.senders {
+		_ = s.Close()
+	}
+	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := r.srv.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
@@ -77,9 +87,12 @@ func (r *receiver) close() {
 
 // handler returns the webhook handler of every node: POSTs to the receiver.
 func (r *receiver) handler(string) orderly.HandlerFunc {
-	h, err := webhook.New(&webhook.Config{URL: r.url})
+	s, err := webhook.New(&webhook.Config{URL: r.url})
 	if err != nil {
 		panic(err) // the URL is ours and valid
 	}
-	return h
+	r.mu.Lock()
+	r.senders = append(r.senders, s)
+	r.mu.Unlock()
+	return s.Handle
 }

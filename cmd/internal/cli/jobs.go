@@ -15,6 +15,7 @@ import (
 	"github.com/orderlyhq/orderly/cmd/internal/usage"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/web/apiv1"
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 // jobsHelp is the help of "orderly jobs" itself.
@@ -128,7 +129,7 @@ func (e *env) jobTable(list []apiv1.ListedJob) {
 
 // payloadList renders payloads in one cell: the payload, or the count and
 // the first ones ("3: {"sku":1}, "b", …").
-func payloadList(ps []apiv1.Payload, count int) string {
+func payloadList(ps []wire.Payload, count int) string {
 	parts := make([]string, len(ps))
 	for i, p := range ps {
 		parts[i] = payloadText(p)
@@ -146,7 +147,7 @@ func payloadList(ps []apiv1.Payload, count int) string {
 // headerLines prints the headers of the payloads that have some, one line
 // per payload, numbered from 1 as the payload list shows them
 // (docs/contract.md §10).
-func headerLines(w io.Writer, ps []apiv1.Payload) {
+func headerLines(w io.Writer, ps []wire.Payload) {
 	for i, p := range ps {
 		if len(p.Headers) == 0 {
 			continue
@@ -257,7 +258,7 @@ func jobsGet(e *env, args []string) int {
 		fmt.Fprintf(tw, "state:\tdeleted\n")
 		fmt.Fprintf(tw, "version:\t%d\n", st.Version)
 	} else if st != nil {
-		fmt.Fprintf(tw, "state:\t%s\n", cell(payloadText(apiv1.Payload{Data: st.Data}), 200))
+		fmt.Fprintf(tw, "state:\t%s\n", cell(payloadText(wire.Payload{Data: st.Data}), 200))
 		fmt.Fprintf(tw, "version:\t%d\n", st.Version)
 	}
 	if l.Timer != nil {

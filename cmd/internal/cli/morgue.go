@@ -14,6 +14,7 @@ import (
 	"github.com/orderlyhq/orderly/cmd/internal/usage"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/web/apiv1"
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 // morgueHelp is the help of "orderly morgue" itself.
@@ -74,8 +75,8 @@ the node reads up to 10,000 entries per page and says how many it searched.`,
 
 // payloadText renders a payload for a table: its JSON, or base64:... for
 // bytes that the API shows as base64.
-func payloadText(p apiv1.Payload) string {
-	if apiv1.IsJSONPayload(p.Data) {
+func payloadText(p wire.Payload) string {
+	if wire.IsCompactJSON(p.Data) {
 		return string(p.Data)
 	}
 	return "base64:" + base64.StdEncoding.EncodeToString(p.Data)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderlyhq/orderly/web/apiv1"
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 // evilID is a valid id made to upset a terminal: an escape sequence and a
@@ -255,7 +256,7 @@ func TestMorgueCommand(t *testing.T) {
 func TestPayloadsCell(t *testing.T) {
 	t.Parallel()
 	type entry = apiv1.MorgueEntry
-	type p = apiv1.Payload
+	type p = wire.Payload
 	for _, tc := range []struct {
 		entry entry
 		want  string

@@ -10,6 +10,7 @@ import (
 
 	"github.com/orderlyhq/orderly/cmd/internal/usage"
 	"github.com/orderlyhq/orderly/web/apiv1"
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 // stateHelp is the help of "orderly state" itself.
@@ -86,7 +87,7 @@ func stateGet(e *env, args []string) int {
 	if st.Deleted {
 		fmt.Fprintln(e.stdout, "deleted")
 	} else if st.Version != 0 {
-		fmt.Fprintln(e.stdout, payloadText(apiv1.Payload{Data: st.Data}))
+		fmt.Fprintln(e.stdout, payloadText(wire.Payload{Data: st.Data}))
 	}
 	return ExitOK
 }
@@ -230,7 +231,7 @@ func stateFeed(e *env, args []string) int {
 		case en.SHA1 != "":
 			st = "sha1:" + en.SHA1
 		default:
-			st = payloadText(apiv1.Payload{Data: en.Data})
+			st = payloadText(wire.Payload{Data: en.Data})
 		}
 		fmt.Fprintf(e.stdout, "%s %s v%d %s\n", en.Pos, cell(en.ID, 200), en.Version, cell(st, 200))
 	}

@@ -118,6 +118,17 @@ const (
 	HandlerHTTP = "http"
 )
 
+// Values of HandlerConfig.Client.
+const (
+	// HTTPClientDirect sends an http handler's requests to a plain http
+	// URL with the webhook sender's direct HTTP/1.1 client, and the others
+	// with net/http (the default).
+	HTTPClientDirect = "direct"
+	// HTTPClientNetHTTP sends every request of an http handler with
+	// net/http (webhook.Config.NetHTTP).
+	HTTPClientNetHTTP = "net/http"
+)
+
 // Config is the node's resolved configuration. Load returns it with every
 // default filled in and every value validated.
 type Config struct {
@@ -363,6 +374,10 @@ type HandlerConfig struct {
 	// HTTP set (Orderly-*, Content-Type, Host...) are refused. Their values
 	// are treated as secrets.
 	Headers map[string]string
+	// Client is how an http handler sends its requests: HTTPClientDirect
+	// or HTTPClientNetHTTP [client; empty: direct]; empty for the other
+	// types.
+	Client string
 }
 
 // defaultNode returns the node's defaults, except Name, which Load fills

@@ -142,7 +142,7 @@ queues:
     max_concurrency: 4
     rate_limit: {per_second: 100, burst: 20}
     retry: {policy: linear, base: 10s}       # lowkiq | linear (base*(n+1)) | exponential (base*2^n, max)
-    handler: {type: http, url: http://127.0.0.1:9000/perform, timeout: 30s}   # or {type: log} / {type: noop}
+    handler: {type: http, url: http://127.0.0.1:9000/perform, timeout: 30s, client: net/http}   # or {type: log} / {type: noop}
   - name: mail.out
     timeout: 1m30s
     max_retry_count: none
@@ -209,7 +209,7 @@ func TestExampleFile(t *testing.T) {
 				MaxConcurrency:     4,
 				RateLimit:          &RateLimitConfig{PerSecond: 100, Burst: 20},
 				Retry:              RetryConfig{Policy: "linear", Base: 10 * time.Second},
-				Handler:            HandlerConfig{Type: "http", URL: "http://127.0.0.1:9000/perform", Timeout: 30 * time.Second},
+				Handler:            HandlerConfig{Type: "http", URL: "http://127.0.0.1:9000/perform", Timeout: 30 * time.Second, Client: HTTPClientNetHTTP},
 			},
 			{
 				Name:          "mail.out",

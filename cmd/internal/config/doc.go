@@ -68,8 +68,18 @@
 //	      url: https://billing.example/hooks/orderly
 //	      secret: s3cr3t                # signs each request: Orderly-Signature
 //	      headers: {Authorization: Bearer abc}   # static headers; not Orderly-*, Content-Type, Host...
+//	      client: net/http              # direct (default) or net/http; see below
 //	  - name: audit
 //	    handler: {type: log, payloads: false}  # log ids and counts, not payloads
+//
+// An http handler sends a request to a plain http:// URL with its direct
+// HTTP/1.1 client (client: direct, the default): on the calling goroutine,
+// over kept-alive connections, at about half of net/http's CPU per call on
+// the node; it reads answers as net/http does. client: net/http sends
+// every request with Go's net/http instead, for a receiver or a network
+// path that the direct client does not serve as well. https:// URLs, a
+// proxy from the environment and the headers net/http writes its own way
+// always take net/http.
 //
 // A queue whose handler is log prints one line per job, with the first 200
 // bytes (LogPayloadBytes) of its first three payloads; payloads: false

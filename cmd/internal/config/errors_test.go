@@ -235,6 +235,13 @@ func TestFileErrors(t *testing.T) {
 			[]string{"queues[0].handler.headers: the header x-a is given twice (line 1)"}},
 		{"noop with url", "queues: [{name: a, handler: {type: noop, url: 'http://h/p'}}]",
 			[]string{"queues[0].handler.url: only allowed for handler type http, not noop (line 1)"}},
+		{"http client", "queues: [{name: a, handler: {type: http, url: 'http://h/p', client: curl}}]",
+			[]string{`queues[0].handler.client: "curl" is not one of direct (the default), net/http (line 1)`}},
+		{"log with client", "queues:\n- name: a\n  handler:\n    type: log\n    client: net/http", []string{
+			"queues[0].handler.client: only allowed for handler type http, not log (line 5)",
+		}},
+		{"client not a string", "queues: [{name: a, handler: {type: http, url: 'http://h/p', client: [net/http]}}]",
+			[]string{"queues[0].handler.client: must be a single value, not a list (line 1)"}},
 
 		// Every problem at once, in line order.
 		{"many", "queues:\n- name: a\n  shards: 0\n  handler: {type: http}\nnode:\n  concurrency: 0\n  scheduler: fast\n  lease_ttl: 1", []string{

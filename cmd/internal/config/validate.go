@@ -193,6 +193,11 @@ func validateHandler(h HandlerConfig, report func(key, msg string)) {
 			report("handler.timeout", fmt.Sprintf("must be positive, got %s", h.Timeout))
 		}
 		checkHandlerHeaders(h.Headers, report)
+		switch h.Client {
+		case "", HTTPClientDirect, HTTPClientNetHTTP:
+		default:
+			report("handler.client", fmt.Sprintf("%q is not one of %s (the default), %s", h.Client, HTTPClientDirect, HTTPClientNetHTTP))
+		}
 	case HandlerLog, HandlerNoop:
 		if h.URL != "" {
 			report("handler.url", "only allowed for handler type http, not "+h.Type)
@@ -208,6 +213,9 @@ func validateHandler(h HandlerConfig, report func(key, msg string)) {
 		}
 		if len(h.Headers) > 0 {
 			report("handler.headers", "only allowed for handler type http, not "+h.Type)
+		}
+		if h.Client != "" {
+			report("handler.client", "only allowed for handler type http, not "+h.Type)
 		}
 	default:
 		report("handler.type", fmt.Sprintf("%q is not one of log, noop, http", h.Type))

@@ -64,10 +64,11 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 	if err := p.wrapStore(); err != nil {
 		return err
 	}
-	workers, err := buildWorkers(cfg.Queues, log, p.metrics.WebhookAnswered)
+	workers, closeWebhooks, err := buildWorkers(cfg.Queues, log, p.metrics.WebhookAnswered)
 	if err != nil {
 		return err
 	}
+	defer closeWebhooks() // runs after serve's stop of the node: no call is left
 	if err := p.listen(); err != nil {
 		return err
 	}

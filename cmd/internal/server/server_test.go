@@ -63,10 +63,11 @@ func TestWorkersMaxRetryCount(t *testing.T) {
 		return config.QueueConfig{Name: name, Shards: 1, BatchSize: 1, MaxRetryCount: maxRetry,
 			Retry: config.RetryConfig{Policy: config.RetryLinear, Base: time.Second}, Handler: config.HandlerConfig{Type: config.HandlerNoop}}
 	}
-	workers, err := buildWorkers([]config.QueueConfig{
+	workers, closeWebhooks, err := buildWorkers([]config.QueueConfig{
 		queue("default", config.DefaultMaxRetryCount), queue("five", 5), queue("none", config.NoRetries), queue("zero", 0),
 	}, log, nil)
 	require.NoError(t, err)
+	defer closeWebhooks()
 	got := map[string]int{}
 	for _, w := range workers {
 		got[w.Queue] = w.MaxRetryCount
@@ -87,13 +88,14 @@ func TestWorkersCallDeadlineAndPayloadCap(t *testing.T) {
 	web := func(d time.Duration) config.HandlerConfig {
 		return config.HandlerConfig{Type: config.HandlerHTTP, URL: "http://127.0.0.1:1/x", Timeout: d}
 	}
-	workers, err := buildWorkers([]config.QueueConfig{
+	workers, closeWebhooks, err := buildWorkers([]config.QueueConfig{
 		queue("http-default", 0, web(30*time.Second)),
 		queue("http-shorter-queue", 5*time.Second, web(30*time.Second)),
 		queue("http-shorter-request", time.Minute, web(10*time.Second)),
 		queue("noop", 0, config.HandlerConfig{Type: config.HandlerNoop}),
 	}, log, nil)
 	require.NoError(t, err)
+	defer closeWebhooks()
 	got := map[string]time.Duration{}
 	for _, w := range workers {
 		got[w.Queue] = w.Timeout

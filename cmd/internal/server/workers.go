@@ -18,11 +18,18 @@ import (
 	"github.com/orderlyhq/orderly/webhook"
 )
 
-// buildWorkers builds the workers of the configured queues. observe, when
-// not nil, is told the answer of each webhook request
-// (webhook.Config.Observe) with its queue.
-func buildWorkers(queues []config.QueueConfig, log *slog.Logger, observe func(queue string, status int)) ([]orderly.Worker, error) {
+// buildWorkers builds the workers of the configured queues, and a function
+// that closes their webhook senders (webhook.Sender.Close), to call once the
+// node that runs the workers has stopped. observe, when not nil, is told the
+// answer of each webhook request (webhook.Config.Observe) with its queue.
+func buildWorkers(queues []config.QueueConfig, log *slog.Logger, observe func(queue string, status int)) ([]orderly.Worker, func(), error) {
 	out := make([]orderly.Worker, 0, len(queues))
+	var senders []*webhook.Sender
+	closeAll := func() {
+		for _, s := range senders {
+			_ = s.Close() // never fails
+		}
+	}
 	for _, q := range queues {
 		w := orderly.Worker{
 			Queue:     q.Name,
@@ -53,11 +60,13 @@ func buildWorkers(queues []config.QueueConfig, log *slog.Logger, observe func(qu
 				name := q.Name
 				wc.Observe = func(status int) { observe(name, status) }
 			}
-			h, err := webhook.New(wc)
+			s, err := webhook.New(wc)
 			if err != nil {
-				return nil, fmt.Errorf("queue %s: %w", q.Name, err)
+				closeAll()
+				return nil, nil, fmt.Errorf("queue %s: %w", q.Name, err)
 			}
-			w.Handler = h
+			senders = append(senders, s)
+			w.Handler = s.Handle
 			// The call's deadline (its context's, Orderly-Deadline, and
 			// the in-flight record's bound) is the request's timeout when
 			// the queue sets no shorter one.
@@ -69,7 +78,7 @@ func buildWorkers(queues []config.QueueConfig, log *slog.Logger, observe func(qu
 		}
 		out = append(out, w)
 	}
-	return out, nil
+	return out, closeAll, nil
 }
 
 func retryPolicy(r config.RetryConfig) orderly.RetryPolicy {
@@ -156,7 +165,7 @@ func preview(b []byte) string {
 
 // webhookConfig is the webhook configuration of an http handler.
 func webhookConfig(h config.HandlerConfig, log *slog.Logger) *webhook.Config {
-	c := &webhook.Config{URL: h.URL, Timeout: h.Timeout, Logger: log}
+	c := &webhook.Config{URL: h.URL, Timeout: h.Timeout, Logger: log, NetHTTP: h.Client == config.HTTPClientNetHTTP}
 	if h.Secret != "" {
 		c.Secret = []byte(h.Secret)
 	}

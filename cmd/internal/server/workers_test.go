@@ -13,8 +13,8 @@ import (
 
 	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/cmd/internal/config"
-	"github.com/orderlyhq/orderly/webhook"
 	"github.com/orderlyhq/orderly/webhook/webhooktest"
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 // The log handler prints the start of a job's first payloads, never whole
@@ -30,8 +30,9 @@ func TestLogHandlerPayloads(t *testing.T) {
 		var buf bytes.Buffer
 		log := slog.New(slog.NewJSONHandler(&buf, nil))
 		q := config.QueueConfig{Name: "q", Shards: 1, BatchSize: 1, Handler: config.HandlerConfig{Type: config.HandlerLog, HidePayloads: hide}}
-		ws, err := buildWorkers([]config.QueueConfig{q}, log, nil)
+		ws, closeWebhooks, err := buildWorkers([]config.QueueConfig{q}, log, nil)
 		require.NoError(t, err)
+		defer closeWebhooks()
 		require.NoError(t, ws[0].Handler(context.Background(), batch))
 		require.Less(t, buf.Len(), 1024, "one short line: %s", buf.String())
 		var line map[string]any
@@ -65,8 +66,9 @@ func TestHTTPHandlerSecretAndHeaders(t *testing.T) {
 		Payloads: []orderly.Payload{{Data: []byte(`{}`), Score: 1}}}}}
 	handler := func(h config.HandlerConfig) orderly.HandlerFunc {
 		h.Type, h.URL, h.Timeout = config.HandlerHTTP, rcv.URL, 10*time.Second
-		ws, err := buildWorkers([]config.QueueConfig{{Name: "q", Shards: 1, BatchSize: 1, Handler: h}}, slog.New(slog.DiscardHandler), nil)
+		ws, closeWebhooks, err := buildWorkers([]config.QueueConfig{{Name: "q", Shards: 1, BatchSize: 1, Handler: h}}, slog.New(slog.DiscardHandler), nil)
 		require.NoError(t, err)
+		t.Cleanup(closeWebhooks)
 		return ws[0].Handler
 	}
 
@@ -77,5 +79,5 @@ func TestHTTPHandlerSecretAndHeaders(t *testing.T) {
 	require.Len(t, calls, 2)
 	require.NoError(t, calls[0].SignatureErr)
 	require.Equal(t, "Bearer t", calls[0].Header.Get("Authorization"))
-	require.ErrorIs(t, calls[1].SignatureErr, webhook.ErrNoSignature)
+	require.ErrorIs(t, calls[1].SignatureErr, wire.ErrNoSignature)
 }
