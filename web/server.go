@@ -223,6 +223,19 @@ func New(cfg *Config) (*Server, error) {
 		bodyTimeout:  cfg.BodyReadTimeout,
 		hosts:        hosts,
 	}
+	if err := s.limits(cfg); err != nil {
+		return nil, err
+	}
+	if err := s.tokens(cfg); err != nil {
+		return nil, err
+	}
+	s.routes()
+	s.conns = newConns(cfg, s, s.log)
+	return s, nil
+}
+
+// limits applies the defaults of the server's limits and checks them.
+func (s *Server) limits(cfg *Config) error {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -234,7 +247,7 @@ func New(cfg *Config) (*Server, error) {
 		inFlight = max(DefaultMaxBodyBytesInFlight, s.maxBody)
 	}
 	if inFlight < s.maxBody {
-		return nil, fmt.Errorf("web: MaxBodyBytesInFlight (%d) must be at least MaxBodyBytes (%d)", inFlight, s.maxBody)
+		return fmt.Errorf("web: MaxBodyBytesInFlight (%d) must be at least MaxBodyBytes (%d)", inFlight, s.maxBody)
 	}
 	s.bodies = newBudget(inFlight)
 	if s.bodyTimeout == 0 {
@@ -251,20 +264,31 @@ func New(cfg *Config) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	return nil
+}
+
+// tokens keeps the hashes of the write and read tokens, and checks that
+// they make sense together.
+func (s *Server) tokens(cfg *Config) error {
 	if cfg.Token != "" {
 		sum := sha256.Sum256([]byte(cfg.Token))
 		s.tokenSum = &sum
 	}
 	if cfg.ReadToken != "" {
 		if cfg.Token == "" {
-			return nil, errors.New("web: ReadToken needs Token: without it every request is allowed")
+			return errors.New("web: ReadToken needs Token: without it every request is allowed")
 		}
 		if cfg.ReadToken == cfg.Token {
-			return nil, errors.New("web: ReadToken must differ from Token")
+			return errors.New("web: ReadToken must differ from Token")
 		}
 		sum := sha256.Sum256([]byte(cfg.ReadToken))
 		s.readSum = &sum
 	}
+	return nil
+}
+
+// routes registers the API's routes.
+func (s *Server) routes() {
 	s.handle("GET /api/v1/queues", s.listQueues)
 	s.handle("GET /api/v1/queues/{q}", s.getQueue)
 	s.handle("GET /api/v1/queues/{q}/jobs", s.listJobs)
@@ -289,8 +313,6 @@ func New(cfg *Config) (*Server, error) {
 	s.handle("GET /metrics", s.serveMetrics)
 	s.handle("GET /healthz", s.healthz)
 	s.handle("GET /readyz", s.readyz)
-	s.conns = newConns(cfg, s, s.log)
-	return s, nil
 }
 
 // route is a handler of the server: fn returns its error and ServeHTTP
