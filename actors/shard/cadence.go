@@ -10,12 +10,11 @@ import (
 
 // cadence is what the node's Renewer and Poller share: a loop goroutine,
 // started once, that runs a round each time a timer armed for an instant
-// fires, and is stopped by cancelling its context. Its mu also guards the
-// owner's registrations: owners lock it around their own state.
+// fires, and is stopped by cancelling its context.
 type cadence struct {
 	clock clock.Clock
 
-	mu      sync.Mutex         // guards the fields below and the owner's registrations
+	mu      sync.Mutex         // guards the fields below
 	started bool               // start ran
 	stopped bool               // halt ran
 	stop    func() bool        // cancels the armed tick
@@ -82,6 +81,23 @@ func (c *cadence) halt(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// arm arms the next tick at at, replacing the armed one.
+func (c *cadence) arm(at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.armLocked(at)
+}
+
+// armEarlier arms the next tick at at if the loop runs and the armed tick
+// is later.
+func (c *cadence) armEarlier(at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.started && at.Before(c.next) {
+		c.armLocked(at)
 	}
 }
 

@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/orderlyhq/orderly/internal/clock"
@@ -28,9 +29,11 @@ type Poller struct {
 	every time.Duration
 	log   *slog.Logger
 
-	cadence                                 // the loop; its mu guards shards
-	shards  map[persistence.ShardRef]polled // the idle shards, by shard
-	fails   int                             // consecutive failed polls (the loop's own)
+	cadence // the loop
+
+	mu     sync.Mutex                      // guards shards; held while arming the cadence (LOCKS.md)
+	shards map[persistence.ShardRef]polled // the idle shards, by shard
+	fails  int                             // consecutive failed polls (the loop's own)
 }
 
 // polled is one registered actor: its incarnation and how to wake it.
@@ -91,7 +94,7 @@ func (p *Poller) round(base context.Context) {
 		wakes = append(wakes, x.wake)
 	}
 	// The next poll is due one interval after this one's send time.
-	p.armLocked(p.clock.Now().Add(p.every))
+	p.arm(p.clock.Now().Add(p.every))
 	p.mu.Unlock()
 	if len(refs) == 0 {
 		return

@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/orderlyhq/orderly/internal/clock"
@@ -27,8 +28,10 @@ type Renewer struct {
 	ttl   time.Duration
 	log   *slog.Logger
 
-	cadence                                  // the loop; its mu guards leases
-	leases  map[persistence.ShardRef]renewal // the leases to renew, by shard
+	cadence // the loop
+
+	mu     sync.Mutex                       // guards leases; held while arming the cadence (LOCKS.md)
+	leases map[persistence.ShardRef]renewal // the leases to renew, by shard
 }
 
 // renewal is one registered lease and where its results go.
@@ -68,9 +71,7 @@ func (r *Renewer) add(l persistence.Lease, sent time.Time, deliver func(renewed)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.leases[l.ShardRef] = renewal{lease: l, deliver: deliver}
-	if due := sent.Add(r.ttl / 3); r.started && due.Before(r.next) {
-		r.armLocked(due)
-	}
+	r.armEarlier(sent.Add(r.ttl / 3))
 }
 
 // remove deregisters the lease of token, if it is still the shard's. A
@@ -94,9 +95,11 @@ func (r *Renewer) round(base context.Context) {
 		leases = append(leases, x.lease)
 	}
 	// The next renewal is due LeaseTTL/3 after this one's send time,
-	// however long its reply takes.
+	// however long its reply takes. It is armed before a lease added
+	// after this snapshot can arm an earlier one (r.mu, then the
+	// cadence's).
 	started := r.clock.Now()
-	r.armLocked(started.Add(r.ttl / 3))
+	r.arm(started.Add(r.ttl / 3))
 	r.mu.Unlock()
 	if len(leases) == 0 {
 		return
