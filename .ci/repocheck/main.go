@@ -147,10 +147,10 @@ func sizes() error {
 }
 
 // locks checks that every mutex declared in non-test code (a field of a
-// struct type, embedded or named, or a package variable) is named in
-// LOCKS.md as `<package>.<Type>.<field>` (`<package>.<var>` for a
-// variable), where <package> is the directory under the module root
-// ("orderly" for the root).
+// struct type, embedded or named, a variable, in a package or in a
+// function) is named in LOCKS.md (see mutexes for the names), where the
+// package is the directory under the module root ("orderly" for the
+// root).
 func locks() error {
 	doc, err := os.ReadFile("LOCKS.md")
 	if err != nil {
@@ -187,42 +187,114 @@ func locks() error {
 	return nil
 }
 
-// mutexes returns the names of the mutexes f declares.
+// mutexes returns the names of the mutexes f declares: struct fields as
+// `pkg.Type.field` (`pkg.Type.Mutex` when embedded), package variables as
+// `pkg.var`, and a function's own as `pkg.Func.var` (`pkg.Func.field` for a
+// field of a struct the function declares, `pkg.Type.Method.var` in a
+// method).
 func mutexes(f *ast.File, pkg string) []string {
 	var out []string
-	for _, d := range f.Decls {
-		g, ok := d.(*ast.GenDecl)
-		if !ok {
-			continue
-		}
-		for _, spec := range g.Specs {
-			switch s := spec.(type) {
-			case *ast.TypeSpec:
-				st, ok := s.Type.(*ast.StructType)
-				if !ok {
-					continue
+	var scope []string // the enclosing function, then the enclosing type
+	name := func(last string) string {
+		return strings.Join(append(append([]string{pkg}, scope...), last), ".")
+	}
+	var visit func(n ast.Node) bool
+	visit = func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncDecl:
+			fn := n.Name.Name
+			if n.Recv != nil && len(n.Recv.List) == 1 {
+				fn = recvName(n.Recv.List[0].Type) + "." + fn
+			}
+			scope = append(scope, fn)
+			if n.Body != nil {
+				ast.Inspect(n.Body, visit)
+			}
+			scope = scope[:len(scope)-1]
+			return false
+		case *ast.TypeSpec:
+			st, ok := n.Type.(*ast.StructType)
+			if !ok {
+				return true
+			}
+			scope = append(scope, n.Name.Name)
+			out = append(out, fields(st, name)...)
+			scope = scope[:len(scope)-1]
+			return false
+		case *ast.ValueSpec:
+			for i, id := range n.Names {
+				if n.Type != nil && isMutex(n.Type) {
+					out = append(out, name(id.Name))
 				}
-				for _, field := range st.Fields.List {
-					if !isMutex(field.Type) {
-						continue
-					}
-					if len(field.Names) == 0 { // embedded
-						out = append(out, pkg+"."+s.Name.Name+"."+typeName(field.Type))
-					}
-					for _, n := range field.Names {
-						out = append(out, pkg+"."+s.Name.Name+"."+n.Name)
-					}
+				st, ok := n.Type.(*ast.StructType)
+				if lit, isLit := valueAt(n.Values, i).(*ast.CompositeLit); !ok && isLit {
+					st, ok = lit.Type.(*ast.StructType)
 				}
-			case *ast.ValueSpec:
-				if s.Type != nil && isMutex(s.Type) {
-					for _, n := range s.Names {
-						out = append(out, pkg+"."+n.Name)
-					}
+				if ok {
+					scope = append(scope, id.Name)
+					out = append(out, fields(st, name)...)
+					scope = scope[:len(scope)-1]
 				}
 			}
+			for _, v := range n.Values {
+				if lit, ok := v.(*ast.CompositeLit); ok {
+					for _, e := range lit.Elts {
+						ast.Inspect(e, visit)
+					}
+				} else {
+					ast.Inspect(v, visit)
+				}
+			}
+			return false
+		case *ast.CompositeLit:
+			if st, ok := n.Type.(*ast.StructType); ok {
+				out = append(out, fields(st, name)...)
+			}
+		}
+		return true
+	}
+	ast.Inspect(f, visit)
+	return out
+}
+
+// valueAt returns values[i], or nil.
+func valueAt(values []ast.Expr, i int) ast.Expr {
+	if i < len(values) {
+		return values[i]
+	}
+	return nil
+}
+
+// fields returns the names of a struct's mutex fields.
+func fields(st *ast.StructType, name func(string) string) []string {
+	var out []string
+	for _, field := range st.Fields.List {
+		if !isMutex(field.Type) {
+			continue
+		}
+		if len(field.Names) == 0 { // embedded
+			out = append(out, name(typeName(field.Type)))
+		}
+		for _, n := range field.Names {
+			out = append(out, name(n.Name))
 		}
 	}
 	return out
+}
+
+// recvName is the type name of a method's receiver.
+func recvName(e ast.Expr) string {
+	switch t := e.(type) {
+	case *ast.StarExpr:
+		return recvName(t.X)
+	case *ast.IndexExpr:
+		return recvName(t.X)
+	case *ast.IndexListExpr:
+		return recvName(t.X)
+	case *ast.Ident:
+		return t.Name
+	}
+	return fmt.Sprint(e)
 }
 
 func isMutex(e ast.Expr) bool {
