@@ -51,8 +51,9 @@ type TimerWrite struct {
 	Clear bool
 }
 
-// StateStore is the external compare-and-set on entity state
-// (docs/contract.md §11), part of Store.
+// StateStore is the outside compare-and-set on entity state
+// (docs/contract.md §11): a role of Store that a store may lack (the
+// conformance suite skips its cases then).
 type StateStore interface {
 	// GetState returns the state of id in queue (Version 0: none).
 	GetState(ctx context.Context, queue, id string) (State, error)
