@@ -259,3 +259,17 @@ func FuzzHeadersRoundTrip(f *testing.F) {
 		require.Equal(t, encodeHeaders(h), encodeHeaders(got))
 	})
 }
+
+// countOfHeader reads n from the first bytes of an encoded batch; 0 when
+// there is no record.
+func countOfHeader(prefix string) int64 {
+	r := &fieldReader{s: prefix}
+	if v, err := r.next(); err != nil || v != "2" {
+		return 0
+	}
+	n, err := r.int()
+	if err != nil {
+		return 0
+	}
+	return n
+}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/orderlyhq/orderly/persistence"
 )
 
@@ -370,60 +372,23 @@ func (s *Store) retryPage(ctx context.Context, queue string, shards int, q listQ
 // scanned (scan.lua, bounded calls), keeping the best ids seen; the bounds
 // sent with each call tighten as the page fills. O(records) per page.
 func (s *Store) scanPage(ctx context.Context, queue string, shards int, q listQuery, freshOnly bool) ([]listEntry, bool, error) {
-	limit := q.opts.Limit
-	rev := q.opts.Rev
-	// Bounds: lo < id < hi, each inclusive or not; "" = none.
-	lo, loIn, hi, hiIn := q.opts.Min, true, q.opts.Max, true
-	if q.cursor != nil {
-		c := q.cursor.id
-		if !rev && (lo == "" || c >= lo) {
-			lo, loIn = c, false
-		}
-		if rev && (hi == "" || c <= hi) {
-			hi, hiIn = c, false
-		}
-	}
 	// Exact lookups (min = max) read the one record.
 	if q.opts.Min != "" && q.opts.Min == q.opts.Max && q.cursor == nil {
 		return s.exactRow(ctx, queue, shards, q, freshOnly)
 	}
-	var best []listEntry               // sorted, at most limit+1
-	better := func(a, b string) bool { // a comes before b in the listing
-		if rev {
-			return a > b
-		}
-		return a < b
-	}
-	type shardScan struct {
-		sh     int
-		cursor string
-	}
+	b := boundsOf(q)
+	top := &topIDs{limit: q.opts.Limit, rev: q.opts.Rev}
 	pending := make([]shardScan, shards)
 	for sh := range shards {
 		pending[sh] = shardScan{sh: sh, cursor: "0"}
-	}
-	view := q.view
-	fresh := "0"
-	if freshOnly {
-		fresh = "1"
 	}
 	for len(pending) > 0 {
 		if err := ctx.Err(); err != nil {
 			return nil, false, err
 		}
-		clo, cloIn, chi, chiIn := lo, loIn, hi, hiIn
-		if len(best) > limit {
-			t := best[limit].id
-			if rev {
-				clo, cloIn = t, false
-			} else {
-				chi, chiIn = t, false
-			}
-		}
 		calls := make([]call, len(pending))
 		for i, p := range pending {
-			calls[i] = call{s: scriptScan, keys: s.keys.shard(queue, p.sh).keys, args: []any{
-				view, p.cursor, strconv.Itoa(scanCount), clo, flag(cloIn), chi, flag(chiIn), fresh}}
+			calls[i] = call{s: scriptScan, keys: s.keys.shard(queue, p.sh).keys, args: top.scanArgs(q.view, p.cursor, b, freshOnly)}
 		}
 		cmds := runAll(ctx, s.rdb, calls)
 		if err := firstErr(cmds); err != nil {
@@ -431,34 +396,9 @@ func (s *Store) scanPage(ctx context.Context, queue string, shards int, q listQu
 		}
 		var next []shardScan
 		for i, c := range cmds {
-			v, _ := c.Slice()
-			if len(v) == 0 {
-				return nil, false, errors.New("unexpected scan reply")
-			}
-			nc, _ := v[0].(string)
-			for j := 1; j+1 < len(v); j += 2 {
-				id, _ := v[j].(string)
-				raw, _ := v[j+1].(string)
-				if len(best) > limit && !better(id, best[limit].id) {
-					continue
-				}
-				rec, err := decodeRecord(raw, view == "m")
-				if err != nil {
-					return nil, false, err
-				}
-				pos, _ := slices.BinarySearchFunc(best, id, func(e listEntry, t string) int {
-					if e.id == t {
-						return 0
-					}
-					if better(e.id, t) {
-						return -1
-					}
-					return 1
-				})
-				best = slices.Insert(best, pos, listEntry{id: id, sort: "0", rec: rec})
-				if len(best) > limit+1 {
-					best = best[:limit+1]
-				}
+			nc, err := top.take(c, q.view == "m")
+			if err != nil {
+				return nil, false, err
 			}
 			if nc != "0" {
 				next = append(next, shardScan{sh: pending[i].sh, cursor: nc})
@@ -466,11 +406,105 @@ func (s *Store) scanPage(ctx context.Context, queue string, shards int, q listQu
 		}
 		pending = next
 	}
-	more := len(best) > limit
+	more := len(top.rows) > top.limit
 	if more {
-		best = best[:limit]
+		top.rows = top.rows[:top.limit]
 	}
-	return best, more, nil
+	return top.rows, more, nil
+}
+
+// shardScan is a shard still to scan and where its scan stands.
+type shardScan struct {
+	sh     int
+	cursor string
+}
+
+// idBounds are the bounds of a listing by id: lo < id < hi, each inclusive
+// or not; "" = none.
+type idBounds struct {
+	lo, hi     string
+	loIn, hiIn bool
+}
+
+// boundsOf returns the bounds of q, moved past its cursor.
+func boundsOf(q listQuery) idBounds {
+	b := idBounds{lo: q.opts.Min, loIn: true, hi: q.opts.Max, hiIn: true}
+	if q.cursor != nil {
+		c := q.cursor.id
+		if !q.opts.Rev && (b.lo == "" || c >= b.lo) {
+			b.lo, b.loIn = c, false
+		}
+		if q.opts.Rev && (b.hi == "" || c <= b.hi) {
+			b.hi, b.hiIn = c, false
+		}
+	}
+	return b
+}
+
+// topIDs keeps the first limit+1 rows of a listing by id, in the
+// listing's order, from the shards' scans.
+type topIDs struct {
+	limit int
+	rev   bool
+	rows  []listEntry // sorted, at most limit+1
+}
+
+// before reports whether id a comes before id b in the listing.
+func (t *topIDs) before(a, b string) bool {
+	if t.rev {
+		return a > b
+	}
+	return a < b
+}
+
+// scanArgs returns scan.lua's arguments for a shard whose scan stands at
+// cursor: once limit+1 rows are kept, ids past the last one cannot make
+// the page, and the bounds exclude them.
+func (t *topIDs) scanArgs(view, cursor string, b idBounds, freshOnly bool) []any {
+	if len(t.rows) > t.limit {
+		last := t.rows[t.limit].id
+		if t.rev {
+			b.lo, b.loIn = last, false
+		} else {
+			b.hi, b.hiIn = last, false
+		}
+	}
+	return []any{view, cursor, strconv.Itoa(scanCount), b.lo, flag(b.loIn), b.hi, flag(b.hiIn), flag(freshOnly)}
+}
+
+// take keeps the rows of one scan.lua reply that make the page, and
+// returns the shard's next cursor ("0": done).
+func (t *topIDs) take(c *redis.Cmd, morgue bool) (string, error) {
+	v, _ := c.Slice()
+	if len(v) == 0 {
+		return "", errors.New("unexpected scan reply")
+	}
+	next, _ := v[0].(string)
+	for j := 1; j+1 < len(v); j += 2 {
+		id, _ := v[j].(string)
+		raw, _ := v[j+1].(string)
+		if len(t.rows) > t.limit && !t.before(id, t.rows[t.limit].id) {
+			continue
+		}
+		rec, err := decodeRecord(raw, morgue)
+		if err != nil {
+			return "", err
+		}
+		pos, _ := slices.BinarySearchFunc(t.rows, id, func(e listEntry, id string) int {
+			if e.id == id {
+				return 0
+			}
+			if t.before(e.id, id) {
+				return -1
+			}
+			return 1
+		})
+		t.rows = slices.Insert(t.rows, pos, listEntry{id: id, sort: "0", rec: rec})
+		if len(t.rows) > t.limit+1 {
+			t.rows = t.rows[:t.limit+1]
+		}
+	}
+	return next, nil
 }
 
 func flag(b bool) string {

@@ -77,15 +77,6 @@ func (s *Store) PollShards(ctx context.Context, refs []persistence.ShardRef) ([]
 			out[groups[j][k-1]] = true
 		}
 	}
-	// The poll also finds layout 1 data (a node of the previous release
-	// may still enqueue there during a roll): the next Advance of a shard
-	// it reports looks for it at once, not only every v1Recheck.
-	s.v1mu.Lock()
-	for i, w := range out {
-		if w {
-			delete(s.v1checked, refs[i])
-		}
-	}
-	s.v1mu.Unlock()
+	s.lookAgain(refs, out)
 	return out, nil
 }

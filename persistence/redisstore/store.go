@@ -33,8 +33,6 @@ const (
 	// movePayloads is how many payloads of one id a queue action, a morgue
 	// move or a migration call moves or deletes at most.
 	movePayloads = persistence.DefaultMaxPayloadsPerCall
-	// drainChunk is how many layout 1 ids one migration call moves.
-	drainChunk = 200
 )
 
 // Config configures a Store. The zero value of each field means its default.
@@ -119,7 +117,7 @@ type Store struct {
 	// Advance uses them on every call (one string per key otherwise).
 	sks map[persistence.ShardRef]shardKeys
 
-	layout layoutState
+	upgrade upgradeState // the upgrade from layout 1 (migrate.go)
 
 	scriptsLoaded atomic.Bool // LoadScripts succeeded once
 
@@ -130,33 +128,6 @@ type Store struct {
 	// afterOutboxRead, set only by tests (export_test.go) before any call,
 	// runs in RelayOutbox between reading the outbox and relaying it.
 	afterOutboxRead func()
-
-	v1mu      sync.Mutex                         // guards v1checked
-	v1checked map[persistence.ShardRef]time.Time // last look for layout 1 data, once upgraded
-}
-
-// v1Recheck is how often an Advance looks for layout 1 data in a shard of
-// an upgraded store: a layout 1 node that still runs may enqueue into its
-// old keys, and what it writes is drained from there.
-const v1Recheck = 10 * time.Second
-
-// checkV1 tells advance.lua whether to look for layout 1 data: always while
-// the store is being upgraded, now and then once it is.
-func (s *Store) checkV1(ctx context.Context, ref persistence.ShardRef) string {
-	mode, err := s.mode(ctx)
-	if err != nil || mode == modeUpgrading {
-		return "1"
-	}
-	s.v1mu.Lock()
-	defer s.v1mu.Unlock()
-	if s.v1checked == nil {
-		s.v1checked = map[persistence.ShardRef]time.Time{}
-	}
-	if time.Since(s.v1checked[ref]) < v1Recheck {
-		return "0"
-	}
-	s.v1checked[ref] = time.Now()
-	return "1"
 }
 
 var _ persistence.Store = (*Store)(nil)
