@@ -5,7 +5,7 @@
 // The one implementation is persistence/redisstore, which runs the same Lua
 // scripts on a real Redis server and on the embedded in-memory store; the
 // conformance suite in persistence/storetest checks every implementation
-// against the rules of the product contract (SPEC section 3).
+// against the rules of the product contract (docs/contract.md §3).
 //
 // # Vocabulary
 //

@@ -22,7 +22,8 @@ var actionTests = []testCase{
 	{"Rule10_Metrics", testMetrics, needNone},
 }
 
-// SPEC 3.9: perform all now sets perform_at to now (not 0: lag stays true).
+// docs/contract.md §3.9: perform all now sets perform_at to now (not 0: lag
+// stays true).
 func testPerformAllNow(t *testing.T, h Harness) {
 	e := newEnv(t, h, 4)
 	var jobs []persistence.NewJob
@@ -48,9 +49,9 @@ func testPerformAllNow(t *testing.T, h Harness) {
 	require.Equal(t, 0, n)
 }
 
-// SPEC 3.9 and Lowkiq spec 24, 25: kill failed moves retry_count >= 0 jobs to
-// the morgue with all payloads; delete failed deletes them; fresh and
-// in-flight jobs are untouched.
+// docs/contract.md §3.9 and Lowkiq spec 24, 25: kill failed moves retry_count
+// >= 0 jobs to the morgue with all payloads; delete failed deletes them;
+// fresh and in-flight jobs are untouched.
 func testKillDeleteFailed(t *testing.T, h Harness) {
 	for _, kill := range []bool{true, false} {
 		t.Run(fmt.Sprint("kill=", kill), func(t *testing.T) {
@@ -109,7 +110,8 @@ func testKillDeleteFailed(t *testing.T, h Harness) {
 	}
 }
 
-// SPEC 3.9: delete one job (the queued entry; an in-flight one is untouched).
+// docs/contract.md §3.9: delete one job (the queued entry; an in-flight one
+// is untouched).
 func testDeleteJob(t *testing.T, h Harness) {
 	e := newEnv(t, h, 1)
 	e.enqueue(job("a", "v", 1), job("b", "v", 1))
@@ -231,7 +233,8 @@ func testKillJob(t *testing.T, h Harness) {
 	require.False(t, ok)
 }
 
-// SPEC 3.9: look one job up: queued, in flight, both, or not found.
+// docs/contract.md §3.9: look one job up: queued, in flight, both, or not
+// found.
 func testLookUpJob(t *testing.T, h Harness) {
 	e := newEnv(t, h, 2)
 	_, err := e.s.GetJob(e.ctx, e.queue, "nope")
@@ -259,7 +262,7 @@ func testLookUpJob(t *testing.T, h Harness) {
 	require.Equal(t, []string{"v1@1"}, pl(info.InFlight.Payloads))
 }
 
-// SPEC 3.10 and Lowkiq spec 35 to 38.
+// docs/contract.md §3.10 and Lowkiq spec 35 to 38.
 func testMetrics(t *testing.T, h Harness) {
 	e := newEnv(t, h, 3)
 	st := e.stats()

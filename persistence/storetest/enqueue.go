@@ -22,7 +22,7 @@ var enqueueTests = []testCase{
 	{"Rule1_UnscoredPayloadsKeepSendOrder", testSendOrder, needNone},
 }
 
-// SPEC 3.1: payload = empty, score = now, perform_at = now.
+// docs/contract.md §3.1: payload = empty, score = now, perform_at = now.
 func testEnqueueDefaults(t *testing.T, h Harness) {
 	e := newEnv(t, h, 1)
 	e.enqueue(persistence.NewJob{ID: "a"})
@@ -38,9 +38,9 @@ func testEnqueueDefaults(t *testing.T, h Harness) {
 	require.Empty(t, b.Jobs[0].Payloads[0].Data)
 }
 
-// SPEC 3.1: payloads without a score keep the order in which they were
-// sent, within one call and across calls, even when the clock does not
-// move between them (the README's snippet sends z-created, a-paid,
+// docs/contract.md §3.1: payloads without a score keep the order in which
+// they were sent, within one call and across calls, even when the clock does
+// not move between them (the README's snippet sends z-created, a-paid,
 // m-shipped).
 func testSendOrder(t *testing.T, h Harness) {
 	e := newEnv(t, h, 2)
@@ -62,8 +62,8 @@ func testSendOrder(t *testing.T, h Harness) {
 	require.Equal(t, payloadData(j.Payloads), payloadData(jobOf(b, "order").Payloads))
 }
 
-// SPEC 3.2, the worked example: queued {v1:1, v2:2}, retry_count 0,
-// perform_at T + new {v2:3, v3:4}, -1, T+2 = {v1:1, v2:2, v3:4}, 0, T.
+// docs/contract.md §3.2, the worked example: queued {v1:1, v2:2}, retry_count
+// 0, perform_at T + new {v2:3, v3:4}, -1, T+2 = {v1:1, v2:2, v3:4}, 0, T.
 func testLowkiqMergeExample(t *testing.T, h Harness) {
 	e := newEnv(t, h, 1)
 	e.enqueue(job("1", "v1", 1), job("1", "v2", 2))
@@ -84,8 +84,9 @@ func testLowkiqMergeExample(t *testing.T, h Harness) {
 	require.Equal(t, "boom", j.Error)
 }
 
-// SPEC 3.2: for an equal payload the lower score wins, whatever the arrival
-// order, within one call or across calls (Lowkiq keeps the first copy).
+// docs/contract.md §3.2: for an equal payload the lower score wins, whatever
+// the arrival order, within one call or across calls (Lowkiq keeps the first
+// copy).
 func testEqualPayloadLowerScoreWins(t *testing.T, h Harness) {
 	e := newEnv(t, h, 1)
 	e.enqueue(job("a", "v", 10), job("a", "v", 5)) // one call, lower second
@@ -102,8 +103,8 @@ func testEqualPayloadLowerScoreWins(t *testing.T, h Harness) {
 	require.Equal(t, []string{"v1@10", "v2@20"}, pl(e.get("e").Payloads))
 }
 
-// SPEC 3.2 case 1: a new job merging into a queued one keeps the queued
-// perform_at and retry_count (Lowkiq spec 6 and 7).
+// docs/contract.md §3.2 case 1: a new job merging into a queued one keeps the
+// queued perform_at and retry_count (Lowkiq spec 6 and 7).
 func testNewJobKeepsQueued(t *testing.T, h Harness) {
 	e := newEnv(t, h, 1)
 	e.enqueue(job("a", "v1", 1))
@@ -128,8 +129,9 @@ func testNewJobKeepsQueued(t *testing.T, h Harness) {
 	require.Equal(t, "x", j.Error)
 }
 
-// SPEC 3.2 case 2: a job failed while new payloads arrived; the failed job's
-// perform_at, retry_count and error win, payloads unite, lower score wins.
+// docs/contract.md §3.2 case 2: a job failed while new payloads arrived; the
+// failed job's perform_at, retry_count and error win, payloads unite, lower
+// score wins.
 func testFailedMergesOverQueued(t *testing.T, h Harness) {
 	e := newEnv(t, h, 1)
 	e.enqueue(job("a", "x", 1), job("a", "y", 2))
@@ -170,8 +172,8 @@ func toMorgue(e *env, id string, jobs ...persistence.NewJob) {
 	require.NoError(e.t, e.s.ReleaseShard(e.ctx, o.lease))
 }
 
-// SPEC 3.2 case 3: a morgue entry requeued over a queued job: perform_at now,
-// retry_count -1, payloads united (Lowkiq spec 26 to 30).
+// docs/contract.md §3.2 case 3: a morgue entry requeued over a queued job:
+// perform_at now, retry_count -1, payloads united (Lowkiq spec 26 to 30).
 func testMorgueRequeueMerge(t *testing.T, h Harness) {
 	e := newEnv(t, h, 1)
 	toMorgue(e, "m", job("m", "p1", 1))
@@ -204,9 +206,9 @@ func testMorgueRequeueMerge(t *testing.T, h Harness) {
 	require.Equal(t, []string{"v@5"}, pl(e.get("k").Payloads))
 }
 
-// SPEC 3 edge case: a morgue requeue that meets the same id in flight lands
-// as a fresh queued entry; when the in-flight batch then fails, the failed
-// job's retry_count and perform_at win.
+// docs/contract.md §3 (edge cases): a morgue requeue that meets the same id
+// in flight lands as a fresh queued entry; when the in-flight batch then
+// fails, the failed job's retry_count and perform_at win.
 func testMorgueRequeueMeetsInFlight(t *testing.T, h Harness) {
 	e := newEnv(t, h, 1)
 	toMorgue(e, "a", job("a", "old", 1))

@@ -23,7 +23,7 @@ var fetchTests = []testCase{
 	{"Guarantee6_HotIDDrainsInBoundedCalls", testHotIDBounded, needAdmin},
 }
 
-// SPEC 3.3: due ids only, earliest perform_at first, ties by id.
+// docs/contract.md §3.3: due ids only, earliest perform_at first, ties by id.
 func testFetchOrder(t *testing.T, h Harness) {
 	e := newEnv(t, h, 1)
 	mk := func(id string, d time.Duration) persistence.NewJob {
@@ -64,8 +64,8 @@ func testFetchInBatches(t *testing.T, h Harness) {
 	require.True(t, res.NextDue.IsZero())
 }
 
-// SPEC 3.3: while an id is in flight, new payloads queue up and merge; they
-// are handed over in a later batch.
+// docs/contract.md §3.3: while an id is in flight, new payloads queue up and
+// merge; they are handed over in a later batch.
 func testInFlightIDQueuesUp(t *testing.T, h Harness) {
 	e := newEnv(t, h, 1)
 	e.enqueue(job("a", "v1", 1))
@@ -81,10 +81,10 @@ func testInFlightIDQueuesUp(t *testing.T, h Harness) {
 	require.Equal(t, 1, res.Processed)
 }
 
-// SPEC 3.3 with the store's own clock: due times are compared with the
-// store's time (Redis TIME), not with the clock of the node that calls.
-// A node whose clock ran 15 minutes ahead used to fetch a job due in ten
-// minutes at once, and to stamp default perform_at and scores with its
+// docs/contract.md §3.3 with the store's own clock: due times are compared
+// with the store's time (Redis TIME), not with the clock of the node that
+// calls. A node whose clock ran 15 minutes ahead used to fetch a job due in
+// ten minutes at once, and to stamp default perform_at and scores with its
 // clock.
 func testDueChecksUseStoreTime(t *testing.T, h Harness) {
 	s := h.New(t, nil)
@@ -113,9 +113,9 @@ func testDueChecksUseStoreTime(t *testing.T, h Harness) {
 	require.Equal(t, 2, res.Processed)
 }
 
-// SPEC 2.6: a batch holds at most max_payloads_per_call payloads of one
-// id, the lowest-scored; the rest stay queued, in order, and come in later
-// calls. Other ids of the shard are served in the same windows.
+// docs/contract.md §2.6: a batch holds at most max_payloads_per_call payloads
+// of one id, the lowest-scored; the rest stay queued, in order, and come in
+// later calls. Other ids of the shard are served in the same windows.
 func testPayloadsPerCallCapped(t *testing.T, h Harness) {
 	e := newEnv(t, h, 1)
 	var jobs []persistence.NewJob
@@ -172,10 +172,10 @@ func testPayloadsPerCallCapped(t *testing.T, h Harness) {
 	require.EqualValues(t, 1, st.Failed)
 }
 
-// SPEC 2.6: one id with 200,000 payloads drains in capped, ordered calls;
-// no call (fetch, restore, failure, queue action, morgue move) handles
-// more than one call's worth of its payloads, and the shard's other ids are
-// served meanwhile.
+// docs/contract.md §2.6: one id with 200,000 payloads drains in capped,
+// ordered calls; no call (fetch, restore, failure, queue action, morgue move)
+// handles more than one call's worth of its payloads, and the shard's other
+// ids are served meanwhile.
 func testHotIDBounded(t *testing.T, h Harness) {
 	// The lease outlives the whole rule, which moves 200,000 payloads
 	// several times and takes minutes on a loaded machine (under -race, on

@@ -18,8 +18,8 @@ var inputTests = []testCase{
 	{"ArbitraryBytesSurvive", testArbitraryBytes, needNone},
 }
 
-// SPEC 7: bad input is rejected with an error naming the field, and a
-// rejected batch writes nothing.
+// docs/contract.md §7: bad input is rejected with an error naming the field,
+// and a rejected batch writes nothing.
 func testBadInput(t *testing.T, h Harness) {
 	e := newEnv(t, h, 2)
 	nan, inf := math.NaN(), math.Inf(1)

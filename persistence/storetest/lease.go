@@ -124,8 +124,8 @@ func testRenewShards(t *testing.T, h Harness) {
 	require.Empty(t, slices.DeleteFunc(e.s.RenewShards(e.ctx, nil, time.Minute), func(err error) bool { return err == nil }))
 }
 
-// SPEC 2.5: an acquisition's epoch is greater than every epoch issued
-// before, also when the store lost its last writes (the lease and the
+// docs/contract.md §2.5: an acquisition's epoch is greater than every epoch
+// issued before, also when the store lost its last writes (the lease and the
 // epoch counter with them), and the stale owner's calls are refused.
 func testEpochsGrowAfterLostWrites(t *testing.T, h Harness) {
 	if h.Lossy == nil {
@@ -166,8 +166,8 @@ func testEpochsGrowAfterLostWrites(t *testing.T, h Harness) {
 	require.Equal(t, []string{"a"}, ids(res.Batch))
 }
 
-// SPEC 2.5: two acquisitions never yield the same token, not even by the
-// same owner name.
+// docs/contract.md §2.5: two acquisitions never yield the same token, not
+// even by the same owner name.
 func testTokensNeverReissued(t *testing.T, h Harness) {
 	e := newEnv(t, h, 1)
 	ref := persistence.ShardRef{Queue: e.queue, Shard: 0}

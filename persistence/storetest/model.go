@@ -17,7 +17,7 @@ import (
 	"github.com/orderlyhq/orderly/persistence"
 )
 
-// The model is SPEC section 3 written as plainly as possible: maps and
+// The model is docs/contract.md §3 written as plainly as possible: maps and
 // sorting, no indexes. testModel drives the store and the model with the same
 // random operations and compares every fetched batch and, after each step,
 // everything the store shows.
@@ -64,9 +64,9 @@ func mergeMin(dst map[string]float64, src map[string]float64) {
 }
 
 // defaultScores returns the default score of each unscored payload of one
-// Enqueue call, in send order (SPEC 3.1): per shard, now in whole
-// microseconds made strictly greater than the last default score, plus k µs
-// for the k-th unscored payload of an id in the call.
+// Enqueue call, in send order (docs/contract.md §3.1): per shard, now in
+// whole microseconds made strictly greater than the last default score, plus
+// k µs for the k-th unscored payload of an id in the call.
 func (m *model) defaultScores(now float64) func(id string) float64 {
 	nowUS := int64(math.Floor(now*1e6 + 0.5))
 	base := map[int]int64{}

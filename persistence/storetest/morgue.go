@@ -19,8 +19,8 @@ var morgueTests = []testCase{
 	{"Rule8_MorgueRetention", testMorgueRetention, needNone},
 }
 
-// SPEC 3.8 and Lowkiq spec 34: the morgue by id and by updated_at, both
-// directions, with bounds and pages.
+// docs/contract.md §3.8 and Lowkiq spec 34: the morgue by id and by
+// updated_at, both directions, with bounds and pages.
 func testMorgueListings(t *testing.T, h Harness) {
 	e := newEnv(t, h, 3)
 	for _, id := range []string{"m2", "m1", "m3"} {
@@ -76,7 +76,7 @@ func testMorgueMerge(t *testing.T, h Harness) {
 	require.Equal(t, []string{"v0@30"}, pl(e.get("1").Payloads))
 }
 
-// SPEC 3.8: requeue and delete, given ids or all.
+// docs/contract.md §3.8: requeue and delete, given ids or all.
 func testMorgueRequeueDelete(t *testing.T, h Harness) {
 	e := newEnv(t, h, 3)
 	for i := range 12 {
@@ -108,7 +108,8 @@ func testMorgueRequeueDelete(t *testing.T, h Harness) {
 	require.EqualValues(t, 0, e.stats().MorgueLength)
 }
 
-// SPEC 3.8: retention deletes entries last updated before the cut-off.
+// docs/contract.md §3.8: retention deletes entries last updated before the
+// cut-off.
 func testMorgueRetention(t *testing.T, h Harness) {
 	e := newEnv(t, h, 1)
 	toMorgue(e, "old", job("old", "v", 1))

@@ -20,9 +20,9 @@ var restoreTests = []testCase{
 	{"Deadline_BoundCountsAtMostMaxCalls", testDeadlineMaxCalls, needNone},
 }
 
-// SPEC 3.7: a new owner restores the in-flight record of a crashed one,
-// merging as "failed job + queued job" without changing retry_count, and
-// without counting anything.
+// docs/contract.md §3.7: a new owner restores the in-flight record of a
+// crashed one, merging as "failed job + queued job" without changing
+// retry_count, and without counting anything.
 func testCrashRestore(t *testing.T, h Harness) {
 	e := newEnv(t, h, 1)
 	e.enqueue(job("b", "b1", 1))
@@ -98,10 +98,10 @@ func testSkipped(t *testing.T, h Harness) {
 	require.EqualValues(t, 0, st.Processed)
 }
 
-// SPEC 6 (Orderly-Deadline): each call's deadline is kept with the
-// in-flight record, and ids restored from it are not fetched again before
-// it; ids whose call a stop cut while it ran wait the same way, ids that
-// were skipped before their call started do not.
+// docs/contract.md §2.1 and §6.4 (Orderly-Deadline): each call's deadline is
+// kept with the in-flight record, and ids restored from it are not fetched
+// again before it; ids whose call a stop cut while it ran wait the same way,
+// ids that were skipped before their call started do not.
 func testDeadlineKeptOnRestore(t *testing.T, h Harness) {
 	e := newEnv(t, h, 1)
 	e.enqueue(job("a", "v", 1), job("b", "v", 1), job("c", "v", 1))

@@ -25,7 +25,8 @@ var settleTests = []testCase{
 	{"Rule5_DeadListHandedToTheNextOwner", testDeadListHandedToNextOwner, needNone},
 }
 
-// SPEC 3.4: success removes the in-flight record and counts the ids.
+// docs/contract.md §3.4: success removes the in-flight record and counts the
+// ids.
 func testSuccess(t *testing.T, h Harness) {
 	e := newEnv(t, h, 1)
 	e.enqueue(job("a", "v", 1), job("a", "w", 2), job("b", "v", 1))
@@ -52,8 +53,8 @@ func testSuccess(t *testing.T, h Harness) {
 	require.ErrorIs(t, err, persistence.ErrNotFound)
 }
 
-// SPEC 3.5: a failure increments retry_count, sets perform_at to the retry
-// time and records the error; the job is not fetched before it.
+// docs/contract.md §3.5: a failure increments retry_count, sets perform_at to
+// the retry time and records the error; the job is not fetched before it.
 func testFailureRetries(t *testing.T, h Harness) {
 	e := newEnv(t, h, 1)
 	e.enqueue(job("a", "v", 1))
@@ -83,8 +84,9 @@ func testFailureRetries(t *testing.T, h Harness) {
 	require.Empty(t, res.Dead)
 }
 
-// SPEC 3.5 and Lowkiq spec 21: at max_retry_count only the lowest-scored
-// payload goes to the morgue; the rest is requeued fresh, due now.
+// docs/contract.md §3.5 and Lowkiq spec 21: at max_retry_count only the
+// lowest-scored payload goes to the morgue; the rest is requeued fresh, due
+// now.
 func testMorgueLowestOnly(t *testing.T, h Harness) {
 	e := newEnv(t, h, 1)
 	e.enqueue(job("1", "v1", 0), job("1", "v2", 1))
@@ -119,8 +121,8 @@ func testMorgueLowestOnly(t *testing.T, h Harness) {
 	require.EqualValues(t, 2, st.Failed)
 }
 
-// SPEC 3 edge case: the payload that dies is the lowest-scored one the
-// handler was given, not a lower one queued meanwhile.
+// docs/contract.md §3 (edge cases): the payload that dies is the
+// lowest-scored one the handler was given, not a lower one queued meanwhile.
 func testMorgueWhatHandlerGot(t *testing.T, h Harness) {
 	e := newEnv(t, h, 1)
 	e.enqueue(job("x", "given", 5))
@@ -161,8 +163,8 @@ func testAttemptsBeforeMorgue(t *testing.T, h Harness) {
 	}
 }
 
-// SPEC 3.6: failing some ids of a batch acknowledges the others; ids not in
-// the batch are ignored.
+// docs/contract.md §3.6: failing some ids of a batch acknowledges the others;
+// ids not in the batch are ignored.
 func testPartialFailure(t *testing.T, h Harness) {
 	e := newEnv(t, h, 1)
 	e.enqueue(job("a", "v", 1), job("b", "v", 1), job("c", "v", 1))
@@ -179,8 +181,8 @@ func testPartialFailure(t *testing.T, h Harness) {
 	require.Equal(t, "bad b", j.Error)
 }
 
-// SPEC 3.5: what a settlement moved to the morgue is reported again when
-// the Advance is retried after its reply was lost, so that the
+// docs/contract.md §3.5: what a settlement moved to the morgue is reported
+// again when the Advance is retried after its reply was lost, so that the
 // retries_exhausted hook sees it at least once; the next call confirms it.
 func testDeadListOnRetriedAdvance(t *testing.T, h Harness) {
 	e := newEnv(t, h, 1)
