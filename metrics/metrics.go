@@ -53,7 +53,7 @@ const scrapeTimeout = 2 * time.Second
 // concurrently by scrapes and must not block for long.
 type Source struct {
 	// Store holds the queues (Stats).
-	Store persistence.Store
+	Store persistence.QueueStore
 	// Queues lists the queues to report.
 	Queues func() []string
 	// Shards returns how many shards of each queue this node serves.
