@@ -1,5 +1,7 @@
-// Package persistence defines Orderly's durable queue: the Store interface that
-// shard actors, the HTTP API and the client call, the job and batch types they
+// Package persistence defines Orderly's durable queue: the Store interface,
+// in roles that follow its callers (a node needs NodeStore: Producer,
+// ShardStore, QueueStore, ControlStore; the HTTP API and the dashboard also
+// Inspector, Admin, StateStore and FeedStore), the job and batch types they
 // exchange, and the errors they branch on.
 //
 // The one implementation is persistence/redisstore, which runs the same Lua
