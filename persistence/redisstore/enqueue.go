@@ -11,7 +11,7 @@ import (
 	"github.com/orderlyhq/orderly/persistence"
 )
 
-// Enqueue implements persistence.Store. Jobs are grouped by shard and sorted
+// Enqueue implements persistence.Producer. Jobs are grouped by shard and sorted
 // by id (stable: the jobs of one id keep their order), so that the jobs of
 // one call enter the shard's fifo; each shard gets one script call per
 // EnqueueChunk jobs, and all calls go out in one pipeline.
@@ -106,7 +106,7 @@ func appendJob(args []any, j *persistence.NewJob) []any {
 	return append(args, j.ID, payload, sc, at)
 }
 
-// EnqueueTick implements persistence.Store: one enqueue.lua call in tick
+// EnqueueTick implements persistence.ControlStore: one enqueue.lua call in tick
 // mode on the job's shard.
 func (s *Store) EnqueueTick(ctx context.Context, queue, name string, tick time.Time, job persistence.NewJob) (bool, error) {
 	if name == "" {

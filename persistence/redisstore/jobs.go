@@ -8,7 +8,7 @@ import (
 	"github.com/orderlyhq/orderly/persistence"
 )
 
-// GetJob implements persistence.Store: the record, its overflow and the
+// GetJob implements persistence.Inspector: the record, its overflow and the
 // in-flight record are read by one script, so they are consistent.
 func (s *Store) GetJob(ctx context.Context, queue, id string) (persistence.JobInfo, error) {
 	shards, err := s.shardsOf(ctx, queue)
@@ -98,7 +98,7 @@ func (s *Store) GetJob(ctx context.Context, queue, id string) (persistence.JobIn
 	return info, nil
 }
 
-// DeleteJob implements persistence.Store. An id with many payloads is
+// DeleteJob implements persistence.Admin. An id with many payloads is
 // deleted over several bounded calls.
 func (s *Store) DeleteJob(ctx context.Context, queue, id string) (bool, error) {
 	shards, err := s.shardsOf(ctx, queue)
@@ -127,12 +127,12 @@ func (s *Store) DeleteJob(ctx context.Context, queue, id string) (bool, error) {
 	}
 }
 
-// PerformJobNow implements persistence.Store.
+// PerformJobNow implements persistence.Admin.
 func (s *Store) PerformJobNow(ctx context.Context, queue, id string) (bool, error) {
 	return s.jobAction(ctx, queue, id, "perform now", "perform_now_id")
 }
 
-// KillJob implements persistence.Store. An id with many payloads is moved
+// KillJob implements persistence.Admin. An id with many payloads is moved
 // over several bounded calls, all stamped with the first call's time.
 func (s *Store) KillJob(ctx context.Context, queue, id string) (bool, error) {
 	return s.jobAction(ctx, queue, id, "kill", "kill_id")
@@ -170,7 +170,7 @@ func (s *Store) jobAction(ctx context.Context, queue, id, what, action string) (
 	}
 }
 
-// PerformAllNow implements persistence.Store.
+// PerformAllNow implements persistence.Admin.
 func (s *Store) PerformAllNow(ctx context.Context, queue string) (int, error) {
 	return s.eachShard(ctx, queue, "perform all now", scriptAction, func(sh int, now string, held int64) []any {
 		return []any{now, "perform_now", strconv.Itoa(actionChunk), s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh),
@@ -178,7 +178,7 @@ func (s *Store) PerformAllNow(ctx context.Context, queue string) (int, error) {
 	})
 }
 
-// KillFailed implements persistence.Store.
+// KillFailed implements persistence.Admin.
 func (s *Store) KillFailed(ctx context.Context, queue string) (int, error) {
 	return s.eachShard(ctx, queue, "kill failed", scriptAction, func(sh int, now string, _ int64) []any {
 		return []any{now, "kill_failed", strconv.Itoa(actionChunk), s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh),
@@ -186,7 +186,7 @@ func (s *Store) KillFailed(ctx context.Context, queue string) (int, error) {
 	})
 }
 
-// DeleteFailed implements persistence.Store.
+// DeleteFailed implements persistence.Admin.
 func (s *Store) DeleteFailed(ctx context.Context, queue string) (int, error) {
 	return s.eachShard(ctx, queue, "delete failed", scriptAction, func(sh int, now string, _ int64) []any {
 		return []any{now, "delete_failed", strconv.Itoa(actionChunk), s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh),

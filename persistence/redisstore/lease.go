@@ -20,7 +20,7 @@ func newNonce() string {
 	return hex.EncodeToString(b[:])
 }
 
-// AcquireShard implements persistence.Store.
+// AcquireShard implements persistence.ShardStore.
 func (s *Store) AcquireShard(ctx context.Context, ref persistence.ShardRef, owner string, ttl time.Duration) (persistence.Lease, int, error) {
 	if err := validOwner(owner); err != nil {
 		return persistence.Lease{}, 0, err
@@ -66,7 +66,7 @@ func (s *Store) AcquireShard(ctx context.Context, ref persistence.ShardRef, owne
 	return lease, int(restored), nil
 }
 
-// RenewShard implements persistence.Store.
+// RenewShard implements persistence.ShardStore.
 func (s *Store) RenewShard(ctx context.Context, lease persistence.Lease, ttl time.Duration) error {
 	return s.RenewShards(ctx, []persistence.Lease{lease}, ttl)[0]
 }
@@ -75,7 +75,7 @@ func (s *Store) RenewShard(ctx context.Context, lease persistence.Lease, ttl tim
 // call keeps Redis busy for a millisecond or so at most.
 const renewChunk = 500
 
-// RenewShards implements persistence.Store: one round trip. On standalone
+// RenewShards implements persistence.ShardStore: one round trip. On standalone
 // Redis and Sentinel, one renew_many call per renewChunk leases (in one
 // pipeline); on a Cluster, where the shards' keys lie in different slots,
 // one renew call per lease, in one pipeline per master.
@@ -159,7 +159,7 @@ func (s *Store) renewEach(ctx context.Context, leases []persistence.Lease, ttl t
 	return errs
 }
 
-// ReleaseShard implements persistence.Store.
+// ReleaseShard implements persistence.ShardStore.
 func (s *Store) ReleaseShard(ctx context.Context, lease persistence.Lease) error {
 	sk, err := s.shardKeys(ctx, lease.ShardRef)
 	if err != nil {

@@ -137,7 +137,7 @@ func parseList(view string, opts persistence.ListOptions) (listQuery, error) {
 	return q, nil
 }
 
-// ListJobs implements persistence.Store.
+// ListJobs implements persistence.Inspector.
 func (s *Store) ListJobs(ctx context.Context, queue string, opts persistence.ListOptions) (persistence.JobPage, error) {
 	q, err := parseList("q", opts)
 	if err != nil {
@@ -154,7 +154,7 @@ func (s *Store) ListJobs(ctx context.Context, queue string, opts persistence.Lis
 	return page, nil
 }
 
-// ListMorgue implements persistence.Store.
+// ListMorgue implements persistence.Inspector.
 func (s *Store) ListMorgue(ctx context.Context, queue string, opts persistence.ListOptions) (persistence.MorguePage, error) {
 	q, err := parseList("m", opts)
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/orderlyhq/orderly/persistence"
 )
 
-// TrimMorgue implements persistence.Store.
+// TrimMorgue implements persistence.ShardStore.
 func (s *Store) TrimMorgue(ctx context.Context, ref persistence.ShardRef, before time.Time, limit int) (int, error) {
 	sk, err := s.shardKeys(ctx, ref)
 	if err != nil {
@@ -26,12 +26,12 @@ func (s *Store) TrimMorgue(ctx context.Context, ref persistence.ShardRef, before
 	return int(res[0]), nil
 }
 
-// RequeueMorgue implements persistence.Store.
+// RequeueMorgue implements persistence.Admin.
 func (s *Store) RequeueMorgue(ctx context.Context, queue string, ids []string) (int, error) {
 	return s.morgueIDs(ctx, queue, "requeue", ids)
 }
 
-// RequeueMorgueAll implements persistence.Store.
+// RequeueMorgueAll implements persistence.Admin.
 func (s *Store) RequeueMorgueAll(ctx context.Context, queue string) (int, error) {
 	return s.eachShard(ctx, queue, "requeue morgue", scriptMorgue, func(sh int, now string, _ int64) []any {
 		return []any{now, "requeue", s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh), "first", strconv.Itoa(actionChunk),
@@ -39,12 +39,12 @@ func (s *Store) RequeueMorgueAll(ctx context.Context, queue string) (int, error)
 	})
 }
 
-// DeleteMorgue implements persistence.Store.
+// DeleteMorgue implements persistence.Admin.
 func (s *Store) DeleteMorgue(ctx context.Context, queue string, ids []string) (int, error) {
 	return s.morgueIDs(ctx, queue, "delete", ids)
 }
 
-// DeleteMorgueAll implements persistence.Store.
+// DeleteMorgueAll implements persistence.Admin.
 func (s *Store) DeleteMorgueAll(ctx context.Context, queue string) (int, error) {
 	return s.eachShard(ctx, queue, "delete morgue", scriptMorgue, func(sh int, now string, _ int64) []any {
 		return []any{now, "delete", s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh), "first", strconv.Itoa(actionChunk),

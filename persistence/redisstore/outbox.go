@@ -86,7 +86,7 @@ func decodeEmit(s string) (string, persistence.NewJob, error) {
 	return f[0], j, nil
 }
 
-// RelayOutbox implements persistence.Store.
+// RelayOutbox implements persistence.OutboxStore.
 func (s *Store) RelayOutbox(ctx context.Context, ref persistence.ShardRef, limit int) (relayed, dropped int, more bool, err error) {
 	sk, err := s.shardKeys(ctx, ref)
 	if err != nil {

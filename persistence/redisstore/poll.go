@@ -17,7 +17,7 @@ const pollChunk = 200
 // pollKeys are the keys poll.lua reads of one shard, in its order.
 var pollKeys = [...]int{kFifo, kJobs, kLater, kTimers, kOutbox, kInflight, kOutcome, kV1Due, kV1Morgue, kV1Stats, kV1Inflight}
 
-// PollShards implements persistence.Store: one round trip. On standalone
+// PollShards implements persistence.ShardStore: one round trip. On standalone
 // Redis and Sentinel, one poll call per pollChunk shards (in one pipeline);
 // on a Cluster, where the shards' keys lie in different slots, one poll
 // call per shard, in one pipeline per master.

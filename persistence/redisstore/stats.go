@@ -12,7 +12,7 @@ import (
 	"github.com/orderlyhq/orderly/persistence"
 )
 
-// Stats implements persistence.Store: one stats.lua call per shard, all in
+// Stats implements persistence.QueueStore: one stats.lua call per shard, all in
 // one pipeline.
 func (s *Store) Stats(ctx context.Context, queues ...string) ([]persistence.QueueStats, error) {
 	if len(queues) == 0 {
@@ -93,7 +93,7 @@ func (s *Store) Stats(ctx context.Context, queues ...string) ([]persistence.Queu
 	return out, nil
 }
 
-// ShardOwners implements persistence.Store: the holder of each shard's
+// ShardOwners implements persistence.QueueStore: the holder of each shard's
 // lease, a node of the previous release (layout 1) included.
 func (s *Store) ShardOwners(ctx context.Context, queue string) ([]persistence.ShardOwner, error) {
 	shards, err := s.shardsOf(ctx, queue)
@@ -133,7 +133,7 @@ func (s *Store) ShardOwners(ctx context.Context, queue string) ([]persistence.Sh
 	return out, nil
 }
 
-// Processing implements persistence.Store.
+// Processing implements persistence.Inspector.
 func (s *Store) Processing(ctx context.Context, queue string) ([]persistence.InFlightBatch, error) {
 	shards, err := s.shardsOf(ctx, queue)
 	if err != nil {

@@ -183,7 +183,7 @@ func (s *Store) LoadScripts(ctx context.Context) error {
 	return nil
 }
 
-// Ping implements persistence.Store.
+// Ping implements persistence.NodeStore.
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.rdb.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("redisstore: ping: %w", err)
@@ -200,7 +200,7 @@ func (s *Store) now() string {
 	return formatFloat(persistence.UnixSeconds(s.cfg.Now()))
 }
 
-// RegisterQueue implements persistence.Store. On a store no release wrote
+// RegisterQueue implements persistence.QueueStore. On a store no release wrote
 // to yet, it also records the layout version. The first registration of a
 // Store loads the scripts, so that calls do not meet NOSCRIPT later.
 func (s *Store) RegisterQueue(ctx context.Context, spec persistence.QueueSpec) error {
@@ -244,7 +244,7 @@ func (s *Store) RegisterQueue(ctx context.Context, spec persistence.QueueSpec) e
 	return nil
 }
 
-// Queues implements persistence.Store.
+// Queues implements persistence.QueueStore.
 func (s *Store) Queues(ctx context.Context) ([]persistence.QueueSpec, error) {
 	m, err := s.rdb.HGetAll(ctx, s.keys.queues()).Result()
 	if err != nil {
