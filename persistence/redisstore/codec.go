@@ -11,7 +11,7 @@ import (
 	"github.com/orderlyhq/orderly/persistence"
 )
 
-// The scripts (lua/lib.lua) write fields: a LEB128 length, then that many
+// The scripts (lua/lib/fields.lua) write fields: a LEB128 length, then that many
 // bytes. Job and morgue records, in-flight batches and dead reports are
 // sequences of fields; docs/storage.md section 3 lays them out. The decoders
 // here never panic on corrupt input (FuzzDecode).
@@ -86,7 +86,7 @@ func optTime(s string) (time.Time, error) {
 	return persistence.FromUnixSeconds(f), nil
 }
 
-// Record flags (lua/lib.lua).
+// Record flags (lua/lib/fields.lua).
 const (
 	flagError    = 1
 	flagFifo     = 2

@@ -12,7 +12,7 @@ import (
 	"github.com/orderlyhq/orderly/persistence"
 )
 
-// putField is the Go twin of lib.lua's fld.
+// putField is the Go twin of lib/fields.lua's fld.
 func putField(b *strings.Builder, s string) {
 	n := len(s)
 	for n >= 0x80 {
@@ -23,7 +23,7 @@ func putField(b *strings.Builder, s string) {
 	b.WriteString(s)
 }
 
-// encodeBatch is the Go twin of lib.lua's encode_batch.
+// encodeBatch is the Go twin of lib/batch.lua's encode_batch.
 func encodeBatch(h batchHeader, jobs []persistence.Job) string {
 	var b strings.Builder
 	putField(&b, "2")
@@ -44,7 +44,7 @@ func encodeBatch(h batchHeader, jobs []persistence.Job) string {
 	return b.String()
 }
 
-// encodeRecord is the Go twin of lib.lua's rec_encode.
+// encodeRecord is the Go twin of lib/cold.lua's rec_encode.
 func encodeRecord(r record, fseq string) string {
 	var b strings.Builder
 	flags := byte(0)

@@ -224,7 +224,7 @@ func (s *Store) upgradeDone(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// fence is what layout 2 writes into layout 1's lease key (lua/lib.lua).
+// fence is what layout 2 writes into layout 1's lease key (lua/lib/fence.lua).
 const fence = "0/orderly-layout-2"
 
 // restoreV1Inflight restores, chunk by chunk, the in-flight record a layout
