@@ -53,7 +53,7 @@ const scrapeTimeout = 2 * time.Second
 // concurrently by scrapes and must not block for long.
 type Source struct {
 	// Store holds the queues (Stats).
-	Store persistence.Store
+	Store persistence.QueueStore
 	// Queues lists the queues to report.
 	Queues func() []string
 	// Shards returns how many shards of each queue this node serves.
@@ -159,23 +159,11 @@ func (m *Metrics) Store(s persistence.Store) persistence.Store {
 	return &countingStore{Store: s, m: m}
 }
 
-// countingStore counts what passes through a store.
+// countingStore counts what passes through a store. The methods it does
+// not count come from the embedded store, Warm and StoreID included.
 type countingStore struct {
 	persistence.Store
 	m *Metrics
-}
-
-// Warm opens the wrapped store's connections ahead of use, when it can
-// (redisstore.Store.Warm): the node looks for this method on its store, and
-// a wrapper that hid it would leave the first lease calls to open
-// connections on the way.
-func (c *countingStore) Warm(ctx context.Context, conns int) error {
-	if w, ok := c.Store.(interface {
-		Warm(ctx context.Context, conns int) error
-	}); ok {
-		return w.Warm(ctx, conns)
-	}
-	return nil
 }
 
 func (c *countingStore) Enqueue(ctx context.Context, queue string, jobs []persistence.NewJob) error {

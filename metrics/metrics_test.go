@@ -103,17 +103,29 @@ func TestScrapeWithStoreDown(t *testing.T) {
 	require.False(t, strings.Contains(out, `orderly_queue_length{queue="q"}`))
 }
 
-// The counting wrapper keeps the store's connection warm-up reachable: the
-// node warms the store it is given, wrapped or not.
-func TestStoreWrapperWarms(t *testing.T) {
+// The counting wrapper keeps what the node looks for on its store: the
+// connection warm-up and the store's identity, which the node advertises
+// to its cluster (a store of another identity is a foreign member).
+func TestStoreWrapperKeepsWarmAndIdentity(t *testing.T) {
 	db := redistest.New(t)
+	ctx := context.Background()
 	raw, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})
 	require.NoError(t, err)
-	s := metrics.New().Store(raw)
+	var s any = metrics.New().Store(raw)
+
 	w, ok := s.(interface {
 		Warm(ctx context.Context, conns int) error
 	})
 	require.True(t, ok, "the wrapper has Warm")
-	require.NoError(t, w.Warm(context.Background(), 3))
+	require.NoError(t, w.Warm(ctx, 3))
 	require.GreaterOrEqual(t, db.Client.PoolStats().TotalConns, uint32(3), "the wrapped store's connections are open")
+
+	id, ok := s.(persistence.Identifier)
+	require.True(t, ok, "the wrapper has StoreID")
+	got, err := id.StoreID(ctx)
+	require.NoError(t, err)
+	want, err := raw.StoreID(ctx)
+	require.NoError(t, err)
+	require.NotEmpty(t, want)
+	require.Equal(t, want, got, "the wrapper answers the wrapped store's identity")
 }

@@ -1,11 +1,13 @@
-// Package persistence defines Orderly's durable queue: the Store interface that
-// shard actors, the HTTP API and the client call, the job and batch types they
+// Package persistence defines Orderly's durable queue: the Store interface,
+// in roles that follow its callers (a node needs NodeStore: Producer,
+// ShardStore, QueueStore, ControlStore; the HTTP API and the dashboard also
+// Inspector, Admin, StateStore and FeedStore), the job and batch types they
 // exchange, and the errors they branch on.
 //
 // The one implementation is persistence/redisstore, which runs the same Lua
 // scripts on a real Redis server and on the embedded in-memory store; the
 // conformance suite in persistence/storetest checks every implementation
-// against the rules of the product contract (SPEC section 3).
+// against the rules of the product contract (docs/contract.md §3).
 //
 // # Vocabulary
 //

@@ -39,6 +39,11 @@ var (
 	// sent again (payloads merge); for the other operations it is a store
 	// failure like any other.
 	ErrNotReplicated = errors.New("persistence: write not acknowledged by enough replicas")
+
+	// ErrVersionConflict is returned by SetState and DeleteState when the
+	// expected version is not the current one: someone else changed the
+	// state first. Read it again and retry.
+	ErrVersionConflict = errors.New("persistence: state version conflict")
 )
 
 // FieldError reports input that was rejected before anything was written.

@@ -44,7 +44,8 @@ type FeedEntry struct {
 	At time.Time
 }
 
-// FeedStore reads a stateful queue's change feed, part of Store.
+// FeedStore reads a stateful queue's change feed: a role of Store that a
+// store may lack (the conformance suite skips its cases then).
 type FeedStore interface {
 	// ReadFeed returns up to limit entries after position from (FeedOldest,
 	// FeedNew or an entry's Pos), waiting up to wait for the first one

@@ -22,8 +22,9 @@ const (
 	// MaxBatchSize is the largest number of ids one fetch may return.
 	MaxBatchSize = 1000
 	// DefaultMaxPayloadsPerCall is how many payloads of one id a fetch
-	// hands over at most when AdvanceRequest.MaxPayloads is 0 (SPEC 2.6):
-	// the lowest-scored ones; the rest stay queued, in order.
+	// hands over at most when AdvanceRequest.MaxPayloads is 0
+	// (docs/contract.md §2.6): the lowest-scored ones; the rest stay
+	// queued, in order.
 	DefaultMaxPayloadsPerCall = 1000
 	// FreshRetryCount is the retry count of a job that never failed.
 	FreshRetryCount = -1
@@ -148,8 +149,8 @@ type MorgueEntry struct {
 // Lease is a shard owner's right to change the shard's state. Token is the
 // fencing token every state-changing call presents: opaque, never issued
 // twice. Epoch is strictly greater than the epoch of every earlier
-// acquisition of the shard, also after the store lost recent writes (SPEC
-// 2.5); it is not a count.
+// acquisition of the shard, also after the store lost recent writes
+// (docs/contract.md §2.5); it is not a count.
 type Lease struct {
 	ShardRef
 	Owner string
@@ -390,7 +391,7 @@ type InFlightBatch struct {
 	Jobs     []Job
 }
 
-// QueueStats are the metrics of one queue (SPEC 3.10).
+// QueueStats are the metrics of one queue (docs/contract.md §3.10).
 type QueueStats struct {
 	Name   string
 	Shards int

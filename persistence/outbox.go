@@ -39,7 +39,7 @@ func ValidateEmit(e Emit, maxPayload int) error {
 }
 
 // OutboxStore relays a shard's outbox (docs/storage.md section 10), part of
-// Store. The shard's owner calls it after an Advance reports entries
+// ShardStore. The shard's owner calls it after an Advance reports entries
 // (AdvanceResult.Outbox) and once after acquiring the shard; calls may
 // overlap with another node's relay of the same shard (a previous owner
 // still at work), and with an outside compare-and-set's relay: entries are

@@ -2,7 +2,6 @@ package persistence
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -12,11 +11,6 @@ import (
 // DefaultMaxStateBytes is the largest state of one id when a queue sets no
 // max_state_bytes.
 const DefaultMaxStateBytes = 1 << 20
-
-// ErrVersionConflict is returned by SetState and DeleteState when the
-// expected version is not the current one: someone else changed the state
-// first. Read it again and retry.
-var ErrVersionConflict = errors.New("persistence: state version conflict")
 
 // State is an id's state: opaque bytes and a version that grows by one with
 // each change. Version 0 means the id never had a state; Deleted means its
@@ -51,8 +45,9 @@ type TimerWrite struct {
 	Clear bool
 }
 
-// StateStore is the external compare-and-set on entity state
-// (docs/contract.md §11), part of Store.
+// StateStore is the outside compare-and-set on entity state
+// (docs/contract.md §11): a role of Store that a store may lack (the
+// conformance suite skips its cases then).
 type StateStore interface {
 	// GetState returns the state of id in queue (Version 0: none).
 	GetState(ctx context.Context, queue, id string) (State, error)

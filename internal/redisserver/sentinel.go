@@ -190,9 +190,6 @@ func (set *SentinelSet) URL() string {
 // master the set started with.
 func (set *SentinelSet) Servers() []*Server { return set.data }
 
-// Sentinels returns the sentinel processes.
-func (set *SentinelSet) Sentinels() []*Server { return set.sentinels }
-
 // Master returns the data server the sentinels currently name as master
 // (asking each sentinel in turn until one answers).
 func (set *SentinelSet) Master(ctx context.Context) (*Server, error) {

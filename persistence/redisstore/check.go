@@ -11,16 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Server requirements checked by CheckServer.
-var (
-	// ErrServerTooOld is returned for a Redis older than 6.2 (ZADD LT,
-	// GETDEL and ZMSCORE are needed).
-	ErrServerTooOld = errors.New("redisstore: Redis 6.2 or newer is required")
-	// ErrEvictionPolicy is returned when the server may evict keys: an
-	// evicted key is a lost job.
-	ErrEvictionPolicy = errors.New("redisstore: maxmemory-policy must be noeviction")
-)
-
 // ServerInfo is what CheckServer learned about the server.
 type ServerInfo struct {
 	Version         string

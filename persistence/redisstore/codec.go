@@ -1,7 +1,6 @@
 package redisstore
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -12,12 +11,10 @@ import (
 	"github.com/orderlyhq/orderly/persistence"
 )
 
-// The scripts (lua/lib.lua) write fields: a LEB128 length, then that many
+// The scripts (lua/lib/fields.lua) write fields: a LEB128 length, then that many
 // bytes. Job and morgue records, in-flight batches and dead reports are
 // sequences of fields; docs/storage.md section 3 lays them out. The decoders
 // here never panic on corrupt input (FuzzDecode).
-
-var errCorrupt = errors.New("redisstore: corrupt record")
 
 type fieldReader struct {
 	s   string
@@ -89,7 +86,7 @@ func optTime(s string) (time.Time, error) {
 	return persistence.FromUnixSeconds(f), nil
 }
 
-// Record flags (lua/lib.lua).
+// Record flags (lua/lib/fields.lua).
 const (
 	flagError    = 1
 	flagFifo     = 2
@@ -409,20 +406,6 @@ func decodeState(v any) (persistence.State, error) {
 		return persistence.State{Version: ver, Deleted: true}, nil
 	}
 	return persistence.State{Data: append([]byte{}, s[r.pos:]...), Version: ver}, nil
-}
-
-// countOfHeader reads n from the first bytes of an encoded batch; 0 when
-// there is no record.
-func countOfHeader(prefix string) int64 {
-	r := &fieldReader{s: prefix}
-	if v, err := r.next(); err != nil || v != "2" {
-		return 0
-	}
-	n, err := r.int()
-	if err != nil {
-		return 0
-	}
-	return n
 }
 
 // splitToken splits a lease token "<epoch>/<owner>/<nonce>" (layout 1's

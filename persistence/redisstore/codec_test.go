@@ -12,7 +12,7 @@ import (
 	"github.com/orderlyhq/orderly/persistence"
 )
 
-// putField is the Go twin of lib.lua's fld.
+// putField is the Go twin of lib/fields.lua's fld.
 func putField(b *strings.Builder, s string) {
 	n := len(s)
 	for n >= 0x80 {
@@ -23,7 +23,7 @@ func putField(b *strings.Builder, s string) {
 	b.WriteString(s)
 }
 
-// encodeBatch is the Go twin of lib.lua's encode_batch.
+// encodeBatch is the Go twin of lib/batch.lua's encode_batch.
 func encodeBatch(h batchHeader, jobs []persistence.Job) string {
 	var b strings.Builder
 	putField(&b, "2")
@@ -44,7 +44,7 @@ func encodeBatch(h batchHeader, jobs []persistence.Job) string {
 	return b.String()
 }
 
-// encodeRecord is the Go twin of lib.lua's rec_encode.
+// encodeRecord is the Go twin of lib/cold.lua's rec_encode.
 func encodeRecord(r record, fseq string) string {
 	var b strings.Builder
 	flags := byte(0)
@@ -258,4 +258,18 @@ func FuzzHeadersRoundTrip(f *testing.F) {
 		require.Equal(t, h, got)
 		require.Equal(t, encodeHeaders(h), encodeHeaders(got))
 	})
+}
+
+// countOfHeader reads n from the first bytes of an encoded batch; 0 when
+// there is no record.
+func countOfHeader(prefix string) int64 {
+	r := &fieldReader{s: prefix}
+	if v, err := r.next(); err != nil || v != "2" {
+		return 0
+	}
+	n, err := r.int()
+	if err != nil {
+		return 0
+	}
+	return n
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderlyhq/orderly/internal/redistest"
-	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
 	"github.com/orderlyhq/orderly/persistence/storetest"
 )
@@ -18,8 +17,9 @@ import (
 // TestConformanceRedis runs the conformance suite on the package's real
 // redis-server (or, without one, on the fallback redistest announces).
 func TestConformanceRedis(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, storetest.Harness{
-		New: func(t *testing.T, now func() time.Time) persistence.Store {
+		New: func(t *testing.T, now func() time.Time) storetest.Store {
 			db := redistest.New(t)
 			s, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix, Now: now})
 			require.NoError(t, err)
@@ -27,13 +27,13 @@ func TestConformanceRedis(t *testing.T) {
 		},
 		Elapse: func(t *testing.T, d time.Duration) { time.Sleep(d) },
 		Light:  redistest.New(t).Embedded,
-		Lossy: func(t *testing.T, now func() time.Time) (persistence.Store, func(), func()) {
+		Lossy: func(t *testing.T, now func() time.Time) (storetest.Store, func(), func()) {
 			srv := redistest.NewServer(t, redistest.Options{})
 			s, err := redisstore.New(srv.Client(t), &redisstore.Config{Now: now})
 			require.NoError(t, err)
 			return s, func() { srv.Snapshot(t) }, func() { srv.Rollback(t) }
 		},
-		Upgrade: func(t *testing.T, now func() time.Time) (persistence.Store, persistence.Store) {
+		Upgrade: func(t *testing.T, now func() time.Time) (storetest.Store, storetest.Store) {
 			db := redistest.New(t)
 			s, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix, Now: now})
 			require.NoError(t, err)
@@ -42,18 +42,41 @@ func TestConformanceRedis(t *testing.T) {
 	})
 }
 
+// coreStore is a store with only the roles every store under test needs
+// (storetest.Store), as a new implementation has before its operator
+// actions and its stateful queues' outside access: the suite skips the
+// cases of persistence.Admin, StateStore and FeedStore, and its model
+// test makes no operator action.
+type coreStore struct{ storetest.Store }
+
+// TestConformanceCoreRoles runs the suite on a store that shows only the
+// roles every store needs.
+func TestConformanceCoreRoles(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, storetest.Harness{
+		New: func(t *testing.T, now func() time.Time) storetest.Store {
+			db := redistest.New(t)
+			s, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix, Now: now})
+			require.NoError(t, err)
+			return coreStore{s}
+		},
+		Elapse: func(t *testing.T, d time.Duration) { time.Sleep(d) },
+		Light:  redistest.New(t).Embedded,
+	})
+}
+
 // TestConformanceCluster runs the suite on a real 3-master Redis Cluster:
 // every script must touch one slot and declare its keys.
 func TestConformanceCluster(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
-		New: func(t *testing.T, now func() time.Time) persistence.Store {
+		New: func(t *testing.T, now func() time.Time) storetest.Store {
 			db := redistest.NewCluster(t)
 			s, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix, Now: now})
 			require.NoError(t, err)
 			return s
 		},
 		Elapse: func(t *testing.T, d time.Duration) { time.Sleep(d) },
-		Upgrade: func(t *testing.T, now func() time.Time) (persistence.Store, persistence.Store) {
+		Upgrade: func(t *testing.T, now func() time.Time) (storetest.Store, storetest.Store) {
 			db := redistest.NewCluster(t)
 			s, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix, Now: now})
 			require.NoError(t, err)
@@ -66,14 +89,14 @@ func TestConformanceCluster(t *testing.T) {
 // Sentinel (a master, one replica, three sentinels).
 func TestConformanceSentinel(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
-		New: func(t *testing.T, now func() time.Time) persistence.Store {
+		New: func(t *testing.T, now func() time.Time) storetest.Store {
 			db := redistest.NewSentinel(t)
 			s, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix, Now: now})
 			require.NoError(t, err)
 			return s
 		},
 		Elapse: func(t *testing.T, d time.Duration) { time.Sleep(d) },
-		Upgrade: func(t *testing.T, now func() time.Time) (persistence.Store, persistence.Store) {
+		Upgrade: func(t *testing.T, now func() time.Time) (storetest.Store, storetest.Store) {
 			db := redistest.NewSentinel(t)
 			s, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix, Now: now})
 			require.NoError(t, err)
@@ -94,7 +117,7 @@ func TestConformanceEmbedded(t *testing.T) {
 	// server's clock, which would end a case's short lease under it.
 	own := map[*testing.T]*miniredis.Miniredis{}
 	storetest.Run(t, storetest.Harness{
-		New: func(t *testing.T, now func() time.Time) persistence.Store {
+		New: func(t *testing.T, now func() time.Time) storetest.Store {
 			c := redis.NewClient(&redis.Options{Addr: mr.Addr(), Protocol: 2})
 			t.Cleanup(func() { c.Close() })
 			s, err := redisstore.New(c, &redisstore.Config{Prefix: redistest.NewPrefix(t), Now: now})
@@ -111,7 +134,7 @@ func TestConformanceEmbedded(t *testing.T) {
 			mr.FastForward(d)
 		},
 		Light: true,
-		Upgrade: func(t *testing.T, now func() time.Time) (persistence.Store, persistence.Store) {
+		Upgrade: func(t *testing.T, now func() time.Time) (storetest.Store, storetest.Store) {
 			m := miniredis.NewMiniRedis()
 			require.NoError(t, m.Start())
 			mu.Lock()

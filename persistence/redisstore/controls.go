@@ -22,7 +22,7 @@ import (
 // paused; absent otherwise.
 const ctlPaused = "paused"
 
-// SetPaused implements persistence.Store.
+// SetPaused implements persistence.ControlStore.
 func (s *Store) SetPaused(ctx context.Context, queue string, paused bool) error {
 	if _, err := s.shardsOf(ctx, queue); err != nil {
 		return err
@@ -43,7 +43,7 @@ func (s *Store) SetPaused(ctx context.Context, queue string, paused bool) error 
 	return nil
 }
 
-// Controls implements persistence.Store: one HGET per queue, in one
+// Controls implements persistence.ControlStore: one HGET per queue, in one
 // pipeline (go-redis splits it per master on a Cluster).
 func (s *Store) Controls(ctx context.Context, queues ...string) ([]persistence.QueueControl, error) {
 	if len(queues) == 0 {
@@ -71,7 +71,7 @@ func (s *Store) Controls(ctx context.Context, queues ...string) ([]persistence.Q
 	return out, nil
 }
 
-// SetPermits implements persistence.Store with permits.lua on the queue's
+// SetPermits implements persistence.ControlStore with permits.lua on the queue's
 // slot.
 func (s *Store) SetPermits(ctx context.Context, queue, holder string, want, limit int, ttl time.Duration) (int, error) {
 	if err := persistence.ValidateQueueName(queue); err != nil {
@@ -89,7 +89,7 @@ func (s *Store) SetPermits(ctx context.Context, queue, holder string, want, limi
 	return n, nil
 }
 
-// TakeTokens implements persistence.Store with rate.lua on the queue's
+// TakeTokens implements persistence.ControlStore with rate.lua on the queue's
 // slot.
 func (s *Store) TakeTokens(ctx context.Context, queue string, want int, perSecond float64, burst int) (int, time.Duration, error) {
 	if err := persistence.ValidateQueueName(queue); err != nil {
@@ -110,7 +110,7 @@ func (s *Store) TakeTokens(ctx context.Context, queue string, want int, perSecon
 	return int(v[0]), time.Duration(v[1]) * time.Millisecond, nil
 }
 
-// AdvanceTick implements persistence.Store with tick.lua.
+// AdvanceTick implements persistence.ControlStore with tick.lua.
 func (s *Store) AdvanceTick(ctx context.Context, name string, tick time.Time) (bool, error) {
 	if name == "" {
 		return false, fmt.Errorf("%w: a periodic job needs a name", persistence.ErrInvalid)
@@ -123,7 +123,7 @@ func (s *Store) AdvanceTick(ctx context.Context, name string, tick time.Time) (b
 	return n == 1, nil
 }
 
-// LastTicks implements persistence.Store: one HMGET.
+// LastTicks implements persistence.ControlStore: one HMGET.
 func (s *Store) LastTicks(ctx context.Context, names ...string) ([]time.Time, error) {
 	if len(names) == 0 {
 		return nil, nil

@@ -79,7 +79,7 @@ func (s *Store) publishFeed(ctx context.Context, ref persistence.ShardRef, chang
 	return n, nil
 }
 
-// ReadFeed implements persistence.Store.
+// ReadFeed implements persistence.FeedStore.
 func (s *Store) ReadFeed(ctx context.Context, queue, from string, limit int, wait time.Duration) ([]persistence.FeedEntry, string, error) {
 	if _, err := s.shardsOf(ctx, queue); err != nil {
 		return nil, "", err

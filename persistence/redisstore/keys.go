@@ -42,7 +42,7 @@ type keyspace struct {
 }
 
 // shardKeys are the fixed keys of one shard, in the order the scripts expect
-// them as KEYS (lua/lib.lua), plus the prefix of layout 1's per-id keys.
+// them as KEYS (lua/lib/keys.lua), plus the prefix of layout 1's per-id keys.
 type shardKeys struct {
 	keys   []string
 	boxed  []any // keys as command arguments (call.boxed)

@@ -13,6 +13,14 @@ import (
 	"github.com/orderlyhq/orderly/persistence"
 )
 
+// The upgrade from storage layout 1 (docs/storage.md section 8). The store
+// is layout 2; what it keeps of layout 1 is here: the layout version,
+// recorded once no shard holds layout 1 data; the look for layout 1 data
+// an Advance makes (lookForLayout1, then drainLayout1 when the script found
+// some); the in-flight record of a layout 1 owner that AcquireShard
+// restores; and the moves of migrate.lua. Layout 1's keys are spelled in
+// keys.go with the others. Downgrade (downgrade.go) goes back.
+
 // LayoutVersion is the storage layout this release writes, recorded in
 // Redis (the key "<prefix>:layout") so that later releases can gate on it.
 const LayoutVersion = "2"
@@ -30,19 +38,82 @@ const (
 // before it reads the layout key again.
 const upgradeRecheck = 5 * time.Second
 
-// layoutState caches what the store knows of the layout version.
-type layoutState struct {
+// drainChunk is how many layout 1 ids one migration call moves.
+const drainChunk = 200
+
+// v1Recheck is how often an Advance looks for layout 1 data in a shard of
+// an upgraded store: a layout 1 node that still runs may enqueue into its
+// old keys, and what it writes is drained from there.
+const v1Recheck = 10 * time.Second
+
+// upgradeState is what the store knows of the upgrade from layout 1.
+type upgradeState struct {
 	mu      sync.Mutex // guards the fields
 	v2      bool       // the layout key says 2: final, never read again
 	checked time.Time  // when "upgrading" was last read
+	// looked is when an Advance last looked for layout 1 data in each
+	// shard of an upgraded store (v1Recheck).
+	looked map[persistence.ShardRef]time.Time
+}
+
+// lookForLayout1 is advance.lua's ARGV[10]: "1" to look for layout 1 data
+// in the shard, always while the store is being upgraded, every v1Recheck
+// once it is.
+func (s *Store) lookForLayout1(ctx context.Context, ref persistence.ShardRef) string {
+	mode, err := s.mode(ctx)
+	if err != nil || mode == modeUpgrading {
+		return "1"
+	}
+	u := &s.upgrade
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.looked == nil {
+		u.looked = map[persistence.ShardRef]time.Time{}
+	}
+	if time.Since(u.looked[ref]) < v1Recheck {
+		return "0"
+	}
+	u.looked[ref] = time.Now()
+	return "1"
+}
+
+// lookAgain makes the next Advance of each shard of refs that found is
+// true look for layout 1 data at once, not only every v1Recheck: the idle
+// poll reported work there, maybe layout 1 data a node of the previous
+// release enqueued during a roll.
+func (s *Store) lookAgain(refs []persistence.ShardRef, found []bool) {
+	u := &s.upgrade
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for i, f := range found {
+		if f {
+			delete(u.looked, refs[i])
+		}
+	}
+}
+
+// drainLayout1 moves a chunk of the layout 1 data an Advance found in the
+// shard into layout 2, and reports whether it did; the next Advance looks
+// again, at once. A failure is logged and the next Advance tries again.
+func (s *Store) drainLayout1(ctx context.Context, lease persistence.Lease, sk shardKeys) bool {
+	u := &s.upgrade
+	u.mu.Lock()
+	delete(u.looked, lease.ShardRef)
+	u.mu.Unlock()
+	err := s.drainV1(ctx, lease, sk)
+	if err != nil && !errors.Is(err, persistence.ErrLeaseLost) {
+		s.cfg.Logger.Warn("could not move layout 1 data of the shard into layout 2; retrying with the next batch",
+			"queue", lease.Queue, "shard", lease.Shard, "err", err)
+	}
+	return err == nil
 }
 
 // initLayout records the layout version on a store nothing wrote to yet: no
 // layout 1 node ever registered a queue there, so no layout 1 data exists.
 func (s *Store) initLayout(ctx context.Context) error {
-	s.layout.mu.Lock()
-	v2 := s.layout.v2
-	s.layout.mu.Unlock()
+	s.upgrade.mu.Lock()
+	v2 := s.upgrade.v2
+	s.upgrade.mu.Unlock()
 	if v2 {
 		return nil
 	}
@@ -63,17 +134,17 @@ func (s *Store) initLayout(ctx context.Context) error {
 // modeUpgrading. While upgrading, it reads the layout key at most every
 // upgradeRecheck, and records the layout version once the upgrade is done.
 func (s *Store) mode(ctx context.Context) (string, error) {
-	s.layout.mu.Lock()
-	if s.layout.v2 {
-		s.layout.mu.Unlock()
+	s.upgrade.mu.Lock()
+	if s.upgrade.v2 {
+		s.upgrade.mu.Unlock()
 		return modeLayout2, nil
 	}
-	if !s.layout.checked.IsZero() && time.Since(s.layout.checked) < upgradeRecheck {
-		s.layout.mu.Unlock()
+	if !s.upgrade.checked.IsZero() && time.Since(s.upgrade.checked) < upgradeRecheck {
+		s.upgrade.mu.Unlock()
 		return modeUpgrading, nil
 	}
-	s.layout.checked = time.Now()
-	s.layout.mu.Unlock()
+	s.upgrade.checked = time.Now()
+	s.upgrade.mu.Unlock()
 
 	v, err := s.rdb.Get(ctx, s.keys.layout()).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -94,9 +165,9 @@ func (s *Store) mode(ctx context.Context) (string, error) {
 	if !done {
 		return modeUpgrading, nil
 	}
-	s.layout.mu.Lock()
-	s.layout.v2 = true
-	s.layout.mu.Unlock()
+	s.upgrade.mu.Lock()
+	s.upgrade.v2 = true
+	s.upgrade.mu.Unlock()
 	return modeLayout2, nil
 }
 
@@ -105,9 +176,9 @@ func (s *Store) mode(ctx context.Context) (string, error) {
 // shard of every queue fenced and drained of layout 1 data). It records
 // the version when the upgrade just finished.
 func (s *Store) Layout(ctx context.Context) (string, error) {
-	s.layout.mu.Lock()
-	s.layout.checked = time.Time{}
-	s.layout.mu.Unlock()
+	s.upgrade.mu.Lock()
+	s.upgrade.checked = time.Time{}
+	s.upgrade.mu.Unlock()
 	m, err := s.mode(ctx)
 	if err != nil || m != modeLayout2 {
 		return "", err
@@ -153,7 +224,7 @@ func (s *Store) upgradeDone(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// fence is what layout 2 writes into layout 1's lease key (lua/lib.lua).
+// fence is what layout 2 writes into layout 1's lease key (lua/lib/fence.lua).
 const fence = "0/orderly-layout-2"
 
 // restoreV1Inflight restores, chunk by chunk, the in-flight record a layout
@@ -233,87 +304,6 @@ func (s *Store) drainV1(ctx context.Context, lease persistence.Lease, sk shardKe
 			return fmt.Errorf("%w: %s/%d", persistence.ErrLeaseLost, lease.Queue, lease.Shard)
 		}
 		return fmt.Errorf("redisstore: move layout 1 data of %s/%d: %w", lease.Queue, lease.Shard, err)
-	}
-	return nil
-}
-
-// ErrServed is returned by Downgrade while a node of this release still
-// serves a shard.
-var ErrServed = errors.New("redisstore: a layout 2 node still serves the shard")
-
-// Downgrade rolls the store back to storage layout 1, so that the previous
-// release can serve it: every shard's in-flight record is restored, its
-// queued jobs (payloads and scores, perform_at, retry count, error), morgue
-// entries and counters are written into layout 1's keys, its layout 2 keys
-// and the fence are deleted, and so is the layout version. Stop every node
-// of this release first: Downgrade refuses (ErrServed) while a shard's
-// layout 2 lease is held. It is resumable: run it again after a failure.
-func (s *Store) Downgrade(ctx context.Context) error {
-	specs, err := s.Queues(ctx)
-	if err != nil {
-		return err
-	}
-	for _, q := range specs {
-		s.mu.Lock()
-		s.shards[q.Name] = q.Shards
-		s.mu.Unlock()
-		for sh := range q.Shards {
-			if err := s.downgradeShard(ctx, q.Name, sh); err != nil {
-				return err
-			}
-		}
-	}
-	if err := s.rdb.Del(ctx, s.keys.layout()).Err(); err != nil {
-		return fmt.Errorf("redisstore: downgrade: %w", err)
-	}
-	s.layout.mu.Lock()
-	s.layout.v2, s.layout.checked = false, time.Time{}
-	s.layout.mu.Unlock()
-	return nil
-}
-
-func (s *Store) downgradeShard(ctx context.Context, queue string, sh int) error {
-	sk := s.keys.shard(queue, sh)
-	k := sk.keys
-	fail := func(err error) error {
-		return fmt.Errorf("redisstore: downgrade %s/%d: %w", queue, sh, err)
-	}
-	if n, err := s.rdb.Exists(ctx, k[kLease]).Result(); err != nil {
-		return fail(err)
-	} else if n > 0 {
-		return fail(ErrServed)
-	}
-	step := func(keys []string, args ...any) error {
-		return run(ctx, s.rdb, scriptDowngr, keys, append([]any{s.now()}, args...)...).Err()
-	}
-	if err := step(k, "inflight", "0"); err != nil {
-		return fail(err)
-	}
-	for _, src := range []struct {
-		op, key string
-		v1Key   func(string) string
-	}{{"queue", k[kJobs], sk.v1Payloads}, {"morgue", k[kMorgue], sk.v1Morgue}} {
-		for {
-			ids, _, err := s.rdb.HScan(ctx, src.key, 0, "", drainChunk).Result()
-			if err != nil {
-				return fail(err)
-			}
-			if len(ids) == 0 {
-				break
-			}
-			args := []any{src.op, strconv.Itoa(movePayloads)}
-			keys := sk.with()
-			for i := 0; i < len(ids); i += 2 { // HSCAN answers field, value
-				args = append(args, ids[i])
-				keys = append(keys, src.v1Key(ids[i]))
-			}
-			if err := step(keys, args...); err != nil {
-				return fail(err)
-			}
-		}
-	}
-	if err := step(k, "finish", "0"); err != nil {
-		return fail(err)
 	}
 	return nil
 }

@@ -78,7 +78,7 @@ func (s *Store) detectNoticeMode(ctx context.Context) (noticeMode, error) {
 // noticeChannel returns the channel a shard script publishes the shard's
 // enqueue notice on (the message is the shard number). The scripts SPUBLISH on a channel that carries a
 // hash tag (a shard channel, in the script's own slot) and PUBLISH on any
-// other (lua/lib.lua notify).
+// other (lua/lib/notify.lua).
 func (s *Store) noticeChannel(ctx context.Context, queue string, shard int) string {
 	if s.noticeMode(ctx) == noticesSharded {
 		return s.keys.shardChannel(queue, shard)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
@@ -87,29 +86,7 @@ func decodeEmit(s string) (string, persistence.NewJob, error) {
 	return f[0], j, nil
 }
 
-// appendEmits appends the advance script's emit arguments: their count,
-// then per emit its From id and its outbox entry. Each emit is validated
-// first (at most persistence.MaxEmitsPerID per id).
-func appendEmits(args []any, emits []persistence.Emit, maxPayload int) ([]any, error) {
-	args = append(args, strconv.Itoa(len(emits)))
-	if len(emits) == 0 {
-		return args, nil
-	}
-	per := map[string]int{}
-	for _, e := range emits {
-		if per[e.From]++; per[e.From] > persistence.MaxEmitsPerID {
-			return args, &persistence.FieldError{Field: "emit", Index: -1,
-				Reason: fmt.Sprintf("id %q emits more than %d jobs", e.From, persistence.MaxEmitsPerID)}
-		}
-		if err := persistence.ValidateEmit(e, maxPayload); err != nil {
-			return args, err
-		}
-		args = append(args, e.From, encodeEmit(e))
-	}
-	return args, nil
-}
-
-// RelayOutbox implements persistence.Store.
+// RelayOutbox implements persistence.OutboxStore.
 func (s *Store) RelayOutbox(ctx context.Context, ref persistence.ShardRef, limit int) (relayed, dropped int, more bool, err error) {
 	sk, err := s.shardKeys(ctx, ref)
 	if err != nil {

@@ -17,7 +17,7 @@ const pollChunk = 200
 // pollKeys are the keys poll.lua reads of one shard, in its order.
 var pollKeys = [...]int{kFifo, kJobs, kLater, kTimers, kOutbox, kInflight, kOutcome, kV1Due, kV1Morgue, kV1Stats, kV1Inflight}
 
-// PollShards implements persistence.Store: one round trip. On standalone
+// PollShards implements persistence.ShardStore: one round trip. On standalone
 // Redis and Sentinel, one poll call per pollChunk shards (in one pipeline);
 // on a Cluster, where the shards' keys lie in different slots, one poll
 // call per shard, in one pipeline per master.
@@ -77,15 +77,6 @@ func (s *Store) PollShards(ctx context.Context, refs []persistence.ShardRef) ([]
 			out[groups[j][k-1]] = true
 		}
 	}
-	// The poll also finds layout 1 data (a node of the previous release
-	// may still enqueue there during a roll): the next Advance of a shard
-	// it reports looks for it at once, not only every v1Recheck.
-	s.v1mu.Lock()
-	for i, w := range out {
-		if w {
-			delete(s.v1checked, refs[i])
-		}
-	}
-	s.v1mu.Unlock()
+	s.lookAgain(refs, out)
 	return out, nil
 }

@@ -7,11 +7,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
 
-//go:embed lua/*.lua
+//go:embed lua/*.lua lua/lib/*.lua
 var luaFiles embed.FS
 
 // script is one Lua script, called by SHA.
@@ -22,19 +24,60 @@ type script struct {
 	shaArg any // sha as a command argument, boxed once
 }
 
+// newScript assembles lua/<name>.lua with the parts of lua/lib it declares
+// in its header ("-- lib: keys clock ..."), each part after the parts it
+// declares in turn, so that a script carries only what it uses
+// (TestScriptsDeclareWhatTheyUse checks the declarations).
 func newScript(name string) *script {
-	lib, err := luaFiles.ReadFile("lua/lib.lua")
-	if err != nil {
-		panic(err)
+	var b strings.Builder
+	seen := map[string]bool{}
+	var add func(file string, stack []string)
+	add = func(file string, stack []string) {
+		body := luaFile(file)
+		for _, part := range libOf(file, body) {
+			if slices.Contains(stack, part) {
+				panic(fmt.Sprintf("redisstore: lua/lib/%s.lua needs itself through %v", part, stack))
+			}
+			if !seen[part] {
+				seen[part] = true
+				add("lib/"+part, append(stack, part))
+			}
+		}
+		b.WriteString(body)
+		b.WriteString("\n")
 	}
-	body, err := luaFiles.ReadFile("lua/" + name + ".lua")
-	if err != nil {
-		panic(err)
-	}
-	src := string(lib) + "\n" + string(body)
+	add(name, nil)
+	src := b.String()
 	sum := sha1.Sum([]byte(src))
 	sha := hex.EncodeToString(sum[:])
 	return &script{name: name, src: src, sha: sha, shaArg: sha}
+}
+
+// luaFile returns lua/<file>.lua.
+func luaFile(file string) string {
+	b, err := luaFiles.ReadFile("lua/" + file + ".lua")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// libOf returns the parts of lua/lib a Lua file declares in its header:
+// the words of its "-- lib:" line, none for "-- lib: none".
+func libOf(file, body string) []string {
+	for line := range strings.Lines(body) {
+		if !strings.HasPrefix(line, "--") {
+			break
+		}
+		if rest, ok := strings.CutPrefix(line, "-- lib:"); ok {
+			parts := strings.Fields(rest)
+			if len(parts) == 1 && parts[0] == "none" {
+				return nil
+			}
+			return parts
+		}
+	}
+	panic(fmt.Sprintf("redisstore: lua/%s.lua has no \"-- lib:\" line in its header", file))
 }
 
 // The store's scripts. Each file's header states its KEYS, ARGV and reply.

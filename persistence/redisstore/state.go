@@ -15,7 +15,7 @@ import (
 // section 10): the shard's state hash holds id -> fld(version) bytes, or a
 // deleted state's tombstone "\x00" fld(version).
 
-// GetState implements persistence.Store.
+// GetState implements persistence.StateStore.
 func (s *Store) GetState(ctx context.Context, queue, id string) (persistence.State, error) {
 	sk, err := s.stateKeys(ctx, queue, id)
 	if err != nil {
@@ -35,7 +35,7 @@ func (s *Store) GetState(ctx context.Context, queue, id string) (persistence.Sta
 	return st, nil
 }
 
-// SetState implements persistence.Store.
+// SetState implements persistence.StateStore.
 func (s *Store) SetState(ctx context.Context, queue, id string, data []byte, expected int64, maxBytes int) (int64, error) {
 	if err := persistence.CheckStateSize(data, maxBytes); err != nil {
 		return 0, err
@@ -47,7 +47,7 @@ func (s *Store) SetState(ctx context.Context, queue, id string, data []byte, exp
 	return v, nil
 }
 
-// DeleteState implements persistence.Store.
+// DeleteState implements persistence.StateStore.
 func (s *Store) DeleteState(ctx context.Context, queue, id string, expected int64) (bool, error) {
 	v, err := s.casState(ctx, queue, id, "del", expected, nil)
 	if err != nil {

@@ -36,7 +36,7 @@ const (
 	shardSubRetryMax = 2 * time.Second
 )
 
-// Subscribe implements persistence.Store with Redis pub/sub
+// Subscribe implements persistence.QueueStore with Redis pub/sub
 // (docs/storage.md §2, notices). It always subscribes to each queue's
 // ordinary channel P:notify:q, the only one on standalone Redis and
 // Sentinel, and on a Cluster the one producers of earlier releases still

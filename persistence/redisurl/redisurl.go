@@ -103,12 +103,47 @@ func invalid(format string, args ...any) error {
 // Parse parses raw. Its errors wrap ErrInvalid and never contain the
 // password.
 func Parse(raw string) (*URL, error) {
+	p, err := parseParts(raw)
+	if err != nil {
+		return nil, err
+	}
+	out := &URL{Kind: p.kind, redacted: p.redacted}
+	switch p.kind {
+	case Standalone:
+		out.Options, err = p.standalone()
+	case Cluster:
+		out.ClusterOptions, err = p.cluster()
+	case Sentinel:
+		out.FailoverOptions, err = p.sentinel()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// parts are a URL's pieces, checked, before go-redis reads them.
+type parts struct {
+	base     string // redis, rediss or unix
+	kind     Kind
+	u        *url.URL // the URL with its first host only
+	q        url.Values
+	tls      tlsParams
+	sentUser string // sentinel_username, sentinel_password
+	sentPass string
+	hosts    []string
+	redacted string
+}
+
+// parseParts splits raw into its parts and checks the scheme, the
+// parameters this package adds and those an Orderly URL spells otherwise.
+func parseParts(raw string) (*parts, error) {
 	scheme, _, ok := strings.Cut(raw, "://")
 	if !ok || scheme == "" {
 		return nil, invalid("has no scheme: %s", Example)
 	}
-	base, kind, ok := splitScheme(scheme)
-	if !ok {
+	p := &parts{}
+	if p.base, p.kind, ok = splitScheme(scheme); !ok {
 		return nil, invalid("scheme %q is not one of redis, rediss, unix, redis+cluster, rediss+cluster, redis+sentinel, rediss+sentinel: %s", scheme, Example)
 	}
 	// url.Parse refuses a host list whose last host has no port: parse
@@ -122,101 +157,109 @@ func Parse(raw string) (*URL, error) {
 		}
 		return nil, invalid("not a URL (%v): %s", err, Example)
 	}
-	q := u.Query()
-	tlsParams, err := takeTLS(q, base == "rediss")
-	if err != nil {
+	p.u, p.q = u, u.Query()
+	if p.tls, err = takeTLS(p.q, p.base == "rediss"); err != nil {
 		return nil, err
 	}
-	sentUser, sentPass := q.Get(paramSentinelUser), q.Get(paramSentinelPasswd)
-	if kind != Sentinel && (q.Has(paramSentinelUser) || q.Has(paramSentinelPasswd)) {
-		return nil, invalid("unknown parameter %s (sentinel_username and sentinel_password need redis+sentinel://)", firstOf(q, paramSentinelUser, paramSentinelPasswd))
+	p.sentUser, p.sentPass = p.q.Get(paramSentinelUser), p.q.Get(paramSentinelPasswd)
+	if p.kind != Sentinel && (p.q.Has(paramSentinelUser) || p.q.Has(paramSentinelPasswd)) {
+		return nil, invalid("unknown parameter %s (sentinel_username and sentinel_password need redis+sentinel://)", firstOf(p.q, paramSentinelUser, paramSentinelPasswd))
 	}
-	q.Del(paramSentinelUser)
-	q.Del(paramSentinelPasswd)
+	p.q.Del(paramSentinelUser)
+	p.q.Del(paramSentinelPasswd)
 	for _, name := range reserved {
-		if q.Has(name) {
+		if p.q.Has(name) {
 			return nil, invalid("unknown parameter %s (write it in the URL itself: %s)", name, Example)
 		}
 	}
 	full := *u
 	full.Host = hostList
-	out := &URL{Kind: kind, redacted: redact(&full)}
-
-	hosts, err := splitHosts(&full, kind)
-	if err != nil {
+	p.redacted = redact(&full)
+	if p.hosts, err = splitHosts(&full, p.kind); err != nil {
 		return nil, err
 	}
-	// The go-redis URL: the first host, the others as addr options.
-	g := &url.URL{Scheme: base, User: u.User, Host: hosts[0]}
-	switch kind {
-	case Standalone:
-		if base == "unix" {
-			g.Host, g.Path = "", u.Path
-		} else {
-			if db := strings.Trim(u.Path, "/"); db != "" {
-				if n, err := strconv.Atoi(db); err != nil || n < 0 {
-					return nil, invalid("the path must be a database number such as /0")
-				}
+	return p, nil
+}
+
+// goRedisURL is the URL go-redis reads: the first host, the others as addr
+// options.
+func (p *parts) goRedisURL() *url.URL {
+	return &url.URL{Scheme: p.base, User: p.u.User, Host: p.hosts[0]}
+}
+
+func (p *parts) standalone() (*redis.Options, error) {
+	g := p.goRedisURL()
+	if p.base == "unix" {
+		g.Host, g.Path = "", p.u.Path
+	} else {
+		if db := strings.Trim(p.u.Path, "/"); db != "" {
+			if n, err := strconv.Atoi(db); err != nil || n < 0 {
+				return nil, invalid("the path must be a database number such as /0")
 			}
-			g.Path = u.Path
 		}
-		g.RawQuery = q.Encode()
-		o, err := redis.ParseURL(g.String())
-		if err != nil {
-			return nil, goRedisErr(err)
-		}
-		if err := tlsParams.apply(&o.TLSConfig, hostOnly(hosts[0])); err != nil {
-			return nil, err
-		}
-		out.Options = o
-	case Cluster:
-		if p := strings.Trim(u.Path, "/"); p != "" {
-			return nil, invalid("a Cluster URL has no path (a Cluster has only database 0): %s", Example)
-		}
-		for _, h := range hosts[1:] {
-			q.Add("addr", h)
-		}
-		g.RawQuery = q.Encode()
-		o, err := redis.ParseClusterURL(g.String())
-		if err != nil {
-			return nil, goRedisErr(err)
-		}
-		if err := tlsParams.apply(&o.TLSConfig, hostOnly(hosts[0])); err != nil {
-			return nil, err
-		}
-		out.ClusterOptions = o
-	case Sentinel:
-		parts := strings.FieldsFunc(u.Path, func(r rune) bool { return r == '/' })
-		if len(parts) == 0 || len(parts) > 2 {
-			return nil, invalid("a Sentinel URL names the master after the hosts, /<master>[/db]: %s", Example)
-		}
-		if len(parts) == 2 {
-			if n, err := strconv.Atoi(parts[1]); err != nil || n < 0 {
-				return nil, invalid("the database after the master name must be a number such as /0")
-			}
-			g.Path = "/" + parts[1]
-		}
-		g.User = nil // go-redis takes the URL's user for the sentinels
-		q.Set("master_name", parts[0])
-		for _, h := range hosts[1:] {
-			q.Add("addr", h)
-		}
-		g.RawQuery = q.Encode()
-		o, err := redis.ParseFailoverURL(g.String())
-		if err != nil {
-			return nil, goRedisErr(err)
-		}
-		if u.User != nil {
-			o.Username = u.User.Username()
-			o.Password, _ = u.User.Password()
-		}
-		o.SentinelUsername, o.SentinelPassword = sentUser, sentPass
-		if err := tlsParams.apply(&o.TLSConfig, hostOnly(hosts[0])); err != nil {
-			return nil, err
-		}
-		out.FailoverOptions = o
+		g.Path = p.u.Path
 	}
-	return out, nil
+	g.RawQuery = p.q.Encode()
+	o, err := redis.ParseURL(g.String())
+	if err != nil {
+		return nil, goRedisErr(err)
+	}
+	if err := p.tls.apply(&o.TLSConfig, hostOnly(p.hosts[0])); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+func (p *parts) cluster() (*redis.ClusterOptions, error) {
+	if path := strings.Trim(p.u.Path, "/"); path != "" {
+		return nil, invalid("a Cluster URL has no path (a Cluster has only database 0): %s", Example)
+	}
+	g := p.goRedisURL()
+	for _, h := range p.hosts[1:] {
+		p.q.Add("addr", h)
+	}
+	g.RawQuery = p.q.Encode()
+	o, err := redis.ParseClusterURL(g.String())
+	if err != nil {
+		return nil, goRedisErr(err)
+	}
+	if err := p.tls.apply(&o.TLSConfig, hostOnly(p.hosts[0])); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+func (p *parts) sentinel() (*redis.FailoverOptions, error) {
+	path := strings.FieldsFunc(p.u.Path, func(r rune) bool { return r == '/' })
+	if len(path) == 0 || len(path) > 2 {
+		return nil, invalid("a Sentinel URL names the master after the hosts, /<master>[/db]: %s", Example)
+	}
+	g := p.goRedisURL()
+	if len(path) == 2 {
+		if n, err := strconv.Atoi(path[1]); err != nil || n < 0 {
+			return nil, invalid("the database after the master name must be a number such as /0")
+		}
+		g.Path = "/" + path[1]
+	}
+	g.User = nil // go-redis takes the URL's user for the sentinels
+	p.q.Set("master_name", path[0])
+	for _, h := range p.hosts[1:] {
+		p.q.Add("addr", h)
+	}
+	g.RawQuery = p.q.Encode()
+	o, err := redis.ParseFailoverURL(g.String())
+	if err != nil {
+		return nil, goRedisErr(err)
+	}
+	if p.u.User != nil {
+		o.Username = p.u.User.Username()
+		o.Password, _ = p.u.User.Password()
+	}
+	o.SentinelUsername, o.SentinelPassword = p.sentUser, p.sentPass
+	if err := p.tls.apply(&o.TLSConfig, hostOnly(p.hosts[0])); err != nil {
+		return nil, err
+	}
+	return o, nil
 }
 
 // Open parses raw and returns a client for it.

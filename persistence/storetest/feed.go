@@ -14,14 +14,11 @@ import (
 
 // The change feed of stateful queues (docs/contract.md §11).
 
-var feedTests = []struct {
-	name string
-	fn   func(*testing.T, Harness)
-}{
-	{"Feed_ChangesInVersionOrder", testFeedChangesInOrder},
-	{"Feed_Bounded", testFeedBounded},
-	{"Feed_OffPublishesNothing", testFeedOff},
-	{"Feed_OutsideWriteBeforeAnyOwner", testFeedOutsideWriteBeforeAnyOwner},
+var feedTests = []testCase{
+	{"Feed_ChangesInVersionOrder", testFeedChangesInOrder, needState | needFeed},
+	{"Feed_Bounded", testFeedBounded, needState | needFeed},
+	{"Feed_OffPublishesNothing", testFeedOff, needState | needFeed},
+	{"Feed_OutsideWriteBeforeAnyOwner", testFeedOutsideWriteBeforeAnyOwner, needState | needFeed},
 }
 
 // feeding settles with state writes under a feed of maxLen and fetches up
@@ -47,7 +44,7 @@ func (e *env) feed() []persistence.FeedEntry {
 	var all []persistence.FeedEntry
 	from := persistence.FeedOldest
 	for {
-		got, next, err := e.s.ReadFeed(e.ctx, e.queue, from, 3, 0)
+		got, next, err := e.feeds().ReadFeed(e.ctx, e.queue, from, 3, 0)
 		require.NoError(e.t, err)
 		if len(got) == 0 {
 			return all
@@ -87,9 +84,9 @@ func testFeedChangesInOrder(t *testing.T, h Harness) {
 	require.Empty(t, e.feed(), "published by the relay")
 
 	// An outside write relays the outbox itself.
-	_, err := e.s.SetState(e.ctx, e.queue, "a", []byte("outside"), 1, 0)
+	_, err := e.states().SetState(e.ctx, e.queue, "a", []byte("outside"), 1, 0)
 	require.NoError(t, err)
-	_, err = e.s.DeleteState(e.ctx, e.queue, "b", 1)
+	_, err = e.states().DeleteState(e.ctx, e.queue, "b", 1)
 	require.NoError(t, err)
 	big := strings.Repeat("x", persistence.FeedInlineBytes+1)
 	e.enqueue(job("a", "2", 2))
@@ -112,23 +109,23 @@ func testFeedChangesInOrder(t *testing.T, h Harness) {
 	}
 
 	// From a position: what follows it; from "$": only what comes next.
-	after, next, err := e.s.ReadFeed(e.ctx, e.queue, got[3].Pos, 10, 0)
+	after, next, err := e.feeds().ReadFeed(e.ctx, e.queue, got[3].Pos, 10, 0)
 	require.NoError(t, err)
 	require.Equal(t, feedShape(got[4:]), feedShape(after))
 	require.Equal(t, got[5].Pos, next)
-	none, tail, err := e.s.ReadFeed(e.ctx, e.queue, persistence.FeedNew, 10, 0)
+	none, tail, err := e.feeds().ReadFeed(e.ctx, e.queue, persistence.FeedNew, 10, 0)
 	require.NoError(t, err)
 	require.Empty(t, none)
-	_, err = e.s.SetState(e.ctx, e.queue, "a", []byte("again"), 4, 0)
+	_, err = e.states().SetState(e.ctx, e.queue, "a", []byte("again"), 4, 0)
 	require.NoError(t, err)
-	fresh, _, err := e.s.ReadFeed(e.ctx, e.queue, tail, 10, time.Second)
+	fresh, _, err := e.feeds().ReadFeed(e.ctx, e.queue, tail, 10, time.Second)
 	require.NoError(t, err)
 	require.Equal(t, []string{"a@5:again"}, feedShape(fresh))
 
-	_, _, err = e.s.ReadFeed(e.ctx, e.queue, "not-a-position", 10, 0)
+	_, _, err = e.feeds().ReadFeed(e.ctx, e.queue, "not-a-position", 10, 0)
 	var fe *persistence.FieldError
 	require.ErrorAs(t, err, &fe)
-	_, _, err = e.s.ReadFeed(e.ctx, "nope", "0", 10, 0)
+	_, _, err = e.feeds().ReadFeed(e.ctx, "nope", "0", 10, 0)
 	require.ErrorIs(t, err, persistence.ErrUnknownQueue)
 }
 
@@ -140,7 +137,7 @@ func testFeedBounded(t *testing.T, h Harness) {
 	o.feeding(1, 3, nil)
 	o.feeding(0, 3, []persistence.StateWrite{set("a", "1")})
 	for v := int64(1); v < 8; v++ {
-		_, err := e.s.SetState(e.ctx, e.queue, "a", []byte{byte('1' + v)}, v, 0)
+		_, err := e.states().SetState(e.ctx, e.queue, "a", []byte{byte('1' + v)}, v, 0)
 		require.NoError(t, err)
 	}
 	require.Equal(t, []string{"a@6:6", "a@7:7", "a@8:8"}, feedShape(e.feed()))
@@ -155,7 +152,7 @@ func testFeedOff(t *testing.T, h Harness) {
 	o.feeding(1, 0, nil)
 	res := o.feeding(0, 0, []persistence.StateWrite{set("a", "1")})
 	require.Zero(t, res.Outbox)
-	_, err := e.s.SetState(e.ctx, e.queue, "a", []byte("2"), 1, 0)
+	_, err := e.states().SetState(e.ctx, e.queue, "a", []byte("2"), 1, 0)
 	require.NoError(t, err)
 	require.Empty(t, e.feed())
 }
@@ -167,13 +164,13 @@ func testFeedOutsideWriteBeforeAnyOwner(t *testing.T, h Harness) {
 	e := newEnv(t, h, 1)
 	require.NoError(t, e.s.RegisterQueue(e.ctx, persistence.QueueSpec{Name: e.queue, Shards: 1, Stateful: true, FeedMaxLen: 2}))
 	for v := range int64(3) {
-		_, err := e.s.SetState(e.ctx, e.queue, "a", []byte("v"+trimFloat(float64(v+1))), v, 0)
+		_, err := e.states().SetState(e.ctx, e.queue, "a", []byte("v"+trimFloat(float64(v+1))), v, 0)
 		require.NoError(t, err)
 	}
 	require.Equal(t, []string{"a@2:v2", "a@3:v3"}, feedShape(e.feed()), "published, within the registered bound")
 
 	require.NoError(t, e.s.RegisterQueue(e.ctx, persistence.QueueSpec{Name: e.queue, Shards: 1, Stateful: true, FeedMaxLen: 0}))
-	_, err := e.s.DeleteState(e.ctx, e.queue, "a", 3)
+	_, err := e.states().DeleteState(e.ctx, e.queue, "a", 3)
 	require.NoError(t, err)
 	require.Equal(t, []string{"a@2:v2", "a@3:v3"}, feedShape(e.feed()), "the feed is off now")
 }

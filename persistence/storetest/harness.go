@@ -1,13 +1,21 @@
 // Package storetest is the conformance suite of persistence.Store: every
 // implementation (the Redis store on a real server and on the embedded
-// in-memory server) passes the same tests, one or more per rule of SPEC
-// section 3, plus lease fencing, listings, bad input and a model-based
-// property test.
+// in-memory server) passes the same tests, one or more per rule of
+// docs/contract.md §3, plus lease fencing, listings, bad input, the queue
+// controls of §9, the stateful queues of §11 and a model-based property
+// test. Each file holds the cases of one section.
+//
+// A store under test needs what a node needs (persistence.NodeStore) and
+// the reads the cases check results with (persistence.Inspector): the
+// suite's Store. The cases of the other roles (persistence.Admin,
+// StateStore, FeedStore) are skipped for a store that lacks them, so that a
+// new implementation can pass the suite role by role.
 package storetest
 
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,11 +25,19 @@ import (
 	"github.com/orderlyhq/orderly/persistence"
 )
 
+// Store is what the suite needs of every store under test; a store may
+// also implement persistence.Admin, persistence.StateStore and
+// persistence.FeedStore, whose cases run only then.
+type Store interface {
+	persistence.NodeStore
+	persistence.Inspector
+}
+
 // Harness adapts a store implementation to the suite.
 type Harness struct {
 	// New returns a store on a fresh, empty namespace that reads time from
 	// now; with now nil, the store reads its own clock, as in production.
-	New func(t *testing.T, now func() time.Time) persistence.Store
+	New func(t *testing.T, now func() time.Time) Store
 	// Elapse lets d of server time pass, so that lease TTLs run out (a real
 	// server sleeps; an in-memory one fast-forwards).
 	Elapse func(t *testing.T, d time.Duration)
@@ -33,11 +49,55 @@ type Harness struct {
 	// to the last mark, as a restart that lost its last writes (or a
 	// promoted replica that lagged) would. The tests that need it are
 	// skipped without it.
-	Lossy func(t *testing.T, now func() time.Time) (s persistence.Store, save, lose func())
+	Lossy func(t *testing.T, now func() time.Time) (s Store, save, lose func())
 	// Upgrade, when set, returns a store of the previous release's storage
 	// layout and a store of this release on one fresh namespace, to test the
 	// upgrade. The tests that need it are skipped without it.
-	Upgrade func(t *testing.T, now func() time.Time) (old, cur persistence.Store)
+	Upgrade func(t *testing.T, now func() time.Time) (old, cur Store)
+
+	// needs is the optional roles the running case declared (Run sets it).
+	needs role
+}
+
+// role is a set of the optional roles of persistence.Store.
+type role uint8
+
+// The optional roles a case may need.
+const (
+	needAdmin role = 1 << iota // persistence.Admin
+	needState                  // persistence.StateStore
+	needFeed                   // persistence.FeedStore
+
+	needNone role = 0 // the case needs no optional role
+)
+
+// rolesOf returns the optional roles s implements.
+func rolesOf(s Store) role {
+	var r role
+	if _, ok := s.(persistence.Admin); ok {
+		r |= needAdmin
+	}
+	if _, ok := s.(persistence.StateStore); ok {
+		r |= needState
+	}
+	if _, ok := s.(persistence.FeedStore); ok {
+		r |= needFeed
+	}
+	return r
+}
+
+// String names the roles of r.
+func (r role) String() string {
+	var names []string
+	for _, n := range []struct {
+		r    role
+		name string
+	}{{needAdmin, "Admin"}, {needState, "StateStore"}, {needFeed, "FeedStore"}} {
+		if r&n.r != 0 {
+			names = append(names, n.name)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // epoch is the suite's starting time: a round number of seconds, so that
@@ -48,7 +108,7 @@ var epoch = time.Unix(1_700_000_000, 0)
 type env struct {
 	t      *testing.T
 	h      Harness
-	s      persistence.Store
+	s      Store
 	clock  *clock.Simulated
 	ctx    context.Context
 	queue  string
@@ -61,6 +121,30 @@ func newEnv(t *testing.T, h Harness, shards int) *env {
 	e := &env{t: t, h: h, s: h.New(t, clk.Now), clock: clk, ctx: context.Background(), queue: "q", shards: shards}
 	require.NoError(t, e.s.RegisterQueue(e.ctx, persistence.QueueSpec{Name: e.queue, Shards: shards}))
 	return e
+}
+
+// admin returns the store's Admin role, which the case must have declared
+// (needAdmin), so that a store without it skips the case.
+func (e *env) admin() persistence.Admin {
+	e.t.Helper()
+	require.NotZero(e.t, e.h.needs&needAdmin, "the case calls Admin without declaring needAdmin")
+	return e.s.(persistence.Admin)
+}
+
+// states returns the store's StateStore role, which the case must have
+// declared (needState).
+func (e *env) states() persistence.StateStore {
+	e.t.Helper()
+	require.NotZero(e.t, e.h.needs&needState, "the case calls StateStore without declaring needState")
+	return e.s.(persistence.StateStore)
+}
+
+// feeds returns the store's FeedStore role, which the case must have
+// declared (needFeed).
+func (e *env) feeds() persistence.FeedStore {
+	e.t.Helper()
+	require.NotZero(e.t, e.h.needs&needFeed, "the case calls FeedStore without declaring needFeed")
+	return e.s.(persistence.FeedStore)
 }
 
 // now returns the clock as store seconds.
@@ -168,3 +252,25 @@ func pl(ps []persistence.Payload) []string {
 }
 
 func trimFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// payloadData returns the payloads' bytes as strings, in order.
+func payloadData(ps []persistence.Payload) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = string(p.Data)
+	}
+	return out
+}
+
+// jobOf returns the job of id in a batch, or nil.
+func jobOf(b *persistence.Batch, id string) *persistence.Job {
+	if b == nil {
+		return nil
+	}
+	for i := range b.Jobs {
+		if b.Jobs[i].ID == id {
+			return &b.Jobs[i]
+		}
+	}
+	return nil
+}

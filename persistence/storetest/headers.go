@@ -12,16 +12,13 @@ import (
 
 // headerTests check that payload headers travel with their payload
 // (docs/contract.md §10).
-var headerTests = []struct {
-	name string
-	fn   func(*testing.T, Harness)
-}{
-	{"Headers_CarriedToFetch", testHeadersCarriedToFetch},
-	{"Headers_MergeKeepsLowerScoresHeaders", testHeadersMergeLowerScore},
-	{"Headers_KeptThroughRetry", testHeadersThroughRetry},
-	{"Headers_ToMorgueAndBackByRequeue", testHeadersMorgueRequeue},
-	{"Headers_OnOverflowPayloads", testHeadersOverflow},
-	{"Headers_NoneStaysNone", testHeadersNone},
+var headerTests = []testCase{
+	{"Headers_CarriedToFetch", testHeadersCarriedToFetch, needNone},
+	{"Headers_MergeKeepsLowerScoresHeaders", testHeadersMergeLowerScore, needNone},
+	{"Headers_KeptThroughRetry", testHeadersThroughRetry, needNone},
+	{"Headers_ToMorgueAndBackByRequeue", testHeadersMorgueRequeue, needAdmin},
+	{"Headers_OnOverflowPayloads", testHeadersOverflow, needAdmin},
+	{"Headers_NoneStaysNone", testHeadersNone, needNone},
 }
 
 // hjob is job with headers.
@@ -119,7 +116,7 @@ func testHeadersMorgueRequeue(t *testing.T, h Harness) {
 	require.Len(t, page.Entries, 1)
 	require.Equal(t, hd, page.Entries[0].Payloads[0].Headers)
 
-	n, err := e.s.RequeueMorgue(e.ctx, e.queue, []string{"a"})
+	n, err := e.admin().RequeueMorgue(e.ctx, e.queue, []string{"a"})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	q := e.get("a")
@@ -176,13 +173,13 @@ func testHeadersOverflow(t *testing.T, h Harness) {
 	check(page.Jobs[0].Payloads)
 
 	// Kill sends all of them to the morgue, requeue brings them back.
-	_, err = e.s.KillJob(e.ctx, e.queue, "a")
+	_, err = e.admin().KillJob(e.ctx, e.queue, "a")
 	require.NoError(t, err)
 	mp, err := e.s.ListMorgue(e.ctx, e.queue, persistence.ListOptions{Order: persistence.OrderID, Payloads: 100})
 	require.NoError(t, err)
 	require.Len(t, mp.Entries, 1)
 	check(mp.Entries[0].Payloads)
-	n, err := e.s.RequeueMorgue(e.ctx, e.queue, []string{"a"})
+	n, err := e.admin().RequeueMorgue(e.ctx, e.queue, []string{"a"})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 

@@ -17,10 +17,14 @@ import (
 	"github.com/orderlyhq/orderly/persistence"
 )
 
-// The model is SPEC section 3 written as plainly as possible: maps and
+// The model is docs/contract.md §3 written as plainly as possible: maps and
 // sorting, no indexes. testModel drives the store and the model with the same
 // random operations and compares every fetched batch and, after each step,
 // everything the store shows.
+
+var modelTests = []testCase{
+	{"Model_RandomOperations", testModel, needNone},
+}
 
 type mJob struct {
 	payloads map[string]float64
@@ -60,9 +64,9 @@ func mergeMin(dst map[string]float64, src map[string]float64) {
 }
 
 // defaultScores returns the default score of each unscored payload of one
-// Enqueue call, in send order (SPEC 3.1): per shard, now in whole
-// microseconds made strictly greater than the last default score, plus k µs
-// for the k-th unscored payload of an id in the call.
+// Enqueue call, in send order (docs/contract.md §3.1): per shard, now in
+// whole microseconds made strictly greater than the last default score, plus
+// k µs for the k-th unscored payload of an id in the call.
 func (m *model) defaultScores(now float64) func(id string) float64 {
 	nowUS := int64(math.Floor(now*1e6 + 0.5))
 	base := map[int]int64{}
@@ -207,154 +211,221 @@ var modelIDs = []string{"a", "b", "c", "d", "x:{y}", "日本", "nul\x00"}
 var modelPayloads = [][]byte{[]byte("p0"), []byte("p1"), []byte("p2"), {0, 0xff, 0x10}, {},
 	bytes.Repeat([]byte("a"), 3000), bytes.Repeat([]byte("b"), 3000), bytes.Repeat([]byte("c"), 1500)}
 
+// testModel drives the store and a model of the contract side by side with
+// random operations, and compares them after each. A store without Admin
+// gets no operator actions (their steps move the clock instead).
 func testModel(t *testing.T, h Harness) {
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("ORDERLY_MODEL_SEED"); v != "" {
 		seed, _ = strconv.ParseUint(v, 10, 64)
 	}
 	t.Logf("seed %d (rerun with ORDERLY_MODEL_SEED=%d)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	r := newModelRun(t, h, rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)))
+	for step := range 400 {
+		r.step = step
+		r.checkPoll()
+		op := r.do(r.rng.IntN(100))
+		compareModel(t, r.e, r.m, fmt.Sprintf("step %d (%s)", step, op))
+	}
+}
 
+// modelRun is one run of testModel: the store under test, its model, and
+// an owner per shard.
+type modelRun struct {
+	t      *testing.T
+	e      *env
+	m      *model
+	rng    *rand.Rand
+	owners []*owner
+	refs   []persistence.ShardRef
+	admin  persistence.Admin // nil for a store without Admin
+	step   int
+}
+
+func newModelRun(t *testing.T, h Harness, rng *rand.Rand) *modelRun {
 	const shards = 2
 	e := newEnv(t, h, shards)
-	m := &model{hw: map[int]int64{}, shards: shards, maxRetry: 2, queued: map[string]*mJob{}, morgue: map[string]*mMorgue{}, inflight: map[int][]mInFlight{}}
-	owners := make([]*owner, shards)
+	r := &modelRun{t: t, e: e, rng: rng, owners: make([]*owner, shards), refs: make([]persistence.ShardRef, shards),
+		m: &model{hw: map[int]int64{}, shards: shards, maxRetry: 2, queued: map[string]*mJob{}, morgue: map[string]*mMorgue{}, inflight: map[int][]mInFlight{}}}
+	r.admin, _ = e.s.(persistence.Admin)
 	for sh := range shards {
-		owners[sh] = e.own(sh)
-		owners[sh].maxRetry = m.maxRetry
+		r.owners[sh] = e.own(sh)
+		r.owners[sh].maxRetry = r.m.maxRetry
+		r.refs[sh] = persistence.ShardRef{Queue: e.queue, Shard: sh}
 	}
-	pick := func() string { return modelIDs[rng.IntN(len(modelIDs))] }
+	return r
+}
 
-	refs := make([]persistence.ShardRef, shards)
-	for sh := range refs {
-		refs[sh] = persistence.ShardRef{Queue: e.queue, Shard: sh}
+func (r *modelRun) pick() string { return modelIDs[r.rng.IntN(len(modelIDs))] }
+
+// checkPoll checks that the idle poll never leaves out a shard with due
+// jobs.
+func (r *modelRun) checkPoll() {
+	now := r.e.now()
+	polled, err := r.e.s.PollShards(r.e.ctx, r.refs)
+	require.NoError(r.t, err)
+	for sh, p := range polled {
+		require.True(r.t, p || !r.m.hasDue(sh, now), "step %d: shard %d has due jobs and the poll left it out", r.step, sh)
 	}
-	for step := range 400 {
-		now := e.now()
-		// The idle poll never leaves out a shard with due jobs.
-		polled, err := e.s.PollShards(e.ctx, refs)
-		require.NoError(t, err)
-		for sh, p := range polled {
-			require.True(t, p || !m.hasDue(sh, now), "step %d: shard %d has due jobs and the poll left it out", step, sh)
-		}
-		var op string
-		switch r := rng.IntN(100); {
-		case r < 35:
-			op = "enqueue"
-			var jobs []persistence.NewJob
-			calls := m.defaultScores(now)
-			for range 1 + rng.IntN(3) {
-				j := persistence.NewJob{ID: pick(), Payload: modelPayloads[rng.IntN(len(modelPayloads))]}
-				var sc float64
-				if rng.IntN(3) > 0 {
-					sc = float64(rng.IntN(20))
-					j.Score = &sc
-				} else {
-					sc = calls(j.ID)
-				}
-				at := now
-				if rng.IntN(2) == 0 {
-					j.PerformAt = e.at(time.Duration(rng.IntN(11)-5) * time.Second)
-					at = persistence.UnixSeconds(j.PerformAt)
-				}
-				jobs = append(jobs, j)
-				m.enqueue(j.ID, j.Payload, sc, at)
-			}
-			e.enqueue(jobs...)
-		case r < 70:
-			sh := rng.IntN(shards)
-			o := owners[sh]
-			op = fmt.Sprintf("advance shard %d", sh)
-			fails := map[string]persistence.Failure{}
-			var list []persistence.Failure
-			for _, f := range m.inflight[sh] {
-				if rng.IntN(2) == 0 {
-					fl := o.fail(f.id, "err-"+strconv.Itoa(step), time.Duration(rng.IntN(4))*time.Second)
-					fails[f.id] = fl
-					list = append(list, fl)
-				}
-			}
-			if rng.IntN(10) == 0 {
-				list = append(list, o.fail("not-in-batch", "ignored", 0))
-			}
-			wantDead := m.settle(sh, fails, now)
-			n := 1 + rng.IntN(3)
-			want := m.fetch(sh, n, now)
-			res := o.next(n, list...)
-			var gotDead []string
-			for _, d := range res.Dead {
-				gotDead = append(gotDead, d.ID)
-			}
-			require.ElementsMatch(t, wantDead, gotDead, "step %d: dead", step)
-			var got []persistence.Job
-			if res.Batch != nil {
-				got = res.Batch.Jobs
-			}
-			require.Len(t, got, len(want), "step %d: batch %v, want %d jobs", step, ids(res.Batch), len(want))
-			for i, w := range want {
-				g := got[i]
-				require.Equal(t, w.id, g.ID, "step %d: batch position %d", step, i)
-				require.Equal(t, pl(sorted(w.j.payloads)), pl(g.Payloads), "step %d: %q payloads", step, w.id)
-				require.Equal(t, w.j.rc, g.RetryCount, "step %d: %q retry_count", step, w.id)
-				require.Equal(t, w.j.at, persistence.UnixSeconds(g.PerformAt), "step %d: %q perform_at", step, w.id)
-				require.Equal(t, w.j.err, g.Error, "step %d: %q error", step, w.id)
-			}
-		case r < 80:
-			op = "clock"
-			e.clock.Advance(time.Duration(rng.IntN(3000)) * time.Millisecond)
-		case r < 85:
-			op = "morgue requeue"
-			id := pick()
-			n, err := e.s.RequeueMorgue(e.ctx, e.queue, []string{id})
-			require.NoError(t, err)
-			want := 0
-			if me, ok := m.morgue[id]; ok {
-				m.requeue(id, me.payloads, -1, now, "")
-				delete(m.morgue, id)
-				want = 1
-			}
-			require.Equal(t, want, n, "step %d", step)
-		case r < 88:
-			op = "perform all now"
-			_, err := e.s.PerformAllNow(e.ctx, e.queue)
-			require.NoError(t, err)
-			for _, j := range m.queued {
-				if j.at > now {
-					j.at = now
-				}
-			}
-		case r < 90:
-			op = "kill failed"
-			_, err := e.s.KillFailed(e.ctx, e.queue)
-			require.NoError(t, err)
-			for id, j := range m.queued {
-				if j.rc >= 0 {
-					m.morguePut(id, j.payloads, j.err, now)
-					delete(m.queued, id)
-				}
-			}
-		case r < 93:
-			op = "delete job"
-			id := pick()
-			_, err := e.s.DeleteJob(e.ctx, e.queue, id)
-			require.NoError(t, err)
-			delete(m.queued, id)
-		case r < 96:
-			op = "morgue delete"
-			id := pick()
-			_, err := e.s.DeleteMorgue(e.ctx, e.queue, []string{id})
-			require.NoError(t, err)
-			delete(m.morgue, id)
-		default:
-			sh := rng.IntN(shards)
-			op = fmt.Sprintf("release and reacquire shard %d", sh)
-			require.NoError(t, e.s.ReleaseShard(e.ctx, owners[sh].lease))
-			m.restore(sh)
-			owners[sh] = e.own(sh)
-			owners[sh].maxRetry = m.maxRetry
-		}
-		compareModel(t, e, m, fmt.Sprintf("step %d (%s)", step, op))
+}
+
+// do runs the operation n (0 to 99) draws, and names it.
+func (r *modelRun) do(n int) string {
+	switch {
+	case n < 35:
+		return r.enqueue()
+	case n < 70:
+		return r.advance()
+	case n < 80 || (n < 96 && r.admin == nil):
+		r.e.clock.Advance(time.Duration(r.rng.IntN(3000)) * time.Millisecond)
+		return "clock"
+	case n < 85:
+		return r.requeueMorgue()
+	case n < 88:
+		return r.performAllNow()
+	case n < 90:
+		return r.killFailed()
+	case n < 93:
+		return r.deleteJob()
+	case n < 96:
+		return r.deleteMorgue()
+	default:
+		return r.reacquire()
 	}
+}
+
+func (r *modelRun) enqueue() string {
+	now := r.e.now()
+	var jobs []persistence.NewJob
+	calls := r.m.defaultScores(now)
+	for range 1 + r.rng.IntN(3) {
+		j := persistence.NewJob{ID: r.pick(), Payload: modelPayloads[r.rng.IntN(len(modelPayloads))]}
+		var sc float64
+		if r.rng.IntN(3) > 0 {
+			sc = float64(r.rng.IntN(20))
+			j.Score = &sc
+		} else {
+			sc = calls(j.ID)
+		}
+		at := now
+		if r.rng.IntN(2) == 0 {
+			j.PerformAt = r.e.at(time.Duration(r.rng.IntN(11)-5) * time.Second)
+			at = persistence.UnixSeconds(j.PerformAt)
+		}
+		jobs = append(jobs, j)
+		r.m.enqueue(j.ID, j.Payload, sc, at)
+	}
+	r.e.enqueue(jobs...)
+	return "enqueue"
+}
+
+// advance settles a shard's batch, failing some of its ids at random, and
+// fetches the next one.
+func (r *modelRun) advance() string {
+	t, m, step, now := r.t, r.m, r.step, r.e.now()
+	sh := r.rng.IntN(len(r.owners))
+	o := r.owners[sh]
+	fails := map[string]persistence.Failure{}
+	var list []persistence.Failure
+	for _, f := range m.inflight[sh] {
+		if r.rng.IntN(2) == 0 {
+			fl := o.fail(f.id, "err-"+strconv.Itoa(step), time.Duration(r.rng.IntN(4))*time.Second)
+			fails[f.id] = fl
+			list = append(list, fl)
+		}
+	}
+	if r.rng.IntN(10) == 0 {
+		list = append(list, o.fail("not-in-batch", "ignored", 0))
+	}
+	wantDead := m.settle(sh, fails, now)
+	n := 1 + r.rng.IntN(3)
+	want := m.fetch(sh, n, now)
+	res := o.next(n, list...)
+	var gotDead []string
+	for _, d := range res.Dead {
+		gotDead = append(gotDead, d.ID)
+	}
+	require.ElementsMatch(t, wantDead, gotDead, "step %d: dead", step)
+	var got []persistence.Job
+	if res.Batch != nil {
+		got = res.Batch.Jobs
+	}
+	require.Len(t, got, len(want), "step %d: batch %v, want %d jobs", step, ids(res.Batch), len(want))
+	for i, w := range want {
+		g := got[i]
+		require.Equal(t, w.id, g.ID, "step %d: batch position %d", step, i)
+		require.Equal(t, pl(sorted(w.j.payloads)), pl(g.Payloads), "step %d: %q payloads", step, w.id)
+		require.Equal(t, w.j.rc, g.RetryCount, "step %d: %q retry_count", step, w.id)
+		require.Equal(t, w.j.at, persistence.UnixSeconds(g.PerformAt), "step %d: %q perform_at", step, w.id)
+		require.Equal(t, w.j.err, g.Error, "step %d: %q error", step, w.id)
+	}
+	return fmt.Sprintf("advance shard %d", sh)
+}
+
+func (r *modelRun) requeueMorgue() string {
+	id, now := r.pick(), r.e.now()
+	n, err := r.admin.RequeueMorgue(r.e.ctx, r.e.queue, []string{id})
+	require.NoError(r.t, err)
+	want := 0
+	if me, ok := r.m.morgue[id]; ok {
+		r.m.requeue(id, me.payloads, -1, now, "")
+		delete(r.m.morgue, id)
+		want = 1
+	}
+	require.Equal(r.t, want, n, "step %d", r.step)
+	return "morgue requeue"
+}
+
+func (r *modelRun) performAllNow() string {
+	now := r.e.now()
+	_, err := r.admin.PerformAllNow(r.e.ctx, r.e.queue)
+	require.NoError(r.t, err)
+	for _, j := range r.m.queued {
+		if j.at > now {
+			j.at = now
+		}
+	}
+	return "perform all now"
+}
+
+func (r *modelRun) killFailed() string {
+	now := r.e.now()
+	_, err := r.admin.KillFailed(r.e.ctx, r.e.queue)
+	require.NoError(r.t, err)
+	for id, j := range r.m.queued {
+		if j.rc >= 0 {
+			r.m.morguePut(id, j.payloads, j.err, now)
+			delete(r.m.queued, id)
+		}
+	}
+	return "kill failed"
+}
+
+func (r *modelRun) deleteJob() string {
+	id := r.pick()
+	_, err := r.admin.DeleteJob(r.e.ctx, r.e.queue, id)
+	require.NoError(r.t, err)
+	delete(r.m.queued, id)
+	return "delete job"
+}
+
+func (r *modelRun) deleteMorgue() string {
+	id := r.pick()
+	_, err := r.admin.DeleteMorgue(r.e.ctx, r.e.queue, []string{id})
+	require.NoError(r.t, err)
+	delete(r.m.morgue, id)
+	return "morgue delete"
+}
+
+// reacquire releases a shard and acquires it again: its in-flight batch
+// goes back into the queue.
+func (r *modelRun) reacquire() string {
+	sh := r.rng.IntN(len(r.owners))
+	require.NoError(r.t, r.e.s.ReleaseShard(r.e.ctx, r.owners[sh].lease))
+	r.m.restore(sh)
+	r.owners[sh] = r.e.own(sh)
+	r.owners[sh].maxRetry = r.m.maxRetry
+	return fmt.Sprintf("release and reacquire shard %d", sh)
 }
 
 func compareModel(t *testing.T, e *env, m *model, where string) {

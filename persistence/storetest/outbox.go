@@ -11,15 +11,12 @@ import (
 
 // Emits and the per-shard outbox (docs/contract.md §11).
 
-var outboxTests = []struct {
-	name string
-	fn   func(*testing.T, Harness)
-}{
-	{"Outbox_EmitCommittedWithAck", testOutboxCommittedWithAck},
-	{"Outbox_DroppedWithFailedID", testOutboxDroppedWithFailedID},
-	{"Outbox_DroppedOnLostLease", testOutboxDroppedOnLostLease},
-	{"Outbox_RelayedByNextOwner", testOutboxRelayedByNextOwner},
-	{"Outbox_BadEmitsRefused", testOutboxBadEmits},
+var outboxTests = []testCase{
+	{"Outbox_EmitCommittedWithAck", testOutboxCommittedWithAck, needNone},
+	{"Outbox_DroppedWithFailedID", testOutboxDroppedWithFailedID, needState},
+	{"Outbox_DroppedOnLostLease", testOutboxDroppedOnLostLease, needNone},
+	{"Outbox_RelayedByNextOwner", testOutboxRelayedByNextOwner, needNone},
+	{"Outbox_BadEmitsRefused", testOutboxBadEmits, needNone},
 }
 
 // emitReq settles the current batch with emits (and failures, state
@@ -124,7 +121,7 @@ func testOutboxDroppedWithFailedID(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	o.cur = res.Batch
 	require.Len(t, res.Batch.Jobs, 4)
-	_, err = e.s.SetState(e.ctx, e.queue, "d", []byte("outside"), 0, 0)
+	_, err = e.states().SetState(e.ctx, e.queue, "d", []byte("outside"), 0, 0)
 	require.NoError(t, err)
 
 	req := o.emitReq(0, true, []persistence.Emit{

@@ -13,12 +13,9 @@ import (
 // The idle poll (Store.PollShards): a node asks once which of its idle
 // shards have work an Advance would find.
 
-var pollTests = []struct {
-	name string
-	fn   func(*testing.T, Harness)
-}{
-	{"Poll_ReportsEveryShardWithWork", testPollReportsWork},
-	{"Poll_IdleShardsNotReported", testPollIdleShards},
+var pollTests = []testCase{
+	{"Poll_ReportsEveryShardWithWork", testPollReportsWork, needNone},
+	{"Poll_IdleShardsNotReported", testPollIdleShards, needNone},
 }
 
 // idOn returns an id of the env's queue that lands on shard.

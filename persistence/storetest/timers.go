@@ -11,14 +11,11 @@ import (
 
 // Timers of stateful queues (docs/contract.md §11).
 
-var timerTests = []struct {
-	name string
-	fn   func(*testing.T, Harness)
-}{
-	{"Timer_Fires", testTimerFires},
-	{"Timer_Cleared", testTimerCleared},
-	{"Timer_EarlierWakeUpByPayload", testTimerEarlierWakeUp},
-	{"Timer_SurvivesRestoreAndFailure", testTimerSurvivesRestore},
+var timerTests = []testCase{
+	{"Timer_Fires", testTimerFires, needNone},
+	{"Timer_Cleared", testTimerCleared, needNone},
+	{"Timer_EarlierWakeUpByPayload", testTimerEarlierWakeUp, needNone},
+	{"Timer_SurvivesRestoreAndFailure", testTimerSurvivesRestore, needNone},
 }
 
 func (o *owner) timers(n int, tw []persistence.TimerWrite, failures ...persistence.Failure) persistence.AdvanceResult {

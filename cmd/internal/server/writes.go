@@ -143,15 +143,3 @@ func (s *watchedStore) RenewShards(ctx context.Context, leases []persistence.Lea
 	}
 	return errs
 }
-
-// Warm opens the wrapped store's connections ahead of use, when it can
-// (redisstore.Store.Warm), so that the node's first lease calls, batched
-// renewals included, need no handshake.
-func (s *watchedStore) Warm(ctx context.Context, conns int) error {
-	if w, ok := s.Store.(interface {
-		Warm(ctx context.Context, conns int) error
-	}); ok {
-		return w.Warm(ctx, conns)
-	}
-	return nil
-}

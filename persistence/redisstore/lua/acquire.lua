@@ -1,7 +1,8 @@
--- acquire.lua: take a shard's lease and restore its in-flight record (SPEC
--- 3.7) in one atomic step.
+-- acquire.lua: take a shard's lease and restore its in-flight record
+-- (docs/contract.md §3.7) in one atomic step.
+-- lib: keys fence clock batch cold
 --
--- KEYS: the shard key set (lib.lua).
+-- KEYS: the shard key set (lib/keys.lua).
 -- ARGV[1] now ("" = Redis TIME; set only by the test seam)
 -- ARGV[2] owner name
 -- ARGV[3] lease TTL in milliseconds
@@ -16,10 +17,10 @@
 -- grows even after Redis lost its last writes. The token is
 -- "<epoch>/<owner>/<nonce>".
 --
--- Restored ids wait for the deadline bound of their calls (lib.lua
+-- Restored ids wait for the deadline bound of their calls (lib/cold.lua
 -- hold_of) before they are fetched again. A dead report the previous owner
 -- may never have seen (its reply lost) is handed to the new owner: its
--- first Advance reports it (lib.lua carry_outcome).
+-- first Advance reports it (lib/batch.lua carry_outcome).
 --
 -- Returns {"OK", token, epoch, restored, v1} where restored counts the ids
 -- put back into the queue and v1 is 1 when layout 1 left an in-flight

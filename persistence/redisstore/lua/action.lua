@@ -1,14 +1,15 @@
--- action.lua: the queue actions of one shard (SPEC 3.9), each bounded so
--- that a large queue, or an id with many payloads, is handled in several
--- calls.
+-- action.lua: the queue actions of one shard (docs/contract.md §3.9), each
+-- bounded so that a large queue, or an id with many payloads, is handled in
+-- several calls.
+-- lib: keys clock notify cold
 --
--- KEYS: the shard key set (lib.lua).
+-- KEYS: the shard key set (lib/keys.lua).
 -- ARGV[1] now ("" = Redis TIME; the client passes the first call's time to
 --         the next calls of one action)
 -- ARGV[2] action: "perform_now", "kill_failed", "delete_failed", or one
 --         id's: "delete", "perform_now_id" or "kill_id"
 -- ARGV[3] limit (ids per call), or for the actions of one id the id
--- ARGV[4] notification channel (lib.lua notify: the queue's channel, or the
+-- ARGV[4] notification channel (lib/notify.lua: the queue's channel, or the
 --         shard's shard channel under sharded pub/sub)
 -- ARGV[5] shard number (the notification message)
 -- ARGV[6] most payloads of one id moved or deleted per call

@@ -1,8 +1,9 @@
--- advance.lua: settle the owner's in-flight batch and fetch the next one,
--- in one atomic step (SPEC 3.3 to 3.6). Processing a shard costs one call
--- of this script per window.
+-- advance.lua: settle the owner's in-flight batch and fetch the next one, in
+-- one atomic step (docs/contract.md §3.3 to §3.6). Processing a shard costs
+-- one call of this script per window.
+-- lib: keys fence clock fields stateful batch cold
 --
--- KEYS: the shard key set (lib.lua).
+-- KEYS: the shard key set (lib/keys.lua).
 -- ARGV[1]  now ("" = Redis TIME; set only by the test seam)
 -- ARGV[2]  lease token of the caller
 -- ARGV[3]  seq of the batch being settled ("0" = none)
@@ -64,7 +65,7 @@
 --
 -- Returns {batch, more, next_due, dead, processed, failed, restored, v1,
 -- conflicts, states, outbox}:
---   batch     the fetched batch (lib.lua encoding), or "" when none
+--   batch     the fetched batch (lib/batch.lua encoding), or "" when none
 --   more      "1" when the fetch stopped early, so more may be due
 --   next_due  the due time of the earliest queued job not yet due, if the
 --             fetch stopped there, else ""

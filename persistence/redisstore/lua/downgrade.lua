@@ -2,8 +2,9 @@
 -- layout 1's keys, to roll a store back to the previous release
 -- (docs/storage.md section 8). Run only while no layout 2 node serves the
 -- shard (the client checks the lease).
+-- lib: keys fence clock cold
 --
--- KEYS: the shard key set (lib.lua); for "queue" and "morgue", KEYS[27..]
+-- KEYS: the shard key set (lib/keys.lua); for "queue" and "morgue", KEYS[27..]
 -- are layout 1's per-id keys ("p:<id>" or "m:<id>") of the ids, in order.
 -- ARGV[1] now ("" = Redis TIME; set only by the test seam)
 -- ARGV[2] operation:

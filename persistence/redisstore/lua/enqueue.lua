@@ -1,15 +1,17 @@
--- enqueue.lua: add jobs to one shard, merging with queued jobs of the same
--- id as "new job + queued job" (SPEC 3.2 case 1): payloads united, the lower
--- score wins for an equal payload, a queued job keeps its perform_at, retry
--- count and error. An id in flight gets a fresh queued entry.
+-- enqueue.lua: add jobs to one shard, merging with queued jobs of the same id
+-- as "new job + queued job" (docs/contract.md §3.2 case 1): payloads united,
+-- the lower score wins for an equal payload, a queued job keeps its
+-- perform_at, retry count and error. An id in flight gets a fresh queued
+-- entry.
+-- lib: keys fence clock notify fields cold
 --
--- KEYS: the shard key set (lib.lua); with ARGV[2] = "1", KEYS[27..] are
+-- KEYS: the shard key set (lib/keys.lua); with ARGV[2] = "1", KEYS[27..] are
 -- layout 1's payload keys "p:<id>" of the jobs, one per job, in order.
 -- ARGV[1] now ("" = Redis TIME; set only by the test seam)
 -- ARGV[2] "2": write layout 2. "1": the store is being upgraded; a shard
 --         not fenced yet may be served by a layout 1 node, so the jobs go
 --         to layout 1's keys (docs/storage.md section 8)
--- ARGV[3] notification channel (lib.lua notify: the queue's channel, or the
+-- ARGV[3] notification channel (lib/notify.lua: the queue's channel, or the
 --         shard's shard channel under sharded pub/sub)
 -- ARGV[4] shard number (the notification message)
 -- ARGV[5..] per job four values: id, payload, score ("" = default),

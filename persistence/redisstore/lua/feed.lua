@@ -5,9 +5,10 @@
 -- another relay (the owner's and an outside writer's, or an old and a new
 -- owner's) and is skipped, so a late relay never publishes an old version
 -- of an id after a newer one.
+-- lib: none
 --
 -- Not a shard script: its keys are in the queue's slot ({q}), not the
--- shard's (lib.lua's K is unused).
+-- shard's (lib/keys.lua is not used).
 -- KEYS[1] P:{q}:2:feed      STREAM the queue's change feed
 -- KEYS[2] P:{q}:2:feedmark  HASH   shard -> last outbox entry id published
 -- ARGV[1] the shard number

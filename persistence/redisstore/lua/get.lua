@@ -1,8 +1,9 @@
 -- get.lua: one id, as stored: its queued record (or morgue record), the
 -- start of its overflow, the shard's in-flight record and, while the store
 -- is being upgraded, its layout 1 entry. Read only.
+-- lib: keys cold
 --
--- KEYS: the shard key set (lib.lua); with ARGV[4] = "1", KEYS[27] is layout
+-- KEYS: the shard key set (lib/keys.lua); with ARGV[4] = "1", KEYS[27] is layout
 -- 1's payload key "p:<id>" of the id.
 -- ARGV[1] id
 -- ARGV[2] "q" for the queue, "m" for the morgue

@@ -2,8 +2,9 @@
 -- later, merged), of its failed jobs by retry count, or of its morgue by
 -- updated_at, continuing after a cursor. The client merges the pages of all
 -- shards. Read only. (The listings by id read scan.lua.)
+-- lib: keys fields cold
 --
--- KEYS: the shard key set (lib.lua).
+-- KEYS: the shard key set (lib/keys.lua).
 -- ARGV[1] view: "perform_at", "retries" (retry_count >= 0) or "updated_at"
 -- ARGV[2] "1" for descending order
 -- ARGV[3] min bound on the sort key, inclusive ("" = none)

@@ -1,7 +1,8 @@
 -- migrate.lua: move one bounded chunk of a shard's layout 1 data into
 -- layout 2 (docs/storage.md section 8). Only the shard's owner drains it.
+-- lib: keys clock fields lease cold
 --
--- KEYS: the shard key set (lib.lua); for "queue" and "morgue", KEYS[27..]
+-- KEYS: the shard key set (lib/keys.lua); for "queue" and "morgue", KEYS[27..]
 -- are layout 1's per-id keys ("p:<id>" or "m:<id>") of the ids, in order.
 -- ARGV[1] now ("" = Redis TIME; set only by the test seam)
 -- ARGV[2] lease token of the caller

@@ -1,10 +1,11 @@
--- morgue.lua: requeue or delete morgue entries of one shard (SPEC 3.8),
--- bounded per call.
+-- morgue.lua: requeue or delete morgue entries of one shard (docs/contract.md
+-- §3.8), bounded per call.
+-- lib: keys clock notify cold
 --
--- KEYS: the shard key set (lib.lua).
+-- KEYS: the shard key set (lib/keys.lua).
 -- ARGV[1] now ("" = Redis TIME; set only by the test seam)
 -- ARGV[2] operation: "requeue" or "delete"
--- ARGV[3] notification channel (lib.lua notify: the queue's channel, or the
+-- ARGV[3] notification channel (lib/notify.lua: the queue's channel, or the
 --         shard's shard channel under sharded pub/sub)
 -- ARGV[4] shard number (the notification message)
 -- ARGV[5] selection: "ids" (the ids follow from ARGV[9]), "first" (the
@@ -14,8 +15,9 @@
 -- ARGV[7] most payloads of one entry moved or deleted per call
 -- ARGV[8] the cut-off time for "before"
 --
--- A requeued entry merges as "morgue job + queued job" (SPEC 3.2 case 3):
--- payloads united (lower score wins), perform_at = now, retry_count = -1.
+-- A requeued entry merges as "morgue job + queued job" (docs/contract.md §3.2
+-- case 3): payloads united (lower score wins), perform_at = now, retry_count
+-- = -1.
 --
 -- Returns {done, partial, seen}: done counts entries requeued or deleted
 -- completely, partial the entries left with payloads for another call,

@@ -5,6 +5,7 @@
 -- come back within the ttl. The holder gets min(want, max - permits held
 -- by others) permits, all with a fresh expiry; the rest of its members are
 -- removed (want 0 releases them all).
+-- lib: none
 --
 -- KEYS[1] P:{q}:2:permits  ZSET  holder#i -> expiry (ms since the epoch, Redis TIME)
 -- ARGV[1] holder (no '#')

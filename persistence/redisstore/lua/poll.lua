@@ -1,6 +1,7 @@
 -- poll.lua: report which of several shards an owner's Advance could find
 -- work in now: a node's idle poll, one call for all its idle shards on a
 -- server (docs/storage.md §5). It only reads; it takes no lease.
+-- lib: clock fields
 --
 -- KEYS, POLL_KEYS (11) per shard, shard i's from KEYS[11 * (i - 1) + 1]:
 --   +1 2:fifo  +2 2:jobs  +3 2:later  +4 2:timers  +5 2:outbox

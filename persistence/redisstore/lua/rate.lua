@@ -2,6 +2,7 @@
 -- docs/contract.md §9, docs/storage.md §9). The bucket refills at rate
 -- tokens a second up to burst, by Redis TIME; one token is one handler
 -- call.
+-- lib: none
 --
 -- KEYS[1] P:{q}:2:rate  HASH  tokens (float), at (ms since the epoch, Redis TIME)
 -- ARGV[1] rate, tokens per second (> 0)

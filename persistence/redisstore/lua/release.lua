@@ -2,11 +2,12 @@
 -- restored into the queue first (its ids wait for their calls' deadline
 -- bound), so the next owner starts from a clean shard. The fence in layout
 -- 1's lease key stays.
+-- lib: keys clock notify lease cold
 --
--- KEYS: the shard key set (lib.lua).
+-- KEYS: the shard key set (lib/keys.lua).
 -- ARGV[1] now ("" = Redis TIME; set only by the test seam)
 -- ARGV[2] lease token
--- ARGV[3] notification channel (lib.lua notify: the queue's channel, or the
+-- ARGV[3] notification channel (lib/notify.lua: the queue's channel, or the
 --         shard's shard channel under sharded pub/sub)
 -- ARGV[4] shard number (the notification message)
 --

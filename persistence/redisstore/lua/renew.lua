@@ -1,6 +1,7 @@
 -- renew.lua: extend a shard's lease if the caller still holds it.
+-- lib: keys lease
 --
--- KEYS: the shard key set (lib.lua); only the leases are read.
+-- KEYS: the shard key set (lib/keys.lua); only the leases are read.
 -- ARGV[1] lease token
 -- ARGV[2] lease TTL in milliseconds
 --

@@ -2,6 +2,7 @@
 -- caller still holds it (renew.lua's rule, lease by lease). The keys span
 -- slots: standalone Redis and Sentinel only (on a Cluster, renew.lua runs
 -- per shard, in one pipeline per master).
+-- lib: fence
 --
 -- KEYS[2i-1] lease i's layout 1 lease key (the fence FENCE)
 -- KEYS[2i]   lease i's layout 2 lease key

@@ -1,7 +1,8 @@
 -- scan.lua: one chunk of a shard's records hash, for the listings in id
 -- order (docs/storage.md: no per-job index of ids is kept). Read only.
+-- lib: keys fields
 --
--- KEYS: the shard key set (lib.lua).
+-- KEYS: the shard key set (lib/keys.lua).
 -- ARGV[1] "q" for queued jobs, "m" for the morgue
 -- ARGV[2] HSCAN cursor ("0" to start)
 -- ARGV[3] HSCAN count
@@ -23,7 +24,7 @@ if ARGV[1] == "m" then key = K.morgue end
 -- Lua compares strings with the server's collation (strcoll). Under the C
 -- locale (and C.UTF-8) that is byte order, and the comparison runs in C;
 -- these probes tell the usual other collations apart, which then fall
--- back to the byte-by-byte comparison of lib.lua.
+-- back to the byte-by-byte comparison of lib/fields.lua (bcmp).
 local fast = true
 for _, p in ipairs({{"B", "a"}, {"A", "a"}, {"-", "a"}, {"a-b", "ab"}, {"a b", "ab"},
     {"f", "\195\169"}, {"\1", "A"}, {"Z", "a"}, {"a", "b"}}) do

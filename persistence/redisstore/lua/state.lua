@@ -1,8 +1,9 @@
 -- state.lua: compare-and-set of one id's state from outside the handler
 -- (docs/contract.md §11). Not fenced: it is the external writer, and the
 -- shard owner's settle notices the version it changed.
+-- lib: keys clock fields stateful
 --
--- KEYS: the shard key set (lib.lua); only the state hash is touched.
+-- KEYS: the shard key set (lib/keys.lua); only the state hash is touched.
 -- ARGV[1] "set" or "del"
 -- ARGV[2] id
 -- ARGV[3] expected version ("0" = the id has no state)

@@ -1,6 +1,7 @@
--- stats.lua: the metrics of one shard (SPEC 3.10). Read only.
+-- stats.lua: the metrics of one shard (docs/contract.md §3.10). Read only.
+-- lib: keys clock fields
 --
--- KEYS: the shard key set (lib.lua).
+-- KEYS: the shard key set (lib/keys.lua).
 -- ARGV[1] now ("" = Redis TIME; set only by the test seam)
 -- ARGV[2] "1" to count layout 1's keys too (the store is being upgraded)
 --

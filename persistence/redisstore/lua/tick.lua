@@ -2,6 +2,7 @@
 -- missed ticks from, forward (docs/contract.md §9, docs/storage.md §9).
 -- Whether a tick is enqueued is decided by enqueue.lua in tick mode, on the
 -- job's shard; nodes call this after it.
+-- lib: none
 --
 -- KEYS[1] P:{orderly}:2:ticks  HASH  periodic job name -> last tick (ms since the epoch)
 -- ARGV[1] name

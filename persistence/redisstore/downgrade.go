@@ -1,0 +1,88 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// The way back to storage layout 1 (docs/storage.md section 8), for the
+// orderly store downgrade command.
+
+// Downgrade rolls the store back to storage layout 1, so that the previous
+// release can serve it: every shard's in-flight record is restored, its
+// queued jobs (payloads and scores, perform_at, retry count, error), morgue
+// entries and counters are written into layout 1's keys, its layout 2 keys
+// and the fence are deleted, and so is the layout version. Stop every node
+// of this release first: Downgrade refuses (ErrServed) while a shard's
+// layout 2 lease is held. It is resumable: run it again after a failure.
+func (s *Store) Downgrade(ctx context.Context) error {
+	specs, err := s.Queues(ctx)
+	if err != nil {
+		return err
+	}
+	for _, q := range specs {
+		s.mu.Lock()
+		s.shards[q.Name] = q.Shards
+		s.mu.Unlock()
+		for sh := range q.Shards {
+			if err := s.downgradeShard(ctx, q.Name, sh); err != nil {
+				return err
+			}
+		}
+	}
+	if err := s.rdb.Del(ctx, s.keys.layout()).Err(); err != nil {
+		return fmt.Errorf("redisstore: downgrade: %w", err)
+	}
+	s.upgrade.mu.Lock()
+	s.upgrade.v2, s.upgrade.checked = false, time.Time{}
+	s.upgrade.mu.Unlock()
+	return nil
+}
+
+func (s *Store) downgradeShard(ctx context.Context, queue string, sh int) error {
+	sk := s.keys.shard(queue, sh)
+	k := sk.keys
+	fail := func(err error) error {
+		return fmt.Errorf("redisstore: downgrade %s/%d: %w", queue, sh, err)
+	}
+	if n, err := s.rdb.Exists(ctx, k[kLease]).Result(); err != nil {
+		return fail(err)
+	} else if n > 0 {
+		return fail(ErrServed)
+	}
+	step := func(keys []string, args ...any) error {
+		return run(ctx, s.rdb, scriptDowngr, keys, append([]any{s.now()}, args...)...).Err()
+	}
+	if err := step(k, "inflight", "0"); err != nil {
+		return fail(err)
+	}
+	for _, src := range []struct {
+		op, key string
+		v1Key   func(string) string
+	}{{"queue", k[kJobs], sk.v1Payloads}, {"morgue", k[kMorgue], sk.v1Morgue}} {
+		for {
+			ids, _, err := s.rdb.HScan(ctx, src.key, 0, "", drainChunk).Result()
+			if err != nil {
+				return fail(err)
+			}
+			if len(ids) == 0 {
+				break
+			}
+			args := []any{src.op, strconv.Itoa(movePayloads)}
+			keys := sk.with()
+			for i := 0; i < len(ids); i += 2 { // HSCAN answers field, value
+				args = append(args, ids[i])
+				keys = append(keys, src.v1Key(ids[i]))
+			}
+			if err := step(keys, args...); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	if err := step(k, "finish", "0"); err != nil {
+		return fail(err)
+	}
+	return nil
+}

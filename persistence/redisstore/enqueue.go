@@ -1,0 +1,143 @@
+package redisstore
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/orderlyhq/orderly/persistence"
+)
+
+// Enqueue implements persistence.Producer. Jobs are grouped by shard and sorted
+// by id (stable: the jobs of one id keep their order), so that the jobs of
+// one call enter the shard's fifo; each shard gets one script call per
+// EnqueueChunk jobs, and all calls go out in one pipeline.
+func (s *Store) Enqueue(ctx context.Context, queue string, jobs []persistence.NewJob) error {
+	shards, err := s.shardsOf(ctx, queue)
+	if err != nil {
+		return err
+	}
+	if err := persistence.ValidateJobs(jobs, s.cfg.MaxPayloadBytes); err != nil {
+		return err
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	mode, err := s.mode(ctx)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+
+	byShard := make(map[int][]int, shards)
+	order := make([]int, 0, shards)
+	for i := range jobs {
+		sh := persistence.ShardOf(jobs[i].ID, shards)
+		if _, ok := byShard[sh]; !ok {
+			order = append(order, sh)
+		}
+		byShard[sh] = append(byShard[sh], i)
+	}
+
+	var calls []call
+	for _, sh := range order {
+		sk := s.keysOf(persistence.ShardRef{Queue: queue, Shard: sh})
+		idx := byShard[sh]
+		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(jobs[a].ID, jobs[b].ID) })
+		for start := 0; start < len(idx); start += s.cfg.EnqueueChunk {
+			end := min(start+s.cfg.EnqueueChunk, len(idx))
+			// A call whose jobs carry headers sends five values per job
+			// (mode suffix "h"); others send four, as before.
+			withH, per, m := false, 4, mode
+			for _, i := range idx[start:end] {
+				if len(jobs[i].Headers) > 0 {
+					withH, per, m = true, 5, mode+"h"
+					break
+				}
+			}
+			args := make([]any, 0, 4+per*(end-start))
+			args = append(args, now, m, s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh))
+			keys := sk.keys
+			if mode == modeUpgrading {
+				keys = sk.with()
+			}
+			for _, i := range idx[start:end] {
+				j := &jobs[i]
+				args = appendJob(args, j)
+				if withH {
+					args = append(args, encodeHeaders(j.Headers))
+				}
+				if mode == modeUpgrading {
+					keys = append(keys, sk.v1Payloads(j.ID))
+				}
+			}
+			calls = append(calls, call{s: scriptEnqueue, keys: keys, args: args})
+		}
+	}
+	// A failed enqueue may have written part of the jobs; sending it again is
+	// safe (payloads merge, the lower score wins).
+	cmds, werr := s.runWrite(ctx, calls)
+	if err := firstErr(cmds); err != nil {
+		return fmt.Errorf("redisstore: enqueue to %s: %w", queue, err)
+	}
+	if werr != nil {
+		return fmt.Errorf("redisstore: enqueue to %s: %w", queue, werr)
+	}
+	return nil
+}
+
+// appendJob appends a job's four values of enqueue.lua's ARGV.
+func appendJob(args []any, j *persistence.NewJob) []any {
+	sc := ""
+	if j.Score != nil {
+		sc = formatFloat(*j.Score)
+	}
+	at := ""
+	if !j.PerformAt.IsZero() {
+		at = formatFloat(persistence.UnixSeconds(j.PerformAt))
+	}
+	payload := j.Payload
+	if payload == nil {
+		payload = []byte{}
+	}
+	return append(args, j.ID, payload, sc, at)
+}
+
+// EnqueueTick implements persistence.ControlStore: one enqueue.lua call in tick
+// mode on the job's shard.
+func (s *Store) EnqueueTick(ctx context.Context, queue, name string, tick time.Time, job persistence.NewJob) (bool, error) {
+	if name == "" {
+		return false, fmt.Errorf("%w: a periodic job needs a name", persistence.ErrInvalid)
+	}
+	shards, err := s.shardsOf(ctx, queue)
+	if err != nil {
+		return false, err
+	}
+	if err := persistence.ValidateJobs([]persistence.NewJob{job}, s.cfg.MaxPayloadBytes); err != nil {
+		return false, err
+	}
+	mode, err := s.mode(ctx)
+	if err != nil {
+		return false, err
+	}
+	sh := persistence.ShardOf(job.ID, shards)
+	sk := s.keysOf(persistence.ShardRef{Queue: queue, Shard: sh})
+	keys := sk.keys
+	if mode == modeUpgrading {
+		keys = append(sk.with(), sk.v1Payloads(job.ID))
+	}
+	args := appendJob([]any{s.now(), mode + "t", s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh)}, &job)
+	args = append(args, name, tick.UnixMilli())
+	cmds, werr := s.runWrite(ctx, []call{{s: scriptEnqueue, keys: keys, args: args}})
+	n, err := cmds[0].Int()
+	if err != nil {
+		return false, fmt.Errorf("redisstore: enqueue tick %s of %s: %w", name, queue, err)
+	}
+	if werr != nil {
+		return false, fmt.Errorf("redisstore: enqueue tick %s of %s: %w", name, queue, werr)
+	}
+	return n > 0, nil
+}

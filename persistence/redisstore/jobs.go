@@ -1,0 +1,257 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/orderlyhq/orderly/persistence"
+)
+
+// GetJob implements persistence.Inspector: the record, its overflow and the
+// in-flight record are read by one script, so they are consistent.
+func (s *Store) GetJob(ctx context.Context, queue, id string) (persistence.JobInfo, error) {
+	shards, err := s.shardsOf(ctx, queue)
+	if err != nil {
+		return persistence.JobInfo{}, err
+	}
+	if err := persistence.ValidateID(id, -1); err != nil {
+		return persistence.JobInfo{}, err
+	}
+	mode, err := s.mode(ctx)
+	if err != nil {
+		return persistence.JobInfo{}, err
+	}
+	sh := persistence.ShardOf(id, shards)
+	sk := s.keys.shard(queue, sh)
+	keys, v1 := sk.keys, "0"
+	if mode == modeUpgrading {
+		keys, v1 = sk.with(sk.v1Payloads(id)), "1"
+	}
+	v, err := run(ctx, s.rdb, scriptGet, keys, id, "q", strconv.Itoa(persistence.MaxLookupPayloads), v1).Slice()
+	if err != nil {
+		return persistence.JobInfo{}, fmt.Errorf("redisstore: get job %s/%s: %w", queue, id, err)
+	}
+	info := persistence.JobInfo{Queue: queue, Shard: sh}
+	if raw, _ := v[0].(string); raw != "" {
+		rec, err := decodeRecord(raw, false)
+		if err != nil {
+			return info, fmt.Errorf("redisstore: get job %s/%s: %w", queue, id, err)
+		}
+		flat, _ := v[1].([]any)
+		ps, err := payloadsOf(flat)
+		if err != nil {
+			return info, fmt.Errorf("redisstore: get job %s/%s: %w", queue, id, err)
+		}
+		rec.more = ps
+		j := jobOf(listEntry{id: id, rec: rec}, persistence.MaxLookupPayloads)
+		info.Queued = &j
+	} else if old, _ := v[3].([]any); len(old) == 5 {
+		// Still in layout 1's keys (being upgraded).
+		at, _ := old[0].(string)
+		rc, _ := old[1].(string)
+		errText, _ := old[2].(string)
+		count, _ := old[3].(int64)
+		flat, _ := old[4].([]any)
+		ps, err := payloadsOfWithScores(flat)
+		if err != nil {
+			return info, fmt.Errorf("redisstore: get job %s/%s: %w", queue, id, err)
+		}
+		atF, _ := parseScore(at)
+		rcN, _ := strconv.Atoi(rc)
+		info.Queued = &persistence.Job{ID: id, Payloads: ps, PayloadCount: int(count),
+			PerformAt: persistence.FromUnixSeconds(atF), RetryCount: rcN, Error: errText}
+	}
+	if enc, _ := v[2].(string); enc != "" {
+		h, jobs, err := decodeBatch(enc)
+		if err != nil {
+			return info, fmt.Errorf("redisstore: get job %s/%s: in-flight record: %w", queue, id, err)
+		}
+		for _, j := range jobs {
+			if j.ID == id {
+				info.InFlight = &persistence.InFlightJob{Job: j, Owner: h.owner, Epoch: h.epoch, Seq: h.seq,
+					FetchedAt: persistence.FromUnixSeconds(h.fetchedAt), Deadline: h.bound}
+			}
+		}
+	}
+	if len(v) > 4 {
+		if raw, _ := v[4].(string); raw != "" {
+			st, err := decodeState(raw)
+			if err != nil {
+				return info, fmt.Errorf("redisstore: get job %s/%s: state: %w", queue, id, err)
+			}
+			info.State = &st
+		}
+	}
+	if len(v) > 5 {
+		if raw, _ := v[5].(string); raw != "" {
+			if f, err := parseScore(raw); err == nil {
+				info.Timer = persistence.FromUnixSeconds(f)
+			}
+		}
+	}
+	// A state tombstone is a trace of the id too: its version is what the
+	// next compare-and-set must name (docs/contract.md §11).
+	if info.Queued == nil && info.InFlight == nil && info.State == nil && info.Timer.IsZero() {
+		return info, fmt.Errorf("%w: job %q in queue %s", persistence.ErrNotFound, id, queue)
+	}
+	return info, nil
+}
+
+// DeleteJob implements persistence.Admin. An id with many payloads is
+// deleted over several bounded calls.
+func (s *Store) DeleteJob(ctx context.Context, queue, id string) (bool, error) {
+	shards, err := s.shardsOf(ctx, queue)
+	if err != nil {
+		return false, err
+	}
+	if err := persistence.ValidateID(id, -1); err != nil {
+		return false, err
+	}
+	sh := persistence.ShardOf(id, shards)
+	sk := s.keys.shard(queue, sh)
+	for {
+		res, err := run(ctx, s.rdb, scriptAction, sk.keys, s.now(), "delete", id,
+			s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh), strconv.Itoa(movePayloads), "0").Slice()
+		if err != nil {
+			return false, fmt.Errorf("redisstore: delete job %s/%s: %w", queue, id, err)
+		}
+		done, _ := res[0].(int64)
+		partial, _ := res[2].(int64)
+		if partial == 0 {
+			return done == 1, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return false, fmt.Errorf("redisstore: delete job %s/%s: %w", queue, id, err)
+		}
+	}
+}
+
+// PerformJobNow implements persistence.Admin.
+func (s *Store) PerformJobNow(ctx context.Context, queue, id string) (bool, error) {
+	return s.jobAction(ctx, queue, id, "perform now", "perform_now_id")
+}
+
+// KillJob implements persistence.Admin. An id with many payloads is moved
+// over several bounded calls, all stamped with the first call's time.
+func (s *Store) KillJob(ctx context.Context, queue, id string) (bool, error) {
+	return s.jobAction(ctx, queue, id, "kill", "kill_id")
+}
+
+// jobAction runs an action of one id (action.lua) until it is done and
+// reports whether the id had a queued entry.
+func (s *Store) jobAction(ctx context.Context, queue, id, what, action string) (bool, error) {
+	shards, err := s.shardsOf(ctx, queue)
+	if err != nil {
+		return false, err
+	}
+	if err := persistence.ValidateID(id, -1); err != nil {
+		return false, err
+	}
+	sh := persistence.ShardOf(id, shards)
+	sk := s.keys.shard(queue, sh)
+	now, found := s.now(), false
+	for {
+		res, err := run(ctx, s.rdb, scriptAction, sk.keys, now, action, id,
+			s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh), strconv.Itoa(movePayloads), "0").Slice()
+		if err != nil {
+			return false, fmt.Errorf("redisstore: %s %s/%s: %w", what, queue, id, err)
+		}
+		seen, _ := res[1].(int64)
+		partial, _ := res[2].(int64)
+		now, _ = res[4].(string)
+		found = found || seen > 0
+		if partial == 0 {
+			return found, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return false, fmt.Errorf("redisstore: %s %s/%s: %w", what, queue, id, err)
+		}
+	}
+}
+
+// PerformAllNow implements persistence.Admin.
+func (s *Store) PerformAllNow(ctx context.Context, queue string) (int, error) {
+	return s.eachShard(ctx, queue, "perform all now", scriptAction, func(sh int, now string, held int64) []any {
+		return []any{now, "perform_now", strconv.Itoa(actionChunk), s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh),
+			strconv.Itoa(movePayloads), strconv.FormatInt(held, 10)}
+	})
+}
+
+// KillFailed implements persistence.Admin.
+func (s *Store) KillFailed(ctx context.Context, queue string) (int, error) {
+	return s.eachShard(ctx, queue, "kill failed", scriptAction, func(sh int, now string, _ int64) []any {
+		return []any{now, "kill_failed", strconv.Itoa(actionChunk), s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh),
+			strconv.Itoa(movePayloads), "0"}
+	})
+}
+
+// DeleteFailed implements persistence.Admin.
+func (s *Store) DeleteFailed(ctx context.Context, queue string) (int, error) {
+	return s.eachShard(ctx, queue, "delete failed", scriptAction, func(sh int, now string, _ int64) []any {
+		return []any{now, "delete_failed", strconv.Itoa(actionChunk), s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh),
+			strconv.Itoa(movePayloads), "0"}
+	})
+}
+
+// eachShard runs a bounded bulk script on every shard of the queue, one
+// pipeline per round, until every shard is done. The first call of a shard
+// reads the time; its later calls are given that time, so that the action
+// sees one "now". Each call is atomic; the whole action is not (as in
+// Lowkiq), but it is synchronous and reports how many ids it changed.
+//
+// action.lua answers {done, seen, partial, held, now}, morgue.lua {done,
+// partial, seen}: a shard is done when seen < actionChunk and partial is 0.
+func (s *Store) eachShard(ctx context.Context, queue, what string, sc *script, argsOf func(sh int, now string, held int64) []any) (int, error) {
+	shards, err := s.shardsOf(ctx, queue)
+	if err != nil {
+		return 0, err
+	}
+	type state struct {
+		sh   int
+		now  string
+		held int64
+	}
+	pending := make([]state, shards)
+	for i := range pending {
+		pending[i] = state{sh: i, now: s.now()}
+	}
+	total := 0
+	for len(pending) > 0 {
+		if err := ctx.Err(); err != nil {
+			return total, fmt.Errorf("redisstore: %s in %s: %w", what, queue, err)
+		}
+		calls := make([]call, len(pending))
+		for i, p := range pending {
+			calls[i] = call{s: sc, keys: s.keys.shard(queue, p.sh).keys, args: argsOf(p.sh, p.now, p.held)}
+		}
+		cmds := runAll(ctx, s.rdb, calls)
+		if err := firstErr(cmds); err != nil {
+			return total, fmt.Errorf("redisstore: %s in %s: %w", what, queue, err)
+		}
+		var next []state
+		for i, c := range cmds {
+			v, _ := c.Slice()
+			var done, seen, partial int64
+			p := pending[i]
+			if sc == scriptAction {
+				done, _ = v[0].(int64)
+				seen, _ = v[1].(int64)
+				partial, _ = v[2].(int64)
+				held, _ := v[3].(int64)
+				p.held += held
+				p.now, _ = v[4].(string)
+			} else {
+				done, _ = v[0].(int64)
+				partial, _ = v[1].(int64)
+				seen, _ = v[2].(int64)
+			}
+			total += int(done)
+			if seen >= actionChunk || partial > 0 {
+				next = append(next, p)
+			}
+		}
+		pending = next
+	}
+	return total, nil
+}

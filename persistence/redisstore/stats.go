@@ -1,0 +1,166 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orderlyhq/orderly/persistence"
+)
+
+// Stats implements persistence.QueueStore: one stats.lua call per shard, all in
+// one pipeline.
+func (s *Store) Stats(ctx context.Context, queues ...string) ([]persistence.QueueStats, error) {
+	if len(queues) == 0 {
+		return nil, nil
+	}
+	mode, err := s.mode(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	counts := make([]int, len(queues))
+	var calls []call
+	for qi, q := range queues {
+		n, err := s.shardsOf(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		counts[qi] = n
+		for sh := range n {
+			calls = append(calls, call{s: scriptStats, keys: s.keys.shard(q, sh).keys, args: []any{now, mode}})
+		}
+	}
+	cmds := runAll(ctx, s.rdb, calls)
+	if err := firstErr(cmds); err != nil {
+		return nil, fmt.Errorf("redisstore: stats: %w", err)
+	}
+	ctl, err := s.Controls(ctx, queues...)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: stats: %w", err)
+	}
+	out := make([]persistence.QueueStats, len(queues))
+	i := 0
+	for qi, q := range queues {
+		st := persistence.QueueStats{Name: q, Shards: counts[qi], ShardLag: make([]float64, counts[qi]), Paused: ctl[qi].Paused}
+		oldest, latest := math.Inf(1), math.Inf(-1)
+		for sh := range counts[qi] {
+			v, _ := cmds[i].Slice()
+			i++
+			if len(v) != 8 {
+				return nil, fmt.Errorf("redisstore: stats of %s: unexpected reply", q)
+			}
+			length, _ := v[0].(int64)
+			retries, _ := v[1].(int64)
+			morgue, _ := v[2].(int64)
+			busy, _ := v[4].(int64)
+			processed, _ := v[5].(int64)
+			failed, _ := v[6].(int64)
+			st.Length += length
+			st.Retries += retries
+			st.MorgueLength += morgue
+			st.Busy += busy
+			st.Processed += processed
+			st.Failed += failed
+			shardOldest, shardNow := math.Inf(1), math.Inf(-1)
+			if o, _ := v[3].(string); o != "" {
+				if f, err := parseScore(o); err == nil {
+					shardOldest = f
+					oldest = min(oldest, f)
+				}
+			}
+			if n, _ := v[7].(string); n != "" {
+				if f, err := parseScore(n); err == nil {
+					shardNow = f
+					latest = max(latest, f)
+				}
+			}
+			if !math.IsInf(shardOldest, 1) && !math.IsInf(shardNow, -1) {
+				st.ShardLag[sh] = max(0, shardNow-shardOldest)
+			}
+		}
+		st.Fresh = st.Length - st.Retries
+		if !math.IsInf(oldest, 1) {
+			st.OldestDue = persistence.FromUnixSeconds(oldest)
+			st.Lag = max(0, latest-oldest)
+		}
+		out[qi] = st
+	}
+	return out, nil
+}
+
+// ShardOwners implements persistence.QueueStore: the holder of each shard's
+// lease, a node of the previous release (layout 1) included.
+func (s *Store) ShardOwners(ctx context.Context, queue string) ([]persistence.ShardOwner, error) {
+	shards, err := s.shardsOf(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	pipe := s.rdb.Pipeline()
+	leases := make([]*redis.StringCmd, shards)
+	v1leases := make([]*redis.StringCmd, shards)
+	epochs := make([]*redis.StringCmd, shards)
+	for sh := range shards {
+		k := s.keys.shard(queue, sh).keys
+		leases[sh] = pipe.Get(ctx, k[kLease])
+		v1leases[sh] = pipe.Get(ctx, k[kV1Lease])
+		epochs[sh] = pipe.Get(ctx, k[kEpoch])
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("redisstore: shard owners of %s: %w", queue, err)
+	}
+	out := make([]persistence.ShardOwner, shards)
+	for sh := range shards {
+		out[sh].Shard = sh
+		if epoch, owner, ok := splitToken(leases[sh].Val()); ok {
+			out[sh].Owner, out[sh].Epoch = owner, epoch
+		} else if v1 := v1leases[sh].Val(); v1 != fence {
+			// During a rolling upgrade a node of the previous release
+			// (layout 1) may hold the shard: its lease is the owner.
+			if epoch, owner, ok := splitToken(v1); ok {
+				out[sh].Owner, out[sh].Epoch = owner, epoch
+			} else {
+				out[sh].Epoch, _ = strconv.ParseInt(epochs[sh].Val(), 10, 64)
+			}
+		} else {
+			out[sh].Epoch, _ = strconv.ParseInt(epochs[sh].Val(), 10, 64)
+		}
+	}
+	return out, nil
+}
+
+// Processing implements persistence.Inspector.
+func (s *Store) Processing(ctx context.Context, queue string) ([]persistence.InFlightBatch, error) {
+	shards, err := s.shardsOf(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, shards)
+	for sh := range shards {
+		cmds[sh] = pipe.Get(ctx, s.keys.shard(queue, sh).keys[kInflight])
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("redisstore: processing of %s: %w", queue, err)
+	}
+	var out []persistence.InFlightBatch
+	for sh, c := range cmds {
+		enc := c.Val()
+		if enc == "" {
+			continue
+		}
+		h, jobs, err := decodeBatch(enc)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: processing of %s/%d: %w", queue, sh, err)
+		}
+		out = append(out, persistence.InFlightBatch{
+			Shard: sh, Owner: h.owner, Epoch: h.epoch, Seq: h.seq,
+			FetchedAt: persistence.FromUnixSeconds(h.fetchedAt), Deadline: h.bound, Jobs: jobs,
+		})
+	}
+	return out, nil
+}
