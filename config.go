@@ -1,7 +1,6 @@
 package orderly
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -164,13 +163,6 @@ type ClusterConfig struct {
 	// HTTP is the address of the node's HTTP API, advertised to the others
 	// (shown by `orderly members`).
 	HTTP string
-	// StoreID returns the identity of the node's store, which the node
-	// advertises: members of another store are ignored for placement
-	// (MemberForeign), so that a node pointed at another Redis cannot take
-	// this store's shards [the store's persistence.Identifier, when it has
-	// one; nil: no identity, every member is taken as the same store].
-	StoreID func(context.Context) (string, error)
-
 	// transport replaces memberlist's network transport: tests inject
 	// faults through it (export_test.go).
 	transport memberlist.Transport

@@ -47,7 +47,7 @@ type Node struct {
 }
 
 // NewNode returns a node that serves cfg.Workers on store. It does no I/O.
-func NewNode(store persistence.Store, cfg *Config) (*Node, error) {
+func NewNode(store persistence.NodeStore, cfg *Config) (*Node, error) {
 	if store == nil {
 		return nil, errors.New("orderly: a store is required")
 	}
@@ -88,7 +88,7 @@ func NewNode(store persistence.Store, cfg *Config) (*Node, error) {
 
 // engineConfig is what the node's runtime runs: each queue with its shard
 // actors' configuration, which carries the worker's handler.
-func (n *Node) engineConfig(store persistence.Store, periodic []engine.Periodic) engine.Config {
+func (n *Node) engineConfig(store persistence.NodeStore, periodic []engine.Periodic) engine.Config {
 	c := n.cfg
 	var clk clock.Clock = clock.Real()
 	if c.Clock != nil {
@@ -121,19 +121,13 @@ func (n *Node) engineConfig(store persistence.Store, periodic []engine.Periodic)
 			ProbeInterval: cc.ProbeInterval, ProbeTimeout: cc.ProbeTimeout, SuspicionMult: cc.SuspicionMult,
 			SecretKey: cc.SecretKey, Label: cc.Label, Transport: cc.transport, Meta: cluster.Meta{HTTP: cc.HTTP},
 		}
-		ec.StoreID = cc.StoreID
-		if ec.StoreID == nil {
-			if id, ok := store.(persistence.Identifier); ok {
-				ec.StoreID = id.StoreID
-			}
-		}
 	}
 	return ec
 }
 
 // shardConfig is the configuration of the worker's shard actors, but their
 // Ref.
-func (n *Node) shardConfig(store persistence.Store, w Worker, ec engine.Config) shard.Config {
+func (n *Node) shardConfig(store persistence.NodeStore, w Worker, ec engine.Config) shard.Config {
 	sc := shard.Config{
 		Store:         store,
 		Owner:         n.cfg.Name,

@@ -46,7 +46,8 @@ type Meta struct {
 	Draining bool `json:"d,omitempty"`
 	// Unhealthy is set while the node cannot reach Redis.
 	Unhealthy bool `json:"u,omitempty"`
-	// Store is the identity of the node's store (persistence.Identifier);
+	// Store is the identity of the node's store (persistence.NodeStore's
+	// StoreID);
 	// empty while it is not known yet, or from a version that did not
 	// advertise it, which is taken as the same store.
 	Store string `json:"s,omitempty"`

@@ -34,7 +34,7 @@ type ServiceConfig struct {
 	// every LeaseTTL/3 with a context bounded by LeaseTTL/3.
 	Ping func(ctx context.Context) error
 	// Owners reads who holds the lease of each shard of a queue
-	// (persistence.Store.ShardOwners), for the orphan sweep; nil sweeps
+	// (persistence.QueueStore.ShardOwners), for the orphan sweep; nil sweeps
 	// nothing: no shard is ever adopted.
 	Owners func(ctx context.Context, queue string) ([]persistence.ShardOwner, error)
 	// StoreID, if set, reads the identity of the node's store: when the

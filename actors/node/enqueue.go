@@ -30,7 +30,10 @@ const (
 
 // EnqueueConfig configures the enqueue actor.
 type EnqueueConfig struct {
-	Store  persistence.Store
+	Store interface {
+		persistence.Producer
+		persistence.QueueStore
+	}
 	Logger *slog.Logger
 	Now    func() time.Time
 	// Members answers MembersRequest; nil answers with no members.

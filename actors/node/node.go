@@ -61,7 +61,7 @@ type Config struct {
 	// it runs a shard.Renewer of LeaseTTL (the shards' LeaseTTL) on Store
 	// from its start to its stop, one round trip per LeaseTTL/3 for all of
 	// them. Nil: each shard actor renews its own lease.
-	Store    persistence.Store
+	Store    persistence.NodeStore
 	LeaseTTL time.Duration
 	// IdlePoll, with Store, makes the actor poll its idle shards together:
 	// it runs a shard.Poller of that interval (the shards' IdlePoll) on

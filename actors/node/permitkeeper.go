@@ -31,7 +31,7 @@ type permitsHeld struct{ held map[string]int }
 // stops it when it stops or restarts; stop gives the permits back, so that
 // other nodes need not wait for them to expire.
 type permitKeeper struct {
-	store  persistence.Store
+	store  persistence.ControlStore
 	holder string
 	limit  map[string]int
 	queues []string // the limited queues, sorted

@@ -25,7 +25,7 @@ import (
 // Stop; shard actors register and deregister from their own goroutines.
 // Its methods are safe for concurrent use.
 type Poller struct {
-	store persistence.Store
+	store persistence.ShardStore
 	every time.Duration
 	log   *slog.Logger
 
@@ -44,7 +44,7 @@ type polled struct {
 
 // NewPoller returns a Poller of store's shards every interval, timed by clk
 // [clock.Real()].
-func NewPoller(store persistence.Store, every time.Duration, clk clock.Clock, log *slog.Logger) *Poller {
+func NewPoller(store persistence.ShardStore, every time.Duration, clk clock.Clock, log *slog.Logger) *Poller {
 	if log == nil {
 		log = slog.Default()
 	}

@@ -24,7 +24,7 @@ import (
 // shard actors register and deregister their leases from their own
 // goroutines. Its methods are safe for concurrent use.
 type Renewer struct {
-	store persistence.Store
+	store persistence.ShardStore
 	ttl   time.Duration
 	log   *slog.Logger
 
@@ -42,7 +42,7 @@ type renewal struct {
 
 // NewRenewer returns a Renewer of leases of ttl on store, timed by clk
 // [clock.Real()].
-func NewRenewer(store persistence.Store, ttl time.Duration, clk clock.Clock, log *slog.Logger) *Renewer {
+func NewRenewer(store persistence.ShardStore, ttl time.Duration, clk clock.Clock, log *slog.Logger) *Renewer {
 	if log == nil {
 		log = slog.Default()
 	}

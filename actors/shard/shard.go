@@ -24,6 +24,15 @@ import (
 // must return once ctx is cancelled.
 type Processor func(ctx context.Context, b *persistence.Batch) (failures []persistence.Failure, err error)
 
+// Store is what a shard actor calls: the shard owner's role of the store
+// and, for a queue with a rate_limit, its token bucket. The store's calls
+// come from the actor's tasks, concurrently with other shards'.
+type Store interface {
+	persistence.ShardStore
+	// TakeTokens is persistence.ControlStore's.
+	TakeTokens(ctx context.Context, queue string, want int, perSecond float64, burst int) (int, time.Duration, error)
+}
+
 // Observer receives a shard actor's events, for metrics. Calls come from the
 // actor's goroutine and its tasks, concurrently for different shards; they
 // must not block.
@@ -50,7 +59,7 @@ const StuckGrace = 5 * time.Second
 // Store, Owner, Process, LeaseTTL and IdlePoll are required.
 type Config struct {
 	Ref   persistence.ShardRef
-	Store persistence.Store
+	Store Store
 	// Owner is the node's name, recorded in the lease.
 	Owner string
 	// BatchSize is the most ids per handler call [1].

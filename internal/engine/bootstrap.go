@@ -115,24 +115,14 @@ func (e *Engine) tellNodeActor(msg any) {
 	}
 }
 
-// warmer is a store that can open its connections ahead of use
-// (redisstore.Store.Warm).
-type warmer interface {
-	Warm(ctx context.Context, conns int) error
-}
-
 // warm opens the store's connections before the node serves shards, so
 // that a lease call does not wait for a new connection's handshake: two
 // per shard of the node's queues (a shard's own call and its renewal) and
 // a few for the rest, as far as the store's pool allows.
 func (e *Engine) warm(ctx context.Context) {
-	w, ok := e.store.(warmer)
-	if !ok {
-		return
-	}
 	ctx, cancel := context.WithTimeout(ctx, warmTimeout)
 	defer cancel()
-	if err := w.Warm(ctx, 2*len(e.allShards())+4); err != nil {
+	if err := e.store.Warm(ctx, 2*len(e.allShards())+4); err != nil {
 		e.log.Debug("cannot open the store's connections ahead of use", "err", err)
 	}
 }

@@ -19,7 +19,7 @@ import (
 // actor (node.Controls) whenever the view changes. The node actor holds the
 // view it acts on; the watcher keeps its own copy for Paused.
 type controlWatcher struct {
-	store  persistence.Store
+	store  persistence.ControlStore
 	queues []string
 	poll   time.Duration
 	// timeout bounds one read: LeaseTTL, at least 5 s.
@@ -33,7 +33,7 @@ type controlWatcher struct {
 	paused map[string]bool // the last view, by queue
 }
 
-func newControlWatcher(store persistence.Store, queues []string, poll, timeout time.Duration, clk clock.Clock, log *slog.Logger) *controlWatcher {
+func newControlWatcher(store persistence.ControlStore, queues []string, poll, timeout time.Duration, clk clock.Clock, log *slog.Logger) *controlWatcher {
 	return &controlWatcher{store: store, queues: queues, poll: poll, timeout: timeout, clock: clk, log: log,
 		poke: make(chan struct{}, 1), paused: map[string]bool{}}
 }

@@ -115,7 +115,7 @@ type Remote struct {
 // defaults applied.
 type Config struct {
 	Name     string
-	Store    persistence.Store
+	Store    persistence.NodeStore
 	Queues   []Queue
 	Periodic []Periodic
 	// Concurrency, Scheduler, LeaseTTL, HandoffTimeout, IdlePoll: see
@@ -137,9 +137,6 @@ type Config struct {
 	// fills its Name, Clock, Logger and the Meta's Queues, Version, Actor
 	// and Store. Nil: the node serves every shard of its queues.
 	Cluster *cluster.Config
-	// StoreID reads the store's identity, which a cluster member
-	// advertises; nil: none.
-	StoreID func(ctx context.Context) (string, error)
 	// Remote, when set, serves the enqueue actor through the actor remote.
 	Remote *Remote
 	// Version is advertised to the cluster.
@@ -149,7 +146,7 @@ type Config struct {
 // Engine is a node's runtime. Its methods are safe for concurrent use.
 type Engine struct {
 	cfg   Config
-	store persistence.Store
+	store persistence.NodeStore
 	clock clock.Clock
 	log   *slog.Logger
 

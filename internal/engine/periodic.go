@@ -29,14 +29,14 @@ const periodicPoll = time.Second
 // periodicEnqueuer is the service that enqueues the ticks of the node's
 // periodic jobs.
 type periodicEnqueuer struct {
-	store persistence.Store
+	store persistence.ControlStore
 	jobs  []Periodic
 	clock clock.Clock
 	log   *slog.Logger
 	loop  loop
 }
 
-func newPeriodicEnqueuer(store persistence.Store, jobs []Periodic, clk clock.Clock, log *slog.Logger) *periodicEnqueuer {
+func newPeriodicEnqueuer(store persistence.ControlStore, jobs []Periodic, clk clock.Clock, log *slog.Logger) *periodicEnqueuer {
 	return &periodicEnqueuer{store: store, jobs: jobs, clock: clk, log: log}
 }
 

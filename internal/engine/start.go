@@ -171,7 +171,7 @@ func (e *Engine) startNetwork(ctx context.Context, sys *actor.ActorSystem) (netw
 	nw.members = m
 	nw.service = cluster.NewService(cluster.ServiceConfig{
 		Members: m, Self: e.cfg.Name, Queues: queues, Assign: e.assign, Ping: e.store.Ping,
-		Owners: e.store.ShardOwners, StoreID: e.cfg.StoreID,
+		Owners: e.store.ShardOwners, StoreID: e.store.StoreID,
 		LeaseTTL: e.cfg.LeaseTTL, Clock: e.clock, Logger: e.log,
 	})
 	return nw, nil
@@ -182,15 +182,14 @@ func (e *Engine) startNetwork(ctx context.Context, sys *actor.ActorSystem) (netw
 const storeIDTimeout = 2 * time.Second
 
 // knownStoreID reads the store's identity before the node joins the
-// gossip, so that it advertises it from the start; "" when the store has
-// none or does not answer (the cluster service retries).
+// gossip, so that it advertises it from the start; "" when the store does
+// not answer (the cluster service retries). A member of another store is
+// ignored for placement (cluster.StateForeign), so that a node pointed at
+// another Redis cannot take this store's shards.
 func (e *Engine) knownStoreID(ctx context.Context) string {
-	if e.cfg.StoreID == nil {
-		return ""
-	}
 	ctx, cancel := context.WithTimeout(ctx, storeIDTimeout)
 	defer cancel()
-	id, err := e.cfg.StoreID(ctx)
+	id, err := e.store.StoreID(ctx)
 	if err != nil {
 		e.log.Warn("cannot read the store's identity yet; retrying once it is reachable", "err", err)
 		return ""

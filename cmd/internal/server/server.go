@@ -77,9 +77,6 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 	if err != nil {
 		return err
 	}
-	if clusterCfg != nil {
-		clusterCfg.StoreID = p.rs.StoreID // the store passed to the node is wrapped (metrics, write watch)
-	}
 	stopChaos, err := chaos.Install(clusterCfg, log)
 	if err != nil {
 		return err
