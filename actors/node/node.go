@@ -33,6 +33,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -109,6 +110,18 @@ type (
 	// Queues not named are not paused. The actor tells the shard actors
 	// of a queue whose pause changed, and grants permits by it.
 	Controls struct{ Paused map[string]bool }
+
+	// SetPause pauses or resumes one queue on this node at once, after a
+	// change made through this node. Sent as a request, it is answered
+	// with PauseApplied once every shard actor of the queue has taken it:
+	// from then on, no shard of the node starts a call of a paused queue.
+	SetPause struct {
+		Queue  string
+		Paused bool
+	}
+
+	// PauseApplied answers SetPause.
+	PauseApplied struct{}
 )
 
 // Status describes the node's shards.
@@ -213,6 +226,7 @@ type Actor struct {
 	poller  *shard.Poller  // polls the idle shards; nil without Config.Store and IdlePoll
 	keeper  *permitKeeper  // holds the permits of the limited queues; nil without Config.Limits
 
+	pauses   []*pauseWait // SetPause requests waiting for their shard actors
 	stopping bool         // Stopping or Restarting arrived: spawn nothing more
 	drain    *Drain       // set once draining: the earliest deadline asked for
 	drainTo  []*actor.PID // who waits for Drained
@@ -249,6 +263,10 @@ func (a *Actor) Receive(c actor.Context) {
 	case Controls:
 		a.mem.setControls(m.Paused)
 		a.onControls(c, m.Paused)
+	case SetPause:
+		a.onSetPause(c, m)
+	case shard.PauseApplied:
+		a.pauseApplied(c, c.Sender())
 	case permitsHeld:
 		if a.permits.setHeld(m.held) {
 			a.grantWaiting(c)
@@ -346,6 +364,58 @@ func (a *Actor) onControls(c actor.Context, paused map[string]bool) {
 	a.grantWaiting(c)
 }
 
+// pauseWait is a SetPause request waiting for the shard actors it told.
+type pauseWait struct {
+	to   *actor.PID      // the requester
+	kids map[string]bool // PID ids of the shard actors that did not answer yet
+}
+
+// onSetPause takes one queue's pause at once and tells every shard actor
+// of the queue, as a request; the requester is answered once they all
+// have answered (or stopped). Every shard actor is told, changed or not,
+// so that its answer also covers an earlier Pause still in its mailbox.
+func (a *Actor) onSetPause(c actor.Context, m SetPause) {
+	paused := maps.Clone(a.permits.paused)
+	if paused == nil {
+		paused = map[string]bool{}
+	}
+	paused[m.Queue] = m.Paused
+	a.permits.paused = paused
+	a.mem.setControls(paused)
+	w := &pauseWait{to: c.Sender(), kids: map[string]bool{}}
+	for ref, k := range a.kids {
+		if ref.Queue == m.Queue {
+			c.Request(k.pid, shard.Pause{Paused: m.Paused})
+			w.kids[k.pid.Id] = true
+		}
+	}
+	a.grantWaiting(c)
+	if w.to == nil {
+		return
+	}
+	if len(w.kids) == 0 {
+		c.Send(w.to, PauseApplied{})
+		return
+	}
+	a.pauses = append(a.pauses, w)
+}
+
+// pauseApplied records that the shard actor kid took a pause (or is
+// gone), and answers the SetPause requests it completes.
+func (a *Actor) pauseApplied(c actor.Context, kid *actor.PID) {
+	if kid == nil {
+		return
+	}
+	a.pauses = slices.DeleteFunc(a.pauses, func(w *pauseWait) bool {
+		delete(w.kids, kid.Id)
+		if len(w.kids) > 0 {
+			return false
+		}
+		c.Send(w.to, PauseApplied{})
+		return true
+	})
+}
+
 // grantWaiting hands free permits to the waiting shards now allowed.
 func (a *Actor) grantWaiting(c actor.Context) {
 	for _, ref := range a.permits.grant() {
@@ -430,6 +500,7 @@ func (a *Actor) onTerminated(c actor.Context, m *actor.Terminated) {
 	}
 	delete(a.byID, m.Who.Id)
 	delete(a.kids, ref)
+	a.pauseApplied(c, m.Who)
 	if a.stopping {
 		return
 	}

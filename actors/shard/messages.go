@@ -19,7 +19,9 @@ type (
 	Drain struct{ Deadline time.Time }
 
 	// Pause tells the actor that its queue was paused or resumed
-	// (docs/contract.md §9): while paused, no handler call starts.
+	// (docs/contract.md §9): while paused, no handler call starts. Sent
+	// as a request, it is answered with PauseApplied once no new call can
+	// start (a paused queue) or calls may start again.
 	Pause struct{ Paused bool }
 
 	// PermitGranted lets the actor run one batch (and keep the permit while
@@ -41,6 +43,9 @@ type (
 		Ref   persistence.ShardRef
 		Since time.Time
 	}
+
+	// PauseApplied answers a Pause sent as a request.
+	PauseApplied struct{}
 
 	// PermitReturn gives a permit back (or withdraws a request for one).
 	// With Again, the shard wants to continue: the node answers

@@ -269,6 +269,9 @@ func (a *Actor) Receive(c actor.Context) {
 		a.onDrain(c, m)
 	case Pause:
 		a.view.setPaused(m.Paused)
+		if c.Sender() != nil {
+			c.Respond(PauseApplied{})
+		}
 	case PermitGranted:
 		a.onGranted(c)
 	case PermitWait:

@@ -224,8 +224,23 @@ func (e *Engine) SetPaused(ctx context.Context, queue string, paused bool) error
 	if err := e.store.SetPaused(ctx, queue, paused); err != nil {
 		return fmt.Errorf("orderly: set paused of %s: %w", queue, err)
 	}
-	if view := e.controls.Set(queue, paused); view != nil {
-		e.tellNodeActor(node.Controls{Paused: view})
+	if !e.controls.served(queue) {
+		return nil
+	}
+	e.controls.Set(queue, paused)
+	// This node takes the change at once: once every shard actor of the
+	// queue has it, no call of a paused queue starts here. Other nodes
+	// take it from the store's notice.
+	e.mu.Lock()
+	sys, pid, st := e.sys, e.nodePID, e.state
+	e.mu.Unlock()
+	if st != stateRunning {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	if _, err := request(ctx, sys, pid, node.SetPause{Queue: queue, Paused: paused}); err != nil {
+		e.log.Warn("the node did not take the pause at once; it follows the store's notice", "queue", queue, "paused", paused, "err", err)
 	}
 	return nil
 }

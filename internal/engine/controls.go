@@ -17,7 +17,9 @@ import (
 // store call per ControlPoll, and at once after a controls notice
 // (Refresh) or a change made through this node (Set), and tells the node
 // actor (node.Controls) whenever the view changes. The node actor holds the
-// view it acts on; the watcher keeps its own copy for Paused.
+// view it acts on; the watcher keeps its own copy for Paused. A read that
+// was under way when a change through this node came is not taken: it may
+// predate the change (which the node actor took at once, node.SetPause).
 type controlWatcher struct {
 	store  persistence.ControlStore
 	queues []string
@@ -29,8 +31,9 @@ type controlWatcher struct {
 	poke    chan struct{} // a read is wanted now (buffered 1)
 	loop    loop
 
-	mu     sync.Mutex      // guards paused
+	mu     sync.Mutex      // guards paused and sets
 	paused map[string]bool // the last view, by queue
+	sets   uint64          // changes made through this node (Set), so far
 }
 
 func newControlWatcher(store persistence.ControlStore, queues []string, poll, timeout time.Duration, clk clock.Clock, log *slog.Logger) *controlWatcher {
@@ -63,17 +66,17 @@ func (w *controlWatcher) Paused(queue string) bool {
 }
 
 // Set records a change made through this node (already written to the
-// store) and returns the new view when it changed, nil otherwise; a read
-// follows at once.
-func (w *controlWatcher) Set(queue string, paused bool) map[string]bool {
+// store), so that a read under way when it came is not taken; a read
+// follows at once. The node actor is told by the caller (node.SetPause).
+func (w *controlWatcher) Set(queue string, paused bool) {
 	defer w.Refresh()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !w.served(queue) || w.paused[queue] == paused {
-		return nil
+	if !w.served(queue) {
+		return
 	}
 	w.paused[queue] = paused
-	return maps.Clone(w.paused)
+	w.sets++
 }
 
 func (w *controlWatcher) served(queue string) bool {
@@ -97,6 +100,9 @@ func (w *controlWatcher) update(ctx context.Context) (map[string]bool, bool, err
 	if len(w.queues) == 0 {
 		return map[string]bool{}, false, nil
 	}
+	w.mu.Lock()
+	sets := w.sets
+	w.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
 	ctl, err := w.store.Controls(ctx, w.queues...)
@@ -105,6 +111,11 @@ func (w *controlWatcher) update(ctx context.Context) (map[string]bool, bool, err
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.sets != sets {
+		// A change made through this node came in while the read was on
+		// its way: the read may predate it. Set asked for another one.
+		return maps.Clone(w.paused), false, nil
+	}
 	changed := false
 	for i, q := range w.queues {
 		p := ctl[i].Paused
