@@ -16,7 +16,7 @@ import (
 
 	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/client"
-	"github.com/orderlyhq/orderly/internal/clustertest"
+	"github.com/orderlyhq/orderly/internal/testing/clustertest"
 	"github.com/orderlyhq/orderly/persistence"
 )
 

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderlyhq/orderly"
-	"github.com/orderlyhq/orderly/internal/clustertest"
+	"github.com/orderlyhq/orderly/internal/testing/clustertest"
 	"github.com/orderlyhq/orderly/persistence"
 )
 

@@ -12,7 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/orderlyhq/orderly/cluster"
-	"github.com/orderlyhq/orderly/internal/clustertest"
+	"github.com/orderlyhq/orderly/internal/testing/clustertest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderlyhq/orderly/cluster"
-	"github.com/orderlyhq/orderly/internal/clustertest"
+	"github.com/orderlyhq/orderly/internal/testing/clustertest"
 	"github.com/orderlyhq/orderly/persistence"
 )
 

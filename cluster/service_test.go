@@ -13,7 +13,7 @@ import (
 
 	"github.com/orderlyhq/orderly/cluster"
 	"github.com/orderlyhq/orderly/internal/clock"
-	"github.com/orderlyhq/orderly/internal/clustertest"
+	"github.com/orderlyhq/orderly/internal/testing/clustertest"
 	"github.com/orderlyhq/orderly/persistence"
 )
 

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderlyhq/orderly/internal/clock"
-	"github.com/orderlyhq/orderly/internal/nodetest"
-	"github.com/orderlyhq/orderly/internal/webtest"
+	"github.com/orderlyhq/orderly/internal/testing/nodetest"
+	"github.com/orderlyhq/orderly/internal/testing/webtest"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
 	"github.com/orderlyhq/orderly/web"

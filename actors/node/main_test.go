@@ -3,7 +3,7 @@ package node
 import (
 	"testing"
 
-	"github.com/orderlyhq/orderly/internal/redistest"
+	"github.com/orderlyhq/orderly/internal/testing/redistest"
 )
 
 // TestMain fails the package when a goroutine outlives its tests.

@@ -14,7 +14,7 @@ import (
 	"github.com/orderlyhq/orderly/actors/shard"
 	"github.com/orderlyhq/orderly/actors/supervisor"
 	"github.com/orderlyhq/orderly/internal/logbridge"
-	"github.com/orderlyhq/orderly/internal/redistest"
+	"github.com/orderlyhq/orderly/internal/testing/redistest"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
 )

@@ -13,7 +13,7 @@ import (
 	"github.com/orderlyhq/orderly/actors/node"
 	"github.com/orderlyhq/orderly/actors/shard"
 	"github.com/orderlyhq/orderly/internal/logbridge"
-	"github.com/orderlyhq/orderly/internal/redistest"
+	"github.com/orderlyhq/orderly/internal/testing/redistest"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
 )

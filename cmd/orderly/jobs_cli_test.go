@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	root "github.com/orderlyhq/orderly"
-	"github.com/orderlyhq/orderly/internal/nodetest"
+	"github.com/orderlyhq/orderly/internal/testing/nodetest"
 	"github.com/orderlyhq/orderly/web/apiv1"
 )
 

@@ -9,7 +9,7 @@
 // or build it from a checkout with `make build` (bin/orderly).
 //
 // The tests of this package are the end-to-end tests of the binary: they
-// build it (internal/nodetest), run real node processes on real
+// build it (internal/testing/nodetest), run real node processes on real
 // redis-servers, kill them, and check what a webhook receiver recorded.
 package main
 

@@ -21,8 +21,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderlyhq/orderly/internal/nodetest"
-	"github.com/orderlyhq/orderly/internal/redistest"
+	"github.com/orderlyhq/orderly/internal/testing/nodetest"
+	"github.com/orderlyhq/orderly/internal/testing/redistest"
 )
 
 func TestMain(m *testing.M) {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/orderlyhq/orderly/internal/redistest"
+	"github.com/orderlyhq/orderly/internal/testing/redistest"
 )
 
 // Two nodes of one store read the same identity; another prefix on the

@@ -17,7 +17,7 @@ import (
 
 	nodeactor "github.com/orderlyhq/orderly/actors/node"
 	"github.com/orderlyhq/orderly/client"
-	"github.com/orderlyhq/orderly/internal/webtest"
+	"github.com/orderlyhq/orderly/internal/testing/webtest"
 	"github.com/orderlyhq/orderly/messages"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"

@@ -28,7 +28,7 @@ import (
 	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/cmd/internal/chaos"
 	"github.com/orderlyhq/orderly/cmd/internal/config"
-	"github.com/orderlyhq/orderly/internal/embedded"
+	"github.com/orderlyhq/orderly/internal/embeddedredis"
 	"github.com/orderlyhq/orderly/internal/logbridge"
 	"github.com/orderlyhq/orderly/metrics"
 	"github.com/orderlyhq/orderly/persistence"
@@ -419,7 +419,7 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (redis
 		if cfg.Node.Durability == config.DurabilityReplicated {
 			return nil, nil, errors.New("durability replicated needs a Redis with replicas (--redis); the embedded store has none")
 		}
-		srv, err := embedded.Start()
+		srv, err := embeddedredis.Start()
 		if err != nil {
 			return nil, nil, err
 		}

@@ -1,8 +1,8 @@
-// Package embedded runs the in-memory Redis of the quick start (miniredis)
+// Package embeddedredis runs the in-memory Redis of the quick start (miniredis)
 // inside the node's process, so that `orderly` runs with nothing installed.
 // Nothing it holds survives the process: it is for trying Orderly, not for
 // production.
-package embedded
+package embeddedredis
 
 import (
 	"fmt"

@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orderlyhq/orderly/internal/redistest"
+	"github.com/orderlyhq/orderly/internal/testing/redistest"
 )
 
 // build is one build of cmd/orderly, made once per test binary.
