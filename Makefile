@@ -80,7 +80,7 @@ lint: ## Check formatting (gofmt) and run go vet.
 	$(GO) vet $(PKGS)
 
 .PHONY: guard
-guard: ## Repository guards: no tracked binaries, nothing under cmd/ links testing, staticcheck, go mod tidy, one version everywhere, examples build without internal imports, the README program builds, conformance cases name contract rules.
+guard: ## Repository guards (.ci/guard): no tracked binaries, nothing under cmd/ links test support, staticcheck, go mod tidy, one version, examples build without internal imports, the README program builds, conformance cases name contract rules, bench/asynq builds, docs links resolve, a Go webhook receiver links nothing of the node, file and function sizes, LOCKS.md complete, no foreign types in the root API.
 	@.ci/guard
 
 .PHONY: tidy
