@@ -124,7 +124,7 @@
 // out of memory, a read-only replica, a failed snapshot) may come after part
 // of the request was stored, and says so. Retrying the same request is
 // safe: a payload already stored merges with its copy (for an equal payload
-// the lower score wins, SPEC 3.2), so nothing is doubled. (A payload that
+// the lower score wins, docs/contract.md §3.2), so nothing is doubled. (A payload that
 // was stored and processed before the retry is processed again: delivery
 // is at least once.) A 4xx answer stored nothing.
 //
