@@ -55,7 +55,7 @@ func binary(t testing.TB, tag string) string {
 			return
 		}
 		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(file), "..", "..")
+		root := filepath.Join(filepath.Dir(file), "..", "..", "..") // internal/testing/nodetest
 		b.path = filepath.Join(buildDir, "orderly"+tag)
 		args := []string{"build", "-o", b.path}
 		if raceEnabled {

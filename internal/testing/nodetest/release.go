@@ -41,7 +41,7 @@ func ReleaseBinary(t testing.TB, rev string) string {
 	}
 	releases.Unlock()
 	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
+	root := filepath.Join(filepath.Dir(file), "..", "..", "..") // internal/testing/nodetest
 	if err := exec.Command("git", "-C", root, "cat-file", "-e", rev+"^{commit}").Run(); err != nil {
 		msg := fmt.Sprintf("revision %s of the previous release is not in this checkout (git: %v)", rev, err)
 		if os.Getenv(RequirePreviousEnv) != "" {
