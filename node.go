@@ -240,10 +240,11 @@ func (n *Node) Ready(ctx context.Context) error { return n.eng.Ready(ctx) }
 // PauseQueue pauses the queue cluster-wide (docs/contract.md §9): it keeps
 // accepting enqueues, no node starts a new handler call of it, and calls
 // already running finish. The state is kept in the store, so it survives
-// restarts; every node sees it at once through the store's notice, and
-// within ControlPoll when it missed the notice. Any queue registered in
-// the store can be paused, served by this node or not;
-// persistence.ErrUnknownQueue otherwise.
+// restarts. This node takes it before PauseQueue returns (no call of the
+// queue starts here afterwards, unless ctx ended first); every other node
+// sees it at once through the store's notice, and within ControlPoll when
+// it missed the notice. Any queue registered in the store can be paused,
+// served by this node or not; persistence.ErrUnknownQueue otherwise.
 func (n *Node) PauseQueue(ctx context.Context, queue string) error {
 	return n.eng.SetPaused(ctx, queue, true)
 }
