@@ -102,13 +102,26 @@ func load(nodes []*nodetest.Node, ids int) *history.Producer {
 		if err != nil {
 			return err
 		}
-		for _, n := range nodes {
-			if code, _ := n.Do("POST", "/api/v1/queues/orders/jobs", b); code == http.StatusAccepted {
-				return nil
-			}
-		}
-		return errors.New("no node took the round")
+		return sendRound(nodes, b)
 	})
+}
+
+// sendRound posts one round of jobs to the first node that takes it. A
+// node that answers with a refusal, or that refuses the connection, did not
+// store the round, so the next one is tried; a node whose answer was lost
+// may have stored it, so the round is not sent again (that would enqueue its
+// payloads twice) but reported as failed: the producer counts it as unsure.
+func sendRound(nodes []*nodetest.Node, b []byte) error {
+	for _, n := range nodes {
+		code, _, err := n.Try("POST", "/api/v1/queues/orders/jobs", b)
+		switch {
+		case code == http.StatusAccepted:
+			return nil
+		case err != nil && !errors.Is(err, syscall.ECONNREFUSED):
+			return fmt.Errorf("answer lost, the round may have landed: %w", err)
+		}
+	}
+	return errors.New("no node took the round")
 }
 
 // waitEmpty waits until the queue is empty, nothing is in flight and the

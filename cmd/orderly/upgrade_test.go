@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"net/http"
 	"sync"
 	"syscall"
 	"testing"
@@ -50,13 +48,11 @@ func (f *fleet) send(_ context.Context, jobs []persistence.NewJob) error {
 	f.turn++
 	turn := f.turn
 	f.mu.Unlock()
+	ordered := make([]*nodetest.Node, len(nodes))
 	for i := range nodes {
-		n := nodes[(turn+i)%len(nodes)]
-		if code, _ := n.Do("POST", "/api/v1/queues/orders/jobs", b); code == http.StatusAccepted {
-			return nil
-		}
+		ordered[i] = nodes[(turn+i)%len(nodes)]
 	}
-	return errors.New("no node took the round")
+	return sendRound(ordered, b)
 }
 
 // layout1Leftovers counts what is left in the previous release's keys

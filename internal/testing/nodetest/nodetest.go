@@ -251,6 +251,14 @@ func (n *Node) waitFor(path string, timeout time.Duration) {
 // Do sends a request to the node's HTTP API and returns the status and body
 // (status 0 when the node does not answer).
 func (n *Node) Do(method, path string, body []byte) (int, []byte) {
+	code, b, _ := n.Try(method, path, body)
+	return code, b
+}
+
+// Try is Do that also returns the transport error when the node did not
+// answer. errors.Is(err, syscall.ECONNREFUSED) means the request never
+// reached the node; any other error leaves open whether it was applied.
+func (n *Node) Try(method, path string, body []byte) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, n.HTTP+path, bytes.NewReader(body))
@@ -262,11 +270,11 @@ func (n *Node) Do(method, path string, body []byte) (int, []byte) {
 	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
-		return 0, nil
+		return 0, nil, fmt.Errorf("%s %s on node %s: %w", method, path, n.Name, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	return resp.StatusCode, b, nil
 }
 
 // Signal sends sig to the node.
