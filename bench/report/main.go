@@ -84,6 +84,7 @@ type config struct {
 // measured.
 type sample struct {
 	rate, enqRate                  float64
+	endToEnd                       float64 // jobs/s from the first POST to an empty queue, enqueue and drain overlapping
 	nodeCPU, redisCPU, receiverCPU float64 // µs per job
 	cmds, roundTrips               float64
 	busiestMasterCPU               float64 // µs per job, Redis Cluster only
@@ -100,7 +101,7 @@ func (s sample) cpu() float64 {
 
 func blank() sample {
 	n := math.NaN()
-	return sample{rate: n, enqRate: n, nodeCPU: n, redisCPU: n, receiverCPU: n, cmds: n, roundTrips: n, busiestMasterCPU: n, ok: true}
+	return sample{rate: n, enqRate: n, endToEnd: n, nodeCPU: n, redisCPU: n, receiverCPU: n, cmds: n, roundTrips: n, busiestMasterCPU: n, ok: true}
 }
 
 type report struct {

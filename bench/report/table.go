@@ -106,6 +106,9 @@ func (r *report) table() {
 		if enq := span(pick(ss, func(s sample) float64 { return s.enqRate }), rate); enq != "-" {
 			rates += " (enqueue " + enq + ")"
 		}
+		if e2e := span(pick(ss, func(s sample) float64 { return s.endToEnd }), rate); e2e != "-" {
+			rates += "; end to end " + e2e
+		}
 		cpu := tight(pick(ss, func(s sample) float64 { return s.nodeCPU }), micros) + " + " +
 			tight(pick(ss, func(s sample) float64 { return s.redisCPU }), micros)
 		if rw.webhook {
@@ -130,8 +133,9 @@ func (r *report) table() {
 	if len(r.memory) > 0 {
 		fmt.Printf("\n| Redis memory (INFO used_memory, %d queued jobs) | layout 1 | layout 2 |\n| --- | --- | --- |\n", r.cfg.memJobs)
 		for _, m := range []struct{ unit, label string }{
-			{"B/queued-job", "per queued blank job"},
-			{"B/delayed-job", "per delayed job (due in an hour)"},
+			{"B/queued-job", "per queued blank job (ids of 5-10 characters: job-0 to job-999999)"},
+			{"B/queued-job-uuid-id", "per queued blank job with a 36-character id (a UUID)"},
+			{"B/delayed-job", "per delayed job (due in an hour; ids of 5-10 characters)"},
 			{"B/extra-payload", "per extra payload of an id (10 per id)"},
 		} {
 			cell := func(layout string) string {

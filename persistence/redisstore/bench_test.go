@@ -224,6 +224,15 @@ func BenchmarkMemory(b *testing.B) {
 				enqueue(e, jobs)
 				return 10_000
 			})
+			uuids := measure(func(e *benchEnv) int {
+				jobs := make([]persistence.NewJob, *memJobs)
+				for i := range jobs {
+					// The shape and length of a UUID (36 characters).
+					jobs[i] = persistence.NewJob{ID: fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i)}
+				}
+				enqueue(e, jobs)
+				return *memJobs
+			})
 			delayed := measure(func(e *benchEnv) int {
 				jobs := blankJobs(0, *memJobs)
 				for i := range jobs {
@@ -247,6 +256,7 @@ func BenchmarkMemory(b *testing.B) {
 			}
 			b.StopTimer()
 			b.ReportMetric(perJob, "B/queued-job")
+			b.ReportMetric(uuids, "B/queued-job-uuid-id")
 			b.ReportMetric((ten-one)/9, "B/extra-payload")
 			b.ReportMetric(whale, "B/payload-of-10k-id")
 			b.ReportMetric(delayed, "B/delayed-job")
