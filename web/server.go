@@ -136,6 +136,12 @@ type Config struct {
 	// there. [none]
 	StateQueues map[string]int
 
+	// QueueLimits are the max_concurrency and rate_limit of the queues
+	// this node serves (docs/contract.md §9), shown in GET /api/v1/queues
+	// and /api/v1/queues/{q}: they are the nodes' configuration, not kept
+	// in the store. [none: no limit shown]
+	QueueLimits map[string]apiv1.QueueLimits
+
 	// The fields below apply to Serve: a Server mounted on an http.Server
 	// of the caller's gets the per-request limits above, and the caller
 	// sets its own timeouts.
@@ -177,6 +183,7 @@ type Server struct {
 	ui           http.Handler
 	embedded     bool
 	stateQueues  map[string]int
+	queueLimits  map[string]apiv1.QueueLimits
 	pause        func(ctx context.Context, queue string, paused bool) error // Config.SetPaused, or nil
 	listPeriodic func(ctx context.Context) ([]apiv1.Periodic, error)        // Config.Periodic, or nil
 	// enqueueSlots holds a token per enqueue request being decoded and
@@ -216,6 +223,7 @@ func New(cfg *Config) (*Server, error) {
 		ui:           cfg.UI,
 		embedded:     cfg.EmbeddedStore,
 		stateQueues:  cfg.StateQueues,
+		queueLimits:  cfg.QueueLimits,
 		pause:        cfg.SetPaused,
 		listPeriodic: cfg.Periodic,
 		origin:       http.NewCrossOriginProtection(),

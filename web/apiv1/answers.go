@@ -38,6 +38,29 @@ type Queue struct {
 	// Paused tells that no node starts a handler call of the queue
 	// (docs/contract.md §9).
 	Paused bool `json:"paused"`
+	// MaxConcurrency is the queue's max_concurrency (docs/contract.md §9)
+	// as the answering node is configured; absent when that node sets no
+	// limit or does not know the queue.
+	MaxConcurrency int `json:"max_concurrency,omitempty"`
+	// RateLimit is the queue's rate_limit (docs/contract.md §9) as the
+	// answering node is configured; absent when that node sets none.
+	RateLimit *RateLimit `json:"rate_limit,omitempty"`
+}
+
+// RateLimit is a queue's rate_limit: handler calls start at most PerSecond
+// a second across the cluster, in bursts of at most Burst.
+type RateLimit struct {
+	PerSecond float64 `json:"per_second"`
+	Burst     int     `json:"burst"`
+}
+
+// QueueLimits are the limits of a queue a node is configured with, which
+// GET /api/v1/queues shows (web.Config.QueueLimits).
+type QueueLimits struct {
+	// MaxConcurrency is max_concurrency, 0 for none.
+	MaxConcurrency int
+	// RateLimit is rate_limit, nil for none.
+	RateLimit *RateLimit
 }
 
 // Periodic is a periodic job (docs/contract.md §9). LastTick is null until

@@ -380,6 +380,9 @@ func newFixtureTokens(t *testing.T, token, readToken string, embedded bool) *fix
 		ReadToken:     readToken,
 		EmbeddedStore: embedded,
 		UI:            ui.Handler(),
+		QueueLimits: map[string]apiv1.QueueLimits{
+			"orders": {MaxConcurrency: 4, RateLimit: &apiv1.RateLimit{PerSecond: 10, Burst: 20}},
+		},
 		Periodic: func(context.Context) ([]apiv1.Periodic, error) {
 			last, next := float64(time.Now().Unix()-60), float64(time.Now().Unix()+3540)
 			return []apiv1.Periodic{{Name: "hourly-report", Queue: "reports", Schedule: "@hourly", ID: "report", LastTick: &last, NextTick: &next}}, nil
@@ -647,6 +650,11 @@ func TestBrowser(t *testing.T) {
 		require.Equal(t, `"<b>bold</b>"`, eval[string](b, `[...document.querySelectorAll('.job')].find(e => e.dataset.id.startsWith('<img')).querySelector('pre.code').textContent`))
 		require.Equal(t, 0, eval[int](b, `document.querySelectorAll('#content img, #content b').length`))
 		require.False(t, eval[bool](b, `window.__xss === 1`))
+		// The breadcrumb names the queue; the header shows its limits, or
+		// that it has none.
+		require.Equal(t, "Overview/Queues/orders", b.text(`.crumbs`))
+		b.waitText(`#queue-limits [data-limit="max_concurrency"]`, "max_concurrency 4")
+		require.Equal(t, "rate_limit 10/s, burst 20", b.text(`#queue-limits [data-limit="rate_limit"]`))
 		// Header numbers.
 		b.waitText(`[data-stat="length"] .qstat-value`, "10")
 		b.waitText(`[data-tab="morgue"] .tab-count`, "3")
@@ -680,6 +688,11 @@ func TestBrowser(t *testing.T) {
 		b.open("/queues/orders?order=id&dir=desc")
 		b.waitFor(`document.querySelectorAll('.job').length === 10`, "every job")
 		// A queue that does not exist shows no actions, and says so.
+		b.open("/queues/emails/morgue")
+		b.waitText(`#queue-limits [data-limit="max_concurrency"]`, "max_concurrency none")
+		require.Equal(t, "rate_limit none", b.text(`#queue-limits [data-limit="rate_limit"]`))
+		require.Equal(t, "Overview/Queues/emails/Morgue", b.text(`.crumbs`))
+		require.Equal(t, "/queues/emails", eval[string](b, `new URL(document.querySelector('.crumbs a.crumb-queue').href).pathname`))
 		b.open("/queues/nosuchqueue")
 		b.waitFor(`!document.querySelector('#unknown-queue').hidden`, "the unknown-queue notice")
 		require.Zero(t, eval[int](b, `[...document.querySelectorAll('[data-action]')].filter(e => e.offsetParent !== null).length`))
@@ -770,7 +783,20 @@ func TestBrowser(t *testing.T) {
 		require.True(t, eval[bool](b, `document.querySelector('.shard[data-queue="orders"][data-shard="3"]').classList.contains('stale')`),
 			"a lease held by a dead node stands out")
 		require.True(t, eval[bool](b, `document.querySelector('.shard[data-queue="reports"][data-shard="0"]').classList.contains('unowned')`))
-		require.Contains(t, b.text(`#epoch-legend`), "lease epoch", "the e1 labels are explained")
+		require.Contains(t, b.text(`#epoch-legend`), "the last 4 digits of the lease epoch", "the short epochs are explained")
+		// Epochs are Redis times in ms, 13 digits: a cell shows the last
+		// four, fits them in, and has the whole epoch in its tooltip.
+		owners, err := f.store.ShardOwners(f.ctx, "orders")
+		require.NoError(t, err)
+		for _, o := range owners {
+			require.Greater(t, o.Epoch, int64(1e12), "an epoch is a time in ms")
+			cell := fmt.Sprintf(`.shard[data-queue="orders"][data-shard="%d"]`, o.Shard)
+			e := fmt.Sprint(o.Epoch)
+			require.Equal(t, "…"+e[len(e)-4:], b.text(cell+` .shard-epoch`))
+			require.Contains(t, eval[string](b, fmt.Sprintf(`document.querySelector('%s').title`, cell)), "lease epoch: "+e+" (taken ")
+			require.True(t, eval[bool](b, fmt.Sprintf(`(c => c.scrollWidth <= c.clientWidth && c.querySelector('.shard-epoch').getBoundingClientRect().width <= c.getBoundingClientRect().width)(document.querySelector('%s'))`, cell)),
+				"%s: the epoch fits its cell", cell)
+		}
 		b.screenshot("cluster")
 		b.darkScreenshot("cluster-dark")
 
@@ -931,6 +957,10 @@ func TestBrowser(t *testing.T) {
 		b.waitFor(`!document.querySelector('#queue-paused').hidden`, "the paused badge")
 		require.True(t, f.stats("orders").Paused)
 		b.waitFor(`document.querySelector('#resume-queue')?.offsetParent !== null && document.querySelector('#pause-queue').offsetParent === null`, "the resume button")
+		// The sidebar marks the paused queue, and only it.
+		b.waitFor(`document.querySelector('.nav-queue[data-queue="orders"] .nav-paused')`, "the sidebar's paused mark")
+		require.Contains(t, eval[string](b, `document.querySelector('.nav-queue[data-queue="orders"] .nav-paused').title`), "Paused")
+		require.Zero(t, eval[int](b, `document.querySelectorAll('.nav-queue:not([data-queue="orders"]) .nav-paused').length`))
 		b.open("/")
 		// Both rows come in one render: once the orders row shows its badge,
 		// the emails row is there, without one.
@@ -939,6 +969,7 @@ func TestBrowser(t *testing.T) {
 		b.open("/queues/orders")
 		b.click(`#resume-queue`)
 		b.waitFor(`document.querySelector('#queue-paused').hidden`, "the badge to go")
+		b.waitFor(`!document.querySelector('.nav-paused')`, "the sidebar's mark to go")
 		require.False(t, f.stats("orders").Paused)
 	})
 

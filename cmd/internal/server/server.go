@@ -225,6 +225,7 @@ func (p *process) newAPI() error {
 		ReadToken:       n.HTTPReadToken,
 		EmbeddedStore:   n.Redis == "",
 		StateQueues:     stateQueues(p.cfg.Queues),
+		QueueLimits:     queueLimits(p.cfg.Queues),
 		MaxPayloadBytes: n.MaxPayloadBytes,
 		AllowedHosts:    allowedHosts(n),
 		MaxConnections:  maxConns,

@@ -112,7 +112,7 @@ function drawNav() {
   const qs = live.queues;
   if (!qs) return;
   const current = location.pathname;
-  const key = current + JSON.stringify(qs.map((q) => [q.name, q.length, q.morgue_length]));
+  const key = current + JSON.stringify(qs.map((q) => [q.name, q.length, q.morgue_length, q.paused]));
   if (key === navKey) return;
   navKey = key;
   mount(navQueues, qs.length === 0
@@ -122,6 +122,9 @@ function drawNav() {
       const active = current === href || current.startsWith(href + '/');
       return h('a', {class: ['nav-link', 'nav-queue', active && 'active'], href, title: q.name, dataset: {queue: q.name}},
         h('span', {class: 'nav-queue-name'}, q.name),
+        // A paused queue starts no handler call on any node.
+        q.paused ? h('span', {class: 'nav-paused', title: 'Paused: no node starts a handler call of this queue'},
+          icon('pause'), h('span', {class: 'sr-only'}, 'paused')) : null,
         // The count is always the queued jobs; a dead count, when there
         // is one, is a second badge of its own colour.
         q.morgue_length > 0
