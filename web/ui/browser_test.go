@@ -1105,7 +1105,8 @@ func TestBrowserReadToken(t *testing.T) {
 	b.waitFor(`!document.querySelector('#embedded-store').hidden`, "the in-memory store notice")
 	require.Contains(t, b.text(`#embedded-store`), "jobs are lost when it stops")
 	require.Positive(t, eval[int](b, `document.querySelectorAll('[data-action]').length`), "the actions exist")
-	for _, sel := range []string{`[data-action="perform_all_now"]`, `[data-action="delete_failed"]`, `[data-delete]`, `#pause-queue`, `#resume-queue`} {
+	for _, sel := range []string{`[data-action="perform_all_now"]`, `[data-action="delete_failed"]`, `[data-delete]`, `#pause-queue`, `#resume-queue`,
+		`#kill-selected`, `input[data-select]`} {
 		require.False(t, visible(sel), "%s is hidden", sel)
 	}
 	b.screenshot("read-only")
@@ -1144,4 +1145,78 @@ func TestBrowserReadToken(t *testing.T) {
 	b.waitFor(`!document.body.classList.contains('read-only') && !document.body.classList.contains('access-unknown')`, "the full access")
 	require.True(t, visible(`#delete-all`))
 	require.False(t, visible(`#read-only`))
+}
+
+// The jobs tab: a compact table (one line a job) kept across reloads, and
+// run now, kill and delete of the selected jobs, as in the morgue.
+func TestBrowserJobsTableAndSelection(t *testing.T) {
+	chromium(t)
+	f := newFixture(t, "")
+	b := newBrowser(t, f.ts.URL)
+
+	b.open("/queues/orders")
+	b.waitFor(`document.querySelectorAll('.job').length === 10`, "the cards")
+	cardHeight := eval[float64](b, `document.querySelector('.job[data-id="order-1"]').getBoundingClientRect().height`)
+	b.click(`#jobs-view [data-view="table"]`)
+	b.waitFor(`document.querySelectorAll('table.jobs-table tr.job-row').length === 10 && !document.querySelector('.job')`, "the table")
+	rowHeight := eval[float64](b, `document.querySelector('tr.job-row[data-id="order-1"]').getBoundingClientRect().height`)
+	require.Less(t, rowHeight, 48.0, "a job is one line")
+	require.Less(t, rowHeight*3, cardHeight, "a row is far smaller than a card (%v px against %v px)", rowHeight, cardHeight)
+	require.Equal(t, "HTTP 502 from inventory", b.text(`tr.job-row[data-id="retry-1"] .error-cell`))
+	require.Equal(t, `{"sku":42,"qty":2}`, b.text(`tr.job-row[data-id="order-1"] .preview`))
+	b.screenshot("jobs-table")
+	// The choice survives a reload.
+	b.open("/queues/orders")
+	b.waitFor(`document.querySelectorAll('tr.job-row').length === 10`, "the table after a reload")
+	require.Equal(t, "true", eval[string](b, `document.querySelector('#jobs-view [data-view="table"]').getAttribute('aria-pressed')`))
+
+	// Kill two selected jobs.
+	require.True(t, eval[bool](b, `document.querySelector('#kill-selected').disabled`), "nothing selected yet")
+	b.click(`tr.job-row[data-id="order-1"] input[data-select]`)
+	b.click(`tr.job-row[data-id="order-2"] input[data-select]`)
+	b.waitText(`.sel-count`, "2 jobs selected")
+	require.True(t, eval[bool](b, `document.querySelector('tr.job-row[data-id="order-2"]').classList.contains('selected')`))
+	b.click(`#kill-selected`)
+	require.Equal(t, "Kill 2 selected jobs of orders?", b.text(`#confirm-dialog h2`))
+	b.click(`#confirm-ok`)
+	b.waitFor(`[...document.querySelectorAll('.toast')].some(e => e.textContent === 'Killed 2 jobs')`, "the answer")
+	b.waitFor(`document.querySelectorAll('tr.job-row').length === 8`, "the killed jobs to leave")
+	page, err := f.store.ListMorgue(f.ctx, "orders", persistence.ListOptions{Min: "order-1", Max: "order-2"})
+	require.NoError(t, err)
+	require.Len(t, page.Entries, 2)
+	require.Equal(t, "Select jobs to act on them", b.text(`.sel-count`))
+
+	// Run now: the job due in an hour becomes due.
+	b.click(`tr.job-row[data-id="later-1"] input[data-select]`)
+	b.click(`#perform-selected`)
+	b.click(`#confirm-ok`)
+	b.waitFor(`[...document.querySelectorAll('.toast')].some(e => e.textContent === 'Made 1 job due now')`, "the answer")
+	info, err := f.store.GetJob(f.ctx, "orders", "later-1")
+	require.NoError(t, err)
+	require.True(t, info.Queued.PerformAt.Before(time.Now().Add(time.Minute)), "later-1 is due now: %v", info.Queued.PerformAt)
+
+	// Select every job of a page (the id ".." cannot be sent, and is
+	// left out), and delete them; one was deleted meanwhile: it is counted
+	// as no longer queued.
+	b.open("/queues/orders?idprefix=b")
+	b.waitFor(`document.querySelectorAll('tr.job-row').length === 2`, "big-1 and bin-1")
+	b.click(`#select-all`)
+	b.waitText(`.sel-count`, "2 jobs selected")
+	ok, err := f.store.DeleteJob(f.ctx, "orders", "bin-1")
+	require.NoError(t, err)
+	require.True(t, ok)
+	b.click(`#delete-selected`)
+	b.click(`#confirm-ok`)
+	b.waitFor(`[...document.querySelectorAll('.toast')].some(e => e.textContent === 'Deleted 1 job; 1 job no longer queued')`, "the answer")
+	_, err = f.store.GetJob(f.ctx, "orders", "big-1")
+	require.ErrorIs(t, err, persistence.ErrNotFound)
+	b.open("/queues/orders?order=id&min=..&max=..")
+	b.waitFor(`document.querySelectorAll('tr.job-row').length === 1`, "the id ..")
+	require.True(t, eval[bool](b, `document.querySelector('tr.job-row input[data-select]').disabled`))
+	b.click(`#select-all`)
+	require.Equal(t, "Select jobs to act on them", b.text(`.sel-count`))
+
+	// Back to cards: they have checkboxes too.
+	b.click(`#jobs-view [data-view="cards"]`)
+	b.waitFor(`document.querySelectorAll('.job input[data-select]').length === 1`, "the cards")
 }

@@ -9,6 +9,7 @@ import {clearBanner, emptyState, jobHref, queueHref, reportError} from './compon
 import * as router from './router.js';
 import * as overview from './overview.js';
 import * as queuePage from './queue.js';
+import * as jobs from './jobs.js';
 import * as morgue from './morgue.js';
 import * as cluster from './cluster.js';
 
@@ -16,7 +17,7 @@ import * as cluster from './cluster.js';
 const ROUTES = [
   [/^\/$/, overview.render],
   [/^\/cluster\/?$/, cluster.render],
-  [/^\/queues\/([^/]+)\/?$/, queuePage.renderJobs],
+  [/^\/queues\/([^/]+)\/?$/, jobs.renderJobs],
   [/^\/queues\/([^/]+)\/processing\/?$/, queuePage.renderProcessing],
   [/^\/queues\/([^/]+)\/job\/?$/, queuePage.renderJob],
   [/^\/queues\/([^/]+)\/morgue\/?$/, morgue.render],
