@@ -142,6 +142,11 @@ type Config struct {
 	// in the store. [none: no limit shown]
 	QueueLimits map[string]apiv1.QueueLimits
 
+	// History reads the queues' per-minute history for GET
+	// /api/v1/queues/{q}/history and /api/v1/history (package history's
+	// Recorder). [none: those answer 404]
+	History HistoryReader
+
 	// The fields below apply to Serve: a Server mounted on an http.Server
 	// of the caller's gets the per-request limits above, and the caller
 	// sets its own timeouts.
@@ -184,6 +189,7 @@ type Server struct {
 	embedded     bool
 	stateQueues  map[string]int
 	queueLimits  map[string]apiv1.QueueLimits
+	history      HistoryReader
 	pause        func(ctx context.Context, queue string, paused bool) error // Config.SetPaused, or nil
 	listPeriodic func(ctx context.Context) ([]apiv1.Periodic, error)        // Config.Periodic, or nil
 	// enqueueSlots holds a token per enqueue request being decoded and
@@ -224,6 +230,7 @@ func New(cfg *Config) (*Server, error) {
 		embedded:     cfg.EmbeddedStore,
 		stateQueues:  cfg.StateQueues,
 		queueLimits:  cfg.QueueLimits,
+		history:      cfg.History,
 		pause:        cfg.SetPaused,
 		listPeriodic: cfg.Periodic,
 		origin:       http.NewCrossOriginProtection(),
@@ -316,6 +323,8 @@ func (s *Server) routes() {
 	s.handle("PUT /api/v1/queues/{q}/state/{id...}", s.putState)
 	s.handle("GET /api/v1/queues/{q}/feed", s.getFeed)
 	s.handle("GET /api/v1/stats", s.stats)
+	s.handle("GET /api/v1/queues/{q}/history", s.queueHistory)
+	s.handle("GET /api/v1/history", s.allHistory)
 	s.handle("GET /api/v1/cluster", s.cluster)
 	s.handle("GET /api/v1/access", s.access)
 	s.handle("GET /metrics", s.serveMetrics)

@@ -264,3 +264,30 @@ type Access struct {
 	// TokenRequired reports that the server requires a bearer token.
 	TokenRequired bool `json:"token_required"`
 }
+
+// Minute is a queue's metrics (or the total of every queue's) at the turn
+// of a minute, a point of GET /api/v1/queues/{q}/history and
+// /api/v1/history.
+type Minute struct {
+	// T is when the sample was taken: the start of its minute, in unix
+	// seconds.
+	T float64 `json:"t"`
+	// Processed and Failed count the ids settled in the minute before T;
+	// null when the history lacks that minute's sample to count from.
+	Processed *int64 `json:"processed"`
+	Failed    *int64 `json:"failed"`
+	// Length, MorgueLength, Busy and Lag are the metrics at T (the total
+	// lag is the largest).
+	Length       int64   `json:"length"`
+	MorgueLength int64   `json:"morgue_length"`
+	Busy         int64   `json:"busy"`
+	Lag          float64 `json:"lag"`
+}
+
+// History is the answer of GET /api/v1/queues/{q}/history (Queue set) and
+// /api/v1/history (the totals of every queue, Queue empty): the samples of
+// the last minutes asked for, oldest first.
+type History struct {
+	Queue   string   `json:"queue,omitempty"`
+	Minutes []Minute `json:"minutes"`
+}

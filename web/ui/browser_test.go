@@ -26,6 +26,7 @@ import (
 	"github.com/orderlyhq/orderly/persistence/redisstore"
 	"github.com/orderlyhq/orderly/web"
 	"github.com/orderlyhq/orderly/web/apiv1"
+	"github.com/orderlyhq/orderly/web/history"
 	"github.com/orderlyhq/orderly/web/ui"
 )
 
@@ -279,6 +280,8 @@ type fixture struct {
 	ts     *httptest.Server
 	leases map[persistence.ShardRef]persistence.Lease
 	outage atomic.Bool // the API's store fails its reads of metrics
+	// history is the per-minute history the API serves.
+	history *history.Recorder
 }
 
 // outageStore is the fixture's store as the API sees it: while outage is
@@ -324,7 +327,8 @@ func newFixtureTokens(t *testing.T, token, readToken string, embedded bool) *fix
 	db := redistest.New(t)
 	store, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})
 	require.NoError(t, err)
-	f := &fixture{t: t, ctx: context.Background(), store: store, leases: map[persistence.ShardRef]persistence.Lease{}}
+	f := &fixture{t: t, ctx: context.Background(), store: store, leases: map[persistence.ShardRef]persistence.Lease{},
+		history: history.New(db.Client, history.Config{Prefix: db.Prefix})}
 	for q, n := range map[string]int{"orders": 4, "emails": 2, "reports": 1} {
 		require.NoError(t, store.RegisterQueue(f.ctx, persistence.QueueSpec{Name: q, Shards: n}))
 	}
@@ -380,6 +384,7 @@ func newFixtureTokens(t *testing.T, token, readToken string, embedded bool) *fix
 		ReadToken:     readToken,
 		EmbeddedStore: embedded,
 		UI:            ui.Handler(),
+		History:       f.history,
 		QueueLimits: map[string]apiv1.QueueLimits{
 			"orders": {MaxConcurrency: 4, RateLimit: &apiv1.RateLimit{PerSecond: 10, Burst: 20}},
 		},
@@ -1219,4 +1224,47 @@ func TestBrowserJobsTableAndSelection(t *testing.T) {
 	// Back to cards: they have checkboxes too.
 	b.click(`#jobs-view [data-view="cards"]`)
 	b.waitFor(`document.querySelectorAll('.job input[data-select]').length === 1`, "the cards")
+}
+
+// The overview's charts draw the node's per-minute history: half an hour
+// of it shows at once, survives a reload, and the range picks how much.
+func TestBrowserChartsHistory(t *testing.T) {
+	chromium(t)
+	f := newFixture(t, "")
+	// Half an hour up to this minute: orders processed 120 and failed 6 a
+	// minute (2/s and 0.1/s), with a lag of 42 s.
+	now := time.Now()
+	for i := range 31 {
+		at := now.Add(time.Duration(i-30) * time.Minute)
+		require.NoError(t, f.history.RecordAt(f.ctx, at, []persistence.QueueStats{
+			{Name: "orders", Processed: int64(i) * 120, Failed: int64(i) * 6, Length: 10, Lag: 42}}))
+	}
+	b := newBrowser(t, f.ts.URL)
+	points := func(chart int) int {
+		return eval[int](b, fmt.Sprintf(`(document.querySelectorAll('.charts .line.s0')[%d]?.getAttribute('d') || '').split(/[ML]/).length - 1`, chart))
+	}
+	readout := func(x string) string {
+		b.do(chromedp.Evaluate[chromedp.Void](`(() => {
+			const o = document.querySelectorAll('.charts .overlay')[1], r = o.getBoundingClientRect();
+			o.dispatchEvent(new MouseEvent('mousemove', {clientX: r.left + r.width * ` + x + `, clientY: r.top + 5, bubbles: true}));
+		})()`))
+		b.waitFor(`(t => t && !t.hidden)(document.querySelectorAll('.chart-tip')[1])`, "the readout")
+		return eval[string](b, `document.querySelectorAll('.chart-tip')[1].innerText`)
+	}
+	for _, visit := range []string{"first", "after a reload"} {
+		b.open("/")
+		b.waitFor(`document.querySelectorAll('.charts .line.s0').length === 2`, "the charts "+visit)
+		b.waitFor(`(document.querySelectorAll('.charts .line.s0')[1].getAttribute('d') || '').split('L').length >= 30`, "half an hour of throughput "+visit)
+		require.GreaterOrEqual(t, points(0), 31, "half an hour of lag")
+		require.Equal(t, "true", eval[string](b, `document.querySelector('#chart-range [data-range="1h"]').getAttribute('aria-pressed')`))
+		tip := readout("0.3")
+		require.Regexp(t, `processed/s\s*2\b`, tip)
+		require.Regexp(t, `failed/s\s*0\.1\b`, tip)
+	}
+	b.screenshot("overview-history")
+	// Five minutes: the history's last five, then what the page polled.
+	b.click(`#chart-range [data-range="5m"]`)
+	b.waitFor(`(document.querySelectorAll('.charts .line.s0')[0].getAttribute('d') || '').split(/[ML]/).length - 1 <= 12`, "five minutes")
+	b.click(`#chart-range [data-range="24h"]`)
+	b.waitFor(`(document.querySelectorAll('.charts .line.s0')[0].getAttribute('d') || '').split(/[ML]/).length - 1 >= 31`, "the day")
 }

@@ -166,4 +166,6 @@ export const api = {
   cluster: (opts) => get(path('cluster'), opts),
   periodic: (opts) => get(path('periodic'), opts),
   access: (opts) => get(path('access'), opts),
+  history: (minutes, opts) => get(path('history') + query({minutes}), opts),
+  queueHistory: (q, minutes, opts) => get(path('queues', q, 'history') + query({minutes}), opts),
 };
