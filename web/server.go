@@ -130,6 +130,16 @@ type Config struct {
 	// changing anything. AnyHost ("*") accepts every name. [none]
 	AllowedHosts []string
 
+	// BasePath, when set, is the path under which the server answers
+	// ("/orderly": /orderly/api/v1/queues, /orderly/metrics, the
+	// dashboard at /orderly/), for a proxy that forwards a sub-path of its
+	// own with the path unchanged. It starts with '/' and has no trailing
+	// one; its segments are made of letters, digits, '-', '.', '_' and
+	// '~'. Other paths are answered 404, except the probes /healthz and
+	// /readyz, which also answer at the root. UI must then be
+	// ui.HandlerAt(BasePath). [none: the root]
+	BasePath string
+
 	// StateQueues are the stateful queues (docs/contract.md §11) whose
 	// state GET and PUT /api/v1/queues/{q}/state/{id} read and write, each
 	// with its max_state_bytes (0: the default). Other queues answer 404
@@ -198,6 +208,7 @@ type Server struct {
 	bodies       *budget // bytes of request bodies held
 	bodyTimeout  time.Duration
 	hosts        hostCheck
+	base         string // Config.BasePath
 	conns        *conns // Serve's connections
 }
 
@@ -215,6 +226,9 @@ func New(cfg *Config) (*Server, error) {
 	hosts, err := newHostCheck(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if err := ValidateBasePath(cfg.BasePath); err != nil {
+		return nil, fmt.Errorf("web: BasePath: %w", err)
 	}
 	s := &Server{
 		store:        cfg.Store,
@@ -237,6 +251,7 @@ func New(cfg *Config) (*Server, error) {
 		mux:          http.NewServeMux(),
 		bodyTimeout:  cfg.BodyReadTimeout,
 		hosts:        hosts,
+		base:         cfg.BasePath,
 	}
 	if err := s.limits(cfg); err != nil {
 		return nil, err
@@ -361,6 +376,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.Set("Cache-Control", "no-store")
 		s.writeError(w, r, misdirected(r))
 		return
+	}
+	if s.base != "" {
+		var ok bool
+		if r, ok = s.underBase(r); !ok {
+			h.Set("Cache-Control", "no-store")
+			s.writeError(w, r, &apiError{status: http.StatusNotFound,
+				msg: fmt.Sprintf("no endpoint at %s: this server answers under %s/", r.URL.EscapedPath(), s.base)})
+			return
+		}
 	}
 	if s.ui != nil && isUIPath(r) {
 		s.serveUI(w, r) // caching is the dashboard's to decide

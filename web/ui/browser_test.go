@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -322,7 +324,7 @@ func newFixture(t *testing.T, token string) *fixture {
 
 // newFixtureTokens is newFixture with a read-only token as well, and the
 // API telling that the store is the embedded one.
-func newFixtureTokens(t *testing.T, token, readToken string, embedded bool) *fixture {
+func newFixtureTokens(t *testing.T, token, readToken string, embedded bool, opts ...fixtureOption) *fixture {
 	t.Helper()
 	db := redistest.New(t)
 	store, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})
@@ -377,7 +379,7 @@ func newFixtureTokens(t *testing.T, token, readToken string, embedded bool) *fix
 		f.acquire("orders", s, owner)
 	}
 
-	srv, err := web.New(&web.Config{
+	cfg := &web.Config{
 		Store:         outageStore{Store: store, outage: &f.outage},
 		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Token:         token,
@@ -395,11 +397,30 @@ func newFixtureTokens(t *testing.T, token, readToken string, embedded bool) *fix
 		Members: func(context.Context) (string, []apiv1.Member) {
 			return "node-a", members
 		},
-	})
+	}
+	for _, o := range opts {
+		if o.config != nil {
+			o.config(cfg)
+		}
+	}
+	srv, err := web.New(cfg)
 	require.NoError(t, err)
-	f.ts = httptest.NewServer(srv)
+	var h http.Handler = srv
+	for _, o := range opts {
+		if o.wrap != nil {
+			h = o.wrap(h)
+		}
+	}
+	f.ts = httptest.NewServer(h)
 	t.Cleanup(f.ts.Close)
 	return f
+}
+
+// fixtureOption adjusts the fixture's API: its configuration, and a
+// handler in front of it.
+type fixtureOption struct {
+	config func(*web.Config)
+	wrap   func(http.Handler) http.Handler
 }
 
 func job(id, payload string, score float64) persistence.NewJob {
@@ -1267,4 +1288,63 @@ func TestBrowserChartsHistory(t *testing.T) {
 	b.waitFor(`(document.querySelectorAll('.charts .line.s0')[0].getAttribute('d') || '').split(/[ML]/).length - 1 <= 12`, "five minutes")
 	b.click(`#chart-range [data-range="24h"]`)
 	b.waitFor(`(document.querySelectorAll('.charts .line.s0')[0].getAttribute('d') || '').split(/[ML]/).length - 1 >= 31`, "the day")
+}
+
+// Under a base path, the dashboard loads, routes, links and calls the API
+// below it: no request of the browser leaves it.
+func TestBrowserBasePath(t *testing.T) {
+	chromium(t)
+	const base = "/ops/orderly"
+	var mu sync.Mutex
+	var outside []string
+	f := newFixtureTokens(t, "", "", false, fixtureOption{
+		config: func(c *web.Config) {
+			c.BasePath = base
+			c.UI = ui.HandlerAt(base)
+		},
+		wrap: func(h http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != base && !strings.HasPrefix(r.URL.Path, base+"/") {
+					mu.Lock()
+					outside = append(outside, r.URL.Path)
+					mu.Unlock()
+				}
+				h.ServeHTTP(w, r)
+			})
+		},
+	})
+	b := newBrowser(t, f.ts.URL)
+
+	b.open(base)
+	b.waitFor(`document.querySelector('tr[data-queue="orders"]')`, "the queues table")
+	b.waitFor(`document.querySelector('.live').dataset.state === 'live'`, "the live indicator")
+	b.waitText(`.self-name`, "node-a")
+	require.True(t, eval[bool](b, `document.querySelector('.nav-link[data-nav="overview"]').classList.contains('active')`))
+	b.waitFor(`document.querySelectorAll('.charts .line.s0').length === 2`, "the charts")
+	// Links stay below the base path, and navigate without a reload.
+	b.click(`.nav-queue[data-queue="orders"]`)
+	b.waitFor(`location.pathname === '`+base+`/queues/orders'`, "the queue page")
+	b.waitFor(`document.querySelectorAll('.job').length === 10`, "the jobs")
+	require.True(t, eval[bool](b, `document.querySelector('.nav-queue[data-queue="orders"]').classList.contains('active')`))
+	b.click(`.job[data-id="order-1"] a.job-id`)
+	b.waitText(`.job-id-big`, "order-1")
+	require.Equal(t, base+"/queues/orders/job", eval[string](b, `location.pathname`))
+	// An action goes through the API below the base path.
+	b.click(`#perform-job`)
+	b.click(`#confirm-ok`)
+	b.waitFor(`[...document.querySelectorAll('.toast')].some(e => e.textContent === 'Job order-1 is due now')`, "the answer")
+	// Deep links and reloads.
+	b.open(base + "/queues/orders/morgue")
+	b.waitFor(`document.querySelectorAll('.job.dead').length === 3`, "the morgue")
+	b.open(base + "/cluster")
+	b.waitFor(`document.querySelectorAll('tr[data-member]').length === 4`, "the members")
+	require.Equal(t, "http://10.0.0.2:8080"+base+"/", eval[string](b, `document.querySelector('tr[data-member="node-b"] td:nth-child(3) a').href`))
+	b.click(`.brand`)
+	b.waitFor(`location.pathname === '`+base+`/' && document.querySelector('tr[data-queue="orders"]')`, "the overview")
+	b.open(base + "/no/such/page")
+	b.waitText(`.empty-title`, "Page not found")
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Empty(t, outside, "every request of the browser is below %s", base)
 }

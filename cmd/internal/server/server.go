@@ -236,7 +236,8 @@ func (p *process) newAPI() error {
 		MaxConnections:  maxConns,
 		TLS:             p.tls,
 		Metrics:         p.metrics.Handler(),
-		UI:              ui.Handler(),
+		UI:              ui.HandlerAt(n.HTTPBasePath),
+		BasePath:        n.HTTPBasePath,
 		Periodic:        p.periodic,
 		SetPaused:       p.setPaused,
 		Members:         p.members,
@@ -328,7 +329,7 @@ func (p *process) serve(ctx context.Context, signals <-chan os.Signal) error {
 	if p.tls != nil {
 		scheme = "https://"
 	}
-	p.log.Info("HTTP API listening", "http", scheme+p.ln.Addr().String(), "max_connections", p.maxConns)
+	p.log.Info("HTTP API listening", "http", scheme+p.ln.Addr().String()+p.cfg.Node.HTTPBasePath, "max_connections", p.maxConns)
 
 	fatal := make(chan error, 1)
 	// The check uses the Redis client, which Run closes once serve

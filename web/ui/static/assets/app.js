@@ -1,6 +1,7 @@
 // The dashboard's entry point: the layout (sidebar, top bar, banners), the
 // token prompt, the live indicator, and the routes.
 
+import {appPath, href} from './base.js';
 import {h, icon, mount} from './dom.js';
 import {api, onAuthRequired, setToken, token} from './api.js';
 import {compact, num, relative} from './format.js';
@@ -57,7 +58,7 @@ const finder = h('form', {class: 'find', role: 'search', onsubmit: (e) => {
 
 // currentQueue is the queue of the page shown, if any.
 function currentQueue() {
-  const m = /^\/queues\/([^/]+)/.exec(location.pathname);
+  const m = /^\/queues\/([^/]+)/.exec(appPath(location.pathname) || '');
   try {
     return m ? decodeURIComponent(m[1]) : '';
   } catch {
@@ -86,10 +87,10 @@ function drawFinder(follow = false) {
 
 const layout = [
   h('aside', {class: 'sidebar'},
-    h('a', {class: 'brand', href: '/'}, h('img', {src: '/assets/favicon.svg', alt: '', width: 24, height: 24}), 'Orderly'),
+    h('a', {class: 'brand', href: href('/')}, h('img', {src: href('/assets/favicon.svg'), alt: '', width: 24, height: 24}), 'Orderly'),
     h('nav', {class: 'nav', 'aria-label': 'Main'},
-      h('a', {class: 'nav-link', href: '/', dataset: {nav: 'overview'}}, icon('overview'), 'Overview'),
-      h('a', {class: 'nav-link', href: '/cluster', dataset: {nav: 'cluster'}}, icon('cluster'), 'Cluster'),
+      h('a', {class: 'nav-link', href: href('/'), dataset: {nav: 'overview'}}, icon('overview'), 'Overview'),
+      h('a', {class: 'nav-link', href: href('/cluster'), dataset: {nav: 'cluster'}}, icon('cluster'), 'Cluster'),
       h('div', {class: 'nav-section'}, 'Queues'),
       navQueues),
     h('div', {class: 'sidebar-foot'}, signOut)),
@@ -229,8 +230,8 @@ function render(page, params, query) {
   clearBanner('action'); // a failed action belongs to the page it was made on
   for (const a of document.querySelectorAll('.nav > .nav-link')) {
     const nav = a.dataset.nav;
-    a.classList.toggle('active', (nav === 'overview' && location.pathname === '/') ||
-      (nav === 'cluster' && location.pathname.startsWith('/cluster')));
+    const p = appPath(location.pathname);
+    a.classList.toggle('active', (nav === 'overview' && p === '/') || (nav === 'cluster' && p !== null && p.startsWith('/cluster')));
   }
   drawNav();
   drawFinder(true);
@@ -238,7 +239,7 @@ function render(page, params, query) {
   window.scrollTo(0, 0);
   if (!page) {
     mount(content, emptyState('alert', 'Page not found',
-      [`Nothing lives at ${params[0]}. `, h('a', {href: '/'}, 'Back to the overview')]));
+      [`Nothing lives at ${params[0]}. `, h('a', {href: href('/')}, 'Back to the overview')]));
     document.title = 'Not found · Orderly';
     return;
   }

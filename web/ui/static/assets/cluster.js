@@ -2,6 +2,7 @@
 // shard map, who holds the lease of each shard of each queue. Refreshed
 // live, so nodes joining, draining and dying show up within seconds.
 
+import {BASE} from './base.js';
 import {h, mount} from './dom.js';
 import {api} from './api.js';
 import {localTime, looksLikeTime, num, plural} from './format.js';
@@ -48,7 +49,7 @@ const ADDR = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/;
 function addr(a) {
   if (!a) return h('span', {class: 'muted'}, '—');
   if (!ADDR.test(a)) return h('span', {class: 'mono'}, a);
-  return h('a', {class: 'mono', href: `http://${a}/`, target: '_blank', rel: 'noopener noreferrer',
+  return h('a', {class: 'mono', href: `http://${a}${BASE}/`, target: '_blank', rel: 'noopener noreferrer',
     title: 'Open this node\'s dashboard'}, a);
 }
 

@@ -1,6 +1,7 @@
 // Building blocks shared by the pages: banners, toasts, the confirmation
 // dialog, job cards, payloads, times, empty states and the queue header.
 
+import {href} from './base.js';
 import {h, icon, mount} from './dom.js';
 import {seg} from './api.js';
 import {compact, duration, localTime, looksLikeTime, num, payloadText, plural, relative} from './format.js';
@@ -89,7 +90,7 @@ export function confirmDialog({title, message, confirm = 'Confirm', danger = fal
 
 /** queueHref is the dashboard path of a queue's page: tab '' (jobs), 'processing' or 'morgue'. */
 export function queueHref(q, tab = '', params) {
-  let p = '/queues/' + seg(q) + (tab ? '/' + tab : '');
+  let p = href('/queues/' + seg(q) + (tab ? '/' + tab : ''));
   if (params) {
     const s = new URLSearchParams(params).toString();
     if (s) p += '?' + s;
@@ -102,7 +103,7 @@ export function queueHref(q, tab = '', params) {
  * path segment "." or ".." (even escaped as %2E) is resolved away by the
  * browser's URL parser, a query value is kept as it is.
  */
-export const jobHref = (q, id) => '/queues/' + seg(q) + '/job?id=' + encodeURIComponent(id);
+export const jobHref = (q, id) => href('/queues/' + seg(q) + '/job?id=' + encodeURIComponent(id));
 
 /** idText shows an id in monospace, truncated with the full id as tooltip. */
 export const idText = (id, cls) => h('span', {class: ['id', cls], title: id}, id === '' ? '(empty)' : id);
@@ -278,7 +279,7 @@ export function queueHeader(q, tab, signal, actions) {
   const limits = h('span', {class: 'qlimits', id: 'queue-limits'});
   const sep = () => h('span', {class: 'sep'}, '/');
   const head = h('div', {class: 'qhead'},
-    h('nav', {class: 'crumbs', 'aria-label': 'Breadcrumb'}, h('a', {href: '/'}, 'Overview'), sep(), 'Queues', sep(),
+    h('nav', {class: 'crumbs', 'aria-label': 'Breadcrumb'}, h('a', {href: href('/')}, 'Overview'), sep(), 'Queues', sep(),
       tab === 'jobs' ? h('span', {class: 'crumb-queue', 'aria-current': 'page', title: q}, q)
         : h('a', {class: 'crumb-queue', href: queueHref(q), title: q}, q),
       tab === 'job' ? [sep(), 'Job'] : tab !== 'jobs' ? [sep(), TAB_NAMES[tab]] : null),
@@ -293,7 +294,7 @@ export function queueHeader(q, tab, signal, actions) {
 
   const unknown = h('p', {class: 'notice', id: 'unknown-queue', hidden: true},
     icon('alert'), h('span', null, `No queue named ${JSON.stringify(q)} is registered: there is nothing to act on. `,
-      h('a', {href: '/'}, 'See the queues')));
+      h('a', {href: href('/')}, 'See the queues')));
   head.append(unknown);
   const draw = () => {
     const m = liveQueue(q);
