@@ -21,7 +21,7 @@ const JOB_ORDERS = ['perform_at', 'id', 'retry_count'];
 const PAGE_SIZE = 50;
 const LIST_PAYLOADS = 5;
 
-// ---- The view: cards or table, a preference kept in this browser ----
+// ---- The view: cards or table, a preference kept for this tab (sessionStorage, as the token) ----
 
 const VIEW_KEY = 'orderly.jobs.view';
 const VIEWS = [['cards', 'Cards'], ['table', 'Table']];
@@ -29,7 +29,7 @@ const VIEWS = [['cards', 'Cards'], ['table', 'Table']];
 /** jobsView is the view the operator chose last: 'cards' (the default) or 'table'. */
 export function jobsView() {
   try {
-    return localStorage.getItem(VIEW_KEY) === 'table' ? 'table' : 'cards';
+    return sessionStorage.getItem(VIEW_KEY) === 'table' ? 'table' : 'cards';
   } catch {
     return 'cards';
   }
@@ -37,7 +37,7 @@ export function jobsView() {
 
 function setJobsView(v) {
   try {
-    localStorage.setItem(VIEW_KEY, v);
+    sessionStorage.setItem(VIEW_KEY, v);
   } catch { /* storage disabled: the choice lasts as long as the page */ }
 }
 
