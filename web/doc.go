@@ -26,6 +26,8 @@
 //	GET    /api/v1/queues/{q}/state/{id}               200 {"state": ..., "version": n} (stateful queues, Config.StateQueues)
 //	PUT    /api/v1/queues/{q}/state/{id}               200 {"version": n}; 409 on a stale version
 //	GET    /api/v1/queues/{q}/feed?from=&limit=&wait=   200 {"entries": [{"pos", "id", "version", "state"...}], "next"} (change feed)
+//	GET    /api/v1/queues/{q}/history?minutes=         200 {"queue", "minutes": [{"t", "processed", "failed", "length", ...}]} (Config.History)
+//	GET    /api/v1/history?minutes=                    200 {"minutes": [...]}: the totals of every queue
 //	GET    /api/v1/stats                               200 Lowkiq's stats shape
 //	GET    /api/v1/cluster                             200 members and shard owners
 //	GET    /api/v1/access                              200 {"write": bool, "token_required": bool}
@@ -42,6 +44,10 @@
 // 2×limit−1), "scanned" (the entries read) and a next cursor that goes on
 // where the search stopped. order=retry_count&min=0 reads only the jobs
 // that failed.
+//
+// With Config.BasePath ("/orderly") every path above is under it
+// (/orderly/api/v1/queues, the dashboard at /orderly/); other paths answer
+// 404, but /healthz and /readyz, which also answer at the root.
 //
 // Every GET also answers HEAD. Endpoints without parameters reject any
 // query parameter; endpoints without a body (DELETE, the actions) accept

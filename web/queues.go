@@ -9,7 +9,9 @@ import (
 	"github.com/orderlyhq/orderly/web/apiv1"
 )
 
-func queueOf(st persistence.QueueStats) apiv1.Queue {
+// queueOf is a queue's answer: its metrics, and the limits this node is
+// configured with.
+func (s *Server) queueOf(st persistence.QueueStats) apiv1.Queue {
 	v := apiv1.Queue{
 		Name:         st.Name,
 		Shards:       st.Shards,
@@ -27,6 +29,13 @@ func queueOf(st persistence.QueueStats) apiv1.Queue {
 		at := persistence.UnixSeconds(st.OldestDue)
 		v.OldestDue = &at
 	}
+	if l, ok := s.queueLimits[st.Name]; ok {
+		v.MaxConcurrency = l.MaxConcurrency
+		if l.RateLimit != nil {
+			r := *l.RateLimit
+			v.RateLimit = &r
+		}
+	}
 	return v
 }
 
@@ -42,7 +51,7 @@ func (s *Server) listQueues(w http.ResponseWriter, r *http.Request) error {
 	}
 	ans := apiv1.Queues{Queues: make([]apiv1.Queue, len(all))}
 	for i, st := range all {
-		ans.Queues[i] = queueOf(st)
+		ans.Queues[i] = s.queueOf(st)
 	}
 	s.writeJSON(w, r, http.StatusOK, ans)
 	return nil
@@ -57,7 +66,7 @@ func (s *Server) getQueue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.writeJSON(w, r, http.StatusOK, queueOf(st[0]))
+	s.writeJSON(w, r, http.StatusOK, s.queueOf(st[0]))
 	return nil
 }
 

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/web"
+	"github.com/orderlyhq/orderly/web/apiv1"
 )
 
 func TestQueues(t *testing.T) {
@@ -239,4 +241,35 @@ func TestUIPanics(t *testing.T) {
 	require.Equal(t, http.StatusInternalServerError, a.status, a.body)
 	require.Equal(t, `{"error":"internal error; the server log has the details"}`+"\n", a.body)
 	require.Contains(t, e.logs.String(), "boom in the dashboard")
+}
+
+// The queue answers carry the max_concurrency and rate_limit the node is
+// configured with (docs/contract.md §9), and leave them out for a queue
+// without limits.
+func TestQueueLimits(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *web.Config) {
+		c.QueueLimits = map[string]apiv1.QueueLimits{
+			"q":     {MaxConcurrency: 4, RateLimit: &apiv1.RateLimit{PerSecond: 2.5, Burst: 3}},
+			"rated": {RateLimit: &apiv1.RateLimit{PerSecond: 10, Burst: 20}},
+		}
+	})
+	e.register("rated", 1)
+	e.register("free", 1)
+	a := e.do("GET", "/api/v1/queues/q", "")
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	require.Contains(t, a.body, `"paused":false,"max_concurrency":4,"rate_limit":{"per_second":2.5,"burst":3}}`)
+	var all apiv1.Queues
+	a = e.do("GET", "/api/v1/queues", "")
+	require.NoError(t, json.Unmarshal([]byte(a.body), &all))
+	byName := map[string]apiv1.Queue{}
+	for _, q := range all.Queues {
+		byName[q.Name] = q
+	}
+	require.Equal(t, 4, byName["q"].MaxConcurrency)
+	require.Equal(t, &apiv1.RateLimit{PerSecond: 10, Burst: 20}, byName["rated"].RateLimit)
+	require.Zero(t, byName["rated"].MaxConcurrency)
+	a = e.do("GET", "/api/v1/queues/free", "")
+	require.NotContains(t, a.body, "max_concurrency")
+	require.NotContains(t, a.body, "rate_limit")
 }

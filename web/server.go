@@ -130,11 +130,32 @@ type Config struct {
 	// changing anything. AnyHost ("*") accepts every name. [none]
 	AllowedHosts []string
 
+	// BasePath, when set, is the path under which the server answers
+	// ("/orderly": /orderly/api/v1/queues, /orderly/metrics, the
+	// dashboard at /orderly/), for a proxy that forwards a sub-path of its
+	// own with the path unchanged. It starts with '/' and has no trailing
+	// one; its segments are made of letters, digits, '-', '.', '_' and
+	// '~'. Other paths are answered 404, except the probes /healthz and
+	// /readyz, which also answer at the root. UI must then be
+	// ui.HandlerAt(BasePath). [none: the root]
+	BasePath string
+
 	// StateQueues are the stateful queues (docs/contract.md §11) whose
 	// state GET and PUT /api/v1/queues/{q}/state/{id} read and write, each
 	// with its max_state_bytes (0: the default). Other queues answer 404
 	// there. [none]
 	StateQueues map[string]int
+
+	// QueueLimits are the max_concurrency and rate_limit of the queues
+	// this node serves (docs/contract.md §9), shown in GET /api/v1/queues
+	// and /api/v1/queues/{q}: they are the nodes' configuration, not kept
+	// in the store. [none: no limit shown]
+	QueueLimits map[string]apiv1.QueueLimits
+
+	// History reads the queues' per-minute history for GET
+	// /api/v1/queues/{q}/history and /api/v1/history (package history's
+	// Recorder). [none: those answer 404]
+	History HistoryReader
 
 	// The fields below apply to Serve: a Server mounted on an http.Server
 	// of the caller's gets the per-request limits above, and the caller
@@ -177,6 +198,8 @@ type Server struct {
 	ui           http.Handler
 	embedded     bool
 	stateQueues  map[string]int
+	queueLimits  map[string]apiv1.QueueLimits
+	history      HistoryReader
 	pause        func(ctx context.Context, queue string, paused bool) error // Config.SetPaused, or nil
 	listPeriodic func(ctx context.Context) ([]apiv1.Periodic, error)        // Config.Periodic, or nil
 	// enqueueSlots holds a token per enqueue request being decoded and
@@ -185,6 +208,7 @@ type Server struct {
 	bodies       *budget // bytes of request bodies held
 	bodyTimeout  time.Duration
 	hosts        hostCheck
+	base         string // Config.BasePath
 	conns        *conns // Serve's connections
 }
 
@@ -203,6 +227,9 @@ func New(cfg *Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := ValidateBasePath(cfg.BasePath); err != nil {
+		return nil, fmt.Errorf("web: BasePath: %w", err)
+	}
 	s := &Server{
 		store:        cfg.Store,
 		ready:        cfg.Ready,
@@ -216,12 +243,15 @@ func New(cfg *Config) (*Server, error) {
 		ui:           cfg.UI,
 		embedded:     cfg.EmbeddedStore,
 		stateQueues:  cfg.StateQueues,
+		queueLimits:  cfg.QueueLimits,
+		history:      cfg.History,
 		pause:        cfg.SetPaused,
 		listPeriodic: cfg.Periodic,
 		origin:       http.NewCrossOriginProtection(),
 		mux:          http.NewServeMux(),
 		bodyTimeout:  cfg.BodyReadTimeout,
 		hosts:        hosts,
+		base:         cfg.BasePath,
 	}
 	if err := s.limits(cfg); err != nil {
 		return nil, err
@@ -308,6 +338,8 @@ func (s *Server) routes() {
 	s.handle("PUT /api/v1/queues/{q}/state/{id...}", s.putState)
 	s.handle("GET /api/v1/queues/{q}/feed", s.getFeed)
 	s.handle("GET /api/v1/stats", s.stats)
+	s.handle("GET /api/v1/queues/{q}/history", s.queueHistory)
+	s.handle("GET /api/v1/history", s.allHistory)
 	s.handle("GET /api/v1/cluster", s.cluster)
 	s.handle("GET /api/v1/access", s.access)
 	s.handle("GET /metrics", s.serveMetrics)
@@ -344,6 +376,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.Set("Cache-Control", "no-store")
 		s.writeError(w, r, misdirected(r))
 		return
+	}
+	if s.base != "" {
+		var ok bool
+		if r, ok = s.underBase(r); !ok {
+			h.Set("Cache-Control", "no-store")
+			s.writeError(w, r, &apiError{status: http.StatusNotFound,
+				msg: fmt.Sprintf("no endpoint at %s: this server answers under %s/", r.URL.EscapedPath(), s.base)})
+			return
+		}
 	}
 	if s.ui != nil && isUIPath(r) {
 		s.serveUI(w, r) // caching is the dashboard's to decide

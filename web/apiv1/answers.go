@@ -38,6 +38,29 @@ type Queue struct {
 	// Paused tells that no node starts a handler call of the queue
 	// (docs/contract.md §9).
 	Paused bool `json:"paused"`
+	// MaxConcurrency is the queue's max_concurrency (docs/contract.md §9)
+	// as the answering node is configured; absent when that node sets no
+	// limit or does not know the queue.
+	MaxConcurrency int `json:"max_concurrency,omitempty"`
+	// RateLimit is the queue's rate_limit (docs/contract.md §9) as the
+	// answering node is configured; absent when that node sets none.
+	RateLimit *RateLimit `json:"rate_limit,omitempty"`
+}
+
+// RateLimit is a queue's rate_limit: handler calls start at most PerSecond
+// a second across the cluster, in bursts of at most Burst.
+type RateLimit struct {
+	PerSecond float64 `json:"per_second"`
+	Burst     int     `json:"burst"`
+}
+
+// QueueLimits are the limits of a queue a node is configured with, which
+// GET /api/v1/queues shows (web.Config.QueueLimits).
+type QueueLimits struct {
+	// MaxConcurrency is max_concurrency, 0 for none.
+	MaxConcurrency int
+	// RateLimit is rate_limit, nil for none.
+	RateLimit *RateLimit
 }
 
 // Periodic is a periodic job (docs/contract.md §9). LastTick is null until
@@ -240,4 +263,31 @@ type Access struct {
 	Write bool `json:"write"`
 	// TokenRequired reports that the server requires a bearer token.
 	TokenRequired bool `json:"token_required"`
+}
+
+// Minute is a queue's metrics (or the total of every queue's) at the turn
+// of a minute, a point of GET /api/v1/queues/{q}/history and
+// /api/v1/history.
+type Minute struct {
+	// T is when the sample was taken: the start of its minute, in unix
+	// seconds.
+	T float64 `json:"t"`
+	// Processed and Failed count the ids settled in the minute before T;
+	// null when the history lacks that minute's sample to count from.
+	Processed *int64 `json:"processed"`
+	Failed    *int64 `json:"failed"`
+	// Length, MorgueLength, Busy and Lag are the metrics at T (the total
+	// lag is the largest).
+	Length       int64   `json:"length"`
+	MorgueLength int64   `json:"morgue_length"`
+	Busy         int64   `json:"busy"`
+	Lag          float64 `json:"lag"`
+}
+
+// History is the answer of GET /api/v1/queues/{q}/history (Queue set) and
+// /api/v1/history (the totals of every queue, Queue empty): the samples of
+// the last minutes asked for, oldest first.
+type History struct {
+	Queue   string   `json:"queue,omitempty"`
+	Minutes []Minute `json:"minutes"`
 }

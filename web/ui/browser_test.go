@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -26,6 +28,7 @@ import (
 	"github.com/orderlyhq/orderly/persistence/redisstore"
 	"github.com/orderlyhq/orderly/web"
 	"github.com/orderlyhq/orderly/web/apiv1"
+	"github.com/orderlyhq/orderly/web/history"
 	"github.com/orderlyhq/orderly/web/ui"
 )
 
@@ -279,6 +282,8 @@ type fixture struct {
 	ts     *httptest.Server
 	leases map[persistence.ShardRef]persistence.Lease
 	outage atomic.Bool // the API's store fails its reads of metrics
+	// history is the per-minute history the API serves.
+	history *history.Recorder
 }
 
 // outageStore is the fixture's store as the API sees it: while outage is
@@ -319,12 +324,13 @@ func newFixture(t *testing.T, token string) *fixture {
 
 // newFixtureTokens is newFixture with a read-only token as well, and the
 // API telling that the store is the embedded one.
-func newFixtureTokens(t *testing.T, token, readToken string, embedded bool) *fixture {
+func newFixtureTokens(t *testing.T, token, readToken string, embedded bool, opts ...fixtureOption) *fixture {
 	t.Helper()
 	db := redistest.New(t)
 	store, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})
 	require.NoError(t, err)
-	f := &fixture{t: t, ctx: context.Background(), store: store, leases: map[persistence.ShardRef]persistence.Lease{}}
+	f := &fixture{t: t, ctx: context.Background(), store: store, leases: map[persistence.ShardRef]persistence.Lease{},
+		history: history.New(db.Client, history.Config{Prefix: db.Prefix})}
 	for q, n := range map[string]int{"orders": 4, "emails": 2, "reports": 1} {
 		require.NoError(t, store.RegisterQueue(f.ctx, persistence.QueueSpec{Name: q, Shards: n}))
 	}
@@ -373,13 +379,17 @@ func newFixtureTokens(t *testing.T, token, readToken string, embedded bool) *fix
 		f.acquire("orders", s, owner)
 	}
 
-	srv, err := web.New(&web.Config{
+	cfg := &web.Config{
 		Store:         outageStore{Store: store, outage: &f.outage},
 		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Token:         token,
 		ReadToken:     readToken,
 		EmbeddedStore: embedded,
 		UI:            ui.Handler(),
+		History:       f.history,
+		QueueLimits: map[string]apiv1.QueueLimits{
+			"orders": {MaxConcurrency: 4, RateLimit: &apiv1.RateLimit{PerSecond: 10, Burst: 20}},
+		},
 		Periodic: func(context.Context) ([]apiv1.Periodic, error) {
 			last, next := float64(time.Now().Unix()-60), float64(time.Now().Unix()+3540)
 			return []apiv1.Periodic{{Name: "hourly-report", Queue: "reports", Schedule: "@hourly", ID: "report", LastTick: &last, NextTick: &next}}, nil
@@ -387,11 +397,30 @@ func newFixtureTokens(t *testing.T, token, readToken string, embedded bool) *fix
 		Members: func(context.Context) (string, []apiv1.Member) {
 			return "node-a", members
 		},
-	})
+	}
+	for _, o := range opts {
+		if o.config != nil {
+			o.config(cfg)
+		}
+	}
+	srv, err := web.New(cfg)
 	require.NoError(t, err)
-	f.ts = httptest.NewServer(srv)
+	var h http.Handler = srv
+	for _, o := range opts {
+		if o.wrap != nil {
+			h = o.wrap(h)
+		}
+	}
+	f.ts = httptest.NewServer(h)
 	t.Cleanup(f.ts.Close)
 	return f
+}
+
+// fixtureOption adjusts the fixture's API: its configuration, and a
+// handler in front of it.
+type fixtureOption struct {
+	config func(*web.Config)
+	wrap   func(http.Handler) http.Handler
 }
 
 func job(id, payload string, score float64) persistence.NewJob {
@@ -647,6 +676,11 @@ func TestBrowser(t *testing.T) {
 		require.Equal(t, `"<b>bold</b>"`, eval[string](b, `[...document.querySelectorAll('.job')].find(e => e.dataset.id.startsWith('<img')).querySelector('pre.code').textContent`))
 		require.Equal(t, 0, eval[int](b, `document.querySelectorAll('#content img, #content b').length`))
 		require.False(t, eval[bool](b, `window.__xss === 1`))
+		// The breadcrumb names the queue; the header shows its limits, or
+		// that it has none.
+		require.Equal(t, "Overview/Queues/orders", b.text(`.crumbs`))
+		b.waitText(`#queue-limits [data-limit="max_concurrency"]`, "max_concurrency 4")
+		require.Equal(t, "rate_limit 10/s, burst 20", b.text(`#queue-limits [data-limit="rate_limit"]`))
 		// Header numbers.
 		b.waitText(`[data-stat="length"] .qstat-value`, "10")
 		b.waitText(`[data-tab="morgue"] .tab-count`, "3")
@@ -680,6 +714,11 @@ func TestBrowser(t *testing.T) {
 		b.open("/queues/orders?order=id&dir=desc")
 		b.waitFor(`document.querySelectorAll('.job').length === 10`, "every job")
 		// A queue that does not exist shows no actions, and says so.
+		b.open("/queues/emails/morgue")
+		b.waitText(`#queue-limits [data-limit="max_concurrency"]`, "max_concurrency none")
+		require.Equal(t, "rate_limit none", b.text(`#queue-limits [data-limit="rate_limit"]`))
+		require.Equal(t, "Overview/Queues/emails/Morgue", b.text(`.crumbs`))
+		require.Equal(t, "/queues/emails", eval[string](b, `new URL(document.querySelector('.crumbs a.crumb-queue').href).pathname`))
 		b.open("/queues/nosuchqueue")
 		b.waitFor(`!document.querySelector('#unknown-queue').hidden`, "the unknown-queue notice")
 		require.Zero(t, eval[int](b, `[...document.querySelectorAll('[data-action]')].filter(e => e.offsetParent !== null).length`))
@@ -770,7 +809,20 @@ func TestBrowser(t *testing.T) {
 		require.True(t, eval[bool](b, `document.querySelector('.shard[data-queue="orders"][data-shard="3"]').classList.contains('stale')`),
 			"a lease held by a dead node stands out")
 		require.True(t, eval[bool](b, `document.querySelector('.shard[data-queue="reports"][data-shard="0"]').classList.contains('unowned')`))
-		require.Contains(t, b.text(`#epoch-legend`), "lease epoch", "the e1 labels are explained")
+		require.Contains(t, b.text(`#epoch-legend`), "the last 4 digits of the lease epoch", "the short epochs are explained")
+		// Epochs are Redis times in ms, 13 digits: a cell shows the last
+		// four, fits them in, and has the whole epoch in its tooltip.
+		owners, err := f.store.ShardOwners(f.ctx, "orders")
+		require.NoError(t, err)
+		for _, o := range owners {
+			require.Greater(t, o.Epoch, int64(1e12), "an epoch is a time in ms")
+			cell := fmt.Sprintf(`.shard[data-queue="orders"][data-shard="%d"]`, o.Shard)
+			e := fmt.Sprint(o.Epoch)
+			require.Equal(t, "…"+e[len(e)-4:], b.text(cell+` .shard-epoch`))
+			require.Contains(t, eval[string](b, fmt.Sprintf(`document.querySelector('%s').title`, cell)), "lease epoch: "+e+" (taken ")
+			require.True(t, eval[bool](b, fmt.Sprintf(`(c => c.scrollWidth <= c.clientWidth && c.querySelector('.shard-epoch').getBoundingClientRect().width <= c.getBoundingClientRect().width)(document.querySelector('%s'))`, cell)),
+				"%s: the epoch fits its cell", cell)
+		}
 		b.screenshot("cluster")
 		b.darkScreenshot("cluster-dark")
 
@@ -931,6 +983,10 @@ func TestBrowser(t *testing.T) {
 		b.waitFor(`!document.querySelector('#queue-paused').hidden`, "the paused badge")
 		require.True(t, f.stats("orders").Paused)
 		b.waitFor(`document.querySelector('#resume-queue')?.offsetParent !== null && document.querySelector('#pause-queue').offsetParent === null`, "the resume button")
+		// The sidebar marks the paused queue, and only it.
+		b.waitFor(`document.querySelector('.nav-queue[data-queue="orders"] .nav-paused')`, "the sidebar's paused mark")
+		require.Contains(t, eval[string](b, `document.querySelector('.nav-queue[data-queue="orders"] .nav-paused').title`), "Paused")
+		require.Zero(t, eval[int](b, `document.querySelectorAll('.nav-queue:not([data-queue="orders"]) .nav-paused').length`))
 		b.open("/")
 		// Both rows come in one render: once the orders row shows its badge,
 		// the emails row is there, without one.
@@ -939,6 +995,7 @@ func TestBrowser(t *testing.T) {
 		b.open("/queues/orders")
 		b.click(`#resume-queue`)
 		b.waitFor(`document.querySelector('#queue-paused').hidden`, "the badge to go")
+		b.waitFor(`!document.querySelector('.nav-paused')`, "the sidebar's mark to go")
 		require.False(t, f.stats("orders").Paused)
 	})
 
@@ -1074,7 +1131,8 @@ func TestBrowserReadToken(t *testing.T) {
 	b.waitFor(`!document.querySelector('#embedded-store').hidden`, "the in-memory store notice")
 	require.Contains(t, b.text(`#embedded-store`), "jobs are lost when it stops")
 	require.Positive(t, eval[int](b, `document.querySelectorAll('[data-action]').length`), "the actions exist")
-	for _, sel := range []string{`[data-action="perform_all_now"]`, `[data-action="delete_failed"]`, `[data-delete]`, `#pause-queue`, `#resume-queue`} {
+	for _, sel := range []string{`[data-action="perform_all_now"]`, `[data-action="delete_failed"]`, `[data-delete]`, `#pause-queue`, `#resume-queue`,
+		`#kill-selected`, `input[data-select]`} {
 		require.False(t, visible(sel), "%s is hidden", sel)
 	}
 	b.screenshot("read-only")
@@ -1113,4 +1171,180 @@ func TestBrowserReadToken(t *testing.T) {
 	b.waitFor(`!document.body.classList.contains('read-only') && !document.body.classList.contains('access-unknown')`, "the full access")
 	require.True(t, visible(`#delete-all`))
 	require.False(t, visible(`#read-only`))
+}
+
+// The jobs tab: a compact table (one line a job) kept across reloads, and
+// run now, kill and delete of the selected jobs, as in the morgue.
+func TestBrowserJobsTableAndSelection(t *testing.T) {
+	chromium(t)
+	f := newFixture(t, "")
+	b := newBrowser(t, f.ts.URL)
+
+	b.open("/queues/orders")
+	b.waitFor(`document.querySelectorAll('.job').length === 10`, "the cards")
+	cardHeight := eval[float64](b, `document.querySelector('.job[data-id="order-1"]').getBoundingClientRect().height`)
+	b.click(`#jobs-view [data-view="table"]`)
+	b.waitFor(`document.querySelectorAll('table.jobs-table tr.job-row').length === 10 && !document.querySelector('.job')`, "the table")
+	rowHeight := eval[float64](b, `document.querySelector('tr.job-row[data-id="order-1"]').getBoundingClientRect().height`)
+	require.Less(t, rowHeight, 48.0, "a job is one line")
+	require.Less(t, rowHeight*3, cardHeight, "a row is far smaller than a card (%v px against %v px)", rowHeight, cardHeight)
+	require.Equal(t, "HTTP 502 from inventory", b.text(`tr.job-row[data-id="retry-1"] .error-cell`))
+	require.Equal(t, `{"sku":42,"qty":2}`, b.text(`tr.job-row[data-id="order-1"] .preview`))
+	b.screenshot("jobs-table")
+	// The choice survives a reload.
+	b.open("/queues/orders")
+	b.waitFor(`document.querySelectorAll('tr.job-row').length === 10`, "the table after a reload")
+	require.Equal(t, "true", eval[string](b, `document.querySelector('#jobs-view [data-view="table"]').getAttribute('aria-pressed')`))
+
+	// Kill two selected jobs.
+	require.True(t, eval[bool](b, `document.querySelector('#kill-selected').disabled`), "nothing selected yet")
+	b.click(`tr.job-row[data-id="order-1"] input[data-select]`)
+	b.click(`tr.job-row[data-id="order-2"] input[data-select]`)
+	b.waitText(`.sel-count`, "2 jobs selected")
+	require.True(t, eval[bool](b, `document.querySelector('tr.job-row[data-id="order-2"]').classList.contains('selected')`))
+	b.click(`#kill-selected`)
+	require.Equal(t, "Kill 2 selected jobs of orders?", b.text(`#confirm-dialog h2`))
+	b.click(`#confirm-ok`)
+	b.waitFor(`[...document.querySelectorAll('.toast')].some(e => e.textContent === 'Killed 2 jobs')`, "the answer")
+	b.waitFor(`document.querySelectorAll('tr.job-row').length === 8`, "the killed jobs to leave")
+	page, err := f.store.ListMorgue(f.ctx, "orders", persistence.ListOptions{Min: "order-1", Max: "order-2"})
+	require.NoError(t, err)
+	require.Len(t, page.Entries, 2)
+	require.Equal(t, "Select jobs to act on them", b.text(`.sel-count`))
+
+	// Run now: the job due in an hour becomes due.
+	b.click(`tr.job-row[data-id="later-1"] input[data-select]`)
+	b.click(`#perform-selected`)
+	b.click(`#confirm-ok`)
+	b.waitFor(`[...document.querySelectorAll('.toast')].some(e => e.textContent === 'Made 1 job due now')`, "the answer")
+	info, err := f.store.GetJob(f.ctx, "orders", "later-1")
+	require.NoError(t, err)
+	require.True(t, info.Queued.PerformAt.Before(time.Now().Add(time.Minute)), "later-1 is due now: %v", info.Queued.PerformAt)
+
+	// Select every job of a page (the id ".." cannot be sent, and is
+	// left out), and delete them; one was deleted meanwhile: it is counted
+	// as no longer queued.
+	b.open("/queues/orders?idprefix=b")
+	b.waitFor(`document.querySelectorAll('tr.job-row').length === 2`, "big-1 and bin-1")
+	b.click(`#select-all`)
+	b.waitText(`.sel-count`, "2 jobs selected")
+	ok, err := f.store.DeleteJob(f.ctx, "orders", "bin-1")
+	require.NoError(t, err)
+	require.True(t, ok)
+	b.click(`#delete-selected`)
+	b.click(`#confirm-ok`)
+	b.waitFor(`[...document.querySelectorAll('.toast')].some(e => e.textContent === 'Deleted 1 job; 1 job no longer queued')`, "the answer")
+	_, err = f.store.GetJob(f.ctx, "orders", "big-1")
+	require.ErrorIs(t, err, persistence.ErrNotFound)
+	b.open("/queues/orders?order=id&min=..&max=..")
+	b.waitFor(`document.querySelectorAll('tr.job-row').length === 1`, "the id ..")
+	require.True(t, eval[bool](b, `document.querySelector('tr.job-row input[data-select]').disabled`))
+	b.click(`#select-all`)
+	require.Equal(t, "Select jobs to act on them", b.text(`.sel-count`))
+
+	// Back to cards: they have checkboxes too.
+	b.click(`#jobs-view [data-view="cards"]`)
+	b.waitFor(`document.querySelectorAll('.job input[data-select]').length === 1`, "the cards")
+}
+
+// The overview's charts draw the node's per-minute history: half an hour
+// of it shows at once, survives a reload, and the range picks how much.
+func TestBrowserChartsHistory(t *testing.T) {
+	chromium(t)
+	f := newFixture(t, "")
+	// Half an hour up to this minute: orders processed 120 and failed 6 a
+	// minute (2/s and 0.1/s), with a lag of 42 s.
+	now := time.Now()
+	for i := range 31 {
+		at := now.Add(time.Duration(i-30) * time.Minute)
+		require.NoError(t, f.history.RecordAt(f.ctx, at, []persistence.QueueStats{
+			{Name: "orders", Processed: int64(i) * 120, Failed: int64(i) * 6, Length: 10, Lag: 42}}))
+	}
+	b := newBrowser(t, f.ts.URL)
+	points := func(chart int) int {
+		return eval[int](b, fmt.Sprintf(`(document.querySelectorAll('.charts .line.s0')[%d]?.getAttribute('d') || '').split(/[ML]/).length - 1`, chart))
+	}
+	readout := func(x string) string {
+		b.do(chromedp.Evaluate[chromedp.Void](`(() => {
+			const o = document.querySelectorAll('.charts .overlay')[1], r = o.getBoundingClientRect();
+			o.dispatchEvent(new MouseEvent('mousemove', {clientX: r.left + r.width * ` + x + `, clientY: r.top + 5, bubbles: true}));
+		})()`))
+		b.waitFor(`(t => t && !t.hidden)(document.querySelectorAll('.chart-tip')[1])`, "the readout")
+		return eval[string](b, `document.querySelectorAll('.chart-tip')[1].innerText`)
+	}
+	for _, visit := range []string{"first", "after a reload"} {
+		b.open("/")
+		b.waitFor(`document.querySelectorAll('.charts .line.s0').length === 2`, "the charts "+visit)
+		b.waitFor(`(document.querySelectorAll('.charts .line.s0')[1].getAttribute('d') || '').split('L').length >= 30`, "half an hour of throughput "+visit)
+		require.GreaterOrEqual(t, points(0), 31, "half an hour of lag")
+		require.Equal(t, "true", eval[string](b, `document.querySelector('#chart-range [data-range="1h"]').getAttribute('aria-pressed')`))
+		tip := readout("0.3")
+		require.Regexp(t, `processed/s\s*2\b`, tip)
+		require.Regexp(t, `failed/s\s*0\.1\b`, tip)
+	}
+	b.screenshot("overview-history")
+	// Five minutes: the history's last five, then what the page polled.
+	b.click(`#chart-range [data-range="5m"]`)
+	b.waitFor(`(document.querySelectorAll('.charts .line.s0')[0].getAttribute('d') || '').split(/[ML]/).length - 1 <= 12`, "five minutes")
+	b.click(`#chart-range [data-range="24h"]`)
+	b.waitFor(`(document.querySelectorAll('.charts .line.s0')[0].getAttribute('d') || '').split(/[ML]/).length - 1 >= 31`, "the day")
+}
+
+// Under a base path, the dashboard loads, routes, links and calls the API
+// below it: no request of the browser leaves it.
+func TestBrowserBasePath(t *testing.T) {
+	chromium(t)
+	const base = "/ops/orderly"
+	var mu sync.Mutex
+	var outside []string
+	f := newFixtureTokens(t, "", "", false, fixtureOption{
+		config: func(c *web.Config) {
+			c.BasePath = base
+			c.UI = ui.HandlerAt(base)
+		},
+		wrap: func(h http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != base && !strings.HasPrefix(r.URL.Path, base+"/") {
+					mu.Lock()
+					outside = append(outside, r.URL.Path)
+					mu.Unlock()
+				}
+				h.ServeHTTP(w, r)
+			})
+		},
+	})
+	b := newBrowser(t, f.ts.URL)
+
+	b.open(base)
+	b.waitFor(`document.querySelector('tr[data-queue="orders"]')`, "the queues table")
+	b.waitFor(`document.querySelector('.live').dataset.state === 'live'`, "the live indicator")
+	b.waitText(`.self-name`, "node-a")
+	require.True(t, eval[bool](b, `document.querySelector('.nav-link[data-nav="overview"]').classList.contains('active')`))
+	b.waitFor(`document.querySelectorAll('.charts .line.s0').length === 2`, "the charts")
+	// Links stay below the base path, and navigate without a reload.
+	b.click(`.nav-queue[data-queue="orders"]`)
+	b.waitFor(`location.pathname === '`+base+`/queues/orders'`, "the queue page")
+	b.waitFor(`document.querySelectorAll('.job').length === 10`, "the jobs")
+	require.True(t, eval[bool](b, `document.querySelector('.nav-queue[data-queue="orders"]').classList.contains('active')`))
+	b.click(`.job[data-id="order-1"] a.job-id`)
+	b.waitText(`.job-id-big`, "order-1")
+	require.Equal(t, base+"/queues/orders/job", eval[string](b, `location.pathname`))
+	// An action goes through the API below the base path.
+	b.click(`#perform-job`)
+	b.click(`#confirm-ok`)
+	b.waitFor(`[...document.querySelectorAll('.toast')].some(e => e.textContent === 'Job order-1 is due now')`, "the answer")
+	// Deep links and reloads.
+	b.open(base + "/queues/orders/morgue")
+	b.waitFor(`document.querySelectorAll('.job.dead').length === 3`, "the morgue")
+	b.open(base + "/cluster")
+	b.waitFor(`document.querySelectorAll('tr[data-member]').length === 4`, "the members")
+	require.Equal(t, "http://10.0.0.2:8080"+base+"/", eval[string](b, `document.querySelector('tr[data-member="node-b"] td:nth-child(3) a').href`))
+	b.click(`.brand`)
+	b.waitFor(`location.pathname === '`+base+`/' && document.querySelector('tr[data-queue="orders"]')`, "the overview")
+	b.open(base + "/no/such/page")
+	b.waitText(`.empty-title`, "Page not found")
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Empty(t, outside, "every request of the browser is below %s", base)
 }

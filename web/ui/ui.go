@@ -1,7 +1,8 @@
 // Package ui is Orderly's dashboard: a single-page web app, embedded in the
 // binary, that operators use to watch queues and act on them.
 //
-// Handler serves it. Mount it as web.Config.UI: the API server hands it
+// Handler serves it (HandlerAt under a base path, web.Config.BasePath).
+// Mount it as web.Config.UI: the API server hands it
 // GET and HEAD of every path outside /api/, /metrics and the probes, without
 // the bearer token, so the files here are static and hold no data. The
 // app reads everything through the JSON API (package web).
@@ -92,7 +93,14 @@ var contentTypes = map[string]string{
 
 // Handler returns the dashboard's http.Handler. It holds the embedded files
 // in memory and is safe for concurrent use.
-func Handler() http.Handler {
+func Handler() http.Handler { return HandlerAt("") }
+
+// HandlerAt returns the dashboard's http.Handler for a dashboard the
+// browser reaches under basePath ("/orderly"; "" for the root), as
+// web.Config.BasePath serves it: the handler gets the paths below it
+// (/assets/app.js), while the shell names its files under it
+// (/orderly/assets/app.js), and the app finds its routes and the API there.
+func HandlerAt(basePath string) http.Handler {
 	h := &handler{assets: map[string]*asset{}}
 	err := fs.WalkDir(static, "static", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -105,7 +113,7 @@ func Handler() http.Handler {
 		a := newAsset(p, data)
 		switch rel := strings.TrimPrefix(p, "static/"); {
 		case rel == "index.html":
-			h.shell = a
+			h.shell = newAsset(p, underBase(data, basePath))
 		case strings.HasPrefix(rel, "assets/"):
 			h.assets[strings.TrimPrefix(rel, "assets/")] = a
 		}
@@ -116,6 +124,15 @@ func Handler() http.Handler {
 		panic("ui: embedded files are missing: " + errString(err))
 	}
 	return h
+}
+
+// underBase rewrites the shell's links to the app's files (the attributes
+// that start with /assets/) to be under basePath.
+func underBase(shell []byte, basePath string) []byte {
+	for _, attr := range []string{`href="`, `src="`} {
+		shell = bytes.ReplaceAll(shell, []byte(attr+AssetsPrefix), []byte(attr+basePath+AssetsPrefix))
+	}
+	return shell
 }
 
 func errString(err error) string {

@@ -177,6 +177,10 @@ type NodeConfig struct {
 	// a proxy in front, say; "*" allows any. Other names are answered 421
 	// (a defence against DNS rebinding) [http_allowed_hosts; none].
 	HTTPAllowedHosts []string
+	// HTTPBasePath is the path under which the HTTP API, /metrics and the
+	// dashboard answer, for a proxy that forwards a sub-path with the path
+	// unchanged (web.Config.BasePath) [http_base_path; empty: the root].
+	HTTPBasePath string
 	// HTTPMaxConnections bounds the HTTP connections open at once
 	// [http_max_connections; DefaultHTTPMaxConnections].
 	HTTPMaxConnections int

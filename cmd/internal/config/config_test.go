@@ -390,6 +390,7 @@ func TestEveryKeyHasEnvAndFlag(t *testing.T) {
 		"cluster_label":        {"la", "lb"},
 		"http_allowed_hosts":   {"a.example", "b.example"},
 		"http_max_connections": {"10", "20"},
+		"http_base_path":       {"/a", "/b/c"},
 		"http_tls_cert":        {"/a.crt", "/b.crt"},
 		"http_tls_key":         {"/a.key", "/b.key"},
 		"actor_tls_cert":       {"/a.crt", "/b.crt"},

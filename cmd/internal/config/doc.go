@@ -17,6 +17,7 @@
 //	  http_token: s3cret                # bearer token of the HTTP API
 //	  http_read_token: v1ew3r           # opens reads only: views, GETs, /metrics
 //	  http_allowed_hosts: [orderly.internal]  # Host names answered without a token
+//	  http_base_path: /orderly          # serve under a proxy's sub-path; empty = the root
 //	  http_max_connections: 1024        # at most half the open-file limit
 //	  http_tls_cert: /etc/orderly/tls.crt     # serve HTTPS (with http_tls_key)
 //	  http_tls_key: /etc/orderly/tls.key

@@ -137,6 +137,8 @@ func settings() []setting {
 			func(n *NodeConfig) *bool { return &n.HTTPPublic }, nil},
 		field[[]string]{"http_allowed_hosts", "comma-separated host names a request may name (Host) without http_token, besides localhost and the node's addresses; * for any",
 			func(n *NodeConfig) *[]string { return &n.HTTPAllowedHosts }, checkAllowedHosts},
+		field[string]{"http_base_path", "path the HTTP API, /metrics and the dashboard answer under, such as /orderly, for a proxy that forwards a sub-path unchanged; empty: the root",
+			func(n *NodeConfig) *string { return &n.HTTPBasePath }, checkBasePath},
 		field[int]{"http_max_connections", "HTTP connections open at once, at most half the open-file limit",
 			func(n *NodeConfig) *int { return &n.HTTPMaxConnections }, checkBetween(1, maxHTTPConnections)},
 		field[string]{"http_tls_cert", "PEM certificate file: the HTTP API and dashboard serve HTTPS (with http_tls_key)",

@@ -349,6 +349,33 @@ func checkAllowedHosts(hosts []string) error {
 	return nil
 }
 
+// checkBasePath checks http_base_path as web.ValidateBasePath does (a
+// test keeps them in step; this package does not link the HTTP server):
+// empty, or '/' and segments of letters, digits, '-', '.', '_' and '~',
+// without a trailing slash.
+func checkBasePath(p string) error {
+	if p == "" {
+		return nil
+	}
+	if !strings.HasPrefix(p, "/") {
+		return fmt.Errorf("%q must start with '/', as in /orderly", p)
+	}
+	if strings.HasSuffix(p, "/") {
+		return fmt.Errorf("%q must not end with '/': write /orderly, or nothing to serve at the root", p)
+	}
+	for _, seg := range strings.Split(p[1:], "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return fmt.Errorf("%q has an empty, '.' or '..' segment", p)
+		}
+		if strings.ContainsFunc(seg, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-._~", r))
+		}) {
+			return fmt.Errorf("%q: only letters, digits, '-', '.', '_', '~' and '/' between segments are allowed", p)
+		}
+	}
+	return nil
+}
+
 // checkPath checks a file path; the file is read when the node starts.
 func checkPath(s string) error {
 	if strings.ContainsFunc(s, unicode.IsControl) || !utf8.ValidString(s) {

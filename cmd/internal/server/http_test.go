@@ -7,6 +7,7 @@ import (
 
 	"github.com/orderlyhq/orderly/cmd/internal/config"
 	"github.com/orderlyhq/orderly/web"
+	"github.com/orderlyhq/orderly/web/apiv1"
 )
 
 func TestDefaultsMatchWeb(t *testing.T) {
@@ -48,4 +49,22 @@ func TestAllowedHosts(t *testing.T) {
 	} {
 		require.Equal(t, want, allowedHosts(config.NodeConfig{HTTP: http, HTTPAllowedHosts: []string{"a.example"}}), http)
 	}
+}
+
+// The HTTP API shows each queue's max_concurrency and rate_limit as the
+// workers get them: a rate_limit without a burst has the burst the worker
+// uses.
+func TestQueueLimits(t *testing.T) {
+	t.Parallel()
+	got := queueLimits([]config.QueueConfig{
+		{Name: "free"},
+		{Name: "capped", MaxConcurrency: 4},
+		{Name: "rated", RateLimit: &config.RateLimitConfig{PerSecond: 2.5}},
+		{Name: "both", MaxConcurrency: 1, RateLimit: &config.RateLimitConfig{PerSecond: 10, Burst: 20}},
+	})
+	require.Equal(t, map[string]apiv1.QueueLimits{
+		"capped": {MaxConcurrency: 4},
+		"rated":  {RateLimit: &apiv1.RateLimit{PerSecond: 2.5, Burst: 3}},
+		"both":   {MaxConcurrency: 1, RateLimit: &apiv1.RateLimit{PerSecond: 10, Burst: 20}},
+	}, got)
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/orderlyhq/orderly/persistence/redisurl"
 	"github.com/orderlyhq/orderly/web"
 	"github.com/orderlyhq/orderly/web/apiv1"
+	"github.com/orderlyhq/orderly/web/history"
 	"github.com/orderlyhq/orderly/web/ui"
 )
 
@@ -121,6 +122,8 @@ type process struct {
 	maxConns int
 	node     *orderly.Node
 	api      *web.Server
+	// history records the queues' metrics once a minute for the charts.
+	history *history.Recorder
 }
 
 // wrapStore builds the store on the Redis client and wraps it: metrics
@@ -220,17 +223,21 @@ func (p *process) newAPI() error {
 		p.log.Warn("http_max_connections lowered to half the open-file limit, so that HTTP clients cannot take the descriptors Redis, gossip and webhooks need; raise the limit (ulimit -n) to allow more",
 			"http_max_connections", maxConns, "configured", n.HTTPMaxConnections, "open_file_limit", fileLimit)
 	}
+	p.history = history.New(p.rdb, history.Config{Prefix: n.RedisPrefix, Logger: p.log})
 	api, err := web.New(&web.Config{
 		Store: p.store, Ready: p.ready, Logger: p.log, Token: n.HTTPToken,
 		ReadToken:       n.HTTPReadToken,
 		EmbeddedStore:   n.Redis == "",
 		StateQueues:     stateQueues(p.cfg.Queues),
+		QueueLimits:     queueLimits(p.cfg.Queues),
+		History:         p.history,
 		MaxPayloadBytes: n.MaxPayloadBytes,
 		AllowedHosts:    allowedHosts(n),
 		MaxConnections:  maxConns,
 		TLS:             p.tls,
 		Metrics:         p.metrics.Handler(),
-		UI:              ui.Handler(),
+		UI:              ui.HandlerAt(n.HTTPBasePath),
+		BasePath:        n.HTTPBasePath,
 		Periodic:        p.periodic,
 		SetPaused:       p.setPaused,
 		Members:         p.members,
@@ -322,13 +329,15 @@ func (p *process) serve(ctx context.Context, signals <-chan os.Signal) error {
 	if p.tls != nil {
 		scheme = "https://"
 	}
-	p.log.Info("HTTP API listening", "http", scheme+p.ln.Addr().String(), "max_connections", p.maxConns)
+	p.log.Info("HTTP API listening", "http", scheme+p.ln.Addr().String()+p.cfg.Node.HTTPBasePath, "max_connections", p.maxConns)
 
 	fatal := make(chan error, 1)
 	// The check uses the Redis client, which Run closes once serve
 	// returns: stop the check and wait for it first.
 	stopCheck := p.checkServerLater(ctx, fatal)
 	defer stopCheck()
+	stopHistory := p.recordHistory(ctx)
+	defer stopHistory()
 
 	runErr := wait(ctx, p.node, signals, httpErr, fatal, p.log)
 	stopErr := stopNode(p.node, signals, p.log)
@@ -355,6 +364,19 @@ func (p *process) checkServerLater(ctx context.Context, fatal chan<- error) (sto
 	go func() {
 		defer close(done)
 		checkServer(checkCtx, p.rdb, p.cfg.Node.AllowEviction, p.log, fatal)
+	}()
+	return func() { cancel(); <-done }
+}
+
+// recordHistory records the queues' metrics once a minute (package
+// history) until the returned function is called, which waits for the
+// recording to stop: it uses the Redis client, which Run closes.
+func (p *process) recordHistory(ctx context.Context) (stop func()) {
+	hctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.history.Run(hctx, history.StoreStats(p.store))
 	}()
 	return func() { cancel(); <-done }
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/cmd/internal/config"
+	"github.com/orderlyhq/orderly/web/apiv1"
 	"github.com/orderlyhq/orderly/webhook"
 )
 
@@ -185,6 +186,22 @@ func stateQueues(queues []config.QueueConfig) map[string]int {
 	for _, q := range queues {
 		if q.State {
 			out[q.Name] = q.MaxStateBytes
+		}
+	}
+	return out
+}
+
+// queueLimits maps each queue with a max_concurrency or a rate_limit to
+// them, for the queue answers of the HTTP API.
+func queueLimits(queues []config.QueueConfig) map[string]apiv1.QueueLimits {
+	out := map[string]apiv1.QueueLimits{}
+	for _, q := range queues {
+		l := apiv1.QueueLimits{MaxConcurrency: q.MaxConcurrency}
+		if r := rateLimit(q.RateLimit); r != nil {
+			l.RateLimit = &apiv1.RateLimit{PerSecond: r.PerSecond, Burst: r.Burst}
+		}
+		if l.MaxConcurrency > 0 || l.RateLimit != nil {
+			out[q.Name] = l
 		}
 	}
 	return out

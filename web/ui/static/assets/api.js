@@ -2,6 +2,8 @@
 // which adds the bearer token, turns failures into ApiErrors that say what
 // failed, and asks the operator for a token when the API answers 401.
 
+import {BASE} from './base.js';
+
 const TOKEN_KEY = 'orderly.token';
 const TIMEOUT_MS = 15000;
 
@@ -68,7 +70,7 @@ export function seg(s) {
 export const isDotId = (id) => id === '.' || id === '..';
 
 /** path joins escaped segments into an API path: path('queues', q, 'jobs'). */
-export const path = (...segs) => '/api/v1/' + segs.map(seg).join('/');
+export const path = (...segs) => BASE + '/api/v1/' + segs.map(seg).join('/');
 
 // parseJSON parses an answer keeping payload numbers exact: a number whose
 // text a double cannot reproduce (a 64-bit id, 1.0) stays as written, so
@@ -166,4 +168,6 @@ export const api = {
   cluster: (opts) => get(path('cluster'), opts),
   periodic: (opts) => get(path('periodic'), opts),
   access: (opts) => get(path('access'), opts),
+  history: (minutes, opts) => get(path('history') + query({minutes}), opts),
+  queueHistory: (q, minutes, opts) => get(path('queues', q, 'history') + query({minutes}), opts),
 };

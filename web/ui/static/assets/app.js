@@ -1,6 +1,7 @@
 // The dashboard's entry point: the layout (sidebar, top bar, banners), the
 // token prompt, the live indicator, and the routes.
 
+import {appPath, href} from './base.js';
 import {h, icon, mount} from './dom.js';
 import {api, onAuthRequired, setToken, token} from './api.js';
 import {compact, num, relative} from './format.js';
@@ -9,6 +10,7 @@ import {clearBanner, emptyState, jobHref, queueHref, reportError} from './compon
 import * as router from './router.js';
 import * as overview from './overview.js';
 import * as queuePage from './queue.js';
+import * as jobs from './jobs.js';
 import * as morgue from './morgue.js';
 import * as cluster from './cluster.js';
 
@@ -16,7 +18,7 @@ import * as cluster from './cluster.js';
 const ROUTES = [
   [/^\/$/, overview.render],
   [/^\/cluster\/?$/, cluster.render],
-  [/^\/queues\/([^/]+)\/?$/, queuePage.renderJobs],
+  [/^\/queues\/([^/]+)\/?$/, jobs.renderJobs],
   [/^\/queues\/([^/]+)\/processing\/?$/, queuePage.renderProcessing],
   [/^\/queues\/([^/]+)\/job\/?$/, queuePage.renderJob],
   [/^\/queues\/([^/]+)\/morgue\/?$/, morgue.render],
@@ -56,7 +58,7 @@ const finder = h('form', {class: 'find', role: 'search', onsubmit: (e) => {
 
 // currentQueue is the queue of the page shown, if any.
 function currentQueue() {
-  const m = /^\/queues\/([^/]+)/.exec(location.pathname);
+  const m = /^\/queues\/([^/]+)/.exec(appPath(location.pathname) || '');
   try {
     return m ? decodeURIComponent(m[1]) : '';
   } catch {
@@ -85,10 +87,10 @@ function drawFinder(follow = false) {
 
 const layout = [
   h('aside', {class: 'sidebar'},
-    h('a', {class: 'brand', href: '/'}, h('img', {src: '/assets/favicon.svg', alt: '', width: 24, height: 24}), 'Orderly'),
+    h('a', {class: 'brand', href: href('/')}, h('img', {src: href('/assets/favicon.svg'), alt: '', width: 24, height: 24}), 'Orderly'),
     h('nav', {class: 'nav', 'aria-label': 'Main'},
-      h('a', {class: 'nav-link', href: '/', dataset: {nav: 'overview'}}, icon('overview'), 'Overview'),
-      h('a', {class: 'nav-link', href: '/cluster', dataset: {nav: 'cluster'}}, icon('cluster'), 'Cluster'),
+      h('a', {class: 'nav-link', href: href('/'), dataset: {nav: 'overview'}}, icon('overview'), 'Overview'),
+      h('a', {class: 'nav-link', href: href('/cluster'), dataset: {nav: 'cluster'}}, icon('cluster'), 'Cluster'),
       h('div', {class: 'nav-section'}, 'Queues'),
       navQueues),
     h('div', {class: 'sidebar-foot'}, signOut)),
@@ -112,7 +114,7 @@ function drawNav() {
   const qs = live.queues;
   if (!qs) return;
   const current = location.pathname;
-  const key = current + JSON.stringify(qs.map((q) => [q.name, q.length, q.morgue_length]));
+  const key = current + JSON.stringify(qs.map((q) => [q.name, q.length, q.morgue_length, q.paused]));
   if (key === navKey) return;
   navKey = key;
   mount(navQueues, qs.length === 0
@@ -122,6 +124,9 @@ function drawNav() {
       const active = current === href || current.startsWith(href + '/');
       return h('a', {class: ['nav-link', 'nav-queue', active && 'active'], href, title: q.name, dataset: {queue: q.name}},
         h('span', {class: 'nav-queue-name'}, q.name),
+        // A paused queue starts no handler call on any node.
+        q.paused ? h('span', {class: 'nav-paused', title: 'Paused: no node starts a handler call of this queue'},
+          icon('pause'), h('span', {class: 'sr-only'}, 'paused')) : null,
         // The count is always the queued jobs; a dead count, when there
         // is one, is a second badge of its own colour.
         q.morgue_length > 0
@@ -225,8 +230,8 @@ function render(page, params, query) {
   clearBanner('action'); // a failed action belongs to the page it was made on
   for (const a of document.querySelectorAll('.nav > .nav-link')) {
     const nav = a.dataset.nav;
-    a.classList.toggle('active', (nav === 'overview' && location.pathname === '/') ||
-      (nav === 'cluster' && location.pathname.startsWith('/cluster')));
+    const p = appPath(location.pathname);
+    a.classList.toggle('active', (nav === 'overview' && p === '/') || (nav === 'cluster' && p !== null && p.startsWith('/cluster')));
   }
   drawNav();
   drawFinder(true);
@@ -234,7 +239,7 @@ function render(page, params, query) {
   window.scrollTo(0, 0);
   if (!page) {
     mount(content, emptyState('alert', 'Page not found',
-      [`Nothing lives at ${params[0]}. `, h('a', {href: '/'}, 'Back to the overview')]));
+      [`Nothing lives at ${params[0]}. `, h('a', {href: href('/')}, 'Back to the overview')]));
     document.title = 'Not found · Orderly';
     return;
   }

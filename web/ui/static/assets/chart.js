@@ -8,7 +8,7 @@ import {h, svg, mount} from './dom.js';
 import {clock} from './format.js';
 
 const PAD = {left: 52, right: 14, top: 12, bottom: 26};
-const TIME_STEPS = [5, 10, 15, 30, 60, 120, 300, 600];
+const TIME_STEPS = [5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600];
 
 // niceStep rounds a raw tick step up to 1, 2 or 5 times a power of ten.
 function niceStep(raw) {

@@ -2,9 +2,10 @@
 // shard map, who holds the lease of each shard of each queue. Refreshed
 // live, so nodes joining, draining and dying show up within seconds.
 
+import {BASE} from './base.js';
 import {h, mount} from './dom.js';
 import {api} from './api.js';
-import {num, plural} from './format.js';
+import {localTime, looksLikeTime, num, plural} from './format.js';
 import {setSelf} from './live.js';
 import {clearBanner, emptyState, every, loading, queueHref, reportError} from './components.js';
 
@@ -21,6 +22,26 @@ export function ownerColours(members, shards) {
   return new Map(names.map((n, i) => [n, i % PALETTE_SIZE]));
 }
 
+// A shard's cell is 52 px wide: it shows the last EPOCH_DIGITS digits of
+// its lease epoch, which is the Redis time in milliseconds when the lease
+// was taken (at least the previous epoch + 1), 13 digits today. Those
+// digits change whenever the lease changes hands; the tooltip has it all.
+const EPOCH_DIGITS = 4;
+const EPOCH_EXAMPLE = 1712345678901;
+
+/** epochShort is the cell's form of an epoch: …8901 for 1712345678901, small epochs whole. */
+export function epochShort(epoch) {
+  const s = String(epoch);
+  return s.length > EPOCH_DIGITS ? '…' + s.slice(-EPOCH_DIGITS) : s;
+}
+
+// epochTitle is the tooltip's line of an epoch: the whole number and, when
+// it reads as a time in milliseconds (2001 to 2286), that time.
+function epochTitle(epoch) {
+  const sec = epoch / 1000;
+  return `lease epoch: ${epoch}` + (looksLikeTime(sec) ? ` (taken ${localTime(sec)})` : '');
+}
+
 // An address is shown as a link to that node's dashboard only when it looks
 // like host:port: the value comes from gossip and is not trusted.
 const ADDR = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/;
@@ -28,7 +49,7 @@ const ADDR = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/;
 function addr(a) {
   if (!a) return h('span', {class: 'muted'}, '—');
   if (!ADDR.test(a)) return h('span', {class: 'mono'}, a);
-  return h('a', {class: 'mono', href: `http://${a}/`, target: '_blank', rel: 'noopener noreferrer',
+  return h('a', {class: 'mono', href: `http://${a}${BASE}/`, target: '_blank', rel: 'noopener noreferrer',
     title: 'Open this node\'s dashboard'}, a);
 }
 
@@ -115,7 +136,9 @@ export function render(root, {signal}) {
       h('span', {class: 'legend-item', dataset: {owner: name}},
         h('span', {class: ['swatch', `o${i}`]}), name, alive.has(name) ? null : h('span', {class: 'muted'}, ' (not alive)'))),
     h('span', {class: 'legend-item'}, h('span', {class: 'swatch unowned'}), 'no lease'),
-    h('span', {class: 'legend-item muted', id: 'epoch-legend'}, 'e7: the lease epoch, which grows each time the shard changes owner'));
+    h('span', {class: 'legend-item muted', id: 'epoch-legend'},
+      `${epochShort(EPOCH_EXAMPLE)}: the last ${EPOCH_DIGITS} digits of the lease epoch (Redis time in ms when the lease was taken), `,
+      'which changes each time the shard changes owner; hover a shard for the whole epoch'));
     mount(map, legend, queues.map((q) => {
       const shards = c.shards.filter((s) => s.queue === q);
       const owners = new Set(shards.map((s) => s.owner).filter(Boolean));
@@ -127,8 +150,8 @@ export function render(root, {signal}) {
           return h('div', {
             class: ['shard', s.owner ? `o${colours.get(s.owner)}` : 'unowned', stale && 'stale'],
             dataset: {queue: q, shard: s.shard, owner: s.owner},
-            title: `${q} shard ${s.shard}\nowner: ${s.owner || 'none'}${stale ? ' (not alive)' : ''}\nlease epoch: ${s.epoch}`,
-          }, h('span', {class: 'shard-no'}, String(s.shard)), h('span', {class: 'shard-epoch'}, `e${s.epoch}`));
+            title: `${q} shard ${s.shard}\nowner: ${s.owner || 'none'}${stale ? ' (not alive)' : ''}\n${epochTitle(s.epoch)}`,
+          }, h('span', {class: 'shard-no'}, String(s.shard)), h('span', {class: 'shard-epoch'}, epochShort(s.epoch)));
         })));
     }));
   }

@@ -1,6 +1,7 @@
 // Building blocks shared by the pages: banners, toasts, the confirmation
 // dialog, job cards, payloads, times, empty states and the queue header.
 
+import {href} from './base.js';
 import {h, icon, mount} from './dom.js';
 import {seg} from './api.js';
 import {compact, duration, localTime, looksLikeTime, num, payloadText, plural, relative} from './format.js';
@@ -89,7 +90,7 @@ export function confirmDialog({title, message, confirm = 'Confirm', danger = fal
 
 /** queueHref is the dashboard path of a queue's page: tab '' (jobs), 'processing' or 'morgue'. */
 export function queueHref(q, tab = '', params) {
-  let p = '/queues/' + seg(q) + (tab ? '/' + tab : '');
+  let p = href('/queues/' + seg(q) + (tab ? '/' + tab : ''));
   if (params) {
     const s = new URLSearchParams(params).toString();
     if (s) p += '?' + s;
@@ -102,7 +103,7 @@ export function queueHref(q, tab = '', params) {
  * path segment "." or ".." (even escaped as %2E) is resolved away by the
  * browser's URL parser, a query value is kept as it is.
  */
-export const jobHref = (q, id) => '/queues/' + seg(q) + '/job?id=' + encodeURIComponent(id);
+export const jobHref = (q, id) => href('/queues/' + seg(q) + '/job?id=' + encodeURIComponent(id));
 
 /** idText shows an id in monospace, truncated with the full id as tooltip. */
 export const idText = (id, cls) => h('span', {class: ['id', cls], title: id}, id === '' ? '(empty)' : id);
@@ -235,6 +236,29 @@ const HEADER_STATS = [
   ['lag', 'Lag'], ['busy', 'Busy'], ['processed', 'Processed'], ['failed', 'Failed'],
 ];
 
+const TAB_NAMES = {processing: 'Processing', morgue: 'Morgue'};
+
+/**
+ * drawLimits shows a queue's max_concurrency and rate_limit (docs/contract.md
+ * §9) as the answering node is configured, or that it has none.
+ */
+function drawLimits(el, m) {
+  const r = m.rate_limit;
+  const key = JSON.stringify([m.max_concurrency || 0, r || null]);
+  if (el.dataset.key === key) return;
+  el.dataset.key = key;
+  const chip = (k, text, title) => h('span', {class: 'chip limit', dataset: {limit: k}, title},
+    h('span', {class: 'limit-key'}, k), ' ', text);
+  mount(el,
+    m.max_concurrency > 0
+      ? chip('max_concurrency', num(m.max_concurrency), `At most ${plural(m.max_concurrency, 'handler call')} of this queue at once, cluster-wide`)
+      : chip('max_concurrency', 'none', 'No cluster-wide limit on the calls running at once (as the answering node is configured)'),
+    r
+      ? chip('rate_limit', `${num(r.per_second)}/s, burst ${num(r.burst)}`,
+        `Handler calls start at most ${num(r.per_second)} a second cluster-wide, in bursts of at most ${num(r.burst)}`)
+      : chip('rate_limit', 'none', 'No rate limit (as the answering node is configured)'));
+}
+
 /**
  * queueHeader is the top of every page of a queue. tab is 'jobs',
  * 'processing', 'morgue' or 'job'; actions are extra nodes for the right
@@ -252,11 +276,15 @@ export function queueHeader(q, tab, signal, actions) {
   const shards = h('span', {class: 'muted'});
   const pausedBadge = h('span', {class: 'badge paused', id: 'queue-paused', hidden: true,
     title: 'No node starts a handler call of this queue; enqueues are accepted'}, 'paused');
+  const limits = h('span', {class: 'qlimits', id: 'queue-limits'});
+  const sep = () => h('span', {class: 'sep'}, '/');
   const head = h('div', {class: 'qhead'},
-    h('div', {class: 'crumbs'}, h('a', {href: '/'}, 'Overview'), h('span', {class: 'sep'}, '/'), 'Queues',
-      tab === 'job' ? [h('span', {class: 'sep'}, '/'), h('a', {href: queueHref(q)}, q), h('span', {class: 'sep'}, '/'), 'Job'] : null),
+    h('nav', {class: 'crumbs', 'aria-label': 'Breadcrumb'}, h('a', {href: href('/')}, 'Overview'), sep(), 'Queues', sep(),
+      tab === 'jobs' ? h('span', {class: 'crumb-queue', 'aria-current': 'page', title: q}, q)
+        : h('a', {class: 'crumb-queue', href: queueHref(q), title: q}, q),
+      tab === 'job' ? [sep(), 'Job'] : tab !== 'jobs' ? [sep(), TAB_NAMES[tab]] : null),
     h('div', {class: 'page-head'},
-      h('div', {class: 'page-title'}, h('h1', {class: 'qname', title: q}, q), pausedBadge, shards),
+      h('div', {class: 'page-title'}, h('h1', {class: 'qname', title: q}, q), pausedBadge, shards, limits),
       h('div', {class: 'page-actions'}, actions)),
     stats,
     h('nav', {class: 'tabs'},
@@ -266,7 +294,7 @@ export function queueHeader(q, tab, signal, actions) {
 
   const unknown = h('p', {class: 'notice', id: 'unknown-queue', hidden: true},
     icon('alert'), h('span', null, `No queue named ${JSON.stringify(q)} is registered: there is nothing to act on. `,
-      h('a', {href: '/'}, 'See the queues')));
+      h('a', {href: href('/')}, 'See the queues')));
   head.append(unknown);
   const draw = () => {
     const m = liveQueue(q);
@@ -278,6 +306,7 @@ export function queueHeader(q, tab, signal, actions) {
     pausedBadge.hidden = !m.paused;
     head.classList.toggle('queue-paused', !!m.paused);
     shards.textContent = plural(m.shards, 'shard');
+    drawLimits(limits, m);
     for (const [k] of HEADER_STATS) {
       const el = values[k];
       if (k === 'lag') {

@@ -10,6 +10,7 @@ import {
   reportError, timeText, toast,
 } from './components.js';
 import {boundValue, filterBar, pager, readFilters, searchBar, searchBounds} from './filters.js';
+import {selection} from './selection.js';
 
 const MORGUE_ORDERS = ['id', 'updated_at'];
 const PAGE_SIZE = 50;
@@ -19,38 +20,21 @@ export function render(root, {params: [q], query, signal}) {
   document.title = `${q} · morgue · Orderly`;
   const base = queueHref(q, 'morgue');
   const f = readFilters(query, MORGUE_ORDERS);
-  const selected = new Set();
   let entries = [];
 
   const list = h('div', {class: 'list'}, loading('Loading the morgue…'));
-  const selectAll = h('input', {type: 'checkbox', id: 'select-all', 'aria-label': 'Select every entry of this page'});
-  const selCount = h('span', {class: 'sel-count muted'});
   const requeueSel = button('Requeue selected', {icon: 'requeue', small: true, id: 'requeue-selected', write: true, kind: 'primary'});
   const deleteSel = button('Delete selected', {icon: 'trash', small: true, id: 'delete-selected', write: true, kind: 'danger-outline'});
   const requeueAll = button('Requeue all', {icon: 'requeue', small: true, id: 'requeue-all', write: true});
   const deleteAll = button('Delete all', {icon: 'trash', small: true, id: 'delete-all', write: true, kind: 'danger-outline'});
-
-  const drawSelection = () => {
-    const n = selected.size;
-    selCount.textContent = n ? `${plural(n, 'entry', 'entries')} selected` : 'Select entries to act on them';
-    requeueSel.disabled = deleteSel.disabled = n === 0;
-    selectAll.checked = n > 0 && n === entries.length;
-    selectAll.indeterminate = n > 0 && n < entries.length;
-    selectAll.disabled = entries.length === 0;
+  const sel = selection({list, noun: ['entry', 'entries'], buttons: [requeueSel, deleteSel], onDraw: () => {
     const m = liveQueue(q);
     requeueAll.disabled = deleteAll.disabled = entries.length === 0 && (!m || m.morgue_length === 0);
-    for (const box of list.querySelectorAll('input[data-select]')) box.checked = selected.has(box.dataset.select);
-    for (const card of list.querySelectorAll('.job[data-id]')) card.classList.toggle('selected', selected.has(card.dataset.id));
-  };
-  selectAll.addEventListener('change', () => {
-    selected.clear();
-    if (selectAll.checked) for (const e of entries) selected.add(e.id);
-    drawSelection();
-  });
+  }});
 
   // act runs a morgue action after the operator confirms it.
   const act = async ({verb, all}) => {
-    const ids = [...selected];
+    const ids = sel.ids();
     const total = liveQueue(q)?.morgue_length;
     const what = all
       ? (total !== undefined ? `all ${plural(total, 'entry', 'entries')}` : 'every entry')
@@ -64,16 +48,16 @@ export function render(root, {params: [q], query, signal}) {
       confirm: requeue ? 'Requeue' : 'Delete', danger: !requeue,
     });
     if (!ok) return;
-    const sel = all ? {all: true} : {ids};
+    const body = all ? {all: true} : {ids};
     try {
-      const a = requeue ? await api.requeue(q, sel) : await api.deleteDead(q, sel);
+      const a = requeue ? await api.requeue(q, body) : await api.deleteDead(q, body);
       const n = requeue ? a.requeued : a.deleted;
       toast(`${requeue ? 'Requeued' : 'Deleted'} ${plural(n, 'job')}`);
       clearBanner('action');
     } catch (e) {
       reportError('action', `${requeue ? 'Requeue' : 'Delete'} failed.`, e);
     }
-    selected.clear();
+    sel.clear();
     refreshLive();
     load();
   };
@@ -83,12 +67,7 @@ export function render(root, {params: [q], query, signal}) {
   deleteAll.addEventListener('click', () => act({verb: 'delete', all: true}));
 
   const card = (e) => {
-    const box = h('input', {type: 'checkbox', class: 'select', dataset: {select: e.id}, 'aria-label': `Select ${e.id}`,
-      checked: selected.has(e.id), onchange: (ev) => {
-        if (ev.target.checked) selected.add(e.id);
-        else selected.delete(e.id);
-        drawSelection();
-      }});
+    const box = sel.box(e.id);
     return h('article', {class: 'job dead', dataset: {id: e.id}},
       h('header', {class: 'job-head'},
         h('label', {class: 'check', dataset: {write: ''}}, box),
@@ -116,7 +95,7 @@ export function render(root, {params: [q], query, signal}) {
       clearBanner('morgue');
       if (signal.aborted) return;
       entries = page.entries;
-      for (const id of [...selected]) if (!entries.some((e) => e.id === id)) selected.delete(id);
+      sel.setRows(entries.map((e) => e.id));
       if (entries.length === 0) {
         const filtered = f.min || f.max || f.cursor;
         const searched = f.idprefix || f.error;
@@ -131,10 +110,11 @@ export function render(root, {params: [q], query, signal}) {
     } catch (e) {
       if (signal.aborted) return;
       entries = [];
+      sel.setRows([]);
       reportError('morgue', `Could not list the morgue of ${q}.`, e);
       mount(list, emptyState('alert', 'The listing failed', e.message));
     }
-    drawSelection();
+    sel.draw();
   };
 
   mount(root,
@@ -145,10 +125,10 @@ export function render(root, {params: [q], query, signal}) {
       quick: [['Newest first', {order: 'updated_at', dir: 'desc'}], ['Oldest first', {order: 'updated_at'}],
         ['Last hour', {order: 'updated_at', min: '-1h', dir: 'desc'}], ['By id', {}]]}),
     h('div', {class: 'bulkbar', dataset: {write: ''}},
-      h('label', {class: 'check'}, selectAll), selCount, requeueSel, deleteSel,
+      h('label', {class: 'check'}, sel.selectAll), sel.count, requeueSel, deleteSel,
       h('span', {class: 'spacer'}), requeueAll, deleteAll),
     list);
   signal.addEventListener('abort', () => clearBanner('morgue'));
-  drawSelection();
+  sel.draw();
   load();
 }

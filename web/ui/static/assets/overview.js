@@ -3,7 +3,7 @@
 
 import {h, mount} from './dom.js';
 import {compact, duration, localTime, num, rate} from './format.js';
-import {live, subscribe, WINDOW_SEC} from './live.js';
+import {live, subscribe} from './live.js';
 import {emptyState, loading, queueHref, timeText} from './components.js';
 import {api} from './api.js';
 import {lineChart} from './chart.js';
@@ -41,6 +41,29 @@ export function totals(queues) {
     for (const k of Object.keys(t)) t[k] = k === 'lag' ? Math.max(t.lag, q.lag) : t[k] + q[k];
   }
   return t;
+}
+
+// The charts' time ranges: [label, seconds]. Beyond the minutes the page
+// polled itself, they draw the node's per-minute history
+// (GET /api/v1/history), so they survive a reload and show a day.
+const RANGES = [['5m', 300], ['1h', 3600], ['6h', 21600], ['24h', 86400]];
+const DEFAULT_RANGE = 3600;
+// How often the history is read again: a new sample comes each minute.
+const HISTORY_MS = 30000;
+
+/**
+ * historySeries turns the history's minutes into chart points: the lag at
+ * each turn of the minute, and the processed and failed of the minute
+ * before it as per-second averages.
+ */
+export function historySeries(minutes) {
+  const lag = [], processed = [], failed = [];
+  for (const m of minutes) {
+    lag.push({t: m.t, v: m.lag});
+    if (m.processed !== null) processed.push({t: m.t, v: m.processed / 60});
+    if (m.failed !== null) failed.push({t: m.t, v: m.failed / 60});
+  }
+  return {lag, processed, failed};
 }
 
 /** rates turns the samples' counters into per-second deltas between polls. */
@@ -81,7 +104,31 @@ export function render(root, {signal}) {
       cardValues[k] = h('div', {class: 'card-value'}, '—'),
       h('div', {class: 'card-hint'}, hint))));
 
-  const lagChart = lineChart({format: (v) => duration(v), label: 'Lag over the last minutes'});
+  // The range shown, and the history of the node behind it.
+  let range = DEFAULT_RANGE;
+  let hist = {lag: [], processed: [], failed: []};
+  let histAt = 0;
+  const loadHistory = () => {
+    histAt = Date.now();
+    api.history(Math.min(1440, Math.ceil(range / 60)), {signal}).then((a) => {
+      hist = historySeries(a.minutes || []);
+      draw();
+    }).catch(() => {}); // a node without history: the charts show what the page polls
+  };
+  const rangeSwitch = h('div', {class: 'seg chart-range', role: 'group', 'aria-label': 'Time range', id: 'chart-range'},
+    RANGES.map(([label, sec]) => h('button', {type: 'button', class: ['seg-btn', sec === range && 'active'],
+      'aria-pressed': String(sec === range), dataset: {range: label}, onclick: () => {
+        range = sec;
+        for (const b of rangeSwitch.querySelectorAll('.seg-btn')) {
+          const on = b.dataset.range === label;
+          b.classList.toggle('active', on);
+          b.setAttribute('aria-pressed', String(on));
+        }
+        loadHistory();
+        draw();
+      }}, label)));
+
+  const lagChart = lineChart({format: (v) => duration(v), label: 'Lag over time'});
   const tputChart = lineChart({format: rate, label: 'Processed and failed per second'});
   const lagNow = h('span', {class: 'legend-value'});
   const procNow = h('span', {class: 'legend-value'});
@@ -132,7 +179,8 @@ export function render(root, {signal}) {
 
   mount(root,
     h('div', {class: 'page-head'}, h('div', {class: 'page-title'}, h('h1', null, 'Overview'),
-      h('span', {class: 'muted'}, 'Every queue of the cluster, live'))),
+      h('span', {class: 'muted'}, 'Every queue of the cluster, live')),
+    h('div', {class: 'page-actions'}, rangeSwitch)),
     cards, charts, table, periodic);
 
   let rowsKey = '';   // the queue names of the rows built
@@ -150,13 +198,23 @@ export function render(root, {signal}) {
     }
     queueCount.textContent = qs.length === 1 ? '1 queue' : `${qs.length} queues`;
 
-    // The window grows from a minute to WINDOW_SEC as samples accumulate.
+    // The history's minutes, then what the page polled since the last of
+    // them; the window grows from a minute to the range as points
+    // accumulate.
+    if (Date.now() - histAt > HISTORY_MS) loadHistory();
     const now = live.updatedAt;
-    const first = live.samples.length ? live.samples[0].t : now;
-    const t0 = now - Math.min(WINDOW_SEC, Math.max(60, now - first));
+    const since = now - range;
+    const lastHist = hist.lag.length ? hist.lag.at(-1).t : -Infinity;
+    const after = (pts) => pts.filter((p) => p.t > lastHist && p.t >= since);
+    const before = (pts) => pts.filter((p) => p.t >= since);
     const r = rates(live.samples);
-    lagChart.update({series: [{label: 'lag', points: live.samples.map((s) => ({t: s.t, v: s.lag}))}], t0, t1: now});
-    tputChart.update({series: [{label: 'processed/s', points: r.processed}, {label: 'failed/s', points: r.failed}], t0, t1: now});
+    const lagPts = [...before(hist.lag), ...after(live.samples.map((s) => ({t: s.t, v: s.lag})))];
+    const procPts = [...before(hist.processed), ...after(r.processed)];
+    const failPts = [...before(hist.failed), ...after(r.failed)];
+    const first = Math.min(lagPts.length ? lagPts[0].t : now, procPts.length ? procPts[0].t : now);
+    const t0 = now - Math.min(range, Math.max(60, now - first));
+    lagChart.update({series: [{label: 'lag', points: lagPts}], t0, t1: now});
+    tputChart.update({series: [{label: 'processed/s', points: procPts}, {label: 'failed/s', points: failPts}], t0, t1: now});
     lagNow.textContent = duration(t.lag);
     procNow.textContent = r.processed.length ? rate(r.processed.at(-1).v) : '—';
     failNow.textContent = r.failed.length ? rate(r.failed.at(-1).v) : '—';

@@ -1,7 +1,7 @@
-// A queue's pages: the jobs listing (/queues/{q}), the in-flight batches
-// (/queues/{q}/processing) and one job (/queues/{q}/job?id=...), with its
-// actions (run now, kill, delete) and, on a stateful queue, its state,
-// version and timer (docs/contract.md §11).
+// A queue's pages: the in-flight batches (/queues/{q}/processing) and one
+// job (/queues/{q}/job?id=...), with its actions (run now, kill, delete)
+// and, on a stateful queue, its state, version and timer (docs/contract.md
+// §11); the queue actions of its header. The jobs listing is jobs.js.
 
 import {h, mount} from './dom.js';
 import {ApiError, api, isDotId} from './api.js';
@@ -11,17 +11,10 @@ import {
   button, clearBanner, confirmDialog, emptyState, errorBlock, every, idText, jobHref, loading, payloadList,
   queueHeader, queueHref, reportError, retryBadge, timeText, toast,
 } from './components.js';
-import {boundValue, filterBar, pager, readFilters, searchBar, searchBounds} from './filters.js';
-
-// perform_at first: the default order, a bounded read at any size (ordering
-// by id scans the queue).
-const JOB_ORDERS = ['perform_at', 'id', 'retry_count'];
-const PAGE_SIZE = 50;
-const LIST_PAYLOADS = 5;
 
 // Browsers resolve the path segments "." and ".." (escaped or not) before a
 // request leaves, so the API's DELETE cannot name those ids from here.
-const DOT_ID_NOTE = 'A browser cannot send the id "." or ".." in a URL path: delete it with the CLI or the API.';
+export const DOT_ID_NOTE = 'A browser cannot send the id "." or ".." in a URL path: delete it with the CLI or the API.';
 
 // ---- Queue actions (docs/contract.md §3.9) ----
 
@@ -70,7 +63,8 @@ function pauseButtons(q, after) {
   ];
 }
 
-function queueActions(q, after) {
+/** queueActions are the header's buttons of a queue: pause, resume and the queue actions. */
+export function queueActions(q, after) {
   return [...pauseButtons(q, after), ...Object.entries(ACTIONS).map(([action, a]) => button(a.label, {
     icon: a.icon, kind: a.kind === 'danger' ? 'danger-outline' : null, small: true, dataset: {action}, write: true,
     onclick: async () => {
@@ -95,7 +89,7 @@ function queueActions(q, after) {
 // ---- Job cards ----
 
 /** deleteJob asks, deletes the queued entry of id and reports; true when deleted. */
-async function deleteJob(q, id, payloadCount) {
+export async function deleteJob(q, id, payloadCount) {
   const ok = await confirmDialog({
     title: 'Delete this job?',
     message: [h('p', null, 'The queued entry of ', idText(id, 'inline'),
@@ -114,87 +108,6 @@ async function deleteJob(q, id, payloadCount) {
     reportError('action', 'Delete failed.', e);
     return false;
   }
-}
-
-/** jobCard renders one queued job of a listing. */
-function jobCard(q, j, onDeleted) {
-  const del = isDotId(j.id)
-    ? button('', {icon: 'trash', kind: 'ghost icon-only', small: true, disabled: true, title: DOT_ID_NOTE, write: true})
-    : button('', {icon: 'trash', kind: 'ghost icon-only', small: true, title: 'Delete this job', dataset: {delete: j.id}, write: true,
-      onclick: async () => {
-        if (await deleteJob(q, j.id, j.payload_count)) onDeleted();
-      }});
-  return h('article', {class: 'job', dataset: {id: j.id}},
-    h('header', {class: 'job-head'},
-      h('a', {class: 'job-id', href: jobHref(q, j.id), title: j.id}, j.id === '' ? '(empty)' : j.id),
-      retryBadge(j.retry_count),
-      h('span', {class: 'spacer'}),
-      h('span', {class: 'job-meta'}, h('span', {class: 'meta-label'}, 'perform_at'), timeText(j.perform_at)),
-      h('span', {class: 'job-meta muted'}, plural(j.payload_count, 'payload')),
-      del),
-    errorBlock(j.error),
-    payloadList(j.payloads, j.payload_count, jobHref(q, j.id)));
-}
-
-// ---- /queues/{q} ----
-
-/** renderJobs is the jobs listing of a queue. */
-export function renderJobs(root, {params: [q], query, signal}) {
-  document.title = `${q} · Orderly`;
-  const base = queueHref(q);
-  const f = readFilters(query, JOB_ORDERS);
-  const list = h('div', {class: 'list'}, loading('Loading jobs…'));
-  const load = async () => {
-    let min, max;
-    try {
-      min = boundValue(f.order, f.min);
-      max = boundValue(f.order, f.max);
-    } catch (e) {
-      mount(list, emptyState('alert', 'This filter cannot be read', e.message));
-      return;
-    }
-    try {
-      const page = await api.jobs(q, {order: f.order, min, max, rev: f.rev, cursor: f.cursor, limit: f.limit || PAGE_SIZE,
-        payloads: LIST_PAYLOADS, ...searchBounds(f, {failedOnly: true})}, {signal});
-      clearBanner('jobs');
-      if (signal.aborted) return;
-      if (page.jobs.length === 0) {
-        const filtered = f.min || f.max || f.cursor;
-        const searched = f.idprefix || f.error;
-        if (searched && page.next) {
-          mount(list, emptyState('search', 'No match yet', `${page.scanned} jobs searched so far.`),
-            pager({base, orders: JOB_ORDERS, filters: f, next: page.next, shown: 'no match', scanned: page.scanned}));
-          return;
-        }
-        mount(list, emptyState('inbox', searched ? 'No match' : filtered ? 'No jobs in this range' : 'No queued jobs',
-          searched ? 'No queued job matches the search (jobs in flight are on the Processing tab).'
-            : filtered ? 'Widen the range or clear the filter.' : 'Jobs appear here when they are enqueued; jobs in flight are on the Processing tab.'));
-        return;
-      }
-      mount(list,
-        page.jobs.map((j) => jobCard(q, j, load)),
-        pager({base, orders: JOB_ORDERS, filters: f, next: page.next, shown: plural(page.jobs.length, 'job'), scanned: page.scanned}));
-    } catch (e) {
-      if (signal.aborted) return;
-      reportError('jobs', `Could not list the jobs of ${q}.`, e);
-      mount(list, emptyState('alert', 'The listing failed', e.message));
-    }
-  };
-  const refreshBtn = button('Refresh', {icon: 'refresh', small: true, onclick: () => { refreshLive(); load(); }});
-  mount(root,
-    queueHeader(q, 'jobs', signal, queueActions(q, load)),
-    searchBar({base, filters: f, what: 'jobs'}),
-    filterBar({base, orders: JOB_ORDERS, filters: f, extra: refreshBtn, quick: [
-      ['All', {}],
-      ['Fresh', {order: 'retry_count', max: '-1'}, 'retry_count -1: never failed'],
-      ['Retries', {order: 'retry_count', min: '0'}, 'retry_count ≥ 0: failed at least once'],
-      ['Due now', {order: 'perform_at', max: 'now'}, 'perform_at ≤ now'],
-      ['Scheduled', {order: 'perform_at', min: 'now'}, 'perform_at ≥ now'],
-      ['Most retried', {order: 'retry_count', dir: 'desc'}],
-    ]}),
-    list);
-  signal.addEventListener('abort', () => clearBanner('jobs'));
-  load();
 }
 
 // ---- /queues/{q}/processing ----

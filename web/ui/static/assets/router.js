@@ -1,6 +1,10 @@
 // History API routing. The server answers every path outside /api with the
 // app shell, so a route is just location.pathname: deep links and reloads
-// work, and ids travel as escaped path segments (see api.seg).
+// work, and ids travel as escaped path segments (see api.seg). Under a base
+// path (base.js), the routes are the paths below it; links and navigate()
+// take whole URL paths.
+
+import {appPath} from './base.js';
 
 let routes = [];
 let onRoute = null;
@@ -33,7 +37,11 @@ export function setQuery(params) {
 }
 
 function dispatch() {
-  const path = location.pathname;
+  const path = appPath(location.pathname);
+  if (path === null) {
+    onRoute(null, [location.pathname], {});
+    return;
+  }
   const query = Object.fromEntries(new URLSearchParams(location.search));
   for (const [re, page] of routes) {
     const m = re.exec(path);
@@ -57,7 +65,8 @@ function interceptLinks(ev) {
   const a = ev.target.closest('a[href]');
   if (!a || a.target || a.hasAttribute('download')) return;
   const url = new URL(a.href, location.href);
-  if (url.origin !== location.origin || url.pathname.startsWith('/api/')) return;
+  const p = appPath(url.pathname);
+  if (url.origin !== location.origin || p === null || p.startsWith('/api/')) return;
   ev.preventDefault();
   navigate(url.pathname + url.search);
 }
