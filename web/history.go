@@ -5,19 +5,21 @@ import (
 	"context"
 	"net/http"
 	"slices"
-	"time"
 
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/web/apiv1"
-	"github.com/orderlyhq/orderly/web/history"
 )
 
-// HistoryReader reads the per-minute history of queues (package history's
-// Recorder): the samples of the last minutes minutes of each named queue,
-// oldest first.
+// HistoryReader reads the per-minute history of queues: the samples of the
+// last minutes minutes (1 to MaxHistoryMinutes) of each named queue, oldest
+// first. The binary's reader keeps them in Redis, written once a minute by
+// every node (docs/http-api.md).
 type HistoryReader interface {
-	Read(ctx context.Context, queues []string, minutes int) (map[string][]history.Point, error)
+	Read(ctx context.Context, queues []string, minutes int) (map[string][]apiv1.Minute, error)
 }
+
+// MaxHistoryMinutes is the most minutes the history endpoints answer: a day.
+const MaxHistoryMinutes = 1440
 
 // defaultHistoryMinutes is the history answered without minutes=.
 const defaultHistoryMinutes = 60
@@ -31,7 +33,7 @@ func (s *Server) historyMinutes(r *http.Request) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := countParam(vals, "minutes", history.MaxMinutes)
+	n, err := countParam(vals, "minutes", MaxHistoryMinutes)
 	if n == 0 && err == nil {
 		n = defaultHistoryMinutes
 	}
@@ -61,13 +63,9 @@ func (s *Server) queueHistory(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ans := apiv1.History{Queue: q, Minutes: make([]apiv1.Minute, 0, len(h[q]))}
-	for _, p := range h[q] {
-		m := apiv1.Minute{T: float64(p.At.Unix()), Length: p.Length, MorgueLength: p.MorgueLength, Busy: p.Busy, Lag: p.Lag}
-		if p.Counted {
-			m.Processed, m.Failed = ptr(p.Processed), ptr(p.Failed)
-		}
-		ans.Minutes = append(ans.Minutes, m)
+	ans := apiv1.History{Queue: q, Minutes: h[q]}
+	if ans.Minutes == nil {
+		ans.Minutes = []apiv1.Minute{}
 	}
 	s.writeJSON(w, r, http.StatusOK, ans)
 	return nil
@@ -94,21 +92,23 @@ func (s *Server) allHistory(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	byT := map[time.Time]*apiv1.Minute{}
+	byT := map[float64]*apiv1.Minute{}
 	for _, pts := range h {
 		for _, p := range pts {
-			m := byT[p.At]
+			m := byT[p.T]
 			if m == nil {
-				m = &apiv1.Minute{T: float64(p.At.Unix())}
-				byT[p.At] = m
+				m = &apiv1.Minute{T: p.T}
+				byT[p.T] = m
 			}
 			m.Length += p.Length
 			m.MorgueLength += p.MorgueLength
 			m.Busy += p.Busy
 			m.Lag = max(m.Lag, p.Lag)
-			if p.Counted {
-				m.Processed = ptr(deref(m.Processed) + p.Processed)
-				m.Failed = ptr(deref(m.Failed) + p.Failed)
+			if p.Processed != nil {
+				m.Processed = ptr(deref(m.Processed) + *p.Processed)
+			}
+			if p.Failed != nil {
+				m.Failed = ptr(deref(m.Failed) + *p.Failed)
 			}
 		}
 	}

@@ -7,10 +7,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderlyhq/orderly/internal/queuehistory"
 	"github.com/orderlyhq/orderly/internal/testing/redistest"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/web"
-	"github.com/orderlyhq/orderly/web/history"
 )
 
 // The per-minute history of a queue, and of every queue's totals, as
@@ -18,7 +18,7 @@ import (
 func TestHistory(t *testing.T) {
 	t.Parallel()
 	db := redistest.New(t)
-	rec := history.New(db.Client, history.Config{Prefix: db.Prefix, Now: func() time.Time { return t0.Add(3 * time.Minute) }})
+	rec := queuehistory.New(db.Client, queuehistory.Config{Prefix: db.Prefix, Now: func() time.Time { return t0.Add(3 * time.Minute) }})
 	e := newEnv(t, func(c *web.Config) { c.History = rec })
 	e.register("other", 1)
 	e.register("quiet", 1)

@@ -153,8 +153,8 @@ type Config struct {
 	QueueLimits map[string]apiv1.QueueLimits
 
 	// History reads the queues' per-minute history for GET
-	// /api/v1/queues/{q}/history and /api/v1/history (package history's
-	// Recorder). [none: those answer 404]
+	// /api/v1/queues/{q}/history and /api/v1/history (the binary keeps it in
+	// Redis, one sample a minute per queue). [none: those answer 404]
 	History HistoryReader
 
 	// The fields below apply to Serve: a Server mounted on an http.Server

@@ -23,12 +23,12 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orderlyhq/orderly/internal/queuehistory"
 	"github.com/orderlyhq/orderly/internal/testing/redistest"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
 	"github.com/orderlyhq/orderly/web"
 	"github.com/orderlyhq/orderly/web/apiv1"
-	"github.com/orderlyhq/orderly/web/history"
 	"github.com/orderlyhq/orderly/web/ui"
 )
 
@@ -283,7 +283,7 @@ type fixture struct {
 	leases map[persistence.ShardRef]persistence.Lease
 	outage atomic.Bool // the API's store fails its reads of metrics
 	// history is the per-minute history the API serves.
-	history *history.Recorder
+	history *queuehistory.Recorder
 }
 
 // outageStore is the fixture's store as the API sees it: while outage is
@@ -330,7 +330,7 @@ func newFixtureTokens(t *testing.T, token, readToken string, embedded bool, opts
 	store, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})
 	require.NoError(t, err)
 	f := &fixture{t: t, ctx: context.Background(), store: store, leases: map[persistence.ShardRef]persistence.Lease{},
-		history: history.New(db.Client, history.Config{Prefix: db.Prefix})}
+		history: queuehistory.New(db.Client, queuehistory.Config{Prefix: db.Prefix})}
 	for q, n := range map[string]int{"orders": 4, "emails": 2, "reports": 1} {
 		require.NoError(t, store.RegisterQueue(f.ctx, persistence.QueueSpec{Name: q, Shards: n}))
 	}

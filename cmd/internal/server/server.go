@@ -30,13 +30,13 @@ import (
 	"github.com/orderlyhq/orderly/cmd/internal/config"
 	"github.com/orderlyhq/orderly/internal/embeddedredis"
 	"github.com/orderlyhq/orderly/internal/logbridge"
+	"github.com/orderlyhq/orderly/internal/queuehistory"
 	"github.com/orderlyhq/orderly/metrics"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
 	"github.com/orderlyhq/orderly/persistence/redisurl"
 	"github.com/orderlyhq/orderly/web"
 	"github.com/orderlyhq/orderly/web/apiv1"
-	"github.com/orderlyhq/orderly/web/history"
 	"github.com/orderlyhq/orderly/web/ui"
 )
 
@@ -123,7 +123,7 @@ type process struct {
 	node     *orderly.Node
 	api      *web.Server
 	// history records the queues' metrics once a minute for the charts.
-	history *history.Recorder
+	history *queuehistory.Recorder
 }
 
 // wrapStore builds the store on the Redis client and wraps it: metrics
@@ -223,7 +223,7 @@ func (p *process) newAPI() error {
 		p.log.Warn("http_max_connections lowered to half the open-file limit, so that HTTP clients cannot take the descriptors Redis, gossip and webhooks need; raise the limit (ulimit -n) to allow more",
 			"http_max_connections", maxConns, "configured", n.HTTPMaxConnections, "open_file_limit", fileLimit)
 	}
-	p.history = history.New(p.rdb, history.Config{Prefix: n.RedisPrefix, Logger: p.log})
+	p.history = queuehistory.New(p.rdb, queuehistory.Config{Prefix: n.RedisPrefix, Logger: p.log})
 	api, err := web.New(&web.Config{
 		Store: p.store, Ready: p.ready, Logger: p.log, Token: n.HTTPToken,
 		ReadToken:       n.HTTPReadToken,
@@ -376,7 +376,7 @@ func (p *process) recordHistory(ctx context.Context) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		p.history.Run(hctx, history.StoreStats(p.store))
+		p.history.Run(hctx, queuehistory.StoreStats(p.store))
 	}()
 	return func() { cancel(); <-done }
 }

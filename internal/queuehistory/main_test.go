@@ -1,4 +1,4 @@
-package history_test
+package queuehistory_test
 
 import (
 	"testing"

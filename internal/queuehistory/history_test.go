@@ -1,4 +1,4 @@
-package history_test
+package queuehistory_test
 
 import (
 	"context"
@@ -10,9 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	history "github.com/orderlyhq/orderly/internal/queuehistory"
 	"github.com/orderlyhq/orderly/internal/testing/redistest"
 	"github.com/orderlyhq/orderly/persistence"
-	"github.com/orderlyhq/orderly/web/history"
+	"github.com/orderlyhq/orderly/web/apiv1"
 )
 
 // t0 is a turn of the minute.
@@ -43,26 +44,27 @@ func TestReadCountsPerMinute(t *testing.T) {
 	}
 	got, err := r.Read(ctx, []string{"a", "b", "none"}, 60)
 	require.NoError(t, err)
-	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
-	require.Equal(t, []history.Point{
-		{At: at(0), Length: 5, MorgueLength: 2, Busy: 1, Lag: 1.5},
-		{At: at(1), Length: 7, MorgueLength: 2, Busy: 1, Lag: 2, Processed: 60, Failed: 2, Counted: true},
-		{At: at(2), Length: 3, MorgueLength: 2, Busy: 1, Lag: 0.25, Processed: 40, Failed: 0, Counted: true},
-		{At: at(4), Length: 3, MorgueLength: 2, Busy: 1},
-		{At: at(5), MorgueLength: 2, Busy: 1, Processed: 20, Failed: 1, Counted: true},
+	at := func(m int) float64 { return float64(t0.Add(time.Duration(m) * time.Minute).Unix()) }
+	n := func(v int64) *int64 { return &v }
+	require.Equal(t, []apiv1.Minute{
+		{T: at(0), Length: 5, MorgueLength: 2, Busy: 1, Lag: 1.5},
+		{T: at(1), Length: 7, MorgueLength: 2, Busy: 1, Lag: 2, Processed: n(60), Failed: n(2)},
+		{T: at(2), Length: 3, MorgueLength: 2, Busy: 1, Lag: 0.25, Processed: n(40), Failed: n(0)},
+		{T: at(4), Length: 3, MorgueLength: 2, Busy: 1},
+		{T: at(5), MorgueLength: 2, Busy: 1, Processed: n(20), Failed: n(1)},
 	}, got["a"])
 	require.Len(t, got["b"], 2)
-	require.Equal(t, int64(1), got["b"][1].Processed)
+	require.Equal(t, int64(1), *got["b"][1].Processed)
 	require.Empty(t, got["none"])
 
 	// The last minute: its count comes from the sample before it, which
 	// is read but not answered.
 	got, err = r.Read(ctx, []string{"a"}, 1)
 	require.NoError(t, err)
-	require.Equal(t, []history.Point{{At: at(5), MorgueLength: 2, Busy: 1, Processed: 20, Failed: 1, Counted: true}}, got["a"])
+	require.Equal(t, []apiv1.Minute{{T: at(5), MorgueLength: 2, Busy: 1, Processed: n(20), Failed: n(1)}}, got["a"])
 	got, err = r.Read(ctx, []string{"a"}, 3)
 	require.NoError(t, err)
-	require.Equal(t, []time.Time{at(4), at(5)}, []time.Time{got["a"][0].At, got["a"][1].At})
+	require.Equal(t, []float64{at(4), at(5)}, []float64{got["a"][0].T, got["a"][1].T})
 
 	for _, n := range []int{0, -1, history.MaxMinutes + 1} {
 		_, err := r.Read(ctx, []string{"a"}, n)
@@ -86,7 +88,7 @@ func TestOneSampleAMinute(t *testing.T) {
 	got, err := n1.Read(ctx, []string{"q"}, 10)
 	require.NoError(t, err)
 	require.Len(t, got["q"], 2)
-	require.Equal(t, int64(5), got["q"][1].Processed, "15 - 10: the first samples of each minute")
+	require.Equal(t, int64(5), *got["q"][1].Processed, "15 - 10: the first samples of each minute")
 
 	// Record takes the minute from Redis's clock: twice in a row is
 	// once, or twice when the minute turned in between.
@@ -121,8 +123,8 @@ func TestBounded(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, got["q"], history.MaxMinutes)
 	for _, p := range got["q"] {
-		require.True(t, p.Counted)
-		require.EqualValues(t, 1000, p.Processed)
+		require.NotNil(t, p.Processed)
+		require.EqualValues(t, 1000, *p.Processed)
 	}
 	if !db.Embedded {
 		size, err := db.Client.MemoryUsage(ctx, key).Result()

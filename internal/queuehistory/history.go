@@ -1,4 +1,4 @@
-// Package history keeps a per-minute history of every queue's metrics in
+// Package queuehistory keeps a per-minute history of every queue's metrics in
 // Redis, for the dashboard's charts and GET /api/v1/queues/{q}/history: a
 // day and more of processed, failed, queued, morgue, busy and lag, which
 // every node reads and which survives restarts.
@@ -15,10 +15,11 @@
 //
 // Processed and failed are the store's counters since the queue was
 // created; Read turns them into counts per minute.
-package history
+package queuehistory
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,6 +30,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/web/apiv1"
 )
 
 // Bounds of the history.
@@ -42,32 +44,12 @@ const (
 	Retention = 25 * time.Hour
 )
 
-// record appends a sample to a queue's list unless it holds one of the
-// same minute or a later one; it returns 1 when it appended.
+// record appends a sample to a queue's list (record.lua).
 //
-// KEYS[1] the queue's list
-// ARGV[1] the minute, unix seconds / 60 ("" = Redis TIME)
-// ARGV[2] the sample's values after its minute
-// ARGV[3] the samples kept
-// ARGV[4] the list's time to live, in ms
-var record = redis.NewScript(`
-local m = tonumber(ARGV[1])
-if not m then
-  local t = redis.call("TIME")
-  m = math.floor(tonumber(t[1]) / 60)
-end
-local head = redis.call("LINDEX", KEYS[1], 0)
-if head then
-  local last = tonumber(string.match(head, "^(%d+)"))
-  if last and last >= m then
-    return 0
-  end
-end
-redis.call("LPUSH", KEYS[1], string.format("%d", m) .. " " .. ARGV[2])
-redis.call("LTRIM", KEYS[1], 0, tonumber(ARGV[3]) - 1)
-redis.call("PEXPIRE", KEYS[1], ARGV[4])
-return 1
-`)
+//go:embed record.lua
+var recordLua string
+
+var record = redis.NewScript(recordLua)
 
 // Recorder writes and reads the history. It is safe for concurrent use.
 type Recorder struct {
@@ -177,24 +159,12 @@ func decode(s string) (sample, error) {
 	return v, nil
 }
 
-// Point is a queue's metrics at the turn of a minute.
-type Point struct {
-	// At is when the sample was taken: the start of its minute.
-	At time.Time
-	// Length, MorgueLength, Busy and Lag are the queue's metrics then.
-	Length, MorgueLength, Busy int64
-	Lag                        float64
-	// Processed and Failed count the ids settled in the minute before At;
-	// Counted is false when the history has no sample of that minute to
-	// count from, and they are 0.
-	Processed, Failed int64
-	Counted           bool
-}
-
 // Read returns the samples of each named queue taken in the last minutes
-// minutes (1 to MaxMinutes), oldest first, in one pipelined round trip. A
-// queue without history has none.
-func (r *Recorder) Read(ctx context.Context, queues []string, minutes int) (map[string][]Point, error) {
+// minutes (1 to MaxMinutes), oldest first, in one pipelined round trip, in
+// the HTTP API's shape: a minute's Processed and Failed count the ids
+// settled in the minute before it, nil when the history has no sample of
+// that minute to count from. A queue without history has none.
+func (r *Recorder) Read(ctx context.Context, queues []string, minutes int) (map[string][]apiv1.Minute, error) {
 	if minutes < 1 || minutes > MaxMinutes {
 		return nil, fmt.Errorf("history: minutes must be between 1 and %d, got %d", MaxMinutes, minutes)
 	}
@@ -208,7 +178,7 @@ func (r *Recorder) Read(ctx context.Context, queues []string, minutes int) (map[
 		return nil, fmt.Errorf("history: read: %w", err)
 	}
 	since := r.now().Unix()/60 - int64(minutes) + 1
-	out := make(map[string][]Point, len(queues))
+	out := make(map[string][]apiv1.Minute, len(queues))
 	for i, q := range queues {
 		pts, err := points(cmds[i].Val(), since)
 		if err != nil {
@@ -221,7 +191,7 @@ func (r *Recorder) Read(ctx context.Context, queues []string, minutes int) (map[
 
 // points turns a list's samples, newest first, into the points from the
 // minute since on, oldest first.
-func points(raw []string, since int64) ([]Point, error) {
+func points(raw []string, since int64) ([]apiv1.Minute, error) {
 	samples := make([]sample, 0, len(raw))
 	for i := len(raw) - 1; i >= 0; i-- {
 		s, err := decode(raw[i])
@@ -230,17 +200,18 @@ func points(raw []string, since int64) ([]Point, error) {
 		}
 		samples = append(samples, s)
 	}
-	pts := []Point{}
+	pts := []apiv1.Minute{}
 	for i, s := range samples {
 		if s.minute < since {
 			continue
 		}
-		p := Point{At: time.Unix(s.minute*60, 0), Length: s.length, MorgueLength: s.morgueLen, Busy: s.busy, Lag: s.lag}
+		p := apiv1.Minute{T: float64(s.minute * 60), Length: s.length, MorgueLength: s.morgueLen, Busy: s.busy, Lag: s.lag}
 		if i > 0 && samples[i-1].minute == s.minute-1 {
 			prev := samples[i-1]
 			// A counter that went down (the queue was created again)
 			// counts from zero.
-			p.Processed, p.Failed, p.Counted = since0(s.processed, prev.processed), since0(s.failed, prev.failed), true
+			processed, failed := since0(s.processed, prev.processed), since0(s.failed, prev.failed)
+			p.Processed, p.Failed = &processed, &failed
 		}
 		pts = append(pts, p)
 	}
