@@ -144,7 +144,12 @@ func TestServeConnectionLimit(t *testing.T) {
 	require.Equal(t, http.StatusOK, get(probe, "/healthz", false))
 	busy := dial(t, addr) // a request being served: its body is on its way
 	busy.send("POST /api/v1/queues/q/jobs HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer tok\r\n" +
-		"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n[")
+		"Content-Type: application/json\r\nContent-Length: 1000\r\nExpect: 100-continue\r\n\r\n")
+	// The server asks for the body once it has read the header.
+	res, _, err := busy.answer(waitClose)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusContinue, res.StatusCode)
+	busy.send("[")
 
 	// The limit is reached: the probe's idle connection makes room.
 	newcomer := dial(t, addr)
@@ -166,7 +171,7 @@ func TestServeConnectionLimit(t *testing.T) {
 	// busy): a new connection waits...
 	waiting := dial(t, addr)
 	waiting.send("GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
-	_, _, err := waiting.answer(300 * time.Millisecond)
+	_, _, err = waiting.answer(300 * time.Millisecond)
 	require.ErrorIs(t, err, os.ErrDeadlineExceeded, "no answer while the limit holds")
 	// ...while the connections with the token keep being served.
 	for range 3 {
