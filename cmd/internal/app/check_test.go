@@ -23,7 +23,8 @@ queues:
 `), 0o600))
 	bad := filepath.Join(dir, "bad.yaml")
 	require.NoError(t, os.WriteFile(bad, []byte("queues:\n  - name: a\n    shards: 0\n    handler: {type: http}\n    rate_limit: {per_second: 0}\n"+
-		"periodic:\n  - {name: p, queue: nope, schedule: \"@every 1s\", id: x}\n  - {name: q, queue: a, schedule: \"* * *\", id: y}\n"), 0o600))
+		"periodic:\n  - {name: p, queue: nope, schedule: \"@every 1s\", id: x}\n  - {name: q, queue: a, schedule: \"* * *\", id: y}\n"+
+		"  - {name: r, queue: a, schedule: \"@every 0s\", id: z}\n"), 0o600))
 
 	for _, args := range [][]string{{"check", "--config", good}, {"--config", good, "--check"}} {
 		code, done, out, errOut := run(args...)
@@ -44,6 +45,7 @@ queues:
 		require.Contains(t, errOut, "queues[0].rate_limit.per_second: must be a positive number")
 		require.Contains(t, errOut, `periodic[0].queue: "nope" is not a queue of this file`)
 		require.Contains(t, errOut, `periodic[1].schedule: schedule "* * *"`)
+		require.Contains(t, errOut, `periodic[2].schedule: schedule "@every 0s": the period 0s is shorter than the minimum of 1s`)
 	}
 	// The effective configuration, secrets redacted.
 	code, _, out, errOut := run("check", "--config", good, "--print-config")
