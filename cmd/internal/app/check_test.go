@@ -47,13 +47,20 @@ queues:
 		require.Contains(t, errOut, `periodic[1].schedule: schedule "* * *"`)
 		require.Contains(t, errOut, `periodic[2].schedule: schedule "@every 0s": the period 0s is shorter than the minimum of 1s`)
 	}
-	// The effective configuration, secrets redacted.
+	// The effective configuration as a file, secrets left out or
+	// redacted; checked again, it is valid.
 	code, _, out, errOut := run("check", "--config", good, "--print-config")
 	require.Zero(t, code, errOut)
-	require.Contains(t, out, `"HTTPToken": "REDACTED"`)
-	require.Contains(t, out, `"Secret": "REDACTED"`)
-	require.Contains(t, out, `"Name": "emails"`)
+	require.Contains(t, out, "# http_token (ORDERLY_HTTP_TOKEN)\n")
+	require.Contains(t, out, "      secret: REDACTED # secret, not shown: set it again\n")
+	require.Contains(t, out, "  - name: emails\n    shards: 4\n")
+	require.Contains(t, out, "  shutdown_timeout: 25s\n")
 	require.NotContains(t, out, "SECRET")
+	printed := filepath.Join(dir, "printed.yaml")
+	require.NoError(t, os.WriteFile(printed, []byte(out), 0o600))
+	code, _, out, errOut = run("check", "--config", printed)
+	require.Zero(t, code, errOut)
+	require.Contains(t, out, "queue emails: 4 shards, batch_size 1, handler http https://u:REDACTED@hooks.example/p, signed")
 
 	code, _, _, errOut = run("check", "--config", bad, "--json")
 	require.Equal(t, 1, code)

@@ -27,6 +27,9 @@ type setting interface {
 	validate(n *NodeConfig) error
 	// show formats n's field for the usage text.
 	show(n *NodeConfig) string
+	// yamlValue returns n's field as the file writes it, or nil when it
+	// is empty or zero (print.go).
+	yamlValue(n *NodeConfig) *yaml.Node
 }
 
 // field is a setting held by a NodeConfig field of type T: string, int,
