@@ -196,6 +196,8 @@ func settings() []setting {
 			func(n *NodeConfig) *bool { return &n.GossipPublic }, nil},
 		field[string]{"cluster_label", "label on every gossip packet, keeping clusters apart",
 			func(n *NodeConfig) *string { return &n.ClusterLabel }, checkClusterLabel},
+		field[string]{"debug_addr", "listen address of the debug listener (net/http/pprof, no authentication: keep it on loopback), host:port or :port for 127.0.0.1; empty: off",
+			func(n *NodeConfig) *string { return &n.DebugAddr }, optional(checkListenAddr)},
 	}
 }
 
