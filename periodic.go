@@ -2,6 +2,7 @@ package orderly
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -43,16 +44,50 @@ type Schedule interface {
 	Next(t time.Time) time.Time
 }
 
+// MinEvery is the shortest period of an "@every <duration>" schedule: the
+// cron parser counts whole seconds, and would silently turn a shorter or
+// fractional period (0s, 1ms, -1s, 1.5s) into another one.
+const MinEvery = time.Second
+
 // ParseCron parses a standard 5-field cron expression ("0 3 * * *", in the
 // node's local time zone unless it starts with CRON_TZ=...) or a
-// descriptor such as "@hourly" or "@every 10s". The schedule's String is
+// descriptor such as "@hourly" or "@every 10s". The period of "@every" is
+// a whole number of seconds, at least MinEvery. The schedule's String is
 // the expression.
 func ParseCron(expr string) (Schedule, error) {
 	sched, err := cron.ParseStandard(expr)
 	if err != nil {
 		return nil, fmt.Errorf("schedule %q: %w", expr, err)
 	}
+	if err := checkEvery(expr); err != nil {
+		return nil, fmt.Errorf("schedule %q: %w", expr, err)
+	}
 	return cronSchedule{expr: expr, sched: sched}, nil
+}
+
+// checkEvery checks the period of an "@every" expression that the cron
+// parser accepted, read as it reads it (after a CRON_TZ= or TZ= prefix).
+func checkEvery(expr string) error {
+	spec := expr
+	if strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=") {
+		if i := strings.Index(spec, " "); i >= 0 {
+			spec = strings.TrimSpace(spec[i:])
+		}
+	}
+	rest, ok := strings.CutPrefix(spec, "@every ")
+	if !ok {
+		return nil
+	}
+	d, err := time.ParseDuration(rest)
+	switch {
+	case err != nil:
+		return err
+	case d < MinEvery:
+		return fmt.Errorf("the period %s is shorter than the minimum of %s (the cron parser would tick once a second)", rest, MinEvery)
+	case d%time.Second != 0:
+		return fmt.Errorf("the period %s is not a whole number of seconds (the cron parser would tick every %s)", rest, d.Truncate(time.Second))
+	}
+	return nil
 }
 
 // cronSchedule is a parsed cron expression.

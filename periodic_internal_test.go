@@ -23,6 +23,29 @@ func TestParseCron(t *testing.T) {
 	require.Error(t, err)
 }
 
+// An "@every" period under a second, negative or with a fraction of a
+// second is refused with the reason: the cron parser would tick once a
+// second, or at a whole number of seconds, without a word.
+func TestParseCronRefusesPeriodsTheParserWouldChange(t *testing.T) {
+	for expr, msg := range map[string]string{
+		"@every 0s":                      "shorter than the minimum of 1s",
+		"@every 1ms":                     "shorter than the minimum of 1s",
+		"@every -1s":                     "shorter than the minimum of 1s",
+		"@every 999ms":                   "shorter than the minimum of 1s",
+		"CRON_TZ=UTC @every 100ms":       "shorter than the minimum of 1s",
+		"@every 1.5s":                    "not a whole number of seconds (the cron parser would tick every 1s)",
+		"TZ=Europe/Paris @every 1m500ms": "not a whole number of seconds",
+	} {
+		_, err := ParseCron(expr)
+		require.ErrorContains(t, err, msg, expr)
+		require.ErrorContains(t, err, `schedule "`+expr+`"`)
+	}
+	for _, expr := range []string{"@every 1s", "@every 1m30s", "CRON_TZ=UTC @every 2h", "@hourly", "*/5 * * * *"} {
+		_, err := ParseCron(expr)
+		require.NoError(t, err, expr)
+	}
+}
+
 // hourly is a Schedule of a program's own, without a String method.
 type hourly struct{}
 

@@ -21,15 +21,19 @@ import (
 // request's header must arrive within Config.ReadHeaderTimeout, a
 // keep-alive connection is closed after Config.IdleTimeout without a
 // request, and at most Config.MaxConnections are open at once. At that
-// limit, the idle keep-alive connection that waited longest is closed to
-// make room, unless it presented the token: a client that never did (after
-// a probe, a 404 or a dashboard file) cannot keep its connection against
-// newcomers. When no such connection is idle, new connections wait in the
-// listen queue (the kernel's backlog) until one closes, while connections
-// already open keep being served; a connection that sends no complete
-// request closes within ReadHeaderTimeout, so the wait is bounded unless
-// every open connection is busy with a request or held by a client with
-// the token. Without a token every idle connection may be closed so.
+// limit, a connection that holds its slot without a request being served
+// is closed to make room, the one that has waited longest first: a
+// connection whose first request header is not complete yet (a slowloris
+// client sending it byte by byte, or one that sends nothing), or an idle
+// keep-alive connection that never presented the token (after a probe, a
+// 404 or a dashboard file). A client can thus hold no slot against
+// newcomers by sending slowly; a connection that presented the token is
+// never closed so. When no connection can be closed (every one is busy
+// with a request, or idle with the token), the newcomer waits, accepted
+// but not read, and the next ones in the listen queue (the kernel's
+// backlog), until one closes, while connections already open keep being
+// served. Without a token every idle connection
+// may be closed so.
 func (s *Server) Serve(ln net.Listener) error {
 	ln = &limitListener{Listener: ln, conns: s.conns, done: make(chan struct{})}
 	if s.conns.srv.TLSConfig != nil {
@@ -53,20 +57,36 @@ type conns struct {
 	srv   *http.Server
 	slots chan struct{} // a token per open connection
 
-	mu    sync.Mutex             // guards conns and the idle fields of each
+	mu    sync.Mutex             // guards conns and the state fields of each
 	conns map[net.Conn]*connInfo // open connections
 	// becameIdle is signalled (without blocking) when a connection becomes
 	// idle, for an Accept waiting for room.
 	becameIdle chan struct{}
 }
 
+// connStage is where a connection stands, as closeIdlest sees it.
+type connStage uint8
+
+const (
+	// stageHeader: accepted, its first request header not complete yet
+	// (or its TLS handshake not done).
+	stageHeader connStage = iota
+	// stageBusy: a request is being served (or the connection went to
+	// HTTP/2, which serves many).
+	stageBusy
+	// stageIdle: waiting for its next request.
+	stageIdle
+	// stageClosing: picked to be closed.
+	stageClosing
+)
+
 // connInfo is what the server knows of one connection.
 type connInfo struct {
 	// trusted is set once a request on the connection presented the
 	// token: such a connection is never closed to make room.
 	trusted atomic.Bool
-	idle    bool      // waiting for its next request
-	since   time.Time // when it became idle
+	stage   connStage
+	since   time.Time // when it was accepted, or became idle
 }
 
 // connInfoKey keys a request's *connInfo in its context.
@@ -113,7 +133,7 @@ func orDefault[T int | time.Duration](v, def T) T {
 // connContext registers a new connection (http.Server.ConnContext, called
 // before its first state).
 func (c *conns) connContext(ctx context.Context, conn net.Conn) context.Context {
-	ci := &connInfo{}
+	ci := &connInfo{stage: stageHeader, since: time.Now()}
 	c.mu.Lock()
 	c.conns[conn] = ci
 	c.mu.Unlock()
@@ -130,12 +150,16 @@ func (c *conns) track(conn net.Conn, state http.ConnState) {
 		return
 	}
 	ci := c.conns[conn]
-	if ci == nil {
+	if ci == nil || ci.stage == stageClosing {
 		return
 	}
-	ci.idle = state == http.StateIdle
-	if ci.idle {
-		ci.since = time.Now()
+	switch state {
+	case http.StateNew:
+		ci.stage = stageHeader // since: when it was accepted
+	case http.StateActive:
+		ci.stage = stageBusy
+	case http.StateIdle:
+		ci.stage, ci.since = stageIdle, time.Now()
 		select {
 		case c.becameIdle <- struct{}{}:
 		default:
@@ -143,9 +167,9 @@ func (c *conns) track(conn net.Conn, state http.ConnState) {
 	}
 }
 
-// take waits for room for one more connection, closing the idle connection
-// that never presented the token and waited longest, if there is one. It
-// gives up when done is closed.
+// take waits for room for one more connection, closing the connection that
+// waited longest without a request being served (see closeIdlest), if
+// there is one. It gives up when done is closed.
 func (c *conns) take(done <-chan struct{}) error {
 	for {
 		select {
@@ -164,20 +188,22 @@ func (c *conns) take(done <-chan struct{}) error {
 	}
 }
 
-// closeIdlest closes the connection that has waited longest for its next
-// request among those that never presented the token, if any; its slot
-// frees as it closes.
+// closeIdlest closes the connection that has waited longest without a
+// request being served, if any: one whose first request header is still
+// incomplete (since it was accepted), or an idle one that never presented
+// the token (since it became idle). Its slot frees as it closes.
 func (c *conns) closeIdlest() {
 	c.mu.Lock()
 	var oldest net.Conn
 	var since time.Time
 	for conn, ci := range c.conns {
-		if ci.idle && !ci.trusted.Load() && (oldest == nil || ci.since.Before(since)) {
+		closable := ci.stage == stageHeader || ci.stage == stageIdle && !ci.trusted.Load()
+		if closable && (oldest == nil || ci.since.Before(since)) {
 			oldest, since = conn, ci.since
 		}
 	}
 	if oldest != nil {
-		c.conns[oldest].idle = false
+		c.conns[oldest].stage = stageClosing
 	}
 	c.mu.Unlock()
 	if oldest != nil {
@@ -185,7 +211,11 @@ func (c *conns) closeIdlest() {
 	}
 }
 
-// limitListener holds Accept while the connection limit is reached.
+// limitListener holds each accepted connection until there is room for it.
+// It accepts first and makes room after, so that a connection is closed to
+// make room only for a newcomer that is there, never ahead of one (which
+// would close the connection accepted last, before it could send its
+// header).
 type limitListener struct {
 	net.Listener
 	conns     *conns
@@ -194,12 +224,12 @@ type limitListener struct {
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
-	if err := l.conns.take(l.done); err != nil {
-		return nil, err
-	}
 	conn, err := l.Listener.Accept()
 	if err != nil {
-		<-l.conns.slots
+		return nil, err
+	}
+	if err := l.conns.take(l.done); err != nil {
+		_ = conn.Close()
 		return nil, err
 	}
 	return &limitedConn{Conn: conn, release: sync.OnceFunc(func() { <-l.conns.slots })}, nil

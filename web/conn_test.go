@@ -116,13 +116,15 @@ func TestServeCutsSlowBody(t *testing.T) {
 }
 
 // At the connection limit, an idle connection that never presented the
-// token is closed to make room; a connection that did keeps being served;
-// and when no connection can be closed, a new one waits until one closes.
+// token is closed to make room, and so is a connection still sending its
+// first header; a connection that presented the token, or is busy with a
+// request, keeps being served; and when no connection can be closed, a new
+// one waits until one closes.
 func TestServeConnectionLimit(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	addr := serve(t, &web.Config{Store: e.store, Token: "tok", MaxConnections: 3,
-		ReadHeaderTimeout: time.Minute, IdleTimeout: time.Minute})
+		ReadHeaderTimeout: time.Minute, IdleTimeout: time.Minute, BodyReadTimeout: time.Minute})
 	get := func(c *rawConn, path string, token bool) int {
 		t.Helper()
 		req := "GET " + path + " HTTP/1.1\r\nHost: localhost\r\n"
@@ -140,32 +142,73 @@ func TestServeConnectionLimit(t *testing.T) {
 	require.Equal(t, http.StatusOK, get(trusted, "/api/v1/queues", true))
 	probe := dial(t, addr) // idle after a probe, without the token
 	require.Equal(t, http.StatusOK, get(probe, "/healthz", false))
-	slow := dial(t, addr) // busy sending a header: not idle
-	slow.send("GET /healthz HTTP/1.1\r\n")
+	busy := dial(t, addr) // a request being served: its body is on its way
+	busy.send("POST /api/v1/queues/q/jobs HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer tok\r\n" +
+		"Content-Type: application/json\r\nContent-Length: 1000\r\nExpect: 100-continue\r\n\r\n")
+	// The server asks for the body once it has read the header.
+	res, _, err := busy.answer(waitClose)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusContinue, res.StatusCode)
+	busy.send("[")
 
 	// The limit is reached: the probe's idle connection makes room.
 	newcomer := dial(t, addr)
 	require.Equal(t, http.StatusOK, get(newcomer, "/healthz", false))
 	require.True(t, probe.closedWithin(waitClose), "the idle connection without the token was closed")
 
-	// The newcomer goes idle and makes room the same way; then the
-	// connections are the trusted one, the slow one and a busy one.
-	busy := dial(t, addr)
-	busy.send("GET /healthz HTTP/1.1\r\n")
+	// The newcomer goes idle and makes room the same way, for a client
+	// that sends half a header...
+	slow := dial(t, addr)
+	slow.send("GET /healthz HTTP/1.1\r\n")
 	require.True(t, newcomer.closedWithin(waitClose))
+	// ...which makes room in turn, as the oldest connection without a
+	// request being served.
+	fresh := dial(t, addr)
+	require.Equal(t, http.StatusOK, get(fresh, "/api/v1/queues", true))
+	require.True(t, slow.closedWithin(waitClose), "the connection still sending its header was closed")
 
-	// Nothing can be closed now: a new connection waits...
+	// Nothing can be closed now (two connections with the token, one
+	// busy): a new connection waits...
 	waiting := dial(t, addr)
 	waiting.send("GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
-	_, _, err := waiting.answer(300 * time.Millisecond)
+	_, _, err = waiting.answer(300 * time.Millisecond)
 	require.ErrorIs(t, err, os.ErrDeadlineExceeded, "no answer while the limit holds")
-	// ...while the trusted connection keeps being served.
+	// ...while the connections with the token keep being served.
 	for range 3 {
 		require.Equal(t, http.StatusOK, get(trusted, "/api/v1/queues/q", true))
+		require.Equal(t, http.StatusOK, get(fresh, "/api/v1/queues/q", true))
 	}
 	// A connection closes: the waiting one is served.
-	require.NoError(t, slow.Close())
+	require.NoError(t, busy.Close())
 	res, body, err := waiting.answer(waitClose)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, res.StatusCode, body)
+}
+
+// A slowloris attack at the connection limit (every connection sending its
+// header a line at a time, never finishing it) does not keep a new client
+// out: the oldest such connection is closed to make room, and the new
+// client's request is answered, long before any header timeout.
+func TestServeEvictsSlowHeadersAtLimit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const limit = 8
+	for _, token := range []string{"", "tok"} {
+		addr := serve(t, &web.Config{Store: e.store, Token: token, MaxConnections: limit,
+			ReadHeaderTimeout: time.Hour, IdleTimeout: time.Hour})
+		slow := make([]*rawConn, limit)
+		for i := range slow {
+			slow[i] = dial(t, addr)
+			slow[i].send("GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: ")
+		}
+		for round := range 3 {
+			c := dial(t, addr)
+			c.send("GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+			res, body, err := c.answer(waitClose)
+			require.NoError(t, err, "token %q, round %d: a new connection was not served while the slow ones hold the limit", token, round)
+			require.Equal(t, http.StatusOK, res.StatusCode, body)
+			// The connection closed for it was the oldest slow one.
+			require.True(t, slow[round].closedWithin(waitClose), "round %d", round)
+		}
+	}
 }

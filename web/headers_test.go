@@ -54,8 +54,17 @@ func TestEnqueueHeadersBadInput(t *testing.T) {
 		"33 entries":    {"{" + strings.Join(many, ",") + "}", "33 entries, more than the limit of 32"},
 		"8 KiB + 1":     {big, "8193 bytes of keys and values, more than the limit of 8192"},
 		"empty key":     {`{"":"v"}`, "a key must not be empty"},
-		"not strings":   {`{"k":1}`, "must be an object of strings"},
+		"not strings":   {`{"k":1}`, `header "k": must be a string, got a number`},
 		"not an object": {`["k"]`, "must be an object of strings, got an array"},
+		// What would not survive decoding is refused, as in an id, rather
+		// than stored changed: two names could merge into one.
+		"null value":            {`{"k":null}`, `header "k": must be a string, got null`},
+		"value not UTF-8":       {"{\"k\":\"a\xffb\"}", `header "k": not valid UTF-8`},
+		"value lone surrogate":  {`{"k":"a\ud800"}`, `header "k": not valid UTF-8`},
+		"name not UTF-8":        {"{\"k\xff\":\"v\",\"k\xfe\":\"w\"}", "header \"k\ufffd\": the name is not valid UTF-8"},
+		"name lone surrogate":   {`{"k\udc00":"v"}`, `header "k\udc00": the name is not valid UTF-8`},
+		"name given twice":      {`{"k":"v","k":"w"}`, `header "k": given more than once`},
+		"name twice by escapes": {`{"k":"v","\u006b":"w"}`, `header "k": given more than once`},
 	} {
 		a := e.do("POST", "/api/v1/queues/q/jobs", `[{"id": "a"}, {"id": "b", "headers": `+tc.headers+`}]`)
 		require.Equal(t, http.StatusBadRequest, a.status, name)

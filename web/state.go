@@ -1,13 +1,16 @@
 package web
 
 import (
-	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/web/apiv1"
+	"github.com/orderlyhq/orderly/web/internal/jsonscan"
 )
 
 // Entity state of stateful queues (docs/contract.md §11).
@@ -57,13 +60,9 @@ func (s *Server) putState(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req apiv1.StateWrite
-	if err := json.Unmarshal(body, &req); err != nil {
-		return badRequest("the body must be {\"state\": ..., \"version\": n}: %v", err)
-	}
-	data, del, expected, err := req.Decode()
+	data, del, expected, err := apiv1.DecodeStateWrite(body)
 	if err != nil {
-		return badRequest("%v", err)
+		return err
 	}
 	id := r.PathValue("id")
 	var v int64
@@ -128,6 +127,8 @@ func (s *Server) getFeed(w http.ResponseWriter, r *http.Request) error {
 	from := vals.Get("from")
 	if from == "" {
 		from = persistence.FeedOldest
+	} else if err := checkFeedPos(from); err != nil {
+		return err
 	}
 	entries, next, err := s.store.ReadFeed(r.Context(), q, from, limit, wait)
 	if err != nil {
@@ -139,5 +140,29 @@ func (s *Server) getFeed(w http.ResponseWriter, r *http.Request) error {
 			SHA1: e.Hash, At: persistence.UnixSeconds(e.At)}
 	}
 	s.writeJSON(w, r, http.StatusOK, out)
+	return nil
+}
+
+// checkFeedPos checks a feed position given as from: "0", "$", or an
+// entry's "pos", <milliseconds>-<sequence> (or <milliseconds> alone), each
+// an unsigned 64-bit integer, the range of a Redis stream id: the store
+// would refuse a larger one as a failure of its own.
+func checkFeedPos(from string) error {
+	if from == persistence.FeedNew {
+		return nil
+	}
+	ms, seq, dash := strings.Cut(from, "-")
+	parts := []string{ms}
+	if dash {
+		parts = append(parts, seq)
+	}
+	for _, part := range parts {
+		if part == "" || strings.IndexFunc(part, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
+			return badField("from", `must be "0", "$" or an entry's "pos" (such as 1764150000000-0), got %q`, jsonscan.Truncate(from, 64))
+		}
+		if _, err := strconv.ParseUint(part, 10, 64); err != nil {
+			return badField("from", "%q is out of range: each part of a position is at most %d", jsonscan.Truncate(from, 64), uint64(math.MaxUint64))
+		}
+	}
 	return nil
 }

@@ -79,6 +79,49 @@ func TestStateEndpoints(t *testing.T) {
 	}
 }
 
+// PUT /api/v1/queues/{q}/state/{id} reads its body as strictly as an
+// enqueue body: unknown fields (also a name in another case), a field
+// given twice and names or base64 strings that are not valid UTF-8 are
+// answered 400 naming the field, and nothing is written.
+func TestStateWriteIsStrict(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, stateful(map[string]int{"q": 0}))
+	put := func(body string) answer {
+		t.Helper()
+		return e.do("PUT", "/api/v1/queues/q/state/s1", body, "Content-Type", "application/json")
+	}
+	a := put(`{"state": {"n": 1}, "version": 0}`)
+	require.Equal(t, http.StatusOK, a.status, a.body)
+
+	for _, tc := range []struct{ name, body, field, msg string }{
+		{"unknown field", `{"state": 2, "version": 1, "extra": true}`, "extra", "unknown field"},
+		{"another case", `{"state": 2, "VERSION": 1}`, "VERSION", "unknown field"},
+		{"version twice", `{"state": 2, "version": 0, "version": 1}`, "version", "given more than once"},
+		{"state twice", `{"state": 2, "state": 3, "version": 1}`, "state", "given more than once"},
+		{"name not UTF-8", "{\"state\": 2, \"version\": 1, \"x\xff\": 1}", "x\ufffd", "unknown field"}, // as the JSON answer writes it
+		{"base64 not UTF-8", "{\"state_base64\": \"AA\xff==\", \"version\": 1}", "state_base64", "not valid UTF-8"},
+		{"version not an integer", `{"state": 2, "version": 1.5}`, "version", "integer"},
+		{"version negative", `{"state": 2, "version": -1}`, "version", "integer"},
+		{"version a string", `{"state": 2, "version": "1"}`, "version", "integer"},
+		{"version missing", `{"state": 2}`, "version", "required"},
+		{"both states", `{"state": 2, "state_base64": "AA==", "version": 1}`, "state", "exactly one"},
+		{"not an object", `[{"state": 2, "version": 1}]`, "", "got an array"},
+	} {
+		a := put(tc.body)
+		require.Equal(t, http.StatusBadRequest, a.status, "%s: %s", tc.name, a.body)
+		msg, field := a.errorBody(t)
+		require.Equal(t, tc.field, field, tc.name)
+		require.Contains(t, msg, tc.msg, tc.name)
+	}
+	a = e.do("GET", "/api/v1/queues/q/state/s1", "")
+	require.JSONEq(t, `{"state": {"n": 1}, "version": 1}`, a.body, "nothing was written")
+
+	a = put(`{"version": 1, "state": {"n":  2}}`)
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	a = e.do("GET", "/api/v1/queues/q/state/s1", "")
+	require.JSONEq(t, `{"state": {"n": 2}, "version": 2}`, a.body)
+}
+
 // GET /api/v1/queues/{q}/jobs/{id} of an id whose only trace is a deleted
 // state answers 200 with the tombstone and its version, as GET .../state
 // does (the version is what the next compare-and-set names); an id with
@@ -164,12 +207,23 @@ func TestFeedEndpoint(t *testing.T) {
 	require.Equal(t, http.StatusOK, a.status, a.body)
 	require.Contains(t, a.body, `"id":"b"`)
 
-	for q, field := range map[string]string{"wait=1h": "wait", "limit=0": "limit", "from=x": "from", "frm=0": "frm"} {
+	// Bad parameters, numbers out of range among them (a position past
+	// Redis's 64-bit stream ids), are answered 400 naming the parameter.
+	for q, field := range map[string]string{
+		"wait=1h": "wait", "wait=-1s": "wait", "wait=9999999999999h": "wait", "wait=1e400s": "wait",
+		"limit=0": "limit", "limit=1001": "limit", "limit=99999999999999999999": "limit", "limit=-1": "limit",
+		"from=x": "from", "from=1-": "from", "from=-1": "from", "from=1-2-3": "from", "from=%2B1": "from",
+		"from=18446744073709551616": "from", "from=1-18446744073709551616": "from",
+		"from=99999999999999999999-0": "from", "frm=0": "frm",
+	} {
 		a = e.do("GET", "/api/v1/queues/q/feed?"+q, "")
-		require.Equal(t, http.StatusBadRequest, a.status, q)
+		require.Equal(t, http.StatusBadRequest, a.status, "%s: %s", q, a.body)
 		_, f := a.errorBody(t)
 		require.Equal(t, field, f, q)
 	}
+	// The largest position is in range: nothing after it.
+	a = e.do("GET", "/api/v1/queues/q/feed?from=18446744073709551615-18446744073709551615", "")
+	require.Equal(t, http.StatusOK, a.status, a.body)
 	a = e.do("GET", "/api/v1/queues/plain/feed", "")
 	require.Equal(t, http.StatusNotFound, a.status, a.body)
 }

@@ -249,16 +249,33 @@ func (j NewJob) Store(now time.Time, index int) (persistence.NewJob, error) {
 }
 
 // decodeHeaders decodes a "headers" value: an object of strings (null means
-// none), within persistence.ValidateHeaders' limits.
+// none), within persistence.ValidateHeaders' limits. As with an id, a name
+// or value that would not survive decoding (invalid UTF-8, an unpaired
+// surrogate escape) is refused rather than changed into another (two names
+// could merge), and so are a value that is not a string (null included)
+// and a name given twice; the error names the header.
 func decodeHeaders(val []byte, index int) (map[string]string, error) {
 	if k := jsonscan.KindOf(val); k == "null" {
 		return nil, nil
 	} else if k != "an object" {
 		return nil, fmt.Errorf("must be an object of strings, got %s", k)
 	}
-	var h map[string]string
-	if err := json.Unmarshal(val, &h); err != nil {
-		return nil, fmt.Errorf("must be an object of strings")
+	h := map[string]string{}
+	err := jsonscan.EachRawField(val, func(name, v []byte) error {
+		key, err := jsonscan.DecodeString(name)
+		if err != nil {
+			return fmt.Errorf("header %s: the name is %v", jsonscan.Truncate(string(name), 64), err)
+		}
+		if _, dup := h[key]; dup {
+			return fmt.Errorf("header %q: given more than once", jsonscan.Truncate(key, 64))
+		}
+		if h[key], err = jsonscan.DecodeString(v); err != nil {
+			return fmt.Errorf("header %q: %v", jsonscan.Truncate(key, 64), err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := persistence.ValidateHeaders(h, index); err != nil {
 		var fe *persistence.FieldError

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/web/internal/jsonscan"
 	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
@@ -131,6 +133,77 @@ func (w StateWrite) Decode() (data []byte, del bool, expected int64, err error) 
 		return nil, false, 0, fmt.Errorf("state: %w", err)
 	}
 	return buf.Bytes(), false, *w.Version, nil
+}
+
+// StateWriteFields lists the fields of a state write, for messages.
+const StateWriteFields = "state, state_base64, version"
+
+// DecodeStateWrite checks and decodes the body of PUT
+// /api/v1/queues/{q}/state/{id} as the server does, by the rules of an
+// enqueue body's jobs (DecodeJob): body must be well-formed JSON
+// (json.Valid), an object whose field names are exactly those of
+// StateWrite, each at most once; "state" is any JSON value, kept in
+// compact form as a payload is, null deleting the state; "state_base64"
+// standard base64 in a valid UTF-8 string; "version" an integer from 0.
+// It returns the bytes to write (nil with del true for a delete) and the
+// expected version. Errors are *persistence.FieldError naming the field
+// (Index -1); Field is empty when body is not an object.
+func DecodeStateWrite(body []byte) (data []byte, del bool, expected int64, err error) {
+	bad := func(field, format string, args ...any) error {
+		return &persistence.FieldError{Field: jsonscan.Truncate(field, 64), Index: -1, Reason: fmt.Sprintf(format, args...)}
+	}
+	if k := jsonscan.KindOf(body); k != "an object" {
+		return nil, false, 0, bad("", `the body must be {"state": ..., "version": n}, got %s`, k)
+	}
+	var state, b64, version []byte
+	err = jsonscan.EachField(body, func(key, val []byte) error {
+		var dst *[]byte
+		switch string(key) {
+		case "state":
+			dst = &state
+		case "state_base64":
+			dst = &b64
+		case "version":
+			dst = &version
+		default:
+			return bad(string(key), "unknown field (known: %s)", StateWriteFields)
+		}
+		if *dst != nil {
+			return bad(string(key), "given more than once")
+		}
+		*dst = val
+		return nil
+	})
+	if err != nil {
+		return nil, false, 0, err
+	}
+	if version == nil {
+		return nil, false, 0, bad("version", "required: the current version (0 when the id has no state)")
+	}
+	expected, err = strconv.ParseInt(string(version), 10, 64)
+	if err != nil || expected < 0 {
+		return nil, false, 0, bad("version", "must be an integer from 0, got %s", jsonscan.Truncate(string(version), 32))
+	}
+	switch {
+	case (state != nil) == (b64 != nil):
+		return nil, false, 0, bad("state", "%v", errStateChoice)
+	case b64 != nil:
+		str, err := jsonscan.DecodeString(b64)
+		if err != nil {
+			return nil, false, 0, bad("state_base64", "%v", err)
+		}
+		data, err = base64.StdEncoding.DecodeString(str)
+		if err != nil {
+			return nil, false, 0, bad("state_base64", "not valid standard base64: %v", err)
+		}
+		if data == nil {
+			data = []byte{}
+		}
+		return data, false, expected, nil
+	case jsonscan.KindOf(state) == "null":
+		return nil, true, expected, nil
+	}
+	return bytes.Clone(jsonscan.Compact(state)), false, expected, nil
 }
 
 // Feed answers GET /api/v1/queues/{q}/feed: entries of a stateful queue's

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,6 +166,35 @@ func TestReceiverRequiresSignature(t *testing.T) {
 	require.True(t, calls[0].Acked("a"))
 	require.ErrorIs(t, calls[1].SignatureErr, wire.ErrNoSignature)
 	require.False(t, calls[1].Acked("a"))
+}
+
+// A receiver told to require a signature under an empty secret (a secret
+// missing from its configuration) refuses every request, as wire.Verify
+// does, even one signed under that empty key, which anyone can compute.
+func TestReceiverRefusesAnEmptySecret(t *testing.T) {
+	t.Parallel()
+	rcv := webhooktest.NewReceiver(nil)
+	defer rcv.Close()
+	rcv.RequireSignature([]byte{}, time.Minute)
+	forged := httptestPost(t, rcv.URL, wire.Sign(nil, time.Now(), []byte(`{"queue":"q","shard":0,"jobs":[]}`)), `{"queue":"q","shard":0,"jobs":[]}`)
+	require.Equal(t, http.StatusUnauthorized, forged)
+	calls := rcv.Calls()
+	require.Len(t, calls, 1)
+	require.ErrorIs(t, calls[0].SignatureErr, wire.ErrEmptySecret)
+}
+
+// httptestPost posts body with the signature header sig to the receiver at
+// url and returns the status.
+func httptestPost(t *testing.T, url, sig, body string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(wire.SignatureHeader, sig)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	return res.StatusCode
 }
 
 // An answer's State and Timers reach the node: the handler hands them to

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/orderlyhq/orderly/cmd/internal/chaos"
 	"github.com/orderlyhq/orderly/cmd/internal/cli"
 	"github.com/orderlyhq/orderly/cmd/internal/config"
 	"github.com/orderlyhq/orderly/cmd/internal/server"
@@ -30,6 +31,9 @@ func Main() int {
 	}
 	signals := make(chan os.Signal, 4)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGTSTP, syscall.SIGCONT)
+	if !chaos.Enabled { // the chaos build cuts its gossip on SIGUSR1
+		signal.Notify(signals, syscall.SIGUSR1)
+	}
 	if err := server.Run(context.Background(), cfg, os.Stderr, signals); err != nil {
 		fmt.Fprintln(os.Stderr, "orderly:", err)
 		return 1

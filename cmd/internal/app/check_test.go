@@ -23,7 +23,8 @@ queues:
 `), 0o600))
 	bad := filepath.Join(dir, "bad.yaml")
 	require.NoError(t, os.WriteFile(bad, []byte("queues:\n  - name: a\n    shards: 0\n    handler: {type: http}\n    rate_limit: {per_second: 0}\n"+
-		"periodic:\n  - {name: p, queue: nope, schedule: \"@every 1s\", id: x}\n  - {name: q, queue: a, schedule: \"* * *\", id: y}\n"), 0o600))
+		"periodic:\n  - {name: p, queue: nope, schedule: \"@every 1s\", id: x}\n  - {name: q, queue: a, schedule: \"* * *\", id: y}\n"+
+		"  - {name: r, queue: a, schedule: \"@every 0s\", id: z}\n"), 0o600))
 
 	for _, args := range [][]string{{"check", "--config", good}, {"--config", good, "--check"}} {
 		code, done, out, errOut := run(args...)
@@ -44,14 +45,22 @@ queues:
 		require.Contains(t, errOut, "queues[0].rate_limit.per_second: must be a positive number")
 		require.Contains(t, errOut, `periodic[0].queue: "nope" is not a queue of this file`)
 		require.Contains(t, errOut, `periodic[1].schedule: schedule "* * *"`)
+		require.Contains(t, errOut, `periodic[2].schedule: schedule "@every 0s": the period 0s is shorter than the minimum of 1s`)
 	}
-	// The effective configuration, secrets redacted.
+	// The effective configuration as a file, secrets left out or
+	// redacted; checked again, it is valid.
 	code, _, out, errOut := run("check", "--config", good, "--print-config")
 	require.Zero(t, code, errOut)
-	require.Contains(t, out, `"HTTPToken": "REDACTED"`)
-	require.Contains(t, out, `"Secret": "REDACTED"`)
-	require.Contains(t, out, `"Name": "emails"`)
+	require.Contains(t, out, "# http_token (ORDERLY_HTTP_TOKEN)\n")
+	require.Contains(t, out, "      secret: REDACTED # secret, not shown: set it again\n")
+	require.Contains(t, out, "  - name: emails\n    shards: 4\n")
+	require.Contains(t, out, "  shutdown_timeout: 25s\n")
 	require.NotContains(t, out, "SECRET")
+	printed := filepath.Join(dir, "printed.yaml")
+	require.NoError(t, os.WriteFile(printed, []byte(out), 0o600))
+	code, _, out, errOut = run("check", "--config", printed)
+	require.Zero(t, code, errOut)
+	require.Contains(t, out, "queue emails: 4 shards, batch_size 1, handler http https://u:REDACTED@hooks.example/p, signed")
 
 	code, _, _, errOut = run("check", "--config", bad, "--json")
 	require.Equal(t, 1, code)

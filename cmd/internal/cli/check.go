@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,7 +15,8 @@ import (
 // connection (the Redis URL is checked, not dialled).
 //
 // With --print-config it prints the whole effective configuration instead
-// of the summary, as JSON, with every secret replaced by REDACTED.
+// of the summary, as a configuration file (YAML) that a node reads back
+// into the same configuration, every secret replaced by REDACTED.
 func checkCmd(e *env, args []string) int {
 	args = withoutJSONFlag(args)
 	args, printConfig := cutFlag(args, "print-config")
@@ -26,19 +26,20 @@ func checkCmd(e *env, args []string) int {
 		fmt.Fprintf(e.stdout, "Usage: orderly check [--print-config] [node flags]\n       orderly --check [node flags]\n\n"+
 			"Validates the configuration a node would run with (its --config file, ORDERLY_* environment\n"+
 			"and flags) without starting it: exit 0 and a summary when it is valid, 1 and every\n"+
-			"problem otherwise. --print-config prints the whole effective configuration as JSON instead\n"+
-			"of the summary, secrets replaced by REDACTED. The node's flags are those of orderly --help.\n")
+			"problem otherwise. --print-config prints the whole effective configuration instead of the\n"+
+			"summary, as a configuration file (YAML) to use with --config, secrets replaced by REDACTED.\n"+
+			"The node's flags are those of orderly --help.\n")
 		return ExitOK
 	}
 	if err != nil {
 		return e.report("check", err, ExitError)
 	}
 	if printConfig {
-		b, err := json.MarshalIndent(cfg.Redacted(), "", "  ")
+		b, err := cfg.FileYAML()
 		if err != nil {
 			return e.report("check", err, ExitError)
 		}
-		fmt.Fprintf(e.stdout, "%s\n", b)
+		_, _ = e.stdout.Write(b)
 		return ExitOK
 	}
 	if e.jsonErrors {

@@ -399,13 +399,30 @@ func (e *env) checkQueue(fs *flagSet, queue string) (int, bool) {
 type apiError struct {
 	Status     int
 	Msg, Field string
+	// Hint says what to do about it, when the CLI knows.
+	Hint string
 }
 
 func (e *apiError) Error() string {
+	var s string
 	if e.Field != "" {
-		return fmt.Sprintf("%s (field %s; HTTP %d)", e.Msg, e.Field, e.Status)
+		s = fmt.Sprintf("%s (field %s; HTTP %d)", e.Msg, e.Field, e.Status)
+	} else {
+		s = fmt.Sprintf("%s (HTTP %d)", e.Msg, e.Status)
 	}
-	return fmt.Sprintf("%s (HTTP %d)", e.Msg, e.Status)
+	if e.Hint != "" {
+		s += ": " + e.Hint
+	}
+	return s
+}
+
+// tokenHint says how to give the node's token, after a 401 to a request
+// that carried token (empty: none), as the dashboard does.
+func tokenHint(token string) string {
+	if token == "" {
+		return "the node needs its token: pass --http-token or set ORDERLY_HTTP_TOKEN"
+	}
+	return "the node refused the token of --http-token (or ORDERLY_HTTP_TOKEN): give the one it was started with"
 }
 
 // errInterrupted is the error of a request cut short by a signal.
@@ -459,7 +476,11 @@ func (c *conn) callCtx(ctx context.Context, method, path string, body []byte, ou
 		if json.Unmarshal(b, &body) != nil || body.Error == "" {
 			body = apiv1.Error{Error: printable(truncate(strings.TrimSpace(string(b)), 200))}
 		}
-		return &apiError{Status: res.StatusCode, Msg: body.Error, Field: body.Field}
+		ae := &apiError{Status: res.StatusCode, Msg: body.Error, Field: body.Field}
+		if res.StatusCode == http.StatusUnauthorized {
+			ae.Hint = tokenHint(c.token)
+		}
+		return ae
 	}
 	if raw, ok := out.(*json.RawMessage); ok {
 		*raw = append((*raw)[:0], b...)

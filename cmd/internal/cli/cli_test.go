@@ -29,6 +29,33 @@ const clusterJSON = `{"self":"n1","members":[
  {"name":"n2","state":"dead","http":"127.0.0.1:8081","actor":"127.0.0.1:8091","queues":["orders","mail"]}],
  "shards":[{"queue":"orders","shard":0,"owner":"n1","epoch":3},{"queue":"orders","shard":1,"owner":"","epoch":2}]}`
 
+// Shards without an owner are explained queue by queue: a queue that no
+// member has configured, one that only members serving nothing have, and
+// one whose live members are between owners.
+func TestMembersUnservedReasons(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"self":"n1","members":[
+ {"name":"n1","state":"alive","queues":["orders"]},
+ {"name":"n2","state":"draining","queues":["orders","mail"]},
+ {"name":"n3","state":"dead","queues":["mail"]},
+ {"name":"n4","state":"foreign","queues":["mail","old"]}],
+ "shards":[{"queue":"mail","shard":0,"owner":""},{"queue":"mail","shard":1,"owner":""},
+  {"queue":"old","shard":0,"owner":""},{"queue":"gone","shard":0,"owner":""},{"queue":"gone","shard":1,"owner":""},
+  {"queue":"orders","shard":0,"owner":"n1"},{"queue":"orders","shard":1,"owner":"n1"}]}`))
+	}))
+	defer srv.Close()
+	code, out, _ := runCLI([]string{"members", "--http", srv.URL}, nil)
+	require.Equal(t, ExitOK, code)
+	require.Contains(t, out, `
+7 shards, 5 without an owner (* marks the node that answered)
+queue mail: 2 of 2 shards without an owner: no live member has the queue configured, only members that serve nothing (dead: n3; draining: n2; foreign: n4)
+queue old: 1 of 1 shards without an owner: no live member has the queue configured, only members that serve nothing (foreign: n4)
+queue gone: 2 of 2 shards without an owner: no member has the queue configured: it is in the store from an earlier configuration or another node; add it to a node's queues to serve it
+`)
+	require.NotContains(t, out, "queue orders")
+}
+
 func TestMembers(t *testing.T) {
 	var auth string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -46,6 +73,7 @@ n1 *  alive  127.0.0.1:8080  -               orders       0.1.0    1
 n2    dead   127.0.0.1:8081  127.0.0.1:8091  orders,mail  -        0
 
 2 shards, 1 without an owner (* marks the node that answered)
+queue orders: 1 of 2 shards without an owner: served by n1, between owners: a node joining, leaving or taking over from a dead one (lease_ttl + 2 s at most), or one that cannot reach Redis; look again
 `, out)
 
 	code, out, _ = runCLI([]string{"members", "--json"}, map[string]string{"ORDERLY_HTTP": strings.TrimPrefix(srv.URL, "http://"), "ORDERLY_HTTP_TOKEN": "s3cret"})

@@ -496,7 +496,7 @@ func TestEnqueueToken(t *testing.T) {
 	n := newNode(t, withToken("s3cret"))
 	r := n.run("enqueue", "--queue", "orders", "--id", "a")
 	require.Equal(t, ExitError, r.code)
-	require.Equal(t, "orderly enqueue: missing or invalid bearer token (HTTP 401)\n", r.stderr)
+	require.Equal(t, "orderly enqueue: missing or invalid bearer token (HTTP 401): the node needs its token: pass --http-token or set ORDERLY_HTTP_TOKEN\n", r.stderr)
 
 	r = n.run("enqueue", "--queue", "orders", "--id", "a", "--http-token", "wrong")
 	require.Equal(t, ExitError, r.code)

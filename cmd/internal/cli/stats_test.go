@@ -121,7 +121,11 @@ func TestStatsToken(t *testing.T) {
 	n := newNode(t, withToken("s3cret"))
 	r := n.run("stats")
 	require.Equal(t, ExitError, r.code)
-	require.Equal(t, "orderly stats: missing or invalid bearer token (HTTP 401)\n", r.stderr)
+	require.Equal(t, "orderly stats: missing or invalid bearer token (HTTP 401): the node needs its token: pass --http-token or set ORDERLY_HTTP_TOKEN\n", r.stderr)
+	// A wrong token is named as the one refused.
+	r = n.runWith(runOpts{env: map[string]string{"ORDERLY_HTTP_TOKEN": "guess"}}, "stats")
+	require.Equal(t, ExitError, r.code)
+	require.Equal(t, "orderly stats: missing or invalid bearer token (HTTP 401): the node refused the token of --http-token (or ORDERLY_HTTP_TOKEN): give the one it was started with\n", r.stderr)
 	out := n.runWith(runOpts{env: map[string]string{"ORDERLY_HTTP_TOKEN": "s3cret"}}, "stats").ok(t)
 	require.Contains(t, out, "orders")
 }

@@ -266,6 +266,11 @@ type NodeConfig struct {
 	// ClusterLabel is a label every gossip packet carries, keeping clusters
 	// that share a network apart [cluster_label; empty].
 	ClusterLabel string
+	// DebugAddr is the listen address of the debug listener, which serves
+	// net/http/pprof without authentication; a missing host means
+	// 127.0.0.1. It must not be reachable by others [debug_addr; empty:
+	// off].
+	DebugAddr string
 }
 
 // QueueConfig holds the settings of one queue. The YAML key of each field is

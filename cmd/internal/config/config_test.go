@@ -388,6 +388,7 @@ func TestEveryKeyHasEnvAndFlag(t *testing.T) {
 		"log_format":           {"json", "text"},
 		"gossip_key":           {"MDEyMzQ1Njc4OWFiY2RlZg==", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3"},
 		"cluster_label":        {"la", "lb"},
+		"debug_addr":           {"127.0.0.1:6060", ":6061"},
 		"http_allowed_hosts":   {"a.example", "b.example"},
 		"http_max_connections": {"10", "20"},
 		"http_base_path":       {"/a", "/b/c"},

@@ -181,6 +181,14 @@ func TestFileErrors(t *testing.T) {
 			`periodic[1].id: must not be empty (line 4)`,
 			"unknown key periodic[2].paylod (line 5); did you mean periodic[2].payload?",
 		}},
+		// The cron parser would tick once a second, or at whole seconds,
+		// without a word.
+		{"periodic too often", "queues: [{name: a}]\nperiodic:\n  - {name: p, queue: a, schedule: \"@every 0s\", id: x}\n  - {name: q, queue: a, schedule: \"@every 1ms\", id: x}\n  - {name: r, queue: a, schedule: \"@every -1s\", id: x}\n  - {name: s, queue: a, schedule: \"@every 2.5s\", id: x}\n", []string{
+			`periodic[0].schedule: schedule "@every 0s": the period 0s is shorter than the minimum of 1s (the cron parser would tick once a second) (line 3)`,
+			`periodic[1].schedule: schedule "@every 1ms": the period 1ms is shorter than the minimum of 1s (the cron parser would tick once a second) (line 4)`,
+			`periodic[2].schedule: schedule "@every -1s": the period -1s is shorter than the minimum of 1s (the cron parser would tick once a second) (line 5)`,
+			`periodic[3].schedule: schedule "@every 2.5s": the period 2.5s is not a whole number of seconds (the cron parser would tick every 2s) (line 6)`,
+		}},
 		{"timeout number", "queues: [{name: a, timeout: 30}]", []string{`queues[0].timeout: 30 is not a duration: give it a unit, such as "30s" (line 1)`}},
 		{"retry policy", "queues: [{name: a, retry: {policy: fast}}]",
 			[]string{`queues[0].retry.policy: "fast" is not one of lowkiq, linear, exponential (line 1)`}},
@@ -433,4 +441,22 @@ func TestValidate(t *testing.T) {
 		"queues[1].handler.timeout: must be positive, got 0s",
 		`queues[1].name: "default" is already the name of queues[0]`,
 	)
+}
+
+// A periodic job whose payload is over max_payload_bytes, wherever the
+// limit comes from, is refused: no tick could enqueue it, and the node
+// would log an error at every tick.
+func TestPeriodicPayloadOverLimit(t *testing.T) {
+	t.Parallel()
+	const file = "queues: [{name: a}]\nperiodic:\n  - {name: p, queue: a, schedule: \"@hourly\", id: x, payload: {n: \"0123456789\"}}\n  - {name: q, queue: a, schedule: \"@hourly\", id: y, payload: {n: 1}}\n"
+	const want = "periodic[0].payload: 18 bytes, more than node.max_payload_bytes (17): no tick could enqueue it"
+	_, _, err := loadFile(t, "node: {max_payload_bytes: 17}\n"+file, nil)
+	requireProblems(t, err, "", want)
+	_, _, err = loadFile(t, file, []string{"ORDERLY_MAX_PAYLOAD_BYTES=17"})
+	requireProblems(t, err, "", want)
+	_, _, err = loadFile(t, file, nil, "--max-payload-bytes=17")
+	requireProblems(t, err, "", want)
+	cfg, _, err := loadFile(t, file, nil, "--max-payload-bytes=18")
+	require.NoError(t, err, "at the limit")
+	require.Len(t, cfg.Periodic, 2)
 }

@@ -27,6 +27,9 @@ type setting interface {
 	validate(n *NodeConfig) error
 	// show formats n's field for the usage text.
 	show(n *NodeConfig) string
+	// yamlValue returns n's field as the file writes it, or nil when it
+	// is empty or zero (print.go).
+	yamlValue(n *NodeConfig) *yaml.Node
 }
 
 // field is a setting held by a NodeConfig field of type T: string, int,
@@ -195,6 +198,8 @@ func settings() []setting {
 			func(n *NodeConfig) *bool { return &n.GossipPublic }, nil},
 		field[string]{"cluster_label", "label on every gossip packet, keeping clusters apart",
 			func(n *NodeConfig) *string { return &n.ClusterLabel }, checkClusterLabel},
+		field[string]{"debug_addr", "listen address of the debug listener (net/http/pprof, no authentication: keep it on loopback), host:port or :port for 127.0.0.1; empty: off",
+			func(n *NodeConfig) *string { return &n.DebugAddr }, optional(checkListenAddr)},
 	}
 }
 

@@ -57,6 +57,7 @@ func (c *Config) Validate() error {
 	if err := checkShardTotal(c.Queues); err != nil {
 		p.addf("queues: %v", err)
 	}
+	checkPeriodicJobs(c, p.addf)
 	switch {
 	case c.Node.HTTPReadToken != "" && c.Node.HTTPToken == "":
 		p.addf("node.http_read_token: needs node.http_token (without it every request may change state)")
@@ -91,6 +92,25 @@ func checkShardTotal(qs []QueueConfig) error {
 			len(qs), total, orderly.MaxNodeShards)
 	}
 	return nil
+}
+
+// checkPeriodicJobs checks what a node would refuse at every tick of a
+// periodic job, once the node's settings are known: a schedule ParseCron
+// refuses (the file's parse checks it with the line), and a payload over
+// max_payload_bytes, which no tick could enqueue.
+func checkPeriodicJobs(c *Config, addf func(format string, args ...any)) {
+	limit := c.Node.MaxPayloadBytes
+	if limit <= 0 {
+		limit = DefaultMaxPayloadBytes
+	}
+	for i, pj := range c.Periodic {
+		if _, err := orderly.ParseCron(pj.Schedule); err != nil {
+			addf("periodic[%d].schedule: %v", i, err)
+		}
+		if len(pj.Payload) > limit {
+			addf("periodic[%d].payload: %d bytes, more than node.max_payload_bytes (%d): no tick could enqueue it", i, len(pj.Payload), limit)
+		}
+	}
 }
 
 func queuePath(i int) string { return fmt.Sprintf("queues[%d]", i) }

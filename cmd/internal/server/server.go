@@ -7,6 +7,8 @@
 // shutdown_timeout, leases are released, exit 0); a second one cancels the
 // running batches at once. SIGTSTP makes the node quiet (it finishes its
 // batches, releases its shards and keeps running); SIGCONT resumes it.
+// SIGUSR1 writes a debug dump to the log (the shards' states and every
+// goroutine's stack) and the node keeps running (debug.go).
 package server
 
 import (
@@ -62,6 +64,7 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 	}
 	defer closeStore()
 	p := &process{cfg: cfg, log: log, rdb: rdb}
+	p.dump = &dumper{p: p, out: logOut}
 	if err := p.wrapStore(); err != nil {
 		return err
 	}
@@ -74,6 +77,11 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 		return err
 	}
 	defer p.ln.Close()
+	stopDebug, err := p.serveDebug()
+	if err != nil {
+		return err
+	}
+	defer stopDebug()
 	clusterCfg, err := clusterConfig(cfg, p.ln.Addr().String(), log)
 	if err != nil {
 		return err
@@ -124,6 +132,7 @@ type process struct {
 	api      *web.Server
 	// history records the queues' metrics once a minute for the charts.
 	history *queuehistory.Recorder
+	dump    *dumper // the debug dump of SIGUSR1
 }
 
 // wrapStore builds the store on the Redis client and wraps it: metrics
@@ -339,7 +348,7 @@ func (p *process) serve(ctx context.Context, signals <-chan os.Signal) error {
 	stopHistory := p.recordHistory(ctx)
 	defer stopHistory()
 
-	runErr := wait(ctx, p.node, signals, httpErr, fatal, p.log)
+	runErr := wait(ctx, p.node, signals, httpErr, fatal, p.dump.start, p.log)
 	stopErr := stopNode(p.node, signals, p.log)
 	sctx, cancel := context.WithTimeout(context.Background(), httpShutdownTimeout)
 	defer cancel()
@@ -369,7 +378,7 @@ func (p *process) checkServerLater(ctx context.Context, fatal chan<- error) (sto
 }
 
 // recordHistory records the queues' metrics once a minute (package
-// history) until the returned function is called, which waits for the
+// queuehistory) until the returned function is called, which waits for the
 // recording to stop: it uses the Redis client, which Run closes.
 func (p *process) recordHistory(ctx context.Context) (stop func()) {
 	hctx, cancel := context.WithCancel(ctx)
@@ -383,8 +392,8 @@ func (p *process) recordHistory(ctx context.Context) (stop func()) {
 
 // wait blocks until the node must stop: ctx ends, a stop signal arrives, the
 // HTTP server fails, or the server check failed. Quiet and resume signals
-// are handled on the way.
-func wait(ctx context.Context, node *orderly.Node, signals <-chan os.Signal, httpErr, fatal <-chan error, log *slog.Logger) error {
+// are handled on the way, and SIGUSR1 starts a debug dump (dump).
+func wait(ctx context.Context, node *orderly.Node, signals <-chan os.Signal, httpErr, fatal <-chan error, dump func(), log *slog.Logger) error {
 	for {
 		select {
 		case <-ctx.Done():
@@ -403,6 +412,8 @@ func wait(ctx context.Context, node *orderly.Node, signals <-chan os.Signal, htt
 				if err := node.Resume(ctx); err != nil {
 					log.Warn("cannot resume the node", "err", err)
 				}
+			case syscall.SIGUSR1:
+				dump()
 			default:
 				log.Info("stopping on signal; send it again to cancel running batches", "signal", sig.String())
 				return nil

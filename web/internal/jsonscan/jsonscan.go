@@ -135,6 +135,12 @@ func (e *Element) EachField(fn func(key, val []byte) error) error {
 // to its closing one. Once fn fails, the rest is skipped and fn's error
 // returned; a syntax error wraps ErrMalformed.
 func (w *walker) fields(fn func(key, val []byte) error) error {
+	return w.walkFields(false, fn)
+}
+
+// walkFields is fields, giving each name as its literal (quotes and
+// escapes) when raw is set.
+func (w *walker) walkFields(raw bool, fn func(key, val []byte) error) error {
 	var failed error
 	for w.dec.PeekKind() != '}' {
 		if failed != nil {
@@ -147,9 +153,11 @@ func (w *walker) fields(fn func(key, val []byte) error) error {
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrMalformed, err)
 		}
-		key, err := w.unquote(name)
-		if err != nil {
-			key = name[1 : len(name)-1]
+		key := name
+		if !raw {
+			if key, err = w.unquote(name); err != nil {
+				key = name[1 : len(name)-1]
+			}
 		}
 		val, err := w.value()
 		if err != nil {
@@ -235,6 +243,18 @@ func EachField(obj []byte, fn func(key, val []byte) error) error {
 	}
 	defer w.put()
 	return w.fields(fn)
+}
+
+// EachRawField is EachField giving each name as it is written: a JSON
+// string literal, quotes and escapes included, for a caller that decodes
+// it with DecodeString and refuses a name that does not survive decoding.
+func EachRawField(obj []byte, fn func(name, val []byte) error) error {
+	w, err := newWalker(obj, '{')
+	if err != nil {
+		return err
+	}
+	defer w.put()
+	return w.walkFields(true, fn)
 }
 
 // KindOf names the kind of a well-formed JSON value, with its article, for
