@@ -184,6 +184,14 @@ type Failure struct {
 	Error string
 	// RetryAt is when the job becomes due again if it keeps retries left.
 	RetryAt time.Time
+	// Hold, when set, keeps the id from being handed over again before
+	// it, whatever else the settlement does: also when its retries are
+	// exhausted (what is left of it, and what was queued for it meanwhile,
+	// would be due at once) and against "perform now". Its perform_at is
+	// not changed by it. The node sets it for the ids of a call that timed
+	// out, whose handler's work may go on past the deadline
+	// (docs/contract.md §2.1).
+	Hold time.Time
 }
 
 // AdvanceRequest settles the caller's in-flight batch and fetches the next.

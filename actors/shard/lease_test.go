@@ -180,6 +180,7 @@ func TestEveryCallHasADeadline(t *testing.T) {
 		// that timed out is retried no earlier than its start plus twice
 		// the timeout (docs/contract.md §2.1).
 		require.Equal(t, t0.Add(4*time.Second), reqs[1].Failures[0].RetryAt, "due a timeout after the deadline")
+		require.Equal(t, t0.Add(4*time.Second), reqs[1].Failures[0].Hold, "and held until then, retries left or not")
 		require.Empty(t, reqs[1].Interrupted)
 		require.Zero(t, h.obs.losses())
 	})
@@ -199,6 +200,7 @@ func TestFailureBeforeTheDeadlineKeepsItsRetryTime(t *testing.T) {
 	reqs := store.requests()
 	require.Len(t, reqs[1].Failures, 1)
 	require.Equal(t, t0, reqs[1].Failures[0].RetryAt)
+	require.Zero(t, reqs[1].Failures[0].Hold)
 }
 
 // deadStore answers Advance with what a settlement sends to the morgue; its

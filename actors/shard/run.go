@@ -164,18 +164,22 @@ func (r *windowRun) call(ctxs *callContexts, call *persistence.Batch, n int, out
 	return true
 }
 
-// notBefore makes the failures of a timed-out call due no earlier than at.
+// notBefore makes the failures of a timed-out call due no earlier than at,
+// and holds their ids until then whatever the settlement does with them.
 // The call was given up at its deadline, but its handler's side effects
 // (a webhook receiver that ignores Orderly-Deadline, a request a Go handler
-// sent before its context ended) may go on: its ids are retried no earlier
-// than the call's start plus twice the call timeout, whatever the retry
-// policy says, so that work that overruns its timeout by up to 100% never
-// overlaps the retry of its own ids (docs/contract.md §2.1).
+// sent before its context ended) may go on: its ids are handed over again
+// no earlier than the call's start plus twice the call timeout, whatever
+// the retry policy says, also when their retries are exhausted (what is
+// left of an id would be due at once), so that work that overruns its
+// timeout by up to 100% never overlaps the next call of its own ids
+// (docs/contract.md §2.1).
 func notBefore(fs []persistence.Failure, at time.Time) {
 	for i := range fs {
 		if fs[i].RetryAt.Before(at) {
 			fs[i].RetryAt = at
 		}
+		fs[i].Hold = at
 	}
 }
 

@@ -30,11 +30,29 @@ type overrunCall struct {
 // timed-out call is due no earlier than its start plus twice the timeout,
 // although the retry policy (linear, 300ms) would bring it back at 1.3 s
 // (docs/contract.md §2.1). Every id of the timed-out call (one call
-// carries a batch of three) waits so. Checked from the receiver's own
-// record: per id, each call starts after the previous one ended, and no
-// earlier than the previous call's Orderly-Deadline plus the timeout.
+// carries a batch of three) waits so. So does what is left of an id whose
+// retries the timeout exhausted (no retries: the lowest payload goes to
+// the morgue, the other would be due at once). Checked from the receiver's
+// own record: per id, each call starts after the previous one ended, and
+// no earlier than the previous call's Orderly-Deadline plus the timeout.
 func TestTimedOutCallIsNotRetriedWhileItsReceiverMayRun(t *testing.T) {
 	t.Parallel()
+	t.Run("retried", func(t *testing.T) {
+		t.Parallel()
+		testOverrun(t, "retry: {policy: linear, base: 300ms}",
+			`[{"id":"a","payload":1},{"id":"b","payload":2},{"id":"c","payload":3}]`)
+	})
+	t.Run("retries exhausted", func(t *testing.T) {
+		t.Parallel()
+		testOverrun(t, "max_retry_count: none",
+			`[{"id":"a","payload":1},{"id":"a","payload":2},{"id":"b","payload":3},{"id":"b","payload":4},{"id":"c","payload":5},{"id":"c","payload":6}]`)
+	})
+}
+
+// testOverrun runs a node whose queue (with the given retry settings)
+// is handled by a receiver that works 1.9 s on its first call, ignoring
+// its 1 s deadline, enqueues jobs and checks the receiver's record.
+func testOverrun(t *testing.T, retry, jobs string) {
 	const timeout = time.Second
 	var mu sync.Mutex // guards calls
 	var calls []overrunCall
@@ -70,11 +88,11 @@ queues:
   - name: orders
     shards: 1
     batch_size: 10
-    retry: {policy: linear, base: 300ms}
+    ` + retry + `
     handler: {type: http, url: "` + rcv.URL + `/perform", timeout: 1s}
 `})
 	n.WaitReady()
-	enqueue(t, n, `[{"id":"a","payload":1},{"id":"b","payload":2},{"id":"c","payload":3}]`)
+	enqueue(t, n, jobs)
 
 	answered := func() bool {
 		mu.Lock()

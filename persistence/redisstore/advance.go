@@ -164,7 +164,7 @@ func newAdvanceArgs(now, token string, req persistence.AdvanceRequest, v1 string
 // they are: go-redis writes them in decimal, without the string and its
 // boxing strconv would cost.
 func (a *advanceArgs) encode() []any {
-	args := make([]any, 0, 17+3*len(a.failures)+len(a.skipped)+len(a.interrupted))
+	args := make([]any, 0, 17+4*len(a.failures)+len(a.skipped)+len(a.interrupted))
 	args = append(args, a.now, a.token, a.settle, a.nextSeq, a.fetch, a.maxRetry, a.maxPayloads,
 		a.timeout, a.calls, a.v1, len(a.failures))
 	for _, f := range a.failures {
@@ -172,7 +172,11 @@ func (a *advanceArgs) encode() []any {
 		if !f.RetryAt.IsZero() {
 			at = formatFloat(persistence.UnixSeconds(f.RetryAt))
 		}
-		args = append(args, f.ID, f.Error, at)
+		hold := ""
+		if !f.Hold.IsZero() {
+			hold = formatFloat(persistence.UnixSeconds(f.Hold))
+		}
+		args = append(args, f.ID, f.Error, at, hold)
 	}
 	args = append(args, len(a.skipped))
 	for _, id := range a.skipped {
