@@ -38,6 +38,11 @@
 --      each committed state change adds a feed entry to the outbox
 --      (feed_put). The first call of an owner ("1" above) also records it
 --      in meta's "feed", for the external compare-and-set (state.lua).
+-- then, optionally, how long a settled id that conflicts waits before it is
+--      fetched again, in microseconds ("0" = at once), then the number of
+--      ids with a delay of their own, then per id: id, microseconds (the
+--      owner grows an id's delay with its consecutive conflicts,
+--      docs/contract.md §11). Missing: every conflicting id at once.
 --
 -- Emits (any queue, docs/contract.md §11): the emits of each id that is
 -- acknowledged are appended to the outbox stream (XADD, field "e") in the
@@ -125,6 +130,22 @@ local first = ARGV[iem + 1 + 2 * nem] == "1"
 local look = stateful or nem > 0 or first
 local feedmax = ARGV[iem + 2 + 2 * nem] or "0"
 if feedmax == "" then feedmax = "0" end
+local icd = iem + 3 + 2 * nem
+
+-- conflict_hold returns until when a conflicting id waits, or nil.
+local cdelays
+local function conflict_hold(id)
+  if not ARGV[icd] then return nil end
+  if not cdelays then
+    cdelays = {}
+    for i = 0, tonumber(ARGV[icd + 1]) - 1 do
+      cdelays[ARGV[icd + 2 + 2 * i]] = tonumber(ARGV[icd + 3 + 2 * i])
+    end
+  end
+  local us = cdelays[id] or tonumber(ARGV[icd])
+  if us <= 0 then return nil end
+  return fmt_us(NOW_US + us)
+end
 
 -- states_of returns the state hash's entries of ids, in order.
 local function states_of(ids)
@@ -251,8 +272,9 @@ if L[3] then
         elseif not f then
           if job.sv and cur[id] ~= job.sv then
             -- The state changed while the id was in flight: nothing of this
-            -- call commits for it; it goes back as it was.
-            cold().requeue_job(job, job.rc, job.at, job.err, nil, nil)
+            -- call commits for it; it goes back as it was, held for the
+            -- owner's conflict delay.
+            cold().requeue_job(job, job.rc, job.at, job.err, conflict_hold(id), nil)
             conflicts[#conflicts + 1] = id
           else
             processed = processed + 1
