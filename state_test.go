@@ -198,6 +198,11 @@ func TestConflictingIDBacksOff(t *testing.T) {
 	require.Len(t, starts, conflicts+1, "one call per conflict, then the one that commits")
 	require.EqualValues(t, 1, e.stats("q").Processed)
 	require.EqualValues(t, 0, e.stats("q").Failed, "a conflict is not a failure")
+	gaps := make([]string, 0, len(starts)-1)
+	for i := 1; i < len(starts); i++ {
+		gaps = append(gaps, starts[i].Sub(starts[i-1]).Round(100*time.Microsecond).String())
+	}
+	t.Logf("%d conflicts, %d calls; gaps between calls: %v", conflicts, len(starts), gaps)
 	for i := 1; i < len(starts); i++ {
 		least := (10 * time.Millisecond << (i - 1)) / 2 // after i-1 conflicts in a row
 		gap := starts[i].Sub(starts[i-1])
