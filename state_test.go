@@ -155,3 +155,57 @@ func TestStatefulTimer(t *testing.T) {
 		return st.Version == 2 && st.Deleted
 	}, 10*time.Second, 10*time.Millisecond)
 }
+
+// A busy outside writer that changes an id's state during each of its
+// handler calls does not drive the handler in a tight loop: each conflict
+// costs exactly one more call, and the id waits before it, longer after
+// each conflict in a row (docs/contract.md §11: from 5-10 ms, doubling).
+// Checked on the recorded calls: their number, and the gap between the
+// starts of consecutive calls against the shortest delay each conflict
+// allows (a slow machine only widens the gaps).
+func TestConflictingIDBacksOff(t *testing.T) {
+	t.Parallel()
+	const conflicts = 6
+	e := newEnv(t)
+	var mu sync.Mutex // guards starts
+	var starts []time.Time
+	e.start(orderly.Config{Workers: []orderly.Worker{{
+		Queue: "q", Shards: 1, State: true,
+		Handler: func(ctx context.Context, b *orderly.Batch) error {
+			j := b.Jobs[0]
+			mu.Lock()
+			starts = append(starts, time.Now())
+			n := len(starts)
+			mu.Unlock()
+			if n <= conflicts {
+				// The outside writer wins while the call runs.
+				if _, err := e.store.SetState(ctx, "q", j.ID, []byte("outside"+strconv.Itoa(n)), j.StateVersion(), 0); err != nil {
+					return err
+				}
+			}
+			j.SetState([]byte("handler"))
+			return nil
+		},
+	}}})
+	e.enqueue("q", client.Job{ID: "hot"})
+	require.Eventually(t, func() bool {
+		st, _ := e.store.GetState(e.ctx, "q", "hot")
+		return string(st.Data) == "handler"
+	}, 20*time.Second, 10*time.Millisecond)
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, starts, conflicts+1, "one call per conflict, then the one that commits")
+	require.EqualValues(t, 1, e.stats("q").Processed)
+	require.EqualValues(t, 0, e.stats("q").Failed, "a conflict is not a failure")
+	gaps := make([]string, 0, len(starts)-1)
+	for i := 1; i < len(starts); i++ {
+		gaps = append(gaps, starts[i].Sub(starts[i-1]).Round(100*time.Microsecond).String())
+	}
+	t.Logf("%d conflicts, %d calls; gaps between calls: %v", conflicts, len(starts), gaps)
+	for i := 1; i < len(starts); i++ {
+		least := (10 * time.Millisecond << (i - 1)) / 2 // after i-1 conflicts in a row
+		gap := starts[i].Sub(starts[i-1])
+		require.GreaterOrEqual(t, gap, least, "call %d came %s after call %d, before the delay of conflict %d", i+1, gap, i, i)
+	}
+}

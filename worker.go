@@ -84,9 +84,12 @@ type Worker struct {
 	// Timeout bounds one handler call [DefaultCallTimeout]: the call's
 	// context has this deadline, and the call fails when it passes. The
 	// store keeps the deadline with the in-flight record, so no other call
-	// for the same ids starts before it, on any node. Zero means the
-	// default (before version 0.2 it meant no limit; every call now has
-	// one).
+	// for the same ids starts before it, on any node. The ids of a call
+	// that timed out are retried no earlier than its start plus twice
+	// Timeout, whatever RetryIn says, so that work the handler left running
+	// past its deadline (up to Timeout more) does not overlap their retry
+	// (docs/contract.md §2.1). Zero means the default (before version 0.2
+	// it meant no limit; every call now has one).
 	Timeout time.Duration
 	// MaxPayloadsPerCall is the most payloads of one id a handler call
 	// receives, the lowest-scored ones; the rest stay queued in order and

@@ -184,6 +184,14 @@ type Failure struct {
 	Error string
 	// RetryAt is when the job becomes due again if it keeps retries left.
 	RetryAt time.Time
+	// Hold, when set, keeps the id from being handed over again before
+	// it, whatever else the settlement does: also when its retries are
+	// exhausted (what is left of it, and what was queued for it meanwhile,
+	// would be due at once) and against "perform now". Its perform_at is
+	// not changed by it. The node sets it for the ids of a call that timed
+	// out, whose handler's work may go on past the deadline
+	// (docs/contract.md §2.1).
+	Hold time.Time
 }
 
 // AdvanceRequest settles the caller's in-flight batch and fetches the next.
@@ -265,6 +273,16 @@ type AdvanceRequest struct {
 	// change on the queue's change feed, kept to about that many entries
 	// (through the outbox, relayed like emits); 0 publishes nothing.
 	FeedMaxLen int
+	// ConflictDelay is how long an id of the settled batch that conflicts
+	// (Stateful: its state changed from outside while it was in flight)
+	// waits before it is fetched again; ConflictDelays sets it per id,
+	// overriding it. Its perform_at, retry count and error stay as they
+	// were. Zero (and an id absent from both): fetched again at once,
+	// possibly by this very call. The node grows the delay with the
+	// consecutive conflicts of an id, so that a busy outside writer does
+	// not drive its handler in a tight loop (docs/contract.md §11).
+	ConflictDelay  time.Duration
+	ConflictDelays map[string]time.Duration
 }
 
 // AdvanceResult is the outcome of an Advance.

@@ -124,6 +124,15 @@
 // bad job and nothing is written. An empty array enqueues nothing and
 // answers 202 {"enqueued": 0}; an empty body is a 400.
 //
+// An optional header Orderly-Deadline (apiv1.DeadlineHeader: an RFC 3339
+// time, as webhooks carry) bounds when the node may store the request. The
+// node checks it on its own clock immediately before the write: at or past
+// the deadline it answers 408 with an error naming it, and stores nothing.
+// A producer that gives up at that deadline and sends the same payloads
+// through another node knows the first request will not be applied later
+// (for example after the node it went to was paused); a malformed value is
+// a 400 with field "Orderly-Deadline".
+//
 // Writing is atomic per shard, not per request: the jobs of each shard are
 // written by one script, and the shards of a request one after the other.
 // So a 5xx answer (500, or 503 when Redis is unreachable or refuses writes:

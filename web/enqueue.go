@@ -2,12 +2,14 @@ package web
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/web/apiv1"
 	"github.com/orderlyhq/orderly/web/internal/jsonscan"
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 // msgPartial ends the 5xx answers of an enqueue: the store writes a request
@@ -20,6 +22,10 @@ const msgPartial = "part of the request may have been stored: retrying the same 
 // 5xx answer says that part of it may have been stored.
 func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) error {
 	if _, err := queryParams(r); err != nil {
+		return err
+	}
+	deadline, err := enqueueDeadline(r)
+	if err != nil {
 		return err
 	}
 	body, err := s.readUncheckedJSONBody(r, "a JSON array of jobs") // decodeJobs checks the syntax
@@ -44,6 +50,11 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) error {
 	if err := persistence.ValidateJobs(jobs, s.maxPayload); err != nil {
 		return err
 	}
+	// The last thing before the write: a request that waited (for a slot,
+	// in a paused process) past its deadline stores nothing.
+	if err := s.checkDeadline(deadline); err != nil {
+		return err
+	}
 	if err := s.store.Enqueue(r.Context(), r.PathValue("q"), jobs); err != nil {
 		e := s.classify(r, err)
 		if e.status >= 500 {
@@ -52,6 +63,34 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) error {
 		return e
 	}
 	s.writeJSON(w, r, http.StatusAccepted, apiv1.Enqueued{Enqueued: len(jobs)})
+	return nil
+}
+
+// enqueueDeadline reads the request's Orderly-Deadline header
+// (apiv1.DeadlineHeader); zero when it has none.
+func enqueueDeadline(r *http.Request) (time.Time, error) {
+	v := r.Header.Get(apiv1.DeadlineHeader)
+	if v == "" {
+		return time.Time{}, nil
+	}
+	d, ok := wire.ParseDeadline(v)
+	if !ok {
+		return time.Time{}, badField(apiv1.DeadlineHeader, "must be an RFC 3339 time such as 2026-11-28T10:00:00.250Z, got %q", jsonscan.Truncate(v, 64))
+	}
+	return d, nil
+}
+
+// checkDeadline refuses, with 408, a write whose deadline (zero: none) is
+// not ahead of the node's clock.
+func (s *Server) checkDeadline(deadline time.Time) error {
+	if deadline.IsZero() {
+		return nil
+	}
+	if now := s.now(); !now.Before(deadline) {
+		return &apiError{status: http.StatusRequestTimeout, msg: fmt.Sprintf(
+			"the request's %s %s passed %s before the node could store it; nothing was stored",
+			apiv1.DeadlineHeader, wire.FormatDeadline(deadline), now.Sub(deadline).Round(time.Millisecond))}
+	}
 	return nil
 }
 

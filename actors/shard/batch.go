@@ -38,6 +38,7 @@ func (a *Actor) newRequest(fetch int) {
 		req.StateWrites = a.settle.states
 		req.TimerWrites = a.settle.timers
 		req.Emits = a.settle.emits
+		a.setConflictDelays(&req)
 	}
 	req.Stateful, req.MaxStateBytes = a.cfg.Stateful, a.cfg.MaxStateBytes
 	if a.cfg.Stateful {
@@ -94,10 +95,11 @@ func (a *Actor) onAdvanced(c actor.Context, m advanced) {
 	a.req = nil
 	a.storeOK(c)
 	if m.req.Settle != 0 {
+		a.countConflicts(a.cur, m.res.Conflicts)
 		a.settle, a.cur = nil, nil
 	}
 	if len(m.res.Conflicts) > 0 {
-		a.log.Info("state changed from outside while ids were in flight; their calls committed nothing and they are handed over again", "ids", len(m.res.Conflicts))
+		a.log.Info("state changed from outside while ids were in flight; their calls committed nothing and they are handed over again after a short delay", "ids", len(m.res.Conflicts))
 	}
 	if m.res.Restored > 0 && len(m.req.Skipped) == 0 {
 		// (With skipped ids, Restored counts those going back.)

@@ -2,6 +2,7 @@ package shard_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -175,9 +176,31 @@ func TestEveryCallHasADeadline(t *testing.T) {
 			require.Equal(t, 7, r.MaxPayloads)
 		}
 		require.Len(t, reqs[1].Failures, 1, "a call past its deadline failed")
+		// The handler said "retry now" (its clock's time, t0+2s): a call
+		// that timed out is retried no earlier than its start plus twice
+		// the timeout (docs/contract.md §2.1).
+		require.Equal(t, t0.Add(4*time.Second), reqs[1].Failures[0].RetryAt, "due a timeout after the deadline")
+		require.Equal(t, t0.Add(4*time.Second), reqs[1].Failures[0].Hold, "and held until then, retries left or not")
 		require.Empty(t, reqs[1].Interrupted)
 		require.Zero(t, h.obs.losses())
 	})
+}
+
+// A call that fails before its deadline keeps the retry time its handler
+// gave: only a timed-out call waits a timeout past its deadline.
+func TestFailureBeforeTheDeadlineKeepsItsRetryTime(t *testing.T) {
+	t.Parallel()
+	store := &fakeStore{jobs: jobs("a")}
+	h := newHarness(t, store)
+	h.callTimeout = 2 * time.Second
+	h.start(func(_ context.Context, b *persistence.Batch) ([]persistence.Failure, error) {
+		return []persistence.Failure{{ID: b.Jobs[0].ID, Error: "boom", RetryAt: h.clock.Now()}}, errors.New("boom")
+	})
+	h.eventually("settled", func() bool { return len(store.requests()) >= 2 })
+	reqs := store.requests()
+	require.Len(t, reqs[1].Failures, 1)
+	require.Equal(t, t0, reqs[1].Failures[0].RetryAt)
+	require.Zero(t, reqs[1].Failures[0].Hold)
 }
 
 // deadStore answers Advance with what a settlement sends to the morgue; its

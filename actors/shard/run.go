@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -136,6 +137,7 @@ func (r *windowRun) call(ctxs *callContexts, call *persistence.Batch, n int, out
 	// deadline on to the next call.
 	ctx, endCall := context.WithCancel(ctx)
 	fs, err := r.cfg.Process(ctx, call)
+	timedOut := errors.Is(context.Cause(ctx), ErrCallDeadline)
 	endCall()
 	if r.ctx.Err() != nil && (err != nil || len(fs) > 0) {
 		// Cancelled while it ran (drain deadline, lease lost): not
@@ -152,11 +154,33 @@ func (r *windowRun) call(ctxs *callContexts, call *persistence.Batch, n int, out
 	if err != nil {
 		out.err = err
 	}
+	if timedOut {
+		notBefore(fs, callStart.Add(2*r.cfg.CallTimeout))
+	}
 	out.failures = append(out.failures, fs...)
 	out.states = append(out.states, call.StateWrites...)
 	out.timers = append(out.timers, call.TimerWrites...)
 	out.emits = append(out.emits, call.Emits...)
 	return true
+}
+
+// notBefore makes the failures of a timed-out call due no earlier than at,
+// and holds their ids until then whatever the settlement does with them.
+// The call was given up at its deadline, but its handler's side effects
+// (a webhook receiver that ignores Orderly-Deadline, a request a Go handler
+// sent before its context ended) may go on: its ids are handed over again
+// no earlier than the call's start plus twice the call timeout, whatever
+// the retry policy says, also when their retries are exhausted (what is
+// left of an id would be due at once), so that work that overruns its
+// timeout by up to 100% never overlaps the next call of its own ids
+// (docs/contract.md §2.1).
+func notBefore(fs []persistence.Failure, at time.Time) {
+	for i := range fs {
+		if fs[i].RetryAt.Before(at) {
+			fs[i].RetryAt = at
+		}
+		fs[i].Hold = at
+	}
 }
 
 // skip records jobs as not handled: they go back to the queue untouched.

@@ -225,6 +225,9 @@ type Actor struct {
 	asked  int                         // ids the fetch of cur asked for
 	settle *pendingSettle              // cur's outcome, not yet sent
 	req    *persistence.AdvanceRequest // an Advance to send or retry
+	// conflicts counts, per id, the settlements in a row in which the id
+	// conflicted (conflict.go); an id is absent once one did not.
+	conflicts map[string]int
 
 	work    work
 	trimDue bool

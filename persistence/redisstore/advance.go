@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/orderlyhq/orderly/persistence"
 )
@@ -138,6 +139,9 @@ type advanceArgs struct {
 	emits       []persistence.Emit
 	checkOutbox bool
 	feedMaxLen  int
+	// conflictDelay and conflictDelays are AdvanceRequest's.
+	conflictDelay  time.Duration
+	conflictDelays map[string]time.Duration
 }
 
 // newAdvanceArgs returns the script's arguments for req, whose writes
@@ -147,7 +151,8 @@ func newAdvanceArgs(now, token string, req persistence.AdvanceRequest, v1 string
 		maxRetry: req.MaxRetryCount, maxPayloads: req.MaxPayloads, timeout: "", calls: req.CallSize, v1: v1,
 		failures: req.Failures, skipped: req.Skipped, interrupted: req.Interrupted,
 		stateful: req.Stateful, stateWrites: req.StateWrites, timerWrites: req.TimerWrites,
-		emits: req.Emits, checkOutbox: req.CheckOutbox, feedMaxLen: req.FeedMaxLen}
+		emits: req.Emits, checkOutbox: req.CheckOutbox, feedMaxLen: req.FeedMaxLen,
+		conflictDelay: req.ConflictDelay, conflictDelays: req.ConflictDelays}
 	if a.maxPayloads == 0 {
 		a.maxPayloads = persistence.DefaultMaxPayloadsPerCall
 	}
@@ -164,7 +169,7 @@ func newAdvanceArgs(now, token string, req persistence.AdvanceRequest, v1 string
 // they are: go-redis writes them in decimal, without the string and its
 // boxing strconv would cost.
 func (a *advanceArgs) encode() []any {
-	args := make([]any, 0, 17+3*len(a.failures)+len(a.skipped)+len(a.interrupted))
+	args := make([]any, 0, 17+4*len(a.failures)+len(a.skipped)+len(a.interrupted))
 	args = append(args, a.now, a.token, a.settle, a.nextSeq, a.fetch, a.maxRetry, a.maxPayloads,
 		a.timeout, a.calls, a.v1, len(a.failures))
 	for _, f := range a.failures {
@@ -172,7 +177,11 @@ func (a *advanceArgs) encode() []any {
 		if !f.RetryAt.IsZero() {
 			at = formatFloat(persistence.UnixSeconds(f.RetryAt))
 		}
-		args = append(args, f.ID, f.Error, at)
+		hold := ""
+		if !f.Hold.IsZero() {
+			hold = formatFloat(persistence.UnixSeconds(f.Hold))
+		}
+		args = append(args, f.ID, f.Error, at, hold)
 	}
 	args = append(args, len(a.skipped))
 	for _, id := range a.skipped {
@@ -196,7 +205,15 @@ func (a *advanceArgs) encode() []any {
 	} else {
 		args = append(args, "0")
 	}
-	return append(args, strconv.Itoa(a.feedMaxLen))
+	args = append(args, strconv.Itoa(a.feedMaxLen))
+	if a.conflictDelay <= 0 && len(a.conflictDelays) == 0 {
+		return args // the script reads no delay
+	}
+	args = append(args, max(a.conflictDelay.Microseconds(), 0), len(a.conflictDelays))
+	for id, d := range a.conflictDelays {
+		args = append(args, id, max(d.Microseconds(), 0))
+	}
+	return args
 }
 
 // appendWrites appends a stateful queue's part of the arguments: "1", the

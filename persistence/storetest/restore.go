@@ -18,6 +18,7 @@ var restoreTests = []testCase{
 	{"Rule7_SkippedIdsGoBackUntouched", testSkipped, needNone},
 	{"Deadline_KeptAndHonouredOnRestore", testDeadlineKeptOnRestore, needAdmin},
 	{"Deadline_BoundCountsAtMostMaxCalls", testDeadlineMaxCalls, needNone},
+	{"Deadline_FailureHoldOutlastsTheMorgue", testFailureHold, needAdmin},
 }
 
 // docs/contract.md §3.7: a new owner restores the in-flight record of a
@@ -190,4 +191,40 @@ func testDeadlineMaxCalls(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	require.Nil(t, res.Batch)
 	require.True(t, res.NextDue.Equal(epoch.Add(30*time.Second)), "next due %v", res.NextDue)
+}
+
+// A failure's Hold (a timed-out call, docs/contract.md §2.1) keeps its id
+// from being fetched before it, whatever the settlement does: with retries
+// left (and "perform all now" does not cut it short), and with retries
+// exhausted, for what is left of the id after the move to the morgue and
+// for what was queued for it meanwhile. perform_at is not changed by it.
+func testFailureHold(t *testing.T, h Harness) {
+	e := newEnv(t, h, 1)
+	e.enqueue(job("r", "r1", 1))
+	o := e.own(0)
+	require.Equal(t, []string{"r"}, ids(o.next(1).Batch))
+	e.enqueue(job("x", "x1", 1), job("x", "x2", 2), job("y", "y1", 1))
+	hold := e.at(2 * time.Second)
+	o.next(0, persistence.Failure{ID: "r", Error: "timed out", RetryAt: e.at(0), Hold: hold})
+	require.True(t, e.get("r").PerformAt.Equal(e.clock.Now()), "perform_at as the failure gave it")
+
+	o.maxRetry = 0 // every failure exhausts the retries
+	require.Equal(t, []string{"x", "y"}, ids(o.next(3).Batch), "r is held")
+	e.enqueue(job("y", "y2", 2)) // queued while y1 is in flight
+	res := o.next(3,
+		persistence.Failure{ID: "x", Error: "timed out", Hold: hold},
+		persistence.Failure{ID: "y", Error: "timed out", Hold: hold})
+	require.Len(t, res.Dead, 2, "x1 and y1 die")
+	require.Nil(t, res.Batch, "nothing before the hold: not r, not x2 (what is left of x), not y2 (queued meanwhile)")
+	require.True(t, res.NextDue.Equal(hold), "next due %v", res.NextDue)
+	_, err := e.admin().PerformAllNow(e.ctx, e.queue)
+	require.NoError(t, err)
+	require.Nil(t, o.next(3).Batch, "perform all now does not cut a hold short")
+
+	e.clock.Advance(2 * time.Second)
+	got := o.next(3).Batch
+	require.Equal(t, []string{"r", "x", "y"}, ids(got))
+	require.Equal(t, []string{"x2@2"}, pl(jobOf(got, "x").Payloads))
+	require.Equal(t, []string{"y2@2"}, pl(jobOf(got, "y").Payloads))
+	require.Equal(t, 0, jobOf(got, "r").RetryCount)
 }

@@ -17,6 +17,7 @@ var stateTests = []testCase{
 	{"State_FailedIDCommitsNothing", testStateFailedIDCommitsNothing, needState},
 	{"State_LostLeaseCommitsNothing", testStateLostLeaseCommitsNothing, needState},
 	{"State_CASConflictHandsOverAgain", testStateCASConflict, needState},
+	{"State_ConflictWaitsItsDelay", testStateConflictDelay, needState},
 	{"State_VersionGrowsByOne", testStateVersionGrowsByOne, needState},
 	{"State_SizeLimit", testStateSizeLimit, needState},
 	{"State_DeleteJobKeepsStateLookupShowsIt", testStateDeleteJobKeepsState, needAdmin | needState},
@@ -338,4 +339,41 @@ func testStateDeleteKeepsTheVersion(t *testing.T, h Harness) {
 	v, err = e.states().SetState(e.ctx, e.queue, "a", []byte("U"), 4, 0)
 	require.NoError(t, err)
 	require.Equal(t, int64(5), v)
+}
+
+// §11: a conflicting id waits for the owner's conflict delay (its own, or
+// the request's) before it is fetched again, with its payloads, perform_at
+// and retry count as they were; an id that did not conflict is not held.
+func testStateConflictDelay(t *testing.T, h Harness) {
+	e := newEnv(t, h, 1)
+	e.enqueue(job("a", "1", 1), job("b", "1", 1), job("c", "1", 1))
+	o := e.own(0)
+	require.Equal(t, []string{"a", "b", "c"}, ids(o.nextState(3, nil).Batch))
+	for _, id := range []string{"a", "b"} {
+		_, err := e.states().SetState(e.ctx, e.queue, id, []byte("outside"), 0, 0)
+		require.NoError(t, err)
+	}
+	o.seq++
+	res, err := e.s.Advance(e.ctx, o.lease, persistence.AdvanceRequest{
+		Settle: o.cur.Seq, Fetch: 3, NextSeq: o.seq, MaxRetryCount: o.maxRetry, Stateful: true,
+		StateWrites:   []persistence.StateWrite{set("a", "h"), set("b", "h"), set("c", "h")},
+		ConflictDelay: 100 * time.Millisecond, ConflictDelays: map[string]time.Duration{"b": time.Second},
+	})
+	require.NoError(t, err)
+	o.cur = res.Batch
+	require.ElementsMatch(t, []string{"a", "b"}, res.Conflicts)
+	require.Equal(t, 1, res.Processed)
+	require.Nil(t, res.Batch, "not handed over again by the same call")
+	require.WithinDuration(t, e.at(100*time.Millisecond), res.NextDue, time.Millisecond)
+	require.True(t, e.get("a").PerformAt.Equal(e.clock.Now()), "perform_at as it was")
+
+	e.clock.Advance(100 * time.Millisecond)
+	res = o.nextState(3, nil)
+	require.Equal(t, []string{"a"}, ids(res.Batch), "b waits for its own delay")
+	require.Equal(t, -1, jobOf(res.Batch, "a").RetryCount)
+	require.Equal(t, persistence.State{Data: []byte("outside"), Version: 1}, stateOf(t, res.Batch, "a"))
+	e.clock.Advance(900 * time.Millisecond)
+	res = o.nextState(3, []persistence.StateWrite{set("a", "h")})
+	require.Empty(t, res.Conflicts)
+	require.Equal(t, []string{"b"}, ids(res.Batch))
 }

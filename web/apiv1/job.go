@@ -15,6 +15,16 @@ import (
 // EmptyPayload is the payload of a job that gives none: the JSON string "".
 const EmptyPayload = `""`
 
+// DeadlineHeader is the optional request header of an enqueue (POST
+// /api/v1/queues/{q}/jobs) that bounds when the node may still store it:
+// an RFC 3339 time, such as "2026-11-28T10:00:00.250Z" (wire.DeadlineFormat
+// writes one). When the node would store the jobs at or after it, on its
+// own clock, it answers 408 and stores nothing, so that a request held up
+// (a node paused or overloaded) is not applied after its producer gave up.
+// It is the header, and the format, of a webhook request's deadline
+// (wire.DeadlineHeader).
+const DeadlineHeader = wire.DeadlineHeader
+
 // JobFields lists the fields of a job object, for messages.
 const JobFields = "id, payload, payload_base64, score, perform_at, perform_in, headers"
 

@@ -52,7 +52,10 @@
 // Orderly-Deadline (DeadlineHeader, read with Deadline) is when the node
 // gives the call up; no other call for the same ids starts before it, on
 // any node, so a receiver that stops working on a delivery by then never
-// overlaps another.
+// overlaps another. The ids of a delivery given up at its deadline are
+// retried no earlier than the deadline plus one more timeout, so a
+// receiver that overruns its timeout by up to 100% does not overlap their
+// retry either (docs/contract.md §2.1).
 //
 // The fields of a job:
 //

@@ -17,7 +17,10 @@
 --          counts (an owner bounds a long window by time, docs/storage.md §4)
 -- ARGV[10] "1" to look for layout 1 data (a store written by layout 1)
 -- ARGV[11] number of failed ids, then per failed id: id, error, retry_at
---          ("" = now)
+--          ("" = now), hold ("" = none: else the id, what is left of it
+--          after a move to the morgue and what was queued for it meanwhile
+--          are not fetched before it; the call timed out, docs/contract.md
+--          §2.1)
 -- then the number of skipped ids (not handled: back as they were), the ids
 -- then the number of interrupted ids (their call was cut while it ran:
 --      back as they were, not fetched before the call's deadline), the ids
@@ -35,6 +38,11 @@
 --      each committed state change adds a feed entry to the outbox
 --      (feed_put). The first call of an owner ("1" above) also records it
 --      in meta's "feed", for the external compare-and-set (state.lua).
+-- then, optionally, how long a settled id that conflicts waits before it is
+--      fetched again, in microseconds ("0" = at once), then the number of
+--      ids with a delay of their own, then per id: id, microseconds (the
+--      owner grows an id's delay with its consecutive conflicts,
+--      docs/contract.md §11). Missing: every conflicting id at once.
 --
 -- Emits (any queue, docs/contract.md §11): the emits of each id that is
 -- acknowledged are appended to the outbox stream (XADD, field "e") in the
@@ -107,7 +115,7 @@ local timeout = ARGV[8]
 local call_size, max_calls = string.match(ARGV[9], "^(%d+):?(%d*)$")
 call_size, max_calls = tonumber(call_size), tonumber(max_calls)
 local nfail = tonumber(ARGV[11])
-local iskip = 12 + 3 * nfail
+local iskip = 12 + 4 * nfail
 local nskip = tonumber(ARGV[iskip])
 local iint = iskip + 1 + nskip
 local nint = tonumber(ARGV[iint])
@@ -122,6 +130,22 @@ local first = ARGV[iem + 1 + 2 * nem] == "1"
 local look = stateful or nem > 0 or first
 local feedmax = ARGV[iem + 2 + 2 * nem] or "0"
 if feedmax == "" then feedmax = "0" end
+local icd = iem + 3 + 2 * nem
+
+-- conflict_hold returns until when a conflicting id waits, or nil.
+local cdelays
+local function conflict_hold(id)
+  if not ARGV[icd] then return nil end
+  if not cdelays then
+    cdelays = {}
+    for i = 0, tonumber(ARGV[icd + 1]) - 1 do
+      cdelays[ARGV[icd + 2 + 2 * i]] = tonumber(ARGV[icd + 3 + 2 * i])
+    end
+  end
+  local us = cdelays[id] or tonumber(ARGV[icd])
+  if us <= 0 then return nil end
+  return fmt_us(NOW_US + us)
+end
 
 -- states_of returns the state hash's entries of ids, in order.
 local function states_of(ids)
@@ -228,9 +252,10 @@ if L[3] then
       end
       local fails, skips, ints = {}, {}, {}
       for i = 0, nfail - 1 do
-        local retry_at = ARGV[14 + 3 * i]
+        local retry_at, fhold = ARGV[14 + 4 * i], ARGV[15 + 4 * i]
         if retry_at == "" then retry_at = NOW end
-        fails[ARGV[12 + 3 * i]] = {ARGV[13 + 3 * i], retry_at}
+        if fhold == "" then fhold = nil end
+        fails[ARGV[12 + 4 * i]] = {ARGV[13 + 4 * i], retry_at, fhold}
       end
       for i = 1, nskip do skips[ARGV[iskip + i]] = true end
       for i = 1, nint do ints[ARGV[iint + i]] = true end
@@ -247,8 +272,9 @@ if L[3] then
         elseif not f then
           if job.sv and cur[id] ~= job.sv then
             -- The state changed while the id was in flight: nothing of this
-            -- call commits for it; it goes back as it was.
-            cold().requeue_job(job, job.rc, job.at, job.err, nil, nil)
+            -- call commits for it; it goes back as it was, held for the
+            -- owner's conflict delay.
+            cold().requeue_job(job, job.rc, job.at, job.err, conflict_hold(id), nil)
             conflicts[#conflicts + 1] = id
           else
             processed = processed + 1
@@ -283,9 +309,9 @@ if L[3] then
           if #job.ps == 0 then
             -- Only its timer brought it: the timer fires again at the
             -- retry time (no payload to retry or to bury).
-            cold().requeue_job(job, job.rc, job.at, job.err, nil, f[2])
+            cold().requeue_job(job, job.rc, job.at, job.err, f[3], f[2])
           elseif rc >= max_retry then
-            if job.tm then cold().requeue_job({id = id, ps = {}, tm = true}, "-1", NOW, "", nil, nil) end
+            if job.tm then cold().requeue_job({id = id, ps = {}, tm = true}, "-1", NOW, "", f[3], nil) end
             -- The lowest-scored payload of what the handler was given dies;
             -- the rest goes back as a fresh job, due now.
             local d = {job.ps[1]}
@@ -295,10 +321,12 @@ if L[3] then
             if #job.ps > 1 then
               local rest = {}
               for i = 2, #job.ps do rest[#rest + 1] = job.ps[i] end
-              cold().requeue(id, rest, "-1", NOW, "", nil)
+              cold().requeue(id, rest, "-1", NOW, "", f[3])
+            elseif f[3] then
+              cold().hold_queued(id, f[3])
             end
           else
-            cold().requeue_job(job, tostring(rc), f[2], f[1], nil, f[2])
+            cold().requeue_job(job, tostring(rc), f[2], f[1], f[3], f[2])
           end
         end
       end

@@ -467,6 +467,17 @@ local function cold()
     store(id, r, old_rc)
   end
 
+  -- hold_queued keeps the queued record of id, if there is one, from being
+  -- fetched before hold; its perform_at, retry count and error stay.
+  local function hold_queued(id, hold)
+    local r = load(id)
+    if not r then return end
+    local h = later_hold(r.hold, hold)
+    if h == r.hold then return end
+    r.hold, r.fseq = h, nil
+    store(id, r, r.rc)
+  end
+
   local function put_job(t, id, rc, at, err, ps)
     put_raw(t, id, rec_encode({at = at, rc = rc, err = err, ovn = 0, ovh = false, ps = ps}))
   end
@@ -595,6 +606,7 @@ local function cold()
     hold_of = hold_of,
     restore_inflight = restore_inflight,
     requeue_job = requeue_job,
+    hold_queued = hold_queued,
     morgue_put = morgue_put,
   }
   return COLD
