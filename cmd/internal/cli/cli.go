@@ -456,6 +456,16 @@ func (c *conn) callCtx(ctx context.Context, method, path string, body []byte, ou
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if method == http.MethodPost && strings.HasSuffix(path, "/jobs") {
+		// The node stores the jobs only before the CLI gives up on the
+		// request, so that a request held up in a node is not applied
+		// after a later one (docs/http-api.md, Enqueue deadlines).
+		deadline := time.Now().Add(c.client.Timeout)
+		if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+			deadline = d
+		}
+		req.Header.Set(apiv1.DeadlineHeader, deadline.UTC().Format(time.RFC3339Nano))
+	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}

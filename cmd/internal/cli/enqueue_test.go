@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/web"
+	"github.com/orderlyhq/orderly/web/apiv1"
 )
 
 // writeFile writes content to a file in a fresh temporary directory and
@@ -505,6 +507,26 @@ func TestEnqueueToken(t *testing.T) {
 	path := writeFile(t, "jobs.jsonl", lines("t", 1, 3))
 	n.runWith(runOpts{env: map[string]string{"ORDERLY_HTTP_TOKEN": "s3cret"}}, "enqueue", "--queue", "orders", "--file", path).ok(t)
 	require.Len(t, n.queued("orders"), 4)
+}
+
+// The CLI's enqueues carry Orderly-Deadline: the instant it gives up on
+// the request, after which the node must not store it.
+func TestEnqueueSendsItsDeadline(t *testing.T) {
+	t.Parallel()
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get(apiv1.DeadlineHeader)
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = w.Write([]byte(`{"enqueued": 1}`))
+	}))
+	defer srv.Close()
+	start := time.Now()
+	exec(runOpts{}, "enqueue", "--http", srv.URL, "--queue", "orders", "--id", "a").ok(t)
+	end := time.Now()
+	deadline, err := time.Parse(time.RFC3339Nano, <-got)
+	require.NoError(t, err)
+	require.True(t, deadline.After(start), "the deadline %s is after the request started", deadline)
+	require.False(t, deadline.After(end.Add(requestTimeout)), "the deadline %s is the request's timeout at the latest", deadline)
 }
 
 func TestEnqueueUnreachable(t *testing.T) {
