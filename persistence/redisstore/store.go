@@ -119,6 +119,8 @@ type Store struct {
 
 	upgrade upgradeState // the upgrade from layout 1 (migrate.go)
 
+	feedWait feedWatchers // the change feed's waiting reads (feedwait.go)
+
 	scriptsLoaded atomic.Bool // LoadScripts succeeded once
 
 	notices atomic.Int32 // noticeMode, once known (notice.go)
