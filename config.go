@@ -87,7 +87,9 @@ type Config struct {
 	// HandoffTimeout bounds the drain of a shard that moves to another
 	// node, and of the shards of a node going quiet [DefaultHandoffTimeout].
 	HandoffTimeout time.Duration
-	// MorgueTTL is how long morgue entries are kept [DefaultMorgueTTL].
+	// MorgueTTL is how long morgue entries are kept [DefaultMorgueTTL]; an
+	// entry is deleted within a minute of its expiry (a tenth of a shorter
+	// TTL, at least a second).
 	MorgueTTL time.Duration
 	// IdlePoll is how often the node checks its idle shards for work they
 	// were not told about (enqueue notices are hints) [DefaultIdlePoll]:

@@ -44,6 +44,13 @@ var (
 	// expected version is not the current one: someone else changed the
 	// state first. Read it again and retry.
 	ErrVersionConflict = errors.New("persistence: state version conflict")
+
+	// ErrUpgradeInProgress is returned by an action, a lookup or a listing
+	// that would act on data the previous release's storage layout still
+	// holds in a shard no node of this release served yet (a node of the
+	// previous release may serve it): nothing was changed. Retry once a
+	// node of this release serves the shard (docs/storage.md section 8).
+	ErrUpgradeInProgress = errors.New("persistence: storage upgrade in progress")
 )
 
 // FieldError reports input that was rejected before anything was written.

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
@@ -29,6 +30,9 @@ type apiError struct {
 	msg    string
 	field  string
 	allow  string // the Allow header of a 405
+	// retryAfter is the Retry-After header (seconds) of a refusal that
+	// passes; a 503 without one gets "1".
+	retryAfter string
 }
 
 func (e *apiError) Error() string { return e.msg }
@@ -53,9 +57,13 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if e.allow != "" {
 		w.Header().Set("Allow", e.allow)
 	}
-	switch e.status {
-	case http.StatusServiceUnavailable:
+	switch {
+	case e.retryAfter != "":
+		w.Header().Set("Retry-After", e.retryAfter)
+	case e.status == http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", "1")
+	}
+	switch e.status {
 	case http.StatusUnauthorized, http.StatusForbidden, http.StatusRequestTimeout,
 		http.StatusRequestEntityTooLarge, http.StatusMisdirectedRequest:
 		// A client refused for who it is or what it sends gets no
@@ -79,6 +87,11 @@ func (s *Server) classify(r *http.Request, err error) *apiError {
 		return badRequest("%v", err)
 	case errors.Is(err, persistence.ErrVersionConflict):
 		return &apiError{status: http.StatusConflict, field: "version", msg: "version: " + err.Error() + "; read the state again and retry"}
+	case errors.Is(err, persistence.ErrUpgradeInProgress):
+		// Nothing was changed: a shard still holds data of the previous
+		// release that no node of this one moved yet (docs/storage.md §8).
+		return &apiError{status: http.StatusConflict, retryAfter: "1",
+			msg: "upgrade in progress: " + strings.TrimPrefix(err.Error(), "redisstore: ")}
 	case errors.Is(err, persistence.ErrUnknownQueue):
 		return &apiError{status: http.StatusNotFound, field: "queue", msg: fmt.Sprintf("unknown queue %q", r.PathValue("q"))}
 	case errors.Is(err, persistence.ErrNotFound):

@@ -25,6 +25,10 @@ const (
 	// DefaultMaxConcurrentEnqueues is how many enqueue requests are decoded
 	// and stored at once.
 	DefaultMaxConcurrentEnqueues = 64
+	// DefaultMaxFeedWaits is how many change-feed reads may wait for an
+	// entry at once (GET /api/v1/queues/{q}/feed with wait): see
+	// Config.MaxFeedWaits.
+	DefaultMaxFeedWaits = 256
 	// DefaultMaxBodyBytesInFlight bounds the bytes of request bodies held
 	// at once (64 MiB, eight bodies of DefaultMaxBodyBytes).
 	DefaultMaxBodyBytesInFlight = 64 << 20
@@ -70,6 +74,11 @@ type Config struct {
 	// to 10 s for one before it is answered 503.
 	// [DefaultMaxConcurrentEnqueues]
 	MaxConcurrentEnqueues int
+	// MaxFeedWaits bounds the change-feed long polls (GET
+	// /api/v1/queues/{q}/feed with wait > 0) waiting at once on this
+	// server; one more is answered 429 with Retry-After at once. A reader
+	// without wait is never refused. [DefaultMaxFeedWaits]
+	MaxFeedWaits int
 	// MaxBodyBytesInFlight bounds the bytes of request bodies held in
 	// memory at once, counted as they arrive, so a client that is slow to
 	// send its body holds only what it sent. A request whose next bytes do
@@ -205,11 +214,13 @@ type Server struct {
 	// enqueueSlots holds a token per enqueue request being decoded and
 	// stored.
 	enqueueSlots chan struct{}
-	bodies       *budget // bytes of request bodies held
-	bodyTimeout  time.Duration
-	hosts        hostCheck
-	base         string // Config.BasePath
-	conns        *conns // Serve's connections
+	// feedWaits holds a token per change-feed long poll waiting.
+	feedWaits   chan struct{}
+	bodies      *budget // bytes of request bodies held
+	bodyTimeout time.Duration
+	hosts       hostCheck
+	base        string // Config.BasePath
+	conns       *conns // Serve's connections
 }
 
 // New returns a Server on cfg.Store.
@@ -288,6 +299,11 @@ func (s *Server) limits(cfg *Config) error {
 		slots = DefaultMaxConcurrentEnqueues
 	}
 	s.enqueueSlots = make(chan struct{}, slots)
+	waits := cfg.MaxFeedWaits
+	if waits <= 0 {
+		waits = DefaultMaxFeedWaits
+	}
+	s.feedWaits = make(chan struct{}, waits)
 	if s.maxPayload == 0 {
 		s.maxPayload = persistence.DefaultMaxPayloadBytes
 	}

@@ -130,6 +130,16 @@ func (s *Server) getFeed(w http.ResponseWriter, r *http.Request) error {
 	} else if err := checkFeedPos(from); err != nil {
 		return err
 	}
+	if wait > 0 {
+		select {
+		case s.feedWaits <- struct{}{}:
+			defer func() { <-s.feedWaits }()
+		default:
+			return &apiError{status: http.StatusTooManyRequests, retryAfter: "1", msg: fmt.Sprintf(
+				"too many change-feed long polls wait on this node (at most %d); retry later, on another node, or read without wait",
+				cap(s.feedWaits))}
+		}
+	}
 	entries, next, err := s.store.ReadFeed(r.Context(), q, from, limit, wait)
 	if err != nil {
 		return err

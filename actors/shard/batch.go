@@ -18,8 +18,19 @@ import (
 // Batches: Advance (settle the last batch and fetch the next in one call),
 // the handler run over a fetched batch, and the morgue's retention.
 
-// trimEvery is how often the morgue retention runs per shard.
-const trimEvery = time.Hour
+// Morgue retention: how often it runs per shard. An entry is deleted at
+// most trimEvery(ttl) after it expired: a minute, or a tenth of a short
+// morgue_ttl (at least a second). A run that finds nothing expired is one
+// O(log n) script call (docs/contract.md §3.8).
+const (
+	trimMaxEvery = time.Minute
+	trimMinEvery = time.Second
+)
+
+// trimEvery is the morgue retention's period for a morgue_ttl of ttl.
+func trimEvery(ttl time.Duration) time.Duration {
+	return min(trimMaxEvery, max(trimMinEvery, ttl/10))
+}
 
 // newRequest prepares the next Advance: settle the pending outcome, if any,
 // and fetch up to fetch ids.
@@ -363,6 +374,6 @@ func (a *Actor) onTrimmed(c actor.Context, m trimmed) {
 		a.log.Info("morgue retention deleted old entries", "entries", m.n)
 	}
 	if a.lease != nil && !a.draining() {
-		a.arm(c, timerTrim, trimEvery)
+		a.arm(c, timerTrim, trimEvery(a.cfg.MorgueTTL))
 	}
 }

@@ -62,7 +62,8 @@
 //	    of a window of Prefetch ids (AdvanceRequest.MaxCalls): its calls
 //	    past those start only while half a call timeout of that bound is
 //	    left, and the rest is settled as skipped.
-//	  - Morgue retention: TrimMorgue once after acquiring, then hourly.
+//	  - Morgue retention: TrimMorgue once after acquiring, then every
+//	    minute (a tenth of a shorter morgue_ttl, at least a second).
 //	  - Outbox relay (relay.go): when an Advance reports entries in the
 //	    shard's outbox (emits and change feed entries committed with acks;
 //	    the first Advance under a new lease always looks), RelayOutbox runs

@@ -1,6 +1,13 @@
 package redisstore
 
+import "time"
+
 // SetAfterOutboxRead makes RelayOutbox call f between reading the outbox
 // and relaying what it read, to interleave relays. Call it before the store
 // is used.
 func SetAfterOutboxRead(s *Store, f func()) { s.afterOutboxRead = f }
+
+// SetEpochClockOffset makes the store's acquisitions read Redis's clock
+// offset by d for their epochs, as on a master whose clock is behind (d <
+// 0). Call it while no other call runs.
+func SetEpochClockOffset(s *Store, d time.Duration) { s.epochOffset = d.Milliseconds() }

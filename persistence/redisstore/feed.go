@@ -20,9 +20,8 @@ import (
 // queue's feed mark says another relay published already, so that per id
 // the feed is in version order even when relays overlap.
 
-// FeedWaitSlice is the longest single blocking read of ReadFeed: a longer
-// wait is made of such reads, and a cancelled context ends the wait within
-// one of them.
+// FeedWaitSlice is the longest single blocking read of a feed watcher
+// (feedwait.go): a watcher whose last reader left ends within one.
 const FeedWaitSlice = 250 * time.Millisecond
 
 // feedChange is a change feed entry of the outbox.
@@ -105,37 +104,54 @@ func (s *Store) ReadFeed(ctx context.Context, queue, from string, limit int, wai
 			return nil, "", &persistence.FieldError{Field: "from", Index: -1, Reason: `must be "0", "$" or an entry's position`}
 		}
 	}
-	// A blocked XREAD does not end when ctx does (the client only sees
-	// deadlines), so a long wait is cut into blocks of at most
-	// FeedWaitSlice with ctx checked between them: a cancelled read
-	// returns within one slice, at the cost of one XREAD per slice while
-	// the feed is idle.
-	var end time.Time
-	if wait > 0 {
-		end = time.Now().Add(wait)
+	// A waiting read never blocks in Redis on the store's client: the
+	// queue's feed watcher does, on its own client, and wakes the readers
+	// (feedwait.go).
+	res, err := s.readFeedOnce(ctx, key, from, limit)
+	if err != nil {
+		return nil, from, fmt.Errorf("redisstore: read the change feed of %s: %w", queue, err)
 	}
-	var res []redis.XStream
+	if len(res) > 0 || wait <= 0 {
+		return s.feedEntries(queue, res, from)
+	}
+	fw, err := s.joinFeed(ctx, key)
+	if err != nil {
+		return nil, from, fmt.Errorf("redisstore: read the change feed of %s: %w", queue, err)
+	}
+	defer s.leaveFeed(key, fw)
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
 	for {
-		args := &redis.XReadArgs{Streams: []string{key, from}, Count: int64(limit), Block: -1}
-		if wait > 0 {
-			args.Block = max(min(time.Until(end), FeedWaitSlice), time.Millisecond)
-		}
-		var err error
-		res, err = s.rdb.XRead(ctx, args).Result()
-		if errors.Is(err, redis.Nil) {
-			if wait > 0 && ctx.Err() == nil && time.Now().Before(end) {
-				continue
-			}
-			if err := ctx.Err(); err != nil {
-				return nil, from, fmt.Errorf("redisstore: read the change feed of %s: %w", queue, err)
-			}
-			return nil, from, nil
-		}
+		changed := s.changedCh(fw)
+		res, err = s.readFeedOnce(ctx, key, from, limit)
 		if err != nil {
 			return nil, from, fmt.Errorf("redisstore: read the change feed of %s: %w", queue, err)
 		}
-		break
+		if len(res) > 0 {
+			return s.feedEntries(queue, res, from)
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return nil, from, nil
+		case <-ctx.Done():
+			return nil, from, fmt.Errorf("redisstore: read the change feed of %s: %w", queue, ctx.Err())
+		}
 	}
+}
+
+// readFeedOnce reads up to limit entries after from without blocking.
+func (s *Store) readFeedOnce(ctx context.Context, key, from string, limit int) ([]redis.XStream, error) {
+	res, err := s.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{key, from}, Count: int64(limit), Block: -1}).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	return res, err
+}
+
+// feedEntries decodes what readFeedOnce read and returns the position after
+// it.
+func (s *Store) feedEntries(queue string, res []redis.XStream, from string) ([]persistence.FeedEntry, string, error) {
 	var out []persistence.FeedEntry
 	for _, st := range res {
 		for _, m := range st.Messages {

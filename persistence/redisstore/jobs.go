@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -18,11 +19,18 @@ func (s *Store) GetJob(ctx context.Context, queue, id string) (persistence.JobIn
 	if err := persistence.ValidateID(id, -1); err != nil {
 		return persistence.JobInfo{}, err
 	}
+	sh := persistence.ShardOf(id, shards)
+	// Move the id's layout 1 entry first, so that the lookup shows it merged
+	// as the actions will find it; a shard a node of the previous release
+	// may serve is read in both layouts instead.
+	err = s.catchUpIDs(ctx, persistence.ShardRef{Queue: queue, Shard: sh}, v1Queued, []string{id})
+	if err != nil && !errors.Is(err, persistence.ErrUpgradeInProgress) {
+		return persistence.JobInfo{}, err
+	}
 	mode, err := s.mode(ctx)
 	if err != nil {
 		return persistence.JobInfo{}, err
 	}
-	sh := persistence.ShardOf(id, shards)
 	sk := s.keys.shard(queue, sh)
 	keys, v1 := sk.keys, "0"
 	if mode == modeUpgrading {
@@ -109,6 +117,9 @@ func (s *Store) DeleteJob(ctx context.Context, queue, id string) (bool, error) {
 		return false, err
 	}
 	sh := persistence.ShardOf(id, shards)
+	if err := s.catchUpIDs(ctx, persistence.ShardRef{Queue: queue, Shard: sh}, v1Queued, []string{id}); err != nil {
+		return false, fmt.Errorf("redisstore: delete job %s/%s: %w", queue, id, err)
+	}
 	sk := s.keys.shard(queue, sh)
 	for {
 		res, err := run(ctx, s.rdb, scriptAction, sk.keys, s.now(), "delete", id,
@@ -149,6 +160,9 @@ func (s *Store) jobAction(ctx context.Context, queue, id, what, action string) (
 		return false, err
 	}
 	sh := persistence.ShardOf(id, shards)
+	if err := s.catchUpIDs(ctx, persistence.ShardRef{Queue: queue, Shard: sh}, v1Queued, []string{id}); err != nil {
+		return false, fmt.Errorf("redisstore: %s %s/%s: %w", what, queue, id, err)
+	}
 	sk := s.keys.shard(queue, sh)
 	now, found := s.now(), false
 	for {
@@ -195,7 +209,8 @@ func (s *Store) DeleteFailed(ctx context.Context, queue string) (int, error) {
 }
 
 // eachShard runs a bounded bulk script on every shard of the queue, one
-// pipeline per round, until every shard is done. The first call of a shard
+// pipeline per round, until every shard is done, after moving the layout 1
+// data it acts on into layout 2 (catchup.go). The first call of a shard
 // reads the time; its later calls are given that time, so that the action
 // sees one "now". Each call is atomic; the whole action is not (as in
 // Lowkiq), but it is synchronous and reports how many ids it changed.
@@ -206,6 +221,13 @@ func (s *Store) eachShard(ctx context.Context, queue, what string, sc *script, a
 	shards, err := s.shardsOf(ctx, queue)
 	if err != nil {
 		return 0, err
+	}
+	kinds := v1Queued
+	if sc == scriptMorgue {
+		kinds = v1Dead
+	}
+	if err := s.catchUp(ctx, queue, kinds); err != nil {
+		return 0, fmt.Errorf("redisstore: %s in %s: %w", what, queue, err)
 	}
 	type state struct {
 		sh   int

@@ -29,7 +29,12 @@ func (s *Store) AcquireShard(ctx context.Context, ref persistence.ShardRef, owne
 	if err != nil {
 		return persistence.Lease{}, 0, err
 	}
-	cmds, werr := s.runWrite(ctx, []call{{s: scriptAcquire, keys: sk.keys, args: []any{s.now(), owner, ttlMillis(ttl), newNonce()}}})
+	floor := ""
+	if seen := s.epochSeen.Load(); seen > 0 {
+		floor = strconv.FormatInt(seen+1, 10)
+	}
+	args := []any{s.now(), owner, ttlMillis(ttl), newNonce(), floor, strconv.FormatInt(s.epochOffset, 10)}
+	cmds, werr := s.runWrite(ctx, []call{{s: scriptAcquire, keys: sk.keys, args: args}})
 	res, err := cmds[0].Slice()
 	if err != nil {
 		return persistence.Lease{}, 0, fmt.Errorf("redisstore: acquire %s/%d: %w", ref.Queue, ref.Shard, err)
@@ -56,6 +61,7 @@ func (s *Store) AcquireShard(ctx context.Context, ref persistence.ShardRef, owne
 	epoch, _ := res[2].(int64)
 	restored, _ := res[3].(int64)
 	lease := persistence.Lease{ShardRef: ref, Owner: owner, Epoch: epoch, Token: token}
+	s.seeEpoch(epoch)
 	if v1, _ := res[4].(int64); v1 == 1 {
 		n, err := s.restoreV1Inflight(ctx, lease, sk, ttl)
 		restored += int64(n)
@@ -64,6 +70,18 @@ func (s *Store) AcquireShard(ctx context.Context, ref persistence.ShardRef, owne
 		}
 	}
 	return lease, int(restored), nil
+}
+
+// seeEpoch raises the highest epoch seen to epoch: the store's next
+// acquisitions get epochs above it, even from a promoted replica that lost
+// the write of epoch and whose clock is behind (docs/contract.md §2.5).
+func (s *Store) seeEpoch(epoch int64) {
+	for {
+		seen := s.epochSeen.Load()
+		if epoch <= seen || s.epochSeen.CompareAndSwap(seen, epoch) {
+			return
+		}
+	}
 }
 
 // RenewShard implements persistence.ShardStore.

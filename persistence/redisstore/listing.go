@@ -182,6 +182,13 @@ func (s *Store) list(ctx context.Context, queue string, q listQuery) ([]listEntr
 	if err != nil {
 		return nil, "", err
 	}
+	kinds := v1Queued
+	if q.view == "m" {
+		kinds = v1Dead
+	}
+	if err := s.catchUp(ctx, queue, kinds); err != nil {
+		return nil, "", fmt.Errorf("redisstore: list %s: %w", queue, err)
+	}
 	var rows []listEntry
 	var more bool
 	switch q.order {

@@ -256,50 +256,23 @@ func (s *Store) restoreV1Inflight(ctx context.Context, lease persistence.Lease, 
 // drainV1 moves one chunk of the shard's layout 1 data into layout 2: queued
 // jobs first (fetches skip an id until its layout 1 entry is gone), then
 // the morgue, then the counters. A first round trip reads the ids, a second
-// moves them, handed their per-id keys.
+// moves them, handed their per-id keys (catchup.go).
 func (s *Store) drainV1(ctx context.Context, lease persistence.Lease, sk shardKeys) error {
-	k := sk.keys
-	var op string
-	var ids []string
-	for _, src := range []struct {
-		op  string
-		key string
-	}{{"queue", k[kV1Due]}, {"morgue", k[kV1Morgue]}} {
-		list, err := s.rdb.ZRange(ctx, src.key, 0, drainChunk-1).Result()
-		if err != nil {
-			return fmt.Errorf("redisstore: read layout 1 ids of %s/%d: %w", lease.Queue, lease.Shard, err)
-		}
-		if len(list) > 0 {
-			op, ids = src.op, list
-			break
-		}
+	moved, err := s.moveV1Chunk(ctx, lease.ShardRef, lease.Token, sk, v1Queued|v1Dead)
+	if moved || err != nil {
+		return err
 	}
 	args := []any{s.now(), lease.Token}
-	keys := sk.keys
-	switch {
-	case op != "":
-		args = append(args, op, strconv.Itoa(movePayloads))
-		keys = sk.with()
-		for _, id := range ids {
-			args = append(args, id)
-			if op == "queue" {
-				keys = append(keys, sk.v1Payloads(id))
-			} else {
-				keys = append(keys, sk.v1Morgue(id))
-			}
-		}
-	default:
-		n, err := s.rdb.Exists(ctx, k[kV1Inflight]).Result()
-		if err != nil {
-			return fmt.Errorf("redisstore: read layout 1 keys of %s/%d: %w", lease.Queue, lease.Shard, err)
-		}
-		if n > 0 {
-			args = append(args, "inflight", strconv.Itoa(movePayloads))
-		} else {
-			args = append(args, "stats", "0")
-		}
+	n, err := s.rdb.Exists(ctx, sk.keys[kV1Inflight]).Result()
+	if err != nil {
+		return fmt.Errorf("redisstore: read layout 1 keys of %s/%d: %w", lease.Queue, lease.Shard, err)
 	}
-	if err := run(ctx, s.rdb, scriptMigrate, keys, args...).Err(); err != nil {
+	if n > 0 {
+		args = append(args, "inflight", strconv.Itoa(movePayloads))
+	} else {
+		args = append(args, "stats", "0")
+	}
+	if err := run(ctx, s.rdb, scriptMigrate, sk.keys, args...).Err(); err != nil {
 		if isLeaseLost(err) {
 			return fmt.Errorf("%w: %s/%d", persistence.ErrLeaseLost, lease.Queue, lease.Shard)
 		}

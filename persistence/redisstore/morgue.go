@@ -66,6 +66,11 @@ func (s *Store) morgueIDs(ctx context.Context, queue, op string, ids []string) (
 		sh := persistence.ShardOf(id, shards)
 		byShard[sh] = append(byShard[sh], id)
 	}
+	for sh, list := range byShard {
+		if err := s.catchUpIDs(ctx, persistence.ShardRef{Queue: queue, Shard: sh}, v1Dead, list); err != nil {
+			return 0, fmt.Errorf("redisstore: %s morgue entries of %s: %w", op, queue, err)
+		}
+	}
 	total := 0
 	for sh, list := range byShard {
 		sk := s.keys.shard(queue, sh)

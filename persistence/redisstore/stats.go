@@ -129,6 +129,8 @@ func (s *Store) ShardOwners(ctx context.Context, queue string) ([]persistence.Sh
 		} else {
 			out[sh].Epoch, _ = strconv.ParseInt(epochs[sh].Val(), 10, 64)
 		}
+		e, _ := strconv.ParseInt(epochs[sh].Val(), 10, 64)
+		s.seeEpoch(max(e, out[sh].Epoch))
 	}
 	return out, nil
 }

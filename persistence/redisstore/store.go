@@ -119,9 +119,20 @@ type Store struct {
 
 	upgrade upgradeState // the upgrade from layout 1 (migrate.go)
 
+	feedWait feedWatchers // the change feed's waiting reads (feedwait.go)
+
 	scriptsLoaded atomic.Bool // LoadScripts succeeded once
 
 	notices atomic.Int32 // noticeMode, once known (notice.go)
+
+	// epochSeen is the highest fencing epoch the store has seen, of any
+	// shard: those it acquired and those ShardOwners read (every node's
+	// orphan sweep reads its queues' shards about twice a second). Every
+	// acquisition asks for an epoch above it (lease.go).
+	epochSeen atomic.Int64
+	// epochOffset, set only by tests (export_test.go) before any call, is
+	// added to Redis's clock for epochs: a master whose clock is behind.
+	epochOffset int64
 
 	wait *waitSpec // the WAIT after writes, in the replicated mode
 

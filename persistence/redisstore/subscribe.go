@@ -78,8 +78,16 @@ func (s *Store) Subscribe(ctx context.Context, queues ...string) (persistence.Su
 		return nil, fmt.Errorf("redisstore: subscribe: %w", err)
 	}
 	sub := &subscription{
-		keys: s.keys,
-		ps:   ps,
+		keys:     s.keys,
+		ps:       ps,
+		rdb:      s.rdb,
+		channels: channels,
+		shards: func(q string) int {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			n, _ := s.shardsOf(ctx, q)
+			return n
+		},
 		c:    make(chan persistence.ShardRef, subscriptionBuffer),
 		done: make(chan struct{}),
 		live: map[*redis.PubSub]struct{}{},
@@ -110,32 +118,108 @@ func (s *Store) Subscribe(ctx context.Context, queues ...string) (persistence.Su
 }
 
 type subscription struct {
-	keys keyspace
-	ps   *redis.PubSub // the ordinary channels
-	c    chan persistence.ShardRef
-	done chan struct{}
-	once sync.Once
-	wg   sync.WaitGroup // the forwarding goroutine and the shard followers
+	keys     keyspace
+	ps       *redis.PubSub // the ordinary channels (guarded by mu once run started)
+	rdb      redis.UniversalClient
+	channels []string               // the ordinary channels
+	shards   func(queue string) int // a queue's shard count (0: unknown)
+	c        chan persistence.ShardRef
+	done     chan struct{}
+	once     sync.Once
+	wg       sync.WaitGroup // the forwarding goroutine and the shard followers
 
-	mu     sync.Mutex                 // guards live and closed
+	mu     sync.Mutex                 // guards ps, live and closed
 	live   map[*redis.PubSub]struct{} // the shard groups' subscriptions
 	closed bool
 }
 
-// run forwards the notices of the ordinary channels.
+// ordinaryHealth is how long the ordinary channels' connection may stay
+// silent before it is pinged; a ping unanswered for as long again means a
+// dead connection, and the channels are subscribed on a new one.
+const ordinaryHealth = 3 * time.Second
+
+// run forwards the notices of the ordinary channels. Notices published
+// while the subscription was down (the master failed over, restarted, or
+// the connection broke) are lost: when a channel is subscribed again (by
+// go-redis's reconnect, or by run on a new connection after a ping went
+// unanswered), every shard of its queue is woken once, and its controls
+// read, so that a job enqueued meanwhile does not wait for the idle poll.
 func (s *subscription) run() {
 	defer s.wg.Done()
-	in := s.ps.Channel(redis.WithChannelSize(subscriptionBuffer))
+	ps := s.current()
+	// Subscribe read the first confirmation.
+	seen := map[string]bool{s.channels[0]: true}
+	pinged := false
 	for {
+		msg, err := ps.ReceiveTimeout(context.Background(), ordinaryHealth)
 		select {
 		case <-s.done:
 			return
-		case m, ok := <-in:
-			if !ok {
-				return
-			}
-			s.deliver(m.Channel, m.Payload)
+		default:
 		}
+		var ne net.Error
+		switch {
+		case err != nil && errors.As(err, &ne) && ne.Timeout() && !pinged:
+			_ = ps.Ping(context.Background())
+			pinged = true
+		case err != nil && errors.As(err, &ne) && ne.Timeout():
+			ps, pinged = s.resubscribe(ps), false
+		case err != nil:
+			// go-redis reconnects and subscribes again at the next receive.
+			select {
+			case <-s.done:
+				return
+			case <-time.After(shardSubRetryMin):
+			}
+		default:
+			pinged = false
+			switch m := msg.(type) {
+			case *redis.Message:
+				s.deliver(m.Channel, m.Payload)
+			case *redis.Subscription:
+				if m.Kind == "subscribe" && seen[m.Channel] {
+					s.wake(m.Channel)
+				}
+				seen[m.Channel] = true
+			}
+		}
+	}
+}
+
+// current returns the ordinary channels' subscription.
+func (s *subscription) current() *redis.PubSub {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ps
+}
+
+// resubscribe replaces a dead subscription of the ordinary channels by a
+// new one (its confirmations wake the queues' shards); the old one is
+// closed.
+func (s *subscription) resubscribe(old *redis.PubSub) *redis.PubSub {
+	ps := s.rdb.Subscribe(context.Background(), s.channels...)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ps.Close()
+		return old
+	}
+	s.ps = ps
+	s.mu.Unlock()
+	old.Close()
+	return ps
+}
+
+// wake hands every shard of the channel's queue, and its controls, to the
+// receiver, as if each had been notified.
+func (s *subscription) wake(channel string) {
+	q, ok := s.keys.queueOfChannel(channel)
+	if !ok {
+		return
+	}
+	s.deliver(channel, controlsMessage)
+	for sh := range s.shards(q) {
+		s.deliver(channel, strconv.Itoa(sh))
 	}
 }
 
@@ -375,8 +459,9 @@ func (s *subscription) closeAll() error {
 	s.closed = true
 	live := s.live
 	s.live = map[*redis.PubSub]struct{}{}
+	ps := s.ps
 	s.mu.Unlock()
-	err := s.ps.Close()
+	err := ps.Close()
 	for p := range live {
 		p.Close()
 	}

@@ -30,6 +30,9 @@ const (
 	// open at once (web.DefaultMaxConnections), lowered at start to half
 	// the process's open-file limit when that is smaller.
 	DefaultHTTPMaxConnections = 1024
+	// DefaultHTTPMaxFeedWaits is how many change-feed long polls wait at
+	// once on the node (web.DefaultMaxFeedWaits); one more is answered 429.
+	DefaultHTTPMaxFeedWaits = 256
 	// DefaultRedisPrefix prefixes every Redis key.
 	DefaultRedisPrefix = redisstore.DefaultPrefix
 	// DurabilityAsync and DurabilityReplicated are the durability modes.
@@ -184,6 +187,9 @@ type NodeConfig struct {
 	// HTTPMaxConnections bounds the HTTP connections open at once
 	// [http_max_connections; DefaultHTTPMaxConnections].
 	HTTPMaxConnections int
+	// HTTPMaxFeedWaits bounds the change-feed long polls waiting at once
+	// [http_max_feed_waits; DefaultHTTPMaxFeedWaits].
+	HTTPMaxFeedWaits int
 	// HTTPTLSCert is the path of the PEM certificate (with its chain) the
 	// HTTP API and dashboard serve HTTPS with; set with HTTPTLSKey
 	// [http_tls_cert; empty: plain HTTP].
@@ -396,6 +402,7 @@ func defaultNode() NodeConfig {
 		Bind:               DefaultBind,
 		HTTP:               DefaultHTTP,
 		HTTPMaxConnections: DefaultHTTPMaxConnections,
+		HTTPMaxFeedWaits:   DefaultHTTPMaxFeedWaits,
 		RedisPrefix:        DefaultRedisPrefix,
 		Durability:         DurabilityAsync,
 		DurabilityReplicas: redisstore.DefaultDurabilityReplicas,

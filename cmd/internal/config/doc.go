@@ -19,6 +19,7 @@
 //	  http_allowed_hosts: [orderly.internal]  # Host names answered without a token
 //	  http_base_path: /orderly          # serve under a proxy's sub-path; empty = the root
 //	  http_max_connections: 1024        # at most half the open-file limit
+//	  http_max_feed_waits: 256          # change-feed long polls waiting at once
 //	  http_tls_cert: /etc/orderly/tls.crt     # serve HTTPS (with http_tls_key)
 //	  http_tls_key: /etc/orderly/tls.key
 //	  actor_addr: 127.0.0.1:8090        # protoactor remote; empty = off

@@ -144,6 +144,8 @@ func settings() []setting {
 			func(n *NodeConfig) *string { return &n.HTTPBasePath }, checkBasePath},
 		field[int]{"http_max_connections", "HTTP connections open at once, at most half the open-file limit",
 			func(n *NodeConfig) *int { return &n.HTTPMaxConnections }, checkBetween(1, maxHTTPConnections)},
+		field[int]{"http_max_feed_waits", "change-feed long polls (feed?wait=) waiting at once; one more is answered 429",
+			func(n *NodeConfig) *int { return &n.HTTPMaxFeedWaits }, checkBetween(1, maxHTTPConnections)},
 		field[string]{"http_tls_cert", "PEM certificate file: the HTTP API and dashboard serve HTTPS (with http_tls_key)",
 			func(n *NodeConfig) *string { return &n.HTTPTLSCert }, optional(checkPath)},
 		field[string]{"http_tls_key", "PEM private key file of http_tls_cert",

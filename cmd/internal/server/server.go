@@ -243,6 +243,7 @@ func (p *process) newAPI() error {
 		MaxPayloadBytes: n.MaxPayloadBytes,
 		AllowedHosts:    allowedHosts(n),
 		MaxConnections:  maxConns,
+		MaxFeedWaits:    n.HTTPMaxFeedWaits,
 		TLS:             p.tls,
 		Metrics:         p.metrics.Handler(),
 		UI:              ui.HandlerAt(n.HTTPBasePath),

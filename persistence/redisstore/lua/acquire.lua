@@ -7,14 +7,20 @@
 -- ARGV[2] owner name
 -- ARGV[3] lease TTL in milliseconds
 -- ARGV[4] nonce: random, so that no two acquisitions yield one token
+-- ARGV[5] floor: the epoch is at least this ("" or absent: none); the
+--         caller's highest epoch seen, plus one (docs/storage.md section 4)
+-- ARGV[6] milliseconds added to Redis TIME for the epoch ("" or absent:
+--         none); set only by tests, to play a master whose clock is behind
 --
 -- The shard is free when layout 1's lease key is absent or holds the fence
 -- (no layout 1 node serves it) and the layout 2 lease is absent. Taking it
 -- writes the fence into layout 1's lease key (no TTL): layout 1 nodes never
 -- serve the shard again.
 --
--- The epoch is max(previous epoch + 1, Redis TIME in milliseconds), so it
--- grows even after Redis lost its last writes. The token is
+-- The epoch is max(previous epoch + 1, Redis TIME in milliseconds, floor),
+-- so it grows even after Redis lost its last writes: past the lost epochs
+-- by the clock, or by the floor, which carries every epoch the caller saw
+-- (a promoted replica whose clock is behind). The token is
 -- "<epoch>/<owner>/<nonce>".
 --
 -- Restored ids wait for the deadline bound of their calls (lib/cold.lua
@@ -44,9 +50,11 @@ end
 init_clock(ARGV[1])
 
 local t = redis.call("TIME")
-local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + (tonumber(ARGV[6] or "") or 0)
 local epoch = tonumber(redis.call("GET", K.epoch) or "0") + 1
 if ms > epoch then epoch = ms end
+local floor = tonumber(ARGV[5] or "") or 0
+if floor > epoch then epoch = floor end
 local es = string.format("%.0f", epoch)
 redis.call("SET", K.epoch, es)
 local token = es .. "/" .. ARGV[2] .. "/" .. ARGV[4]

@@ -1,11 +1,15 @@
 -- migrate.lua: move one bounded chunk of a shard's layout 1 data into
--- layout 2 (docs/storage.md section 8). Only the shard's owner drains it.
--- lib: keys clock fields lease cold
+-- layout 2 (docs/storage.md section 8). The shard's owner drains it; an
+-- action, lookup or listing moves what it is about to act on first, with no
+-- lease, once the shard is fenced (catchup.go).
+-- lib: keys clock fields fence lease cold
 --
 -- KEYS: the shard key set (lib/keys.lua); for "queue" and "morgue", KEYS[27..]
 -- are layout 1's per-id keys ("p:<id>" or "m:<id>") of the ids, in order.
 -- ARGV[1] now ("" = Redis TIME; set only by the test seam)
--- ARGV[2] lease token of the caller
+-- ARGV[2] lease token of the caller, or "" for a caller with no lease
+--         (an action: "queue", "morgue" and "stats" only), which needs the
+--         shard fenced: no node of the previous release may serve it
 -- ARGV[3] operation:
 --         "queue": move the queued jobs named from ARGV[5] on
 --         "morgue": move the morgue entries named from ARGV[5] on
@@ -22,16 +26,25 @@
 -- Returns {moved, partial}: moved counts the ids (or in-flight jobs) moved
 -- completely, partial those with payloads left for another call (for
 -- "inflight": 1 while the record is not restored completely). Error reply
--- "LEASE_LOST" when ARGV[2] is not the current lease.
+-- "LEASE_LOST" when ARGV[2] is not the current lease; "NOT_FENCED" when
+-- ARGV[2] is "" and layout 1's lease key does not hold the fence (or the
+-- operation is "inflight", the owner's alone).
 --
 -- Cost: O(ids + payloads moved).
 
 local C = cold()
 local new_rec, add_payloads, load, store, requeue, morgue_put = C.new_rec, C.add_payloads, C.load, C.store, C.requeue, C.morgue_put
 
-if not lease_ok(ARGV[2]) then return redis.error_reply("LEASE_LOST") end
-init_clock(ARGV[1])
 local op, maxp = ARGV[3], tonumber(ARGV[4])
+if ARGV[2] == "" then
+  -- Moving a fenced shard's layout 1 entry is what its owner's drain does,
+  -- one atomic step per id, so anyone may do it; fetches skip an id until
+  -- its layout 1 entry is gone, whoever moves it.
+  if op == "inflight" or redis.call("GET", K.v1lease) ~= FENCE then return redis.error_reply("NOT_FENCED") end
+elseif not lease_ok(ARGV[2]) then
+  return redis.error_reply("LEASE_LOST")
+end
+init_clock(ARGV[1])
 
 local function pairs_of(flat)
   local ps = {}
