@@ -35,6 +35,7 @@ type feedWatchers struct {
 	rdb   redis.UniversalClient // the blocking client, made on first use
 	own   bool                  // rdb was made here (Close closes it)
 	byKey map[string]*feedWatch // feed key -> its watcher
+	wg    sync.WaitGroup        // the running watchers, which Close waits for
 }
 
 // feedWatch is one feed's watcher and its readers.
@@ -70,8 +71,9 @@ func (s *Store) blocking() redis.UniversalClient {
 	return w.rdb
 }
 
-// Close closes what the store opened itself (the feed watchers' client);
-// the client given to New stays open. The store must not be used after.
+// Close stops the feed watchers and waits for them, and closes what the
+// store opened itself (the watchers' client); the client given to New stays
+// open. The store must not be used after.
 func (s *Store) Close() error {
 	w := &s.feedWait
 	w.mu.Lock()
@@ -81,12 +83,15 @@ func (s *Store) Close() error {
 	rdb, own := w.rdb, w.own
 	w.rdb, w.own = nil, false
 	w.mu.Unlock()
+	var err error
 	if own {
-		if err := rdb.Close(); err != nil {
-			return fmt.Errorf("redisstore: close the feed watchers' client: %w", err)
+		// Closing the client also ends a watcher's blocked XREAD.
+		if cerr := rdb.Close(); cerr != nil {
+			err = fmt.Errorf("redisstore: close the feed watchers' client: %w", cerr)
 		}
 	}
-	return nil
+	w.wg.Wait()
+	return err
 }
 
 // joinFeed registers a waiting reader of the feed at key, starting its
@@ -104,7 +109,11 @@ func (s *Store) joinFeed(ctx context.Context, key string) (*feedWatch, error) {
 			w.byKey = map[string]*feedWatch{}
 		}
 		w.byKey[key] = fw
-		go s.watchFeed(wctx, bc, key, fw)
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			s.watchFeed(wctx, bc, key, fw)
+		}()
 	}
 	fw.readers++
 	w.mu.Unlock()

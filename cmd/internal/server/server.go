@@ -68,6 +68,7 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 	if err := p.wrapStore(); err != nil {
 		return err
 	}
+	defer p.rs.Close() // the feed watchers, before the client they use
 	workers, closeWebhooks, err := buildWorkers(cfg.Queues, log, p.metrics.WebhookAnswered)
 	if err != nil {
 		return err
