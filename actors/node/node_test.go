@@ -196,3 +196,40 @@ func TestControlsPauseTheQueueAcrossARestart(t *testing.T) {
 	<-drained
 	require.NoError(t, sys.Root.StopFuture(pid).Wait())
 }
+
+// SetPause is answered once every shard actor of the queue took the pause
+// (so that Node.PauseQueue holds on its own node when it returns), and a
+// resume likewise; a node actor that missed its shard actors' answers
+// would leave the request to its caller's timeout.
+func TestSetPauseIsAnsweredByItsShards(t *testing.T) {
+	db := redistest.New(t)
+	ctx := context.Background()
+	rs, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})
+	require.NoError(t, err)
+	require.NoError(t, rs.RegisterQueue(ctx, persistence.QueueSpec{Name: "p", Shards: 3}))
+	log := slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(logbridge.Protoactor(log)))
+	defer sys.Shutdown()
+	pid, err := sys.Root.SpawnNamed(Props(Config{Concurrency: 1, HandoffTimeout: time.Second, Logger: log, Store: rs, LeaseTTL: time.Minute, IdlePoll: time.Minute}), "node")
+	require.NoError(t, err)
+	var shards []shard.Config
+	for s := range 3 {
+		shards = append(shards, shard.Config{
+			Ref: persistence.ShardRef{Queue: "p", Shard: s}, Store: rs, Owner: "n", MaxRetryCount: 25,
+			LeaseTTL: time.Minute, IdlePoll: time.Minute, Logger: log,
+			Process: func(context.Context, *persistence.Batch) ([]persistence.Failure, error) { return nil, nil },
+		})
+	}
+	sys.Root.Send(pid, Assign{Shards: shards})
+	require.Eventually(t, func() bool { return status(t, sys, pid).Serving == 3 }, 10*time.Second, 10*time.Millisecond)
+	for _, paused := range []bool{true, false, true} {
+		res, err := sys.Root.RequestFuture(pid, SetPause{Queue: "p", Paused: paused}, 10*time.Second).Result()
+		require.NoError(t, err, "paused %v: the shard actors' answers reach the node actor", paused)
+		require.IsType(t, PauseApplied{}, res)
+	}
+	var once sync.Once
+	drained := make(chan struct{})
+	sys.Root.Send(pid, Drain{Deadline: time.Now().Add(time.Second), Done: func() { once.Do(func() { close(drained) }) }})
+	<-drained
+	require.NoError(t, sys.Root.StopFuture(pid).Wait())
+}

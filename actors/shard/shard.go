@@ -272,8 +272,10 @@ func (a *Actor) Receive(c actor.Context) {
 		a.onDrain(c, m)
 	case Pause:
 		a.view.setPaused(m.Paused)
-		if c.Sender() != nil {
-			c.Respond(PauseApplied{})
+		if to := c.Sender(); to != nil {
+			// Sent with this actor as its sender (Respond names none),
+			// so that the node actor knows which shard took it.
+			c.Request(to, PauseApplied{})
 		}
 	case PermitGranted:
 		a.onGranted(c)
