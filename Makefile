@@ -37,6 +37,25 @@ release: ## Build orderly for each of PLATFORMS into dist/ (VERSION as for build
 	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$out ./cmd/orderly || exit 1; \
 	done
 
+IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
+IMAGE_TAG  ?= orderly:$(RELEASE_VERSION)
+IMAGE      ?= dist/orderly-image-$(RELEASE_VERSION)-linux-$(IMAGE_ARCH).tar
+
+.PHONY: image
+image: ## Build the container image as a tarball (IMAGE) without a container daemon or a base image: docker load -i / podman load -i it (IMAGE_ARCH, IMAGE_TAG, VERSION).
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -tags timetzdata -ldflags '$(LDFLAGS)' -o dist/orderly-linux-$(IMAGE_ARCH).image ./cmd/orderly
+	cd deploy/image && $(GO) run . -binary ../../dist/orderly-linux-$(IMAGE_ARCH).image -arch $(IMAGE_ARCH) -tag '$(IMAGE_TAG)' -version '$(RELEASE_VERSION)' -out ../../$(IMAGE)
+	@rm -f dist/orderly-linux-$(IMAGE_ARCH).image
+	@echo "$(IMAGE): $$(du -h $(IMAGE) | cut -f1)"
+
+.PHONY: image-check
+image-check: image ## Build the image tarball and check it: entrypoint, non-root user, files, and the binary inside runs orderly version.
+	cd deploy/image && ORDERLY_IMAGE=$(CURDIR)/$(IMAGE) $(GO) test -count=1 -v .
+
+.PHONY: chart
+chart: ## Check the Helm chart (deploy/helm/orderly): helm lint, helm template with each values file, kubeconform -strict against Kubernetes' schemas (.ci/chart).
+	@.ci/chart
+
 .PHONY: test
 test: ## Run every test with the race detector (starts throwaway redis-servers).
 	@.ci/ensure-redis
