@@ -156,44 +156,10 @@ func check(orderly string, d object, c container, secrets, configMaps map[string
 	}
 	defer os.RemoveAll(root)
 
-	// The mounted files, under root.
-	volumes := map[string]volume{}
-	for _, v := range d.Spec.Template.Spec.Volumes {
-		volumes[v.Name] = v
+	paths, err := mounts(root, d, c, configMaps)
+	if err != nil {
+		return err
 	}
-	var moves []string // mountPath, local path, ...
-	for _, m := range c.VolumeMounts {
-		v := volumes[m.Name]
-		local := filepath.Join(root, m.MountPath)
-		switch {
-		case v.ConfigMap != nil:
-			data, ok := configMaps[v.ConfigMap.Name]
-			if !ok {
-				return fmt.Errorf("volume %s: ConfigMap %s is not rendered", m.Name, v.ConfigMap.Name)
-			}
-			if m.SubPath != "" {
-				if err := write(local, data[m.SubPath]); err != nil {
-					return err
-				}
-			} else {
-				for k, s := range data {
-					if err := write(filepath.Join(local, k), s); err != nil {
-						return err
-					}
-				}
-			}
-		case v.Secret != nil:
-			if err := tlsFiles(local); err != nil {
-				return err
-			}
-		default:
-			if err := os.MkdirAll(local, 0o755); err != nil {
-				return err
-			}
-		}
-		moves = append(moves, m.MountPath, local)
-	}
-	paths := strings.NewReplacer(moves...)
 
 	vars := map[string]string{}
 	env := []string{"PATH=" + os.Getenv("PATH")}
@@ -254,6 +220,49 @@ func check(orderly string, d object, c container, secrets, configMaps map[string
 var redisStandIn = "redis://redis:6379/0"
 
 // standIn is the value of the variable name when its Secret is not rendered.
+// mounts lays the container's mounted files out under root and returns
+// what rewrites their paths there.
+func mounts(root string, d object, c container, configMaps map[string]map[string]string) (*strings.Replacer, error) {
+	// The mounted files, under root.
+	volumes := map[string]volume{}
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		volumes[v.Name] = v
+	}
+	var moves []string // mountPath, local path, ...
+	for _, m := range c.VolumeMounts {
+		v := volumes[m.Name]
+		local := filepath.Join(root, m.MountPath)
+		switch {
+		case v.ConfigMap != nil:
+			data, ok := configMaps[v.ConfigMap.Name]
+			if !ok {
+				return nil, fmt.Errorf("volume %s: ConfigMap %s is not rendered", m.Name, v.ConfigMap.Name)
+			}
+			if m.SubPath != "" {
+				if err := write(local, data[m.SubPath]); err != nil {
+					return nil, err
+				}
+			} else {
+				for k, s := range data {
+					if err := write(filepath.Join(local, k), s); err != nil {
+						return nil, err
+					}
+				}
+			}
+		case v.Secret != nil:
+			if err := tlsFiles(local); err != nil {
+				return nil, err
+			}
+		default:
+			if err := os.MkdirAll(local, 0o755); err != nil {
+				return nil, err
+			}
+		}
+		moves = append(moves, m.MountPath, local)
+	}
+	return strings.NewReplacer(moves...), nil
+}
+
 func standIn(name string) string {
 	switch name {
 	case "ORDERLY_GOSSIP_KEY":

@@ -67,7 +67,7 @@ func run(binary, out, tag, arch, version, cacerts string) error {
 	if err != nil {
 		return err
 	}
-	layer, err := tarball.LayerFromReader(bytes.NewReader(layerTar))
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layerTar)), nil })
 	if err != nil {
 		return err
 	}
