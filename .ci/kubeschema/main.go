@@ -11,11 +11,16 @@
 //     string or a number, and an optional field may be null, as the API
 //     server reads them.
 //
-// .ci/chart runs it on the swagger.json that k8s.io/cli-runtime ships
-// (artifacts/openapi, a whole cluster's API) and gives the directory to
-// kubeconform -schema-location.
+// With -crd, it also writes the schema of each version of a
+// CustomResourceDefinition (YAML), made strict the same way (except where
+// the CRD keeps unknown fields).
 //
-//	go run ./.ci/kubeschema -swagger swagger.json -out DIR
+// .ci/chart runs it on the swagger.json that k8s.io/cli-runtime ships
+// (artifacts/openapi, a whole cluster's API) and on the CRDs of the
+// ServiceMonitor (prometheus-operator) and the ScaledObject (KEDA), and
+// gives the directory to kubeconform -schema-location.
+//
+//	go run ./.ci/kubeschema -swagger swagger.json -crd servicemonitors.yaml -out DIR
 package main
 
 import (
@@ -26,16 +31,110 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 )
 
 func main() {
 	swagger := flag.String("swagger", "", "Kubernetes OpenAPI v2 document (swagger.json)")
 	out := flag.String("out", "", "directory to write the schemas to")
+	var crds []string
+	flag.Func("crd", "a CustomResourceDefinition (YAML) whose versions to write too; repeatable", func(s string) error {
+		crds = append(crds, s)
+		return nil
+	})
 	flag.Parse()
-	if err := run(*swagger, *out); err != nil {
+	err := run(*swagger, *out)
+	for _, c := range crds {
+		if err == nil {
+			err = crd(c, *out)
+		}
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "kubeschema:", err)
 		os.Exit(1)
 	}
+}
+
+// crd writes the schema of each served version of the CRD in path.
+func crd(path, out string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var doc struct {
+		Spec struct {
+			Group string `yaml:"group"`
+			Names struct {
+				Kind string `yaml:"kind"`
+			} `yaml:"names"`
+			Versions []struct {
+				Name   string `yaml:"name"`
+				Schema struct {
+					OpenAPIV3Schema map[string]any `yaml:"openAPIV3Schema"`
+				} `yaml:"schema"`
+			} `yaml:"versions"`
+		} `yaml:"spec"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	for _, v := range doc.Spec.Versions {
+		if v.Schema.OpenAPIV3Schema == nil {
+			return fmt.Errorf("%s: version %s has no schema", path, v.Name)
+		}
+		schema := strictCRD(v.Schema.OpenAPIV3Schema)
+		schema["$schema"] = "http://json-schema.org/schema#"
+		data, err := json.Marshal(schema)
+		if err != nil {
+			return err
+		}
+		g := gvk{Group: doc.Spec.Group, Version: v.Name, Kind: doc.Spec.Names.Kind}
+		if err := os.WriteFile(filepath.Join(out, fileName(g)), data, 0o644); err != nil {
+			return err
+		}
+		fmt.Printf("kubeschema: %s %s/%s from %s\n", g.Kind, g.Group, g.Version, filepath.Base(path))
+	}
+	return nil
+}
+
+// strictCRD makes a CRD schema strict: objects with properties refuse
+// others, unless the CRD keeps unknown fields there.
+func strictCRD(s map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range s {
+		switch k {
+		case "properties", "items", "additionalProperties", "format":
+		default:
+			if !strings.HasPrefix(k, "x-") {
+				out[k] = v
+			}
+		}
+	}
+	if s["x-kubernetes-int-or-string"] == true {
+		return map[string]any{"oneOf": []any{map[string]any{"type": "string"}, map[string]any{"type": "integer"}}}
+	}
+	if items, ok := s["items"].(map[string]any); ok {
+		out["items"] = strictCRD(items)
+	}
+	if ap, ok := s["additionalProperties"].(map[string]any); ok {
+		out["additionalProperties"] = strictCRD(ap)
+	} else if ap, ok := s["additionalProperties"].(bool); ok {
+		out["additionalProperties"] = ap
+	}
+	if props, ok := s["properties"].(map[string]any); ok {
+		ps := map[string]any{}
+		for n, p := range props {
+			if pm, ok := p.(map[string]any); ok {
+				ps[n] = strictCRD(pm)
+			}
+		}
+		out["properties"] = ps
+		if _, ok := out["additionalProperties"]; !ok && s["x-kubernetes-preserve-unknown-fields"] != true {
+			out["additionalProperties"] = false
+		}
+	}
+	return out
 }
 
 type gvk struct{ Group, Version, Kind string }
