@@ -50,7 +50,7 @@ image: ## Build the container image as a tarball (IMAGE) without a container dae
 
 .PHONY: image-check
 image-check: image ## Build the image tarball and check it: entrypoint, non-root user, files, and the binary inside runs orderly version.
-	cd deploy/image && ORDERLY_IMAGE=$(CURDIR)/$(IMAGE) $(GO) test -count=1 -v .
+	cd deploy/image && $(GO) vet . && ORDERLY_IMAGE=$(CURDIR)/$(IMAGE) $(GO) test -count=1 -v .
 
 .PHONY: chart
 chart: ## Check the Helm chart (deploy/helm/orderly): helm lint, helm template with each values file, kubeconform -strict against Kubernetes' schemas (.ci/chart).
