@@ -92,10 +92,10 @@ type Membership struct {
 	cfg     Config
 	log     *slog.Logger
 	ml      *memberlist.Memberlist
-	changes chan struct{}  // signalled (non-blocking) on every change; read by the Service
+	changes chan struct{}      // signalled (non-blocking) on every change; read by the Service
 	cancel  context.CancelFunc // called by Shutdown: ends the re-join loop and its lookups
-	wg      sync.WaitGroup // the re-join loop
-	once    sync.Once      // Shutdown runs once
+	wg      sync.WaitGroup     // the re-join loop
+	once    sync.Once          // Shutdown runs once
 
 	// mu guards the fields below. memberlist's event callbacks take it
 	// while memberlist holds its node lock: never call memberlist with it
