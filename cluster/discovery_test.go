@@ -12,14 +12,22 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderlyhq/orderly/cluster"
+	"github.com/orderlyhq/orderly/internal/clock"
 	"github.com/orderlyhq/orderly/internal/testing/clustertest"
 )
 
 // fakeDNS serves SRV records that a test changes while nodes run; a name
 // without records is not found.
 type fakeDNS struct {
-	mu  sync.Mutex
-	srv map[string][]string // name -> host:port targets
+	mu      sync.Mutex
+	srv     map[string][]string // name -> host:port targets
+	lookups int
+}
+
+func (d *fakeDNS) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.lookups
 }
 
 func (d *fakeDNS) set(name string, addrs ...string) {
@@ -38,6 +46,7 @@ func (d *fakeDNS) LookupHost(_ context.Context, host string) ([]string, error) {
 func (d *fakeDNS) LookupSRV(_ context.Context, _, _, name string) (string, []*net.SRV, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.lookups++
 	var out []*net.SRV
 	for _, hp := range d.srv[name] {
 		h, p, _ := net.SplitHostPort(hp)
@@ -134,4 +143,47 @@ func TestDNSSeedLookupHonoursContext(t *testing.T) {
 	_, err = cluster.Start(t.Context(), &cluster.Config{Name: "y", Bind: "127.0.0.1:0", Join: []string{"dns+srv:"},
 		Logger: slog.New(slog.DiscardHandler)})
 	require.ErrorContains(t, err, "must be followed by a DNS name")
+}
+
+// TestRejoinPacing, on a simulated clock: a lone node looks its seed up
+// again after 100 ms, doubling up to DefaultAloneRejoinInterval and staying
+// there, however long it waits; once it has joined a peer the seed names,
+// it looks again every RejoinInterval.
+func TestRejoinPacing(t *testing.T) {
+	nw := clustertest.NewNetwork()
+	dns := &fakeDNS{}
+	_, addrB := startDNS(t, nw, "b", nil, dns, time.Hour)
+	sim := clock.NewSimulated(time.Unix(1e9, 0))
+	tr, addrA := nw.Transport(t)
+	a, err := cluster.Start(t.Context(), &cluster.Config{
+		Name: "a", Bind: addrA, Join: []string{"dns+srv:orderly.test"}, Resolver: dns, Transport: tr, Clock: sim,
+		RejoinInterval: time.Hour, Logger: slog.New(slog.DiscardHandler),
+	})
+	require.NoError(t, err)
+	t.Cleanup(a.Shutdown)
+	nextWait := func() time.Duration {
+		t.Helper()
+		require.Eventually(t, func() bool { return sim.Pending() == 1 }, 10*time.Second, time.Millisecond, "the loop waits")
+		at, _ := sim.Next()
+		return at.Sub(sim.Now())
+	}
+	advance := func(d time.Duration) {
+		t.Helper()
+		n := dns.count()
+		sim.Advance(d)
+		require.Eventually(t, func() bool { return dns.count() > n }, 10*time.Second, time.Millisecond, "looked up again")
+	}
+	var waits []time.Duration
+	for range 8 {
+		w := nextWait()
+		waits = append(waits, w)
+		advance(w)
+	}
+	ms := time.Millisecond
+	require.Equal(t, []time.Duration{100 * ms, 200 * ms, 400 * ms, 800 * ms, 1600 * ms, 2 * time.Second, 2 * time.Second, 2 * time.Second}, waits)
+
+	dns.set("orderly.test", addrA, addrB)
+	advance(nextWait())
+	require.Eventually(t, func() bool { return len(states(a)) == 2 }, 10*time.Second, time.Millisecond)
+	require.Equal(t, time.Hour, nextWait(), "with a peer, every RejoinInterval")
 }
