@@ -58,6 +58,7 @@ func TestClusterFormsThroughDNS(t *testing.T) {
 		require.Len(t, alive(v), 1, "%s is alone while the name resolves to nothing", n.Name)
 	}
 
+	listed := time.Now()
 	writeHosts(t, hosts, name+" "+strings.Join(answers, " ")+"\n")
 	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
 	for _, n := range nodes {
@@ -66,6 +67,7 @@ func TestClusterFormsThroughDNS(t *testing.T) {
 			return ok && len(alive(v)) == 3 && servedBy(v, n1.Name, n2.Name, n3.Name)
 		})
 	}
+	t.Logf("one cluster serving every shard %s after the name listed the nodes", time.Since(listed).Round(time.Millisecond))
 	for _, n := range nodes {
 		n.WaitReady()
 	}
