@@ -14,7 +14,7 @@ import (
 )
 
 // SRVPrefix starts a join seed that names DNS SRV records rather than one
-// address: "dns+srv:_gossip._udp.orderly.ns.svc.cluster.local" stands for
+// address: "dns+srv:_gossip._tcp.orderly.ns.svc.cluster.local" stands for
 // every target and port those records give, looked up again at every
 // re-join. A plain host:port seed whose host is a name is looked up again
 // too, every address it resolves to being a seed with that port (a

@@ -51,11 +51,11 @@ func TestResolveSeeds(t *testing.T) {
 			"pod-a.orderly":  {"10.0.0.5"},
 		},
 		srv: map[string][]string{
-			"_gossip._udp.orderly": {"pod-a.orderly:7001", "10.0.0.6:7002", "10.0.0.1:7946"},
+			"_gossip._tcp.orderly": {"pod-a.orderly:7001", "10.0.0.6:7002", "10.0.0.1:7946"},
 		},
 	}
 	got, err := resolveSeeds(t.Context(), dns, []string{
-		"10.0.0.1:7946", "orderly.ns.svc:7946", "dns+srv:_gossip._udp.orderly", "pod-a.orderly", "later.ns.svc:7946",
+		"10.0.0.1:7946", "orderly.ns.svc:7946", "dns+srv:_gossip._tcp.orderly", "pod-a.orderly", "later.ns.svc:7946",
 	}, 7000)
 	require.Equal(t, []string{
 		"10.0.0.1:7946", "10.0.0.2:7946", "10.0.0.3:7946", "[fd00::4]:7946",
@@ -66,13 +66,13 @@ func TestResolveSeeds(t *testing.T) {
 	require.ErrorAs(t, err, &dnsErr)
 	require.True(t, dnsErr.IsNotFound)
 
-	got, err = resolveSeeds(t.Context(), dns, []string{"dns+srv:_gossip._udp.nothing"}, 7000)
+	got, err = resolveSeeds(t.Context(), dns, []string{"dns+srv:_gossip._tcp.nothing"}, 7000)
 	require.Empty(t, got)
-	require.ErrorContains(t, err, "SRV records of _gossip._udp.nothing")
+	require.ErrorContains(t, err, "SRV records of _gossip._tcp.nothing")
 }
 
 func TestCheckSeed(t *testing.T) {
-	for _, ok := range []string{"127.0.0.1:7946", "orderly.ns.svc.cluster.local:7946", "[::1]:7946", "dns+srv:_gossip._udp.orderly.ns.svc"} {
+	for _, ok := range []string{"127.0.0.1:7946", "orderly.ns.svc.cluster.local:7946", "[::1]:7946", "dns+srv:_gossip._tcp.orderly.ns.svc"} {
 		require.NoError(t, CheckSeed(ok), ok)
 	}
 	for _, bad := range []string{"dns+srv:", "dns+srv:a b", "dns+srv:host:7946", "orderly", ":7946", "host:0", "host:x"} {

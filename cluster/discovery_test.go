@@ -79,7 +79,7 @@ func startDNS(t *testing.T, tr *clustertest.Network, name string, join []string,
 func TestDNSSeedFormsClusterWhenPeersAppear(t *testing.T) {
 	nw := clustertest.NewNetwork()
 	dns := &fakeDNS{}
-	seed := []string{cluster.SRVPrefix + "_gossip._udp.orderly.test"}
+	seed := []string{cluster.SRVPrefix + "_gossip._tcp.orderly.test"}
 	var ms []*cluster.Membership
 	var addrs []string
 	for _, name := range []string{"a", "b", "c"} {
@@ -89,7 +89,7 @@ func TestDNSSeedFormsClusterWhenPeersAppear(t *testing.T) {
 	for _, m := range ms {
 		require.Len(t, states(m), 1, "alone while the name resolves to nothing")
 	}
-	dns.set("_gossip._udp.orderly.test", addrs...)
+	dns.set("_gossip._tcp.orderly.test", addrs...)
 	all := map[string]string{"a": "alive", "b": "alive", "c": "alive"}
 	for _, m := range ms {
 		require.Eventually(t, func() bool { return equal(states(m), all) }, 15*time.Second, 10*time.Millisecond, "one cluster")

@@ -36,7 +36,7 @@ func TestClusterFormsThroughDNS(t *testing.T) {
 	srv := redistest.NewServer(t, redistest.Options{})
 	rcv := nodetest.NewReceiver(t, func(*webhooktest.Call) webhooktest.Answer { return webhooktest.Answer{} })
 	hosts := filepath.Join(t.TempDir(), "hosts")
-	const name = "_gossip._udp.orderly.test"
+	const name = "_gossip._tcp.orderly.test"
 	base := nodetest.Options{
 		Redis: srv.URL(), Config: clusterConfig(rcv.URL), Chaos: true,
 		Env:  []string{chaos.HostsEnv + "=" + hosts},

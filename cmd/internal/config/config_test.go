@@ -298,9 +298,9 @@ func TestFileDetails(t *testing.T) {
 // addresses, in the file, the environment and the flag.
 func TestJoinDNS(t *testing.T) {
 	t.Parallel()
-	cfg, _, err := loadFile(t, "node:\n  join: [orderly.ns.svc.cluster.local:7946, 'dns+srv:_gossip._udp.orderly.ns.svc']\n", nil)
+	cfg, _, err := loadFile(t, "node:\n  join: [orderly.ns.svc.cluster.local:7946, 'dns+srv:_gossip._tcp.orderly.ns.svc']\n", nil)
 	require.NoError(t, err)
-	require.Equal(t, []string{"orderly.ns.svc.cluster.local:7946", "dns+srv:_gossip._udp.orderly.ns.svc"}, cfg.Node.Join)
+	require.Equal(t, []string{"orderly.ns.svc.cluster.local:7946", "dns+srv:_gossip._tcp.orderly.ns.svc"}, cfg.Node.Join)
 	cfg, _, err = loadFile(t, "", []string{"ORDERLY_JOIN=dns+srv:orderly.test,10.0.0.1:7946"})
 	require.NoError(t, err)
 	require.Equal(t, []string{"dns+srv:orderly.test", "10.0.0.1:7946"}, cfg.Node.Join)
