@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
+	"github.com/orderlyhq/orderly/cluster"
 	"github.com/orderlyhq/orderly/internal/clock"
 	"github.com/orderlyhq/orderly/internal/remoteguard"
 )
@@ -146,11 +147,18 @@ type ClusterConfig struct {
 	// Advertise is the address others reach this node at, when it differs
 	// from Bind (NAT, containers).
 	Advertise string
-	// Join are seed addresses (host:port) of other members. A seed that
-	// does not answer is retried; the first node of a cluster has none.
+	// Join are seeds of other members: host:port addresses, where a host
+	// that is a DNS name stands for every address it resolves to (a
+	// Kubernetes headless Service), or "dns+srv:" and a DNS name of SRV
+	// records (each target and port). Names are looked up again while the
+	// node runs, and addresses that are not members yet are joined: within
+	// 2 s while the node sees no other member, every RejoinInterval once it
+	// does. A seed that does not answer is retried; the first node of a
+	// cluster needs none.
 	Join []string
-	// RejoinInterval is how often the node re-joins the seeds it does not
-	// see, which heals partitions [10 s].
+	// RejoinInterval is how often a node that has peers looks its seeds up
+	// again and re-joins the addresses it does not see, which heals
+	// partitions [10 s].
 	RejoinInterval time.Duration
 	// ProbeInterval, ProbeTimeout and SuspicionMult tune failure detection
 	// [200 ms, 100 ms, 2: a crashed member is noticed in about 1 s].
@@ -168,6 +176,9 @@ type ClusterConfig struct {
 	// transport replaces memberlist's network transport: tests inject
 	// faults through it (export_test.go).
 	transport memberlist.Transport
+	// resolver looks the seeds' names up instead of DNS: the test build
+	// of the binary injects one (internal/hooks.ClusterResolver).
+	resolver cluster.Resolver
 }
 
 // withDefaults returns c with every zero field set to its default.

@@ -5,13 +5,14 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
+	"github.com/orderlyhq/orderly/cluster"
 	"github.com/orderlyhq/orderly/internal/hooks"
 )
 
 // The hooks of internal/hooks: tests of handlers and of transports build
 // jobs as a node hands them over and read what the handler left on them,
 // through orderlytest; the fault-injection build of the binary and the
-// tests give a cluster member its own gossip transport.
+// tests give a cluster member its own gossip transport and DNS resolver.
 func init() {
 	hooks.Stateful = func(j Job, data []byte, version int64, fired bool) Job {
 		j.st = &entityState{stateful: true, data: data, version: version, fired: fired}
@@ -23,6 +24,7 @@ func init() {
 	}
 	hooks.Outcome = outcome
 	hooks.ClusterTransport = func(c *ClusterConfig, t memberlist.Transport) { c.transport = t }
+	hooks.ClusterResolver = func(c *ClusterConfig, r cluster.Resolver) { c.resolver = r }
 }
 
 // outcome returns what the handler did to j's state (changed: it set or

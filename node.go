@@ -119,7 +119,7 @@ func (n *Node) engineConfig(store persistence.NodeStore, periodic []engine.Perio
 		ec.Cluster = &cluster.Config{
 			Bind: cc.Bind, Advertise: cc.Advertise, Join: cc.Join, RejoinInterval: cc.RejoinInterval,
 			ProbeInterval: cc.ProbeInterval, ProbeTimeout: cc.ProbeTimeout, SuspicionMult: cc.SuspicionMult,
-			SecretKey: cc.SecretKey, Label: cc.Label, Transport: cc.transport, Meta: cluster.Meta{HTTP: cc.HTTP},
+			SecretKey: cc.SecretKey, Label: cc.Label, Transport: cc.transport, Resolver: cc.resolver, Meta: cluster.Meta{HTTP: cc.HTTP},
 		}
 	}
 	return ec

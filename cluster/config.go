@@ -33,9 +33,9 @@ const (
 	// DefaultPushPullInterval: a full state sync with one member every 5 s
 	// [LAN: 30 s], which also repairs views after missed gossip.
 	DefaultPushPullInterval = 5 * time.Second
-	// DefaultRejoinInterval is how often a node re-joins the seeds it does
-	// not see: memberlist does not reliably merge by itself after a
-	// partition heals.
+	// DefaultRejoinInterval is how often a node that has peers looks its
+	// seeds up again and re-joins the addresses it does not see: memberlist
+	// does not reliably merge by itself after a partition heals.
 	DefaultRejoinInterval = 10 * time.Second
 	// DeadRetention is how long a member that died stays in Members, as
 	// dead, for operators to see.
@@ -72,8 +72,14 @@ type Config struct {
 	// Advertise is the address others reach this node at, when it differs
 	// from Bind (NAT, containers).
 	Advertise string
-	// Join are seed addresses (host:port) of other members.
+	// Join are seeds: host:port addresses of other members, a host that is
+	// a DNS name standing for every address it resolves to, or SRVPrefix
+	// and a DNS name of SRV records. Names are looked up again at every
+	// re-join, so members that appear in DNS later are joined (see
+	// DefaultAloneRejoinInterval).
 	Join []string
+	// Resolver looks the seeds' names up [net.DefaultResolver].
+	Resolver Resolver
 	// RejoinInterval [DefaultRejoinInterval].
 	RejoinInterval time.Duration
 	// Failure detection [DefaultProbeInterval, DefaultProbeTimeout,

@@ -11,9 +11,12 @@
 //
 // # Membership
 //
-// Nodes join through seed addresses and keep re-joining any seed they do not
-// see (every RejoinInterval): after a partition heals, memberlist alone often
-// never merges the two sides again. The gossip profile is memberlist's LAN
+// Nodes join through seeds and keep re-joining any seed address they do not
+// see (every RejoinInterval, and within DefaultAloneRejoinInterval while
+// alone): after a partition heals, memberlist alone often never merges the
+// two sides again. A seed may be a DNS name (every address it resolves to)
+// or SRVPrefix and a name of SRV records; names are looked up again at every
+// re-join (discovery.go), so that peers appearing in DNS later are found. The gossip profile is memberlist's LAN
 // profile with faster failure detection (config.go, one commented line per
 // override: ProbeInterval 200 ms, ProbeTimeout 100 ms, SuspicionMult 2: a
 // SIGKILL is noticed in about 0.7 to 0.9 s on a LAN; the LAN profile takes 5

@@ -92,10 +92,10 @@ type Membership struct {
 	cfg     Config
 	log     *slog.Logger
 	ml      *memberlist.Memberlist
-	changes chan struct{}  // signalled (non-blocking) on every change; read by the Service
-	stop    chan struct{}  // closed by Shutdown: ends the re-join loop
-	wg      sync.WaitGroup // the re-join loop
-	once    sync.Once      // Shutdown runs once
+	changes chan struct{}      // signalled (non-blocking) on every change; read by the Service
+	cancel  context.CancelFunc // called by Shutdown: ends the re-join loop and its lookups
+	wg      sync.WaitGroup     // the re-join loop
+	once    sync.Once          // Shutdown runs once
 
 	// mu guards the fields below. memberlist's event callbacks take it
 	// while memberlist holds its node lock: never call memberlist with it
@@ -130,12 +130,22 @@ func Start(ctx context.Context, cfg *Config) (*Membership, error) {
 	if c.Clock == nil {
 		c.Clock = clock.Real()
 	}
+	if c.Resolver == nil {
+		c.Resolver = net.DefaultResolver
+	}
+	for _, s := range c.Join {
+		if strings.HasPrefix(s, SRVPrefix) {
+			if err := CheckSeed(s); err != nil {
+				return nil, fmt.Errorf("cluster: join: %w", err)
+			}
+		}
+	}
 	if c.Name == "" {
 		return nil, errors.New("cluster: a node name is required")
 	}
 	m := &Membership{
 		cfg: c, log: c.Logger.With("component", "cluster"), meta: c.Meta,
-		changes: make(chan struct{}, 1), stop: make(chan struct{}),
+		changes: make(chan struct{}, 1), cancel: func() {},
 		members: map[string]Member{}, dead: map[string]Member{}, foreign: map[string]string{},
 	}
 	if _, err := m.meta.encode(); err != nil {
@@ -153,109 +163,63 @@ func Start(ctx context.Context, cfg *Config) (*Membership, error) {
 	m.mu.Lock()
 	m.localAddr = ml.LocalNode().Address()
 	m.mu.Unlock()
-	joined, err := m.firstJoin(ctx)
-	if err != nil {
+	if err := m.firstJoin(ctx); err != nil {
 		return nil, err
 	}
-	m.wg.Add(1)
-	go m.rejoin(joined)
+	if len(c.Join) > 0 {
+		loop, cancel := context.WithCancel(context.Background())
+		m.cancel = cancel
+		m.wg.Add(1)
+		go m.rejoin(loop)
+	}
 	m.log.Info("gossip started", "bind", m.Addr(), "join", c.Join, "encrypted", len(c.SecretKey) > 0, "label", c.Label)
 	return m, nil
 }
 
-// firstJoin joins the seeds once and reports whether one answered (true
-// without seeds). memberlist's Join takes no context, so it runs in a
-// goroutine: when ctx ends first, firstJoin stops gossip, waits for the
-// join to return (each seed it still tries is bounded by tcpTimeout) and
-// returns an error wrapping ctx.Err().
-func (m *Membership) firstJoin(ctx context.Context) (bool, error) {
+// firstJoin looks the seeds up and joins what they name, once; a seed
+// that resolves to nothing or does not answer is left to the re-join loop.
+// memberlist's Join takes no context, so it runs in a goroutine: when ctx
+// ends first, firstJoin stops gossip, waits for the join to return (each
+// seed it still tries is bounded by tcpTimeout) and returns an error
+// wrapping ctx.Err().
+func (m *Membership) firstJoin(ctx context.Context) error {
 	seeds := m.cfg.Join
 	if len(seeds) == 0 {
-		return true, nil
+		return nil
+	}
+	addrs, err := m.missingSeeds(ctx)
+	if ctx.Err() == nil && len(addrs) == 0 {
+		m.log.Info("the seeds name no other node yet; looking them up again", "join", seeds, "err", err)
+		return nil
 	}
 	type result struct {
 		n   int
 		err error
 	}
 	done := make(chan result, 1)
-	go func() {
-		n, err := m.ml.Join(seeds)
-		done <- result{n, err}
-	}()
+	if ctx.Err() != nil {
+		done <- result{}
+	} else {
+		go func() {
+			n, err := m.ml.Join(addrs)
+			done <- result{n, err}
+		}()
+	}
 	select {
 	case r := <-done:
-		if r.n == 0 {
-			m.log.Info("no seed answered yet; retrying", "join", seeds, "err", r.err)
-		}
-		return r.n > 0, nil
-	case <-ctx.Done():
-		if err := m.ml.Shutdown(); err != nil {
-			m.log.Warn("gossip shutdown", "err", err)
-		}
-		<-done
-		return false, fmt.Errorf("cluster: join %v: %w", seeds, ctx.Err())
-	}
-}
-
-// rejoin re-joins every seed this node does not see, until Shutdown: every
-// RejoinInterval once it has reached a seed, and quickly (from 100 ms,
-// doubling) until then, so that nodes started together find each other at
-// once.
-func (m *Membership) rejoin(joined bool) {
-	defer m.wg.Done()
-	wait := 100 * time.Millisecond
-	if joined {
-		wait = m.cfg.RejoinInterval
-	}
-	for {
-		after, stop := clock.After(m.cfg.Clock, wait)
-		select {
-		case <-m.stop:
-			stop()
-			return
-		case <-after:
-		}
-		missing := m.missingSeeds()
-		if len(missing) == 0 {
-			joined, wait = true, m.cfg.RejoinInterval
-			continue
-		}
-		n, err := m.ml.Join(missing)
-		switch {
-		case n > 0:
-			m.log.Info("joined seeds", "seeds", missing, "contacted", n)
-			joined, wait = true, m.cfg.RejoinInterval
-		case joined:
-			m.log.Debug("seeds still unreachable", "seeds", missing, "err", err)
-		default:
-			wait = min(2*wait, m.cfg.RejoinInterval)
-		}
-	}
-}
-
-// missingSeeds returns the seeds that match no live member's address.
-func (m *Membership) missingSeeds() []string {
-	live := map[string]bool{}
-	m.mu.Lock()
-	for _, mem := range m.members {
-		live[mem.Addr] = true
-	}
-	m.mu.Unlock()
-	var out []string
-	for _, s := range m.cfg.Join {
-		if live[s] {
-			continue
-		}
-		if host, port, err := net.SplitHostPort(s); err == nil {
-			if ips, err := net.LookupIP(host); err == nil && slices.ContainsFunc(ips, func(ip net.IP) bool {
-				return live[net.JoinHostPort(ip.String(), port)]
-			}) {
-				continue
+		if ctx.Err() == nil {
+			if r.n == 0 {
+				m.log.Info("no seed answered yet; retrying", "join", seeds, "addrs", addrs, "err", r.err)
 			}
+			return nil
 		}
-		out = append(out, s)
+	case <-ctx.Done():
+		<-done
 	}
-	return out
+	if err := m.ml.Shutdown(); err != nil {
+		m.log.Warn("gossip shutdown", "err", err)
+	}
+	return fmt.Errorf("cluster: join %v: %w", seeds, ctx.Err())
 }
 
 // Addr returns the gossip address this node advertises.
@@ -374,7 +338,7 @@ func (m *Membership) Leave(ctx context.Context) error {
 // Shutdown stops gossip at once (others notice the node as failed).
 func (m *Membership) Shutdown() {
 	m.once.Do(func() {
-		close(m.stop)
+		m.cancel()
 		m.wg.Wait()
 		if err := m.ml.Shutdown(); err != nil {
 			m.log.Warn("gossip shutdown", "err", err)

@@ -2,9 +2,9 @@
 // keeps unexported, without making it orderly's API: orderlytest builds
 // jobs as a node hands them over and reads what a handler left on them, and
 // the fault-injection build of the binary and the root's tests replace the
-// gossip transport. Each variable holds a function of package orderly, set
-// by its init; the comment of each gives the function's type, which the
-// caller asserts.
+// gossip transport and the resolver of seed names. Each variable holds a
+// function of package orderly, set by its init; the comment of each gives
+// the function's type, which the caller asserts.
 package hooks
 
 var (
@@ -23,4 +23,8 @@ var (
 	// the node gossips through t instead of memberlist's network
 	// transport (fault injection).
 	ClusterTransport any
+	// ClusterResolver is func(c *orderly.ClusterConfig, r cluster.Resolver):
+	// the node looks its join seeds' names up through r instead of DNS
+	// (the test build's hosts file).
+	ClusterResolver any
 )

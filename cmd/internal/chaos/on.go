@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/orderlyhq/orderly"
+	"github.com/orderlyhq/orderly/cluster"
 	"github.com/orderlyhq/orderly/internal/hooks"
 	"github.com/orderlyhq/orderly/internal/logbridge"
 	"github.com/orderlyhq/orderly/persistence"
@@ -48,10 +49,15 @@ func (heldRelay) RelayOutbox(context.Context, persistence.ShardRef, int) (int, i
 const Enabled = true
 
 // Install gives the node a gossip transport that SIGUSR1 cuts off and
-// SIGUSR2 restores; stop ends the signal handling.
+// SIGUSR2 restores, and the resolver of HostsEnv when it is set; stop ends
+// the signal handling.
 func Install(cfg *orderly.ClusterConfig, log *slog.Logger) (stop func(), err error) {
 	if cfg == nil {
 		return func() {}, nil
+	}
+	if path := os.Getenv(HostsEnv); path != "" {
+		hooks.ClusterResolver.(func(*orderly.ClusterConfig, cluster.Resolver))(cfg, hostsFile(path))
+		log.Warn("chaos build: join seeds are looked up in a hosts file, not in DNS", "env", HostsEnv, "file", path)
 	}
 	host, p, err := net.SplitHostPort(cfg.Bind)
 	if err != nil {

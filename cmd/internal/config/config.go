@@ -158,7 +158,9 @@ type NodeConfig struct {
 	Name string
 	// Bind is the gossip listen address, host:port [bind; DefaultBind].
 	Bind string
-	// Join lists the host:port addresses of seed nodes [join; none].
+	// Join lists the seeds [join; none]: host:port, a host that is a DNS
+	// name standing for each of its addresses, or dns+srv:name for SRV
+	// records; names are looked up again while the node runs.
 	Join []string
 	// HTTP is the HTTP API's listen address, host:port [http; DefaultHTTP].
 	HTTP string

@@ -294,6 +294,21 @@ func TestFileDetails(t *testing.T) {
 	}
 }
 
+// TestJoinDNS: a seed may be a DNS name with a port or an SRV name, beside
+// addresses, in the file, the environment and the flag.
+func TestJoinDNS(t *testing.T) {
+	t.Parallel()
+	cfg, _, err := loadFile(t, "node:\n  join: [orderly.ns.svc.cluster.local:7946, 'dns+srv:_gossip._tcp.orderly.ns.svc']\n", nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"orderly.ns.svc.cluster.local:7946", "dns+srv:_gossip._tcp.orderly.ns.svc"}, cfg.Node.Join)
+	cfg, _, err = loadFile(t, "", []string{"ORDERLY_JOIN=dns+srv:orderly.test,10.0.0.1:7946"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"dns+srv:orderly.test", "10.0.0.1:7946"}, cfg.Node.Join)
+	cfg, _, err = loadFile(t, "", nil, "--join", "dns+srv:orderly.test")
+	require.NoError(t, err)
+	require.Equal(t, []string{"dns+srv:orderly.test"}, cfg.Node.Join)
+}
+
 func TestPrecedence(t *testing.T) {
 	t.Parallel()
 	const file = `node:

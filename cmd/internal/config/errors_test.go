@@ -78,6 +78,8 @@ func TestFileErrors(t *testing.T) {
 		{"actor_addr", "node: {actor_addr: 'a:b:c'}", []string{`node.actor_addr: "a:b:c" is not host:port (too many colons in address) (line 1)`}},
 		{"join", "node:\n  join: ['h:1', ':2', 'h:0', 'h']",
 			[]string{`node.join: ":2" has no host; "h:0": the port must not be 0; "h" is not host:port (missing port in address) (line 2)`}},
+		{"join srv", "node:\n  join: ['dns+srv:', 'dns+srv:h:1', 'dns+srv:ok.ns.svc']",
+			[]string{`node.join: "dns+srv:": dns+srv: must be followed by a DNS name; "dns+srv:h:1": dns+srv: must be followed by a DNS name (line 2)`}},
 		{"join not a list", "node: {join: 'h:1'}", []string{"node.join: must be a list such as [a, b], not a single value (line 1)"}},
 		{"join of lists", "node: {join: [[a]]}", []string{"node.join: item 1 must be a single value, not a list (line 1)"}},
 		{"redis scheme", "node: {redis: 'http://h:1'}",

@@ -128,7 +128,7 @@ func settings() []setting {
 			func(n *NodeConfig) *string { return &n.Name }, checkName},
 		field[string]{"bind", "gossip listen address, host:port",
 			func(n *NodeConfig) *string { return &n.Bind }, checkListenAddr},
-		field[[]string]{"join", "comma-separated host:port addresses of seed nodes",
+		field[[]string]{"join", "comma-separated seeds: host:port (a DNS name stands for all its addresses) or dns+srv:name",
 			func(n *NodeConfig) *[]string { return &n.Join }, checkJoin},
 		field[string]{"http", "HTTP API listen address, host:port",
 			func(n *NodeConfig) *string { return &n.HTTP }, checkListenAddr},

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/orderlyhq/orderly"
+	"github.com/orderlyhq/orderly/cluster"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisurl"
 	"github.com/orderlyhq/orderly/webhook"
@@ -310,10 +311,17 @@ func checkAdvertiseAddr(s string) error {
 	return nil
 }
 
-// checkJoin checks the seeds: each a host:port with a host and a port.
+// checkJoin checks the seeds: each a host:port with a host and a port, or
+// dns+srv: and a DNS name (cluster.SRVPrefix).
 func checkJoin(seeds []string) error {
 	var bad []string
 	for _, s := range seeds {
+		if strings.HasPrefix(s, cluster.SRVPrefix) {
+			if err := cluster.CheckSeed(s); err != nil {
+				bad = append(bad, err.Error())
+			}
+			continue
+		}
 		if err := checkHostPort(s, true); err != nil {
 			bad = append(bad, err.Error())
 		}
