@@ -15,6 +15,8 @@
 //	orderly_jobs_restored_total{queue}         ids put back into the queue unprocessed: a crashed owner's in-flight batch, or ids a stop cut short
 //	orderly_batch_duration_seconds{queue,outcome}  handler calls (outcome ok, partial, failed)
 //	orderly_lease_losses_total{queue}          leases this node lost while holding them
+//	orderly_settle_retries_total{queue}        settles of handled windows sent again after a failed try (no handler call again)
+//	orderly_deliveries_repeated_total{queue}   ids handled under a lease lost before their settle committed: the next owner delivers them again
 //	orderly_handler_stuck_seconds{queue,shard} age of a handler call running past its deadline (absent otherwise)
 //	orderly_shards_owned{queue}                shards this node serves
 //	orderly_cluster_members{state}             members as this node sees them (alive, draining, dead)
@@ -71,6 +73,7 @@ type Metrics struct {
 	reg *prometheus.Registry
 
 	enqueued, processed, failed, dead, restored, leaseLosses *prometheus.CounterVec
+	settleRetries, repeated                                  *prometheus.CounterVec
 	batch                                                    *prometheus.HistogramVec
 	op                                                       *operator
 	stuck                                                    *prometheus.GaugeVec
@@ -96,6 +99,10 @@ func New() *Metrics {
 		dead:        counter("jobs_dead_total", "Payloads this node moved to the morgue."),
 		restored:    counter("jobs_restored_total", "Ids put back into the queue unprocessed: a crashed owner's in-flight batch, or ids a stop cut short."),
 		leaseLosses: counter("lease_losses_total", "Shard leases this node lost while holding them."),
+		settleRetries: counter("settle_retries_total",
+			"Settles of handled windows sent again after a failed try (Redis unreachable, a replica wait fell short); the handler is not called again."),
+		repeated: counter("deliveries_repeated_total",
+			"Ids handled under a lease lost before their settle committed: the next owner delivers them again."),
 		batch: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "orderly", Name: "batch_duration_seconds", Help: "Handler calls by outcome (ok, partial, failed).",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
@@ -141,6 +148,16 @@ func (m *Metrics) BatchDone(ref persistence.ShardRef, ids, failed int, d time.Du
 // LeaseLost implements orderly.Observer.
 func (m *Metrics) LeaseLost(ref persistence.ShardRef) {
 	m.leaseLosses.WithLabelValues(ref.Queue).Inc()
+}
+
+// SettleRetried implements shard.SettleObserver.
+func (m *Metrics) SettleRetried(ref persistence.ShardRef) {
+	m.settleRetries.WithLabelValues(ref.Queue).Inc()
+}
+
+// WindowLost implements shard.SettleObserver.
+func (m *Metrics) WindowLost(ref persistence.ShardRef, ids int) {
+	m.repeated.WithLabelValues(ref.Queue).Add(float64(ids))
 }
 
 // HandlerStuck implements shard.StuckObserver: the age of a handler call

@@ -56,6 +56,9 @@ func TestMetricsCountAndScrape(t *testing.T) {
 	m.BatchDone(persistence.ShardRef{Queue: "orders"}, 3, 1, 20*time.Millisecond, nil)
 	m.BatchDone(persistence.ShardRef{Queue: "orders"}, 1, 0, 2*time.Second, errors.New("boom"))
 	m.LeaseLost(persistence.ShardRef{Queue: "orders"})
+	m.SettleRetried(persistence.ShardRef{Queue: "orders"})
+	m.SettleRetried(persistence.ShardRef{Queue: "orders"})
+	m.WindowLost(persistence.ShardRef{Queue: "orders"}, 5)
 	m.HandlerStuck(persistence.ShardRef{Queue: "orders", Shard: 2}, 42*time.Second)
 	m.HandlerStuck(persistence.ShardRef{Queue: "orders", Shard: 3}, time.Second)
 	m.HandlerStuck(persistence.ShardRef{Queue: "orders", Shard: 3}, 0) // returned
@@ -70,6 +73,8 @@ func TestMetricsCountAndScrape(t *testing.T) {
 		`orderly_batch_duration_seconds_count{outcome="partial",queue="orders"} 1`,
 		`orderly_batch_duration_seconds_count{outcome="failed",queue="orders"} 1`,
 		`orderly_lease_losses_total{queue="orders"} 1`,
+		`orderly_settle_retries_total{queue="orders"} 2`,
+		`orderly_deliveries_repeated_total{queue="orders"} 5`,
 		`orderly_handler_stuck_seconds{queue="orders",shard="2"} 42`,
 		`orderly_shards_owned{queue="orders"} 1`,
 		`orderly_cluster_members{state="alive"} 3`,

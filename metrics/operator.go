@@ -91,7 +91,7 @@ func newOperator(reg *prometheus.Registry) *operator {
 // queues before serving /metrics.
 func (m *Metrics) InitQueues(queues ...string) {
 	for _, q := range queues {
-		for _, c := range []*prometheus.CounterVec{m.enqueued, m.processed, m.failed, m.dead, m.restored, m.leaseLosses} {
+		for _, c := range []*prometheus.CounterVec{m.enqueued, m.processed, m.failed, m.dead, m.restored, m.leaseLosses, m.settleRetries, m.repeated} {
 			c.WithLabelValues(q)
 		}
 		for _, o := range outcomes {

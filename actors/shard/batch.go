@@ -64,12 +64,19 @@ func (a *Actor) newRequest(fetch int) {
 	if fetch > 0 {
 		a.work.due = false
 	}
-	a.req = &req
+	a.req, a.sends = &req, 0
 }
 
 func (a *Actor) startAdvance(c actor.Context) {
 	a.phase = phaseAdvancing
 	a.stopPolling() // no longer idle
+	if a.sends++; a.sends > 1 && a.req.Settle != 0 {
+		// The same settle again: the window's outcome, kept in the
+		// actor, not a new handler call.
+		if o, ok := a.cfg.Observer.(SettleObserver); ok {
+			o.SettleRetried(a.cfg.Ref)
+		}
+	}
 	req := *a.req
 	lease := *a.lease
 	cfg := a.cfg

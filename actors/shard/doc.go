@@ -52,7 +52,12 @@
 //	    every IdlePoll while idle. An idle actor holds no goroutine and
 //	    sends nothing itself but, without a Renewer, its lease renewals.
 //	  - Failures of store calls: Advance is retried with the very same request
-//	    (it is idempotent) with backoff; the permit is kept meanwhile.
+//	    (it is idempotent) with backoff; the permit is kept meanwhile. A
+//	    window whose calls ran keeps its outcome (failures, state, timers,
+//	    emits) in the actor until its settle commits: while the lease is
+//	    held, only the settle is sent again (SettleObserver counts it), never
+//	    the handler call; once the lease is lost, the next owner restores
+//	    the ids and hands them over again.
 //	  - Window (window.go): a fetch asks for Prefetch ids, and for more
 //	    while the shard is busy: the window doubles after a full window
 //	    whose calls ran within windowQuick, up to MaxPrefetch, halves after

@@ -371,6 +371,28 @@ type observer struct {
 	failed     int
 	leasesLost int
 	stuck      []time.Duration
+	retried    int // settles sent again
+	lostIDs    int // ids of handled windows left to the next owner
+}
+
+func (o *observer) SettleRetried(persistence.ShardRef) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.retried++
+}
+
+func (o *observer) WindowLost(_ persistence.ShardRef, ids int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.lostIDs += ids
+}
+
+// settles returns the settles sent again and the ids left to the next
+// owner.
+func (o *observer) settles() (retried, lostIDs int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.retried, o.lostIDs
 }
 
 func (o *observer) HandlerStuck(_ persistence.ShardRef, age time.Duration) {

@@ -233,6 +233,18 @@ func (a *Actor) leaseLost(c actor.Context, why string) {
 	if o := a.cfg.Observer; o != nil {
 		o.LeaseLost(a.cfg.Ref)
 	}
+	if o, ok := a.cfg.Observer.(SettleObserver); ok && a.cur != nil && (a.phase == phaseRunning || a.settle != nil) {
+		// The window's calls ran (or run) and their settle is not
+		// committed: the next owner restores the ids and hands them
+		// over again.
+		n := len(a.cur.Jobs)
+		if a.settle != nil {
+			n -= len(a.settle.skipped)
+		}
+		if n > 0 {
+			o.WindowLost(a.cfg.Ref, n)
+		}
+	}
 	a.dropLease()
 	if a.phase == phaseRunning {
 		a.handler(errLeaseLost)

@@ -50,6 +50,8 @@ func TestLeaseGuardCancelsTheHandlerBeforeTheLeaseCanExpire(t *testing.T) {
 		require.Equal(t, t0.Add(2500*time.Millisecond), c.at, "cancelled when the guard fired")
 		require.EqualError(t, c.cause, "shard lease lost")
 		h.eventually("lease loss observed", func() bool { return h.obs.losses() == 1 })
+		_, lost := h.obs.settles()
+		require.Equal(t, 1, lost, "the id in hand is counted as delivered again by the next owner")
 		h.eventually("reported not serving", func() bool { return !h.serving() })
 		for _, r := range store.requests() {
 			require.Zero(t, r.Settle, "a batch under a lost lease is not settled: the next owner restores it")

@@ -51,6 +51,20 @@ type StuckObserver interface {
 	HandlerStuck(ref persistence.ShardRef, age time.Duration)
 }
 
+// SettleObserver is an Observer that also hears of settles sent again and
+// of handled windows whose settle a lost lease left undone, so that an
+// operator sees ids delivered more than once.
+type SettleObserver interface {
+	// SettleRetried reports an Advance that sends a window's settle again
+	// after the last try failed (Redis unreachable, a replica wait that
+	// fell short); the handler is not called again for the window.
+	SettleRetried(ref persistence.ShardRef)
+	// WindowLost reports ids handed to the handler under a lease lost
+	// before their settle committed: the next owner hands them over
+	// again.
+	WindowLost(ref persistence.ShardRef, ids int)
+}
+
 // StuckGrace is how long past its deadline a handler call may run before it
 // counts as stuck (it ignores its context).
 const StuckGrace = 5 * time.Second
@@ -225,6 +239,7 @@ type Actor struct {
 	asked  int                         // ids the fetch of cur asked for
 	settle *pendingSettle              // cur's outcome, not yet sent
 	req    *persistence.AdvanceRequest // an Advance to send or retry
+	sends  int                         // how often req was sent
 	// conflicts counts, per id, the settlements in a row in which the id
 	// conflicted (conflict.go); an id is absent once one did not.
 	conflicts map[string]int

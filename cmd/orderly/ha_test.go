@@ -115,58 +115,68 @@ func TestHACluster(t *testing.T) {
 	require.Len(t, masters, 3)
 	url := "redis+cluster://" + strings.Join(c.Addrs(), ",")
 	haRun{t: t, url: url, args: []string{"--durability", "replicated"}, killRedis: func(note func(string, ...any)) {
-		// Shards spread over every master.
-		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
-		defer cc.Close()
-		var mu sync.Mutex // guards holding (ForEachMaster runs in parallel)
-		var holding []string
-		require.NoError(t, cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-			n, err := m.DBSize(ctx).Result()
-			if n > 0 {
-				mu.Lock()
-				holding = append(holding, m.Options().Addr)
-				mu.Unlock()
-			}
-			return err
-		}))
-		require.Len(t, holding, 3, "every master holds keys of some shard")
-		// The first master now (after a round, a promoted replica).
-		current, err := c.Masters(ctx)
-		require.NoError(t, err)
-		require.Len(t, current, 3)
-		victim := current[0]
-		// A replica that has not synced with its master yet does not
-		// take over: wait until every replica's link is up.
-		for _, srv := range c.Servers() {
-			if containsServer(current, srv) || srv.Pid() == 0 {
-				continue
-			}
-			rc := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-			require.Eventually(t, func() bool {
-				info, err := rc.Info(ctx, "replication").Result()
-				return err == nil && strings.Contains(info, "master_link_status:up")
-			}, 60*time.Second, 50*time.Millisecond, "replica %s never synced", srv.Addr())
-			rc.Close()
-		}
-		note("SIGKILL Redis master %s", victim.Addr())
-		victim.Kill()
-		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		defer cancel()
-		for {
-			ms, err := c.Masters(wctx)
-			if err == nil && len(ms) == 3 && !containsServer(ms, victim) && c.WaitOK(wctx) == nil {
-				break
-			}
-			require.NoError(t, wctx.Err(), "no replica took over")
-			time.Sleep(100 * time.Millisecond)
-		}
-		note("a replica took over")
-		// The promoted replica has no replica of its own: until the old
-		// master is back (as its replica), the replicated writes of its
-		// shards fail instead of being acknowledged.
-		require.NoError(t, victim.Restart())
-		note("the old master is back, as a replica")
+		killClusterMaster(t, c, note, 0)
 	}}.run()
+}
+
+// killClusterMaster SIGKILLs the first master of c once every replica is in
+// sync, waits until a replica took over, leaves the promoted replica
+// without a replica of its own for down (its replicated writes fail
+// meanwhile) and restarts the old master, which comes back as its replica.
+func killClusterMaster(t *testing.T, c *redisserver.Cluster, note func(string, ...any), down time.Duration) {
+	ctx := context.Background()
+	// Shards spread over every master.
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	defer cc.Close()
+	var mu sync.Mutex // guards holding (ForEachMaster runs in parallel)
+	var holding []string
+	require.NoError(t, cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		n, err := m.DBSize(ctx).Result()
+		if n > 0 {
+			mu.Lock()
+			holding = append(holding, m.Options().Addr)
+			mu.Unlock()
+		}
+		return err
+	}))
+	require.Len(t, holding, 3, "every master holds keys of some shard")
+	// The first master now (after a round, a promoted replica).
+	current, err := c.Masters(ctx)
+	require.NoError(t, err)
+	require.Len(t, current, 3)
+	victim := current[0]
+	// A replica that has not synced with its master yet does not
+	// take over: wait until every replica's link is up.
+	for _, srv := range c.Servers() {
+		if containsServer(current, srv) || srv.Pid() == 0 {
+			continue
+		}
+		rc := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+		require.Eventually(t, func() bool {
+			info, err := rc.Info(ctx, "replication").Result()
+			return err == nil && strings.Contains(info, "master_link_status:up")
+		}, 60*time.Second, 50*time.Millisecond, "replica %s never synced", srv.Addr())
+		rc.Close()
+	}
+	note("SIGKILL Redis master %s", victim.Addr())
+	victim.Kill()
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for {
+		ms, err := c.Masters(wctx)
+		if err == nil && len(ms) == 3 && !containsServer(ms, victim) && c.WaitOK(wctx) == nil {
+			break
+		}
+		require.NoError(t, wctx.Err(), "no replica took over")
+		time.Sleep(100 * time.Millisecond)
+	}
+	note("a replica took over")
+	// The promoted replica has no replica of its own: until the old
+	// master is back (as its replica), the replicated writes of its
+	// shards fail instead of being acknowledged.
+	time.Sleep(down)
+	require.NoError(t, victim.Restart())
+	note("the old master is back, as a replica")
 }
 
 // TestHASentinel runs three nodes on a master with two replicas behind

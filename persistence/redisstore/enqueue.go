@@ -16,6 +16,19 @@ import (
 // one call enter the shard's fifo; each shard gets one script call per
 // EnqueueChunk jobs, and all calls go out in one pipeline.
 func (s *Store) Enqueue(ctx context.Context, queue string, jobs []persistence.NewJob) error {
+	return s.enqueue(ctx, queue, jobs, relayFrom{})
+}
+
+// relayFrom names the outbox relayed jobs come from (outbox.go): enqueue.lua
+// then writes only the jobs whose entries are after the source's relay mark
+// on their shard, and moves the mark.
+type relayFrom struct {
+	source  string   // "<queue>/<shard>" of the outbox; "" for a plain enqueue
+	entries []string // the outbox entry id of each job
+}
+
+// enqueue is Enqueue, relaying from the outbox that from names, if any.
+func (s *Store) enqueue(ctx context.Context, queue string, jobs []persistence.NewJob, from relayFrom) error {
 	shards, err := s.shardsOf(ctx, queue)
 	if err != nil {
 		return err
@@ -46,19 +59,33 @@ func (s *Store) Enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 	for _, sh := range order {
 		sk := s.keysOf(persistence.ShardRef{Queue: queue, Shard: sh})
 		idx := byShard[sh]
-		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(jobs[a].ID, jobs[b].ID) })
+		byID := func(a, b int) int { return cmp.Compare(jobs[a].ID, jobs[b].ID) }
+		if from.source == "" {
+			slices.SortStableFunc(idx, byID)
+		}
 		for start := 0; start < len(idx); start += s.cfg.EnqueueChunk {
 			end := min(start+s.cfg.EnqueueChunk, len(idx))
+			if from.source != "" {
+				// A relay's jobs come in outbox order: each call takes
+				// the entries after the previous call's, so that the
+				// relay mark a call moves skips nothing of the next.
+				slices.SortStableFunc(idx[start:end], byID)
+			}
 			// A call whose jobs carry headers sends five values per job
 			// (mode suffix "h"); others send four, as before.
+			// A relay's call names its outbox (mode "r") and ends with
+			// each job's entry.
 			withH, per, m := false, 4, mode
+			if from.source != "" {
+				m += "r"
+			}
 			for _, i := range idx[start:end] {
 				if len(jobs[i].Headers) > 0 {
-					withH, per, m = true, 5, mode+"h"
+					withH, per, m = true, 5, m+"h"
 					break
 				}
 			}
-			args := make([]any, 0, 4+per*(end-start))
+			args := make([]any, 0, 5+(per+1)*(end-start))
 			args = append(args, now, m, s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh))
 			keys := sk.keys
 			if mode == modeUpgrading {
@@ -72,6 +99,12 @@ func (s *Store) Enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 				}
 				if mode == modeUpgrading {
 					keys = append(keys, sk.v1Payloads(j.ID))
+				}
+			}
+			if from.source != "" {
+				args = append(args, from.source)
+				for _, i := range idx[start:end] {
+					args = append(args, from.entries[i])
 				}
 			}
 			calls = append(calls, call{s: scriptEnqueue, keys: keys, args: args})

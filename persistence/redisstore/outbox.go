@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
@@ -15,7 +16,10 @@ import (
 // "e") and, with state.lua, the changes for the change feed (field "f",
 // feed.go); RelayOutbox enqueues them into their targets and deletes them by
 // entry id, so overlapping relays (an old owner and a new one) remove
-// each entry once and enqueue it at least once.
+// each entry once and enqueue it at least once. Each target shard keeps a
+// relay mark per source shard (the last outbox entry it took from it), so a
+// relay that runs again after a failure (its WAIT fell short, its trim
+// failed) enqueues no entry twice (enqueue.lua).
 
 // DefaultRelayChunk is how many outbox entries one RelayOutbox call reads
 // when the caller gives no limit.
@@ -107,7 +111,7 @@ func (s *Store) RelayOutbox(ctx context.Context, ref persistence.ShardRef, limit
 		s.afterOutboxRead()
 	}
 	ids := make([]string, 0, len(msgs))
-	byQueue := map[string][]persistence.NewJob{}
+	byQueue := map[string]*relayBatch{}
 	var order []string
 	var changes []feedChange
 	for _, m := range msgs {
@@ -135,14 +139,21 @@ func (s *Store) RelayOutbox(ctx context.Context, ref persistence.ShardRef, limit
 			dropped++
 			continue
 		}
-		if _, ok := byQueue[q]; !ok {
+		b := byQueue[q]
+		if b == nil {
+			b = &relayBatch{}
+			byQueue[q] = b
 			order = append(order, q)
 		}
-		byQueue[q] = append(byQueue[q], j)
+		b.jobs, b.entries = append(b.jobs, j), append(b.entries, m.ID)
 	}
+	source := ref.Queue + "/" + strconv.Itoa(ref.Shard)
 	for _, q := range order {
-		jobs := byQueue[q]
-		err := s.Enqueue(ctx, q, jobs)
+		jobs := byQueue[q].jobs
+		// The target skips the entries an earlier relay wrote (its trim
+		// or its WAIT failed after the enqueue), so that a relay that
+		// runs again hands no emit over twice (issue #30).
+		err := s.enqueue(ctx, q, jobs, relayFrom{source: source, entries: byQueue[q].entries})
 		var fe *persistence.FieldError
 		switch {
 		case err == nil:
@@ -154,8 +165,8 @@ func (s *Store) RelayOutbox(ctx context.Context, ref persistence.ShardRef, limit
 				"target", q, "jobs", len(jobs), "err", err)
 			dropped += len(jobs)
 		default:
-			// Nothing is removed: what was enqueued is enqueued again by
-			// the next relay (equal payloads merge).
+			// Nothing is removed: the next relay enqueues what this one
+			// did not (the targets' relay marks skip the rest).
 			return 0, 0, true, fmt.Errorf("redisstore: relay the outbox of %s/%d to %s: %w", ref.Queue, ref.Shard, q, err)
 		}
 	}
@@ -167,6 +178,13 @@ func (s *Store) RelayOutbox(ctx context.Context, ref persistence.ShardRef, limit
 		return relayed, dropped, true, fmt.Errorf("redisstore: trim the outbox of %s/%d: %w", ref.Queue, ref.Shard, err)
 	}
 	return relayed, dropped, len(msgs) == limit, nil
+}
+
+// relayBatch is what one relay enqueues into one target queue: the jobs and
+// the outbox entry each comes from.
+type relayBatch struct {
+	jobs    []persistence.NewJob
+	entries []string
 }
 
 // deleteRelayed removes relayed entries from an outbox. In the replicated

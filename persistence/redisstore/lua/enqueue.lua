@@ -25,6 +25,16 @@
 -- written for that name on this shard (meta field "tick:<name>"), else the
 -- script returns 0 and changes nothing.
 --
+-- With ARGV[2] = "2r" or "1r" (the outbox relay, outbox.go), after the jobs
+-- comes the source shard ("<queue>/<shard>"), then one value per job: the
+-- outbox entry id it comes from (a stream id). A job whose entry is not
+-- after the source's relay mark on this shard (meta field
+-- "relay:<source>") was written by an earlier relay and is skipped; the
+-- mark moves to the last entry written, in the same step. A relay that
+-- failed after its enqueue (its WAIT fell short, its outbox trim failed)
+-- therefore hands no emit to the target twice when it runs again (issue
+-- #30), and a failover that undoes the enqueue undoes the mark with it.
+--
 -- Default scores: the k-th unscored payload of an id in this call scores
 -- base + k microseconds, where base is now, made strictly greater than the
 -- last default score of the shard (meta.hw): unscored payloads keep the
@@ -36,7 +46,8 @@
 -- Returns the number of jobs written. Publishes the shard number.
 --
 -- Cost: HMGET, HSET, RPUSH, ZADD (later) and two meta commands per call,
--- plus HGET/ZADD/HSET per payload that goes to an id's overflow.
+-- plus HGET/ZADD/HSET per payload that goes to an id's overflow; a relay
+-- adds one HGET and at most one HSET of the meta.
 
 init_clock(ARGV[1])
 local mode, channel, shard = ARGV[2], ARGV[3], ARGV[4]
@@ -58,7 +69,36 @@ if string.sub(mode, 2, 2) == "t" then
   mode = string.sub(mode, 1, 1)
   nargs = nargs - 2
 end
-local njobs = (nargs - FIRST + 1) / W
+-- after reports whether stream id a comes after stream id b.
+local function after(a, b)
+  local ams, aseq = string.match(a, "^(%d+)-(%d+)$")
+  local bms, bseq = string.match(b, "^(%d+)-(%d+)$")
+  ams, bms = tonumber(ams), tonumber(bms)
+  return ams > bms or (ams == bms and tonumber(aseq) > tonumber(bseq))
+end
+local skip, skipped, rfield, rlast, rtop = {}, 0, nil, nil, nil
+if string.sub(mode, 2, 2) == "r" then
+  local n = (nargs - FIRST) / (W + 1)
+  local marks = nargs - n -- ARGV[marks + k] is the k-th job's entry
+  rfield = "relay:" .. ARGV[marks]
+  rlast = redis.call("HGET", K.meta, rfield)
+  rtop = rlast
+  local k = 0
+  for i = FIRST, marks - 1, W do
+    k = k + 1
+    local e = ARGV[marks + k]
+    if rlast and not after(e, rlast) then
+      skip[i], skipped = true, skipped + 1
+    elseif not rtop or after(e, rtop) then
+      rtop = e
+    end
+  end
+  nargs = marks - 1
+  mode = string.sub(mode, 1, 1)
+  if rtop ~= rlast then redis.call("HSET", K.meta, rfield, rtop) end
+  if skipped == n then return 0 end
+end
+local njobs = (nargs - FIRST + 1) / W - skipped
 
 local m = redis.call("HMGET", K.meta, "hw", "fseq", "tat", "tid")
 local hw = tonumber(m[1] or "0")
@@ -85,15 +125,17 @@ if mode == "1" and redis.call("GET", K.v1lease) ~= FENCE then
   local ks = {}
   for i = FIRST, nargs, W do
     j = j + 1
-    local id = ARGV[i]
-    local sc
-    sc, ks[id] = score(i, ks[id] or 0)
-    local at = ARGV[i + 3]
-    if at == "" then at = NOW end
-    redis.call("ZADD", KEYS[FIXED_KEYS + j], "LT", sc, ARGV[i + 1])
-    redis.call("ZADD", K.v1due, "NX", at, id)
-    redis.call("ZADD", K.v1ids, "NX", 0, id)
-    redis.call("ZADD", K.v1retries, "NX", -1, id)
+    if not skip[i] then
+      local id = ARGV[i]
+      local sc
+      sc, ks[id] = score(i, ks[id] or 0)
+      local at = ARGV[i + 3]
+      if at == "" then at = NOW end
+      redis.call("ZADD", KEYS[FIXED_KEYS + j], "LT", sc, ARGV[i + 1])
+      redis.call("ZADD", K.v1due, "NX", at, id)
+      redis.call("ZADD", K.v1ids, "NX", 0, id)
+      redis.call("ZADD", K.v1retries, "NX", -1, id)
+    end
   end
   if maxk >= 0 then redis.call("HSET", K.meta, "hw", string.format("%.0f", base + maxk)) end
   notify(channel, shard)
@@ -105,12 +147,14 @@ local order, byid = {}, {}
 for i = FIRST, nargs, W do
   local id = ARGV[i]
   local g = byid[id]
-  if not g then
-    g = {}
-    byid[id] = g
-    order[#order + 1] = id
+  if not skip[i] then
+    if not g then
+      g = {}
+      byid[id] = g
+      order[#order + 1] = id
+    end
+    g[#g + 1] = i
   end
-  g[#g + 1] = i
 end
 
 local cur = {}
