@@ -10,6 +10,7 @@ import (
 
 	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/client"
+	"github.com/orderlyhq/orderly/orderlytest"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
 )
 
@@ -69,4 +70,36 @@ func ExampleHandle() {
 	<-done
 	// Output:
 	// user-42: welcome to ada@example.com
+}
+
+// Balance is the typed state of ExampleStateAs.
+type Balance struct {
+	Total int `json:"total"`
+}
+
+// A typed handler on a stateful queue reads and writes its state as a Go
+// value; the node commits it with the id's acknowledgement. The batch here
+// is built by orderlytest, as a node would hand it over.
+func ExampleStateAs() {
+	type deposit struct {
+		Amount int `json:"amount"`
+	}
+	h := orderly.Handle(func(_ context.Context, j orderly.TypedJob[deposit]) error {
+		bal, _, err := orderly.StateAs(j, orderly.JSON[Balance]{})
+		if err != nil {
+			return err
+		}
+		for _, d := range j.Payloads {
+			bal.Total += d.Amount
+		}
+		return orderly.SetStateAs(j, orderly.JSON[Balance]{}, bal)
+	})
+	b := orderlytest.NewBatch("accounts", orderlytest.Stateful(orderly.Job{ID: "acct-1", Payloads: []orderly.Payload{
+		{Data: []byte(`{"amount":5}`)}, {Data: []byte(`{"amount":7}`)},
+	}}, []byte(`{"total":30}`), 4))
+	if err := h(context.Background(), b); err != nil {
+		panic(err)
+	}
+	fmt.Println(string(orderlytest.OutcomeOf(b.Jobs[0]).State))
+	// Output: {"total":42}
 }

@@ -26,9 +26,18 @@ func (JSON[T]) Marshal(v T) ([]byte, error) { return json.Marshal(v) }
 func (JSON[T]) Unmarshal(data []byte, v *T) error { return json.Unmarshal(data, v) }
 
 // TypedJob is one id of a batch with its payloads decoded, in score order.
+// It has everything the untyped Job has: state, timers and emits through
+// its methods (and Job for what they do not cover), the delivery and the
+// headers as fields. Typed state reads through StateAs and writes through
+// SetStateAs.
 type TypedJob[T any] struct {
 	ID       string
 	Payloads []T
+	// Queue and Shard name where the job comes from; Delivery names this
+	// delivery attempt, as Batch.Delivery does.
+	Queue    string
+	Shard    int
+	Delivery string
 	// RetryCount is -1 for a job that never failed; PerformAt is when it
 	// was due; Error is its last error.
 	RetryCount int
@@ -38,6 +47,75 @@ type TypedJob[T any] struct {
 	// Headers[i] belong to Payloads[i], nil when it has none. Headers is
 	// nil when no payload of the job has any.
 	Headers []map[string]string
+
+	// job is the untyped job the handler received: its state, timer and
+	// emits are the ones the call commits.
+	job Job
+}
+
+// Job returns the untyped job behind j: what the handler sets on it (state,
+// timer, emits) is committed with j's acknowledgement, exactly as for a
+// handler of the untyped API.
+func (j TypedJob[T]) Job() Job { return j.job }
+
+// Stateful reports whether the job comes from a stateful queue (Job.Stateful).
+func (j TypedJob[T]) Stateful() bool { return j.job.Stateful() }
+
+// State returns the id's state as bytes (Job.State); StateAs decodes it.
+func (j TypedJob[T]) State() []byte { return j.job.State() }
+
+// StateVersion returns the version of the id's state (Job.StateVersion).
+func (j TypedJob[T]) StateVersion() int64 { return j.job.StateVersion() }
+
+// SetState sets the id's state (Job.SetState); SetStateAs encodes it.
+func (j TypedJob[T]) SetState(data []byte) { j.job.SetState(data) }
+
+// DeleteState deletes the id's state (Job.DeleteState).
+func (j TypedJob[T]) DeleteState() { j.job.DeleteState() }
+
+// Timer reports whether the id's timer brought it (Job.Timer).
+func (j TypedJob[T]) Timer() bool { return j.job.Timer() }
+
+// SetTimer sets the id's timer (Job.SetTimer).
+func (j TypedJob[T]) SetTimer(at time.Time) { j.job.SetTimer(at) }
+
+// ClearTimer clears the id's timer (Job.ClearTimer).
+func (j TypedJob[T]) ClearTimer() { j.job.ClearTimer() }
+
+// Emit enqueues jobs into any queue when the id is acknowledged (Job.Emit).
+func (j TypedJob[T]) Emit(e ...Emit) { j.job.Emit(e...) }
+
+// StateHolder is a job whose state can be read and set: Job and every
+// TypedJob.
+type StateHolder interface {
+	State() []byte
+	SetState(data []byte)
+}
+
+// StateAs decodes the state of j with codec: ok is false (and err nil)
+// when the id has no state, or the queue is not stateful.
+//
+//	bal, ok, err := orderly.StateAs(j, orderly.JSON[Balance]{})
+func StateAs[S any](j StateHolder, codec Codec[S]) (v S, ok bool, err error) {
+	data := j.State()
+	if data == nil {
+		return v, false, nil
+	}
+	if err := codec.Unmarshal(data, &v); err != nil {
+		return v, false, fmt.Errorf("orderly: state does not decode as %T: %w", v, err)
+	}
+	return v, true, nil
+}
+
+// SetStateAs encodes v with codec and sets it as the state of j, committed
+// with its acknowledgement like SetState.
+func SetStateAs[S any](j StateHolder, codec Codec[S], v S) error {
+	data, err := codec.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("orderly: encode state %T: %w", v, err)
+	}
+	j.SetState(data)
+	return nil
 }
 
 // Handle returns a handler that decodes each job's payloads as JSON into T
@@ -65,7 +143,8 @@ func HandleWith[T any](codec Codec[T], fn func(ctx context.Context, j TypedJob[T
 				failed[j.ID] = err
 				continue
 			}
-			tj := TypedJob[T]{ID: j.ID, Payloads: make([]T, len(j.Payloads)), RetryCount: j.RetryCount, PerformAt: j.PerformAt, Error: j.Error}
+			tj := TypedJob[T]{ID: j.ID, Payloads: make([]T, len(j.Payloads)), Queue: b.Queue, Shard: b.Shard, Delivery: b.Delivery,
+				RetryCount: j.RetryCount, PerformAt: j.PerformAt, Error: j.Error, job: j}
 			var err error
 			for i, p := range j.Payloads {
 				if len(p.Headers) > 0 {
