@@ -95,16 +95,19 @@ func Start(opts Options) (*Server, error) {
 // kernel may give a port just closed to the next listen on :0, so two calls
 // in a row (a node's HTTP and gossip ports) could otherwise return the same
 // port.
-var handedOut struct {
-	sync.Mutex
+var handedOut portSet
+
+// portSet is a set of ports, safe for concurrent use.
+type portSet struct {
+	mu    sync.Mutex
 	ports map[int]bool
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago and
 // that no earlier call in this process returned.
 func FreePort() (int, error) {
-	handedOut.Lock()
-	defer handedOut.Unlock()
+	handedOut.mu.Lock()
+	defer handedOut.mu.Unlock()
 	if handedOut.ports == nil {
 		handedOut.ports = make(map[int]bool)
 	}
