@@ -25,6 +25,8 @@ const (
 	DefaultHandoffTimeout  = 30 * time.Second
 	DefaultMorgueTTL       = 180 * 24 * time.Hour
 	DefaultIdlePoll        = 5 * time.Second
+	// MaxWeight is the largest Worker.Weight.
+	MaxWeight = 1000
 	// MinLeaseTTL is the shortest LeaseTTL accepted: renewals go out every
 	// third of it and must reach Redis well within that.
 	MinLeaseTTL = 300 * time.Millisecond
@@ -41,6 +43,18 @@ const (
 	SchedulerLag Scheduler = "lag"
 	// SchedulerSeq serves the shards with work in turn (round robin).
 	SchedulerSeq Scheduler = "seq"
+	// SchedulerWeighted shares the node's concurrency between queues in
+	// proportion to their weights (Worker.Weight) while their shards wait
+	// for it: a queue of weight 3 starts three handler calls for each
+	// call of a queue of weight 1 (asynq's and Sidekiq's weighted
+	// queues). Within a queue, the oldest work first. A queue that went
+	// idle does not catch up on the share it did not use.
+	SchedulerWeighted Scheduler = "weighted"
+	// SchedulerStrict serves the queues of the highest weight first: a
+	// shard of a lower-weight queue starts a call only while no shard of
+	// a higher one waits (asynq's strict priority). Within a weight, the
+	// oldest work first. A busy high-weight queue starves the others.
+	SchedulerStrict Scheduler = "strict"
 )
 
 // Clock is a node's time source. Leases (renewals and the lease guard),
@@ -225,8 +239,8 @@ func (c *Config) validate() error {
 		return errors.New("orderly: at least one worker is required")
 	case c.Concurrency < 1:
 		return fmt.Errorf("orderly: Concurrency must be at least 1, got %d", c.Concurrency)
-	case c.Scheduler != SchedulerLag && c.Scheduler != SchedulerSeq:
-		return fmt.Errorf("orderly: Scheduler %q is not %q or %q", c.Scheduler, SchedulerLag, SchedulerSeq)
+	case c.Scheduler != SchedulerLag && c.Scheduler != SchedulerSeq && c.Scheduler != SchedulerWeighted && c.Scheduler != SchedulerStrict:
+		return fmt.Errorf("orderly: Scheduler %q is not %q, %q, %q or %q", c.Scheduler, SchedulerLag, SchedulerSeq, SchedulerWeighted, SchedulerStrict)
 	case c.LeaseTTL < MinLeaseTTL:
 		return fmt.Errorf("orderly: LeaseTTL must be at least %s, got %s", MinLeaseTTL, c.LeaseTTL)
 	case c.ShutdownTimeout < 0:
@@ -249,6 +263,13 @@ func (c *Config) validate() error {
 	}
 	if c.ActorTLS != nil && c.ActorAddr == "" {
 		return errors.New("orderly: ActorTLS is set without ActorAddr")
+	}
+	if c.Scheduler != SchedulerWeighted && c.Scheduler != SchedulerStrict {
+		for _, w := range c.Workers {
+			if w.Weight != 0 {
+				return fmt.Errorf("orderly: worker %s has a Weight, which only the %q and %q schedulers use; the Scheduler is %q", w.Queue, SchedulerWeighted, SchedulerStrict, c.Scheduler)
+			}
+		}
 	}
 	if c.ActorAdvertise != "" {
 		if c.ActorAddr == "" {

@@ -104,12 +104,17 @@ func (n *Node) engineConfig(store persistence.NodeStore, periodic []engine.Perio
 		// its previous run.
 		PermitHolder: strings.ReplaceAll(c.Name, "#", "_") + "/" + strconv.FormatUint(rand.Uint64(), 36),
 	}
-	if c.Scheduler == SchedulerSeq {
+	switch c.Scheduler {
+	case SchedulerSeq:
 		ec.Scheduler = node.SchedulerSeq
+	case SchedulerWeighted:
+		ec.Scheduler = node.SchedulerWeighted
+	case SchedulerStrict:
+		ec.Scheduler = node.SchedulerStrict
 	}
 	for _, w := range n.workers {
 		ec.Queues = append(ec.Queues, engine.Queue{
-			Spec: w.spec(), Shard: n.shardConfig(store, w, ec), MaxConcurrency: w.MaxConcurrency,
+			Spec: w.spec(), Shard: n.shardConfig(store, w, ec), MaxConcurrency: w.MaxConcurrency, Weight: w.Weight,
 		})
 	}
 	if c.ActorAddr != "" {

@@ -122,6 +122,13 @@ type Worker struct {
 	// come back within LeaseTTL. Every node serving the queue must set the
 	// same value. The configuration file's max_concurrency means the same.
 	MaxConcurrency int
+	// Weight is the queue's share of each node's Concurrency under the
+	// weighted scheduler, and its rank under the strict one
+	// (Config.Scheduler), 1 to MaxWeight [1]; the other schedulers refuse
+	// a Weight. It shares handler calls, not jobs, and only while shards of
+	// several queues wait for the node's concurrency. The configuration
+	// file's weight means the same.
+	Weight int
 	// RateLimit, when set, bounds how fast handler calls of the queue
 	// start across the whole cluster (docs/contract.md §9): at most
 	// PerSecond a second, in bursts of at most Burst. It counts calls, not
@@ -215,6 +222,9 @@ func (w *Worker) validate() error {
 	}
 	if r := w.RateLimit; r != nil && (!(r.PerSecond > 0) || math.IsInf(r.PerSecond, 1) || r.Burst < 1) {
 		return fmt.Errorf("orderly: worker %s: RateLimit needs PerSecond > 0 and Burst >= 1, got %v and %d", w.Queue, r.PerSecond, r.Burst)
+	}
+	if w.Weight < 0 || w.Weight > MaxWeight {
+		return fmt.Errorf("orderly: worker %s: Weight must be between 1 and %d (0 for 1), got %d", w.Queue, MaxWeight, w.Weight)
 	}
 	if w.MaxConcurrency < 0 {
 		return fmt.Errorf("orderly: worker %s: MaxConcurrency must be 0 (no limit) or positive, got %d", w.Queue, w.MaxConcurrency)

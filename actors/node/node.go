@@ -76,6 +76,10 @@ type Config struct {
 	// once. Nil or empty: no queue is limited.
 	Limits       map[string]int
 	PermitHolder string
+	// Weights are the queues' weights for SchedulerWeighted and
+	// SchedulerStrict (1 for a queue absent); the other schedulers ignore
+	// them.
+	Weights map[string]int
 }
 
 // Messages the node actor accepts.
@@ -241,7 +245,7 @@ func newActor(cfg Config, mem *memory) *Actor {
 		want:    map[persistence.ShardRef]shard.Config{},
 		kids:    map[persistence.ShardRef]*child{},
 		byID:    map[string]persistence.ShardRef{},
-		permits: newPermits(cfg.Concurrency, cfg.Scheduler, cfg.Limits),
+		permits: newPermits(cfg.Concurrency, cfg.Scheduler, cfg.Limits, cfg.Weights),
 	}
 }
 

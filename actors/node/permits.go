@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/orderlyhq/orderly/persistence"
@@ -16,12 +17,27 @@ const (
 	SchedulerLag Scheduler = iota
 	// SchedulerSeq serves shards in turn (round robin).
 	SchedulerSeq
+	// SchedulerWeighted shares the permits between queues in proportion
+	// to their weights (Config.Weights), counted in handler calls: each
+	// grant charges its queue 1/weight, and the queue charged least goes
+	// next (stride scheduling). Within a queue, the oldest work first.
+	SchedulerWeighted
+	// SchedulerStrict serves the queue of the highest weight first, and
+	// a lower one only while no shard of a higher one waits. Within a
+	// weight, the oldest work first.
+	SchedulerStrict
 )
 
-// String returns the scheduler's name as configured: "lag" or "seq".
+// String returns the scheduler's name as configured: "lag", "seq",
+// "weighted" or "strict".
 func (s Scheduler) String() string {
-	if s == SchedulerSeq {
+	switch s {
+	case SchedulerSeq:
 		return "seq"
+	case SchedulerWeighted:
+		return "weighted"
+	case SchedulerStrict:
+		return "strict"
 	}
 	return "lag"
 }
@@ -46,6 +62,10 @@ type permits struct {
 	holders map[persistence.ShardRef]bool
 	waiters []waiter
 	arrived uint64
+	// weight is each queue's weight (1 when absent), and pass how much
+	// SchedulerWeighted has charged it (1/weight per grant).
+	weight map[string]int
+	pass   map[string]float64
 }
 
 type waiter struct {
@@ -54,8 +74,55 @@ type waiter struct {
 	order uint64
 }
 
-func newPermits(size int, sched Scheduler, limits map[string]int) *permits {
-	return &permits{sched: sched, limit: limits, held: map[string]int{}, free: size, holders: map[persistence.ShardRef]bool{}}
+func newPermits(size int, sched Scheduler, limits, weights map[string]int) *permits {
+	return &permits{sched: sched, limit: limits, held: map[string]int{}, free: size, holders: map[persistence.ShardRef]bool{},
+		weight: weights, pass: map[string]float64{}}
+}
+
+// weightOf returns the queue's weight (1 when none is set).
+func (p *permits) weightOf(q string) int {
+	if w := p.weight[q]; w > 0 {
+		return w
+	}
+	return 1
+}
+
+// take hands ref a permit.
+func (p *permits) take(ref persistence.ShardRef) {
+	p.free--
+	p.holders[ref] = true
+	if p.sched == SchedulerWeighted {
+		p.pass[ref.Queue] += 1 / float64(p.weightOf(ref.Queue))
+	}
+}
+
+// activate brings a queue that neither holds nor waits for a permit up to
+// the least charged active queue, so that a queue idle for a while does
+// not take every permit until it has caught up on what it was not charged.
+func (p *permits) activate(q string) {
+	if p.sched != SchedulerWeighted {
+		return
+	}
+	floor, any := 0.0, false
+	for h := range p.holders {
+		if h.Queue == q {
+			return
+		}
+		if v := p.pass[h.Queue]; !any || v < floor {
+			floor, any = v, true
+		}
+	}
+	for _, w := range p.waiters {
+		if w.ref.Queue == q {
+			return
+		}
+		if v := p.pass[w.ref.Queue]; !any || v < floor {
+			floor, any = v, true
+		}
+	}
+	if any && p.pass[q] < floor {
+		p.pass[q] = floor
+	}
 }
 
 // setHeld records the permits the node holds of its limited queues and
@@ -77,9 +144,9 @@ func (p *permits) request(ref persistence.ShardRef, since time.Time) bool {
 	if p.holders[ref] {
 		return true
 	}
+	p.activate(ref.Queue)
 	if p.free > 0 && !p.isBlocked(ref) && p.best() < 0 {
-		p.free--
-		p.holders[ref] = true
+		p.take(ref)
 		return true
 	}
 	p.wait(ref, since)
@@ -108,6 +175,9 @@ func (p *permits) keep(ref persistence.ShardRef, since time.Time) bool {
 	// same limited queue can take its turn.
 	delete(p.holders, ref)
 	p.free++
+	if p.sched == SchedulerWeighted || p.sched == SchedulerStrict {
+		return p.keepByWeight(ref, since)
+	}
 	if !p.isBlocked(ref) {
 		best := p.best()
 		if best < 0 || (p.sched == SchedulerLag && !p.waiters[best].since.Before(since)) {
@@ -117,6 +187,22 @@ func (p *permits) keep(ref persistence.ShardRef, since time.Time) bool {
 		}
 	}
 	p.wait(ref, since)
+	return false
+}
+
+// keepByWeight is keep for the weighted and strict schedulers: ref, whose
+// permit is back, joins the line and keeps a permit if it is the waiter
+// served next.
+func (p *permits) keepByWeight(ref persistence.ShardRef, since time.Time) bool {
+	p.wait(ref, since)
+	if p.isBlocked(ref) {
+		return false
+	}
+	if i := p.best(); i >= 0 && p.waiters[i].ref == ref {
+		p.waiters = append(p.waiters[:i], p.waiters[i+1:]...)
+		p.take(ref)
+		return true
+	}
 	return false
 }
 
@@ -144,8 +230,7 @@ func (p *permits) grant() []persistence.ShardRef {
 		}
 		w := p.waiters[i]
 		p.waiters = append(p.waiters[:i], p.waiters[i+1:]...)
-		p.free--
-		p.holders[w.ref] = true
+		p.take(w.ref)
 		out = append(out, w.ref)
 	}
 	return out
@@ -195,7 +280,13 @@ func (p *permits) best() int {
 			continue
 		}
 		b := p.waiters[best]
-		if p.sched == SchedulerLag && !w.since.Equal(b.since) {
+		if c := p.compareQueues(w.ref.Queue, b.ref.Queue); c != 0 {
+			if c < 0 {
+				best = i
+			}
+			continue
+		}
+		if p.sched != SchedulerSeq && !w.since.Equal(b.since) {
 			if w.since.Before(b.since) {
 				best = i
 			}
@@ -206,4 +297,21 @@ func (p *permits) best() int {
 		}
 	}
 	return best
+}
+
+// compareQueues orders two queues for the weighted and strict schedulers:
+// -1 when a's waiters go before b's, +1 after, 0 when the queues do not
+// decide (the same queue, or another scheduler).
+func (p *permits) compareQueues(a, b string) int {
+	if a == b {
+		return 0
+	}
+	switch p.sched {
+	case SchedulerStrict:
+		return cmp.Compare(p.weightOf(b), p.weightOf(a))
+	case SchedulerWeighted:
+		// The queue whose next grant leaves it charged least goes first.
+		return cmp.Compare(p.pass[a]+1/float64(p.weightOf(a)), p.pass[b]+1/float64(p.weightOf(b)))
+	}
+	return 0
 }

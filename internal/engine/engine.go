@@ -90,6 +90,9 @@ type Queue struct {
 	// MaxConcurrency is the queue's cluster-wide max_concurrency; 0: no
 	// limit.
 	MaxConcurrency int
+	// Weight is the queue's weight for the weighted and strict
+	// schedulers; 0: 1.
+	Weight int
 }
 
 // Periodic is a periodic job with its schedule.

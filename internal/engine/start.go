@@ -93,16 +93,19 @@ type pids struct{ node, enqueue, keeper *actor.PID }
 // keeper. The top-level actors get an explicit guardian strategy (restart,
 // at most 10 times in 10 s); a restarted node actor recalls what it served.
 func (e *Engine) spawn(sys *actor.ActorSystem) (pids, error) {
-	limits := map[string]int{}
+	limits, weights := map[string]int{}, map[string]int{}
 	for _, q := range e.cfg.Queues {
 		if q.MaxConcurrency > 0 {
 			limits[q.Spec.Name] = q.MaxConcurrency
+		}
+		if q.Weight > 0 {
+			weights[q.Spec.Name] = q.Weight
 		}
 	}
 	nodeProps := node.Props(node.Config{
 		Concurrency: e.cfg.Concurrency, Scheduler: e.cfg.Scheduler, HandoffTimeout: e.cfg.HandoffTimeout,
 		Clock: e.clock, Logger: e.log, Store: e.store, LeaseTTL: e.cfg.LeaseTTL, IdlePoll: e.cfg.IdlePoll,
-		Limits: limits, PermitHolder: e.cfg.PermitHolder,
+		Limits: limits, PermitHolder: e.cfg.PermitHolder, Weights: weights,
 	}).Configure(actor.WithGuardian(supervisor.Node()))
 	if e.wrapNodeProps != nil {
 		nodeProps = e.wrapNodeProps(nodeProps)

@@ -98,6 +98,10 @@ const (
 	SchedulerLag = "lag"
 	// SchedulerSeq serves the shards in turn.
 	SchedulerSeq = "seq"
+	// SchedulerWeighted shares the concurrency between queues by weight.
+	SchedulerWeighted = "weighted"
+	// SchedulerStrict serves the queues of the highest weight first.
+	SchedulerStrict = "strict"
 )
 
 // Values of RetryConfig.Policy.
@@ -241,7 +245,8 @@ type NodeConfig struct {
 	// Concurrency is how many batches the node handles at once, 1..10000
 	// [concurrency; DefaultConcurrency].
 	Concurrency int
-	// Scheduler picks the next shard to serve: SchedulerLag or SchedulerSeq
+	// Scheduler picks the next shard to serve: SchedulerLag, SchedulerSeq,
+	// SchedulerWeighted or SchedulerStrict
 	// [scheduler; DefaultScheduler].
 	Scheduler string
 	// LeaseTTL is the lifetime of a shard lease, at least 300ms [lease_ttl;
@@ -328,6 +333,10 @@ type QueueConfig struct {
 	// the cluster (docs/contract.md §9); 0 means no limit
 	// [max_concurrency; 0].
 	MaxConcurrency int
+	// Weight is the queue's share of a node's concurrency under the
+	// weighted scheduler, and its rank under the strict one; 0 means 1
+	// [weight; 0].
+	Weight int
 	// RateLimit bounds how fast the queue's handler calls start across the
 	// cluster (docs/contract.md §9); nil means no limit [rate_limit].
 	RateLimit *RateLimitConfig

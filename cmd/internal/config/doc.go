@@ -37,7 +37,7 @@
 //	  durability_timeout: 1s
 //	  http_public: false
 //	  concurrency: 5
-//	  scheduler: lag                    # lag | seq
+//	  scheduler: lag                    # lag | seq | weighted | strict (the last two read each queue's weight)
 //	  lease_ttl: 3s
 //	  shutdown_timeout: 25s
 //	  handoff_timeout: 30s
@@ -57,6 +57,7 @@
 //	    max_retry_count: 5              # default 25; -1 or none: to the morgue at the first failure
 //	    max_payloads_per_call: 1000     # most payloads of one id per call (default 1000)
 //	    max_concurrency: 4              # most calls at once across the cluster (default 0: no limit)
+//	    weight: 1                       # share of a node's concurrency (scheduler weighted) or rank (strict); default 1
 //	    rate_limit: {per_second: 100, burst: 20}   # calls started across the cluster (burst default ceil(per_second))
 //	    timeout: 0s                     # bounds one handler call; 0 = the default, 30s
 //	    state: false                    # stateful queue: per-id state committed with the ack

@@ -106,7 +106,7 @@ func TestFileErrors(t *testing.T) {
 		{"concurrency float", "node: {concurrency: 1.5}", []string{`node.concurrency: "1.5" is not an integer (line 1)`}},
 		{"concurrency quoted", "node: {concurrency: '5'}", []string{`node.concurrency: "5" is not an integer (line 1)`}},
 		{"concurrency list", "node: {concurrency: [5]}", []string{"node.concurrency: must be a single value, not a list (line 1)"}},
-		{"scheduler", "node:\n  scheduler: fast", []string{`node.scheduler: "fast" is not one of lag, seq (line 2)`}},
+		{"scheduler", "node:\n  scheduler: fast", []string{`node.scheduler: "fast" is not one of lag, seq, weighted, strict (line 2)`}},
 		{"lease_ttl short", "node: {lease_ttl: 100ms}", []string{"node.lease_ttl: must be at least 300ms, got 100ms (line 1)"}},
 		{"lease_ttl bare number", "node: {lease_ttl: 3}", []string{`node.lease_ttl: 3 is not a duration: give it a unit, such as "3s" (line 1)`}},
 		{"lease_ttl quoted number", "node: {lease_ttl: '3'}", []string{`node.lease_ttl: 3 is not a duration: give it a unit, such as "3s" (line 1)`}},
@@ -170,6 +170,11 @@ func TestFileErrors(t *testing.T) {
 		{"max_concurrency", "queues: [{name: a, max_concurrency: -1}, {name: b, max_concurrency: x}]", []string{
 			"queues[0].max_concurrency: must be 0 (no limit) or positive, got -1 (line 1)",
 			`queues[1].max_concurrency: "x" is not an integer (line 1)`,
+		}},
+		{"weight", "node: {scheduler: weighted}\nqueues: [{name: a, weight: -1}, {name: b, weight: 1001}, {name: c, weight: x}]", []string{
+			"queues[0].weight: must be between 1 and 1000 (0 or none: 1), got -1 (line 2)",
+			"queues[1].weight: must be between 1 and 1000 (0 or none: 1), got 1001 (line 2)",
+			`queues[2].weight: "x" is not an integer (line 2)`,
 		}},
 		{"rate_limit", "queues: [{name: a, rate_limit: {per_second: 0}}, {name: b, rate_limit: {per_second: 5, burst: -1}}, {name: c, rate_limit: {per_second: 1, brust: 2}}]", []string{
 			"queues[0].rate_limit.per_second: must be a positive number of calls a second, got 0 (line 1)",
@@ -258,7 +263,7 @@ func TestFileErrors(t *testing.T) {
 			"queues[0].shards: must be between 1 and 4096, got 0 (line 3)",
 			"queues[0].handler.url: required for handler type http (line 4)",
 			"node.concurrency: must be between 1 and 10000, got 0 (line 6)",
-			`node.scheduler: "fast" is not one of lag, seq (line 7)`,
+			`node.scheduler: "fast" is not one of lag, seq, weighted, strict (line 7)`,
 			`node.lease_ttl: 1 is not a duration: give it a unit, such as "1s" (line 8)`,
 		}},
 	} {
@@ -278,7 +283,7 @@ func TestErrorMessage(t *testing.T) {
 		"  config file "+path+": queues[1].handler.url: required for handler type http (line 3)")
 
 	_, _, err = loadFile(t, "", []string{"ORDERLY_SCHEDULER=fast"})
-	require.EqualError(t, err, `config: invalid configuration: ORDERLY_SCHEDULER: "fast" is not one of lag, seq`)
+	require.EqualError(t, err, `config: invalid configuration: ORDERLY_SCHEDULER: "fast" is not one of lag, seq, weighted, strict`)
 }
 
 func TestMissingFile(t *testing.T) {
@@ -312,7 +317,7 @@ func TestEnvErrors(t *testing.T) {
 		{"ORDERLY_ALLOW_EVICTION=maybe", `ORDERLY_ALLOW_EVICTION: "maybe" is not a boolean (true or false)`},
 		{"ORDERLY_LEASE_TTL=3", `ORDERLY_LEASE_TTL: 3 is not a duration: give it a unit, such as "3s"`},
 		{"ORDERLY_LEASE_TTL=10ms", "ORDERLY_LEASE_TTL: must be at least 300ms, got 10ms"},
-		{"ORDERLY_SCHEDULER=fast", `ORDERLY_SCHEDULER: "fast" is not one of lag, seq`},
+		{"ORDERLY_SCHEDULER=fast", `ORDERLY_SCHEDULER: "fast" is not one of lag, seq, weighted, strict`},
 		{"ORDERLY_BIND=nope", `ORDERLY_BIND: "nope" is not host:port (missing port in address)`},
 		{"ORDERLY_JOIN=a:1,b", `ORDERLY_JOIN: "b" is not host:port (missing port in address)`},
 		{"ORDERLY_REDIS=localhost:6379", `ORDERLY_REDIS: has no scheme: write it as redis://host:port/db, rediss://host:port/db, unix:///path/to/redis.sock, redis+cluster://host:port,host:port or redis+sentinel://host:port,host:port/master`},
@@ -363,7 +368,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--name="}, []string{"flag --name: must not be empty"}},
 		{[]string{"--log-format", "xml", "--scheduler", "fast"}, []string{
 			`flag --log-format: "xml" is not one of text, json`, // in the order of the flags' names
-			`flag --scheduler: "fast" is not one of lag, seq`,
+			`flag --scheduler: "fast" is not one of lag, seq, weighted, strict`,
 		}},
 		{[]string{"--nope"}, []string{"unknown flag --nope; did you mean --name? (see --help)"}},
 		{[]string{"--concurency", "5"}, []string{"unknown flag --concurency; did you mean --concurrency? (see --help)"}},
@@ -443,6 +448,23 @@ func TestValidate(t *testing.T) {
 		"queues[1].handler.timeout: must be positive, got 0s",
 		`queues[1].name: "default" is already the name of queues[0]`,
 	)
+}
+
+// A queue weight needs a scheduler that reads it, wherever the scheduler
+// is set.
+func TestWeightNeedsItsScheduler(t *testing.T) {
+	t.Parallel()
+	const file = "queues: [{name: a, weight: 3}, {name: b}]\n"
+	const want = "queues[0].weight: only the weighted and strict schedulers read it, and node.scheduler is lag"
+	_, _, err := loadFile(t, file, nil)
+	requireProblems(t, err, "", want)
+	_, _, err = loadFile(t, file, []string{"ORDERLY_SCHEDULER=seq"})
+	requireProblems(t, err, "", strings.Replace(want, "is lag", "is seq", 1))
+	for _, sched := range []string{"weighted", "strict"} {
+		cfg, _, err := loadFile(t, file, nil, "--scheduler="+sched)
+		require.NoError(t, err)
+		require.Equal(t, 3, cfg.Queues[0].Weight)
+	}
 }
 
 // A periodic job whose payload is over max_payload_bytes, wherever the

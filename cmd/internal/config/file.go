@@ -29,7 +29,7 @@ func handlerKeys() []string {
 	return []string{"type", "url", "timeout", "payloads", "secret", "headers", "client"}
 }
 func queueKeys() []string {
-	return []string{"name", "shards", "batch_size", "prefetch", "max_prefetch", "max_retry_count", "max_payloads_per_call", "timeout", "retry", "handler", "max_concurrency", "rate_limit", "state", "max_state_bytes", "feed_max_len"}
+	return []string{"name", "shards", "batch_size", "prefetch", "max_prefetch", "max_retry_count", "max_payloads_per_call", "timeout", "retry", "handler", "max_concurrency", "weight", "rate_limit", "state", "max_state_bytes", "feed_max_len"}
 }
 
 // fileParser walks the YAML tree of the config file. It reads the tree
@@ -320,6 +320,8 @@ func (r *queueReader) key(key string, line int, v *yaml.Node) {
 		good = decodeInto(fp, v, at, line, &q.MaxPayloadsPerCall)
 	case "max_concurrency":
 		good = decodeInto(fp, v, at, line, &q.MaxConcurrency)
+	case "weight":
+		good = decodeInto(fp, v, at, line, &q.Weight)
 	case "timeout":
 		good = decodeInto(fp, v, at, line, &q.Timeout)
 	case "state":

@@ -72,7 +72,9 @@ lease_ttl: 3s) and a "queues" list; each queue has a name and optionally
 shards, batch_size, prefetch, max_prefetch (the window a busy shard grows to;
 default 100 when prefetch is unset, else prefetch), max_retry_count (default 25; -1 or none: no
 retries, to the morgue at the first failure), max_concurrency (most
-handler calls at once across the cluster; default 0, no limit), rate_limit
+handler calls at once across the cluster; default 0, no limit), weight (the
+queue's share of a node's concurrency under the weighted scheduler, its rank
+under the strict one; default 1), rate_limit
 {per_second, burst} (handler calls started a second across the cluster),
 max_payloads_per_call
 (default 1000), timeout (default 30s), retry {policy:

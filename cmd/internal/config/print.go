@@ -185,6 +185,7 @@ func queueYAML(r, q *QueueConfig) yamlMap {
 	m.add("retry", retry.Node)
 	m.add("handler", handlerYAML(&r.Handler, &q.Handler))
 	optionalInt(m, "max_concurrency", r.MaxConcurrency)
+	optionalInt(m, "weight", r.Weight)
 	if r.RateLimit != nil {
 		rl := mapping()
 		rl.Style = yaml.FlowStyle

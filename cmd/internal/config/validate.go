@@ -59,6 +59,13 @@ func (c *Config) Validate() error {
 		p.addf("queues: %v", err)
 	}
 	checkPeriodicJobs(c, p.addf)
+	if c.Node.Scheduler != SchedulerWeighted && c.Node.Scheduler != SchedulerStrict {
+		for i, q := range c.Queues {
+			if q.Weight != 0 {
+				p.addf("%s.weight: only the weighted and strict schedulers read it, and node.scheduler is %s", queuePath(i), c.Node.Scheduler)
+			}
+		}
+	}
 	switch {
 	case c.Node.HTTPReadToken != "" && c.Node.HTTPToken == "":
 		p.addf("node.http_read_token: needs node.http_token (without it every request may change state)")
@@ -163,6 +170,9 @@ func validateQueue(q *QueueConfig, report func(key, msg string)) {
 	}
 	if q.MaxConcurrency < 0 {
 		report("max_concurrency", fmt.Sprintf("must be 0 (no limit) or positive, got %d", q.MaxConcurrency))
+	}
+	if q.Weight < 0 || q.Weight > orderly.MaxWeight {
+		report("weight", fmt.Sprintf("must be between 1 and %d (0 or none: 1), got %d", orderly.MaxWeight, q.Weight))
 	}
 	validateRetry(q.Retry, report)
 	validateHandler(q.Handler, report)

@@ -46,6 +46,7 @@ func buildWorkers(queues []config.QueueConfig, log *slog.Logger, observe func(qu
 			MaxStateBytes:      q.MaxStateBytes,
 			FeedMaxLen:         feedMaxLen(q.FeedMaxLen),
 			MaxConcurrency:     q.MaxConcurrency,
+			Weight:             q.Weight,
 			RateLimit:          rateLimit(q.RateLimit),
 			RetryIn:            retryPolicy(q.Retry),
 			// One meaning: 0 is the default, config.NoRetries is
