@@ -176,6 +176,12 @@ type Batch struct {
 	TimerWrites []TimerWrite
 	// Emits are the jobs the call emitted, like StateWrites.
 	Emits []Emit
+	// Snoozes, Deaths and Discards are the outcomes the call chose for
+	// its ids (docs/contract.md §3.11), for the settle
+	// (AdvanceRequest.Snoozes, Deaths, Discards); set like StateWrites.
+	Snoozes  []Snooze
+	Deaths   []Death
+	Discards []Discard
 }
 
 // Failure reports one failed id of a settled batch.

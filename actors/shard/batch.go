@@ -49,6 +49,7 @@ func (a *Actor) newRequest(fetch int) {
 		req.StateWrites = a.settle.states
 		req.TimerWrites = a.settle.timers
 		req.Emits = a.settle.emits
+		req.Snoozes, req.Deaths, req.Discards = a.settle.snoozes, a.settle.deaths, a.settle.discards
 		a.setConflictDelays(&req)
 	}
 	req.Stateful, req.MaxStateBytes = a.cfg.Stateful, a.cfg.MaxStateBytes
@@ -232,7 +233,9 @@ func (a *Actor) onProcessed(c actor.Context, m processed) {
 	case len(m.failures) > 0:
 		a.log.Info("batch partly failed", "ids", len(a.cur.Jobs), "failed", len(m.failures), "duration", m.dur)
 	}
-	a.settle = &pendingSettle{failures: m.failures, skipped: m.skipped, interrupted: m.interrupted, states: m.states, timers: m.timers, emits: m.emits}
+	a.logOutcomes(m)
+	a.settle = &pendingSettle{failures: m.failures, skipped: m.skipped, interrupted: m.interrupted, states: m.states, timers: m.timers, emits: m.emits,
+		snoozes: m.snoozes, deaths: m.deaths, discards: m.discards}
 	if a.permit != permitHeld {
 		return
 	}
@@ -382,5 +385,20 @@ func (a *Actor) onTrimmed(c actor.Context, m trimmed) {
 	}
 	if a.lease != nil && !a.draining() {
 		a.arm(c, timerTrim, trimEvery(a.cfg.MorgueTTL))
+	}
+}
+
+// logOutcomes logs the outcomes the handler chose for ids of the window
+// (docs/contract.md §3.11): discards and deaths at info with their reasons,
+// snoozes at debug.
+func (a *Actor) logOutcomes(m processed) {
+	for _, d := range m.discards {
+		a.log.Info("handler discarded an id; its payloads are dropped", "job_id", d.ID, "reason", d.Reason)
+	}
+	for _, d := range m.deaths {
+		a.log.Info("handler declared an id dead; its payloads go to the morgue", "job_id", d.ID, "reason", d.Reason)
+	}
+	for _, s := range m.snoozes {
+		a.log.Debug("handler snoozed an id", "job_id", s.ID, "until", s.RetryAt)
 	}
 }

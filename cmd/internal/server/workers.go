@@ -87,7 +87,7 @@ func retryPolicy(r config.RetryConfig) orderly.RetryPolicy {
 	case config.RetryLinear:
 		p := orderly.LinearRetry(r.Base)
 		if r.Max > 0 {
-			return func(n int) time.Duration { return min(p(n), r.Max) }
+			return func(n int, err error) time.Duration { return min(p(n, err), r.Max) }
 		}
 		return p
 	case config.RetryExponential:
