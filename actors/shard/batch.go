@@ -83,18 +83,27 @@ func (a *Actor) startAdvance(c actor.Context) {
 	cfg := a.cfg
 	log := a.log
 	timeout := a.storeTimeout()
-	a.task(c, func(ctx context.Context) any {
+	// The hook's context ends when the lease is dropped or the drain
+	// deadline passes (deadCancel), not with the store call's timeout.
+	hookCtx, hookCancel := context.WithCancelCause(a.base)
+	a.deadCancel = hookCancel
+	a.task(c, func(base context.Context) any {
+		defer hookCancel(nil)
 		sent := cfg.Clock.Now()
-		ctx, cancel := context.WithTimeout(ctx, timeout)
+		ctx, cancel := context.WithTimeout(base, timeout)
 		defer cancel()
 		res, err := cfg.Store.Advance(ctx, lease, req)
+		undone := false
 		if err == nil && len(res.Dead) > 0 {
 			log.Warn("retries exhausted: payloads moved to the morgue", "ids", len(res.Dead))
 			if cfg.OnDead != nil {
-				callOnDead(ctx, cfg.OnDead, res.Dead, log)
+				callOnDead(hookCtx, cfg.OnDead, res.Dead, log)
+				// A hook that returned after its context ended may not
+				// have done its work: the report stays unconfirmed.
+				undone = hookCtx.Err() != nil
 			}
 		}
-		return advanced{sent: sent, req: req, res: res, err: err}
+		return advanced{sent: sent, req: req, res: res, err: err, deadUndone: undone}
 	})
 }
 
@@ -109,6 +118,13 @@ func (a *Actor) onAdvanced(c actor.Context, m advanced) {
 			return
 		}
 		a.storeFailed(c, "advance", m.err)
+		return
+	}
+	if m.deadUndone {
+		// The next call would confirm the dead report the hook may not
+		// have handled: the lease is left to expire instead, and the next
+		// owner reports it again (at least once, docs/contract.md §3.5).
+		a.leaseLost(c, "the retries-exhausted hook did not finish before the lease or the drain ended")
 		return
 	}
 	a.req = nil

@@ -101,6 +101,10 @@ type (
 		req  persistence.AdvanceRequest
 		res  persistence.AdvanceResult
 		err  error
+		// deadUndone: the retries-exhausted hook returned after its
+		// context ended (lease dropped, drain deadline), so its report
+		// must stay unconfirmed.
+		deadUndone bool
 	}
 	processed struct {
 		seq         int64
