@@ -122,3 +122,43 @@ func TestOutcomeErrors(t *testing.T) {
 	require.Equal(t, "discarded: why", orderly.Discard(reason).Error())
 	require.Equal(t, "dead", orderly.Dead(nil).Error())
 }
+
+// §3.5 and §3.11: a retries-exhausted hook still at work when the node's
+// drain deadline passes is taken as not done: the report stays
+// unconfirmed, and the next owner's hook receives the same dead job.
+func TestRetriesExhaustedHookOutlivedByTheLease(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	entered := make(chan struct{}, 1)
+	worker := orderly.Worker{Queue: "q", Shards: 1,
+		Handler: func(ctx context.Context, b *orderly.Batch) error { return orderly.Dead(errors.New("poison")) },
+		RetriesExhausted: func(ctx context.Context, jobs []orderly.Job) {
+			entered <- struct{}{}
+			<-ctx.Done() // never done in time
+		}}
+	a, err := orderly.NewNode(e.store, &orderly.Config{Name: "a", Logger: testLogger(t), LeaseTTL: 500 * time.Millisecond,
+		Workers: []orderly.Worker{worker}})
+	require.NoError(t, err)
+	require.NoError(t, a.Start(e.ctx))
+	e.enqueue("q", client.Job{ID: "x", Payload: []byte("p")})
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hook was not called")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	_ = a.Stop(ctx) // the drain deadline passes while the hook waits
+	cancel()
+
+	dead := make(chan []orderly.Job, 1)
+	worker.RetriesExhausted = func(ctx context.Context, jobs []orderly.Job) { dead <- jobs }
+	e.start(orderly.Config{Name: "b", LeaseTTL: 500 * time.Millisecond, Workers: []orderly.Worker{worker}})
+	select {
+	case jobs := <-dead:
+		require.Len(t, jobs, 1)
+		require.Equal(t, "x", jobs[0].ID)
+		require.Equal(t, "poison", jobs[0].Error)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the next owner did not report the dead job again")
+	}
+}
