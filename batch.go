@@ -59,7 +59,9 @@ func (b *Batch) IDs() []string {
 
 // HandlerFunc processes a batch. Returning nil acknowledges every id;
 // returning a *PartialFailure (see FailIDs) fails the ids it names and
-// acknowledges the others; any other error fails the whole batch. A panic is
+// acknowledges the others; Snooze, Dead or Discard (wrapped or not)
+// chooses that fate for every id of the batch; any other error fails the
+// whole batch. A panic is
 // a failure of the whole batch. The context is cancelled when the worker's
 // timeout passes, when the node stops, or at once when the node loses the
 // shard's lease: a handler must stop then. It is also cancelled when the
@@ -72,7 +74,9 @@ type HandlerFunc func(ctx context.Context, b *Batch) error
 type Middleware func(next HandlerFunc) HandlerFunc
 
 // PartialFailure fails some ids of a batch; every other id of the batch is
-// acknowledged. Ids that are not in the batch are ignored (and logged).
+// acknowledged. An id's error built with Snooze, Dead or Discard (wrapped
+// or not) chooses its fate instead of failing it. Ids that are not in the
+// batch are ignored (and logged).
 type PartialFailure struct {
 	Failed map[string]error
 }

@@ -90,7 +90,11 @@
 // DefaultMaxRetryCount, 25; NoRetries means none) the lowest-scored payload
 // of the id goes to the morgue, where it waits for an operator, and
 // Worker.RetriesExhausted receives it; the id's other payloads are queued
-// again as a fresh job. Worker.Timeout bounds one call.
+// again as a fresh job. Worker.Timeout bounds one call. A handler may
+// also choose an id's fate, for the whole call or per id in FailIDs:
+// Snooze(d) brings it back after d without counting a failure, Dead(reason)
+// sends it to the morgue now, Discard(reason) drops it (counted); the
+// RetryPolicy, which sees each failure's error, is not asked for them.
 //
 // A handler's context is cancelled when its timeout passes, when a stop's
 // deadline comes (or StopAndCancel), and at once when the node loses the

@@ -13,7 +13,7 @@ import (
 func ExampleLinearRetry() {
 	policy := orderly.LinearRetry(10 * time.Second) // base * (retry_count + 1)
 	for n := range 4 {
-		fmt.Printf("retry_count %d: %s\n", n, policy(n))
+		fmt.Printf("retry_count %d: %s\n", n, policy(n, nil))
 	}
 	// Output:
 	// retry_count 0: 10s
@@ -25,7 +25,7 @@ func ExampleLinearRetry() {
 func ExampleExponentialRetry() {
 	policy := orderly.ExponentialRetry(time.Second, time.Minute) // base * 2^retry_count, at most a minute
 	for _, n := range []int{0, 1, 2, 5, 6, 100} {
-		fmt.Printf("retry_count %d: %s\n", n, policy(n))
+		fmt.Printf("retry_count %d: %s\n", n, policy(n, nil))
 	}
 	// Output:
 	// retry_count 0: 1s
@@ -45,7 +45,7 @@ func ExampleLowkiqRetry() {
 		base := math.Pow(float64(n), 4) + 15 // the random part adds 0 to 29 * (n+1) s
 		low := time.Duration(base) * time.Second
 		high := low + time.Duration(29*(n+1))*time.Second
-		d := policy(n)
+		d := policy(n, nil)
 		fmt.Printf("retry_count %d: between %s and %s: %t\n", n, low, high, d >= low && d <= high)
 	}
 	// Output:

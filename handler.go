@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/orderlyhq/orderly/actors/shard"
 	"github.com/orderlyhq/orderly/internal/engine"
@@ -19,7 +20,9 @@ const maxErrorBytes = 4096
 
 // processor adapts a worker's handler, wrapped in the server middleware, to
 // the shard actor: it runs one call and converts its outcome, once, into
-// the store's failures with their retry times (Worker.RetryIn).
+// the store's failures with their retry times (Worker.RetryIn), and the
+// snoozes, deaths and discards the handler chose (Snooze, Dead, Discard)
+// set on b for the settle.
 func (n *Node) processor(w Worker, ec engine.Config) shard.Processor {
 	h := w.Handler
 	for i := len(n.cfg.Middleware) - 1; i >= 0; i-- {
@@ -34,45 +37,37 @@ func (n *Node) processor(w Worker, ec engine.Config) shard.Processor {
 		if err != nil && errors.Is(context.Cause(ctx), shard.ErrCallDeadline) {
 			err = fmt.Errorf("timed out after %s: %w", w.Timeout, err)
 		}
-		now := clk.Now()
-		fail := func(j persistence.Job, e error) persistence.Failure {
-			msg := "failed"
-			if e != nil && e.Error() != "" {
-				msg = e.Error()
-			}
-			if len(msg) > maxErrorBytes {
-				msg = msg[:maxErrorBytes]
-			}
-			return persistence.Failure{ID: j.ID, Error: msg, RetryAt: now.Add(w.RetryIn(j.RetryCount + 1))}
-		}
+		o := &outcomes{b: b, retryIn: w.RetryIn, now: clk.Now()}
 		if err == nil {
 			var bad map[string]error
 			if w.State {
 				bad = collectStates(b, batch.Jobs, nil, w.MaxStateBytes)
 			}
-			bad = collectEmits(b, batch.Jobs, nil, now, bad)
-			if len(bad) == 0 {
-				return nil, nil
-			}
-			out := make([]persistence.Failure, 0, len(bad))
+			bad = collectEmits(b, batch.Jobs, nil, o.now, bad)
 			for id, e := range bad {
-				out = append(out, fail(jobByID(b, id), e))
+				o.fail(jobByID(b, id), e)
 			}
-			return out, nil
+			return o.failures, nil
 		}
 		pf, partial := AsPartialFailure(err)
 		if !partial {
-			out := make([]persistence.Failure, len(b.Jobs))
-			for i, j := range b.Jobs {
-				out[i] = fail(j, err)
+			oc, chosen := asOutcome(err)
+			for _, j := range b.Jobs {
+				if chosen {
+					o.choose(j, oc)
+				} else {
+					o.fail(j, err)
+				}
 			}
-			return out, err
+			if chosen {
+				return nil, nil
+			}
+			return o.failures, err
 		}
-		var out []persistence.Failure
 		failed := map[string]bool{}
 		for _, j := range b.Jobs {
 			if e, ok := pf.Failed[j.ID]; ok {
-				out = append(out, fail(j, e))
+				o.decide(j, e)
 				failed[j.ID] = true
 			}
 		}
@@ -80,17 +75,58 @@ func (n *Node) processor(w Worker, ec engine.Config) shard.Processor {
 		if w.State {
 			bad = collectStates(b, batch.Jobs, failed, w.MaxStateBytes)
 		}
-		for id, e := range collectEmits(b, batch.Jobs, failed, now, bad) {
-			out = append(out, fail(jobByID(b, id), e))
+		for id, e := range collectEmits(b, batch.Jobs, failed, o.now, bad) {
+			o.fail(jobByID(b, id), e)
 		}
-		if len(out) < len(pf.Failed) {
+		if len(failed) < len(pf.Failed) {
 			for id := range pf.Failed {
 				if !inBatch(b, id) {
 					log.Warn("handler failed an id that is not in the batch; ignored", "shard", b.Shard, "job_id", id)
 				}
 			}
 		}
-		return out, nil
+		return o.failures, nil
+	}
+}
+
+// outcomes collects what one call decided for its ids that did not
+// succeed: failures (returned to the shard actor) and the outcomes the
+// handler chose (set on the batch).
+type outcomes struct {
+	b        *persistence.Batch
+	retryIn  RetryPolicy
+	now      time.Time
+	failures []persistence.Failure
+}
+
+// decide records e, an id's error: the outcome it asks for, or a failure.
+func (o *outcomes) decide(j persistence.Job, e error) {
+	if oc, ok := asOutcome(e); ok {
+		o.choose(j, oc)
+		return
+	}
+	o.fail(j, e)
+}
+
+// fail records a failure of j, retrying after the worker's policy.
+func (o *outcomes) fail(j persistence.Job, e error) {
+	msg := "failed"
+	if e != nil && e.Error() != "" {
+		msg = e.Error()
+	}
+	o.failures = append(o.failures, persistence.Failure{ID: j.ID, Error: truncateError(msg),
+		RetryAt: o.now.Add(o.retryIn(j.RetryCount+1, e))})
+}
+
+// choose records the outcome oc for j.
+func (o *outcomes) choose(j persistence.Job, oc *outcomeError) {
+	switch oc.kind {
+	case outcomeSnooze:
+		o.b.Snoozes = append(o.b.Snoozes, persistence.Snooze{ID: j.ID, RetryAt: o.now.Add(oc.delay)})
+	case outcomeDead:
+		o.b.Deaths = append(o.b.Deaths, persistence.Death{ID: j.ID, Reason: oc.reasonText()})
+	default:
+		o.b.Discards = append(o.b.Discards, persistence.Discard{ID: j.ID, Reason: oc.reasonText()})
 	}
 }
 

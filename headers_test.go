@@ -27,7 +27,7 @@ func TestNodeHandlerSeesHeaders(t *testing.T) {
 	)
 	n := e.start(orderly.Config{Workers: []orderly.Worker{{
 		Queue: "q", Shards: 1, BatchSize: 10,
-		RetryIn: func(int) time.Duration { return 0 },
+		RetryIn: func(int, error) time.Duration { return 0 },
 		Handler: func(ctx context.Context, b *orderly.Batch) error {
 			mu.Lock()
 			defer mu.Unlock()

@@ -7,8 +7,13 @@ import (
 )
 
 // RetryPolicy returns how long a job waits before its next attempt, given its
-// retry count after the failure (0 after the first failure).
-type RetryPolicy func(retryCount int) time.Duration
+// retry count after the failure (0 after the first failure) and the error
+// its handler returned for it (the whole call's, or the id's in a
+// PartialFailure; nil when it failed for another reason, such as a state
+// write over the limit). It may branch on the error (errors.Is, errors.As)
+// to wait longer for some. Errors built with Snooze, Dead and Discard never
+// reach it: they choose the id's fate themselves.
+type RetryPolicy func(retryCount int, err error) time.Duration
 
 // MaxRetryWait caps every built-in policy, so that a large retry count never
 // overflows into a negative (immediate) retry.
@@ -26,7 +31,7 @@ func capWait(seconds float64) time.Duration {
 // and about 3.8 days before the 25th retry (retry_count 24), the last of
 // DefaultMaxRetryCount.
 func LowkiqRetry() RetryPolicy {
-	return func(n int) time.Duration {
+	return func(n int, _ error) time.Duration {
 		n = max(n, 0)
 		return capWait(math.Pow(float64(n), 4) + 15 + float64(rand.IntN(30))*float64(n+1))
 	}
@@ -34,14 +39,14 @@ func LowkiqRetry() RetryPolicy {
 
 // LinearRetry waits base * (retry_count + 1).
 func LinearRetry(base time.Duration) RetryPolicy {
-	return func(n int) time.Duration {
+	return func(n int, _ error) time.Duration {
 		return capWait(base.Seconds() * float64(max(n, 0)+1))
 	}
 }
 
 // ExponentialRetry waits base * 2^retry_count, at most maxWait.
 func ExponentialRetry(base, maxWait time.Duration) RetryPolicy {
-	return func(n int) time.Duration {
+	return func(n int, _ error) time.Duration {
 		n = max(n, 0)
 		if n >= 62 {
 			return min(maxWait, MaxRetryWait)

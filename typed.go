@@ -121,7 +121,8 @@ func SetStateAs[S any](j StateHolder, codec Codec[S], v S) error {
 // Handle returns a handler that decodes each job's payloads as JSON into T
 // and calls fn once per job of the batch, in order. An error from fn fails
 // that job's id only (it is retried with all its payloads); nil
-// acknowledges it. A payload that does not decode fails its id with the
+// acknowledges it; Snooze, Dead and Discard (wrapped or not) choose that
+// id's fate as they do in a PartialFailure. A payload that does not decode fails its id with the
 // decoding error, without calling fn, so that it reaches the morgue after
 // its retries rather than blocking the shard. When ctx ends, the jobs not
 // handled yet fail with ctx's error.

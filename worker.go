@@ -138,8 +138,13 @@ type Worker struct {
 	// Handler processes batches. Required.
 	Handler HandlerFunc
 	// RetriesExhausted, if set, receives what went to the morgue, one job
-	// per id with the payload that died. It runs on the shard's goroutine
-	// before the next batch; a panic in it is logged.
+	// per id with the payload that died (also the ids a handler declared
+	// Dead, with all the payloads it was handed). It runs on the shard's
+	// goroutine before the next batch; a panic in it is logged. It is
+	// called at least once per dead job: its context ends when the node
+	// loses the shard's lease or the drain deadline passes, and a hook that
+	// returns after that is taken as not done (the node lets the lease
+	// expire, and the next owner calls its hook with the same jobs).
 	RetriesExhausted func(ctx context.Context, dead []Job)
 }
 

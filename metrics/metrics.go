@@ -12,6 +12,8 @@
 //	orderly_jobs_processed_total{queue}        ids acknowledged by this node
 //	orderly_jobs_failed_total{queue}           ids failed on this node
 //	orderly_jobs_dead_total{queue}             payloads this node moved to the morgue
+//	orderly_jobs_snoozed_total{queue}          ids their handler snoozed on this node (docs/contract.md §3.11)
+//	orderly_jobs_discarded_total{queue}        ids their handler discarded on this node
 //	orderly_jobs_restored_total{queue}         ids put back into the queue unprocessed: a crashed owner's in-flight batch, or ids a stop cut short
 //	orderly_batch_duration_seconds{queue,outcome}  handler calls (outcome ok, partial, failed)
 //	orderly_lease_losses_total{queue}          leases this node lost while holding them
@@ -22,6 +24,7 @@
 //	orderly_cluster_members{state}             members as this node sees them (alive, draining, dead)
 //	orderly_queue_length{queue}, orderly_queue_fresh, orderly_queue_retries, orderly_queue_morgue_length,
 //	orderly_queue_busy, orderly_queue_lag_seconds, orderly_queue_processed_total, orderly_queue_failed_total,
+//	orderly_queue_snoozed_total, orderly_queue_discarded_total,
 //	orderly_queue_paused (1 while paused, docs/contract.md §9)
 //	                                           the queue as Redis holds it (cluster-wide)
 //	orderly_redis_round_trips_total, orderly_redis_commands_total
@@ -73,6 +76,7 @@ type Metrics struct {
 	reg *prometheus.Registry
 
 	enqueued, processed, failed, dead, restored, leaseLosses *prometheus.CounterVec
+	snoozed, discarded                                       *prometheus.CounterVec
 	settleRetries, repeated                                  *prometheus.CounterVec
 	batch                                                    *prometheus.HistogramVec
 	op                                                       *operator
@@ -97,6 +101,8 @@ func New() *Metrics {
 		processed:   counter("jobs_processed_total", "Ids acknowledged by this node."),
 		failed:      counter("jobs_failed_total", "Ids failed on this node."),
 		dead:        counter("jobs_dead_total", "Payloads this node moved to the morgue."),
+		snoozed:     counter("jobs_snoozed_total", "Ids their handler snoozed on this node (back later, no failure counted)."),
+		discarded:   counter("jobs_discarded_total", "Ids their handler discarded on this node (payloads dropped)."),
 		restored:    counter("jobs_restored_total", "Ids put back into the queue unprocessed: a crashed owner's in-flight batch, or ids a stop cut short."),
 		leaseLosses: counter("lease_losses_total", "Shard leases this node lost while holding them."),
 		settleRetries: counter("settle_retries_total",
@@ -204,6 +210,12 @@ func (c *countingStore) Advance(ctx context.Context, l persistence.Lease, r pers
 		if len(res.Dead) > 0 {
 			c.m.dead.WithLabelValues(q).Add(float64(len(res.Dead)))
 		}
+		if res.Snoozed > 0 {
+			c.m.snoozed.WithLabelValues(q).Add(float64(res.Snoozed))
+		}
+		if res.Discarded > 0 {
+			c.m.discarded.WithLabelValues(q).Add(float64(res.Discarded))
+		}
 		if res.Restored > 0 {
 			c.m.restored.WithLabelValues(q).Add(float64(res.Restored))
 		}
@@ -242,6 +254,8 @@ var (
 		{qdesc("queue_lag_seconds", "Seconds since the earliest perform_at among queued ids (0 if none is due)."), prometheus.GaugeValue, func(s persistence.QueueStats) float64 { return s.Lag }},
 		{qdesc("queue_processed_total", "Ids acknowledged, cluster-wide, since the queue was created."), prometheus.CounterValue, func(s persistence.QueueStats) float64 { return float64(s.Processed) }},
 		{qdesc("queue_failed_total", "Ids failed, cluster-wide, since the queue was created."), prometheus.CounterValue, func(s persistence.QueueStats) float64 { return float64(s.Failed) }},
+		{qdesc("queue_snoozed_total", "Ids their handler snoozed, cluster-wide, since the queue was created."), prometheus.CounterValue, func(s persistence.QueueStats) float64 { return float64(s.Snoozed) }},
+		{qdesc("queue_discarded_total", "Ids their handler discarded, cluster-wide, since the queue was created."), prometheus.CounterValue, func(s persistence.QueueStats) float64 { return float64(s.Discarded) }},
 		{qdesc("queue_paused", "1 while the queue is paused cluster-wide (no handler call starts), else 0."), prometheus.GaugeValue, func(s persistence.QueueStats) float64 { return b2f(s.Paused) }},
 	}
 )

@@ -176,6 +176,12 @@ type Batch struct {
 	TimerWrites []TimerWrite
 	// Emits are the jobs the call emitted, like StateWrites.
 	Emits []Emit
+	// Snoozes, Deaths and Discards are the outcomes the call chose for
+	// its ids (docs/contract.md §3.11), for the settle
+	// (AdvanceRequest.Snoozes, Deaths, Discards); set like StateWrites.
+	Snoozes  []Snooze
+	Deaths   []Death
+	Discards []Discard
 }
 
 // Failure reports one failed id of a settled batch.
@@ -194,12 +200,48 @@ type Failure struct {
 	Hold time.Time
 }
 
+// Snooze reports an id of a settled batch that its handler put off
+// (docs/contract.md §3.11): its payloads go back to the queue due at
+// RetryAt, with their retry count and last error unchanged; neither
+// processed nor failed.
+type Snooze struct {
+	ID      string
+	RetryAt time.Time
+}
+
+// Death reports an id of a settled batch that its handler declared dead
+// (docs/contract.md §3.11): the payloads it was handed go to the morgue at
+// once with Reason as their error, whatever retries were left, and are
+// reported in AdvanceResult.Dead.
+type Death struct {
+	ID     string
+	Reason string
+}
+
+// Discard reports an id of a settled batch whose payloads its handler
+// dropped (docs/contract.md §3.11): the payloads it was handed are removed
+// and counted (QueueStats.Discarded), never delivered again.
+type Discard struct {
+	ID     string
+	Reason string
+}
+
 // AdvanceRequest settles the caller's in-flight batch and fetches the next.
 type AdvanceRequest struct {
 	// Settle is the Seq of the batch being settled, 0 when none. Every id
-	// of that batch not named in Failures or Skipped succeeded.
+	// of that batch not named in Failures, Snoozes, Deaths, Discards,
+	// Skipped or Interrupted succeeded.
 	Settle   int64
 	Failures []Failure
+	// Snoozes, Deaths and Discards are the outcomes the handler chose for
+	// ids of the settled batch (docs/contract.md §3.11); an id is named in
+	// at most one of them and not in Failures. Nothing else of the call
+	// (state writes, timer writes, emits) commits for those ids; a timer
+	// that brought a snoozed id fires again at its RetryAt, one that
+	// brought a dead or discarded id is dropped.
+	Snoozes  []Snooze
+	Deaths   []Death
+	Discards []Discard
 	// Skipped are ids of the settled batch that were not handled (a stop
 	// cut the batch short): they go back to the queue as they were, with
 	// their retry count, perform_at and error, and count neither as
@@ -301,6 +343,10 @@ type AdvanceResult struct {
 	Dead []Job
 	// Processed and Failed count the settled ids.
 	Processed, Failed int
+	// Snoozed and Discarded count the settled ids that were snoozed and
+	// discarded (the dead ones are in Dead). Like Processed and Failed, a
+	// retried Advance whose first reply was lost may report 0.
+	Snoozed, Discarded int
 	// Restored counts ids of an in-flight record the caller did not own (or
 	// no longer knew about) that went back into the queue.
 	Restored int
@@ -425,6 +471,10 @@ type QueueStats struct {
 	Busy int64
 	// Processed and Failed count settled ids since the queue was created.
 	Processed, Failed int64
+	// Snoozed and Discarded count the ids whose handler snoozed or
+	// discarded them (docs/contract.md §3.11) since the queue was created;
+	// 0 for data written before they existed.
+	Snoozed, Discarded int64
 	// OldestDue is the earliest perform_at among queued ids (zero if none).
 	OldestDue time.Time
 	// ShardLag is Lag per shard, indexed by shard number (nil from a store

@@ -23,6 +23,8 @@ func (s *Server) queueOf(st persistence.QueueStats) apiv1.Queue {
 		Busy:         st.Busy,
 		Processed:    st.Processed,
 		Failed:       st.Failed,
+		Snoozed:      st.Snoozed,
+		Discarded:    st.Discarded,
 		Paused:       st.Paused,
 	}
 	if !st.OldestDue.IsZero() {

@@ -36,11 +36,11 @@ func TestQueues(t *testing.T) {
 	e.fetch("busy")
 	e.enqueue(`[{"id": "old", "perform_at": 1699999994.5}, {"id": "fresh", "perform_in": 30}]`)
 
-	const q = `{"name":"q","shards":3,"length":3,"fresh":2,"retries":1,"morgue_length":1,"lag":5.5,"busy":1,"processed":1,"failed":2,"oldest_due":1699999994.5,"paused":false}`
+	const q = `{"name":"q","shards":3,"length":3,"fresh":2,"retries":1,"morgue_length":1,"lag":5.5,"busy":1,"processed":1,"failed":2,"snoozed":0,"discarded":0,"oldest_due":1699999994.5,"paused":false}`
 	a := e.do("GET", "/api/v1/queues", "")
 	require.Equal(t, http.StatusOK, a.status, a.body)
 	require.Equal(t, `{"queues":[`+
-		`{"name":"alpha","shards":2,"length":0,"fresh":0,"retries":0,"morgue_length":0,"lag":0,"busy":0,"processed":0,"failed":0,"oldest_due":null,"paused":false},`+
+		`{"name":"alpha","shards":2,"length":0,"fresh":0,"retries":0,"morgue_length":0,"lag":0,"busy":0,"processed":0,"failed":0,"snoozed":0,"discarded":0,"oldest_due":null,"paused":false},`+
 		q+`]}`+"\n", a.body)
 	a = e.do("GET", "/api/v1/queues/q", "")
 	require.Equal(t, http.StatusOK, a.status, a.body)
@@ -51,7 +51,7 @@ func TestQueues(t *testing.T) {
 	a = e.do("POST", "/api/v1/queues/later/jobs", `[{"id": "x", "perform_in": 60}]`)
 	require.Equal(t, http.StatusAccepted, a.status, a.body)
 	a = e.do("GET", "/api/v1/queues/later", "")
-	require.Equal(t, `{"name":"later","shards":1,"length":1,"fresh":1,"retries":0,"morgue_length":0,"lag":0,"busy":0,"processed":0,"failed":0,"oldest_due":1700000060,"paused":false}`+"\n", a.body)
+	require.Equal(t, `{"name":"later","shards":1,"length":1,"fresh":1,"retries":0,"morgue_length":0,"lag":0,"busy":0,"processed":0,"failed":0,"snoozed":0,"discarded":0,"oldest_due":1700000060,"paused":false}`+"\n", a.body)
 
 	for _, c := range []struct {
 		path, field string

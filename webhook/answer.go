@@ -54,7 +54,10 @@ func decodeEmit(e wire.Emit) (orderly.Emit, error) {
 }
 
 // errBadAnswer is wrapped by the errors of decodeAnswer.
-var errBadAnswer = errors.New(`the body is not empty and not {"failed": {"<id>": "<error>", ...}, "state": {...}, "timers": {...}, "emit": [...]}`)
+var errBadAnswer = errors.New(`the body is not empty and not {"failed": {"<id>": "<error>", ...}, "retry_in": {...}, "dead": {...}, "discard": {...}, "state": {...}, "timers": {...}, "emit": [...]}`)
+
+// members names an answer's members, for errors.
+const members = `"failed", "retry_in", "dead", "discard", "state", "timers" and "emit"`
 
 // decodeAnswer decodes the body of a 2xx answer. An empty body (or one of
 // JSON whitespace only) returns nil, nil: every id is acknowledged. An
@@ -75,26 +78,103 @@ func decodeAnswer(body []byte) (*wire.Answer, error) {
 	}
 	for k := range top {
 		switch k {
-		case "failed", "state", "timers", "emit":
+		case "failed", "retry_in", "dead", "discard", "state", "timers", "emit":
 		default:
-			return nil, badAnswer(`the object's only members may be "failed", "state", "timers" and "emit"`)
+			return nil, badAnswer(`the object's only members may be ` + members)
 		}
 	}
 	if len(top) == 0 {
-		return nil, badAnswer(`the object's only members may be "failed", "state", "timers" and "emit", and it has none`)
+		return nil, badAnswer(`the object's only members may be ` + members + `, and it has none`)
 	}
 	a := &wire.Answer{}
 	for _, m := range []struct {
 		name   string
 		decode func(raw json.RawMessage, a *wire.Answer) error
-	}{{"failed", decodeFailed}, {"state", decodeStates}, {"timers", decodeTimers}, {"emit", decodeEmits}} {
+	}{{"failed", decodeFailed}, {"retry_in", decodeRetryIn}, {"dead", decodeReasons("dead", &a.Dead)},
+		{"discard", decodeReasons("discard", &a.Discard)}, {"state", decodeStates}, {"timers", decodeTimers}, {"emit", decodeEmits}} {
 		if raw, ok := top[m.name]; ok {
 			if err := m.decode(raw, a); err != nil {
 				return nil, err
 			}
 		}
 	}
+	if err := checkExclusive(a); err != nil {
+		return nil, err
+	}
 	return a, nil
+}
+
+// decodeRetryIn decodes an answer's "retry_in": non-negative seconds or
+// duration strings (wire.Delay).
+func decodeRetryIn(raw json.RawMessage, a *wire.Answer) error {
+	const notDelays = `"retry_in" must be an object of non-negative seconds or duration strings such as "10m"`
+	var delays map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &delays); err != nil || delays == nil {
+		return badAnswer(notDelays)
+	}
+	a.RetryIn = make(map[string]wire.Delay, len(delays))
+	for id, v := range delays {
+		var d wire.Delay
+		if v == nil || string(v) == "null" || d.UnmarshalJSON(v) != nil {
+			return badAnswer(notDelays)
+		}
+		a.RetryIn[id] = d
+	}
+	return nil
+}
+
+// decodeReasons returns the decoder of "dead" or "discard": an object of
+// strings (the reasons) stored into *dst.
+func decodeReasons(name string, dst *map[string]string) func(json.RawMessage, *wire.Answer) error {
+	return func(raw json.RawMessage, _ *wire.Answer) error {
+		notStrings := fmt.Sprintf("%q must be an object of strings", name)
+		var reasons map[string]*string
+		if err := json.Unmarshal(raw, &reasons); err != nil || reasons == nil {
+			return badAnswer(notStrings)
+		}
+		*dst = make(map[string]string, len(reasons))
+		for id, r := range reasons {
+			if r == nil {
+				return badAnswer(notStrings)
+			}
+			(*dst)[id] = *r
+		}
+		return nil
+	}
+}
+
+// checkExclusive refuses an answer that names one id in two of "failed",
+// "retry_in", "dead" and "discard": an id has one outcome.
+func checkExclusive(a *wire.Answer) error {
+	seen := map[string]string{}
+	check := func(name string, ids []string) error {
+		for _, id := range ids {
+			if other, ok := seen[id]; ok {
+				return badAnswer(fmt.Sprintf("the id %q is in both %q and %q: an id has one outcome", truncateID(id), other, name))
+			}
+			seen[id] = name
+		}
+		return nil
+	}
+	for _, m := range []struct {
+		name string
+		ids  []string
+	}{{"failed", keys(a.Failed)}, {"retry_in", keys(a.RetryIn)}, {"dead", keys(a.Dead)}, {"discard", keys(a.Discard)}} {
+		if err := check(m.name, m.ids); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keys returns the keys of m, sorted (errors name the same id each time).
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // decodeFailed decodes an answer's "failed".
@@ -208,23 +288,51 @@ func (s *Sender) outcome(b *orderly.Batch, resp answerHead, body []byte) error {
 		s.applyStates(b, a)
 	}
 	applyEmits(b, a)
-	return s.failIDs(b, a.Failed)
+	return s.failIDs(b, decisions(a))
 }
 
-// failIDs returns the error that fails the ids of failed that are in b. It
-// returns nil when no id of b failed. The ids not in b are ignored, and
-// logged in one line per answer, however many there are: their count and
-// the first maxLoggedIDs of them, in order.
-func (s *Sender) failIDs(b *orderly.Batch, failed map[string]string) error {
+// decisions returns the error of each id an answer does not acknowledge:
+// its failure, or the outcome it chose (orderly.Snooze, Dead, Discard).
+func decisions(a *wire.Answer) map[string]error {
+	out := make(map[string]error, len(a.Failed)+len(a.RetryIn)+len(a.Dead)+len(a.Discard))
+	for id, msg := range a.Failed {
+		out[id] = receiverError(msg)
+	}
+	for id, d := range a.RetryIn {
+		out[id] = orderly.Snooze(time.Duration(d))
+	}
+	for id, r := range a.Dead {
+		out[id] = orderly.Dead(reasonError(r))
+	}
+	for id, r := range a.Discard {
+		out[id] = orderly.Discard(reasonError(r))
+	}
+	return out
+}
+
+// reasonError is the reason of a "dead" or "discard" entry; nil when empty
+// (the node stores "dead" or "discarded").
+func reasonError(r string) error {
+	if r == "" {
+		return nil
+	}
+	return errors.New(r)
+}
+
+// failIDs returns the error that fails (or chooses the outcome of) the ids
+// of decided that are in b. It returns nil when no id of b is in it. The
+// ids not in b are ignored, and logged in one line per answer, however
+// many there are: their count and the first maxLoggedIDs of them, in order.
+func (s *Sender) failIDs(b *orderly.Batch, decided map[string]error) error {
 	errs := make(map[string]error)
 	for _, j := range b.Jobs {
-		if msg, ok := failed[j.ID]; ok {
-			errs[j.ID] = receiverError(msg)
+		if e, ok := decided[j.ID]; ok {
+			errs[j.ID] = e
 		}
 	}
-	if foreign := len(failed) - len(errs); foreign > 0 {
+	if foreign := len(decided) - len(errs); foreign > 0 {
 		ids := make([]string, 0, foreign)
-		for id := range failed {
+		for id := range decided {
 			if _, ok := errs[id]; !ok {
 				ids = append(ids, id)
 			}
@@ -234,7 +342,7 @@ func (s *Sender) failIDs(b *orderly.Batch, failed map[string]string) error {
 		for i, id := range shown {
 			shown[i] = truncateID(id)
 		}
-		s.logger.Warn("webhook: the receiver failed ids that are not in the batch; ignored",
+		s.logger.Warn("webhook: the receiver's answer names ids that are not in the batch; ignored",
 			slog.String("queue", b.Queue),
 			slog.String("delivery", b.Delivery),
 			slog.String("url", s.safeURL),

@@ -48,6 +48,10 @@ func FuzzDecodeAnswer(f *testing.F) {
 		`{"failed": []}`,
 		`{"failed": "a"}`,
 		`{"failed": {}, "extra": 1}`,
+		`{"retry_in": {"a": 1.5}, "dead": {"b": "x"}}`,
+		`{"retry_in": {"a": "10m"}, "discard": {"zz": "x"}}`,
+		`{"retry_in": {"a": -1}}`,
+		`{"dead": {"a": "x"}, "failed": {"a": "y"}}`,
 		`{"Failed": {}}`,
 		`{"failed": {"a": "x"}, "failed": {"b": "y"}}`,
 		`{"failed": {"a": "x", "a": "y"}}`,
@@ -112,19 +116,26 @@ func FuzzDecodeAnswer(f *testing.F) {
 			require.False(t, partial)
 			require.ErrorIs(t, out, errBadAnswer)
 		case partial:
+			a, _ := decodeAnswer(body)
+			decided := decisions(a)
 			for _, j := range batch.Jobs {
-				msg, inAnswer := failed[j.ID]
+				msg, inFailed := failed[j.ID]
+				_, inAnswer := decided[j.ID]
 				failedErr, inOutcome := pf.Failed[j.ID]
 				require.Equal(t, inAnswer, inOutcome, "id %q", j.ID)
-				if inAnswer && msg != "" {
+				if inFailed && msg != "" {
 					require.EqualError(t, failedErr, msg)
 				}
 			}
 			require.LessOrEqual(t, len(pf.Failed), len(batch.Jobs), "only ids of the batch fail")
 		default:
 			require.NoError(t, out)
-			for _, j := range batch.Jobs {
-				require.NotContains(t, failed, j.ID)
+			a, _ := decodeAnswer(body)
+			if a != nil {
+				decided := decisions(a)
+				for _, j := range batch.Jobs {
+					require.NotContains(t, decided, j.ID)
+				}
 			}
 		}
 	})

@@ -22,7 +22,10 @@
 // (retried with backoff, then moved to the morgue), and its message becomes
 // the job's error (an empty message is replaced by a generic one). Ids that
 // are not in the batch are ignored, and logged in one warning per answer
-// with their count and the first ten of them. Anything but an empty 2xx
+// with their count and the first ten of them. The answer's "retry_in",
+// "dead" and "discard" become orderly.Snooze, orderly.Dead and
+// orderly.Discard for their ids. Sender.ReportDead posts a queue's dead
+// jobs to a retries_exhausted URL (docs/webhooks.md). Anything but an empty 2xx
 // answer or a wire.Answer fails the whole batch; the batch's error says
 // why: the status and the first 4 KiB of the body, the timeout, or the
 // connection error.

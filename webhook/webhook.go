@@ -334,3 +334,54 @@ func closeBody(body io.ReadCloser, eof bool) {
 	}
 	_ = body.Close()
 }
+
+// deadBackoff bounds the waits between the attempts of ReportDead.
+const (
+	deadFirstWait = 100 * time.Millisecond
+	deadMaxWait   = 30 * time.Second
+)
+
+// ReportDead POSTs a queue's dead jobs (what a settle moved to the
+// morgue) to the sender's URL, in the body of a delivery (wire.Request:
+// the queue, the shard, the jobs with the payloads that died and their
+// error), signed like a delivery, its Orderly-Delivery
+// "<queue>/<shard>/retries_exhausted". It tries again with backoff (100 ms
+// doubling to 30 s) until an answer with a 2xx status comes, whatever its
+// body, or ctx ends; then it returns ctx's error. The node's
+// retries-exhausted hook calls it (docs/webhooks.md): at least once per
+// dead job.
+func (s *Sender) ReportDead(ctx context.Context, queue string, shard int, dead []orderly.Job) error {
+	b := &orderly.Batch{Queue: queue, Shard: shard, Jobs: dead}
+	body, err := requestOf(b).MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("webhook: encoding the dead jobs: %w", err)
+	}
+	delivery := queue + "/" + strconv.Itoa(shard) + "/retries_exhausted"
+	wait := deadFirstWait
+	for attempt := 1; ; attempt++ {
+		if s.closed.Load() {
+			return ErrClosed
+		}
+		actx, cancel := context.WithTimeoutCause(ctx, s.timeout, errTimeout)
+		head, answer, err := s.post(actx, delivery, body)
+		cancel()
+		if err == nil && head.code >= 200 && head.code <= 299 {
+			return nil
+		}
+		if err == nil {
+			err = s.answerError(head, answer, nil)
+		}
+		if attempt == 1 || attempt%10 == 0 {
+			s.logger.Warn("webhook: the retries-exhausted URL did not take the dead jobs; trying again",
+				"queue", queue, "shard", shard, "url", s.safeURL, "ids", len(dead), "attempt", attempt, "err", err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("webhook: reporting dead jobs to %s: %w", s.safeURL, ctx.Err())
+		case <-t.C:
+		}
+		wait = min(2*wait, deadMaxWait)
+	}
+}

@@ -49,6 +49,7 @@ func (a *Actor) newRequest(fetch int) {
 		req.StateWrites = a.settle.states
 		req.TimerWrites = a.settle.timers
 		req.Emits = a.settle.emits
+		req.Snoozes, req.Deaths, req.Discards = a.settle.snoozes, a.settle.deaths, a.settle.discards
 		a.setConflictDelays(&req)
 	}
 	req.Stateful, req.MaxStateBytes = a.cfg.Stateful, a.cfg.MaxStateBytes
@@ -82,18 +83,27 @@ func (a *Actor) startAdvance(c actor.Context) {
 	cfg := a.cfg
 	log := a.log
 	timeout := a.storeTimeout()
-	a.task(c, func(ctx context.Context) any {
+	// The hook's context ends when the lease is dropped or the drain
+	// deadline passes (deadCancel), not with the store call's timeout.
+	hookCtx, hookCancel := context.WithCancelCause(a.base)
+	a.deadCancel = hookCancel
+	a.task(c, func(base context.Context) any {
+		defer hookCancel(nil)
 		sent := cfg.Clock.Now()
-		ctx, cancel := context.WithTimeout(ctx, timeout)
+		ctx, cancel := context.WithTimeout(base, timeout)
 		defer cancel()
 		res, err := cfg.Store.Advance(ctx, lease, req)
+		undone := false
 		if err == nil && len(res.Dead) > 0 {
 			log.Warn("retries exhausted: payloads moved to the morgue", "ids", len(res.Dead))
 			if cfg.OnDead != nil {
-				callOnDead(ctx, cfg.OnDead, res.Dead, log)
+				callOnDead(hookCtx, cfg.OnDead, res.Dead, log)
+				// A hook that returned after its context ended may not
+				// have done its work: the report stays unconfirmed.
+				undone = hookCtx.Err() != nil
 			}
 		}
-		return advanced{sent: sent, req: req, res: res, err: err}
+		return advanced{sent: sent, req: req, res: res, err: err, deadUndone: undone}
 	})
 }
 
@@ -108,6 +118,13 @@ func (a *Actor) onAdvanced(c actor.Context, m advanced) {
 			return
 		}
 		a.storeFailed(c, "advance", m.err)
+		return
+	}
+	if m.deadUndone {
+		// The next call would confirm the dead report the hook may not
+		// have handled: the lease is left to expire instead, and the next
+		// owner reports it again (at least once, docs/contract.md §3.5).
+		a.leaseLost(c, "the retries-exhausted hook did not finish before the lease or the drain ended")
 		return
 	}
 	a.req = nil
@@ -232,7 +249,9 @@ func (a *Actor) onProcessed(c actor.Context, m processed) {
 	case len(m.failures) > 0:
 		a.log.Info("batch partly failed", "ids", len(a.cur.Jobs), "failed", len(m.failures), "duration", m.dur)
 	}
-	a.settle = &pendingSettle{failures: m.failures, skipped: m.skipped, interrupted: m.interrupted, states: m.states, timers: m.timers, emits: m.emits}
+	a.logOutcomes(m)
+	a.settle = &pendingSettle{failures: m.failures, skipped: m.skipped, interrupted: m.interrupted, states: m.states, timers: m.timers, emits: m.emits,
+		snoozes: m.snoozes, deaths: m.deaths, discards: m.discards}
 	if a.permit != permitHeld {
 		return
 	}
@@ -382,5 +401,20 @@ func (a *Actor) onTrimmed(c actor.Context, m trimmed) {
 	}
 	if a.lease != nil && !a.draining() {
 		a.arm(c, timerTrim, trimEvery(a.cfg.MorgueTTL))
+	}
+}
+
+// logOutcomes logs the outcomes the handler chose for ids of the window
+// (docs/contract.md §3.11): discards and deaths at info with their reasons,
+// snoozes at debug.
+func (a *Actor) logOutcomes(m processed) {
+	for _, d := range m.discards {
+		a.log.Info("handler discarded an id; its payloads are dropped", "job_id", d.ID, "reason", d.Reason)
+	}
+	for _, d := range m.deaths {
+		a.log.Info("handler declared an id dead; its payloads go to the morgue", "job_id", d.ID, "reason", d.Reason)
+	}
+	for _, s := range m.snoozes {
+		a.log.Debug("handler snoozed an id", "job_id", s.ID, "until", s.RetryAt)
 	}
 }

@@ -53,8 +53,9 @@
 //	    sends nothing itself but, without a Renewer, its lease renewals.
 //	  - Failures of store calls: Advance is retried with the very same request
 //	    (it is idempotent) with backoff; the permit is kept meanwhile. A
-//	    window whose calls ran keeps its outcome (failures, state, timers,
-//	    emits) in the actor until its settle commits: while the lease is
+//	    window whose calls ran keeps its outcome (failures, snoozes,
+//	    deaths, discards, state, timers, emits) in the actor until its
+//	    settle commits: while the lease is
 //	    held, only the settle is sent again (SettleObserver counts it), never
 //	    the handler call; once the lease is lost, the next owner restores
 //	    the ids and hands them over again.

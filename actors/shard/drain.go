@@ -35,6 +35,9 @@ func (a *Actor) onDrain(c actor.Context, m Drain) {
 // onDeadline cuts the running handler; a drain that cannot settle because
 // the store is down gives up, leaving the lease to expire.
 func (a *Actor) onDeadline(c actor.Context) {
+	if a.deadCancel != nil {
+		a.deadCancel(errDrainDeadline) // a retries-exhausted hook still at work gives up
+	}
 	if a.phase == phaseRunning {
 		a.handler(errDrainDeadline)
 		a.arm(c, timerStuck, a.cfg.LeaseTTL)

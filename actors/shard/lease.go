@@ -259,6 +259,9 @@ func (a *Actor) leaseLost(c actor.Context, why string) {
 // dropLease forgets the lease and everything done under it: what the
 // current call does is restored by the next owner.
 func (a *Actor) dropLease() {
+	if a.deadCancel != nil {
+		a.deadCancel(errLeaseLost)
+	}
 	a.unregister()
 	a.stopPolling()
 	a.lease, a.req, a.settle, a.cur = nil, nil, nil, nil

@@ -101,6 +101,10 @@ type (
 		req  persistence.AdvanceRequest
 		res  persistence.AdvanceResult
 		err  error
+		// deadUndone: the retries-exhausted hook returned after its
+		// context ended (lease dropped, drain deadline), so its report
+		// must stay unconfirmed.
+		deadUndone bool
 	}
 	processed struct {
 		seq         int64
@@ -110,6 +114,9 @@ type (
 		states      []persistence.StateWrite // state changes of the calls (stateful queues)
 		timers      []persistence.TimerWrite // timer changes of the calls
 		emits       []persistence.Emit       // jobs the calls emitted
+		snoozes     []persistence.Snooze     // ids the calls snoozed
+		deaths      []persistence.Death      // ids the calls declared dead
+		discards    []persistence.Discard    // ids the calls discarded
 		expired     bool                     // stopped because the lease view ran out before a call
 		paused      bool                     // stopped because the queue was paused before a call
 		late        bool                     // stopped because a long window used its time (timeCalls)

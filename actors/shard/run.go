@@ -139,7 +139,8 @@ func (r *windowRun) call(ctxs *callContexts, call *persistence.Batch, n int, out
 	fs, err := r.cfg.Process(ctx, call)
 	timedOut := errors.Is(context.Cause(ctx), ErrCallDeadline)
 	endCall()
-	if r.ctx.Err() != nil && (err != nil || len(fs) > 0) {
+	chose := len(call.Snoozes) + len(call.Deaths) + len(call.Discards)
+	if r.ctx.Err() != nil && (err != nil || len(fs) > 0 || chose > 0) {
 		// Cancelled while it ran (drain deadline, lease lost): not
 		// handled, not failed; its receiver may still be at work, so the
 		// store holds its ids until the call's deadline.
@@ -156,12 +157,27 @@ func (r *windowRun) call(ctxs *callContexts, call *persistence.Batch, n int, out
 	}
 	if timedOut {
 		notBefore(fs, callStart.Add(2*r.cfg.CallTimeout))
+		snoozeNotBefore(call.Snoozes, callStart.Add(2*r.cfg.CallTimeout))
 	}
 	out.failures = append(out.failures, fs...)
 	out.states = append(out.states, call.StateWrites...)
 	out.timers = append(out.timers, call.TimerWrites...)
 	out.emits = append(out.emits, call.Emits...)
+	out.snoozes = append(out.snoozes, call.Snoozes...)
+	out.deaths = append(out.deaths, call.Deaths...)
+	out.discards = append(out.discards, call.Discards...)
 	return true
+}
+
+// snoozeNotBefore makes the snoozes of a timed-out call due no earlier than
+// at, as notBefore does for failures (a snooze puts the id's queued
+// payloads off with it).
+func snoozeNotBefore(sn []persistence.Snooze, at time.Time) {
+	for i := range sn {
+		if sn[i].RetryAt.Before(at) {
+			sn[i].RetryAt = at
+		}
+	}
 }
 
 // notBefore makes the failures of a timed-out call due no earlier than at,

@@ -112,7 +112,11 @@ type Config struct {
 	// on the queue's change feed kept to about that length (0: none).
 	FeedMaxLen int
 	Process    Processor
-	// OnDead, if set, receives what a settlement moved to the morgue.
+	// OnDead, if set, receives what a settlement moved to the morgue,
+	// before the next Advance (which confirms the report). Its context ends
+	// when the lease is dropped or the drain deadline passes; when it
+	// returns after that, the actor leaves the lease to expire without
+	// another Advance, so the next owner reports the same jobs again.
 	OnDead   func(ctx context.Context, dead []persistence.Job)
 	LeaseTTL time.Duration
 	// Renewer, if set, renews the actor's lease together with the other
@@ -259,8 +263,11 @@ type Actor struct {
 	deadline   time.Time // the drain deadline; zero while not draining
 
 	failures int // consecutive failed store calls
-	lastErr  string
-	reported Report
+	// deadCancel ends the context of the retries-exhausted hook of the
+	// last Advance (lease dropped, drain deadline passed).
+	deadCancel context.CancelCauseFunc
+	lastErr    string
+	reported   Report
 
 	timers [numTimers]func() bool // stop functions of armed timers
 	gens   [numTimers]uint64

@@ -91,6 +91,9 @@ type pendingSettle struct {
 	states      []persistence.StateWrite
 	timers      []persistence.TimerWrite
 	emits       []persistence.Emit
+	snoozes     []persistence.Snooze
+	deaths      []persistence.Death
+	discards    []persistence.Discard
 }
 
 func (a *Actor) draining() bool { return !a.deadline.IsZero() }

@@ -90,6 +90,11 @@ func checkAdvanceWrites(req persistence.AdvanceRequest, maxPayload int) error {
 			return err
 		}
 	}
+	for _, sn := range req.Snoozes {
+		if err := persistence.ValidTime(sn.RetryAt, "retry_in"); err != nil {
+			return err
+		}
+	}
 	if err := checkEmits(req.Emits, maxPayload); err != nil {
 		return err
 	}
@@ -142,6 +147,10 @@ type advanceArgs struct {
 	// conflictDelay and conflictDelays are AdvanceRequest's.
 	conflictDelay  time.Duration
 	conflictDelays map[string]time.Duration
+	// snoozes, deaths and discards are AdvanceRequest's.
+	snoozes  []persistence.Snooze
+	deaths   []persistence.Death
+	discards []persistence.Discard
 }
 
 // newAdvanceArgs returns the script's arguments for req, whose writes
@@ -152,7 +161,8 @@ func newAdvanceArgs(now, token string, req persistence.AdvanceRequest, v1 string
 		failures: req.Failures, skipped: req.Skipped, interrupted: req.Interrupted,
 		stateful: req.Stateful, stateWrites: req.StateWrites, timerWrites: req.TimerWrites,
 		emits: req.Emits, checkOutbox: req.CheckOutbox, feedMaxLen: req.FeedMaxLen,
-		conflictDelay: req.ConflictDelay, conflictDelays: req.ConflictDelays}
+		conflictDelay: req.ConflictDelay, conflictDelays: req.ConflictDelays,
+		snoozes: req.Snoozes, deaths: req.Deaths, discards: req.Discards}
 	if a.maxPayloads == 0 {
 		a.maxPayloads = persistence.DefaultMaxPayloadsPerCall
 	}
@@ -206,12 +216,30 @@ func (a *advanceArgs) encode() []any {
 		args = append(args, "0")
 	}
 	args = append(args, strconv.Itoa(a.feedMaxLen))
-	if a.conflictDelay <= 0 && len(a.conflictDelays) == 0 {
-		return args // the script reads no delay
-	}
+	// The conflict delays, always sent: the outcomes follow them.
 	args = append(args, max(a.conflictDelay.Microseconds(), 0), len(a.conflictDelays))
 	for id, d := range a.conflictDelays {
 		args = append(args, id, max(d.Microseconds(), 0))
+	}
+	return a.appendOutcomes(args)
+}
+
+// appendOutcomes appends the outcomes the handler chose, the script's
+// trailing section: the snoozed ids with their due times in milliseconds,
+// then the dead and the discarded ids with their reasons, each list after
+// its length.
+func (a *advanceArgs) appendOutcomes(args []any) []any {
+	args = append(args, len(a.snoozes))
+	for _, sn := range a.snoozes {
+		args = append(args, sn.ID, sn.RetryAt.UnixMilli())
+	}
+	args = append(args, len(a.deaths))
+	for _, d := range a.deaths {
+		args = append(args, d.ID, d.Reason)
+	}
+	args = append(args, len(a.discards))
+	for _, d := range a.discards {
+		args = append(args, d.ID, d.Reason)
 	}
 	return args
 }
@@ -252,6 +280,8 @@ const (
 	replyConflicts
 	replyStates
 	replyOutbox
+	replySnoozed
+	replyDiscarded
 	replyLen
 )
 
@@ -300,6 +330,9 @@ func decodeAdvanceReply(res []any, ref persistence.ShardRef, stateful bool) (per
 	f, _ := res[replyFailed].(int64)
 	r, _ := res[replyRestored].(int64)
 	out.Processed, out.Failed, out.Restored = int(p), int(f), int(r)
+	sn, _ := res[replySnoozed].(int64)
+	di, _ := res[replyDiscarded].(int64)
+	out.Snoozed, out.Discarded = int(sn), int(di)
 	v1, _ := res[replyV1].(int64)
 	return out, v1, nil
 }

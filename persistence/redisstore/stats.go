@@ -51,7 +51,7 @@ func (s *Store) Stats(ctx context.Context, queues ...string) ([]persistence.Queu
 		for sh := range counts[qi] {
 			v, _ := cmds[i].Slice()
 			i++
-			if len(v) != 8 {
+			if len(v) != 10 {
 				return nil, fmt.Errorf("redisstore: stats of %s: unexpected reply", q)
 			}
 			length, _ := v[0].(int64)
@@ -60,12 +60,16 @@ func (s *Store) Stats(ctx context.Context, queues ...string) ([]persistence.Queu
 			busy, _ := v[4].(int64)
 			processed, _ := v[5].(int64)
 			failed, _ := v[6].(int64)
+			snoozed, _ := v[8].(int64)
+			discarded, _ := v[9].(int64)
 			st.Length += length
 			st.Retries += retries
 			st.MorgueLength += morgue
 			st.Busy += busy
 			st.Processed += processed
 			st.Failed += failed
+			st.Snoozed += snoozed
+			st.Discarded += discarded
 			shardOldest, shardNow := math.Inf(1), math.Inf(-1)
 			if o, _ := v[3].(string); o != "" {
 				if f, err := parseScore(o); err == nil {

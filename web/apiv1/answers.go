@@ -32,6 +32,10 @@ type Queue struct {
 	// Processed and Failed count settled ids since the queue was created.
 	Processed int64 `json:"processed"`
 	Failed    int64 `json:"failed"`
+	// Snoozed and Discarded count the ids whose handler snoozed or
+	// discarded them (docs/contract.md §3.11) since the queue was created.
+	Snoozed   int64 `json:"snoozed"`
+	Discarded int64 `json:"discarded"`
 	// OldestDue is the earliest perform_at among queued ids; null when
 	// nothing is queued.
 	OldestDue *float64 `json:"oldest_due"`

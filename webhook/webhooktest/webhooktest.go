@@ -92,6 +92,13 @@ type Answer struct {
 	// (each names its id in From): the answer's "emit", committed with
 	// that id's acknowledgement (docs/contract.md §11).
 	Emit []wire.Emit
+	// RetryIn, Dead and Discard choose the fate of ids of the delivery
+	// (docs/contract.md §3.11): the answer's "retry_in" (snoozed for the
+	// delay), "dead" (to the morgue now, with the reason) and "discard"
+	// (dropped, with the reason).
+	RetryIn map[string]wire.Delay
+	Dead    map[string]string
+	Discard map[string]string
 }
 
 func (a Answer) succeeds() bool { return a.Status == 0 || a.Status >= 200 && a.Status <= 299 }
@@ -272,11 +279,13 @@ func write(w http.ResponseWriter, a Answer) {
 		http.Error(w, "webhooktest: failing the delivery on purpose", status)
 		return
 	}
-	if len(a.Failed) == 0 && len(a.State) == 0 && len(a.Timers) == 0 && len(a.Emit) == 0 {
+	if len(a.Failed) == 0 && len(a.State) == 0 && len(a.Timers) == 0 && len(a.Emit) == 0 &&
+		len(a.RetryIn) == 0 && len(a.Dead) == 0 && len(a.Discard) == 0 {
 		w.WriteHeader(status)
 		return
 	}
-	body, err := json.Marshal(wire.Answer{Failed: a.Failed, State: a.State, Timers: a.Timers, Emit: a.Emit})
+	body, err := json.Marshal(wire.Answer{Failed: a.Failed, State: a.State, Timers: a.Timers, Emit: a.Emit,
+		RetryIn: a.RetryIn, Dead: a.Dead, Discard: a.Discard})
 	if err != nil { // a State value that is not JSON: the AnswerFunc's mistake
 		http.Error(w, "webhooktest: the answer does not encode: "+err.Error(), http.StatusInternalServerError)
 		return

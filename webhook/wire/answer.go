@@ -1,6 +1,12 @@
 package wire
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"strconv"
+	"time"
+)
 
 // Limits of an answer.
 const (
@@ -31,6 +37,56 @@ type Answer struct {
 	// of the delivery (From), committed with that id's acknowledgement
 	// only (docs/contract.md §11).
 	Emit []Emit `json:"emit,omitempty"`
+	// RetryIn snoozes these ids (docs/contract.md §3.11): the payloads of
+	// the delivery go back to the queue due after the delay, their retry
+	// count and last error unchanged; no failure is counted:
+	// {"retry_in": {"<id>": seconds | "10m"}}.
+	RetryIn map[string]Delay `json:"retry_in,omitempty"`
+	// Dead sends the payloads of the delivery of these ids to the morgue
+	// now, with the reason as their error, whatever retries were left:
+	// {"dead": {"<id>": "<reason>"}}.
+	Dead map[string]string `json:"dead,omitempty"`
+	// Discard drops the payloads of the delivery of these ids, counted and
+	// never delivered again: {"discard": {"<id>": "<reason>"}}.
+	Discard map[string]string `json:"discard,omitempty"`
+}
+
+// Delay is a delay of an answer's "retry_in". It is written as a JSON
+// number of seconds; it reads a number of seconds (fractions allowed) or
+// a Go duration string such as "10m" or "1.5s". A negative delay, or one
+// over MaxPerformIn seconds, is refused.
+type Delay time.Duration
+
+// errBadDelay is the error of a delay that is not a non-negative number of
+// seconds or duration string.
+var errBadDelay = errors.New("a delay must be a non-negative number of seconds or a duration string such as \"10m\", at most MaxPerformIn seconds")
+
+// MarshalJSON writes the delay as a number of seconds.
+func (d Delay) MarshalJSON() ([]byte, error) {
+	return strconv.AppendFloat(nil, time.Duration(d).Seconds(), 'f', -1, 64), nil
+}
+
+// UnmarshalJSON reads a number of seconds or a duration string.
+func (d *Delay) UnmarshalJSON(b []byte) error {
+	var secs float64
+	if len(b) > 0 && b[0] == '"' {
+		var text string
+		if err := json.Unmarshal(b, &text); err != nil {
+			return errBadDelay
+		}
+		v, err := time.ParseDuration(text)
+		if err != nil {
+			return errBadDelay
+		}
+		secs = v.Seconds()
+	} else if err := json.Unmarshal(b, &secs); err != nil {
+		return errBadDelay
+	}
+	if math.IsNaN(secs) || math.IsInf(secs, 0) || secs < 0 || secs > MaxPerformIn {
+		return errBadDelay
+	}
+	*d = Delay(time.Duration(secs * float64(time.Second)))
+	return nil
 }
 
 // Emit is one element of an answer's "emit":

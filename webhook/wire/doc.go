@@ -184,6 +184,20 @@
 // that id; an answer may hold at most MaxEmits. An emit to a queue that was
 // never registered is dropped by the relay, which logs an error.
 //
+// Beside "failed", the object may choose the fate of ids of the request
+// (Answer.RetryIn, Dead, Discard): "retry_in" snoozes them (their payloads
+// come back after the delay, a number of seconds or a duration string such
+// as "10m", their retry count and error unchanged), "dead" sends their
+// payloads to the morgue now with the reason, "discard" drops them
+// (counted):
+//
+//	{"retry_in": {"order-1": 30}, "dead": {"order-2": "unknown product"}, "discard": {"order-3": "superseded"}}
+//
+// Their state, timers and emits are not committed, as for a failed id; ids
+// not in the request are ignored and logged. An id in two of "failed",
+// "retry_in", "dead" and "discard", or a negative or unreadable delay,
+// fails the request.
+//
 // Anything else fails every job of the request, for instance:
 //
 //	HTTP/1.1 503 Service Unavailable
@@ -192,7 +206,8 @@
 //
 // That is: a status other than 2xx (including 3xx: redirects are not
 // followed); a 2xx body that is not exactly such an object (an object with
-// none of "failed", "state", "timers" and "emit" or with other members, a
+// none of "failed", "retry_in", "dead", "discard", "state", "timers" and
+// "emit" or with other members, a
 // "failed" that is not an object of strings, a "state" that is not an
 // object, trailing data after the object); a body larger than the queue's
 // limit (1 MiB by default); no answer by the deadline; a connection error.

@@ -51,14 +51,14 @@ func TestStats(t *testing.T) {
 	n := busyNode(t)
 
 	out := n.run("stats").ok(t)
-	require.Equal(t, `QUEUE   LENGTH  FRESH  RETRIES  MORGUE  LAG   BUSY  PROCESSED  FAILED
-mail    2       1      1        0       1.2s  1     1          1
-orders  3       3      0        1       3m4s  0     0          1
+	require.Equal(t, `QUEUE   LENGTH  FRESH  RETRIES  MORGUE  LAG   BUSY  PROCESSED  FAILED  SNOOZED  DISCARDED
+mail    2       1      1        0       1.2s  1     1          1       0        0
+orders  3       3      0        1       3m4s  0     0          1       0        0
 `, out)
 
 	out = n.run("stats", "--queue", "orders").ok(t)
-	require.Equal(t, `QUEUE   LENGTH  FRESH  RETRIES  MORGUE  LAG   BUSY  PROCESSED  FAILED
-orders  3       3      0        1       3m4s  0     0          1
+	require.Equal(t, `QUEUE   LENGTH  FRESH  RETRIES  MORGUE  LAG   BUSY  PROCESSED  FAILED  SNOOZED  DISCARDED
+orders  3       3      0        1       3m4s  0     0          1       0        0
 `, out)
 
 	// --json: the API's answer.
@@ -72,7 +72,7 @@ orders  3       3      0        1       3m4s  0     0          1
 	require.InDelta(t, 1.2, ans.Queues[0]["lag"], 1e-6)
 	delete(ans.Queues[0], "lag")
 	require.Equal(t, map[string]any{"name": "mail", "shards": 1.0, "length": 2.0, "fresh": 1.0, "retries": 1.0,
-		"morgue_length": 0.0, "busy": 1.0, "processed": 1.0, "failed": 1.0, "paused": false,
+		"morgue_length": 0.0, "busy": 1.0, "processed": 1.0, "failed": 1.0, "snoozed": 0.0, "discarded": 0.0, "paused": false,
 		"oldest_due": persistence.UnixSeconds(t0.Add(-1200 * time.Millisecond))}, ans.Queues[0])
 	require.Equal(t, "orders", ans.Queues[1]["name"])
 
@@ -106,8 +106,8 @@ func TestStatsEmptyAndHostile(t *testing.T) {
 
 	srv = fakeNode(t, `{"queues":[{"name":"evil\u001b[2J\tq","lag":1e300,"length":1}]}`)
 	out = exec(runOpts{}, "stats", "--http", srv).ok(t)
-	require.Equal(t, `QUEUE           LENGTH  FRESH  RETRIES  MORGUE  LAG         BUSY  PROCESSED  FAILED
-evil\x1b[2J\tq  1       0      0        0       106751d23h  0     0          0
+	require.Equal(t, `QUEUE           LENGTH  FRESH  RETRIES  MORGUE  LAG         BUSY  PROCESSED  FAILED  SNOOZED  DISCARDED
+evil\x1b[2J\tq  1       0      0        0       106751d23h  0     0          0       0        0
 `, out)
 
 	srv = fakeNode(t, `{"queues": 7}`)

@@ -384,6 +384,12 @@ type HandlerConfig struct {
 	// URL is where an http handler posts batches: an absolute http or
 	// https URL; empty for the other types [url].
 	URL string
+	// RetriesExhaustedURL, for an http handler, receives the dead jobs of
+	// the queue (what its settles moved to the morgue: retries exhausted,
+	// or "dead" in an answer), POSTed like a delivery and signed the same
+	// way, at least once (docs/webhooks.md) [retries_exhausted_url; empty:
+	// none].
+	RetriesExhaustedURL string
 	// Timeout bounds one request of an http handler
 	// [timeout; DefaultHTTPHandlerTimeout]; zero for the other types.
 	Timeout time.Duration
@@ -465,6 +471,7 @@ func (c *Config) Redacted() *Config {
 	for i := range out.Queues {
 		h := &out.Queues[i].Handler
 		h.URL = redactURL(h.URL)
+		h.RetriesExhaustedURL = redactURL(h.RetriesExhaustedURL)
 		h.Secret = redactSecret(h.Secret)
 		if h.Headers != nil {
 			headers := make(map[string]string, len(h.Headers))

@@ -220,6 +220,13 @@ func handlerYAML(r, h *HandlerConfig) *yaml.Node {
 		}
 		m.add("url", v)
 	}
+	if r.RetriesExhaustedURL != "" {
+		v := str(r.RetriesExhaustedURL)
+		if r.RetriesExhaustedURL != h.RetriesExhaustedURL {
+			v.LineComment = "the password is a secret, not shown: set it again"
+		}
+		m.add("retries_exhausted_url", v)
+	}
 	if r.Timeout != 0 {
 		m.add("timeout", duration(r.Timeout))
 	}

@@ -220,6 +220,11 @@ func validateHandler(h HandlerConfig, report func(key, msg string)) {
 		} else if err := checkHandlerURL(h.URL); err != nil {
 			report("handler.url", err.Error())
 		}
+		if h.RetriesExhaustedURL != "" {
+			if err := checkHandlerURL(h.RetriesExhaustedURL); err != nil {
+				report("handler.retries_exhausted_url", err.Error())
+			}
+		}
 		if h.Timeout <= 0 {
 			report("handler.timeout", fmt.Sprintf("must be positive, got %s", h.Timeout))
 		}
@@ -232,6 +237,9 @@ func validateHandler(h HandlerConfig, report func(key, msg string)) {
 	case HandlerLog, HandlerNoop:
 		if h.URL != "" {
 			report("handler.url", "only allowed for handler type http, not "+h.Type)
+		}
+		if h.RetriesExhaustedURL != "" {
+			report("handler.retries_exhausted_url", "only allowed for handler type http, not "+h.Type)
 		}
 		if h.Timeout != 0 {
 			report("handler.timeout", "only allowed for handler type http, not "+h.Type)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/cmd/internal/config"
+	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/web/apiv1"
 	"github.com/orderlyhq/orderly/webhook"
 )
@@ -69,6 +70,15 @@ func buildWorkers(queues []config.QueueConfig, log *slog.Logger, observe func(qu
 			}
 			senders = append(senders, s)
 			w.Handler = s.Handle
+			if q.Handler.RetriesExhaustedURL != "" {
+				ds, err := deadSender(q, wc)
+				if err != nil {
+					closeAll()
+					return nil, nil, err
+				}
+				senders = append(senders, ds)
+				w.RetriesExhausted = reportDead(ds, q.Name, q.Shards)
+			}
 			// The call's deadline (its context's, Orderly-Deadline, and
 			// the in-flight record's bound) is the request's timeout when
 			// the queue sets no shorter one.
@@ -83,12 +93,39 @@ func buildWorkers(queues []config.QueueConfig, log *slog.Logger, observe func(qu
 	return out, closeAll, nil
 }
 
+// deadSender is the sender of a queue's retries_exhausted_url: the
+// queue's webhook settings (secret, headers, client, timeout) to that URL.
+func deadSender(q config.QueueConfig, wc *webhook.Config) (*webhook.Sender, error) {
+	dc := *wc
+	dc.URL = q.Handler.RetriesExhaustedURL
+	dc.Observe = nil
+	ds, err := webhook.New(&dc)
+	if err != nil {
+		return nil, fmt.Errorf("queue %s: retries_exhausted_url: %w", q.Name, err)
+	}
+	return ds, nil
+}
+
+// reportDead is the retries-exhausted hook of a webhook queue: it posts
+// the dead jobs (all of one shard) to the queue's retries_exhausted_url,
+// trying again until the URL takes them or the hook's context ends (the
+// node then leaves the lease to expire, and the next owner reports them
+// again).
+func reportDead(ds *webhook.Sender, queue string, shards int) func(context.Context, []orderly.Job) {
+	return func(ctx context.Context, dead []orderly.Job) {
+		if len(dead) == 0 {
+			return
+		}
+		_ = ds.ReportDead(ctx, queue, persistence.ShardOf(dead[0].ID, shards), dead) // logged by the sender
+	}
+}
+
 func retryPolicy(r config.RetryConfig) orderly.RetryPolicy {
 	switch r.Policy {
 	case config.RetryLinear:
 		p := orderly.LinearRetry(r.Base)
 		if r.Max > 0 {
-			return func(n int) time.Duration { return min(p(n), r.Max) }
+			return func(n int, err error) time.Duration { return min(p(n, err), r.Max) }
 		}
 		return p
 	case config.RetryExponential:

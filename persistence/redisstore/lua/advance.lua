@@ -42,7 +42,21 @@
 --      fetched again, in microseconds ("0" = at once), then the number of
 --      ids with a delay of their own, then per id: id, microseconds (the
 --      owner grows an id's delay with its consecutive conflicts,
---      docs/contract.md §11). Missing: every conflicting id at once.
+--      docs/contract.md §11). Missing: every conflicting id at once (the
+--      Go side always sends it, "0" and "0" when no delay).
+-- then the number of snoozed ids, then per id: id, due time in ms; then the
+--      number of dead ids, then per id: id, reason; then the number of
+--      discarded ids, then per id: id, reason (the outcomes the handler
+--      chose, docs/contract.md §3.11; missing: none). A snoozed id goes
+--      back due at its time with its retry count and error unchanged
+--      (neither processed nor failed, meta "snoozed" + 1); a dead id's
+--      handed payloads go to the morgue with the reason, whatever retries
+--      were left, reported in dead (counted as failed); a discarded id's
+--      handed payloads are dropped (meta "discarded" + 1). What was queued
+--      for the id meanwhile stays queued, in order. Nothing else of the
+--      call commits for them (state and timer writes, emits); a timer that
+--      brought a snoozed id fires again at its due time, one that brought
+--      a dead or discarded id is dropped.
 --
 -- Emits (any queue, docs/contract.md §11): the emits of each id that is
 -- acknowledged are appended to the outbox stream (XADD, field "e") in the
@@ -72,7 +86,7 @@
 -- for the earliest timer not yet due.
 --
 -- Returns {batch, more, next_due, dead, processed, failed, restored, v1,
--- conflicts, states, outbox}:
+-- conflicts, states, outbox, snoozed, discarded}:
 --   batch     the fetched batch (lib/batch.lua encoding), or "" when none
 --   more      "1" when the fetch stopped early, so more may be due
 --   next_due  the due time of the earliest queued job not yet due, if the
@@ -85,6 +99,8 @@
 --             (fld(version) bytes) or nil; empty unless stateful
 --   outbox    the outbox's length when this call carried emits, asked for
 --             it or the queue is stateful, else 0
+--   snoozed, discarded: counts of the settled ids the handler snoozed
+--             and discarded (0 from a retried call)
 -- Error reply "LEASE_LOST" when ARGV[2] is not the current lease.
 --
 -- Idempotence: a call whose seq to fetch is the in-flight record's ran
@@ -131,6 +147,26 @@ local look = stateful or nem > 0 or first
 local feedmax = ARGV[iem + 2 + 2 * nem] or "0"
 if feedmax == "" then feedmax = "0" end
 local icd = iem + 3 + 2 * nem
+
+-- The outcomes the handler chose (the trailing section after the conflict
+-- delays): snoozes[id] = due time (seconds), deaths[id] and discards[id] =
+-- reason; nout counts them.
+local snoozes, deaths, discards, nout = {}, {}, {}, 0
+do
+  local i = icd
+  if ARGV[i] and ARGV[i + 1] then
+    i = i + 2 + 2 * tonumber(ARGV[i + 1])
+    local function section(t, conv)
+      local n = tonumber(ARGV[i] or "0") or 0
+      for k = 0, n - 1 do t[ARGV[i + 1 + 2 * k]] = conv(ARGV[i + 2 + 2 * k]) end
+      i = i + 1 + 2 * n
+      nout = nout + n
+    end
+    section(snoozes, function(ms) return fmt_us(tonumber(ms) * 1000) end)
+    section(deaths, function(r) return r end)
+    section(discards, function(r) return r end)
+  end
+end
 
 -- conflict_hold returns until when a conflicting id waits, or nil.
 local cdelays
@@ -197,26 +233,26 @@ if L[3] then
     end
     local ob = 0
     if look then ob = redis.call("XLEN", K.outbox) end
-    if o then return {L[3], "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1, {}, st, ob} end
-    return {L[3], "0", "", "", 0, 0, 0, v1, {}, st, ob}
+    if o then return {L[3], "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1, {}, st, ob, 0, 0} end
+    return {L[3], "0", "", "", 0, 0, 0, v1, {}, st, ob, 0, 0}
   end
 end
 if o then
   local ob = 0
   if look then ob = redis.call("XLEN", K.outbox) end
-  return {"", "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1, {}, {}, ob}
+  return {"", "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1, {}, {}, ob, 0, 0}
 end
 
 -- ---------------------------------------------------------------- settle
 
-local processed, failed, restored = 0, 0, 0
+local processed, failed, restored, snoozed, discarded = 0, 0, 0, 0, 0
 local dead_parts, ndead = {}, 0
 local conflicts = {}
 
 if L[3] then
   local h = decode_header(L[3])
   if h.token == token and h.seq == settle_seq then
-    if nfail == 0 and nskip == 0 and nint == 0 and not stateful and nem == 0 then
+    if nfail == 0 and nskip == 0 and nint == 0 and not stateful and nem == 0 and nout == 0 then
       processed = h.n
     else
       local _, jobs = cold().decode_batch(L[3])
@@ -269,6 +305,25 @@ if L[3] then
           if ints[id] then hj = hold end
           cold().requeue_job(job, job.rc, job.at, job.err, hj, nil)
           restored = restored + 1
+        elseif snoozes[id] then
+          -- Put off: back due at its time, as it was otherwise; its timer
+          -- (if it brought it) fires again then.
+          local due = snoozes[id]
+          cold().requeue_job(job, job.rc, due, job.err, nil, due)
+          snoozed = snoozed + 1
+        elseif deaths[id] then
+          -- Dead now: every payload it was handed goes to the morgue, its
+          -- timer firing is dropped.
+          failed = failed + 1
+          if #job.ps > 0 then
+            cold().morgue_put(id, job.ps, deaths[id], NOW)
+            cold().put_job(dead_parts, id, tostring(tonumber(job.rc) + 1), job.at, deaths[id], job.ps)
+            ndead = ndead + 1
+          end
+        elseif discards[id] then
+          -- Dropped: neither queued again nor buried; its timer firing is
+          -- dropped too.
+          discarded = discarded + 1
         elseif not f then
           if job.sv and cur[id] ~= job.sv then
             -- The state changed while the id was in flight: nothing of this
@@ -331,6 +386,8 @@ if L[3] then
         end
       end
       if failed > 0 then redis.call("HINCRBY", K.meta, "failed", failed) end
+      if snoozed > 0 then redis.call("HINCRBY", K.meta, "snoozed", snoozed) end
+      if discarded > 0 then redis.call("HINCRBY", K.meta, "discarded", discarded) end
     end
     if processed > 0 then redis.call("HINCRBY", K.meta, "processed", processed) end
   else
@@ -591,4 +648,4 @@ end
 local ob = 0
 if look then ob = redis.call("XLEN", K.outbox) end
 
-return {batch, more, next_due, dead, processed, failed, restored, v1, conflicts, states, ob}
+return {batch, more, next_due, dead, processed, failed, restored, v1, conflicts, states, ob, snoozed, discarded}
