@@ -45,6 +45,7 @@ func buildWorkers(queues []config.QueueConfig, log *slog.Logger, observe func(qu
 			State:              q.State,
 			MaxStateBytes:      q.MaxStateBytes,
 			FeedMaxLen:         feedMaxLen(q.FeedMaxLen),
+			DedupWindow:        q.DedupWindow,
 			MaxConcurrency:     q.MaxConcurrency,
 			RateLimit:          rateLimit(q.RateLimit),
 			RetryIn:            retryPolicy(q.Retry),
