@@ -85,7 +85,7 @@ func TestEnqueueFromFlags(t *testing.T) {
 
 	// Flags after the id, the ID with '/', '%' and unicode, and --json.
 	out := n.run("enqueue", "--id", "a/b%c ünï", "--queue", "orders", "--json", "--payload", "{}").ok(t)
-	require.JSONEq(t, `{"enqueued": 1}`, out)
+	require.JSONEq(t, `{"enqueued": 1, "duplicates": 0}`, out)
 	require.NotNil(t, n.job("orders", "a/b%c ünï"))
 }
 
