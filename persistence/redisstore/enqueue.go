@@ -82,57 +82,9 @@ func (s *Store) enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 				// relay mark a call moves skips nothing of the next.
 				slices.SortStableFunc(idx[start:end], byID)
 			}
-			// A call whose jobs carry headers sends five values per job
-			// (mode suffix "h"); others send four, as before.
-			// A relay's call names its outbox (mode "r") and ends with
-			// each job's entry.
-			withH, per, m := false, 4, mode
-			if from.source != "" {
-				m += "r"
-			}
-			for _, i := range idx[start:end] {
-				if len(jobs[i].Headers) > 0 {
-					withH, per, m = true, 5, m+"h"
-					break
-				}
-			}
-			// A call whose jobs carry dedup keys (never a relay's) sends
-			// one more value per job, last (mode suffix "d").
-			withD := false
-			if from.source == "" {
-				for _, i := range idx[start:end] {
-					if jobs[i].DedupKey != "" {
-						withD, per, m = true, per+1, m+"d"
-						break
-					}
-				}
-			}
-			args := make([]any, 0, 5+(per+1)*(end-start))
-			args = append(args, now, m, s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh))
-			keys := sk.keys
-			if mode == modeUpgrading {
-				keys = sk.with()
-			}
-			for _, i := range idx[start:end] {
-				j := &jobs[i]
-				args = appendJob(args, j)
-				if withH {
-					args = append(args, encodeHeaders(j.Headers))
-				}
-				if withD {
-					args = append(args, j.DedupKey)
-				}
-				if mode == modeUpgrading {
-					keys = append(keys, sk.v1Payloads(j.ID))
-				}
-			}
-			if from.source != "" {
-				args = append(args, from.source)
-				for _, i := range idx[start:end] {
-					args = append(args, from.entries[i])
-				}
-			}
-			calls = append(calls, call{s: scriptEnqueue, keys: keys, args: args})
+			c, withD := s.enqueueCall(ctx, enqueueCallArgs{queue: queue, shard: sh, mode: mode, now: now, sk: sk},
+				jobs, idx[start:end], from)
+			calls = append(calls, c)
 			if withD {
 				deduped = append(deduped, end-start)
 			} else {
@@ -163,6 +115,71 @@ func (s *Store) enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 		dups += n - w
 	}
 	return dups, nil
+}
+
+// enqueueCallArgs is what the enqueue.lua calls of one shard share.
+type enqueueCallArgs struct {
+	queue string
+	shard int
+	mode  string
+	now   string // "": Redis TIME
+	sk    shardKeys
+}
+
+// enqueueCall builds the enqueue.lua call of the jobs idx of one shard; it
+// reports whether the call carries dedup keys.
+func (s *Store) enqueueCall(ctx context.Context, a enqueueCallArgs, jobs []persistence.NewJob, idx []int, from relayFrom) (call, bool) {
+	// A call whose jobs carry headers sends five values per job
+	// (mode suffix "h"); others send four, as before.
+	// A relay's call names its outbox (mode "r") and ends with
+	// each job's entry.
+	withH, per, m := false, 4, a.mode
+	if from.source != "" {
+		m += "r"
+	}
+	for _, i := range idx {
+		if len(jobs[i].Headers) > 0 {
+			withH, per, m = true, 5, m+"h"
+			break
+		}
+	}
+	// A call whose jobs carry dedup keys (never a relay's) sends
+	// one more value per job, last (mode suffix "d").
+	withD := false
+	if from.source == "" {
+		for _, i := range idx {
+			if jobs[i].DedupKey != "" {
+				withD, per, m = true, per+1, m+"d"
+				break
+			}
+		}
+	}
+	args := make([]any, 0, 5+(per+1)*(len(idx)))
+	args = append(args, a.now, m, s.noticeChannel(ctx, a.queue, a.shard), strconv.Itoa(a.shard))
+	keys := a.sk.keys
+	if a.mode == modeUpgrading {
+		keys = a.sk.with()
+	}
+	for _, i := range idx {
+		j := &jobs[i]
+		args = appendJob(args, j)
+		if withH {
+			args = append(args, encodeHeaders(j.Headers))
+		}
+		if withD {
+			args = append(args, j.DedupKey)
+		}
+		if a.mode == modeUpgrading {
+			keys = append(keys, a.sk.v1Payloads(j.ID))
+		}
+	}
+	if from.source != "" {
+		args = append(args, from.source)
+		for _, i := range idx {
+			args = append(args, from.entries[i])
+		}
+	}
+	return call{s: scriptEnqueue, keys: keys, args: args}, withD
 }
 
 // appendJob appends a job's four values of enqueue.lua's ARGV.
