@@ -115,6 +115,16 @@ type Worker struct {
 	// NoFeed). Store.ReadFeed, client.Feed and GET
 	// /api/v1/queues/{q}/feed read it.
 	FeedMaxLen int
+	// DedupWindow, when positive, is the queue's deduplication window
+	// (docs/contract.md §3.12): a job enqueued with a dedup key
+	// (client.Job.DedupKey, "dedup_key" over HTTP) that was seen for its
+	// id on the queue within the window is acknowledged as a duplicate and
+	// not stored, also after the first one was processed [0: off, keys are
+	// ignored]. Registering the queue records it in the store, where every
+	// producer's enqueue reads it; nodes that disagree: the last
+	// registration wins. The configuration file's dedup_window means the
+	// same.
+	DedupWindow time.Duration
 	// MaxConcurrency, when positive, is the most handler calls of the
 	// queue that run at once across the whole cluster, whatever each node's
 	// Concurrency (docs/contract.md §9) [0: no limit]. Nodes share it
@@ -161,7 +171,7 @@ func (w *Worker) maxRetry() int {
 
 // spec is the worker's queue as the store registers it.
 func (w *Worker) spec() persistence.QueueSpec {
-	spec := persistence.QueueSpec{Name: w.Queue, Shards: w.Shards}
+	spec := persistence.QueueSpec{Name: w.Queue, Shards: w.Shards, DedupWindow: w.DedupWindow}
 	if w.State {
 		spec.Stateful, spec.FeedMaxLen = true, max(w.FeedMaxLen, 0) // NoFeed: 0
 	}
@@ -221,6 +231,9 @@ func (w *Worker) validate() error {
 	}
 	if w.MaxRetryCount < NoRetries {
 		return fmt.Errorf("orderly: worker %s: MaxRetryCount must be >= 0 or NoRetries, got %d", w.Queue, w.MaxRetryCount)
+	}
+	if w.DedupWindow < 0 {
+		return fmt.Errorf("orderly: worker %s: DedupWindow must not be negative, got %s", w.Queue, w.DedupWindow)
 	}
 	if w.Timeout < 0 {
 		return fmt.Errorf("orderly: worker %s: Timeout must not be negative, got %s", w.Queue, w.Timeout)

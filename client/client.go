@@ -59,7 +59,18 @@ type Job struct {
 	// Headers are string metadata carried with the payload (at most 32
 	// entries and 8 KiB); see docs/contract.md §10.
 	Headers map[string]string
+	// DedupKey, on a queue with a dedup window (orderly.Worker.DedupWindow,
+	// dedup_window), makes the job a duplicate, acknowledged and not
+	// stored, when a job of the same id with the same key was enqueued
+	// within the window, also if that one was processed since
+	// (docs/contract.md §3.12). At most 512 bytes; empty means none; a
+	// queue without a window ignores it. EnqueueReport counts duplicates.
+	DedupKey string
 }
+
+// EnqueueResult is what EnqueueReport reports: Duplicates counts the jobs
+// acknowledged as duplicates and not stored.
+type EnqueueResult = persistence.EnqueueResult
 
 // Score returns a pointer to v, for Job.Score.
 func Score(v float64) *float64 { return &v }
@@ -155,6 +166,21 @@ func (c *Client) Enqueue(ctx context.Context, queue string, jobs ...Job) error {
 	return c.enqueue(ctx, queue, jobs)
 }
 
+// reportKey is the context key of an EnqueueReport's result, which the
+// write at the end of the middleware chain fills.
+type reportKey struct{}
+
+// EnqueueReport is Enqueue, also reporting how many of the jobs were
+// duplicates under the queue's dedup window (Job.DedupKey), acknowledged
+// and not stored. The jobs go through the middleware as with Enqueue; a
+// middleware that does not pass its context on to the next hides the
+// count (it reports 0).
+func (c *Client) EnqueueReport(ctx context.Context, queue string, jobs ...Job) (EnqueueResult, error) {
+	res := &EnqueueResult{}
+	err := c.Enqueue(context.WithValue(ctx, reportKey{}, res), queue, jobs...)
+	return *res, err
+}
+
 func (c *Client) write(ctx context.Context, queue string, jobs []Job) error {
 	now := c.cfg.Now()
 	out := make([]persistence.NewJob, len(jobs))
@@ -174,9 +200,13 @@ func (c *Client) write(ctx context.Context, queue string, jobs []Job) error {
 		if err != nil {
 			return err
 		}
-		out[i] = persistence.NewJob{ID: j.ID, Payload: j.Payload, Score: j.Score, PerformAt: due, Headers: j.Headers}
+		out[i] = persistence.NewJob{ID: j.ID, Payload: j.Payload, Score: j.Score, PerformAt: due, Headers: j.Headers, DedupKey: j.DedupKey}
 	}
-	if err := c.store.Enqueue(ctx, queue, out); err != nil {
+	res, err := persistence.EnqueueReport(ctx, c.store, queue, out)
+	if rep, ok := ctx.Value(reportKey{}).(*EnqueueResult); ok {
+		*rep = res
+	}
+	if err != nil {
 		if errors.Is(err, persistence.ErrInvalid) || errors.Is(err, persistence.ErrUnknownQueue) {
 			return err
 		}

@@ -105,7 +105,12 @@ type Job struct {
 	PerformIn *float64 `protobuf:"fixed64,5,opt,name=perform_in,json=performIn,proto3,oneof" json:"perform_in,omitempty"`
 	// headers are string metadata carried with the payload: at most 32
 	// entries and 8 KiB of keys and values, no empty key (docs/contract.md §10).
-	Headers       map[string]string `protobuf:"bytes,6,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Headers map[string]string `protobuf:"bytes,6,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// dedup_key, on a queue with a dedup window, makes the job a duplicate
+	// (acknowledged, not stored) when the same id was enqueued with the same
+	// key within the window; empty means none, at most 512 bytes
+	// (docs/contract.md §3.12).
+	DedupKey      string `protobuf:"bytes,7,opt,name=dedup_key,json=dedupKey,proto3" json:"dedup_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -182,6 +187,13 @@ func (x *Job) GetHeaders() map[string]string {
 	return nil
 }
 
+func (x *Job) GetDedupKey() string {
+	if x != nil {
+		return x.DedupKey
+	}
+	return ""
+}
+
 // Enqueue adds jobs to a queue, merging with queued jobs of the same id.
 // Validation is all-or-nothing: one bad job rejects the whole message.
 type Enqueue struct {
@@ -242,7 +254,11 @@ type EnqueueResult struct {
 	// enqueued is the number of jobs written (0 on error).
 	Enqueued int64 `protobuf:"varint,1,opt,name=enqueued,proto3" json:"enqueued,omitempty"`
 	// error is set when nothing was written.
-	Error         *Error `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	Error *Error `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	// duplicates counts the jobs of enqueued that were duplicates under the
+	// queue's dedup window, acknowledged and not stored (docs/contract.md
+	// §3.12).
+	Duplicates    int64 `protobuf:"varint,3,opt,name=duplicates,proto3" json:"duplicates,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -289,6 +305,13 @@ func (x *EnqueueResult) GetError() *Error {
 		return x.Error
 	}
 	return nil
+}
+
+func (x *EnqueueResult) GetDuplicates() int64 {
+	if x != nil {
+		return x.Duplicates
+	}
+	return 0
 }
 
 // Error describes why a request failed.
@@ -751,7 +774,7 @@ var File_orderly_proto protoreflect.FileDescriptor
 
 const file_orderly_proto_rawDesc = "" +
 	"\n" +
-	"\rorderly.proto\x12\x13orderly.messages.v1\"\xb7\x02\n" +
+	"\rorderly.proto\x12\x13orderly.messages.v1\"\xd4\x02\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\apayload\x18\x02 \x01(\fR\apayload\x12\x19\n" +
@@ -760,7 +783,8 @@ const file_orderly_proto_rawDesc = "" +
 	"perform_at\x18\x04 \x01(\x01H\x01R\tperformAt\x88\x01\x01\x12\"\n" +
 	"\n" +
 	"perform_in\x18\x05 \x01(\x01H\x02R\tperformIn\x88\x01\x01\x12?\n" +
-	"\aheaders\x18\x06 \x03(\v2%.orderly.messages.v1.Job.HeadersEntryR\aheaders\x1a:\n" +
+	"\aheaders\x18\x06 \x03(\v2%.orderly.messages.v1.Job.HeadersEntryR\aheaders\x12\x1b\n" +
+	"\tdedup_key\x18\a \x01(\tR\bdedupKey\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\b\n" +
@@ -769,10 +793,13 @@ const file_orderly_proto_rawDesc = "" +
 	"\v_perform_in\"M\n" +
 	"\aEnqueue\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12,\n" +
-	"\x04jobs\x18\x02 \x03(\v2\x18.orderly.messages.v1.JobR\x04jobs\"]\n" +
+	"\x04jobs\x18\x02 \x03(\v2\x18.orderly.messages.v1.JobR\x04jobs\"}\n" +
 	"\rEnqueueResult\x12\x1a\n" +
 	"\benqueued\x18\x01 \x01(\x03R\benqueued\x120\n" +
-	"\x05error\x18\x02 \x01(\v2\x1a.orderly.messages.v1.ErrorR\x05error\"f\n" +
+	"\x05error\x18\x02 \x01(\v2\x1a.orderly.messages.v1.ErrorR\x05error\x12\x1e\n" +
+	"\n" +
+	"duplicates\x18\x03 \x01(\x03R\n" +
+	"duplicates\"f\n" +
 	"\x05Error\x12-\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x19.orderly.messages.v1.CodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x14\n" +

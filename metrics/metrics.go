@@ -9,6 +9,7 @@
 // it sees them, and the Redis round trips of its client.
 //
 //	orderly_jobs_enqueued_total{queue}         jobs enqueued through this node (HTTP, actor messages)
+//	orderly_jobs_duplicate_total{queue}        of those, duplicates under the queue's dedup window, not stored
 //	orderly_jobs_processed_total{queue}        ids acknowledged by this node
 //	orderly_jobs_failed_total{queue}           ids failed on this node
 //	orderly_jobs_dead_total{queue}             payloads this node moved to the morgue
@@ -75,12 +76,12 @@ type Source struct {
 type Metrics struct {
 	reg *prometheus.Registry
 
-	enqueued, processed, failed, dead, restored, leaseLosses *prometheus.CounterVec
-	snoozed, discarded                                       *prometheus.CounterVec
-	settleRetries, repeated                                  *prometheus.CounterVec
-	batch                                                    *prometheus.HistogramVec
-	op                                                       *operator
-	stuck                                                    *prometheus.GaugeVec
+	enqueued, duplicates, processed, failed, dead, restored, leaseLosses *prometheus.CounterVec
+	snoozed, discarded                                                   *prometheus.CounterVec
+	settleRetries, repeated                                              *prometheus.CounterVec
+	batch                                                                *prometheus.HistogramVec
+	op                                                                   *operator
+	stuck                                                                *prometheus.GaugeVec
 }
 
 var _ orderly.Observer = (*Metrics)(nil)
@@ -98,6 +99,7 @@ func New() *Metrics {
 	m := &Metrics{
 		reg:         reg,
 		enqueued:    counter("jobs_enqueued_total", "Jobs enqueued through this node."),
+		duplicates:  counter("jobs_duplicate_total", "Jobs enqueued through this node that were duplicates under the queue's dedup window, not stored."),
 		processed:   counter("jobs_processed_total", "Ids acknowledged by this node."),
 		failed:      counter("jobs_failed_total", "Ids failed on this node."),
 		dead:        counter("jobs_dead_total", "Payloads this node moved to the morgue."),
@@ -195,6 +197,19 @@ func (c *countingStore) Enqueue(ctx context.Context, queue string, jobs []persis
 		c.m.enqueued.WithLabelValues(queue).Add(float64(len(jobs)))
 	}
 	return err
+}
+
+// EnqueueReport implements persistence.EnqueueReporter, so that the
+// duplicates of an enqueue pass through.
+func (c *countingStore) EnqueueReport(ctx context.Context, queue string, jobs []persistence.NewJob) (persistence.EnqueueResult, error) {
+	res, err := persistence.EnqueueReport(ctx, c.Store, queue, jobs)
+	if err == nil && len(jobs) > 0 {
+		c.m.enqueued.WithLabelValues(queue).Add(float64(len(jobs)))
+		if res.Duplicates > 0 {
+			c.m.duplicates.WithLabelValues(queue).Add(float64(res.Duplicates))
+		}
+	}
+	return res, err
 }
 
 func (c *countingStore) Advance(ctx context.Context, l persistence.Lease, r persistence.AdvanceRequest) (persistence.AdvanceResult, error) {

@@ -34,6 +34,9 @@ const (
 	// MaxHeaderBytes is the most bytes of keys and values one payload's
 	// headers may hold (docs/contract.md §10).
 	MaxHeaderBytes = 8 << 10
+	// MaxDedupKeyBytes is the longest dedup key accepted, in bytes
+	// (docs/contract.md §3.12).
+	MaxDedupKeyBytes = 512
 )
 
 // ShardOf returns the shard of id in a queue of the given number of shards:
@@ -82,6 +85,11 @@ type QueueSpec struct {
 	// FeedMaxLen is the bound of a stateful queue's change feed; 0: no
 	// feed.
 	FeedMaxLen int
+	// DedupWindow is the queue's deduplication window (docs/contract.md
+	// §3.12): an enqueued job whose DedupKey was seen on the queue within
+	// it is a duplicate and is not stored. 0 turns it off. Every
+	// registration records it in each shard (the last registration wins).
+	DedupWindow time.Duration
 }
 
 // NewJob is one job handed to Enqueue.
@@ -102,6 +110,20 @@ type NewJob struct {
 	// MaxHeaders entries and MaxHeaderBytes of keys and values, no empty
 	// key; nil or empty means none (docs/contract.md §10).
 	Headers map[string]string
+	// DedupKey, when the queue has a dedup window, makes the job a
+	// duplicate (acknowledged, not stored) if a job with the same key was
+	// enqueued on the queue within the window (docs/contract.md §3.12).
+	// Empty means none; at most MaxDedupKeyBytes bytes of valid UTF-8. A
+	// queue without a window ignores it.
+	DedupKey string
+}
+
+// EnqueueResult is what an enqueue reports besides its success.
+type EnqueueResult struct {
+	// Duplicates counts the jobs acknowledged but not stored because
+	// their dedup key was seen within the queue's window
+	// (docs/contract.md §3.12).
+	Duplicates int
 }
 
 // Payload is one payload of a job with its score and headers.

@@ -27,13 +27,18 @@ type Emit struct {
 }
 
 // ValidateEmit returns a *FieldError when e cannot be enqueued: an invalid
-// queue name or a bad job (payload over maxPayload bytes, bad id or time).
+// queue name or a bad job (payload over maxPayload bytes, bad id or time,
+// a dedup key, which emitted jobs do not carry).
 func ValidateEmit(e Emit, maxPayload int) error {
 	if err := ValidateQueueName(e.Queue); err != nil {
 		return &FieldError{Field: "emit.queue", Index: -1, Reason: err.Error()}
 	}
 	if err := ValidateJobs([]NewJob{e.Job}, maxPayload); err != nil {
 		return fmt.Errorf("emit to %s: %w", e.Queue, err)
+	}
+	if e.Job.DedupKey != "" {
+		// The outbox entry keeps no key (docs/contract.md §3.12).
+		return &FieldError{Field: "emit.dedup_key", Index: -1, Reason: "an emitted job carries no dedup key"}
 	}
 	return nil
 }

@@ -65,6 +65,23 @@ type Producer interface {
 	Enqueue(ctx context.Context, queue string, jobs []NewJob) error
 }
 
+// EnqueueReporter is a Producer that also reports what an enqueue did
+// (duplicates under a dedup window, docs/contract.md §3.12). Enqueue is
+// EnqueueReport without the report.
+type EnqueueReporter interface {
+	EnqueueReport(ctx context.Context, queue string, jobs []NewJob) (EnqueueResult, error)
+}
+
+// EnqueueReport enqueues jobs with p, reporting duplicates when p is an
+// EnqueueReporter; another Producer is called with Enqueue and reports
+// none (the jobs are deduplicated all the same).
+func EnqueueReport(ctx context.Context, p Producer, queue string, jobs []NewJob) (EnqueueResult, error) {
+	if r, ok := p.(EnqueueReporter); ok {
+		return r.EnqueueReport(ctx, queue, jobs)
+	}
+	return EnqueueResult{}, p.Enqueue(ctx, queue, jobs)
+}
+
 // ShardStore is what the owner of a shard calls (docs/contract.md §3.3 to
 // §3.8): a lease, the settle-and-fetch step, the morgue's retention and the
 // outbox's relay, and the idle poll its node makes for all its shards.

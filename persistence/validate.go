@@ -130,6 +130,23 @@ func ValidateJobs(jobs []NewJob, maxPayload int) error {
 		if err := ValidateHeaders(j.Headers, i); err != nil {
 			return err
 		}
+		if err := ValidateDedupKey(j.DedupKey, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ValidateDedupKey reports whether key may be a job's dedup key
+// (docs/contract.md §3.12): empty (none), or at most MaxDedupKeyBytes bytes
+// of valid UTF-8. index is the job's position in a batch (-1 if none); the
+// error is a *FieldError naming dedup_key.
+func ValidateDedupKey(key string, index int) error {
+	if len(key) > MaxDedupKeyBytes {
+		return fieldErr("dedup_key", index, "%d bytes, more than the limit of %d", len(key), MaxDedupKeyBytes)
+	}
+	if !utf8.ValidString(key) {
+		return fieldErr("dedup_key", index, "must be valid UTF-8")
 	}
 	return nil
 }

@@ -6,7 +6,7 @@
 //	method and path                                    answer
 //	GET    /api/v1/queues                              200 {"queues": [<queue>, ...]}
 //	GET    /api/v1/queues/{q}                          200 <queue>
-//	POST   /api/v1/queues/{q}/jobs                     202 {"enqueued": n}
+//	POST   /api/v1/queues/{q}/jobs                     202 {"enqueued": n, "duplicates": d}
 //	GET    /api/v1/queues/{q}/jobs?order=id|perform_at|retry_count&min=&max=&rev=&limit=&cursor=&payloads=
 //	                                                   200 {"jobs": [...], "next": "<cursor>"}
 //	GET    /api/v1/queues/{q}/jobs/{id}                200 one job, queued and in flight, with its state and timer
@@ -118,11 +118,15 @@
 // headers is an object of strings carried with the payload (at most 32
 // entries and 8 KiB of keys and values, no empty key; null means none;
 // docs/contract.md §10); answers show a payload's "headers" only when it
-// has some.
+// has some. dedup_key is a string of at most 512 bytes (null or "": none):
+// on a queue with a dedup_window, a job whose id was enqueued with the same
+// key within the window is acknowledged and not stored; the answer's
+// "duplicates" counts them ("enqueued" counts every job of the request;
+// docs/contract.md §3.12).
 // Times and scores are JSON numbers; null is not "missing" and is rejected.
 // Unknown or repeated fields are errors. Validation is all-or-nothing: one
 // bad job and nothing is written. An empty array enqueues nothing and
-// answers 202 {"enqueued": 0}; an empty body is a 400.
+// answers 202 {"enqueued": 0, "duplicates": 0}; an empty body is a 400.
 //
 // An optional header Orderly-Deadline (apiv1.DeadlineHeader: an RFC 3339
 // time, as webhooks carry) bounds when the node may store the request. The

@@ -55,14 +55,15 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) error {
 	if err := s.checkDeadline(deadline); err != nil {
 		return err
 	}
-	if err := s.store.Enqueue(r.Context(), r.PathValue("q"), jobs); err != nil {
+	res, err := persistence.EnqueueReport(r.Context(), s.store, r.PathValue("q"), jobs)
+	if err != nil {
 		e := s.classify(r, err)
 		if e.status >= 500 {
 			e = &apiError{status: e.status, msg: e.msg + "; " + msgPartial}
 		}
 		return e
 	}
-	s.writeJSON(w, r, http.StatusAccepted, apiv1.Enqueued{Enqueued: len(jobs)})
+	s.writeJSON(w, r, http.StatusAccepted, apiv1.Enqueued{Enqueued: len(jobs), Duplicates: res.Duplicates})
 	return nil
 }
 

@@ -29,7 +29,7 @@ func TestEnqueueLookupRoundTrip(t *testing.T) {
 		{"id": "null",   "payload": null}
 	]`, "Content-Type", "application/json; charset=utf-8")
 	require.Equal(t, http.StatusAccepted, a.status, a.body)
-	require.Equal(t, `{"enqueued":5}`+"\n", a.body)
+	require.Equal(t, `{"enqueued":5,"duplicates":0}`+"\n", a.body)
 
 	for id, want := range map[string]string{
 		"json":   `{"a":1,"b":[1,2]}`, // compact encoding, key order kept
@@ -123,7 +123,7 @@ func TestEnqueueEmptyArray(t *testing.T) {
 	e := newEnv(t)
 	a := e.do("POST", "/api/v1/queues/q/jobs", ` [ ] `)
 	require.Equal(t, http.StatusAccepted, a.status, a.body)
-	require.Equal(t, `{"enqueued":0}`+"\n", a.body)
+	require.Equal(t, `{"enqueued":0,"duplicates":0}`+"\n", a.body)
 
 	a = e.do("POST", "/api/v1/queues/nope/jobs", `[]`)
 	require.Equal(t, http.StatusNotFound, a.status, a.body)
@@ -292,7 +292,7 @@ func TestEnqueueLargeBatch(t *testing.T) {
 	b.WriteString("]")
 	a := e.do("POST", "/api/v1/queues/q/jobs", b.String())
 	require.Equal(t, http.StatusAccepted, a.status, a.body)
-	require.Equal(t, `{"enqueued":2500}`+"\n", a.body)
+	require.Equal(t, `{"enqueued":2500,"duplicates":0}`+"\n", a.body)
 	require.Contains(t, e.stats(), `"total":{"length":2000,`)
 	l, _ := e.get("job-7")
 	require.Equal(t, 2, l.Queued.PayloadCount)

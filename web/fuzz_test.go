@@ -76,7 +76,7 @@ func FuzzEnqueueBody(f *testing.F) {
 
 		var jobs []map[string]json.RawMessage
 		require.NoError(t, json.Unmarshal(body, &jobs), "a 202 body is an array of objects")
-		require.Equal(t, fmt.Sprintf(`{"enqueued":%d}`+"\n", len(jobs)), rec.Body.String())
+		require.Equal(t, fmt.Sprintf(`{"enqueued":%d,"duplicates":0}`+"\n", len(jobs)), rec.Body.String())
 		for _, j := range jobs {
 			for k := range j {
 				require.Contains(t, []string{"id", "payload", "payload_base64", "score", "perform_at", "perform_in"}, k, "accepted an unknown field")

@@ -132,13 +132,14 @@ func (e *enqueuer) serve(ctx context.Context, msg any) any {
 	switch m := msg.(type) {
 	case *messages.Enqueue:
 		jobs, err := JobsFromMessage(m, e.cfg.Now())
+		var res persistence.EnqueueResult
 		if err == nil {
-			err = e.cfg.Store.Enqueue(ctx, m.GetQueue(), jobs)
+			res, err = persistence.EnqueueReport(ctx, e.cfg.Store, m.GetQueue(), jobs)
 		}
 		if err != nil {
 			return &messages.EnqueueResult{Error: ErrorMessage(err, e.cfg.Logger)}
 		}
-		return &messages.EnqueueResult{Enqueued: int64(len(jobs))}
+		return &messages.EnqueueResult{Enqueued: int64(len(jobs)), Duplicates: int64(res.Duplicates)}
 	case *messages.StatsRequest:
 		queues := m.GetQueues()
 		if len(queues) == 0 {
@@ -183,7 +184,7 @@ func JobsFromMessage(m *messages.Enqueue, now time.Time) ([]persistence.NewJob, 
 		if err != nil {
 			return nil, err
 		}
-		jobs[i] = persistence.NewJob{ID: j.GetId(), Payload: j.GetPayload(), Score: j.Score, PerformAt: at, Headers: j.GetHeaders()}
+		jobs[i] = persistence.NewJob{ID: j.GetId(), Payload: j.GetPayload(), Score: j.Score, PerformAt: at, Headers: j.GetHeaders(), DedupKey: j.GetDedupKey()}
 	}
 	return jobs, nil
 }

@@ -462,3 +462,48 @@ func BenchmarkGrowth(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEnqueueDedup measures what a dedup key costs an enqueue
+// (docs/contract.md §3.12) side by side with the same jobs without one, in
+// calls of 1 and of 100 jobs into a queue of 5 shards (layout 2): "plain"
+// has no key, "key-window-off" keys on a queue without a window, "key"
+// fresh keys on a queue with a window, "key-dup" keys seen before (every
+// job a duplicate). ns/job is the wall time per job.
+//
+//	go test -run '^$' -bench EnqueueDedup -benchtime 20000x ./persistence/redisstore
+func BenchmarkEnqueueDedup(b *testing.B) {
+	for _, per := range []int{1, 100} {
+		for _, v := range []string{"plain", "key-window-off", "key", "key-dup"} {
+			b.Run(fmt.Sprintf("call=%d/%s", per, v), func(b *testing.B) {
+				e := newBenchEnv(b, "2", 5)
+				ctx := context.Background()
+				if v != "key-window-off" {
+					require.NoError(b, e.store.RegisterQueue(ctx, persistence.QueueSpec{Name: "bench", Shards: 5, DedupWindow: time.Hour}))
+				}
+				n := max(b.N, per)
+				calls := make([][]persistence.NewJob, 0, n/per+1)
+				for start := 0; start < n; start += per {
+					jobs := blankJobs(start, min(per, n-start))
+					for i := range jobs {
+						if v != "plain" {
+							jobs[i].DedupKey = "key-" + jobs[i].ID
+						}
+					}
+					calls = append(calls, jobs)
+				}
+				if v == "key-dup" {
+					for _, jobs := range calls {
+						require.NoError(b, e.store.Enqueue(ctx, "bench", jobs))
+					}
+				}
+				b.ReportAllocs()
+				m := e.startMeter()
+				for _, jobs := range calls {
+					require.NoError(b, e.store.Enqueue(ctx, "bench", jobs))
+				}
+				b.ReportMetric(float64(time.Since(m.start).Nanoseconds())/float64(n), "ns/job")
+				m.report(n)
+			})
+		}
+	}
+}

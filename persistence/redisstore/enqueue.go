@@ -16,7 +16,16 @@ import (
 // one call enter the shard's fifo; each shard gets one script call per
 // EnqueueChunk jobs, and all calls go out in one pipeline.
 func (s *Store) Enqueue(ctx context.Context, queue string, jobs []persistence.NewJob) error {
-	return s.enqueue(ctx, queue, jobs, relayFrom{})
+	_, err := s.enqueue(ctx, queue, jobs, relayFrom{})
+	return err
+}
+
+// EnqueueReport implements persistence.EnqueueReporter: Enqueue, counting
+// the jobs that were duplicates under the queue's dedup window
+// (docs/contract.md §3.12).
+func (s *Store) EnqueueReport(ctx context.Context, queue string, jobs []persistence.NewJob) (persistence.EnqueueResult, error) {
+	dups, err := s.enqueue(ctx, queue, jobs, relayFrom{})
+	return persistence.EnqueueResult{Duplicates: dups}, err
 }
 
 // relayFrom names the outbox relayed jobs come from (outbox.go): enqueue.lua
@@ -27,21 +36,22 @@ type relayFrom struct {
 	entries []string // the outbox entry id of each job
 }
 
-// enqueue is Enqueue, relaying from the outbox that from names, if any.
-func (s *Store) enqueue(ctx context.Context, queue string, jobs []persistence.NewJob, from relayFrom) error {
+// enqueue is Enqueue, relaying from the outbox that from names, if any. It
+// returns how many jobs were duplicates under the queue's dedup window.
+func (s *Store) enqueue(ctx context.Context, queue string, jobs []persistence.NewJob, from relayFrom) (int, error) {
 	shards, err := s.shardsOf(ctx, queue)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if err := persistence.ValidateJobs(jobs, s.cfg.MaxPayloadBytes); err != nil {
-		return err
+		return 0, err
 	}
 	if len(jobs) == 0 {
-		return nil
+		return 0, nil
 	}
 	mode, err := s.mode(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	now := s.now()
 
@@ -56,6 +66,7 @@ func (s *Store) enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 	}
 
 	var calls []call
+	var deduped []int // per call: its job count when it carries dedup keys, else -1
 	for _, sh := range order {
 		sk := s.keysOf(persistence.ShardRef{Queue: queue, Shard: sh})
 		idx := byShard[sh]
@@ -71,55 +82,104 @@ func (s *Store) enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 				// relay mark a call moves skips nothing of the next.
 				slices.SortStableFunc(idx[start:end], byID)
 			}
-			// A call whose jobs carry headers sends five values per job
-			// (mode suffix "h"); others send four, as before.
-			// A relay's call names its outbox (mode "r") and ends with
-			// each job's entry.
-			withH, per, m := false, 4, mode
-			if from.source != "" {
-				m += "r"
+			c, withD := s.enqueueCall(ctx, enqueueCallArgs{queue: queue, shard: sh, mode: mode, now: now, sk: sk},
+				jobs, idx[start:end], from)
+			calls = append(calls, c)
+			if withD {
+				deduped = append(deduped, end-start)
+			} else {
+				deduped = append(deduped, -1)
 			}
-			for _, i := range idx[start:end] {
-				if len(jobs[i].Headers) > 0 {
-					withH, per, m = true, 5, m+"h"
-					break
-				}
-			}
-			args := make([]any, 0, 5+(per+1)*(end-start))
-			args = append(args, now, m, s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh))
-			keys := sk.keys
-			if mode == modeUpgrading {
-				keys = sk.with()
-			}
-			for _, i := range idx[start:end] {
-				j := &jobs[i]
-				args = appendJob(args, j)
-				if withH {
-					args = append(args, encodeHeaders(j.Headers))
-				}
-				if mode == modeUpgrading {
-					keys = append(keys, sk.v1Payloads(j.ID))
-				}
-			}
-			if from.source != "" {
-				args = append(args, from.source)
-				for _, i := range idx[start:end] {
-					args = append(args, from.entries[i])
-				}
-			}
-			calls = append(calls, call{s: scriptEnqueue, keys: keys, args: args})
 		}
 	}
 	// A failed enqueue may have written part of the jobs; sending it again is
-	// safe (payloads merge, the lower score wins).
+	// safe (payloads merge, the lower score wins; a job with a dedup key
+	// that was written is a duplicate the second time).
 	cmds, werr := s.runWrite(ctx, calls)
 	if err := firstErr(cmds); err != nil {
-		return fmt.Errorf("redisstore: enqueue to %s: %w", queue, err)
+		return 0, fmt.Errorf("redisstore: enqueue to %s: %w", queue, err)
 	}
 	if werr != nil {
-		return fmt.Errorf("redisstore: enqueue to %s: %w", queue, werr)
+		return 0, fmt.Errorf("redisstore: enqueue to %s: %w", queue, werr)
 	}
-	return nil
+	dups := 0
+	for i, n := range deduped {
+		if n < 0 {
+			continue
+		}
+		// The script counts the jobs it wrote; the rest were duplicates.
+		w, err := cmds[i].Int()
+		if err != nil {
+			return 0, fmt.Errorf("redisstore: enqueue to %s: %w", queue, err)
+		}
+		dups += n - w
+	}
+	return dups, nil
+}
+
+// enqueueCallArgs is what the enqueue.lua calls of one shard share.
+type enqueueCallArgs struct {
+	queue string
+	shard int
+	mode  string
+	now   string // "": Redis TIME
+	sk    shardKeys
+}
+
+// enqueueCall builds the enqueue.lua call of the jobs idx of one shard; it
+// reports whether the call carries dedup keys.
+func (s *Store) enqueueCall(ctx context.Context, a enqueueCallArgs, jobs []persistence.NewJob, idx []int, from relayFrom) (call, bool) {
+	// A call whose jobs carry headers sends five values per job
+	// (mode suffix "h"); others send four, as before.
+	// A relay's call names its outbox (mode "r") and ends with
+	// each job's entry.
+	withH, per, m := false, 4, a.mode
+	if from.source != "" {
+		m += "r"
+	}
+	for _, i := range idx {
+		if len(jobs[i].Headers) > 0 {
+			withH, per, m = true, 5, m+"h"
+			break
+		}
+	}
+	// A call whose jobs carry dedup keys (never a relay's) sends
+	// one more value per job, last (mode suffix "d").
+	withD := false
+	if from.source == "" {
+		for _, i := range idx {
+			if jobs[i].DedupKey != "" {
+				withD, per, m = true, per+1, m+"d"
+				break
+			}
+		}
+	}
+	args := make([]any, 0, 5+(per+1)*(len(idx)))
+	args = append(args, a.now, m, s.noticeChannel(ctx, a.queue, a.shard), strconv.Itoa(a.shard))
+	keys := a.sk.keys
+	if a.mode == modeUpgrading {
+		keys = a.sk.with()
+	}
+	for _, i := range idx {
+		j := &jobs[i]
+		args = appendJob(args, j)
+		if withH {
+			args = append(args, encodeHeaders(j.Headers))
+		}
+		if withD {
+			args = append(args, j.DedupKey)
+		}
+		if a.mode == modeUpgrading {
+			keys = append(keys, a.sk.v1Payloads(j.ID))
+		}
+	}
+	if from.source != "" {
+		args = append(args, from.source)
+		for _, i := range idx {
+			args = append(args, from.entries[i])
+		}
+	}
+	return call{s: scriptEnqueue, keys: keys, args: args}, withD
 }
 
 // appendJob appends a job's four values of enqueue.lua's ARGV.

@@ -153,7 +153,7 @@ func (s *Store) RelayOutbox(ctx context.Context, ref persistence.ShardRef, limit
 		// The target skips the entries an earlier relay wrote (its trim
 		// or its WAIT failed after the enqueue), so that a relay that
 		// runs again hands no emit over twice (issue #30).
-		err := s.enqueue(ctx, q, jobs, relayFrom{source: source, entries: byQueue[q].entries})
+		_, err := s.enqueue(ctx, q, jobs, relayFrom{source: source, entries: byQueue[q].entries})
 		var fe *persistence.FieldError
 		switch {
 		case err == nil:

@@ -249,9 +249,41 @@ func (s *Store) RegisterQueue(ctx context.Context, spec persistence.QueueSpec) e
 			return fmt.Errorf("redisstore: register the change feed of %s: %w", spec.Name, err)
 		}
 	}
+	if err := s.recordDedupWindow(ctx, spec); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	s.shards[spec.Name] = spec.Shards
 	s.mu.Unlock()
+	return nil
+}
+
+// recordDedupWindow writes the queue's dedup window into each shard's meta
+// (field "dw", ms; removed when off), where enqueue.lua reads it in the
+// shard's slot (docs/storage.md §2): producers do not know queue settings.
+// The last registration wins.
+func (s *Store) recordDedupWindow(ctx context.Context, spec persistence.QueueSpec) error {
+	if spec.DedupWindow < 0 {
+		return &persistence.FieldError{Field: "dedup_window", Index: -1, Reason: "must not be negative"}
+	}
+	ms := spec.DedupWindow.Milliseconds()
+	if spec.DedupWindow > 0 && ms == 0 {
+		ms = 1
+	}
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for sh := range spec.Shards {
+			meta := s.keysOf(persistence.ShardRef{Queue: spec.Name, Shard: sh}).keys[kMeta]
+			if ms > 0 {
+				p.HSet(ctx, meta, "dw", strconv.FormatInt(ms, 10))
+			} else {
+				p.HDel(ctx, meta, "dw")
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("redisstore: record the dedup window of %s: %w", spec.Name, err)
+	}
 	return nil
 }
 

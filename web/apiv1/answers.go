@@ -9,9 +9,13 @@ type Error struct {
 	Field string `json:"field,omitempty"`
 }
 
-// Enqueued is the answer of POST /api/v1/queues/{q}/jobs.
+// Enqueued is the answer of POST /api/v1/queues/{q}/jobs. Enqueued counts
+// the jobs of the request, Duplicates those of them that were
+// acknowledged as duplicates under the queue's dedup window and not stored
+// (docs/contract.md §3.12).
 type Enqueued struct {
-	Enqueued int `json:"enqueued"`
+	Enqueued   int `json:"enqueued"`
+	Duplicates int `json:"duplicates"`
 }
 
 // Queue is a queue and its metrics, GET /api/v1/queues/{q} (and each queue

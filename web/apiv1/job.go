@@ -26,14 +26,14 @@ const EmptyPayload = `""`
 const DeadlineHeader = wire.DeadlineHeader
 
 // JobFields lists the fields of a job object, for messages.
-const JobFields = "id, payload, payload_base64, score, perform_at, perform_in, headers"
+const JobFields = "id, payload, payload_base64, score, perform_at, perform_in, headers, dedup_key"
 
 // NewJob is one job of an enqueue request, POST /api/v1/queues/{q}/jobs
 // (the body is a JSON array of them):
 //
 //	{"id": "order-1", "payload": <any JSON> | "payload_base64": "<base64>",
 //	 "score": <number>, "perform_at": <unix seconds> | "perform_in": <seconds>,
-//	 "headers": {"<key>": "<value>", ...}}
+//	 "headers": {"<key>": "<value>", ...}, "dedup_key": "<string>"}
 //
 // Only id is required.
 type NewJob struct {
@@ -50,6 +50,10 @@ type NewJob struct {
 	// Headers are the payload's string metadata (docs/contract.md §10);
 	// nil or empty means none.
 	Headers map[string]string
+	// DedupKey makes the job a duplicate, acknowledged and not stored, when
+	// a job of the same id with the same key was enqueued within the
+	// queue's dedup window (docs/contract.md §3.12); empty means none.
+	DedupKey string
 }
 
 // MarshalJSON implements json.Marshaler: the payload goes as "payload" when
@@ -95,6 +99,14 @@ func (j NewJob) MarshalJSON() ([]byte, error) {
 		b = append(b, `,"headers":`...)
 		b = append(b, h...)
 	}
+	if j.DedupKey != "" {
+		k, err := json.Marshal(j.DedupKey)
+		if err != nil {
+			return nil, fmt.Errorf("apiv1: dedup_key: %w", err)
+		}
+		b = append(b, `,"dedup_key":`...)
+		b = append(b, k...)
+	}
 	return append(b, '}'), nil
 }
 
@@ -107,6 +119,7 @@ const (
 	fPerformAt
 	fPerformIn
 	fHeaders
+	fDedupKey
 )
 
 // DecodeJob checks and decodes one job object of an enqueue request as the
@@ -219,6 +232,9 @@ func (d *jobDecoder) field(key, val []byte) error {
 	case "headers":
 		f = fHeaders
 		d.job.Headers, err = decodeHeaders(val, d.index)
+	case "dedup_key":
+		f = fDedupKey
+		d.job.DedupKey, err = decodeDedupKey(val, d.index)
 	default:
 		return d.bad(string(key), "unknown field (known: %s)", JobFields)
 	}
@@ -255,7 +271,27 @@ func (j NewJob) Store(now time.Time, index int) (persistence.NewJob, error) {
 	if payload == nil {
 		payload = []byte(EmptyPayload)
 	}
-	return persistence.NewJob{ID: j.ID, Payload: payload, Score: j.Score, PerformAt: at, Headers: j.Headers}, nil
+	return persistence.NewJob{ID: j.ID, Payload: payload, Score: j.Score, PerformAt: at, Headers: j.Headers, DedupKey: j.DedupKey}, nil
+}
+
+// decodeDedupKey decodes a "dedup_key" value: a string within
+// persistence.ValidateDedupKey's limits ("" and null mean none).
+func decodeDedupKey(val []byte, index int) (string, error) {
+	if jsonscan.KindOf(val) == "null" {
+		return "", nil
+	}
+	key, err := jsonscan.DecodeString(val)
+	if err != nil {
+		return "", err
+	}
+	if err := persistence.ValidateDedupKey(key, index); err != nil {
+		var fe *persistence.FieldError
+		if errors.As(err, &fe) {
+			return "", errors.New(fe.Reason)
+		}
+		return "", err
+	}
+	return key, nil
 }
 
 // decodeHeaders decodes a "headers" value: an object of strings (null means

@@ -114,3 +114,25 @@ func FuzzDecodeJobs(f *testing.F) {
 		require.Equal(t, want, got)
 	})
 }
+
+// A job's dedup_key goes through MarshalJSON and DecodeJob unchanged.
+func TestNewJobDedupKeyRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, key := range []string{"", "pay-7731", "ünï \"q\" <&>"} {
+		b, err := NewJob{ID: "a", DedupKey: key}.MarshalJSON()
+		require.NoError(t, err)
+		if key == "" {
+			require.NotContains(t, string(b), "dedup_key")
+		}
+		j, err := DecodeJob(b, -1, 0)
+		require.NoError(t, err)
+		require.Equal(t, key, j.DedupKey)
+		pj, err := j.Store(now, 0)
+		require.NoError(t, err)
+		require.Equal(t, key, pj.DedupKey)
+	}
+	_, err := DecodeJob([]byte(`{"id": "a", "dedup_key": "\udc00"}`), 0, 0)
+	var fe *persistence.FieldError
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, "dedup_key", fe.Field)
+}

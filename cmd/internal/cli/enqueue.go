@@ -35,13 +35,14 @@ const (
 
 var enqueueHelp = help{
 	Usage: []string{
-		"orderly enqueue --queue Q --id ID [--payload JSON | --payload-raw S | --payload-base64 B] [--score S] [--perform-in D | --perform-at T] [--header K=V ...] [flags]",
+		"orderly enqueue --queue Q --id ID [--payload JSON | --payload-raw S | --payload-base64 B] [--score S] [--perform-in D | --perform-at T] [--header K=V ...] [--dedup-key K] [flags]",
 		"orderly enqueue --queue Q --file jobs.jsonl|- [--batch N] [--skip N] [flags]",
 	},
 	Text: `Enqueues one job given by flags, or the jobs of a JSONL file (--file, "-" for
 stdin): one job object per line in the API's shape,
   {"id": "...", "payload": <any JSON> | "payload_base64": "...", "score": <number>,
-   "perform_at": <unix seconds> | "perform_in": <seconds>, "headers": {"k": "v"}}
+   "perform_at": <unix seconds> | "perform_in": <seconds>, "headers": {"k": "v"},
+   "dedup_key": "..."}
 (only id is required; blank lines are skipped). The file's jobs are sent in
 batches of --batch jobs (fewer when a batch would pass 8 MiB); a progress bar
 is drawn on stderr when it is a terminal. Each line is checked before its
@@ -59,10 +60,15 @@ a payload the job's payload is the JSON string "".
 --perform-at an RFC 3339 time (2024-05-01T12:00:00Z) or unix seconds.
 
 --header K=V (repeatable) sets a header of the payload: string metadata
-that travels with it to the handler (at most 32, 8 KiB in all).`,
+that travels with it to the handler (at most 32, 8 KiB in all).
+
+--dedup-key K (at most 512 bytes): on a queue with a dedup_window, a job
+whose id was enqueued with the same key within the window is acknowledged
+as a duplicate and not stored; the command counts duplicates.`,
 	Examples: []string{
 		`orderly enqueue --queue orders --id order-1 --payload '{"sku":42}' --perform-in 30s`,
 		`orderly enqueue --queue orders --id order-1 --payload '{"sku":42}' --header tenant=acme`,
+		`orderly enqueue --queue orders --id order-1 --payload '{"paid":true}' --dedup-key payment-7731`,
 		`orderly enqueue --queue orders --file jobs.jsonl`,
 		`orderly enqueue --queue orders --file jobs.jsonl --skip 20000   # resume after line 20000`,
 		`produce-jobs | orderly enqueue --queue orders --file - --json`,
@@ -73,7 +79,7 @@ that travels with it to the handler (at most 32, 8 KiB in all).`,
 type enqueueOpts struct {
 	queue, id, payload, payloadRaw, payloadBase64 string
 	score                                         float64
-	performIn, performAt                          string
+	performIn, performAt, dedupKey                string
 	file                                          string
 	batch, skip                                   int
 	headers                                       headerFlag
@@ -110,6 +116,7 @@ func enqueue(e *env, args []string) int {
 	fs.StringVar(&o.performIn, "perform-in", "", "run the job after this `duration` (30s, 1h) or seconds (default now)")
 	fs.StringVar(&o.performAt, "perform-at", "", "run the job at this `time`, RFC 3339 or unix seconds (default now)")
 	fs.Var(o.headers, "header", "a header of the payload, `K=V` (repeatable)")
+	fs.StringVar(&o.dedupKey, "dedup-key", "", "the job's dedup `key`: a duplicate within the queue's dedup_window is not stored")
 	fs.StringVar(&o.file, "file", "", `JSONL file of jobs, one object per line; "-" reads stdin`)
 	fs.IntVar(&o.batch, "batch", DefaultBatch, "jobs per request with --file")
 	fs.IntVar(&o.skip, "skip", 0, "skip the first `N` lines of --file (to resume an import)")
@@ -121,7 +128,7 @@ func enqueue(e *env, args []string) int {
 	}
 	set := given(fs)
 	if set["file"] {
-		for _, f := range []string{"id", "payload", "payload-raw", "payload-base64", "score", "perform-in", "perform-at", "header"} {
+		for _, f := range []string{"id", "payload", "payload-raw", "payload-base64", "score", "perform-in", "perform-at", "header", "dedup-key"} {
 			if set[f] {
 				return e.usage(fs, "--%s is for one job from flags; it does not go with --file", f)
 			}
@@ -160,8 +167,16 @@ func enqueue(e *env, args []string) int {
 	if err := json.Unmarshal(raw, &ans); err != nil {
 		return e.fail("enqueue", fmt.Errorf("the node's answer is not the expected JSON: %w", err))
 	}
-	fmt.Fprintf(e.stdout, "enqueued %s into %s\n", plural(ans.Enqueued, "job"), o.queue)
+	fmt.Fprintf(e.stdout, "enqueued %s into %s%s\n", plural(ans.Enqueued, "job"), o.queue, duplicates(ans.Duplicates))
 	return ExitOK
+}
+
+// duplicates tells how many jobs were duplicates, "" for none.
+func duplicates(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%s: seen within the dedup window, not stored)", plural(n, "duplicate"))
 }
 
 // jobsPath is the enqueue endpoint of queue (a valid queue name).
@@ -208,6 +223,7 @@ func jobFromFlags(o *enqueueOpts, set map[string]bool, now time.Time) ([]byte, e
 	if len(o.headers) > 0 {
 		job.Headers = o.headers
 	}
+	job.DedupKey = o.dedupKey
 	if set["perform-in"] && set["perform-at"] {
 		return nil, errors.New("give --perform-in or --perform-at, not both")
 	}
@@ -297,6 +313,8 @@ type importer struct {
 	// done is the last line of the last batch the node confirmed (--skip
 	// before the first); enqueued counts the jobs of those batches.
 	done, enqueued int
+	// duplicates counts the jobs of those batches that were duplicates.
+	duplicates int
 	// batch holds the checked jobs not yet sent, lines their line numbers
 	// and size their bytes.
 	batch [][]byte
@@ -369,11 +387,11 @@ func (e *env) enqueueFile(c *conn, o *enqueueOpts) int {
 	im.prog.clear()
 	elapsed := e.now().Sub(start)
 	if c.json {
-		out, _ := json.Marshal(map[string]any{"enqueued": im.enqueued, "queue": o.queue, "lines": n, "seconds": elapsed.Seconds()})
+		out, _ := json.Marshal(map[string]any{"enqueued": im.enqueued, "duplicates": im.duplicates, "queue": o.queue, "lines": n, "seconds": elapsed.Seconds()})
 		e.printJSON(out)
 		return ExitOK
 	}
-	fmt.Fprintf(e.stdout, "enqueued %s into %s in %s (%d jobs/s)\n", plural(im.enqueued, "job"), o.queue, formatDuration(elapsed), rate(im.enqueued, elapsed))
+	fmt.Fprintf(e.stdout, "enqueued %s into %s in %s (%d jobs/s)%s\n", plural(im.enqueued, "job"), o.queue, formatDuration(elapsed), rate(im.enqueued, elapsed), duplicates(im.duplicates))
 	return ExitOK
 }
 
@@ -417,6 +435,7 @@ func (im *importer) send() (int, bool) {
 		return im.stop(im.explain(err), uncertain(err)), true
 	}
 	im.enqueued += ans.Enqueued
+	im.duplicates += ans.Duplicates
 	im.done = im.lines[len(im.lines)-1]
 	im.batch, im.lines, im.size = im.batch[:0], im.lines[:0], 0
 	if im.e.ctx.Err() != nil {

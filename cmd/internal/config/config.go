@@ -329,6 +329,11 @@ type QueueConfig struct {
 	// FeedMaxLen bounds a stateful queue's change feed: nil means
 	// orderly.DefaultFeedMaxLen, 0 no feed [feed_max_len; 10000].
 	FeedMaxLen *int
+	// DedupWindow is the queue's deduplication window (docs/contract.md
+	// §3.12): a job enqueued with a dedup key seen for its id within it
+	// is acknowledged as a duplicate and not stored; 0 turns it off
+	// [dedup_window; 0].
+	DedupWindow time.Duration
 	// MaxConcurrency is the most handler calls of the queue at once across
 	// the cluster (docs/contract.md §9); 0 means no limit
 	// [max_concurrency; 0].

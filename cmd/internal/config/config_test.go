@@ -154,6 +154,7 @@ queues:
     handler:
       type: noop
   - name: audit
+    dedup_window: 10m
   - name: quiet
     handler: {type: log, payloads: false}
 periodic:
@@ -222,7 +223,7 @@ func TestExampleFile(t *testing.T) {
 				Retry:         RetryConfig{Policy: "exponential", Base: time.Second, Max: time.Hour},
 				Handler:       HandlerConfig{Type: "noop"},
 			},
-			defaultQueue("audit"),
+			func() QueueConfig { q := defaultQueue("audit"); q.DedupWindow = 10 * time.Minute; return q }(),
 			{
 				Name:          "quiet",
 				Shards:        5,

@@ -167,6 +167,9 @@ func TestFileErrors(t *testing.T) {
 		{"feed_max_len", "queues: [{name: a, state: true, feed_max_len: -1}]", []string{
 			"queues[0].feed_max_len: must not be negative (0: no change feed; default 10000), got -1 (line 1)",
 		}},
+		{"dedup_window", "queues: [{name: a, dedup_window: -1s}]", []string{
+			"queues[0].dedup_window: must not be negative (0: no deduplication), got -1s (line 1)",
+		}},
 		{"max_concurrency", "queues: [{name: a, max_concurrency: -1}, {name: b, max_concurrency: x}]", []string{
 			"queues[0].max_concurrency: must be 0 (no limit) or positive, got -1 (line 1)",
 			`queues[1].max_concurrency: "x" is not an integer (line 1)`,

@@ -29,7 +29,7 @@ func handlerKeys() []string {
 	return []string{"type", "url", "retries_exhausted_url", "timeout", "payloads", "secret", "headers", "client"}
 }
 func queueKeys() []string {
-	return []string{"name", "shards", "batch_size", "prefetch", "max_prefetch", "max_retry_count", "max_payloads_per_call", "timeout", "retry", "handler", "max_concurrency", "weight", "rate_limit", "state", "max_state_bytes", "feed_max_len"}
+	return []string{"name", "shards", "batch_size", "prefetch", "max_prefetch", "max_retry_count", "max_payloads_per_call", "timeout", "retry", "handler", "max_concurrency", "weight", "rate_limit", "state", "max_state_bytes", "feed_max_len", "dedup_window"}
 }
 
 // fileParser walks the YAML tree of the config file. It reads the tree
@@ -333,6 +333,8 @@ func (r *queueReader) key(key string, line int, v *yaml.Node) {
 		if good = decodeInto(fp, v, at, line, &n); good {
 			q.FeedMaxLen = &n
 		}
+	case "dedup_window":
+		good = decodeInto(fp, v, at, line, &q.DedupWindow)
 	case "retry":
 		good = fp.mapping(v, at, retryKeys(), r.section("retry", r.retryKey))
 	case "rate_limit":

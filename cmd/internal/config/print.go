@@ -173,6 +173,9 @@ func queueYAML(r, q *QueueConfig) yamlMap {
 	if r.Timeout != 0 {
 		m.add("timeout", duration(r.Timeout))
 	}
+	if r.DedupWindow != 0 {
+		m.add("dedup_window", duration(r.DedupWindow))
+	}
 	retry := mapping()
 	retry.add("policy", str(r.Retry.Policy))
 	if r.Retry.Base != 0 {

@@ -146,6 +146,9 @@ func validateQueue(q *QueueConfig, report func(key, msg string)) {
 	if q.MaxRetryCount < NoRetries {
 		report("max_retry_count", fmt.Sprintf("must be 1 or more, -1 (NoRetries) for no retries, or 0 for the default, got %d", q.MaxRetryCount))
 	}
+	if q.DedupWindow < 0 {
+		report("dedup_window", fmt.Sprintf("must not be negative (0: no deduplication), got %s", q.DedupWindow))
+	}
 	if q.Timeout < 0 {
 		report("timeout", fmt.Sprintf("must not be negative (0 means the default, %s), got %s", orderly.DefaultCallTimeout, q.Timeout))
 	}

@@ -46,6 +46,7 @@ func buildWorkers(queues []config.QueueConfig, log *slog.Logger, observe func(qu
 			State:              q.State,
 			MaxStateBytes:      q.MaxStateBytes,
 			FeedMaxLen:         feedMaxLen(q.FeedMaxLen),
+			DedupWindow:        q.DedupWindow,
 			MaxConcurrency:     q.MaxConcurrency,
 			Weight:             q.Weight,
 			RateLimit:          rateLimit(q.RateLimit),

@@ -117,6 +117,14 @@ func (s *watchedStore) Enqueue(ctx context.Context, queue string, jobs []persist
 	return err
 }
 
+// EnqueueReport implements persistence.EnqueueReporter, so that the
+// duplicates of an enqueue pass through.
+func (s *watchedStore) EnqueueReport(ctx context.Context, queue string, jobs []persistence.NewJob) (persistence.EnqueueResult, error) {
+	res, err := persistence.EnqueueReport(ctx, s.Store, queue, jobs)
+	s.w.note(err)
+	return res, err
+}
+
 func (s *watchedStore) Advance(ctx context.Context, l persistence.Lease, r persistence.AdvanceRequest) (persistence.AdvanceResult, error) {
 	res, err := s.Store.Advance(ctx, l, r)
 	s.w.note(err)

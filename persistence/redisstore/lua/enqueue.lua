@@ -5,7 +5,7 @@
 -- entry.
 -- lib: keys fence clock notify fields cold
 --
--- KEYS: the shard key set (lib/keys.lua); with ARGV[2] = "1", KEYS[27..] are
+-- KEYS: the shard key set (lib/keys.lua); with ARGV[2] = "1", KEYS[28..] are
 -- layout 1's payload keys "p:<id>" of the jobs, one per job, in order.
 -- ARGV[1] now ("" = Redis TIME; set only by the test seam)
 -- ARGV[2] "2": write layout 2. "1": the store is being upgraded; a shard
@@ -19,6 +19,11 @@
 --         the call carries headers), five: a fifth, the payload's headers
 --         as the node encodes them ("" = none; docs/contract.md §10).
 --         Layout 1 keeps no headers.
+-- When ARGV[2] ends with "d" (after any "h"; some job of the call carries a
+--         dedup key), each job has one more value, last: its dedup key
+--         ("" = none). With the queue's window on (meta "dw", ms), a job
+--         whose key was seen with its id within the window is a
+--         duplicate and is not written (docs/contract.md §3.12).
 -- With ARGV[2] = "2t" or "1t" (a periodic tick, one job), two more values
 -- follow the job: the periodic job's name and the tick (ms since the
 -- epoch); the job is written only if the tick is later than the last one
@@ -43,19 +48,28 @@
 -- A new job due now that sorts after the fifo's tail is appended to the
 -- fifo; any other new job goes to later.
 --
--- Returns the number of jobs written. Publishes the shard number.
+-- Returns the number of jobs written (duplicates and relayed jobs skipped
+-- are not counted). Publishes the shard number, unless nothing was written.
 --
 -- Cost: HMGET, HSET, RPUSH, ZADD (later) and two meta commands per call,
 -- plus HGET/ZADD/HSET per payload that goes to an id's overflow; a relay
--- adds one HGET and at most one HSET of the meta.
+-- adds one HGET and at most one HSET of the meta. A call with dedup keys
+-- adds HGET (the window), and with the window on ZRANGEBYSCORE, ZMSCORE,
+-- ZADD and PEXPIRE (ZREM when lapsed keys are trimmed); a call without
+-- keys pays nothing for it.
 
 init_clock(ARGV[1])
 local mode, channel, shard = ARGV[2], ARGV[3], ARGV[4]
 local FIRST = 5
 local nargs = #ARGV
 local W = 4 -- values per job
+local dedup, hdrs = false, false
+if string.sub(mode, -1) == "d" then
+  W, dedup = W + 1, true
+  mode = string.sub(mode, 1, -2)
+end
 if string.sub(mode, -1) == "h" then
-  W = 5
+  W, hdrs = W + 1, true
   mode = string.sub(mode, 1, -2)
 end
 if string.sub(mode, 2, 2) == "t" then
@@ -98,7 +112,54 @@ if string.sub(mode, 2, 2) == "r" then
   if rtop ~= rlast then redis.call("HSET", K.meta, rfield, rtop) end
   if skipped == n then return 0 end
 end
+if dedup then
+  -- The deduplication window (docs/contract.md §3.12): the window is the
+  -- meta's "dw" (ms, written by RegisterQueue); off ("0" or absent), the
+  -- keys are ignored. A key seen with the same id within the window is a
+  -- duplicate: its job is acknowledged and not written. K.dedup maps each
+  -- fld(id) .. key to the end of
+  -- its window; each call trims a bounded number of lapsed keys, and the
+  -- key expires a window after its last write.
+  local dw = tonumber(redis.call("HGET", K.meta, "dw") or "0")
+  if dw > 0 then
+    local keys, at, seen = {}, {}, {}
+    for i = FIRST, nargs, W do
+      local key = ARGV[i + W - 1]
+      if not skip[i] and key ~= "" then
+        keys[#keys + 1] = fld(ARGV[i]) .. key -- scoped to the id
+        at[#at + 1] = i
+      end
+    end
+    if #keys > 0 then
+      local old = redis.call("ZRANGEBYSCORE", K.dedup, "-inf", NOW, "LIMIT", 0, math.min(#keys, CHUNK) + 16)
+      if #old > 0 then redis.call("ZREM", K.dedup, unpack(old)) end
+      local ends = {}
+      for i = 1, #keys, CHUNK do
+        local part = redis.call("ZMSCORE", K.dedup, unpack(keys, i, math.min(i + CHUNK - 1, #keys)))
+        for j = 1, #part do ends[i + j - 1] = part[j] end
+      end
+      local until_s = fmt_us(NOW_US + dw * 1000)
+      local add = {}
+      for j, key in ipairs(keys) do
+        if seen[key] or (ends[j] and tonumber(ends[j]) > NOWN) then
+          skip[at[j]], skipped = true, skipped + 1
+        else
+          seen[key] = true
+          add[#add + 1] = until_s
+          add[#add + 1] = key
+        end
+      end
+      if #add > 0 then
+        for i = 1, #add, CHUNK * 2 do
+          redis.call("ZADD", K.dedup, unpack(add, i, math.min(i + CHUNK * 2 - 1, #add)))
+        end
+        redis.call("PEXPIRE", K.dedup, dw + 1000)
+      end
+    end
+  end
+end
 local njobs = (nargs - FIRST + 1) / W - skipped
+if njobs == 0 then return 0 end
 
 local m = redis.call("HMGET", K.meta, "hw", "fseq", "tat", "tid")
 local hw = tonumber(m[1] or "0")
@@ -172,7 +233,7 @@ local hset, push, later = {}, {}, {}
 for j, id in ipairs(order) do
   local g = byid[id]
   local rec
-  if not cur[j] and #g == 1 and (W == 4 or ARGV[g[1] + 4] == "") then
+  if not cur[j] and #g == 1 and (not hdrs or ARGV[g[1] + 4] == "") then
     -- The common case: a new id with one payload.
     local i = g[1]
     local sc = score(i, 0)
@@ -209,7 +270,7 @@ for j, id in ipairs(order) do
         r = cold().new_rec(at, "-1")
       end
       local h
-      if W == 5 and ARGV[i + 4] ~= "" then h = ARGV[i + 4] end
+      if hdrs and ARGV[i + 4] ~= "" then h = ARGV[i + 4] end
       list[#list + 1] = {sc, ARGV[i + 1], h}
     end
     cold().add_payloads("q", id, r, list)

@@ -23,7 +23,9 @@
 --   KEYS[25] 2:timers          ZSET    id -> fire time (reserved)
 --   KEYS[26] 2:outbox          STREAM  emits (field "e") and change feed
 --                                      entries (field "f") to relay
--- Scripts that read layout 1's per-id keys receive them from KEYS[27] on
+--   KEYS[27] 2:dedup           ZSET    dedup key -> expiry (unix seconds) of
+--                                      a queue with a dedup_window
+-- Scripts that read layout 1's per-id keys receive them from KEYS[28] on
 -- (FIXED_KEYS + 1).
 -- All keys share one hash tag, so a script touches one cluster slot.
 
@@ -35,6 +37,6 @@ local K = {
   v1due = KEYS[15], v1ids = KEYS[16], v1retries = KEYS[17],
   v1errors = KEYS[18], v1inflight = KEYS[19], v1stats = KEYS[20],
   v1morgue = KEYS[21], v1morgue_ids = KEYS[22], v1morgue_errors = KEYS[23],
-  state = KEYS[24], timers = KEYS[25], outbox = KEYS[26],
+  state = KEYS[24], timers = KEYS[25], outbox = KEYS[26], dedup = KEYS[27],
 }
-local FIXED_KEYS = 26
+local FIXED_KEYS = 27
