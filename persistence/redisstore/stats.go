@@ -51,7 +51,7 @@ func (s *Store) Stats(ctx context.Context, queues ...string) ([]persistence.Queu
 		for sh := range counts[qi] {
 			v, _ := cmds[i].Slice()
 			i++
-			if len(v) != 8 {
+			if len(v) < 8 {
 				return nil, fmt.Errorf("redisstore: stats of %s: unexpected reply", q)
 			}
 			length, _ := v[0].(int64)
@@ -66,6 +66,10 @@ func (s *Store) Stats(ctx context.Context, queues ...string) ([]persistence.Queu
 			st.Busy += busy
 			st.Processed += processed
 			st.Failed += failed
+			if len(v) > 8 {
+				cancelled, _ := v[8].(int64)
+				st.Cancelled += cancelled
+			}
 			shardOldest, shardNow := math.Inf(1), math.Inf(-1)
 			if o, _ := v[3].(string); o != "" {
 				if f, err := parseScore(o); err == nil {

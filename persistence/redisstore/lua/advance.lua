@@ -44,6 +44,13 @@
 --      owner grows an id's delay with its consecutive conflicts,
 --      docs/contract.md §11). Missing: every conflicting id at once.
 --
+-- Cancel (docs/contract.md §3.11): an id the in-flight record marks as
+-- cancelled (its "c" section, written by action.lua's cancel) that did not
+-- succeed (failed, skipped, interrupted or conflicting) goes to the morgue
+-- with the error "cancelled", or is dropped, per the mark, and counts in
+-- meta's "cancelled"; one that succeeded settles as a success. The mark
+-- goes with the in-flight record.
+--
 -- Emits (any queue, docs/contract.md §11): the emits of each id that is
 -- acknowledged are appended to the outbox stream (XADD, field "e") in the
 -- same step; those of failed, skipped, interrupted, conflicting or
@@ -264,7 +271,12 @@ if L[3] then
       for _, job in ipairs(jobs) do
         local id = job.id
         local f = fails[id]
-        if skips[id] or ints[id] then
+        if job.cx and (f or skips[id] or ints[id] or (job.sv and cur[id] ~= job.sv)) then
+          -- Cancelled while in flight and not succeeded: disposed of per
+          -- the cancel's mode, neither failed nor restored (a success
+          -- stays one). docs/contract.md §3.11.
+          cold().cancel_dispose(job)
+        elseif skips[id] or ints[id] then
           local hj = nil
           if ints[id] then hj = hold end
           cold().requeue_job(job, job.rc, job.at, job.err, hj, nil)

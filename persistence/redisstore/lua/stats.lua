@@ -5,11 +5,13 @@
 -- ARGV[1] now ("" = Redis TIME; set only by the test seam)
 -- ARGV[2] "1" to count layout 1's keys too (the store is being upgraded)
 --
--- Returns {length, retries, morgue, oldest, busy, processed, failed, now}:
+-- Returns {length, retries, morgue, oldest, busy, processed, failed, now,
+-- cancelled}:
 -- length counts queued ids, retries those with retry_count >= 0, morgue
 -- the morgue's ids, oldest is the earliest due time among queued ids (""
 -- when none), busy the ids in flight, processed and failed the counters,
--- now the time the script read.
+-- now the time the script read, cancelled the ids a cancel disposed of
+-- while in flight (docs/contract.md §3.11).
 --
 -- Cost: O(1), plus the stale entries at the head of the fifo.
 
@@ -55,7 +57,7 @@ local length = redis.call("HLEN", K.jobs)
 local retries = redis.call("ZCARD", K.retries)
 local morgue = redis.call("HLEN", K.morgue)
 local busy = count_of(redis.call("GETRANGE", K.inflight, 0, 63))
-local c = redis.call("HMGET", K.meta, "processed", "failed")
+local c = redis.call("HMGET", K.meta, "processed", "failed", "cancelled")
 local processed, failed = tonumber(c[1] or "0"), tonumber(c[2] or "0")
 
 if ARGV[2] == "1" then
@@ -72,4 +74,4 @@ if ARGV[2] == "1" then
   consider(d1[2])
 end
 
-return {length, retries, morgue, oldest or "", busy, processed, failed, NOW}
+return {length, retries, morgue, oldest or "", busy, processed, failed, NOW, tonumber(c[3] or "0")}
