@@ -29,6 +29,12 @@ var (
 	// ErrStopped is returned by Start on a node that was stopped: a node
 	// runs once.
 	ErrStopped = engine.ErrStopped
+	// ErrCancelled is the cause of a handler's ctx when an operator
+	// cancelled an id of its call (docs/contract.md §3.11): test it with
+	// errors.Is(context.Cause(ctx), orderly.ErrCancelled). The id's
+	// payloads go to the morgue or are dropped, whatever the handler
+	// returns then, unless it returns success.
+	ErrCancelled = persistence.ErrCancelled
 )
 
 // ControlPoll is how often a node reads the queue-wide controls (pause)
