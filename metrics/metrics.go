@@ -22,7 +22,7 @@
 //	orderly_cluster_members{state}             members as this node sees them (alive, draining, dead)
 //	orderly_queue_length{queue}, orderly_queue_fresh, orderly_queue_retries, orderly_queue_morgue_length,
 //	orderly_queue_busy, orderly_queue_lag_seconds, orderly_queue_processed_total, orderly_queue_failed_total,
-//	orderly_queue_paused (1 while paused, docs/contract.md §9)
+//	orderly_queue_paused (1 while paused, docs/contract.md §9), orderly_queue_cancelled_total (§3.11)
 //	                                           the queue as Redis holds it (cluster-wide)
 //	orderly_redis_round_trips_total, orderly_redis_commands_total
 //	                                           what this node's Redis client sent
@@ -242,6 +242,7 @@ var (
 		{qdesc("queue_lag_seconds", "Seconds since the earliest perform_at among queued ids (0 if none is due)."), prometheus.GaugeValue, func(s persistence.QueueStats) float64 { return s.Lag }},
 		{qdesc("queue_processed_total", "Ids acknowledged, cluster-wide, since the queue was created."), prometheus.CounterValue, func(s persistence.QueueStats) float64 { return float64(s.Processed) }},
 		{qdesc("queue_failed_total", "Ids failed, cluster-wide, since the queue was created."), prometheus.CounterValue, func(s persistence.QueueStats) float64 { return float64(s.Failed) }},
+		{qdesc("queue_cancelled_total", "Ids a cancel disposed of while a call held them, cluster-wide."), prometheus.CounterValue, func(s persistence.QueueStats) float64 { return float64(s.Cancelled) }},
 		{qdesc("queue_paused", "1 while the queue is paused cluster-wide (no handler call starts), else 0."), prometheus.GaugeValue, func(s persistence.QueueStats) float64 { return b2f(s.Paused) }},
 	}
 )

@@ -23,6 +23,7 @@ func (s *Server) queueOf(st persistence.QueueStats) apiv1.Queue {
 		Busy:         st.Busy,
 		Processed:    st.Processed,
 		Failed:       st.Failed,
+		Cancelled:    st.Cancelled,
 		Paused:       st.Paused,
 	}
 	if !st.OldestDue.IsZero() {

@@ -32,6 +32,9 @@ type Queue struct {
 	// Processed and Failed count settled ids since the queue was created.
 	Processed int64 `json:"processed"`
 	Failed    int64 `json:"failed"`
+	// Cancelled counts the ids a cancel disposed of while a call held them
+	// (docs/contract.md §3.11).
+	Cancelled int64 `json:"cancelled"`
 	// OldestDue is the earliest perform_at among queued ids; null when
 	// nothing is queued.
 	OldestDue *float64 `json:"oldest_due"`
@@ -77,6 +80,18 @@ type Periodic struct {
 // PeriodicJobs is the answer of GET /api/v1/periodic.
 type PeriodicJobs struct {
 	Periodic []Periodic `json:"periodic"`
+}
+
+// Cancelled is the answer of POST /api/v1/queues/{q}/jobs/{id}/actions/cancel
+// (docs/contract.md §3.11): the mode, the queued payloads moved to the
+// morgue (kill) or dropped (delete), and whether a handler call held the id
+// (its node was told to cancel it; its payloads follow the mode unless the
+// call succeeded).
+type Cancelled struct {
+	Mode     string `json:"mode"`
+	Killed   int    `json:"killed"`
+	Deleted  int    `json:"deleted"`
+	InFlight bool   `json:"in_flight"`
 }
 
 // Paused is the answer of POST /api/v1/queues/{q}/pause and /resume.
