@@ -219,6 +219,10 @@ func (n *Node) StopAndCancel(ctx context.Context) error { return n.eng.StopAndCa
 // so that the others take its shards over. Resume undoes it.
 func (n *Node) Quiet(ctx context.Context) error { return n.eng.Quiet(ctx) }
 
+// IsQuiet reports whether the node is quiet (Quiet was called, Resume not
+// since).
+func (n *Node) IsQuiet() bool { return n.eng.IsQuiet() }
+
 // Resume makes a quiet node serve its shards again; in a cluster it
 // advertises itself as serving, waiting until ctx ends for the broadcast.
 func (n *Node) Resume(ctx context.Context) error { return n.eng.Resume(ctx) }

@@ -262,6 +262,16 @@ type Cluster struct {
 	// in-memory store: nothing survives its stop, and no other node can
 	// share its queues.
 	EmbeddedStore bool `json:"embedded_store,omitempty"`
+	// Quiet reports that the answering node is quiet: it serves no shard
+	// until resumed (POST /api/v1/node/resume).
+	Quiet bool `json:"quiet"`
+}
+
+// NodeQuiet is the answer of POST /api/v1/node/quiet and /resume: the node
+// that served the request and whether it is quiet now.
+type NodeQuiet struct {
+	Node  string `json:"node"`
+	Quiet bool   `json:"quiet"`
 }
 
 // Status is the answer of the probes, GET /healthz and /readyz.
