@@ -37,7 +37,16 @@ func TestCancelAcrossNodes(t *testing.T) {
 		}
 		return webhooktest.Answer{}
 	})
-	opts, nodes := startTrio(t, "cx", nodetest.Options{Redis: "redis://" + srv.Addr() + "/0", Config: ordersConfig(rcv.URL, 4, "3s")}, nil)
+	// The call timeout is far longer than the test's waits: only the
+	// cancel ends the blocked calls.
+	cfg := fmt.Sprintf(`
+queues:
+  - name: orders
+    shards: 4
+    retry: {policy: linear, base: 20ms}
+    handler: {type: http, url: %q, timeout: 120s}
+`, rcv.URL)
+	opts, nodes := startTrio(t, "cx", nodetest.Options{Redis: "redis://" + srv.Addr() + "/0", Config: cfg}, nil)
 	store := directStore(t, srv.Addr())
 
 	var others []string
