@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -16,6 +17,7 @@ var cancelTests = []testCase{
 	{"Rule11_CancelledSuccessStaysSucceeded", testCancelSucceeded, needAdmin},
 	{"Rule11_CancelledBatchPeersGoBack", testCancelPeers, needAdmin},
 	{"Rule11_CancelledRestoreDisposes", testCancelRestore, needAdmin},
+	{"Rule11_CancelNotice", testCancelNotice, needAdmin},
 }
 
 // morgued returns the morgue payloads of id and its error.
@@ -154,4 +156,35 @@ func testCancelRestore(t *testing.T, h Harness) {
 	ps, _ := e.morgued("a")
 	require.Empty(t, ps)
 	require.EqualValues(t, 1, e.stats().Cancelled)
+}
+
+// docs/contract.md §3.11: a cancel of an id in flight sends its queue's
+// subscribers a cancel notice naming the shard and the id (a store whose
+// subscription does not carry them is skipped); one of an id only queued
+// sends none.
+func testCancelNotice(t *testing.T, h Harness) {
+	e := newEnv(t, h, 4)
+	sub, err := e.s.Subscribe(e.ctx, e.queue)
+	require.NoError(t, err)
+	defer sub.Close()
+	cs, ok := sub.(persistence.CancelSubscription)
+	if !ok {
+		t.Skip("the store's subscription carries no cancel notices")
+	}
+	id := "a:b/c"
+	sh := persistence.ShardOf(id, 4)
+	e.enqueue(job(id, "v", 1), job("queued", "w", 1))
+	o := e.own(sh)
+	require.Equal(t, []string{id}, ids(o.next(1).Batch))
+	e.cancel("queued", persistence.CancelKill)
+	require.True(t, e.cancel(id, persistence.CancelKill).InFlight)
+	select {
+	case n := <-cs.Cancels():
+		require.Equal(t, persistence.CancelNotice{ShardRef: persistence.ShardRef{Queue: e.queue, Shard: sh}, ID: id}, n)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no cancel notice within 5s")
+	}
+	require.NoError(t, sub.Close())
+	_, open := <-cs.Cancels()
+	require.False(t, open, "Close closes Cancels")
 }
