@@ -33,8 +33,8 @@ type Queue struct {
 	Processed int64 `json:"processed"`
 	Failed    int64 `json:"failed"`
 	// Cancelled counts the ids a cancel disposed of while a call held them
-	// (docs/contract.md §3.11).
-	Cancelled int64 `json:"cancelled"`
+	// (docs/contract.md §3.11); absent while 0.
+	Cancelled int64 `json:"cancelled,omitempty"`
 	// OldestDue is the earliest perform_at among queued ids; null when
 	// nothing is queued.
 	OldestDue *float64 `json:"oldest_due"`
@@ -263,8 +263,8 @@ type Cluster struct {
 	// share its queues.
 	EmbeddedStore bool `json:"embedded_store,omitempty"`
 	// Quiet reports that the answering node is quiet: it serves no shard
-	// until resumed (POST /api/v1/node/resume).
-	Quiet bool `json:"quiet"`
+	// until resumed (POST /api/v1/node/resume); absent while it serves.
+	Quiet bool `json:"quiet,omitempty"`
 }
 
 // NodeQuiet is the answer of POST /api/v1/node/quiet and /resume: the node
