@@ -46,7 +46,8 @@ func (s *Server) setQuiet(quiet bool) func(http.ResponseWriter, *http.Request) e
 			return err
 		}
 		if err := s.quiet(r.Context(), quiet); err != nil {
-			return err
+			// The node is starting or stopping: try again, or not at all.
+			return &apiError{status: http.StatusServiceUnavailable, msg: "the node cannot change now: " + err.Error()}
 		}
 		ans := apiv1.NodeQuiet{Quiet: quiet}
 		if s.isQuiet != nil {
