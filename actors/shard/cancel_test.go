@@ -21,7 +21,7 @@ func TestCancelStopsTheCallHoldingTheID(t *testing.T) {
 	t.Parallel()
 	store := &fakeStore{jobs: jobs("a", "b", "c", "d")}
 	h := newHarness(t, store)
-	h.prefetch = 4 // one window of four calls, one id each
+	h.prefetch = 4    // one window of four calls, one id each
 	var mu sync.Mutex // guards called, cause
 	var called []string
 	var cause error
