@@ -14,7 +14,8 @@ import (
 
 // POST /api/v1/node/quiet and /resume call the node's Quiet and answer its
 // state, which GET /api/v1/cluster shows too; a server without a node
-// answers 404, and a node that cannot change (stopping) 503.
+// answers 404, a node that cannot change (stopping) 503, and with a token
+// only the full one may call them.
 func TestNodeQuietEndpoints(t *testing.T) {
 	t.Parallel()
 	var quiet atomic.Bool
@@ -47,4 +48,17 @@ func TestNodeQuietEndpoints(t *testing.T) {
 	plain := newEnv(t)
 	a = plain.do("POST", "/api/v1/node/quiet", "")
 	require.Equal(t, http.StatusNotFound, a.status, a.body)
+
+	// With tokens: the full token only.
+	fail.Store(false)
+	locked := newEnv(t, func(c *web.Config) {
+		c.Token, c.ReadToken = "full-token", "read-token"
+		c.Quiet = func(_ context.Context, q bool) error { quiet.Store(q); return nil }
+	})
+	a = locked.do("POST", "/api/v1/node/quiet", "")
+	require.Equal(t, http.StatusUnauthorized, a.status, a.body)
+	a = locked.do("POST", "/api/v1/node/quiet", "", "Authorization", "Bearer read-token")
+	require.Equal(t, http.StatusForbidden, a.status, a.body)
+	a = locked.do("POST", "/api/v1/node/quiet", "", "Authorization", "Bearer full-token")
+	require.Equal(t, http.StatusOK, a.status, a.body)
 }
