@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -142,8 +143,9 @@ func testCancelPeers(t *testing.T, h Harness) {
 	require.EqualValues(t, 1, e.stats().Cancelled)
 }
 
-// docs/contract.md §3.11: a cancelled id whose owner is gone is disposed
-// of when its in-flight record is restored, not put back.
+// docs/contract.md §3.11: a cancelled id whose owner released the shard,
+// or crashed, is disposed of when its in-flight record is restored, not
+// put back.
 func testCancelRestore(t *testing.T, h Harness) {
 	e := newEnv(t, h, 1)
 	e.enqueue(job("a", "x", 1), job("b", "v", 2))
@@ -156,6 +158,34 @@ func testCancelRestore(t *testing.T, h Harness) {
 	ps, _ := e.morgued("a")
 	require.Empty(t, ps)
 	require.EqualValues(t, 1, e.stats().Cancelled)
+	// A new owner's acquire after a crash disposes of a marked id the same
+	// way, and counts only what it puts back.
+	ref := persistence.ShardRef{Queue: e.queue, Shard: 0}
+	crashed, _, err := e.s.AcquireShard(e.ctx, ref, "node-a", time.Second)
+	require.NoError(t, err)
+	e.enqueue(job("c", "w", 3))
+	res, err := e.s.Advance(e.ctx, crashed, persistence.AdvanceRequest{Fetch: 10, NextSeq: 1, MaxRetryCount: 25})
+	require.NoError(t, err)
+	require.Equal(t, []string{"b", "c"}, ids(res.Batch))
+	require.True(t, e.cancel("c", persistence.CancelKill).InFlight)
+	var restored int
+	require.Eventually(t, func() bool {
+		h.Elapse(t, 100*time.Millisecond)
+		_, n, err := e.s.AcquireShard(e.ctx, ref, "node-b", time.Minute)
+		if errors.Is(err, persistence.ErrLeaseHeld) {
+			return false
+		}
+		require.NoError(t, err)
+		restored = n
+		return true
+	}, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, 1, restored, "b alone goes back")
+	require.NotNil(t, e.get("b"))
+	require.Nil(t, e.get("c"))
+	ps, msg := e.morgued("c")
+	require.Equal(t, []string{"w@3"}, ps)
+	require.Equal(t, "cancelled", msg)
+	require.EqualValues(t, 2, e.stats().Cancelled)
 }
 
 // docs/contract.md §3.11: a cancel of an id in flight sends its queue's

@@ -608,15 +608,17 @@ local function cold()
     if not cur then return 0 end
     local h, jobs = decode_batch(cur)
     local hold = hold_of(h)
+    local n = 0
     for _, job in ipairs(jobs) do
       if job.cx then
         cancel_dispose(job)
       else
         requeue_job(job, job.rc, job.at, job.err, hold, nil)
+        n = n + 1
       end
     end
     redis.call("DEL", K.inflight)
-    return #jobs
+    return n
   end
 
   COLD = {
