@@ -29,6 +29,12 @@ var (
 	// ErrStopped is returned by Start on a node that was stopped: a node
 	// runs once.
 	ErrStopped = engine.ErrStopped
+	// ErrCancelled is the cause of a handler's ctx when an operator
+	// cancelled an id of its call (docs/contract.md §3.13): test it with
+	// errors.Is(context.Cause(ctx), orderly.ErrCancelled). The id's
+	// payloads go to the morgue or are dropped, whatever the handler
+	// returns then, unless it returns success.
+	ErrCancelled = persistence.ErrCancelled
 )
 
 // ControlPoll is how often a node reads the queue-wide controls (pause)
@@ -217,6 +223,10 @@ func (n *Node) StopAndCancel(ctx context.Context) error { return n.eng.StopAndCa
 // advertises itself as draining, waiting until ctx ends for the broadcast,
 // so that the others take its shards over. Resume undoes it.
 func (n *Node) Quiet(ctx context.Context) error { return n.eng.Quiet(ctx) }
+
+// IsQuiet reports whether the node is quiet (Quiet was called, Resume not
+// since).
+func (n *Node) IsQuiet() bool { return n.eng.IsQuiet() }
 
 // Resume makes a quiet node serve its shards again; in a cluster it
 // advertises itself as serving, waiting until ctx ends for the broadcast.

@@ -27,6 +27,7 @@
 //	orderly_queue_busy, orderly_queue_lag_seconds, orderly_queue_processed_total, orderly_queue_failed_total,
 //	orderly_queue_snoozed_total, orderly_queue_discarded_total,
 //	orderly_queue_paused (1 while paused, docs/contract.md §9)
+//	orderly_queue_paused (1 while paused, docs/contract.md §9), orderly_queue_cancelled_total (§3.13)
 //	                                           the queue as Redis holds it (cluster-wide)
 //	orderly_redis_round_trips_total, orderly_redis_commands_total
 //	                                           what this node's Redis client sent
@@ -271,6 +272,7 @@ var (
 		{qdesc("queue_failed_total", "Ids failed, cluster-wide, since the queue was created."), prometheus.CounterValue, func(s persistence.QueueStats) float64 { return float64(s.Failed) }},
 		{qdesc("queue_snoozed_total", "Ids their handler snoozed, cluster-wide, since the queue was created."), prometheus.CounterValue, func(s persistence.QueueStats) float64 { return float64(s.Snoozed) }},
 		{qdesc("queue_discarded_total", "Ids their handler discarded, cluster-wide, since the queue was created."), prometheus.CounterValue, func(s persistence.QueueStats) float64 { return float64(s.Discarded) }},
+		{qdesc("queue_cancelled_total", "Ids a cancel disposed of while a call held them, cluster-wide."), prometheus.CounterValue, func(s persistence.QueueStats) float64 { return float64(s.Cancelled) }},
 		{qdesc("queue_paused", "1 while the queue is paused cluster-wide (no handler call starts), else 0."), prometheus.GaugeValue, func(s persistence.QueueStats) float64 { return b2f(s.Paused) }},
 	}
 )

@@ -497,6 +497,10 @@ type QueueStats struct {
 	// discarded them (docs/contract.md §3.11) since the queue was created;
 	// 0 for data written before they existed.
 	Snoozed, Discarded int64
+	// Cancelled counts the ids a cancel disposed of while a call held them
+	// (docs/contract.md §3.13); queued payloads a cancel killed or deleted
+	// are not counted here.
+	Cancelled int64
 	// OldestDue is the earliest perform_at among queued ids (zero if none).
 	OldestDue time.Time
 	// ShardLag is Lag per shard, indexed by shard number (nil from a store

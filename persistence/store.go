@@ -220,6 +220,14 @@ type Admin interface {
 	// job's last error, and reports whether there was a queued entry. An
 	// in-flight batch of the id is not touched (docs/contract.md §3.9).
 	KillJob(ctx context.Context, queue, id string) (bool, error)
+	// CancelJob cancels id (docs/contract.md §3.13): its queued payloads go
+	// to the morgue (CancelKill) or are dropped (CancelDelete) and, when a
+	// handler call holds it, the in-flight record marks it so that its
+	// settle disposes of it the same way unless the call succeeded; then a
+	// CancelNotice tells the node running the call to cancel it. A cancel
+	// of an id neither queued nor in flight changes nothing and reports
+	// so; cancelling again is harmless.
+	CancelJob(ctx context.Context, queue, id string, mode CancelMode) (CancelResult, error)
 	// PerformAllNow makes every queued job of the queue due now.
 	PerformAllNow(ctx context.Context, queue string) (int, error)
 	// KillFailed moves every queued job with retry count >= 0 to the morgue

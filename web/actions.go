@@ -48,6 +48,7 @@ func (s *Server) queueAction(w http.ResponseWriter, r *http.Request) error {
 // makes its queued entry due now, kill {"killed": 1} moves all its queued
 // payloads to the morgue. The id is everything between "jobs/" and the
 // last "/actions/", unescaped, so ids containing '/' work escaped or not.
+// cancel (cancel.go) stops the id everywhere, a call in flight included.
 // A call in flight for the id is not touched: an id with nothing queued
 // is answered 409 when a call holds it, 404 otherwise. The body must be
 // empty or {}.
@@ -56,9 +57,12 @@ func (s *Server) jobAction(w http.ResponseWriter, r *http.Request) error {
 	i := strings.LastIndex(rest, "/actions/")
 	if i < 0 {
 		return &apiError{status: http.StatusNotFound,
-			msg: "not found: the actions of one job are POST /api/v1/queues/{q}/jobs/{id}/actions/{perform_now|kill}"}
+			msg: "not found: the actions of one job are POST /api/v1/queues/{q}/jobs/{id}/actions/{perform_now|kill|cancel}"}
 	}
 	id, name := rest[:i], rest[i+len("/actions/"):]
+	if name == "cancel" {
+		return s.cancelJob(w, r, r.PathValue("q"), id)
+	}
 	var (
 		key, verb string
 		run       func(ctx context.Context, queue, id string) (bool, error)
@@ -70,7 +74,7 @@ func (s *Server) jobAction(w http.ResponseWriter, r *http.Request) error {
 		key, verb, run = "killed", "killed", s.store.KillJob
 	default:
 		return &apiError{status: http.StatusNotFound, field: "action",
-			msg: fmt.Sprintf("unknown job action %q (known: perform_now, kill)", jsonscan.Truncate(name, 64))}
+			msg: fmt.Sprintf("unknown job action %q (known: perform_now, kill, cancel)", jsonscan.Truncate(name, 64))}
 	}
 	if _, err := queryParams(r); err != nil {
 		return err

@@ -17,6 +17,9 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ans := apiv1.Cluster{Members: []apiv1.Member{}, Shards: []apiv1.Shard{}, EmbeddedStore: s.embedded}
+	if s.isQuiet != nil {
+		ans.Quiet = s.isQuiet()
+	}
 	if s.members != nil {
 		ans.Self, ans.Members = s.members(r.Context())
 		for i := range ans.Members {

@@ -13,12 +13,15 @@
 //	DELETE /api/v1/queues/{q}/jobs/{id}                200 {"deleted": 1}
 //	POST   /api/v1/queues/{q}/jobs/{id}/actions/perform_now  200 {"updated": 1}
 //	POST   /api/v1/queues/{q}/jobs/{id}/actions/kill   200 {"killed": 1}
+//	POST   /api/v1/queues/{q}/jobs/{id}/actions/cancel 200 {"mode": "kill", "killed": 2, "deleted": 0, "in_flight": true}
 //	GET    /api/v1/queues/{q}/processing               200 {"batches": [...]}
 //	POST   /api/v1/queues/{q}/actions/perform_all_now  200 {"updated": n}
 //	POST   /api/v1/queues/{q}/actions/kill_failed      200 {"killed": n}
 //	POST   /api/v1/queues/{q}/actions/delete_failed    200 {"deleted": n}
 //	POST   /api/v1/queues/{q}/pause                    200 {"paused": true}
 //	POST   /api/v1/queues/{q}/resume                   200 {"paused": false}
+//	POST   /api/v1/node/quiet                          200 {"node": "n1", "quiet": true}
+//	POST   /api/v1/node/resume                         200 {"node": "n1", "quiet": false}
 //	GET    /api/v1/queues/{q}/morgue?order=id|updated_at&min=&max=&rev=&limit=&cursor=&payloads=
 //	                                                   200 {"entries": [...], "next": "<cursor>"}
 //	POST   /api/v1/queues/{q}/morgue/requeue           200 {"requeued": n}
@@ -220,6 +223,21 @@
 //
 // A call in flight for the id is not touched: when nothing of the id is
 // queued the answer is 409 if a call holds it, 404 otherwise.
+//
+// cancel (docs/contract.md §3.13) stops the id everywhere, a call in
+// flight included: the body is empty, {} or {"mode": "kill"|"delete"};
+// its queued payloads go to the morgue with the error "cancelled" (or are
+// dropped), and the node running a call for it cancels that call; the
+// call's payloads of the id follow unless it succeeded. It answers the
+// mode, the queued payloads killed or deleted and whether a call held the
+// id; 404 when the id is neither queued nor in flight.
+//
+// # Node
+//
+// POST /api/v1/node/quiet and /resume, with an empty body or {}, make the
+// node serving the request quiet (it finishes its batches, releases its
+// shards and serves none) or serve again, as SIGTSTP and SIGCONT do; 404
+// on a server that runs no node, 503 while the node starts or stops.
 //
 // # Morgue
 //

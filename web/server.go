@@ -119,6 +119,12 @@ type Config struct {
 	// serving the API sees the change at once. [Store.SetPaused: every
 	// node sees it within its control poll]
 	SetPaused func(ctx context.Context, queue string, paused bool) error
+	// Quiet makes the node serving the API quiet (true) or resumes it
+	// (false): POST /api/v1/node/quiet and /resume. IsQuiet reports its
+	// state (GET /api/v1/cluster's "quiet"). [none: those endpoints
+	// answer 404]
+	Quiet   func(ctx context.Context, quiet bool) error
+	IsQuiet func() bool
 	// Periodic lists the node's periodic jobs (GET /api/v1/periodic).
 	// [none: an empty list]
 	Periodic func(ctx context.Context) ([]apiv1.Periodic, error)
@@ -211,6 +217,8 @@ type Server struct {
 	history      HistoryReader
 	pause        func(ctx context.Context, queue string, paused bool) error // Config.SetPaused, or nil
 	listPeriodic func(ctx context.Context) ([]apiv1.Periodic, error)        // Config.Periodic, or nil
+	quiet        func(ctx context.Context, quiet bool) error                // Config.Quiet, or nil
+	isQuiet      func() bool                                                // Config.IsQuiet, or nil
 	// enqueueSlots holds a token per enqueue request being decoded and
 	// stored.
 	enqueueSlots chan struct{}
@@ -258,6 +266,8 @@ func New(cfg *Config) (*Server, error) {
 		history:      cfg.History,
 		pause:        cfg.SetPaused,
 		listPeriodic: cfg.Periodic,
+		quiet:        cfg.Quiet,
+		isQuiet:      cfg.IsQuiet,
 		origin:       http.NewCrossOriginProtection(),
 		mux:          http.NewServeMux(),
 		bodyTimeout:  cfg.BodyReadTimeout,
@@ -344,6 +354,8 @@ func (s *Server) routes() {
 	s.handle("POST /api/v1/queues/{q}/jobs/{rest...}", s.jobAction)
 	s.handle("GET /api/v1/queues/{q}/processing", s.processing)
 	s.handle("POST /api/v1/queues/{q}/actions/{action}", s.queueAction)
+	s.handle("POST /api/v1/node/quiet", s.setQuiet(true))
+	s.handle("POST /api/v1/node/resume", s.setQuiet(false))
 	s.handle("POST /api/v1/queues/{q}/pause", s.setPaused(true))
 	s.handle("POST /api/v1/queues/{q}/resume", s.setPaused(false))
 	s.handle("GET /api/v1/periodic", s.periodic)

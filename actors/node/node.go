@@ -91,6 +91,10 @@ type (
 	// Notice wakes the actor of a shard (jobs were enqueued into it).
 	Notice struct{ Ref persistence.ShardRef }
 
+	// Cancel asks the actor of a shard, if this node runs it, to cancel the
+	// handler call holding an id (docs/contract.md §3.13).
+	Cancel struct{ Notice persistence.CancelNotice }
+
 	// Drain stops every shard actor gracefully (each finishes or, at the
 	// deadline, cancels its batch) and, once all stopped, answers Drained
 	// to its sender and calls Done. A later Drain with an earlier Deadline
@@ -263,6 +267,10 @@ func (a *Actor) Receive(c actor.Context) {
 	case Notice:
 		if k := a.kids[m.Ref]; k != nil && !k.draining {
 			c.Send(k.pid, shard.Wake{})
+		}
+	case Cancel:
+		if k := a.kids[m.Notice.ShardRef]; k != nil {
+			c.Send(k.pid, shard.Cancel{ID: m.Notice.ID})
 		}
 	case Controls:
 		a.mem.setControls(m.Paused)

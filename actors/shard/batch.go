@@ -242,6 +242,8 @@ func (a *Actor) onProcessed(c actor.Context, m processed) {
 		a.log.Info("long window ran out of time; the ids not handled go back to the queue", "ids", len(a.cur.Jobs), "skipped", len(m.skipped))
 	case m.paused && len(m.interrupted) == 0:
 		a.log.Info("queue paused; the ids not handled go back to the queue", "ids", len(a.cur.Jobs), "skipped", len(m.skipped))
+	case m.cancelled > 0:
+		a.log.Info("cancelled ids' calls were stopped; the other ids of those calls go back to the queue", "ids", len(a.cur.Jobs), "cancelled", m.cancelled, "interrupted", len(m.interrupted))
 	case len(m.skipped) > 0 || len(m.interrupted) > 0:
 		a.log.Warn("batch cut by shutdown; the ids not handled go back to the queue", "ids", len(a.cur.Jobs), "skipped", len(m.skipped), "interrupted", len(m.interrupted))
 	case m.err != nil:
@@ -264,11 +266,92 @@ func (a *Actor) onProcessed(c actor.Context, m processed) {
 }
 
 // callInfo is the running handler call's start and deadline, written by the
-// handler task before each call and read by the actor's stuck check.
+// handler task before each call and read by the actor's stuck check; and
+// the running call's ids and cancel function with the ids cancelled
+// (docs/contract.md §3.13) during the window, for the actor's Cancel.
 type callInfo struct {
-	mu              sync.Mutex // guards start and deadline
+	mu              sync.Mutex // guards every field
 	start, deadline time.Time
+	ids             []persistence.Job       // the running call's jobs (nil between calls)
+	stop            context.CancelCauseFunc // cancels the running call
+	cancelled       map[string]bool         // ids cancelled during the window
 }
+
+// begin records the call about to run with its cancel function; false
+// when one of its ids was cancelled already (the call must not start).
+func (ci *callInfo) begin(jobs []persistence.Job, stop context.CancelCauseFunc) bool {
+	ci.mu.Lock()
+	defer ci.mu.Unlock()
+	for _, j := range jobs {
+		if ci.cancelled[j.ID] {
+			return false
+		}
+	}
+	ci.ids, ci.stop = jobs, stop
+	return true
+}
+
+// end records that the running call returned; it reports whether the call
+// was cancelled for one of its ids.
+func (ci *callInfo) end() bool {
+	ci.mu.Lock()
+	defer ci.mu.Unlock()
+	hit := false
+	for _, j := range ci.ids {
+		hit = hit || ci.cancelled[j.ID]
+	}
+	ci.ids, ci.stop = nil, nil
+	return hit
+}
+
+// window starts a window: ids cancelled earlier are kept only when the
+// window holds them (a cancel may come before the window starts).
+func (ci *callInfo) window(jobs []persistence.Job) {
+	ci.mu.Lock()
+	defer ci.mu.Unlock()
+	if len(ci.cancelled) == 0 {
+		return
+	}
+	keep := map[string]bool{}
+	for _, j := range jobs {
+		if ci.cancelled[j.ID] {
+			keep[j.ID] = true
+		}
+	}
+	ci.cancelled = keep
+}
+
+// finish ends a window: the ids cancelled are forgotten (the settle that
+// follows disposes of them), so that an id enqueued again later runs.
+func (ci *callInfo) finish() {
+	ci.mu.Lock()
+	defer ci.mu.Unlock()
+	clear(ci.cancelled)
+}
+
+// cancel records id as cancelled and cancels the running call when it
+// holds id; it reports whether it did.
+func (ci *callInfo) cancel(id string) bool {
+	ci.mu.Lock()
+	defer ci.mu.Unlock()
+	if ci.cancelled == nil {
+		ci.cancelled = map[string]bool{}
+	}
+	if len(ci.cancelled) >= maxCancelled {
+		clear(ci.cancelled)
+	}
+	ci.cancelled[id] = true
+	for _, j := range ci.ids {
+		if j.ID == id {
+			ci.stop(persistence.ErrCancelled)
+			return true
+		}
+	}
+	return false
+}
+
+// maxCancelled bounds the ids a shard actor remembers as cancelled.
+const maxCancelled = 1024
 
 func (ci *callInfo) set(start, deadline time.Time) {
 	ci.mu.Lock()

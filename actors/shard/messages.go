@@ -24,6 +24,13 @@ type (
 	// start (a paused queue) or calls may start again.
 	Pause struct{ Paused bool }
 
+	// Cancel asks the actor to cancel the handler call that holds ID
+	// (docs/contract.md §3.13): the call's context ends with the cause
+	// persistence.ErrCancelled, and a call of the window holding ID that
+	// has not started does not start. The store disposes of the id at the
+	// settle.
+	Cancel struct{ ID string }
+
 	// PermitGranted lets the actor run one batch (and keep the permit while
 	// the node lets it continue).
 	PermitGranted struct{}
@@ -120,6 +127,7 @@ type (
 		expired     bool                     // stopped because the lease view ran out before a call
 		paused      bool                     // stopped because the queue was paused before a call
 		late        bool                     // stopped because a long window used its time (timeCalls)
+		cancelled   int                      // calls stopped or not started because an id was cancelled
 		err         error                    // a call's whole-batch error, for logs
 		dur         time.Duration
 	}

@@ -25,6 +25,7 @@ import (
 func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
 	hctx, cancel := context.WithCancelCause(a.base)
 	a.phase, a.handler = phaseRunning, cancel
+	a.call.window(b.Jobs)
 	r := &windowRun{cfg: a.cfg, ctx: hctx, batch: b, first: a.calls, view: a.view, sent: a.sent, running: a.call}
 	// A window longer than Prefetch ids shares the deadline bound of a
 	// window of Prefetch ids (timeCalls calls): its calls past those
@@ -36,6 +37,7 @@ func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
 	a.calls += int64((len(b.Jobs) + a.cfg.BatchSize - 1) / a.cfg.BatchSize)
 	a.task(c, func(context.Context) any {
 		out := r.run()
+		r.running.finish()
 		cancel(nil)
 		return out
 	})
@@ -135,11 +137,31 @@ func (r *windowRun) call(ctxs *callContexts, call *persistence.Batch, n int, out
 	// The call's own context ends when it returns, so that what it left
 	// running sees the call is over; the shared one only carries the
 	// deadline on to the next call.
-	ctx, endCall := context.WithCancel(ctx)
+	ctx, endCall := context.WithCancelCause(ctx)
+	if !r.running.begin(call.Jobs, endCall) {
+		// An id of the call was cancelled before it started
+		// (docs/contract.md §3.13): the call does not run; its ids go back
+		// untouched, and the store disposes of the cancelled one.
+		endCall(nil)
+		out.cancelled++
+		out.skip(call.Jobs)
+		return true
+	}
 	fs, err := r.cfg.Process(ctx, call)
 	timedOut := errors.Is(context.Cause(ctx), ErrCallDeadline)
-	endCall()
+	cancelled := r.running.end() && errors.Is(context.Cause(ctx), persistence.ErrCancelled)
+	endCall(nil)
 	chose := len(call.Snoozes) + len(call.Deaths) + len(call.Discards)
+	if cancelled && (err != nil || len(fs) > 0 || chose > 0) {
+		// Stopped by a cancel of one of its ids: the call's ids are
+		// interrupted (not failed), and the store disposes of the
+		// cancelled one; the window goes on.
+		out.cancelled++
+		for _, j := range call.Jobs {
+			out.interrupted = append(out.interrupted, j.ID)
+		}
+		return true
+	}
 	if r.ctx.Err() != nil && (err != nil || len(fs) > 0 || chose > 0) {
 		// Cancelled while it ran (drain deadline, lease lost): not
 		// handled, not failed; its receiver may still be at work, so the

@@ -299,6 +299,10 @@ func (a *Actor) Receive(c actor.Context) {
 			// so that the node actor knows which shard took it.
 			c.Request(to, PauseApplied{})
 		}
+	case Cancel:
+		if a.call.cancel(m.ID) {
+			a.log.Info("cancelled the handler call holding an id", "id", m.ID)
+		}
 	case PermitGranted:
 		a.onGranted(c)
 	case PermitWait:

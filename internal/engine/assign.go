@@ -96,6 +96,13 @@ func (e *Engine) Quiet(ctx context.Context) error {
 	return nil
 }
 
+// IsQuiet reports whether Quiet was called and Resume not since.
+func (e *Engine) IsQuiet() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.quiet
+}
+
 // Resume makes a quiet node serve its shards again; see
 // orderly.Node.Resume.
 func (e *Engine) Resume(ctx context.Context) error {

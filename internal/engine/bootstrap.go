@@ -91,11 +91,19 @@ func (e *Engine) serve(ctx context.Context, sub persistence.Subscription) bool {
 }
 
 // forward hands the store's notices to the node actor (a controls notice
-// to the control watcher) until the subscription is closed.
+// to the control watcher, a cancel notice from a goroutine of its own)
+// until the subscription is closed.
 func (e *Engine) forward(sub persistence.Subscription) {
 	e.mu.Lock()
 	sys, pid := e.sys, e.nodePID
 	e.mu.Unlock()
+	if cs, ok := sub.(persistence.CancelSubscription); ok {
+		go func() {
+			for n := range cs.Cancels() {
+				sys.Root.Send(pid, node.Cancel{Notice: n})
+			}
+		}()
+	}
 	for ref := range sub.C() {
 		if ref.Shard == persistence.ControlsNotice {
 			e.controls.Refresh()

@@ -341,37 +341,8 @@ func decodeBatch(s string) (batchHeader, []persistence.Job, error) {
 			PerformAt: persistence.FromUnixSeconds(rec.at), RetryCount: rec.rc, Error: rec.err,
 		})
 	}
-	if !r.done() {
-		// A batch of a stateful queue ends with "s" and the state version
-		// handed out with each job (docs/storage.md section 3).
-		// Then, when a timer brought some of its jobs, "t" and a flag
-		// per job.
-		tag, err := r.next()
-		if err != nil || tag != "s" {
-			return h, nil, fmt.Errorf("%w: %d trailing bytes", errCorrupt, len(s)-r.pos)
-		}
-		for i := range jobs {
-			v, err := r.int()
-			if err != nil || v < 0 {
-				return h, nil, errCorrupt
-			}
-			jobs[i].State = &persistence.State{Version: v}
-		}
-		if !r.done() {
-			if tag, err := r.next(); err != nil || tag != "t" {
-				return h, nil, fmt.Errorf("%w: %d trailing bytes", errCorrupt, len(s)-r.pos)
-			}
-			for i := range jobs {
-				f, err := r.next()
-				if err != nil {
-					return h, nil, err
-				}
-				jobs[i].Timer = f == "1"
-			}
-		}
-		if !r.done() {
-			return h, nil, fmt.Errorf("%w: %d trailing bytes", errCorrupt, len(s)-r.pos)
-		}
+	if err := decodeBatchSections(r, jobs); err != nil {
+		return h, nil, fmt.Errorf("%w: %d trailing bytes", err, len(s)-r.pos)
 	}
 	for i := range jobs {
 		if len(jobs[i].Payloads) == 0 {
@@ -429,4 +400,41 @@ func splitToken(token string) (epoch int64, owner string, ok bool) {
 // same float64.
 func formatFloat(f float64) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+// decodeBatchSections reads what follows a batch's jobs: on a stateful
+// queue "s" and the state version handed out with each job, then, when a
+// timer brought some of its jobs, "t" and a flag per job (docs/storage.md
+// section 3); last, when an id was cancelled while in flight, "c" and a
+// mode per job (docs/contract.md §3.13), which only the scripts act on.
+func decodeBatchSections(r *fieldReader, jobs []persistence.Job) error {
+	for !r.done() {
+		tag, err := r.next()
+		if err != nil {
+			return errCorrupt
+		}
+		switch tag {
+		case "s":
+			for i := range jobs {
+				v, err := r.int()
+				if err != nil || v < 0 {
+					return errCorrupt
+				}
+				jobs[i].State = &persistence.State{Version: v}
+			}
+		case "t", "c":
+			for i := range jobs {
+				f, err := r.next()
+				if err != nil {
+					return errCorrupt
+				}
+				if tag == "t" {
+					jobs[i].Timer = f == "1"
+				}
+			}
+		default:
+			return errCorrupt
+		}
+	}
+	return nil
 }

@@ -277,3 +277,56 @@ func (s *Store) eachShard(ctx context.Context, queue, what string, sc *script, a
 	}
 	return total, nil
 }
+
+// CancelJob implements persistence.Admin (action.lua's cancel): the queued
+// payloads are killed or deleted over bounded calls, all stamped with the
+// first call's time; the in-flight record is marked and the notice sent by
+// the call that finishes them.
+func (s *Store) CancelJob(ctx context.Context, queue, id string, mode persistence.CancelMode) (persistence.CancelResult, error) {
+	var out persistence.CancelResult
+	m := "k"
+	switch mode {
+	case persistence.CancelKill, "":
+	case persistence.CancelDelete:
+		m = "d"
+	default:
+		return out, &persistence.FieldError{Field: "mode", Index: -1, Reason: fmt.Sprintf("unknown cancel mode %q", mode)}
+	}
+	shards, err := s.shardsOf(ctx, queue)
+	if err != nil {
+		return out, err
+	}
+	if err := persistence.ValidateID(id, -1); err != nil {
+		return out, err
+	}
+	sh := persistence.ShardOf(id, shards)
+	if err := s.catchUpIDs(ctx, persistence.ShardRef{Queue: queue, Shard: sh}, v1Queued, []string{id}); err != nil {
+		return out, fmt.Errorf("redisstore: cancel %s/%s: %w", queue, id, err)
+	}
+	sk := s.keys.shard(queue, sh)
+	now := s.now()
+	for {
+		res, err := run(ctx, s.rdb, scriptAction, sk.keys, now, "cancel", id,
+			s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh), strconv.Itoa(movePayloads), m).Slice()
+		if err != nil {
+			return out, fmt.Errorf("redisstore: cancel %s/%s: %w", queue, id, err)
+		}
+		if len(res) < 7 {
+			return out, fmt.Errorf("redisstore: cancel %s/%s: unexpected reply", queue, id)
+		}
+		seen, _ := res[1].(int64)
+		partial, _ := res[2].(int64)
+		now, _ = res[4].(string)
+		moved, _ := res[5].(int64)
+		marked, _ := res[6].(int64)
+		out.Queued = out.Queued || seen > 0
+		out.Payloads += int(moved)
+		out.InFlight = out.InFlight || marked > 0
+		if partial == 0 {
+			return out, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return out, fmt.Errorf("redisstore: cancel %s/%s: %w", queue, id, err)
+		}
+	}
+}

@@ -14,10 +14,12 @@ import (
 //	P:feeds      HASH   stateful queue name -> feed_max_len ("0": no feed)
 //	P:layout     STRING the layout version ("2")
 //	P:store_id   STRING the store's identity (random, created once)
-//	P:notify:q   channel: enqueue notices (message: shard number) and
-//	             controls notices (message: "ctl"), ordinary pub/sub
+//	P:notify:q   channel: enqueue notices (message: shard number),
+//	             controls notices (message: "ctl") and cancel notices
+//	             ("cx:<shard>:<id>"), ordinary pub/sub
 //	P:T:2:notify shard channel (sharded pub/sub, Redis Cluster >= 7):
-//	             the shard's enqueue notices (message: shard number)
+//	             the shard's enqueue notices (message: shard number) and
+//	             cancel notices ("cx:<shard>:<id>")
 //	P:{q}:2:notify shard channel (sharded pub/sub, Redis Cluster >= 7):
 //	             the queue's controls notices (message: "ctl")
 //	P:{q}:2:ctl  HASH   queue-wide controls: paused

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +24,13 @@ const subscriptionBuffer = 1024
 // controls (persistence.ControlsNotice); enqueue notices carry a shard
 // number. Nodes of earlier releases skip it as a message they cannot read.
 const controlsMessage = "ctl"
+
+// cancelPrefix starts a cancel notice: "cx:<shard>:<id>" (action.lua's
+// cancel). Nodes of earlier releases skip it as a message they cannot read.
+const cancelPrefix = "cx:"
+
+// cancelBuffer is how many cancel notices wait for a slow receiver.
+const cancelBuffer = 256
 
 // Timings of a shard channel's subscription (sharded pub/sub only).
 const (
@@ -89,6 +97,7 @@ func (s *Store) Subscribe(ctx context.Context, queues ...string) (persistence.Su
 			return n
 		},
 		c:    make(chan persistence.ShardRef, subscriptionBuffer),
+		cx:   make(chan persistence.CancelNotice, cancelBuffer),
 		done: make(chan struct{}),
 		live: map[*redis.PubSub]struct{}{},
 	}
@@ -124,6 +133,7 @@ type subscription struct {
 	channels []string               // the ordinary channels
 	shards   func(queue string) int // a queue's shard count (0: unknown)
 	c        chan persistence.ShardRef
+	cx       chan persistence.CancelNotice
 	done     chan struct{}
 	once     sync.Once
 	wg       sync.WaitGroup // the forwarding goroutine and the shard followers
@@ -228,6 +238,10 @@ func (s *subscription) wake(channel string) {
 func (s *subscription) deliver(channel, payload string) {
 	q, ok := s.keys.queueOfChannel(channel)
 	if !ok {
+		return
+	}
+	if rest, ok := strings.CutPrefix(payload, cancelPrefix); ok {
+		s.deliverCancel(q, rest)
 		return
 	}
 	sh, err := strconv.Atoi(payload)
@@ -433,6 +447,25 @@ func (m *shardSubs) read(g *shardGroup) {
 
 func (s *subscription) C() <-chan persistence.ShardRef { return s.c }
 
+// Cancels implements persistence.CancelSubscription.
+func (s *subscription) Cancels() <-chan persistence.CancelNotice { return s.cx }
+
+// deliverCancel hands a cancel notice ("<shard>:<id>" after the prefix) to
+// the receiver, or drops it when the receiver is busy or the subscription
+// closed.
+func (s *subscription) deliverCancel(queue, rest string) {
+	num, id, ok := strings.Cut(rest, ":")
+	sh, err := strconv.Atoi(num)
+	if !ok || err != nil || sh < 0 || id == "" {
+		return
+	}
+	select {
+	case <-s.done:
+	case s.cx <- persistence.CancelNotice{ShardRef: persistence.ShardRef{Queue: queue, Shard: sh}, ID: id}:
+	default: // receiver busy: the settle disposes of the id all the same
+	}
+}
+
 // track registers a shard group's subscription so that Close ends it; it
 // closes it at once when the subscription is closed already.
 func (s *subscription) track(p *redis.PubSub) {
@@ -475,6 +508,7 @@ func (s *subscription) Close() error {
 		err = s.closeAll()
 		s.wg.Wait()
 		close(s.c)
+		close(s.cx)
 	})
 	return err
 }

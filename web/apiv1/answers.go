@@ -40,6 +40,9 @@ type Queue struct {
 	// discarded them (docs/contract.md §3.11) since the queue was created.
 	Snoozed   int64 `json:"snoozed"`
 	Discarded int64 `json:"discarded"`
+	// Cancelled counts the ids a cancel disposed of while a call held them
+	// (docs/contract.md §3.13); absent while 0.
+	Cancelled int64 `json:"cancelled,omitempty"`
 	// OldestDue is the earliest perform_at among queued ids; null when
 	// nothing is queued.
 	OldestDue *float64 `json:"oldest_due"`
@@ -85,6 +88,18 @@ type Periodic struct {
 // PeriodicJobs is the answer of GET /api/v1/periodic.
 type PeriodicJobs struct {
 	Periodic []Periodic `json:"periodic"`
+}
+
+// Cancelled is the answer of POST /api/v1/queues/{q}/jobs/{id}/actions/cancel
+// (docs/contract.md §3.13): the mode, the queued payloads moved to the
+// morgue (kill) or dropped (delete), and whether a handler call held the id
+// (its node was told to cancel it; its payloads follow the mode unless the
+// call succeeded).
+type Cancelled struct {
+	Mode     string `json:"mode"`
+	Killed   int    `json:"killed"`
+	Deleted  int    `json:"deleted"`
+	InFlight bool   `json:"in_flight"`
 }
 
 // Paused is the answer of POST /api/v1/queues/{q}/pause and /resume.
@@ -255,6 +270,16 @@ type Cluster struct {
 	// in-memory store: nothing survives its stop, and no other node can
 	// share its queues.
 	EmbeddedStore bool `json:"embedded_store,omitempty"`
+	// Quiet reports that the answering node is quiet: it serves no shard
+	// until resumed (POST /api/v1/node/resume); absent while it serves.
+	Quiet bool `json:"quiet,omitempty"`
+}
+
+// NodeQuiet is the answer of POST /api/v1/node/quiet and /resume: the node
+// that served the request and whether it is quiet now.
+type NodeQuiet struct {
+	Node  string `json:"node"`
+	Quiet bool   `json:"quiet"`
 }
 
 // Status is the answer of the probes, GET /healthz and /readyz.

@@ -26,20 +26,23 @@ var jobsHelp = help{
 		"orderly jobs delete      --queue Q ID [flags]",
 		"orderly jobs perform-now --queue Q ID [flags]",
 		"orderly jobs kill        --queue Q ID [flags]",
+		"orderly jobs cancel      Q ID [--delete] [flags]",
 	},
 	Text: `Lists the queued jobs of a queue, looks one id up, or acts on one id's
 queued entry: delete it, make it due now (perform-now), or move all its
-queued payloads to the morgue (kill). A call in flight for the id is never
-touched. Run "orderly jobs <command> --help" for a command's flags.`,
+queued payloads to the morgue (kill); those never touch a call in flight
+for the id. cancel stops the id everywhere, a call in flight included
+(docs/contract.md §3.13). Run "orderly jobs <command> --help" for a
+command's flags.`,
 }
 
 // jobsCommands are the commands of orderly jobs.
-var jobsCommands = []string{"list", "get", "delete", "perform-now", "kill"}
+var jobsCommands = []string{"list", "get", "delete", "perform-now", "kill", "cancel"}
 
-// jobs dispatches "orderly jobs list|get|delete|perform-now|kill".
+// jobs dispatches "orderly jobs list|get|delete|perform-now|kill|cancel".
 func jobs(e *env, args []string) int {
 	if len(args) == 0 {
-		return e.report("jobs", &usageError{msg: "missing command: list, get, delete, perform-now or kill (see orderly jobs --help)"}, ExitUsage)
+		return e.report("jobs", &usageError{msg: "missing command: list, get, delete, perform-now, kill or cancel (see orderly jobs --help)"}, ExitUsage)
 	}
 	switch args[0] {
 	case "list":
@@ -48,6 +51,8 @@ func jobs(e *env, args []string) int {
 		return jobsGet(e, args[1:])
 	case "delete", "perform-now", "kill":
 		return jobsAction(e, args[0], args[1:])
+	case "cancel":
+		return jobsCancel(e, args[1:])
 	case "-h", "-help", "--help", "help":
 		usage.Write(e.stdout, jobsHelp, nil)
 		return ExitOK

@@ -251,6 +251,8 @@ func (p *process) newAPI() error {
 		BasePath:        n.HTTPBasePath,
 		Periodic:        p.periodic,
 		SetPaused:       p.setPaused,
+		Quiet:           p.setQuiet,
+		IsQuiet:         p.isQuiet,
 		Members:         p.members,
 	})
 	if err != nil {
@@ -315,6 +317,18 @@ func (p *process) setPaused(ctx context.Context, queue string, paused bool) erro
 	}
 	return p.node.ResumeQueue(ctx, queue)
 }
+
+// setQuiet makes the node quiet or resumes it (POST /api/v1/node/quiet,
+// /resume), as SIGTSTP and SIGCONT do.
+func (p *process) setQuiet(ctx context.Context, quiet bool) error {
+	if quiet {
+		return p.node.Quiet(ctx)
+	}
+	return p.node.Resume(ctx)
+}
+
+// isQuiet reports whether the node is quiet.
+func (p *process) isQuiet() bool { return p.node.IsQuiet() }
 
 // members returns this node's name and the cluster's members as it sees
 // them, for the HTTP API.

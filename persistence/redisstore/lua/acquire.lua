@@ -24,7 +24,9 @@
 -- "<epoch>/<owner>/<nonce>".
 --
 -- Restored ids wait for the deadline bound of their calls (lib/cold.lua
--- hold_of) before they are fetched again. A dead report the previous owner
+-- hold_of) before they are fetched again; an id a cancel marked is
+-- disposed of instead (lib/cold.lua cancel_dispose, docs/contract.md
+-- §3.13) and not counted as restored. A dead report the previous owner
 -- may never have seen (its reply lost) is handed to the new owner: its
 -- first Advance reports it (lib/batch.lua carry_outcome).
 --

@@ -7,13 +7,14 @@
 -- ARGV[1] now ("" = Redis TIME; the client passes the first call's time to
 --         the next calls of one action)
 -- ARGV[2] action: "perform_now", "kill_failed", "delete_failed", or one
---         id's: "delete", "perform_now_id" or "kill_id"
+--         id's: "delete", "perform_now_id", "kill_id" or "cancel"
 -- ARGV[3] limit (ids per call), or for the actions of one id the id
 -- ARGV[4] notification channel (lib/notify.lua: the queue's channel, or the
 --         shard's shard channel under sharded pub/sub)
 -- ARGV[5] shard number (the notification message)
 -- ARGV[6] most payloads of one id moved or deleted per call
--- ARGV[7] perform_now: how many held entries earlier calls passed over
+-- ARGV[7] perform_now: how many held entries earlier calls passed over;
+--         cancel: the mode, "k" (to the morgue) or "d" (dropped)
 --
 -- perform_now sets perform_at = now for up to limit queued jobs due later;
 -- an id held by a restored call's deadline keeps waiting for it.
@@ -25,6 +26,16 @@
 -- up to ARGV[6] of its queued payloads per call to the morgue, with its
 -- last error ("killed" for a job that never failed). Neither touches an
 -- in-flight batch of the id (docs/contract.md §3.9).
+--
+-- cancel (docs/contract.md §3.13) does what kill_id ("k", with the error
+-- "cancelled") or delete ("d") does to the queued entry of the id (ARGV[3])
+-- and, when the id is in the
+-- shard's in-flight record, marks it there as cancelled with the mode
+-- (cold.lua's cancel_mark: the settle or a restore disposes of it) and,
+-- once nothing is left queued, publishes "cx:<shard>:<id>" on ARGV[4] so
+-- that the node running the call cancels it. It returns two more values:
+-- the payloads killed or deleted by this call, and 1 when the id was
+-- marked in flight.
 --
 -- Returns {done, seen, partial, held, now}: done counts ids changed
 -- completely, seen the ids looked at, partial the ids left with payloads
@@ -80,6 +91,36 @@ if action == "kill_id" then
   end
   unlink(id, r)
   return {1, 1, 0, 0, NOW}
+end
+
+if action == "cancel" then
+  local id, mode = ARGV[3], ARGV[7]
+  local seen, done, partial, moved, marked = 0, 0, 0, 0, 0
+  local r = load(id)
+  if r then
+    seen = 1
+    local left
+    if mode == "k" then
+      local got = take_payloads("q", id, r, maxp)
+      morgue_put(id, got, "cancelled", NOW)
+      moved, left = #got, #r.ps + r.ovn
+    else
+      local before = #r.ps + r.ovn
+      left = drop_overflow("q", id, r, maxp)
+      if left > 0 then moved = before - #r.ps - left else moved = before end
+    end
+    if left > 0 then
+      store(id, r, r.rc)
+      partial = 1
+    else
+      unlink(id, r)
+      done = 1
+    end
+  end
+  local cur = redis.call("GET", K.inflight)
+  if cur and C.cancel_mark(cur, id, mode) then marked = 1 end
+  if marked == 1 and partial == 0 then notify(ARGV[4], "cx:" .. ARGV[5] .. ":" .. id) end
+  return {done, seen, partial, 0, NOW, moved, marked}
 end
 
 local limit = tonumber(ARGV[3])

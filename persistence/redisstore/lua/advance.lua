@@ -58,6 +58,13 @@
 --      brought a snoozed id fires again at its due time, one that brought
 --      a dead or discarded id is dropped.
 --
+-- Cancel (docs/contract.md §3.13): an id the in-flight record marks as
+-- cancelled (its "c" section, written by action.lua's cancel) that did not
+-- succeed (failed, skipped, interrupted or conflicting) goes to the morgue
+-- with the error "cancelled", or is dropped, per the mark, and counts in
+-- meta's "cancelled"; one that succeeded settles as a success. The mark
+-- goes with the in-flight record.
+--
 -- Emits (any queue, docs/contract.md §11): the emits of each id that is
 -- acknowledged are appended to the outbox stream (XADD, field "e") in the
 -- same step; those of failed, skipped, interrupted, conflicting or
@@ -300,7 +307,14 @@ if L[3] then
       for _, job in ipairs(jobs) do
         local id = job.id
         local f = fails[id]
-        if skips[id] or ints[id] then
+        if job.cx and (f or skips[id] or ints[id] or snoozes[id] or deaths[id] or discards[id]
+            or (job.sv and cur[id] ~= job.sv)) then
+          -- Cancelled while in flight and not succeeded (an outcome the
+          -- handler chose is not a success either): disposed of per the
+          -- cancel's mode, neither failed nor restored (a success stays
+          -- one). docs/contract.md §3.13.
+          cold().cancel_dispose(job)
+        elseif skips[id] or ints[id] then
           local hj = nil
           if ints[id] then hj = hold end
           cold().requeue_job(job, job.rc, job.at, job.err, hj, nil)

@@ -1,6 +1,7 @@
 -- release.lua: give a shard's lease up. An unsettled in-flight record is
 -- restored into the queue first (its ids wait for their calls' deadline
--- bound), so the next owner starts from a clean shard. The fence in layout
+-- bound; an id a cancel marked is disposed of instead, docs/contract.md
+-- §3.13), so the next owner starts from a clean shard. The fence in layout
 -- 1's lease key stays.
 -- lib: keys clock notify lease cold
 --

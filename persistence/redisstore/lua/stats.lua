@@ -6,12 +6,13 @@
 -- ARGV[2] "1" to count layout 1's keys too (the store is being upgraded)
 --
 -- Returns {length, retries, morgue, oldest, busy, processed, failed, now,
--- snoozed, discarded}:
+-- snoozed, discarded, cancelled}:
 -- length counts queued ids, retries those with retry_count >= 0, morgue
 -- the morgue's ids, oldest is the earliest due time among queued ids (""
 -- when none), busy the ids in flight, processed and failed the counters,
 -- now the time the script read, snoozed and discarded the counters of the
--- outcomes handlers chose (docs/contract.md §3.11; 0 when never counted).
+-- outcomes handlers chose (docs/contract.md §3.11; 0 when never counted),
+-- cancelled the ids a cancel disposed of while in flight (§3.13).
 --
 -- Cost: O(1), plus the stale entries at the head of the fifo.
 
@@ -57,7 +58,7 @@ local length = redis.call("HLEN", K.jobs)
 local retries = redis.call("ZCARD", K.retries)
 local morgue = redis.call("HLEN", K.morgue)
 local busy = count_of(redis.call("GETRANGE", K.inflight, 0, 63))
-local c = redis.call("HMGET", K.meta, "processed", "failed", "snoozed", "discarded")
+local c = redis.call("HMGET", K.meta, "processed", "failed", "snoozed", "discarded", "cancelled")
 local processed, failed = tonumber(c[1] or "0"), tonumber(c[2] or "0")
 
 if ARGV[2] == "1" then
@@ -75,4 +76,4 @@ if ARGV[2] == "1" then
 end
 
 return {length, retries, morgue, oldest or "", busy, processed, failed, NOW,
-  tonumber(c[3] or "0"), tonumber(c[4] or "0")}
+  tonumber(c[3] or "0"), tonumber(c[4] or "0"), tonumber(c[5] or "0")}

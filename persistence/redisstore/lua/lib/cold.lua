@@ -488,7 +488,10 @@ local function cold()
   -- (job.sv; nil in a batch without it, such as one written before stateful
   -- queues existed), then, when a timer brought some of its ids, the field
   -- "t" and per job "1" (job.tm: its timer fired) or "". A job without
-  -- payloads is one that only its timer brought.
+  -- payloads is one that only its timer brought. A batch with an id
+  -- cancelled while in flight (cancel_mark) ends with the field "c" and per
+  -- job "k" (kill), "d" (delete) or "" (job.cx; h.cstart is where the
+  -- section starts). Earlier releases stop reading at the unknown tag.
   local function decode_batch(s)
     local h, pos = decode_header(s)
     local jobs = {}
@@ -500,9 +503,16 @@ local function cold()
       jobs[j] = {id = id, rc = r.rc, at = r.at, err = r.err, ps = r.ps}
     end
     while pos <= #s do
-      local tag
+      local tag, at = nil, pos
       tag, pos = rdf(s, pos)
-      if tag == "s" then
+      if tag == "c" then
+        h.cstart = at
+        local f
+        for j = 1, h.n do
+          f, pos = rdf(s, pos)
+          if f ~= "" then jobs[j].cx = f end
+        end
+      elseif tag == "s" then
         for j = 1, h.n do jobs[j].sv, pos = rdf(s, pos) end
       elseif tag == "t" then
         local f
@@ -545,19 +555,6 @@ local function cold()
     end
   end
 
-  -- restore_inflight puts the in-flight batch back into the queue
-  -- (docs/contract.md §3.7) and returns how many ids it restored.
-  local function restore_inflight(cur)
-    if not cur then return 0 end
-    local h, jobs = decode_batch(cur)
-    local hold = hold_of(h)
-    for _, job in ipairs(jobs) do
-      requeue_job(job, job.rc, job.at, job.err, hold, nil)
-    end
-    redis.call("DEL", K.inflight)
-    return #jobs
-  end
-
   -- ---------------------------------------------------------------- morgue
 
   -- morgue_put merges payloads into the morgue entry of id (the lower score
@@ -572,6 +569,56 @@ local function cold()
     end
     redis.call("HSET", K.morgue, id, rec_encode(m))
     redis.call("ZADD", K.mat, m.at, id)
+  end
+
+  -- cancel_mark marks id of the in-flight batch cur as cancelled with mode
+  -- ("k" or "d"): the settle, or a restore, disposes of its payloads
+  -- instead of putting them back (docs/contract.md §3.13). It returns
+  -- false when id is not in the batch.
+  local function cancel_mark(cur, id, mode)
+    local h, jobs = decode_batch(cur)
+    local flags, found = {fld("c")}, false
+    for j, job in ipairs(jobs) do
+      local f = job.cx or ""
+      if job.id == id then
+        f, found = mode, true
+      end
+      flags[j + 1] = fld(f)
+    end
+    if not found then return false end
+    local head = cur
+    if h.cstart then head = string.sub(cur, 1, h.cstart - 1) end
+    redis.call("SET", K.inflight, head .. table.concat(flags))
+    return true
+  end
+
+  -- cancel_dispose disposes of a cancelled job of a batch (job.cx): its
+  -- payloads go to the morgue with the error "cancelled" ("k") or are
+  -- dropped ("d"), a timer that brought it is not set again, and the
+  -- shard's "cancelled" counter counts it.
+  local function cancel_dispose(job)
+    if job.cx == "k" and #job.ps > 0 then morgue_put(job.id, job.ps, "cancelled", NOW) end
+    redis.call("HINCRBY", K.meta, "cancelled", 1)
+  end
+
+  -- restore_inflight puts the in-flight batch back into the queue
+  -- (docs/contract.md §3.7), a cancelled id excepted (cancel_dispose), and
+  -- returns how many ids it restored.
+  local function restore_inflight(cur)
+    if not cur then return 0 end
+    local h, jobs = decode_batch(cur)
+    local hold = hold_of(h)
+    local n = 0
+    for _, job in ipairs(jobs) do
+      if job.cx then
+        cancel_dispose(job)
+      else
+        requeue_job(job, job.rc, job.at, job.err, hold, nil)
+        n = n + 1
+      end
+    end
+    redis.call("DEL", K.inflight)
+    return n
   end
 
   COLD = {
@@ -608,6 +655,8 @@ local function cold()
     requeue_job = requeue_job,
     hold_queued = hold_queued,
     morgue_put = morgue_put,
+    cancel_mark = cancel_mark,
+    cancel_dispose = cancel_dispose,
   }
   return COLD
 end

@@ -7,7 +7,9 @@ import {h, mount} from './dom.js';
 import {api} from './api.js';
 import {localTime, looksLikeTime, num, plural} from './format.js';
 import {setSelf} from './live.js';
-import {clearBanner, emptyState, every, loading, queueHref, reportError} from './components.js';
+import {
+  button, clearBanner, confirmDialog, emptyState, every, loading, queueHref, reportError, toast,
+} from './components.js';
 
 const STATES = ['alive', 'draining', 'dead', 'foreign'];
 const PALETTE_SIZE = 10; // owner colours o0..o9 in the stylesheet
@@ -59,9 +61,10 @@ export function render(root, {signal}) {
   const members = h('div', {class: 'panel-body flush'}, loading('Loading members…'));
   const map = h('div', {class: 'shardmaps'});
   const memberCount = h('span', {class: 'muted'});
+  const nodeCtl = h('div', {class: 'node-ctl'});
   mount(root,
     h('div', {class: 'page-head'}, h('div', {class: 'page-title'}, h('h1', null, 'Cluster'),
-      h('span', {class: 'muted'}, 'Members and shard leases, live'))),
+      h('span', {class: 'muted'}, 'Members and shard leases, live')), nodeCtl),
     summary,
     h('section', {class: 'panel'}, h('div', {class: 'panel-head'}, h('h2', null, 'Members'), memberCount), members),
     h('section', {class: 'panel'},
@@ -70,7 +73,7 @@ export function render(root, {signal}) {
       h('div', {class: 'panel-body'}, map)));
 
   let last = '';
-  every(2000, async () => {
+  const load = async () => {
     try {
       const c = await api.cluster({signal});
       clearBanner('cluster');
@@ -82,10 +85,40 @@ export function render(root, {signal}) {
     } catch (e) {
       if (!signal.aborted) reportError('cluster', 'Could not load the cluster.', e);
     }
-  }, signal);
+  };
+  every(2000, load, signal);
   signal.addEventListener('abort', () => clearBanner('cluster'));
 
+  // quietControl shows whether the node answering the dashboard is quiet,
+  // with the button that quiets or resumes it (POST /api/v1/node/quiet,
+  // /resume; docs/operations.md).
+  function quietControl(c) {
+    if (!c.self) return mount(nodeCtl);
+    const quiet = Boolean(c.quiet);
+    mount(nodeCtl,
+      h('span', {class: ['chip', quiet ? 'state-draining' : 'state-alive'], id: 'node-state'}, quiet ? `${c.self}: quiet` : `${c.self}: serving`),
+      button(quiet ? 'Resume this node' : 'Quiet this node', {icon: quiet ? 'play' : 'pause', small: true, id: 'node-quiet', write: true,
+        onclick: async () => {
+          if (!quiet) {
+            const ok = await confirmDialog({title: `Quiet ${c.self}?`, message: [h('p', null,
+              'It finishes its running batches and releases its shards to the other nodes, and serves none until resumed. It keeps answering this dashboard.')],
+            confirm: 'Quiet', danger: true});
+            if (!ok) return;
+          }
+          try {
+            const r = await api.nodeQuiet(!quiet);
+            toast(r.quiet ? `${r.node} is quiet` : `${r.node} resumed`);
+            clearBanner('action');
+          } catch (e) {
+            reportError('action', quiet ? 'Resume failed.' : 'Quiet failed.', e);
+          }
+          last = '';
+          load();
+        }}));
+  }
+
   function draw(c) {
+    quietControl(c);
     const colours = ownerColours(c.members, c.shards);
     const held = new Map();
     for (const s of c.shards) if (s.owner) held.set(s.owner, (held.get(s.owner) || 0) + 1);

@@ -254,6 +254,35 @@ function jobActionButtons(q, j, reload) {
     }}));
 }
 
+/**
+ * cancelButton cancels the job everywhere (docs/contract.md §3.13): its
+ * queued payloads and, when a call holds it, that call, whichever node runs
+ * it. The dialog offers to drop the payloads instead of killing them.
+ */
+function cancelButton(q, j, reload) {
+  if (!j.queued && !j.in_flight) return null;
+  if (isDotId(j.id)) return button('Cancel job', {icon: 'close', small: true, disabled: true, title: DOT_ID_NOTE, write: true});
+  return button('Cancel job', {icon: 'close', small: true, id: 'cancel-job', write: true, onclick: async () => {
+    const drop = h('input', {type: 'checkbox', id: 'cancel-delete'});
+    const ok = await confirmDialog({title: 'Cancel this job?', message: [
+      h('p', null, 'Its queued payloads go to the morgue with the error "cancelled", and a handler call in flight for it is stopped on whichever node runs it; the payloads of that call follow unless it already succeeded.'),
+      h('p', null, h('label', {class: 'check'}, drop, ' Drop the payloads instead of moving them to the morgue')),
+      j.in_flight ? h('p', {class: 'modal-note'}, 'Other ids of the same call go back to the queue.') : null],
+    confirm: 'Cancel job', danger: true});
+    if (!ok) return;
+    try {
+      const r = await api.cancelJob(q, j.id, drop.checked ? 'delete' : 'kill');
+      const n = drop.checked ? r.deleted : r.killed;
+      toast(`Cancelled job ${j.id}: ${plural(n, 'queued payload')} ${drop.checked ? 'dropped' : 'to the morgue'}${r.in_flight ? ', call in flight stopped' : ''}`);
+      clearBanner('action');
+    } catch (e) {
+      reportError('action', 'Cancel failed.', e);
+    }
+    refreshLive();
+    reload();
+  }});
+}
+
 function jobDetail(q, j, reload) {
   const del = j.queued && isDotId(j.id)
     ? button('Delete queued entry', {icon: 'trash', kind: 'danger-outline', small: true, disabled: true, title: DOT_ID_NOTE, write: true})
@@ -272,6 +301,7 @@ function jobDetail(q, j, reload) {
         j.in_flight ? h('span', {class: 'badge inflight'}, 'in flight') : null,
         button('Refresh', {icon: 'refresh', small: true, onclick: reload}),
         jobActionButtons(q, j, reload),
+        cancelButton(q, j, reload),
         del)),
     statePanel(j),
     h('div', {class: 'detail-cols'},
