@@ -142,8 +142,13 @@ type MorgueEntry struct {
 	ID           string
 	Payloads     []Payload
 	PayloadCount int
-	UpdatedAt    time.Time
-	Error        string
+	// UpdatedAt is when a payload of the id last died (its last failure).
+	UpdatedAt time.Time
+	// FirstAt is when the entry was created: its first payload died. It
+	// is the zero time for an entry written by a release before it was
+	// kept (docs/storage.md §5).
+	FirstAt time.Time
+	Error   string
 }
 
 // Lease is a shard owner's right to change the shard's state. Token is the
@@ -369,7 +374,8 @@ type MorguePage struct {
 }
 
 // JobInfo is what a one-job lookup finds: the queued entry, the in-flight
-// record, or both (new payloads arrived while the id was in flight).
+// record, or both (new payloads arrived while the id was in flight), and
+// the morgue entry, with the id's state and timer.
 type JobInfo struct {
 	Queue    string
 	Shard    int
@@ -382,6 +388,9 @@ type JobInfo struct {
 	State *State
 	// Timer is when the id's timer fires; zero when it has none.
 	Timer time.Time
+	// Morgue is the id's morgue entry, nil when it has none; a lookup
+	// finds an id that is only in the morgue (docs/contract.md §3.9).
+	Morgue *MorgueEntry
 }
 
 // InFlightJob is one job of an in-flight batch.

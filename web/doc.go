@@ -83,7 +83,7 @@
 //
 // Parameters, each at most once; unknown ones are errors:
 //
-//	order     jobs: id (default), perform_at or retry_count;
+//	order     jobs: perform_at (default), id or retry_count;
 //	          morgue: id (default) or updated_at. Ties are broken by id.
 //	min, max  inclusive bounds of the order's key: ids for id, numbers
 //	          (unix seconds, retry counts) otherwise; empty, -inf or +inf

@@ -36,7 +36,7 @@ func (s *Store) GetJob(ctx context.Context, queue, id string) (persistence.JobIn
 	if mode == modeUpgrading {
 		keys, v1 = sk.with(sk.v1Payloads(id)), "1"
 	}
-	v, err := run(ctx, s.rdb, scriptGet, keys, id, "q", strconv.Itoa(persistence.MaxLookupPayloads), v1).Slice()
+	v, err := run(ctx, s.rdb, scriptGet, keys, id, "q", strconv.Itoa(persistence.MaxLookupPayloads), v1, "1").Slice()
 	if err != nil {
 		return persistence.JobInfo{}, fmt.Errorf("redisstore: get job %s/%s: %w", queue, id, err)
 	}
@@ -98,12 +98,37 @@ func (s *Store) GetJob(ctx context.Context, queue, id string) (persistence.JobIn
 			}
 		}
 	}
+	if len(v) > 7 {
+		if info.Morgue, err = morgueOfLookup(v[6], v[7], id); err != nil {
+			return info, fmt.Errorf("redisstore: get job %s/%s: morgue: %w", queue, id, err)
+		}
+	}
 	// A state tombstone is a trace of the id too: its version is what the
-	// next compare-and-set must name (docs/contract.md §11).
-	if info.Queued == nil && info.InFlight == nil && info.State == nil && info.Timer.IsZero() {
+	// next compare-and-set must name (docs/contract.md §11). So is a morgue
+	// entry (docs/contract.md §3.9).
+	if info.Queued == nil && info.InFlight == nil && info.State == nil && info.Timer.IsZero() && info.Morgue == nil {
 		return info, fmt.Errorf("%w: job %q in queue %s", persistence.ErrNotFound, id, queue)
 	}
 	return info, nil
+}
+
+// morgueOfLookup decodes the morgue record and overflow get.lua returns
+// for a lookup; nil when the id has no morgue entry.
+func morgueOfLookup(rawV, flatV any, id string) (*persistence.MorgueEntry, error) {
+	raw, _ := rawV.(string)
+	if raw == "" {
+		return nil, nil
+	}
+	rec, err := decodeRecord(raw, true)
+	if err != nil {
+		return nil, err
+	}
+	flat, _ := flatV.([]any)
+	if rec.more, err = payloadsOf(flat); err != nil {
+		return nil, err
+	}
+	e := morgueEntryOf(listEntry{id: id, rec: rec}, persistence.MaxLookupPayloads)
+	return &e, nil
 }
 
 // DeleteJob implements persistence.Admin. An id with many payloads is

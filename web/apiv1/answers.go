@@ -161,6 +161,10 @@ type JobLookup struct {
 	State *State `json:"state,omitempty"`
 	// Timer is when the id's timer fires (unix seconds), if it has one.
 	Timer *float64 `json:"timer,omitempty"`
+	// Morgue is the id's morgue entry, omitted when it has none; an id
+	// that is only in the morgue is found (not 404) with queued and
+	// processing null.
+	Morgue *MorgueEntry `json:"morgue,omitempty"`
 }
 
 // Batch is the in-flight batch of a shard, with the owner that fetched it.
@@ -181,8 +185,12 @@ type Processing struct {
 // MorgueEntry is an id in the morgue: its payloads whose retries ran out,
 // when it last went there and the last error.
 type MorgueEntry struct {
-	ID           string         `json:"id"`
-	UpdatedAt    float64        `json:"updated_at"`
+	ID        string  `json:"id"`
+	UpdatedAt float64 `json:"updated_at"`
+	// FirstAt is when the entry was created (its first payload died), unix
+	// seconds; omitted for an entry written by a release that did not keep
+	// it.
+	FirstAt      *float64       `json:"first_at,omitempty"`
 	Error        string         `json:"error"`
 	Payloads     []wire.Payload `json:"payloads"`
 	PayloadCount int            `json:"payload_count"`

@@ -913,7 +913,12 @@ func TestBrowser(t *testing.T) {
 		b.open("/queues/orders/job?id=act-2")
 		b.click(`#kill-job`)
 		b.click(`#confirm-ok`)
-		b.waitText(`.empty-title`, "No such job")
+		// The id is only in the morgue now: the job page shows its entry.
+		b.waitFor(`document.querySelector('[data-record="morgue"]')`, "the morgue entry")
+		require.Contains(t, b.text(`[data-record="morgue"]`), "killed")
+		require.Contains(t, b.text(`[data-record="morgue"]`), "first_at")
+		require.Contains(t, b.text(`[data-record="queued"]`), "Not queued")
+		b.screenshot("job-morgue")
 		page, err := f.store.ListMorgue(f.ctx, "orders", persistence.ListOptions{Min: "act-2", Max: "act-2"})
 		require.NoError(t, err)
 		require.Len(t, page.Entries, 1)
