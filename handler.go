@@ -51,6 +51,7 @@ func (n *Node) processor(w Worker, ec engine.Config) shard.Processor {
 				bad = collectStates(b, batch.Jobs, nil, w.MaxStateBytes)
 			}
 			bad = collectEmits(b, batch.Jobs, nil, now, bad)
+			bad = collectResults(b, batch.Jobs, nil, w.RetainFinished > 0, bad)
 			if len(bad) == 0 {
 				return nil, nil
 			}
@@ -80,7 +81,8 @@ func (n *Node) processor(w Worker, ec engine.Config) shard.Processor {
 		if w.State {
 			bad = collectStates(b, batch.Jobs, failed, w.MaxStateBytes)
 		}
-		for id, e := range collectEmits(b, batch.Jobs, failed, now, bad) {
+		bad = collectEmits(b, batch.Jobs, failed, now, bad)
+		for id, e := range collectResults(b, batch.Jobs, failed, w.RetainFinished > 0, bad) {
 			out = append(out, fail(jobByID(b, id), e))
 		}
 		if len(out) < len(pf.Failed) {

@@ -110,6 +110,7 @@ type (
 		states      []persistence.StateWrite // state changes of the calls (stateful queues)
 		timers      []persistence.TimerWrite // timer changes of the calls
 		emits       []persistence.Emit       // jobs the calls emitted
+		results     map[string][]byte        // results the calls set (retain_finished)
 		expired     bool                     // stopped because the lease view ran out before a call
 		paused      bool                     // stopped because the queue was paused before a call
 		late        bool                     // stopped because a long window used its time (timeCalls)
@@ -129,8 +130,9 @@ type (
 	released      struct{ err error }
 	releasedStale struct{}
 	trimmed       struct {
-		n   int
-		err error
+		n        int // morgue entries deleted
+		finished int // finished records deleted
+		err      error
 	}
 	// taskPanic reports a panic of a task (a bug in a store or in the
 	// processor): it becomes the actor's failure.

@@ -161,6 +161,12 @@ func (r *windowRun) call(ctxs *callContexts, call *persistence.Batch, n int, out
 	out.states = append(out.states, call.StateWrites...)
 	out.timers = append(out.timers, call.TimerWrites...)
 	out.emits = append(out.emits, call.Emits...)
+	for id, res := range call.Results {
+		if out.results == nil {
+			out.results = map[string][]byte{}
+		}
+		out.results[id] = res
+	}
 	return true
 }
 

@@ -91,6 +91,7 @@ type pendingSettle struct {
 	states      []persistence.StateWrite
 	timers      []persistence.TimerWrite
 	emits       []persistence.Emit
+	results     map[string][]byte
 }
 
 func (a *Actor) draining() bool { return !a.deadline.IsZero() }

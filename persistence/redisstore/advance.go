@@ -96,6 +96,14 @@ func checkAdvanceWrites(req persistence.AdvanceRequest, maxPayload int) error {
 	if req.FeedMaxLen < 0 {
 		return &persistence.FieldError{Field: "feed_max_len", Index: -1, Reason: "must not be negative"}
 	}
+	if req.RetainFinished < 0 || req.MaxFinished < 0 {
+		return &persistence.FieldError{Field: "retain_finished", Index: -1, Reason: "must not be negative"}
+	}
+	for id, r := range req.Results {
+		if err := persistence.CheckResultSize(id, r); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -142,6 +150,11 @@ type advanceArgs struct {
 	// conflictDelay and conflictDelays are AdvanceRequest's.
 	conflictDelay  time.Duration
 	conflictDelays map[string]time.Duration
+	// retain, maxFinished and results are AdvanceRequest's RetainFinished,
+	// MaxFinished and Results.
+	retain      time.Duration
+	maxFinished int
+	results     map[string][]byte
 }
 
 // newAdvanceArgs returns the script's arguments for req, whose writes
@@ -152,7 +165,11 @@ func newAdvanceArgs(now, token string, req persistence.AdvanceRequest, v1 string
 		failures: req.Failures, skipped: req.Skipped, interrupted: req.Interrupted,
 		stateful: req.Stateful, stateWrites: req.StateWrites, timerWrites: req.TimerWrites,
 		emits: req.Emits, checkOutbox: req.CheckOutbox, feedMaxLen: req.FeedMaxLen,
-		conflictDelay: req.ConflictDelay, conflictDelays: req.ConflictDelays}
+		conflictDelay: req.ConflictDelay, conflictDelays: req.ConflictDelays,
+		retain: req.RetainFinished, maxFinished: req.MaxFinished, results: req.Results}
+	if a.maxFinished <= 0 {
+		a.maxFinished = persistence.DefaultMaxFinished
+	}
 	if a.maxPayloads == 0 {
 		a.maxPayloads = persistence.DefaultMaxPayloadsPerCall
 	}
@@ -206,12 +223,25 @@ func (a *advanceArgs) encode() []any {
 		args = append(args, "0")
 	}
 	args = append(args, strconv.Itoa(a.feedMaxLen))
-	if a.conflictDelay <= 0 && len(a.conflictDelays) == 0 {
-		return args // the script reads no delay
-	}
 	args = append(args, max(a.conflictDelay.Microseconds(), 0), len(a.conflictDelays))
 	for id, d := range a.conflictDelays {
 		args = append(args, id, max(d.Microseconds(), 0))
+	}
+	// The handler outcomes (snoozed, dead, discarded ids): none.
+	args = append(args, "0", "0", "0")
+	return a.appendRetention(args)
+}
+
+// appendRetention appends the retention section: retain_finished in
+// milliseconds ("0": off, and nothing more), the most records kept and the
+// results.
+func (a *advanceArgs) appendRetention(args []any) []any {
+	if a.retain <= 0 {
+		return append(args, "0")
+	}
+	args = append(args, max(a.retain.Milliseconds(), 1), a.maxFinished, len(a.results))
+	for id, r := range a.results {
+		args = append(args, id, r)
 	}
 	return args
 }

@@ -103,10 +103,20 @@ func (s *Store) GetJob(ctx context.Context, queue, id string) (persistence.JobIn
 			return info, fmt.Errorf("redisstore: get job %s/%s: morgue: %w", queue, id, err)
 		}
 	}
+	if len(v) > 8 {
+		if raw, _ := v[8].(string); raw != "" {
+			f, err := decodeFinished(id, raw)
+			if err != nil {
+				return info, fmt.Errorf("redisstore: get job %s/%s: finished record: %w", queue, id, err)
+			}
+			info.Finished = &f
+		}
+	}
 	// A state tombstone is a trace of the id too: its version is what the
-	// next compare-and-set must name (docs/contract.md §11). So is a morgue
-	// entry (docs/contract.md §3.9).
-	if info.Queued == nil && info.InFlight == nil && info.State == nil && info.Timer.IsZero() && info.Morgue == nil {
+	// next compare-and-set must name (docs/contract.md §11). So are a morgue
+	// entry (docs/contract.md §3.9) and a finished record (§3.11).
+	if info.Queued == nil && info.InFlight == nil && info.State == nil && info.Timer.IsZero() && info.Morgue == nil &&
+		info.Finished == nil {
 		return info, fmt.Errorf("%w: job %q in queue %s", persistence.ErrNotFound, id, queue)
 	}
 	return info, nil

@@ -30,6 +30,7 @@ import (
 //	P:T:2:lease  P:T:2:jobs  P:T:2:fifo  P:T:2:later  P:T:2:retries
 //	P:T:2:ovo  P:T:2:ovs  P:T:2:inflight  P:T:2:meta  P:T:2:morgue  P:T:2:mat
 //	P:T:2:outcome  P:T:2:state  P:T:2:timers  P:T:2:outbox  (stateful queues)
+//	P:T:2:fin  P:T:2:fat  (finished ids, retain_finished)
 //	P:T:due ... P:T:morgue_errors, P:T:p:<id>, P:T:m:<id>  (layout 1, read
 //	while a store written by layout 1 is upgraded)
 //
@@ -77,6 +78,8 @@ const (
 	kState
 	kTimers
 	kOutbox
+	kFin
+	kFat
 	numShardKeys
 )
 
@@ -107,6 +110,8 @@ var shardKeyNames = [numShardKeys]string{
 	kState:          "2:state",
 	kTimers:         "2:timers",
 	kOutbox:         "2:outbox",
+	kFin:            "2:fin",
+	kFat:            "2:fat",
 }
 
 func (k keyspace) queues() string { return k.prefix + ":queues" }

@@ -324,6 +324,12 @@ type QueueConfig struct {
 	// FeedMaxLen bounds a stateful queue's change feed: nil means
 	// orderly.DefaultFeedMaxLen, 0 no feed [feed_max_len; 10000].
 	FeedMaxLen *int
+	// RetainFinished keeps a finished record of each acknowledged id for
+	// that long, at most MaxFinished per shard (0:
+	// persistence.DefaultMaxFinished), as orderly.Worker's
+	// (docs/contract.md §3.11) [retain_finished; 0: off; max_finished; 0].
+	RetainFinished time.Duration
+	MaxFinished    int
 	// MaxConcurrency is the most handler calls of the queue at once across
 	// the cluster (docs/contract.md §9); 0 means no limit
 	// [max_concurrency; 0].

@@ -45,6 +45,8 @@ func buildWorkers(queues []config.QueueConfig, log *slog.Logger, observe func(qu
 			State:              q.State,
 			MaxStateBytes:      q.MaxStateBytes,
 			FeedMaxLen:         feedMaxLen(q.FeedMaxLen),
+			RetainFinished:     q.RetainFinished,
+			MaxFinished:        q.MaxFinished,
 			MaxConcurrency:     q.MaxConcurrency,
 			RateLimit:          rateLimit(q.RateLimit),
 			RetryIn:            retryPolicy(q.Retry),

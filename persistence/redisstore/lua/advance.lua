@@ -38,11 +38,29 @@
 --      each committed state change adds a feed entry to the outbox
 --      (feed_put). The first call of an owner ("1" above) also records it
 --      in meta's "feed", for the external compare-and-set (state.lua).
--- then, optionally, how long a settled id that conflicts waits before it is
---      fetched again, in microseconds ("0" = at once), then the number of
---      ids with a delay of their own, then per id: id, microseconds (the
---      owner grows an id's delay with its consecutive conflicts,
---      docs/contract.md §11). Missing: every conflicting id at once.
+-- then how long a settled id that conflicts waits before it is fetched
+--      again, in microseconds ("0" = at once), then the number of ids with
+--      a delay of their own, then per id: id, microseconds (the owner grows
+--      an id's delay with its consecutive conflicts, docs/contract.md §11).
+--      Missing (a caller of an earlier release): every conflicting id at
+--      once, and nothing of the sections below.
+-- then the handler outcomes: the number of snoozed ids, then per id: id,
+--      due time in ms; then the number of dead ids, then per id: id,
+--      reason; then the number of discarded ids, then per id: id, reason
+--      (this script skips them: "0", "0", "0")
+-- then retain_finished in milliseconds ("0" = off: nothing below is read
+--      and the settle does nothing more), then the most finished records
+--      the shard keeps, then the number of results, then per result: id,
+--      bytes (docs/contract.md §3.11)
+--
+-- Finished ids (docs/contract.md §3.11): with retain_finished on, each
+-- acknowledged id gets a finished record (fin[id], fat[id] = finished_at):
+-- "\1" fld(finished_at) fld(attempts) fld(last error) then, when the handler
+-- set one, fld(result); attempts is its retry count + 2. A record replaces
+-- the id's earlier one. Beyond the most records kept, the earliest finished
+-- go (at most 1000 per call); the owner trims them by age (finished.lua).
+-- A retried call (lost reply) returns before the settle, so it writes no
+-- record twice. Off, the settle reads and writes nothing for it.
 --
 -- Emits (any queue, docs/contract.md §11): the emits of each id that is
 -- acknowledged are appended to the outbox stream (XADD, field "e") in the
@@ -132,6 +150,30 @@ local feedmax = ARGV[iem + 2 + 2 * nem] or "0"
 if feedmax == "" then feedmax = "0" end
 local icd = iem + 3 + 2 * nem
 
+-- The trailing sections after the conflict delays: the handler outcomes
+-- (skipped here), then retention. Self-contained: reads ARGV only.
+local retain_ms, retain_max, results = 0, 0, {}
+do
+  local i = icd + 2 + 2 * (tonumber(ARGV[icd + 1] or "0") or 0)
+  for _ = 1, 3 do i = i + 1 + 2 * (tonumber(ARGV[i] or "0") or 0) end
+  retain_ms = tonumber(ARGV[i] or "0") or 0
+  if retain_ms > 0 then
+    retain_max = tonumber(ARGV[i + 1])
+    for j = 0, tonumber(ARGV[i + 2]) - 1 do results[ARGV[i + 3 + 2 * j]] = ARGV[i + 4 + 2 * j] end
+  end
+end
+local nfin = 0
+
+-- finish keeps the finished record of an acknowledged job.
+local function finish(job)
+  local rec = "\1" .. fld(NOW) .. fld(tostring(tonumber(job.rc) + 2)) .. fld(job.err or "")
+  local res = results[job.id]
+  if res then rec = rec .. fld(res) end
+  redis.call("HSET", K.fin, job.id, rec)
+  redis.call("ZADD", K.fat, NOW, job.id)
+  nfin = nfin + 1
+end
+
 -- conflict_hold returns until when a conflicting id waits, or nil.
 local cdelays
 local function conflict_hold(id)
@@ -216,7 +258,7 @@ local conflicts = {}
 if L[3] then
   local h = decode_header(L[3])
   if h.token == token and h.seq == settle_seq then
-    if nfail == 0 and nskip == 0 and nint == 0 and not stateful and nem == 0 then
+    if nfail == 0 and nskip == 0 and nint == 0 and not stateful and nem == 0 and retain_ms == 0 then
       processed = h.n
     else
       local _, jobs = cold().decode_batch(L[3])
@@ -302,6 +344,7 @@ if L[3] then
             if em then
               for _, e in ipairs(em) do redis.call("XADD", K.outbox, "*", "e", e) end
             end
+            if retain_ms > 0 then finish(job) end
           end
         else
           failed = failed + 1
@@ -333,6 +376,15 @@ if L[3] then
       if failed > 0 then redis.call("HINCRBY", K.meta, "failed", failed) end
     end
     if processed > 0 then redis.call("HINCRBY", K.meta, "processed", processed) end
+    if nfin > 0 and retain_max > 0 then
+      local over = math.min(redis.call("ZCARD", K.fat) - retain_max, 1000)
+      if over > 0 then
+        local gone = redis.call("ZPOPMIN", K.fat, over)
+        local ids = {}
+        for j = 1, #gone, 2 do ids[#ids + 1] = gone[j] end
+        hdel_list(K.fin, ids)
+      end
+    end
   else
     restored = cold().restore_inflight(L[3])
   end

@@ -3,15 +3,17 @@
 -- is being upgraded, its layout 1 entry. Read only.
 -- lib: keys cold
 --
--- KEYS: the shard key set (lib/keys.lua); with ARGV[4] = "1", KEYS[27] is layout
+-- KEYS: the shard key set (lib/keys.lua); with ARGV[4] = "1", KEYS[29] is layout
 -- 1's payload key "p:<id>" of the id.
 -- ARGV[1] id
 -- ARGV[2] "q" for the queue, "m" for the morgue
 -- ARGV[3] how many payloads to return at most
 -- ARGV[4] "1" to read layout 1's entry too
--- ARGV[5] "1" to read the id's morgue entry too (with ARGV[2] = "q")
+-- ARGV[5] "1" to read the id's morgue entry and finished record too (with
+--         ARGV[2] = "q")
 --
--- Returns {record, overflow, inflight, v1, state, timer, mrecord, moverflow}:
+-- Returns {record, overflow, inflight, v1, state, timer, mrecord, moverflow,
+-- finished}:
 -- record is the record ("" when
 -- none); overflow a flat list {score, payload, headers, ...} of the payloads that
 -- follow the inline ones, up to ARGV[3] in all; inflight the in-flight
@@ -20,7 +22,8 @@
 -- of the state hash (stateful queues; "" when none, or for the morgue);
 -- timer its timer's fire time ("" when none); mrecord and moverflow, with
 -- ARGV[5] = "1", the id's morgue record and the start of its overflow, as
--- record and overflow ("" and {} when it has none, or without ARGV[5]).
+-- record and overflow ("" and {} when it has none, or without ARGV[5]);
+-- finished its finished record (retain_finished; "" when none).
 --
 -- Cost: O(log n + payloads returned).
 
@@ -59,7 +62,7 @@ if ARGV[4] == "1" then
       redis.call("ZCARD", p), redis.call("ZRANGE", p, 0, npay - 1, "WITHSCORES")}
   end
 end
-local state, timer, m, mflat = "", "", false, {}
+local state, timer, m, mflat, fin = "", "", false, {}, false
 if ns == "q" then
   state = redis.call("HGET", K.state, id) or ""
   timer = redis.call("ZSCORE", K.timers, id) or ""
@@ -67,5 +70,6 @@ end
 if ns == "q" and ARGV[5] == "1" then
   m = redis.call("HGET", K.morgue, id)
   mflat = overflow(m, "m")
+  fin = redis.call("HGET", K.fin, id)
 end
-return {s or "", flat, inflight, v1, state, timer, m or "", mflat}
+return {s or "", flat, inflight, v1, state, timer, m or "", mflat, fin or ""}
