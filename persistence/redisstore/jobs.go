@@ -82,11 +82,28 @@ func (s *Store) GetJob(ctx context.Context, queue, id string) (persistence.JobIn
 			}
 		}
 	}
+	if err := lookupTraces(&info, v, id); err != nil {
+		return info, fmt.Errorf("redisstore: get job %s/%s: %w", queue, id, err)
+	}
+	// A state tombstone is a trace of the id too: its version is what the
+	// next compare-and-set must name (docs/contract.md §11). So are a morgue
+	// entry (docs/contract.md §3.9) and a finished record (§3.11).
+	if info.Queued == nil && info.InFlight == nil && info.State == nil && info.Timer.IsZero() && info.Morgue == nil &&
+		info.Finished == nil {
+		return info, fmt.Errorf("%w: job %q in queue %s", persistence.ErrNotFound, id, queue)
+	}
+	return info, nil
+}
+
+// lookupTraces reads what get.lua returns besides the queued and
+// in-flight entries: the state, the timer, the morgue entry and the
+// finished record.
+func lookupTraces(info *persistence.JobInfo, v []any, id string) error {
 	if len(v) > 4 {
 		if raw, _ := v[4].(string); raw != "" {
 			st, err := decodeState(raw)
 			if err != nil {
-				return info, fmt.Errorf("redisstore: get job %s/%s: state: %w", queue, id, err)
+				return fmt.Errorf("state: %w", err)
 			}
 			info.State = &st
 		}
@@ -99,27 +116,22 @@ func (s *Store) GetJob(ctx context.Context, queue, id string) (persistence.JobIn
 		}
 	}
 	if len(v) > 7 {
-		if info.Morgue, err = morgueOfLookup(v[6], v[7], id); err != nil {
-			return info, fmt.Errorf("redisstore: get job %s/%s: morgue: %w", queue, id, err)
+		m, err := morgueOfLookup(v[6], v[7], id)
+		if err != nil {
+			return fmt.Errorf("morgue: %w", err)
 		}
+		info.Morgue = m
 	}
 	if len(v) > 8 {
 		if raw, _ := v[8].(string); raw != "" {
 			f, err := decodeFinished(id, raw)
 			if err != nil {
-				return info, fmt.Errorf("redisstore: get job %s/%s: finished record: %w", queue, id, err)
+				return fmt.Errorf("finished record: %w", err)
 			}
 			info.Finished = &f
 		}
 	}
-	// A state tombstone is a trace of the id too: its version is what the
-	// next compare-and-set must name (docs/contract.md §11). So are a morgue
-	// entry (docs/contract.md §3.9) and a finished record (§3.11).
-	if info.Queued == nil && info.InFlight == nil && info.State == nil && info.Timer.IsZero() && info.Morgue == nil &&
-		info.Finished == nil {
-		return info, fmt.Errorf("%w: job %q in queue %s", persistence.ErrNotFound, id, queue)
-	}
-	return info, nil
+	return nil
 }
 
 // morgueOfLookup decodes the morgue record and overflow get.lua returns
