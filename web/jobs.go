@@ -53,6 +53,10 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) error {
 		m := morgueEntryOf(*info.Morgue)
 		ans.Morgue = &m
 	}
+	if info.Finished != nil {
+		f := apiv1.NewFinishedJob(*info.Finished)
+		ans.Finished = &f
+	}
 	s.writeJSON(w, r, http.StatusOK, ans)
 	return nil
 }

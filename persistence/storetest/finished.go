@@ -159,6 +159,37 @@ func testFinishedPages(t *testing.T, h Harness) {
 			e.clock.Advance(time.Second) // f3 and f4 tie
 		}
 	}
+	e.pageFinished(want)
+	lo := fmt.Sprint(persistence.UnixSeconds(epoch) + 1)
+	hi := fmt.Sprint(persistence.UnixSeconds(epoch) + 3)
+	page, err := e.finished().ListFinished(e.ctx, e.queue, persistence.ListOptions{Min: lo, Max: hi})
+	require.NoError(t, err)
+	require.Equal(t, []string{"f1", "f2", "f3", "f4"}, idsOf(page.Jobs))
+	_, err = e.finished().ListFinished(e.ctx, e.queue, persistence.ListOptions{Order: persistence.OrderID})
+	var fe *persistence.FieldError
+	require.ErrorAs(t, err, &fe)
+
+	// All finished at one time, in one settle per shard: pages by id.
+	g := newEnv(t, h, 3)
+	want = nil
+	for i := range 9 {
+		id := fmt.Sprintf("g%d", i)
+		want = append(want, id)
+		g.enqueue(job(id, "v", 1))
+	}
+	for sh := range 3 {
+		o := g.own(sh)
+		o.retain = time.Hour
+		o.next(100)
+		o.next(0)
+	}
+	g.pageFinished(want)
+}
+
+// pageFinished requires the finished listing, paged by 2, to be want, and
+// its reverse to be want reversed.
+func (e *env) pageFinished(want []string) {
+	t := e.t
 	for _, rev := range []bool{false, true} {
 		var got []string
 		cursor := ""
@@ -176,14 +207,6 @@ func testFinishedPages(t *testing.T, h Harness) {
 		}
 		require.Equal(t, exp, got, "rev %v", rev)
 	}
-	lo := fmt.Sprint(persistence.UnixSeconds(epoch) + 1)
-	hi := fmt.Sprint(persistence.UnixSeconds(epoch) + 3)
-	page, err := e.finished().ListFinished(e.ctx, e.queue, persistence.ListOptions{Min: lo, Max: hi})
-	require.NoError(t, err)
-	require.Equal(t, []string{"f1", "f2", "f3", "f4"}, idsOf(page.Jobs))
-	_, err = e.finished().ListFinished(e.ctx, e.queue, persistence.ListOptions{Order: persistence.OrderID})
-	var fe *persistence.FieldError
-	require.ErrorAs(t, err, &fe)
 }
 
 func idsOf(js []persistence.FinishedJob) []string {

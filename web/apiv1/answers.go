@@ -1,6 +1,12 @@
 package apiv1
 
-import "github.com/orderlyhq/orderly/webhook/wire"
+import (
+	"encoding/base64"
+	"encoding/json"
+
+	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/webhook/wire"
+)
 
 // Error is every error answer: the message, and the field at fault
 // ("jobs[2].perform_at", "limit", "queue") when one is.
@@ -165,6 +171,44 @@ type JobLookup struct {
 	// that is only in the morgue is found (not 404) with queued and
 	// processing null.
 	Morgue *MorgueEntry `json:"morgue,omitempty"`
+	// Finished is the id's finished record on a queue with
+	// retain_finished, omitted when it has none (docs/contract.md §3.11).
+	Finished *FinishedJob `json:"finished,omitempty"`
+}
+
+// FinishedJob is the record an acknowledged id leaves on a queue with
+// retain_finished (docs/contract.md §3.11): when it finished (unix
+// seconds), how many calls it took, the error of its last failed attempt
+// ("" when none failed) and the result its handler set: "result" when its
+// bytes are compact JSON, else "result_base64"; neither when it set none.
+type FinishedJob struct {
+	ID           string          `json:"id"`
+	FinishedAt   float64         `json:"finished_at"`
+	Attempts     int             `json:"attempts"`
+	Error        string          `json:"error"`
+	Result       json.RawMessage `json:"result,omitempty"`
+	ResultBase64 *string         `json:"result_base64,omitempty"`
+}
+
+// FinishedPage is the answer of GET /api/v1/queues/{q}/finished. Next is
+// the cursor of the following page, empty on the last.
+type FinishedPage struct {
+	Jobs []FinishedJob `json:"jobs"`
+	Next string        `json:"next"`
+}
+
+// NewFinishedJob converts a finished record to its wire form.
+func NewFinishedJob(f persistence.FinishedJob) FinishedJob {
+	out := FinishedJob{ID: f.ID, FinishedAt: persistence.UnixSeconds(f.FinishedAt), Attempts: f.Attempts, Error: f.Error}
+	switch {
+	case f.Result == nil:
+	case wire.IsCompactJSON(f.Result):
+		out.Result = json.RawMessage(f.Result)
+	default:
+		b := base64.StdEncoding.EncodeToString(f.Result)
+		out.ResultBase64 = &b
+	}
+	return out
 }
 
 // Batch is the in-flight batch of a shard, with the owner that fetched it.

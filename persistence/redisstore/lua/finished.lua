@@ -1,7 +1,7 @@
 -- finished.lua: the finished records of one shard (docs/contract.md
 -- §3.11): trim them by age, or read a page by finished_at. Read only for
 -- "page".
--- lib: keys
+-- lib: keys fields
 --
 -- KEYS: the shard key set (lib/keys.lua).
 -- ARGV[1] "trim" or "page"
@@ -10,13 +10,13 @@
 -- For "page": ARGV[2] "1" for the latest first, ARGV[3] the most records,
 --   ARGV[4] min and ARGV[5] max finished_at ("-inf", "+inf" or seconds),
 --   ARGV[6] the cursor's id ("" = from the start) and ARGV[7] its
---   finished_at: the page continues after that member (by its rank while
---   it exists, else after its time).
+--   finished_at: the page continues after that (finished_at, id), ids
+--   compared byte by byte, whether the member still exists or not.
 --
 -- Returns for "trim" the number of records deleted; for "page" a flat list
 -- {id, finished_at, record, ...}.
 --
--- Cost: O(log n + records).
+-- Cost: O(log n + records + records finished at the cursor's time).
 
 local op = ARGV[1]
 if op == "trim" then
@@ -33,22 +33,23 @@ if lo == "-inf" then lon = -math.huge end
 if hi == "+inf" then hin = math.huge end
 local got
 if cid ~= "" then
-  local at = redis.call("ZSCORE", K.fat, cid)
-  if at and at == cat then
-    local r
-    if rev then r = redis.call("ZREVRANK", K.fat, cid) else r = redis.call("ZRANK", K.fat, cid) end
-    if rev then
-      got = redis.call("ZREVRANGE", K.fat, r + 1, r + limit, "WITHSCORES")
-    else
-      got = redis.call("ZRANGE", K.fat, r + 1, r + limit, "WITHSCORES")
-    end
-  elseif rev then
-    hi = "(" .. cat
-  else
-    lo = "(" .. cat
+  -- Continue after (cat, cid) in (finished_at, id) order, whether the
+  -- cursor's member is still there or not: its rank is the members before
+  -- its time plus those of its time (a settle's, bounded by a window)
+  -- up to it.
+  local k = 0
+  for _, m in ipairs(redis.call("ZRANGEBYSCORE", K.fat, cat, cat)) do
+    local c = bcmp(m, cid)
+    if (rev and c >= 0) or (not rev and c <= 0) then k = k + 1 end
   end
-end
-if not got then
+  if rev then
+    local r = redis.call("ZCOUNT", K.fat, "(" .. cat, "+inf") + k
+    got = redis.call("ZREVRANGE", K.fat, r, r + limit - 1, "WITHSCORES")
+  else
+    local r = redis.call("ZCOUNT", K.fat, "-inf", "(" .. cat) + k
+    got = redis.call("ZRANGE", K.fat, r, r + limit - 1, "WITHSCORES")
+  end
+else
   if rev then
     got = redis.call("ZREVRANGEBYSCORE", K.fat, hi, lo, "WITHSCORES", "LIMIT", 0, limit)
   else
