@@ -54,7 +54,7 @@ func decodeEmit(e wire.Emit) (orderly.Emit, error) {
 }
 
 // errBadAnswer is wrapped by the errors of decodeAnswer.
-var errBadAnswer = errors.New(`the body is not empty and not {"failed": {"<id>": "<error>", ...}, "state": {...}, "timers": {...}, "emit": [...]}`)
+var errBadAnswer = errors.New(`the body is not empty and not {"failed": {"<id>": "<error>", ...}, "state": {...}, "timers": {...}, "emit": [...], "result": {...}}`)
 
 // decodeAnswer decodes the body of a 2xx answer. An empty body (or one of
 // JSON whitespace only) returns nil, nil: every id is acknowledged. An
@@ -75,19 +75,20 @@ func decodeAnswer(body []byte) (*wire.Answer, error) {
 	}
 	for k := range top {
 		switch k {
-		case "failed", "state", "timers", "emit":
+		case "failed", "state", "timers", "emit", "result":
 		default:
-			return nil, badAnswer(`the object's only members may be "failed", "state", "timers" and "emit"`)
+			return nil, badAnswer(`the object's only members may be "failed", "state", "timers", "emit" and "result"`)
 		}
 	}
 	if len(top) == 0 {
-		return nil, badAnswer(`the object's only members may be "failed", "state", "timers" and "emit", and it has none`)
+		return nil, badAnswer(`the object's only members may be "failed", "state", "timers", "emit" and "result", and it has none`)
 	}
 	a := &wire.Answer{}
 	for _, m := range []struct {
 		name   string
 		decode func(raw json.RawMessage, a *wire.Answer) error
-	}{{"failed", decodeFailed}, {"state", decodeStates}, {"timers", decodeTimers}, {"emit", decodeEmits}} {
+	}{{"failed", decodeFailed}, {"state", decodeStates}, {"timers", decodeTimers}, {"emit", decodeEmits},
+		{"result", decodeResults}} {
 		if raw, ok := top[m.name]; ok {
 			if err := m.decode(raw, a); err != nil {
 				return nil, err
@@ -208,6 +209,7 @@ func (s *Sender) outcome(b *orderly.Batch, resp answerHead, body []byte) error {
 		s.applyStates(b, a)
 	}
 	applyEmits(b, a)
+	s.applyResults(b, a)
 	return s.failIDs(b, a.Failed)
 }
 

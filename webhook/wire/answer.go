@@ -31,6 +31,12 @@ type Answer struct {
 	// of the delivery (From), committed with that id's acknowledgement
 	// only (docs/contract.md §11).
 	Emit []Emit `json:"emit,omitempty"`
+	// Result sets the result of ids of the delivery, any JSON value each:
+	// {"result": {"<id>": <JSON value>}}, kept (compacted) in the id's
+	// finished record when the id is acknowledged on a queue with
+	// retain_finished, and dropped otherwise (docs/contract.md §3.11). A
+	// result over 64 KiB fails its id.
+	Result map[string]json.RawMessage `json:"result,omitempty"`
 }
 
 // Emit is one element of an answer's "emit":
