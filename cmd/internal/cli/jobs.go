@@ -23,29 +23,33 @@ var jobsHelp = help{
 	Usage: []string{
 		"orderly jobs list        --queue Q [--order perform_at|id|retry_count] [--rev] [--limit N] [--cursor C] [flags]",
 		"orderly jobs get         --queue Q ID [flags]",
+		"orderly jobs finished    --queue Q [--rev] [--limit N] [--cursor C] [flags]",
 		"orderly jobs delete      --queue Q ID [flags]",
 		"orderly jobs perform-now --queue Q ID [flags]",
 		"orderly jobs kill        --queue Q ID [flags]",
 	},
-	Text: `Lists the queued jobs of a queue, looks one id up, or acts on one id's
+	Text: `Lists the queued jobs of a queue, looks one id up, lists the ids it
+finished (kept with retain_finished), or acts on one id's
 queued entry: delete it, make it due now (perform-now), or move all its
 queued payloads to the morgue (kill). A call in flight for the id is never
 touched. Run "orderly jobs <command> --help" for a command's flags.`,
 }
 
 // jobsCommands are the commands of orderly jobs.
-var jobsCommands = []string{"list", "get", "delete", "perform-now", "kill"}
+var jobsCommands = []string{"list", "get", "finished", "delete", "perform-now", "kill"}
 
-// jobs dispatches "orderly jobs list|get|delete|perform-now|kill".
+// jobs dispatches "orderly jobs list|get|finished|delete|perform-now|kill".
 func jobs(e *env, args []string) int {
 	if len(args) == 0 {
-		return e.report("jobs", &usageError{msg: "missing command: list, get, delete, perform-now or kill (see orderly jobs --help)"}, ExitUsage)
+		return e.report("jobs", &usageError{msg: "missing command: list, get, finished, delete, perform-now or kill (see orderly jobs --help)"}, ExitUsage)
 	}
 	switch args[0] {
 	case "list":
 		return jobsList(e, args[1:])
 	case "get":
 		return jobsGet(e, args[1:])
+	case "finished":
+		return jobsFinished(e, args[1:])
 	case "delete", "perform-now", "kill":
 		return jobsAction(e, args[0], args[1:])
 	case "-h", "-help", "--help", "help":
@@ -178,9 +182,10 @@ var jobsGetHelp = help{
 call in flight for it, if any, with the node that runs it; on a stateful
 queue also its state, version and timer, which outlive its jobs; a deleted
 state shows as "deleted" with the version the next "orderly state set"
-names; and its morgue entry, if it has one (an id only in the morgue is
-found). Exits 1 when nothing of the id is known: neither queued, in flight
-nor in the morgue, and it never had a state or timer.
+names; its morgue entry, if it has one (an id only in the morgue is
+found); and on a queue with retain_finished its finished record (when it
+finished, its attempts, last error and result). Exits 1 when nothing of the
+id is known.
 Give the id after "--" when it starts with '-'.`,
 	Examples: []string{
 		"orderly jobs get --queue orders order-42",
@@ -267,6 +272,7 @@ func jobsGet(e *env, args []string) int {
 		fmt.Fprintf(tw, "timer:\t%s\n", e.relativeTime(*l.Timer))
 	}
 	morgueLines(tw, l.Morgue)
+	finishedLines(tw, l.Finished)
 	if l.Queued == nil && l.Processing == nil && l.State != nil {
 		if l.State.Deleted {
 			fmt.Fprintf(tw, "note:\tthe id's jobs are done or deleted; its state was deleted, its version remains (orderly state set --version %d sets it again)\n", l.State.Version)

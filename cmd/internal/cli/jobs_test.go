@@ -129,7 +129,7 @@ func TestJobsUsage(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"jobs"}, "missing command: list, get, delete, perform-now or kill"},
+		{[]string{"jobs"}, "missing command: list, get, finished, delete, perform-now or kill"},
 		{[]string{"jobs", "kil"}, `unknown command "kil"; did you mean kill?`},
 		{[]string{"jobs", "kill", "--queue", "orders"}, "give the job's id"},
 		{[]string{"jobs", "kill", "a"}, "--queue is required"},
