@@ -1004,6 +1004,33 @@ func TestBrowser(t *testing.T) {
 		require.False(t, f.stats("orders").Paused)
 	})
 
+	step("finished", func(t *testing.T) {
+		// A queue with retain_finished keeps its acknowledged ids
+		// (docs/contract.md §3.11): the Finished tab lists them, the job
+		// page shows one with its result.
+		require.NoError(t, f.store.RegisterQueue(f.ctx, persistence.QueueSpec{Name: "receipts", Shards: 1}))
+		f.enqueue("receipts", job("rcpt-1", `1`, 0), job("rcpt-2", `2`, 0))
+		lease, _, err := f.store.AcquireShard(f.ctx, persistence.ShardRef{Queue: "receipts"}, "node-a", time.Minute)
+		require.NoError(t, err)
+		_, err = f.store.Advance(f.ctx, lease, persistence.AdvanceRequest{Fetch: 10, NextSeq: 1, RetainFinished: time.Hour})
+		require.NoError(t, err)
+		_, err = f.store.Advance(f.ctx, lease, persistence.AdvanceRequest{Settle: 1, NextSeq: 2, RetainFinished: time.Hour,
+			Results: map[string][]byte{"rcpt-1": []byte(`{"receipt":"r-981"}`)}})
+		require.NoError(t, err)
+		require.NoError(t, f.store.ReleaseShard(f.ctx, lease))
+
+		b.open("/queues/receipts/finished")
+		b.waitFor(`document.querySelectorAll('.job.finished').length === 2`, "the finished ids")
+		require.Contains(t, b.text(`.job.finished[data-id="rcpt-1"] .finished-result`), `"receipt": "r-981"`)
+		require.Contains(t, b.text(`.job.finished[data-id="rcpt-2"]`), "No result set")
+		require.Equal(t, "finished", eval[string](b, `document.querySelector('.tab.active').dataset.tab`))
+		b.screenshot("finished")
+		b.open("/queues/receipts/job?id=rcpt-1")
+		b.waitFor(`document.querySelector('[data-record="finished"]')`, "the finished record")
+		require.Contains(t, b.text(`[data-record="finished"]`), "r-981")
+		require.Contains(t, b.text(`[data-record="finished"]`), "1 attempt")
+	})
+
 	step("stateful job", func(t *testing.T) {
 		f.fillStateful()
 		// Processed: the state and the timer remain, and the page says so.

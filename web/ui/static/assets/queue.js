@@ -11,6 +11,7 @@ import {
   button, clearBanner, confirmDialog, emptyState, errorBlock, every, idText, jobHref, loading, payloadList,
   queueHeader, queueHref, reportError, retryBadge, timeText, toast,
 } from './components.js';
+import {finishedCard} from './finished.js';
 
 // Browsers resolve the path segments "." and ".." (escaped or not) before a
 // request leaves, so the API's DELETE cannot name those ids from here.
@@ -271,6 +272,7 @@ function jobDetail(q, j, reload) {
         j.queued ? h('span', {class: 'badge queued'}, 'queued') : null,
         j.in_flight ? h('span', {class: 'badge inflight'}, 'in flight') : null,
         j.morgue ? h('span', {class: 'badge dead'}, 'in the morgue') : null,
+        j.finished ? h('span', {class: 'badge fresh'}, 'finished') : null,
         button('Refresh', {icon: 'refresh', small: true, onclick: reload}),
         jobActionButtons(q, j, reload),
         del)),
@@ -279,6 +281,10 @@ function jobDetail(q, j, reload) {
       recordPanel('Queued', j.queued, 'queued', 'Not queued: no payload of this id is waiting.'),
       recordPanel('In flight', j.processing, 'processing', 'Not in flight: no node is running this id.')),
     morguePanel(q, j.morgue),
+    j.finished ? h('section', {class: 'panel record', dataset: {record: 'finished'}},
+      h('div', {class: 'panel-head'}, h('h2', null, 'Finished'), h('span', {class: 'spacer'}),
+        h('a', {class: 'btn small', href: queueHref(q, 'finished')}, 'All finished ids')),
+      h('div', {class: 'panel-body'}, finishedCard(q, j.finished))) : null,
   ];
 }
 
