@@ -87,3 +87,19 @@ func TestSetResultKeptWithRetention(t *testing.T) {
 	require.Contains(t, info.Morgue.Error, "SetResult")
 	require.Nil(t, e.finishedOf("plain", "p"), "without retention nothing is kept")
 }
+
+// The owner deletes finished records soon after they are retain_finished
+// old, on a shard it has served for a while (docs/contract.md §3.11).
+func TestFinishedRetentionEnforced(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.start(orderly.Config{Workers: []orderly.Worker{{
+		Queue: "q", Shards: 1, RetainFinished: 2 * time.Second,
+		Handler: func(context.Context, *orderly.Batch) error { return nil },
+	}}})
+	e.enqueue("q", client.Job{ID: "a", Payload: []byte("1")})
+	require.Eventually(t, func() bool { return e.finishedOf("q", "a") != nil }, 20*time.Second, 20*time.Millisecond,
+		"the job finishes")
+	require.Eventually(t, func() bool { return e.finishedOf("q", "a") == nil }, 20*time.Second, 50*time.Millisecond,
+		"the expired record is deleted")
+}
