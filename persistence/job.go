@@ -487,6 +487,9 @@ const (
 	DefaultMaxFinished = 10000
 	// MaxResultBytes is the largest result a handler may set for an id.
 	MaxResultBytes = 64 << 10
+	// MaxAttemptHistory is how many failed attempts of an id its finished
+	// record keeps (FinishedJob.Errors), the last ones.
+	MaxAttemptHistory = 5
 	// OrderFinishedAt orders a listing of finished ids by finished_at.
 	OrderFinishedAt Order = "finished_at"
 )
@@ -503,9 +506,19 @@ type FinishedJob struct {
 	// Error is the error of its last failed attempt; empty when none
 	// failed.
 	Error string
+	// Errors are its last failed attempts (at most MaxAttemptHistory,
+	// oldest first) that failed while the queue retained finished ids;
+	// nil when none did.
+	Errors []AttemptError
 	// Result is what the handler set for it (Job.SetResult, the webhook
 	// answer's "result"); nil when it set none.
 	Result []byte
+}
+
+// AttemptError is one failed attempt of a finished id.
+type AttemptError struct {
+	At    time.Time
+	Error string
 }
 
 // FinishedPage is one page of a listing of finished ids.

@@ -89,4 +89,19 @@ func TestFinished(t *testing.T) {
 	}
 	a = e.do("GET", "/api/v1/queues/nope/finished", "")
 	require.Equal(t, http.StatusNotFound, a.status, a.body)
+
+	// An id that failed once, then finished: its attempt history.
+	e.enqueue(`[{"id": "r"}]`)
+	sh := persistence.ShardOf("r", testShards)
+	lease, _, err := e.store.AcquireShard(e.ctx, persistence.ShardRef{Queue: "q", Shard: sh}, "node-a", time.Minute)
+	require.NoError(t, err)
+	_, err = e.store.Advance(e.ctx, lease, persistence.AdvanceRequest{Fetch: 1, NextSeq: 1, RetainFinished: time.Hour})
+	require.NoError(t, err)
+	_, err = e.store.Advance(e.ctx, lease, persistence.AdvanceRequest{Settle: 1, NextSeq: 2, MaxRetryCount: 25, RetainFinished: time.Hour,
+		Failures: []persistence.Failure{{ID: "r", Error: "flaky"}}})
+	require.NoError(t, err)
+	require.NoError(t, e.store.ReleaseShard(e.ctx, lease))
+	e.ackAll(nil)
+	_, raw = e.get("r")
+	require.Contains(t, raw.body, `"finished":{"id":"r","finished_at":1700000000,"attempts":2,"error":"flaky","errors":[{"at":1700000000,"error":"flaky"}]}`)
 }

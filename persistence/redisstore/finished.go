@@ -145,39 +145,50 @@ func finishedBounds(minS, maxS string) (string, string, error) {
 }
 
 // decodeFinished decodes a finished record (advance.lua): "\x01",
-// fld(finished_at), fld(attempts), fld(last error), then fld(result) when
-// the handler set one. Later fields a newer release appends are ignored.
+// fld(finished_at), fld(attempts), fld(last error), fld("1" or "0": a
+// result was set), fld(result), fld(history): fld(at) fld(error) per failed
+// attempt. Later fields a newer release appends are ignored.
 func decodeFinished(id, raw string) (persistence.FinishedJob, error) {
 	j := persistence.FinishedJob{ID: id}
 	if raw == "" || raw[0] != 1 {
 		return j, errors.New("not a finished record")
 	}
 	r := &fieldReader{s: raw, pos: 1}
-	at, err := r.next()
-	if err != nil {
-		return j, err
-	}
-	f, err := parseScore(at)
-	if err != nil {
-		return j, err
-	}
-	j.FinishedAt = persistence.FromUnixSeconds(f)
-	n, err := r.next()
-	if err != nil {
-		return j, err
-	}
-	if j.Attempts, err = strconv.Atoi(n); err != nil {
-		return j, errCorrupt
-	}
-	if j.Error, err = r.next(); err != nil {
-		return j, err
-	}
-	if !r.done() {
-		res, err := r.next()
+	var f [6]string
+	for i := range f {
+		v, err := r.next()
 		if err != nil {
 			return j, err
 		}
-		j.Result = []byte(res)
+		f[i] = v
+	}
+	at, err := parseScore(f[0])
+	if err != nil {
+		return j, err
+	}
+	j.FinishedAt = persistence.FromUnixSeconds(at)
+	if j.Attempts, err = strconv.Atoi(f[1]); err != nil {
+		return j, errCorrupt
+	}
+	j.Error = f[2]
+	if f[3] == "1" {
+		j.Result = []byte(f[4])
+	}
+	h := &fieldReader{s: f[5]}
+	for !h.done() {
+		a, err := h.next()
+		if err != nil {
+			return j, err
+		}
+		e, err := h.next()
+		if err != nil {
+			return j, err
+		}
+		t, err := parseScore(a)
+		if err != nil {
+			return j, err
+		}
+		j.Errors = append(j.Errors, persistence.AttemptError{At: persistence.FromUnixSeconds(t), Error: e})
 	}
 	return j, nil
 }

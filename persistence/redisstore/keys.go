@@ -30,7 +30,7 @@ import (
 //	P:T:2:lease  P:T:2:jobs  P:T:2:fifo  P:T:2:later  P:T:2:retries
 //	P:T:2:ovo  P:T:2:ovs  P:T:2:inflight  P:T:2:meta  P:T:2:morgue  P:T:2:mat
 //	P:T:2:outcome  P:T:2:state  P:T:2:timers  P:T:2:outbox  (stateful queues)
-//	P:T:2:fin  P:T:2:fat  (finished ids, retain_finished)
+//	P:T:2:fin  P:T:2:fat  P:T:2:att  P:T:2:aat  (finished ids, retain_finished)
 //	P:T:due ... P:T:morgue_errors, P:T:p:<id>, P:T:m:<id>  (layout 1, read
 //	while a store written by layout 1 is upgraded)
 //
@@ -80,6 +80,8 @@ const (
 	kOutbox
 	kFin
 	kFat
+	kAtt
+	kAat
 	numShardKeys
 )
 
@@ -112,6 +114,8 @@ var shardKeyNames = [numShardKeys]string{
 	kOutbox:         "2:outbox",
 	kFin:            "2:fin",
 	kFat:            "2:fat",
+	kAtt:            "2:att",
+	kAat:            "2:aat",
 }
 
 func (k keyspace) queues() string { return k.prefix + ":queues" }

@@ -17,6 +17,41 @@ var finishedTests = []testCase{
 	{"Rule11_FinishedTrimmedByTimeAndCount", testFinishedTrim, needFinished},
 	{"Rule11_RetriedAdvanceWritesFinishedOnce", testFinishedRetried, needFinished},
 	{"Rule11_FinishedListingPages", testFinishedPages, needFinished},
+	{"Rule11_FinishedKeepsTheLastAttempts", testFinishedAttempts, needFinished},
+}
+
+// docs/contract.md §3.11: the finished record keeps the last
+// MaxAttemptHistory failed attempts, with their times; attempts counts
+// them all.
+func testFinishedAttempts(t *testing.T, h Harness) {
+	e := newEnv(t, h, 1)
+	e.enqueue(job("a", "v", 1))
+	o := e.own(0)
+	o.retain = time.Hour
+	o.next(1)
+	for i := range 7 {
+		e.clock.Advance(time.Second)
+		o.next(1, o.fail("a", fmt.Sprintf("e%d", i), 0))
+	}
+	e.clock.Advance(time.Second)
+	o.next(1)
+	fin := e.listFinished()
+	require.Len(t, fin, 1)
+	require.Equal(t, 8, fin[0].Attempts)
+	require.Equal(t, "e6", fin[0].Error)
+	require.Len(t, fin[0].Errors, persistence.MaxAttemptHistory)
+	for i, ae := range fin[0].Errors {
+		require.Equal(t, fmt.Sprintf("e%d", i+2), ae.Error)
+		require.True(t, ae.At.Equal(epoch.Add(time.Duration(i+3)*time.Second)), "attempt %d at %v", i, ae.At)
+	}
+	// The history went with the record: the next finish of the id starts
+	// a new one.
+	e.enqueue(job("a", "v2", 2))
+	o.next(1)
+	o.next(1)
+	fin = e.listFinished()
+	require.Equal(t, 1, fin[0].Attempts)
+	require.Nil(t, fin[0].Errors)
 }
 
 // finished returns the store's FinishedStore role, which the case must
@@ -57,11 +92,15 @@ func testFinishedAtAck(t *testing.T, h Harness) {
 	a := fin[1]
 	require.Equal(t, 2, a.Attempts, "a took two calls")
 	require.Equal(t, "boom", a.Error, "the error of its last failed attempt")
+	require.Len(t, a.Errors, 1, "its attempt history")
+	require.Equal(t, "boom", a.Errors[0].Error)
+	require.True(t, a.Errors[0].At.Equal(epoch), "failed at %v", a.Errors[0].At)
 	require.Equal(t, `{"ok":true}`, string(a.Result))
 	require.True(t, a.FinishedAt.Equal(e.clock.Now()), "finished_at %v", a.FinishedAt)
 	b := fin[0]
 	require.Equal(t, 1, b.Attempts)
 	require.Empty(t, b.Error)
+	require.Nil(t, b.Errors)
 	require.Nil(t, b.Result, "no result set")
 
 	info, err := e.s.GetJob(e.ctx, e.queue, "a")

@@ -179,15 +179,25 @@ type JobLookup struct {
 // FinishedJob is the record an acknowledged id leaves on a queue with
 // retain_finished (docs/contract.md §3.11): when it finished (unix
 // seconds), how many calls it took, the error of its last failed attempt
-// ("" when none failed) and the result its handler set: "result" when its
+// ("" when none failed), its last failed attempts with their times
+// ("errors", at most 5, oldest first; omitted when none failed while the
+// queue retained finished ids) and the result its handler set: "result" when its
 // bytes are compact JSON, else "result_base64"; neither when it set none.
 type FinishedJob struct {
 	ID           string          `json:"id"`
 	FinishedAt   float64         `json:"finished_at"`
 	Attempts     int             `json:"attempts"`
 	Error        string          `json:"error"`
+	Errors       []AttemptError  `json:"errors,omitempty"`
 	Result       json.RawMessage `json:"result,omitempty"`
 	ResultBase64 *string         `json:"result_base64,omitempty"`
+}
+
+// AttemptError is one failed attempt of a finished id: when (unix
+// seconds) and its error.
+type AttemptError struct {
+	At    float64 `json:"at"`
+	Error string  `json:"error"`
 }
 
 // FinishedPage is the answer of GET /api/v1/queues/{q}/finished. Next is
@@ -200,6 +210,9 @@ type FinishedPage struct {
 // NewFinishedJob converts a finished record to its wire form.
 func NewFinishedJob(f persistence.FinishedJob) FinishedJob {
 	out := FinishedJob{ID: f.ID, FinishedAt: persistence.UnixSeconds(f.FinishedAt), Attempts: f.Attempts, Error: f.Error}
+	for _, e := range f.Errors {
+		out.Errors = append(out.Errors, AttemptError{At: persistence.UnixSeconds(e.At), Error: e.Error})
+	}
 	switch {
 	case f.Result == nil:
 	case wire.IsCompactJSON(f.Result):

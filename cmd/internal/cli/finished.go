@@ -111,5 +111,8 @@ func finishedLines(tw *tabwriter.Writer, f *apiv1.FinishedJob) {
 	if f.Error != "" {
 		fmt.Fprintf(tw, "  last error:\t%s\n", cell(f.Error, 200))
 	}
+	for _, a := range f.Errors {
+		fmt.Fprintf(tw, "  failed:\t%s  %s\n", unixTime(a.At), cell(a.Error, 200))
+	}
 	fmt.Fprintf(tw, "  result:\t%s\n", cell(resultText(*f), 200))
 }

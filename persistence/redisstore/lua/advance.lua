@@ -54,11 +54,14 @@
 --      bytes (docs/contract.md §3.11)
 --
 -- Finished ids (docs/contract.md §3.11): with retain_finished on, each
--- acknowledged id gets a finished record (fin[id], fat[id] = finished_at):
--- "\1" fld(finished_at) fld(attempts) fld(last error) then, when the handler
--- set one, fld(result); attempts is its retry count + 2. A record replaces
--- the id's earlier one. Beyond the most records kept, the earliest finished
--- go (at most 1000 per call); the owner trims them by age (finished.lua).
+-- failed attempt of an id adds fld(time) fld(error) to its history
+-- (att[id], the last 5; aat[id] = the time), and each acknowledged id gets
+-- a finished record (fin[id], fat[id] = finished_at): "\1" fld(finished_at)
+-- fld(attempts) fld(last error) fld("1" and the result | "0" and "")
+-- fld(history), its history moving there; attempts is its retry count + 2.
+-- A record replaces the id's earlier one. Beyond the most records (and
+-- histories) kept, the earliest go (at most 1000 per call); the owner
+-- trims both by age (finished.lua).
 -- A retried call (lost reply) returns before the settle, so it writes no
 -- record twice. Off, the settle reads and writes nothing for it.
 --
@@ -164,14 +167,44 @@ do
 end
 local nfin = 0
 
--- finish keeps the finished record of an acknowledged job.
+-- finish keeps the finished record of an acknowledged job, with the
+-- history of its failed attempts (only a job that failed has one).
 local function finish(job)
+  local id = job.id
+  local res = results[id]
+  local hist = ""
+  if tonumber(job.rc) >= 0 then
+    hist = redis.call("HGET", K.att, id)
+    if hist then
+      redis.call("HDEL", K.att, id)
+      redis.call("ZREM", K.aat, id)
+    else
+      hist = ""
+    end
+  end
   local rec = "\1" .. fld(NOW) .. fld(tostring(tonumber(job.rc) + 2)) .. fld(job.err or "")
-  local res = results[job.id]
-  if res then rec = rec .. fld(res) end
-  redis.call("HSET", K.fin, job.id, rec)
-  redis.call("ZADD", K.fat, NOW, job.id)
+  if res then rec = rec .. fld("1") .. fld(res) else rec = rec .. fld("0") .. fld("") end
+  redis.call("HSET", K.fin, id, rec .. fld(hist))
+  redis.call("ZADD", K.fat, NOW, id)
   nfin = nfin + 1
+end
+
+-- attempt adds a failed attempt to the id's history, keeping the last 5.
+local natt = 0
+local function attempt(id, err)
+  local h = redis.call("HGET", K.att, id) or ""
+  local es, pos = {}, 1
+  while pos <= #h do
+    local at, e
+    at, pos = rdf(h, pos)
+    e, pos = rdf(h, pos)
+    es[#es + 1] = fld(at) .. fld(e)
+  end
+  es[#es + 1] = fld(NOW) .. fld(err)
+  local from = math.max(1, #es - 4)
+  redis.call("HSET", K.att, id, table.concat(es, "", from))
+  redis.call("ZADD", K.aat, NOW, id)
+  natt = natt + 1
 end
 
 -- conflict_hold returns until when a conflicting id waits, or nil.
@@ -348,6 +381,7 @@ if L[3] then
           end
         else
           failed = failed + 1
+          if retain_ms > 0 then attempt(id, f[1]) end
           local rc = tonumber(job.rc) + 1
           if #job.ps == 0 then
             -- Only its timer brought it: the timer fires again at the
@@ -376,13 +410,16 @@ if L[3] then
       if failed > 0 then redis.call("HINCRBY", K.meta, "failed", failed) end
     end
     if processed > 0 then redis.call("HINCRBY", K.meta, "processed", processed) end
-    if nfin > 0 and retain_max > 0 then
-      local over = math.min(redis.call("ZCARD", K.fat) - retain_max, 1000)
-      if over > 0 then
-        local gone = redis.call("ZPOPMIN", K.fat, over)
-        local ids = {}
-        for j = 1, #gone, 2 do ids[#ids + 1] = gone[j] end
-        hdel_list(K.fin, ids)
+    -- The bounds: the earliest finished records and histories go first.
+    for _, b in ipairs({{nfin, K.fat, K.fin}, {natt, K.aat, K.att}}) do
+      if b[1] > 0 and retain_max > 0 then
+        local over = math.min(redis.call("ZCARD", b[2]) - retain_max, 1000)
+        if over > 0 then
+          local gone = redis.call("ZPOPMIN", b[2], over)
+          local ids = {}
+          for j = 1, #gone, 2 do ids[#ids + 1] = gone[j] end
+          hdel_list(b[3], ids)
+        end
       end
     end
   else

@@ -6,25 +6,32 @@
 -- KEYS: the shard key set (lib/keys.lua).
 -- ARGV[1] "trim" or "page"
 -- For "trim": ARGV[2] the cut-off time (unix seconds; records finished
---   before it go), ARGV[3] the most records deleted.
+--   before it go, and the attempt histories of ids whose last failed
+--   attempt was before it), ARGV[3] the most records (and histories)
+--   deleted.
 -- For "page": ARGV[2] "1" for the latest first, ARGV[3] the most records,
 --   ARGV[4] min and ARGV[5] max finished_at ("-inf", "+inf" or seconds),
 --   ARGV[6] the cursor's id ("" = from the start) and ARGV[7] its
 --   finished_at: the page continues after that (finished_at, id), ids
 --   compared byte by byte, whether the member still exists or not.
 --
--- Returns for "trim" the number of records deleted; for "page" a flat list
+-- Returns for "trim" the number of records deleted (histories not counted); for "page" a flat list
 -- {id, finished_at, record, ...}.
 --
 -- Cost: O(log n + records + records finished at the cursor's time).
 
 local op = ARGV[1]
 if op == "trim" then
-  local ids = redis.call("ZRANGEBYSCORE", K.fat, "-inf", "(" .. ARGV[2], "LIMIT", 0, tonumber(ARGV[3]))
-  if #ids == 0 then return 0 end
-  redis.call("ZREM", K.fat, unpack(ids))
-  redis.call("HDEL", K.fin, unpack(ids))
-  return #ids
+  local n = 0
+  for _, k in ipairs({{K.fat, K.fin}, {K.aat, K.att}}) do
+    local ids = redis.call("ZRANGEBYSCORE", k[1], "-inf", "(" .. ARGV[2], "LIMIT", 0, tonumber(ARGV[3]))
+    if #ids > 0 then
+      redis.call("ZREM", k[1], unpack(ids))
+      redis.call("HDEL", k[2], unpack(ids))
+      if k[1] == K.fat then n = #ids end
+    end
+  end
+  return n
 end
 
 local rev, limit, lo, hi, cid, cat = ARGV[2] == "1", tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6], ARGV[7]

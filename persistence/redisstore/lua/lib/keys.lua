@@ -26,7 +26,10 @@
 --   KEYS[27] 2:fin             HASH    finished id -> finished record
 --                                      (retain_finished)
 --   KEYS[28] 2:fat             ZSET    finished id -> finished_at
--- Scripts that read layout 1's per-id keys receive them from KEYS[29] on
+--   KEYS[29] 2:att             HASH    id -> its failed attempts' history
+--                                      (retain_finished), until it finishes
+--   KEYS[30] 2:aat             ZSET    id -> time of its last failed attempt
+-- Scripts that read layout 1's per-id keys receive them from KEYS[31] on
 -- (FIXED_KEYS + 1).
 -- All keys share one hash tag, so a script touches one cluster slot.
 
@@ -39,6 +42,6 @@ local K = {
   v1errors = KEYS[18], v1inflight = KEYS[19], v1stats = KEYS[20],
   v1morgue = KEYS[21], v1morgue_ids = KEYS[22], v1morgue_errors = KEYS[23],
   state = KEYS[24], timers = KEYS[25], outbox = KEYS[26],
-  fin = KEYS[27], fat = KEYS[28],
+  fin = KEYS[27], fat = KEYS[28], att = KEYS[29], aat = KEYS[30],
 }
-local FIXED_KEYS = 28
+local FIXED_KEYS = 30

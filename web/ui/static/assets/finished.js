@@ -29,6 +29,8 @@ export function finishedCard(q, f) {
       h('span', {class: 'job-meta'}, h('span', {class: 'meta-label'}, 'finished_at'), timeText(f.finished_at)),
       h('span', {class: 'job-meta muted', dataset: {attempts: f.attempts}}, plural(f.attempts, 'attempt'))),
     f.error ? [h('div', {class: 'meta-label'}, 'Last failed attempt'), errorBlock(f.error)] : null,
+    f.errors && f.errors.length ? h('ol', {class: 'finished-attempts'}, f.errors.map((a) =>
+      h('li', null, timeText(a.at), ' ', h('code', null, a.error)))) : null,
     res !== null ? h('pre', {class: 'code finished-result', title: 'result'}, res)
       : h('div', {class: 'muted finished-noresult'}, 'No result set'));
 }
