@@ -255,7 +255,8 @@ type FinishedStore interface {
 	TrimFinished(ctx context.Context, ref ShardRef, before time.Time, limit int) (int, error)
 	// ListFinished returns a page of the queue's finished records, by
 	// finished_at (ties by id; opts.Order "" or OrderFinishedAt, Rev for
-	// the latest first), merged across the shards; Min and Max bound
-	// finished_at (unix seconds).
+	// the latest first) or by id (OrderID; a page reads every finished id
+	// of each shard, at most max_finished), merged across the shards; Min
+	// and Max bound finished_at (unix seconds) or the ids.
 	ListFinished(ctx context.Context, queue string, opts ListOptions) (FinishedPage, error)
 }

@@ -23,7 +23,7 @@
 //	                                                   200 {"entries": [...], "next": "<cursor>"}
 //	POST   /api/v1/queues/{q}/morgue/requeue           200 {"requeued": n}
 //	POST   /api/v1/queues/{q}/morgue/delete            200 {"deleted": n}
-//	GET    /api/v1/queues/{q}/finished?min=&max=&rev=&limit=&cursor=   (retain_finished, docs/contract.md §3.11)
+//	GET    /api/v1/queues/{q}/finished?order=finished_at|id&min=&max=&rev=&limit=&cursor=   (retain_finished, docs/contract.md §3.11)
 //	GET    /api/v1/queues/{q}/state/{id}               200 {"state": ..., "version": n} (stateful queues, Config.StateQueues)
 //	PUT    /api/v1/queues/{q}/state/{id}               200 {"version": n}; 409 on a stale version
 //	GET    /api/v1/queues/{q}/feed?from=&limit=&wait=   200 {"entries": [{"pos", "id", "version", "state"...}], "next"} (change feed)

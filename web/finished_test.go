@@ -68,6 +68,9 @@ func TestFinished(t *testing.T) {
 	}
 	require.Len(t, seen, 3)
 
+	byID, _ := e.listFinished("order=id&rev=1")
+	require.Equal(t, []string{"c", "b", "a"}, []string{byID.Jobs[0].ID, byID.Jobs[1].ID, byID.Jobs[2].ID})
+
 	l, raw := e.get("b")
 	require.Nil(t, l.Queued)
 	require.NotNil(t, l.Finished)
@@ -76,7 +79,7 @@ func TestFinished(t *testing.T) {
 	require.Contains(t, raw.body, `"finished":{"id":"c","finished_at":1700000000,"attempts":1,"error":""}`, "no result set")
 
 	for _, c := range []struct{ query, field string }{
-		{"order=id", "order"},
+		{"order=retry_count", "order"},
 		{"min=abc", "min"},
 		{"limit=0", "limit"},
 		{"cursor=garbage!", "cursor"},

@@ -41,8 +41,12 @@ type finishedRow struct {
 // ListFinished implements persistence.FinishedStore: a page of each shard
 // (finished.lua), merged by (finished_at, id).
 func (s *Store) ListFinished(ctx context.Context, queue string, opts persistence.ListOptions) (persistence.FinishedPage, error) {
-	if opts.Order != "" && opts.Order != persistence.OrderFinishedAt {
-		return persistence.FinishedPage{}, invalid("order", "%q is not finished_at", opts.Order)
+	byID := opts.Order == persistence.OrderID
+	if opts.Order != "" && opts.Order != persistence.OrderFinishedAt && !byID {
+		return persistence.FinishedPage{}, invalid("order", "%q is not one of finished_at, id", opts.Order)
+	}
+	if opts.Order == "" {
+		opts.Order = persistence.OrderFinishedAt
 	}
 	switch {
 	case opts.Limit == 0:
@@ -51,13 +55,19 @@ func (s *Store) ListFinished(ctx context.Context, queue string, opts persistence
 		return persistence.FinishedPage{}, invalid("limit", "must be between 1 and %d", persistence.MaxListLimit)
 	}
 	lo, hi, err := finishedBounds(opts.Min, opts.Max)
+	if byID {
+		lo, hi, err = opts.Min, opts.Max, nil
+		if len(lo) > persistence.MaxIDBytes || len(hi) > persistence.MaxIDBytes {
+			return persistence.FinishedPage{}, invalid("min", "longer than %d bytes", persistence.MaxIDBytes)
+		}
+	}
 	if err != nil {
 		return persistence.FinishedPage{}, err
 	}
 	var cid, cat string
 	if opts.Cursor != "" {
 		c, err := decodeCursor(opts.Cursor)
-		if err != nil || c.order != persistence.OrderFinishedAt || c.rev != opts.Rev {
+		if err != nil || c.order != opts.Order || c.rev != opts.Rev {
 			return persistence.FinishedPage{}, invalid("cursor", "not a cursor of this listing")
 		}
 		cid, cat = c.id, c.score
@@ -73,7 +83,7 @@ func (s *Store) ListFinished(ctx context.Context, queue string, opts persistence
 	calls := make([]call, shards)
 	for sh := range shards {
 		calls[sh] = call{s: scriptFinished, keys: s.keys.shard(queue, sh).keys,
-			args: []any{"page", rev, opts.Limit + 1, lo, hi, cid, cat}}
+			args: []any{"page", rev, opts.Limit + 1, lo, hi, cid, cat, string(opts.Order)}}
 	}
 	cmds := runAll(ctx, s.rdb, calls)
 	if err := firstErr(cmds); err != nil {
@@ -95,7 +105,10 @@ func (s *Store) ListFinished(ctx context.Context, queue string, opts persistence
 		}
 	}
 	slices.SortFunc(rows, func(a, b finishedRow) int {
-		c := cmpFloat(a.atF, b.atF)
+		c := 0
+		if !byID {
+			c = cmpFloat(a.atF, b.atF)
+		}
 		if c == 0 {
 			c = strings.Compare(a.job.ID, b.job.ID)
 		}
@@ -108,7 +121,7 @@ func (s *Store) ListFinished(ctx context.Context, queue string, opts persistence
 	for i, r := range rows {
 		if i == opts.Limit {
 			last := rows[i-1]
-			page.Next = cursor{order: persistence.OrderFinishedAt, rev: opts.Rev, score: last.at, id: last.job.ID}.encode()
+			page.Next = cursor{order: opts.Order, rev: opts.Rev, score: last.at, id: last.job.ID}.encode()
 			break
 		}
 		page.Jobs = append(page.Jobs, r.job)

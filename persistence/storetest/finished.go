@@ -204,9 +204,30 @@ func testFinishedPages(t *testing.T, h Harness) {
 	page, err := e.finished().ListFinished(e.ctx, e.queue, persistence.ListOptions{Min: lo, Max: hi})
 	require.NoError(t, err)
 	require.Equal(t, []string{"f1", "f2", "f3", "f4"}, idsOf(page.Jobs))
-	_, err = e.finished().ListFinished(e.ctx, e.queue, persistence.ListOptions{Order: persistence.OrderID})
+	_, err = e.finished().ListFinished(e.ctx, e.queue, persistence.ListOptions{Order: persistence.OrderRetryCount})
 	var fe *persistence.FieldError
 	require.ErrorAs(t, err, &fe)
+	// By id, both ways, paged; bounds are ids.
+	for _, rev := range []bool{false, true} {
+		var got []string
+		cursor := ""
+		for range 10 {
+			page, err := e.finished().ListFinished(e.ctx, e.queue, persistence.ListOptions{Order: persistence.OrderID, Limit: 3, Rev: rev, Cursor: cursor})
+			require.NoError(t, err)
+			got = append(got, idsOf(page.Jobs)...)
+			if cursor = page.Next; cursor == "" {
+				break
+			}
+		}
+		exp := want
+		if rev {
+			exp = reversed(want)
+		}
+		require.Equal(t, exp, got, "by id, rev %v", rev)
+	}
+	page, err = e.finished().ListFinished(e.ctx, e.queue, persistence.ListOptions{Order: persistence.OrderID, Min: "f2", Max: "f4"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"f2", "f3", "f4"}, idsOf(page.Jobs))
 
 	// All finished at one time, in one settle per shard: pages by id.
 	g := newEnv(t, h, 3)

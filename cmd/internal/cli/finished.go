@@ -12,12 +12,14 @@ import (
 )
 
 var jobsFinishedHelp = help{
-	Usage: []string{"orderly jobs finished --queue Q [--rev] [--limit N] [--cursor C] [--min T] [--max T] [flags]"},
+	Usage: []string{"orderly jobs finished --queue Q [--order finished_at|id] [--rev] [--limit N] [--cursor C] [--min M] [--max M] [flags]"},
 	Text: `Lists a page of the ids the queue finished (GET /api/v1/queues/Q/finished),
 kept on a queue with retain_finished (docs/contract.md §3.11): each id with
 when it finished, how many calls it took, the error of its last failed
 attempt and the result its handler set, by finished_at, earliest first
-(--rev: latest first). --min and --max bound finished_at (unix seconds).
+(--rev: latest first), or by id (--order id; each page reads every
+finished id of the queue's shards). --min and --max bound the sort key:
+unix seconds for finished_at, ids for id.
 When there are more, the last line is "next: <cursor>": pass it to
 --cursor, with the same --rev, for the next page. "orderly jobs get" shows
 one finished id.`,
@@ -31,22 +33,27 @@ one finished id.`,
 func jobsFinished(e *env, args []string) int {
 	fs, c := e.flags("jobs finished", jobsFinishedHelp)
 	queue := fs.String("queue", "", "queue whose finished ids to list (required)")
-	rev := fs.Bool("rev", false, "latest first")
+	order := fs.String("order", "finished_at", "sort by finished_at or id")
+	rev := fs.Bool("rev", false, "reverse order: latest (or highest id) first")
 	limit := fs.Int("limit", 0, fmt.Sprintf("ids per page, 1 to %d (default %d)", persistence.MaxListLimit, persistence.DefaultListLimit))
 	cursor := fs.String("cursor", "", "continue after a previous page (its next: line)")
-	minAt := fs.String("min", "", "earliest finished_at to list (unix seconds)")
-	maxAt := fs.String("max", "", "latest finished_at to list (unix seconds)")
+	minAt := fs.String("min", "", "lowest sort key to list (unix seconds, or an id with --order id)")
+	maxAt := fs.String("max", "", "highest sort key to list")
 	if code, stop := e.parse(fs, args); stop {
 		return code
 	}
 	if code, stop := e.checkQueue(fs, *queue); stop {
 		return code
 	}
+	if *order != "finished_at" && *order != "id" {
+		return e.usage(fs, "--order must be finished_at or id, got %q", *order)
+	}
 	set := given(fs)
 	if set["limit"] && (*limit < 1 || *limit > persistence.MaxListLimit) {
 		return e.usage(fs, "--limit must be between 1 and %d, got %d", persistence.MaxListLimit, *limit)
 	}
 	q := url.Values{}
+	q.Set("order", *order)
 	if *rev {
 		q.Set("rev", "true")
 	}

@@ -55,6 +55,9 @@ m-3  2023-11-14T22:13:20Z  1         -           -
 	require.Contains(t, out, "finished: 2023-11-14T22:13:20Z, 1 attempts")
 	require.Contains(t, out, `result: {"receipt":7}`)
 
+	out = n.run("jobs", "finished", "--queue", "mail", "--order", "id", "--rev", "--min", "m-2").ok(t)
+	require.Regexp(t, `(?s)^ID .*\nm-3 .*\nm-2 .*\n$`, out)
+
 	r := n.run("jobs", "finished", "--queue", "mail", "--limit", "0")
 	require.Equal(t, ExitUsage, r.code)
 }

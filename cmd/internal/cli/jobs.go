@@ -23,7 +23,7 @@ var jobsHelp = help{
 	Usage: []string{
 		"orderly jobs list        --queue Q [--order perform_at|id|retry_count] [--rev] [--limit N] [--cursor C] [flags]",
 		"orderly jobs get         --queue Q ID [flags]",
-		"orderly jobs finished    --queue Q [--rev] [--limit N] [--cursor C] [flags]",
+		"orderly jobs finished    --queue Q [--order finished_at|id] [--rev] [--limit N] [--cursor C] [flags]",
 		"orderly jobs delete      --queue Q ID [flags]",
 		"orderly jobs perform-now --queue Q ID [flags]",
 		"orderly jobs kill        --queue Q ID [flags]",

@@ -14,11 +14,15 @@
 --   ARGV[6] the cursor's id ("" = from the start) and ARGV[7] its
 --   finished_at: the page continues after that (finished_at, id), ids
 --   compared byte by byte, whether the member still exists or not.
+--   ARGV[8] "id" orders by id instead (ARGV[2] "1": descending): then
+--   ARGV[4] and ARGV[5] bound the ids ("" = none), ARGV[7] is unused, and
+--   the page reads every finished id of the shard (at most max_finished).
 --
 -- Returns for "trim" the number of records deleted (histories not counted); for "page" a flat list
 -- {id, finished_at, record, ...}.
 --
--- Cost: O(log n + records + records finished at the cursor's time).
+-- Cost: O(log n + records + records finished at the cursor's time); by id
+-- O(n log n), n <= max_finished.
 
 local op = ARGV[1]
 if op == "trim" then
@@ -35,6 +39,29 @@ if op == "trim" then
 end
 
 local rev, limit, lo, hi, cid, cat = ARGV[2] == "1", tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+if ARGV[8] == "id" then
+  -- By id: every finished id of the shard (at most max_finished), those
+  -- within the bounds and after the cursor, sorted.
+  local keep = {}
+  for _, id in ipairs(redis.call("HKEYS", K.fin)) do
+    if (lo == "" or bcmp(id, lo) >= 0) and (hi == "" or bcmp(id, hi) <= 0) and
+       (cid == "" or (rev and bcmp(id, cid) < 0) or (not rev and bcmp(id, cid) > 0)) then
+      keep[#keep + 1] = id
+    end
+  end
+  if rev then
+    table.sort(keep, function(a, b) return bcmp(a, b) > 0 end)
+  else
+    table.sort(keep, function(a, b) return bcmp(a, b) < 0 end)
+  end
+  local out = {}
+  for j = 1, math.min(limit, #keep) do
+    out[#out + 1] = keep[j]
+    out[#out + 1] = redis.call("ZSCORE", K.fat, keep[j]) or "0"
+    out[#out + 1] = redis.call("HGET", K.fin, keep[j])
+  end
+  return out
+end
 local lon, hin = tonumber(lo) or -math.huge, tonumber(hi) or math.huge
 if lo == "-inf" then lon = -math.huge end
 if hi == "+inf" then hin = math.huge end
