@@ -56,10 +56,14 @@ type Emit struct {
 	Headers map[string]string
 }
 
-// emitBox holds the emits of one id during a call; copies of a Job share it.
+// emitBox holds the emits and the result of one id during a call; copies
+// of a Job share it.
 type emitBox struct {
-	mu    sync.Mutex // guards emits
+	mu    sync.Mutex // guards emits, result and hasResult
 	emits []Emit
+	// result is what SetResult set (hasResult: it was called).
+	result    []byte
+	hasResult bool
 }
 
 // Emit emits jobs on behalf of the job's id, committed with its

@@ -44,6 +44,7 @@ func (n *Node) processor(w Worker, ec engine.Config) shard.Processor {
 				bad = collectStates(b, batch.Jobs, nil, w.MaxStateBytes)
 			}
 			bad = collectEmits(b, batch.Jobs, nil, o.now, bad)
+			bad = collectResults(b, batch.Jobs, nil, w.RetainFinished > 0, bad)
 			for id, e := range bad {
 				o.fail(jobByID(b, id), e)
 			}
@@ -75,7 +76,8 @@ func (n *Node) processor(w Worker, ec engine.Config) shard.Processor {
 		if w.State {
 			bad = collectStates(b, batch.Jobs, failed, w.MaxStateBytes)
 		}
-		for id, e := range collectEmits(b, batch.Jobs, failed, o.now, bad) {
+		bad = collectEmits(b, batch.Jobs, failed, o.now, bad)
+		for id, e := range collectResults(b, batch.Jobs, failed, w.RetainFinished > 0, bad) {
 			o.fail(jobByID(b, id), e)
 		}
 		if len(failed) < len(pf.Failed) {

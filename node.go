@@ -156,7 +156,10 @@ func (n *Node) shardConfig(store persistence.NodeStore, w Worker, ec engine.Conf
 		IdlePoll:      n.cfg.IdlePoll,
 		MorgueTTL:     n.cfg.MorgueTTL,
 		Clock:         ec.Clock,
-		Logger:        ec.Logger,
+		// Kept only by a store that keeps finished records.
+		RetainFinished: w.RetainFinished,
+		MaxFinished:    w.MaxFinished,
+		Logger:         ec.Logger,
 	}
 	if r := w.RateLimit; r != nil {
 		sc.RateLimit = &shard.RateLimit{PerSecond: r.PerSecond, Burst: r.Burst}

@@ -145,6 +145,17 @@ type Worker struct {
 	// ids (a call holds up to BatchSize ids). The configuration file's
 	// rate_limit means the same.
 	RateLimit *RateLimit
+	// RetainFinished, when positive, keeps a finished record of every id
+	// the queue acknowledges for that long (docs/contract.md §3.14): when
+	// it finished, how many calls it took, the error of its last failed
+	// attempt and the result its handler set (Job.SetResult), at most
+	// MaxFinished per shard (0: persistence.DefaultMaxFinished, 10,000;
+	// the earliest finished go first). Each shard's owner deletes older
+	// records about once a minute. Zero (the default) keeps none and costs
+	// nothing. The configuration file's retain_finished and max_finished
+	// mean the same.
+	RetainFinished time.Duration
+	MaxFinished    int
 	// Handler processes batches. Required.
 	Handler HandlerFunc
 	// RetriesExhausted, if set, receives what went to the morgue, one job
@@ -252,6 +263,9 @@ func (w *Worker) validate() error {
 	}
 	if w.FeedMaxLen < 1 && w.FeedMaxLen != NoFeed {
 		return fmt.Errorf("orderly: worker %s: FeedMaxLen must be positive, NoFeed, or 0 for the default (%d), got %d", w.Queue, DefaultFeedMaxLen, w.FeedMaxLen)
+	}
+	if w.RetainFinished < 0 || w.MaxFinished < 0 {
+		return fmt.Errorf("orderly: worker %s: RetainFinished and MaxFinished must not be negative, got %s and %d", w.Queue, w.RetainFinished, w.MaxFinished)
 	}
 	if w.MaxStateBytes < 1 {
 		return fmt.Errorf("orderly: worker %s: MaxStateBytes must be positive (0 for the default, %d), got %d", w.Queue, DefaultMaxStateBytes, w.MaxStateBytes)

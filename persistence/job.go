@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"cmp"
+	"fmt"
 	"hash/crc32"
 	"math"
 	"strconv"
@@ -164,8 +165,13 @@ type MorgueEntry struct {
 	ID           string
 	Payloads     []Payload
 	PayloadCount int
-	UpdatedAt    time.Time
-	Error        string
+	// UpdatedAt is when a payload of the id last died (its last failure).
+	UpdatedAt time.Time
+	// FirstAt is when the entry was created: its first payload died. It
+	// is the zero time for an entry written by a release before it was
+	// kept (docs/storage.md §5).
+	FirstAt time.Time
+	Error   string
 }
 
 // Lease is a shard owner's right to change the shard's state. Token is the
@@ -204,6 +210,9 @@ type Batch struct {
 	Snoozes  []Snooze
 	Deaths   []Death
 	Discards []Discard
+	// Results are the results the call set for its succeeded ids, for a
+	// queue with retain_finished (AdvanceRequest.Results).
+	Results map[string][]byte
 }
 
 // Failure reports one failed id of a settled batch.
@@ -232,7 +241,7 @@ type Snooze struct {
 }
 
 // Death reports an id of a settled batch that its handler declared dead
-// (docs/contract.md §3.11): the payloads it was handed go to the morgue at
+// (docs/contract.md §3.14): the payloads it was handed go to the morgue at
 // once with Reason as their error, whatever retries were left, and are
 // reported in AdvanceResult.Dead.
 type Death struct {
@@ -347,6 +356,19 @@ type AdvanceRequest struct {
 	// not drive its handler in a tight loop (docs/contract.md §11).
 	ConflictDelay  time.Duration
 	ConflictDelays map[string]time.Duration
+	// RetainFinished is the queue's retain_finished: when positive, each
+	// id the settle acknowledges leaves a finished record (FinishedJob)
+	// that the shard keeps that long (the owner trims older ones,
+	// FinishedStore.TrimFinished) and at most MaxFinished of (0:
+	// DefaultMaxFinished; the earliest finished go first). Zero keeps
+	// none and costs nothing (docs/contract.md §3.14).
+	RetainFinished time.Duration
+	MaxFinished    int
+	// Results are the results the handler set, by id, kept in the
+	// finished records of the ids acknowledged (only with
+	// RetainFinished); each at most MaxResultBytes, or the Advance fails
+	// with a *FieldError and changes nothing.
+	Results map[string][]byte
 }
 
 // AdvanceResult is the outcome of an Advance.
@@ -437,7 +459,8 @@ type MorguePage struct {
 }
 
 // JobInfo is what a one-job lookup finds: the queued entry, the in-flight
-// record, or both (new payloads arrived while the id was in flight).
+// record, or both (new payloads arrived while the id was in flight), and
+// the morgue entry, with the id's state and timer.
 type JobInfo struct {
 	Queue    string
 	Shard    int
@@ -450,6 +473,12 @@ type JobInfo struct {
 	State *State
 	// Timer is when the id's timer fires; zero when it has none.
 	Timer time.Time
+	// Morgue is the id's morgue entry, nil when it has none; a lookup
+	// finds an id that is only in the morgue (docs/contract.md §3.9).
+	Morgue *MorgueEntry
+	// Finished is the id's finished record on a queue with
+	// retain_finished, nil when it has none (docs/contract.md §3.14).
+	Finished *FinishedJob
 }
 
 // InFlightJob is one job of an in-flight batch.
@@ -525,4 +554,60 @@ func FromUnixSeconds(s float64) time.Time {
 	}
 	sec, frac := math.Modf(s)
 	return time.Unix(int64(sec), int64(math.Round(frac*1e9)))
+}
+
+// Finished ids (docs/contract.md §3.14).
+const (
+	// DefaultMaxFinished is how many finished records one shard keeps at
+	// most when AdvanceRequest.MaxFinished is 0.
+	DefaultMaxFinished = 10000
+	// MaxResultBytes is the largest result a handler may set for an id.
+	MaxResultBytes = 64 << 10
+	// MaxAttemptHistory is how many failed attempts of an id its finished
+	// record keeps (FinishedJob.Errors), the last ones.
+	MaxAttemptHistory = 5
+	// OrderFinishedAt orders a listing of finished ids by finished_at.
+	OrderFinishedAt Order = "finished_at"
+)
+
+// FinishedJob is the record an acknowledged id leaves on a queue with
+// retain_finished (docs/contract.md §3.14).
+type FinishedJob struct {
+	ID string
+	// FinishedAt is when the settle acknowledged it.
+	FinishedAt time.Time
+	// Attempts is how many handler calls it took: 1 when the first
+	// succeeded (its retry count + 2).
+	Attempts int
+	// Error is the error of its last failed attempt; empty when none
+	// failed.
+	Error string
+	// Errors are its last failed attempts (at most MaxAttemptHistory,
+	// oldest first) that failed while the queue retained finished ids;
+	// nil when none did.
+	Errors []AttemptError
+	// Result is what the handler set for it (Job.SetResult, the webhook
+	// answer's "result"); nil when it set none.
+	Result []byte
+}
+
+// AttemptError is one failed attempt of a finished id.
+type AttemptError struct {
+	At    time.Time
+	Error string
+}
+
+// FinishedPage is one page of a listing of finished ids.
+type FinishedPage struct {
+	Jobs []FinishedJob
+	Next string
+}
+
+// CheckResultSize checks a result against MaxResultBytes.
+func CheckResultSize(id string, b []byte) error {
+	if len(b) > MaxResultBytes {
+		return &FieldError{Field: "result", Index: -1,
+			Reason: fmt.Sprintf("the result of %q is %d bytes, more than %d", id, len(b), MaxResultBytes)}
+	}
+	return nil
 }

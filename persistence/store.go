@@ -269,3 +269,19 @@ type Subscription interface {
 	// Close ends the subscription; it is safe to call more than once.
 	Close() error
 }
+
+// FinishedStore keeps the finished records of queues with retain_finished
+// (docs/contract.md §3.14). A store that keeps them implements it besides
+// Store; the node and the HTTP API look for it with a type assertion, and
+// a queue with retain_finished on a store without it keeps nothing.
+type FinishedStore interface {
+	// TrimFinished deletes up to limit finished records of the shard
+	// finished before the given time; the shard's owner calls it.
+	TrimFinished(ctx context.Context, ref ShardRef, before time.Time, limit int) (int, error)
+	// ListFinished returns a page of the queue's finished records, by
+	// finished_at (ties by id; opts.Order "" or OrderFinishedAt, Rev for
+	// the latest first) or by id (OrderID; a page reads every finished id
+	// of each shard, at most max_finished), merged across the shards; Min
+	// and Max bound finished_at (unix seconds) or the ids.
+	ListFinished(ctx context.Context, queue string, opts ListOptions) (FinishedPage, error)
+}

@@ -57,13 +57,14 @@ func TestActionKillFailed(t *testing.T) {
 	require.Equal(t, http.StatusOK, a.status, a.body)
 	require.Equal(t, `{"killed":2}`+"\n", a.body)
 	for _, id := range []string{"bad1", "bad2"} {
-		a := e.do("GET", "/api/v1/queues/q/jobs/"+id, "")
-		require.Equal(t, http.StatusNotFound, a.status, a.body)
+		l, _ := e.get(id)
+		require.Nil(t, l.Queued, "%s is only in the morgue", id)
+		require.NotNil(t, l.Morgue, id)
 	}
 	a = e.do("GET", "/api/v1/queues/q/morgue", "")
 	require.Equal(t, `{"entries":[`+
-		`{"id":"bad1","updated_at":1700000000,"error":"err-bad1","payloads":[{"payload":{"n":1},"score":1},{"payload":{"n":2},"score":2}],"payload_count":2},`+
-		`{"id":"bad2","updated_at":1700000000,"error":"err-bad2","payloads":[{"payload":"","score":1700000000}],"payload_count":1}],"next":""}`+"\n", a.body)
+		`{"id":"bad1","updated_at":1700000000,"first_at":1700000000,"error":"err-bad1","payloads":[{"payload":{"n":1},"score":1},{"payload":{"n":2},"score":2}],"payload_count":2},`+
+		`{"id":"bad2","updated_at":1700000000,"first_at":1700000000,"error":"err-bad2","payloads":[{"payload":"","score":1700000000}],"payload_count":1}],"next":""}`+"\n", a.body)
 	p := e.listJobs("")
 	require.Len(t, p.Jobs, 2, "fresh jobs stay")
 	a = e.action("q", "kill_failed", "")
@@ -261,13 +262,14 @@ func TestJobActionKill(t *testing.T) {
 	require.Equal(t, `{"killed":1}`+"\n", a.body)
 	a = e.jobAction("fresh1", "kill", "")
 	require.Equal(t, http.StatusOK, a.status, a.body)
-	a = e.do("GET", "/api/v1/queues/q/jobs/bad1", "")
-	require.Equal(t, http.StatusNotFound, a.status, a.body)
+	l, _ := e.get("bad1")
+	require.Nil(t, l.Queued, "only in the morgue")
+	require.Equal(t, "err-bad1", l.Morgue.Error)
 	a = e.do("GET", "/api/v1/queues/q/morgue", "")
 	require.Equal(t, `{"entries":[`+
-		`{"id":"bad1","updated_at":1700000000,"error":"err-bad1","payloads":[{"payload":{"n":1},"score":1},{"payload":{"n":2},"score":2}],"payload_count":2},`+
-		`{"id":"fresh1","updated_at":1700000000,"error":"killed","payloads":[{"payload":"","score":1700000000}],"payload_count":1}],"next":""}`+"\n", a.body)
-	l, _ := e.get("bad2")
+		`{"id":"bad1","updated_at":1700000000,"first_at":1700000000,"error":"err-bad1","payloads":[{"payload":{"n":1},"score":1},{"payload":{"n":2},"score":2}],"payload_count":2},`+
+		`{"id":"fresh1","updated_at":1700000000,"first_at":1700000000,"error":"killed","payloads":[{"payload":"","score":1700000000}],"payload_count":1}],"next":""}`+"\n", a.body)
+	l, _ = e.get("bad2")
 	require.NotNil(t, l.Queued, "other jobs stay")
 }
 

@@ -120,6 +120,42 @@ func TestLookup(t *testing.T) {
 	require.Equal(t, []wire.Payload{{Data: []byte(`{"v":1}`), Score: 1}}, l.Processing.Payloads)
 }
 
+// An id that is only in the morgue is found, with its entry; 404 only
+// when nothing of the id is known.
+func TestLookupMorgueOnly(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.enqueue(`[{"id": "m", "payload": {"v": 1}, "score": 1}]`)
+	a := e.do("POST", "/api/v1/queues/q/jobs/m/actions/kill", "")
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	l, raw := e.get("m")
+	require.Nil(t, l.Queued)
+	require.Nil(t, l.Processing)
+	require.NotNil(t, l.Morgue)
+	first := 1700000000.0
+	require.Equal(t, &apiv1.MorgueEntry{ID: "m", UpdatedAt: 1700000000, FirstAt: &first, Error: "killed",
+		Payloads: []wire.Payload{{Data: []byte(`{"v":1}`), Score: 1}}, PayloadCount: 1}, l.Morgue)
+	require.Contains(t, raw.body, `"queued":null,"processing":null,"morgue":{"id":"m","updated_at":1700000000,"first_at":1700000000,"error":"killed",`)
+
+	// Queued again: both show.
+	e.enqueue(`[{"id": "m", "payload": {"v": 2}, "score": 2}]`)
+	l, _ = e.get("m")
+	require.NotNil(t, l.Queued)
+	require.NotNil(t, l.Morgue)
+
+	// A job without a morgue entry answers no morgue member.
+	e.enqueue(`[{"id": "n"}]`)
+	_, raw = e.get("n")
+	require.NotContains(t, raw.body, `"morgue"`)
+
+	a = e.do("POST", "/api/v1/queues/q/morgue/delete", `{"ids": ["m"]}`)
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	a = e.do("DELETE", "/api/v1/queues/q/jobs/m", "")
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	a = e.do("GET", "/api/v1/queues/q/jobs/m", "")
+	require.Equal(t, http.StatusNotFound, a.status, a.body)
+}
+
 func TestLookupIDsInPath(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -175,11 +211,11 @@ func TestMorgue(t *testing.T) {
 	require.Equal(t, "m1", page.Entries[0].ID)
 	require.Equal(t, "m2", page.Entries[1].ID)
 	require.NotEmpty(t, page.Next)
-	require.Contains(t, a.body, `{"entries":[{"id":"m1","updated_at":1700000001,"error":"boom","payloads":[{"payload":{"n":1},"score":1}],"payload_count":1},`)
+	require.Contains(t, a.body, `{"entries":[{"id":"m1","updated_at":1700000001,"first_at":1700000001,"error":"boom","payloads":[{"payload":{"n":1},"score":1}],"payload_count":1},`)
 
 	a = e.do("GET", "/api/v1/queues/q/morgue?order=id&limit=2&cursor="+url.QueryEscape(page.Next), "")
 	require.Equal(t, http.StatusOK, a.status, a.body)
-	require.Equal(t, `{"entries":[{"id":"m3","updated_at":1700000002,"error":"boom","payloads":[{"payload":{"n":2},"score":2}],"payload_count":1}],"next":""}`+"\n", a.body)
+	require.Equal(t, `{"entries":[{"id":"m3","updated_at":1700000002,"first_at":1700000002,"error":"boom","payloads":[{"payload":{"n":2},"score":2}],"payload_count":1}],"next":""}`+"\n", a.body)
 
 	a = e.do("GET", "/api/v1/queues/q/morgue?order=updated_at&rev=true&min=1700000001", "")
 	require.Equal(t, http.StatusOK, a.status, a.body)

@@ -7,9 +7,9 @@
 //	GET    /api/v1/queues                              200 {"queues": [<queue>, ...]}
 //	GET    /api/v1/queues/{q}                          200 <queue>
 //	POST   /api/v1/queues/{q}/jobs                     202 {"enqueued": n, "duplicates": d}
-//	GET    /api/v1/queues/{q}/jobs?order=id|perform_at|retry_count&min=&max=&rev=&limit=&cursor=&payloads=
+//	GET    /api/v1/queues/{q}/jobs?order=perform_at|id|retry_count&min=&max=&rev=&limit=&cursor=&payloads=
 //	                                                   200 {"jobs": [...], "next": "<cursor>"}
-//	GET    /api/v1/queues/{q}/jobs/{id}                200 one job, queued and in flight, with its state and timer
+//	GET    /api/v1/queues/{q}/jobs/{id}                200 one job, queued and in flight, with its morgue entry, finished record, state and timer
 //	DELETE /api/v1/queues/{q}/jobs/{id}                200 {"deleted": 1}
 //	POST   /api/v1/queues/{q}/jobs/{id}/actions/perform_now  200 {"updated": 1}
 //	POST   /api/v1/queues/{q}/jobs/{id}/actions/kill   200 {"killed": 1}
@@ -26,6 +26,7 @@
 //	                                                   200 {"entries": [...], "next": "<cursor>"}
 //	POST   /api/v1/queues/{q}/morgue/requeue           200 {"requeued": n}
 //	POST   /api/v1/queues/{q}/morgue/delete            200 {"deleted": n}
+//	GET    /api/v1/queues/{q}/finished?order=finished_at|id&min=&max=&rev=&limit=&cursor=   (retain_finished, docs/contract.md §3.14)
 //	GET    /api/v1/queues/{q}/state/{id}               200 {"state": ..., "version": n} (stateful queues, Config.StateQueues)
 //	PUT    /api/v1/queues/{q}/state/{id}               200 {"version": n}; 409 on a stale version
 //	GET    /api/v1/queues/{q}/feed?from=&limit=&wait=   200 {"entries": [{"pos", "id", "version", "state"...}], "next"} (change feed)
@@ -86,7 +87,7 @@
 //
 // Parameters, each at most once; unknown ones are errors:
 //
-//	order     jobs: id (default), perform_at or retry_count;
+//	order     jobs: perform_at (default), id or retry_count;
 //	          morgue: id (default) or updated_at. Ties are broken by id.
 //	min, max  inclusive bounds of the order's key: ids for id, numbers
 //	          (unix seconds, retry counts) otherwise; empty, -inf or +inf

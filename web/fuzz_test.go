@@ -282,11 +282,16 @@ func FuzzSelectionBody(f *testing.F) {
 		}
 		for _, id := range dead {
 			require.Equal(t, !named[id], inMorgue[id], "%q: in the morgue unless named", id)
-			_, err := e.store.GetJob(e.ctx, queue, id)
-			if requeue && named[id] {
+			info, err := e.store.GetJob(e.ctx, queue, id)
+			switch {
+			case requeue && named[id]:
 				require.NoError(t, err, "%q was requeued", id)
-			} else {
-				require.ErrorIs(t, err, persistence.ErrNotFound, "%q was not requeued", id)
+				require.NotNil(t, info.Queued, "%q was requeued", id)
+			case named[id]:
+				require.ErrorIs(t, err, persistence.ErrNotFound, "%q was deleted", id)
+			default:
+				require.NoError(t, err, "%q is in the morgue", id)
+				require.Nil(t, info.Queued, "%q was not requeued", id)
 			}
 		}
 	})

@@ -49,6 +49,14 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) error {
 			FetchedAt: persistence.UnixSeconds(f.FetchedAt),
 		}
 	}
+	if info.Morgue != nil {
+		m := morgueEntryOf(*info.Morgue)
+		ans.Morgue = &m
+	}
+	if info.Finished != nil {
+		f := apiv1.NewFinishedJob(*info.Finished)
+		ans.Finished = &f
+	}
 	s.writeJSON(w, r, http.StatusOK, ans)
 	return nil
 }
@@ -71,7 +79,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	opts, err := listOptions(withoutParam(r, "error"))
+	opts, err := listOptions(withoutParam(r, "error"), persistence.OrderPerformAt)
 	if err != nil {
 		return err
 	}

@@ -89,15 +89,15 @@ func TestListJobsQuery(t *testing.T) {
 		query string
 		want  persistence.ListOptions
 	}{
-		{"", persistence.ListOptions{}},
+		{"", persistence.ListOptions{Order: persistence.OrderPerformAt}},
 		{"order=id", persistence.ListOptions{Order: persistence.OrderID}},
 		{"order=perform_at&min=1699999991&max=1699999993.5", persistence.ListOptions{Order: persistence.OrderPerformAt, Min: "1699999991", Max: "1699999993.5"}},
 		{"order=retry_count&min=-1&max=%2Binf&rev=1", persistence.ListOptions{Order: persistence.OrderRetryCount, Min: "-1", Max: "+inf", Rev: true}},
 		{"order=id&min=f05&max=r3&rev=0&limit=7", persistence.ListOptions{Order: persistence.OrderID, Min: "f05", Max: "r3", Limit: 7}},
-		{"rev=TRUE&limit=1000&payloads=1000", persistence.ListOptions{Rev: true, Limit: 1000, Payloads: 1000}},
-		{"rev=&order=&limit=", persistence.ListOptions{}},
-		{"min=%FF%FE&max=%F0%9F%98%80", persistence.ListOptions{Min: "\xff\xfe", Max: "😀"}},
-		{"limit=1&cursor=" + url.QueryEscape(cursor), persistence.ListOptions{Limit: 1, Cursor: cursor}},
+		{"rev=TRUE&limit=1000&payloads=1000", persistence.ListOptions{Order: persistence.OrderPerformAt, Rev: true, Limit: 1000, Payloads: 1000}},
+		{"rev=&order=&limit=", persistence.ListOptions{Order: persistence.OrderPerformAt}},
+		{"order=id&min=%FF%FE&max=%F0%9F%98%80", persistence.ListOptions{Order: persistence.OrderID, Min: "\xff\xfe", Max: "😀"}},
+		{"limit=1&cursor=" + url.QueryEscape(cursor), persistence.ListOptions{Order: persistence.OrderPerformAt, Limit: 1, Cursor: cursor}},
 	} {
 		a := e.do("GET", "/api/v1/queues/q/jobs?"+c.query, "")
 		require.Equal(t, http.StatusOK, a.status, "%s: %s", c.query, a.body)
@@ -125,8 +125,11 @@ func TestListJobsRoundTrip(t *testing.T) {
 	require.Len(t, next.Jobs, 1)
 	require.Equal(t, "b", next.Jobs[0].ID)
 
-	// Defaults: by id, ascending.
+	// Defaults: by perform_at (as the dashboard), ascending; by id when
+	// asked.
 	p := e.listJobs("")
+	require.Equal(t, []string{"b", "a", "c"}, []string{p.Jobs[0].ID, p.Jobs[1].ID, p.Jobs[2].ID})
+	p = e.listJobs("order=id")
 	require.Equal(t, []string{"a", "b", "c"}, []string{p.Jobs[0].ID, p.Jobs[1].ID, p.Jobs[2].ID})
 }
 
@@ -146,9 +149,9 @@ func TestListJobsPayloads(t *testing.T) {
 	require.Len(t, p.Jobs[1].Payloads, 10, "10 payloads by default")
 	require.Equal(t, 15, p.Jobs[1].PayloadCount)
 	require.Equal(t, []byte("0"), p.Jobs[1].Payloads[0].Data, "the lowest scores first")
-	p = e.listJobs("payloads=1000&min=many")
+	p = e.listJobs("payloads=1000&order=id&min=many")
 	require.Len(t, p.Jobs[0].Payloads, 15)
-	p = e.listJobs("payloads=2&min=many")
+	p = e.listJobs("payloads=2&order=id&min=many")
 	require.Equal(t, []wire.Payload{{Data: []byte("0"), Score: 0}, {Data: []byte("1"), Score: 1}}, p.Jobs[0].Payloads)
 
 	e.register("empty", 2)
@@ -215,7 +218,7 @@ func TestListJobsBadParams(t *testing.T) {
 		require.Contains(t, a.body, "malformed query string", query)
 	}
 	for _, query := range []string{"", "rev=", "order=", "limit=", "rev=TRUE", "order=perform_at&min=-inf&max=%2Binf", "order=retry_count&min=-1&max=-1",
-		"min=%FF%FE", "min=%00&max=%F0%9F%98%80", "limit=1000&payloads=1000", "limit=1&cursor=" + url.QueryEscape(page.Next) + "&min=b"} {
+		"order=id&min=%FF%FE", "order=id&min=%00&max=%F0%9F%98%80", "limit=1000&payloads=1000", "limit=1&cursor=" + url.QueryEscape(page.Next) + "&min=1"} {
 		a := e.do("GET", "/api/v1/queues/q/jobs?"+query, "")
 		require.Equal(t, http.StatusOK, a.status, "%s: %s", query, a.body)
 	}

@@ -12,14 +12,20 @@ import (
 )
 
 // listOptions reads a listing's query parameters; the store validates their
-// values (order, bounds, limit, cursor) and names the one at fault.
-func listOptions(r *http.Request) (persistence.ListOptions, error) {
+// values (order, bounds, limit, cursor) and names the one at fault. An
+// absent or empty order is def: perform_at for the jobs (the order the
+// dashboard shows first, and a bounded read at any size), id for the
+// morgue.
+func listOptions(r *http.Request, def persistence.Order) (persistence.ListOptions, error) {
 	var opts persistence.ListOptions
 	vals, err := queryParams(r, "order", "min", "max", "rev", "limit", "cursor", "payloads")
 	if err != nil {
 		return opts, err
 	}
 	opts.Order = persistence.Order(vals.Get("order"))
+	if opts.Order == "" {
+		opts.Order = def
+	}
 	opts.Min, opts.Max, opts.Cursor = vals.Get("min"), vals.Get("max"), vals.Get("cursor")
 	if opts.Rev, err = boolParam(vals, "rev"); err != nil {
 		return opts, err
@@ -40,7 +46,7 @@ func (s *Server) listMorgue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	opts, err := listOptions(withoutParam(r, "error"))
+	opts, err := listOptions(withoutParam(r, "error"), persistence.OrderID)
 	if err != nil {
 		return err
 	}
@@ -63,16 +69,26 @@ func (s *Server) listMorgue(w http.ResponseWriter, r *http.Request) error {
 	}
 	ans := apiv1.MorguePage{Entries: make([]apiv1.MorgueEntry, len(page.Entries)), Next: page.Next, Scanned: scanned}
 	for i, e := range page.Entries {
-		ans.Entries[i] = apiv1.MorgueEntry{
-			ID:           e.ID,
-			UpdatedAt:    persistence.UnixSeconds(e.UpdatedAt),
-			Error:        e.Error,
-			Payloads:     apiv1.Payloads(e.Payloads),
-			PayloadCount: e.PayloadCount,
-		}
+		ans.Entries[i] = morgueEntryOf(e)
 	}
 	s.writeJSON(w, r, http.StatusOK, ans)
 	return nil
+}
+
+// morgueEntryOf converts a morgue entry to its wire form.
+func morgueEntryOf(e persistence.MorgueEntry) apiv1.MorgueEntry {
+	m := apiv1.MorgueEntry{
+		ID:           e.ID,
+		UpdatedAt:    persistence.UnixSeconds(e.UpdatedAt),
+		Error:        e.Error,
+		Payloads:     apiv1.Payloads(e.Payloads),
+		PayloadCount: e.PayloadCount,
+	}
+	if !e.FirstAt.IsZero() {
+		at := persistence.UnixSeconds(e.FirstAt)
+		m.FirstAt = &at
+	}
+	return m
 }
 
 // requeueMorgue serves POST /api/v1/queues/{q}/morgue/requeue, body

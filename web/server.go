@@ -360,6 +360,7 @@ func (s *Server) routes() {
 	s.handle("POST /api/v1/queues/{q}/resume", s.setPaused(false))
 	s.handle("GET /api/v1/periodic", s.periodic)
 	s.handle("GET /api/v1/queues/{q}/morgue", s.listMorgue)
+	s.handle("GET /api/v1/queues/{q}/finished", s.listFinished)
 	s.handle("POST /api/v1/queues/{q}/morgue/requeue", s.requeueMorgue)
 	s.handle("POST /api/v1/queues/{q}/morgue/delete", s.deleteMorgue)
 	s.handle("GET /api/v1/queues/{q}/state/{id...}", s.getState)

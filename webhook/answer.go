@@ -54,10 +54,10 @@ func decodeEmit(e wire.Emit) (orderly.Emit, error) {
 }
 
 // errBadAnswer is wrapped by the errors of decodeAnswer.
-var errBadAnswer = errors.New(`the body is not empty and not {"failed": {"<id>": "<error>", ...}, "retry_in": {...}, "dead": {...}, "discard": {...}, "state": {...}, "timers": {...}, "emit": [...]}`)
+var errBadAnswer = errors.New(`the body is not empty and not {"failed": {"<id>": "<error>", ...}, "retry_in": {...}, "dead": {...}, "discard": {...}, "state": {...}, "timers": {...}, "emit": [...], "result": {...}}`)
 
 // members names an answer's members, for errors.
-const members = `"failed", "retry_in", "dead", "discard", "state", "timers" and "emit"`
+const members = `"failed", "retry_in", "dead", "discard", "state", "timers", "emit" and "result"`
 
 // decodeAnswer decodes the body of a 2xx answer. An empty body (or one of
 // JSON whitespace only) returns nil, nil: every id is acknowledged. An
@@ -78,7 +78,7 @@ func decodeAnswer(body []byte) (*wire.Answer, error) {
 	}
 	for k := range top {
 		switch k {
-		case "failed", "retry_in", "dead", "discard", "state", "timers", "emit":
+		case "failed", "retry_in", "dead", "discard", "state", "timers", "emit", "result":
 		default:
 			return nil, badAnswer(`the object's only members may be ` + members)
 		}
@@ -91,7 +91,8 @@ func decodeAnswer(body []byte) (*wire.Answer, error) {
 		name   string
 		decode func(raw json.RawMessage, a *wire.Answer) error
 	}{{"failed", decodeFailed}, {"retry_in", decodeRetryIn}, {"dead", decodeReasons("dead", &a.Dead)},
-		{"discard", decodeReasons("discard", &a.Discard)}, {"state", decodeStates}, {"timers", decodeTimers}, {"emit", decodeEmits}} {
+		{"discard", decodeReasons("discard", &a.Discard)}, {"state", decodeStates}, {"timers", decodeTimers}, {"emit", decodeEmits},
+		{"result", decodeResults}} {
 		if raw, ok := top[m.name]; ok {
 			if err := m.decode(raw, a); err != nil {
 				return nil, err
@@ -288,6 +289,7 @@ func (s *Sender) outcome(b *orderly.Batch, resp answerHead, body []byte) error {
 		s.applyStates(b, a)
 	}
 	applyEmits(b, a)
+	s.applyResults(b, a)
 	return s.failIDs(b, decisions(a))
 }
 

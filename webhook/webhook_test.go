@@ -353,7 +353,7 @@ func TestAnswers(t *testing.T) {
 		{name: "text body", status: 200, body: "OK\n",
 			wantErr: []string{"answered 200 OK: ", notSuch, "not a JSON object: OK"}},
 		{name: "empty object", status: 200, body: `{}`,
-			wantErr: []string{notSuch, `the object's only members may be "failed", "retry_in", "dead", "discard", "state", "timers" and "emit"`}},
+			wantErr: []string{notSuch, `the object's only members may be "failed", "retry_in", "dead", "discard", "state", "timers", "emit" and "result"`}},
 		{name: "other member", status: 200, body: `{"failed": {"a": "x"}, "ok": true}`,
 			wantErr: []string{notSuch, `only member`}},
 		{name: "wrong case", status: 200, body: `{"Failed": {"a": "x"}}`,

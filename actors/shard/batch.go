@@ -50,9 +50,13 @@ func (a *Actor) newRequest(fetch int) {
 		req.TimerWrites = a.settle.timers
 		req.Emits = a.settle.emits
 		req.Snoozes, req.Deaths, req.Discards = a.settle.snoozes, a.settle.deaths, a.settle.discards
+		req.Results = a.settle.results
 		a.setConflictDelays(&req)
 	}
 	req.Stateful, req.MaxStateBytes = a.cfg.Stateful, a.cfg.MaxStateBytes
+	if a.retains() {
+		req.RetainFinished, req.MaxFinished = a.cfg.RetainFinished, a.cfg.MaxFinished
+	}
 	if a.cfg.Stateful {
 		req.FeedMaxLen = a.cfg.FeedMaxLen
 	}
@@ -253,7 +257,7 @@ func (a *Actor) onProcessed(c actor.Context, m processed) {
 	}
 	a.logOutcomes(m)
 	a.settle = &pendingSettle{failures: m.failures, skipped: m.skipped, interrupted: m.interrupted, states: m.states, timers: m.timers, emits: m.emits,
-		snoozes: m.snoozes, deaths: m.deaths, discards: m.discards}
+		snoozes: m.snoozes, deaths: m.deaths, discards: m.discards, results: m.results}
 	if a.permit != permitHeld {
 		return
 	}
@@ -455,24 +459,68 @@ func callOnDead(ctx context.Context, fn func(context.Context, []persistence.Job)
 	fn(ctx, dead)
 }
 
+// retains reports whether the shard keeps finished records: the queue
+// sets retain_finished and the store keeps them.
+func (a *Actor) retains() bool {
+	if a.cfg.RetainFinished <= 0 {
+		return false
+	}
+	_, ok := a.cfg.Store.(persistence.FinishedStore)
+	return ok
+}
+
+// trims reports whether the shard has a retention to enforce: the
+// morgue's, or its finished records'.
+func (a *Actor) trims() bool { return a.cfg.MorgueTTL > 0 || a.retains() }
+
+// trimPeriod is the retention's period: that of the shorter retention.
+func (a *Actor) trimPeriod() time.Duration {
+	ttl := a.cfg.MorgueTTL
+	if a.retains() && (ttl <= 0 || a.cfg.RetainFinished < ttl) {
+		ttl = a.cfg.RetainFinished
+	}
+	return trimEvery(ttl)
+}
+
 func (a *Actor) startTrim(c actor.Context) {
 	a.phase, a.trimDue = phaseTrimming, false
 	cfg := a.cfg
 	timeout := a.storeTimeout()
+	var finished persistence.FinishedStore
+	if a.retains() {
+		finished = cfg.Store.(persistence.FinishedStore)
+	}
 	a.task(c, func(ctx context.Context) any {
-		before := cfg.Clock.Now().Add(-cfg.MorgueTTL)
-		total := 0
-		for range 20 { // at most 10,000 entries per run
-			ctx, cancel := context.WithTimeout(ctx, timeout)
-			n, err := cfg.Store.TrimMorgue(ctx, cfg.Ref, before, 500)
-			cancel()
-			total += n
-			if err != nil || n < 500 {
-				return trimmed{n: total, err: err}
-			}
+		var out trimmed
+		if cfg.MorgueTTL > 0 {
+			out.n, out.err = trimRounds(ctx, timeout, func(ctx context.Context) (int, error) {
+				return cfg.Store.TrimMorgue(ctx, cfg.Ref, cfg.Clock.Now().Add(-cfg.MorgueTTL), 500)
+			})
 		}
-		return trimmed{n: total}
+		if finished != nil {
+			n, err := trimRounds(ctx, timeout, func(ctx context.Context) (int, error) {
+				return finished.TrimFinished(ctx, cfg.Ref, cfg.Clock.Now().Add(-cfg.RetainFinished), 500)
+			})
+			out.finished, out.err = n, errors.Join(out.err, err)
+		}
+		return out
 	})
+}
+
+// trimRounds runs a retention's trim call until it deletes fewer than 500
+// entries, at most 10,000 entries per run, and returns how many it deleted.
+func trimRounds(ctx context.Context, timeout time.Duration, trim func(context.Context) (int, error)) (int, error) {
+	total := 0
+	for range 20 {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		n, err := trim(ctx)
+		cancel()
+		total += n
+		if err != nil || n < 500 {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 func (a *Actor) onTrimmed(c actor.Context, m trimmed) {
@@ -482,8 +530,11 @@ func (a *Actor) onTrimmed(c actor.Context, m trimmed) {
 	} else if m.n > 0 {
 		a.log.Info("morgue retention deleted old entries", "entries", m.n)
 	}
+	if m.finished > 0 {
+		a.log.Debug("finished-id retention deleted old records", "records", m.finished)
+	}
 	if a.lease != nil && !a.draining() {
-		a.arm(c, timerTrim, trimEvery(a.cfg.MorgueTTL))
+		a.arm(c, timerTrim, a.trimPeriod())
 	}
 }
 

@@ -137,7 +137,7 @@ func (a *Actor) onAcquired(c actor.Context, m acquired) {
 	}
 	a.view.set(time.Time{})
 	a.extend(c, m.started)
-	a.work.due, a.trimDue = true, a.cfg.MorgueTTL > 0
+	a.work.due, a.trimDue = true, a.trims()
 	// The first Advance reports what a previous owner left in the outbox.
 	a.relayDue, a.relayFails = false, 0
 	a.report(c)

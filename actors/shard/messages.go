@@ -124,6 +124,7 @@ type (
 		snoozes     []persistence.Snooze     // ids the calls snoozed
 		deaths      []persistence.Death      // ids the calls declared dead
 		discards    []persistence.Discard    // ids the calls discarded
+		results     map[string][]byte        // results the calls set (retain_finished)
 		expired     bool                     // stopped because the lease view ran out before a call
 		paused      bool                     // stopped because the queue was paused before a call
 		late        bool                     // stopped because a long window used its time (timeCalls)
@@ -144,8 +145,9 @@ type (
 	released      struct{ err error }
 	releasedStale struct{}
 	trimmed       struct {
-		n   int
-		err error
+		n        int // morgue entries deleted
+		finished int // finished records deleted
+		err      error
 	}
 	// taskPanic reports a panic of a task (a bug in a store or in the
 	// processor): it becomes the actor's failure.

@@ -188,6 +188,12 @@ func (r *windowRun) call(ctxs *callContexts, call *persistence.Batch, n int, out
 	out.snoozes = append(out.snoozes, call.Snoozes...)
 	out.deaths = append(out.deaths, call.Deaths...)
 	out.discards = append(out.discards, call.Discards...)
+	for id, res := range call.Results {
+		if out.results == nil {
+			out.results = map[string][]byte{}
+		}
+		out.results[id] = res
+	}
 	return true
 }
 

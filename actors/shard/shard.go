@@ -133,6 +133,12 @@ type Config struct {
 	Poller *Poller
 	// MorgueTTL is the morgue's retention; 0 trims nothing.
 	MorgueTTL time.Duration
+	// RetainFinished is the queue's retain_finished and MaxFinished its
+	// max_finished (docs/contract.md §3.14): the settle keeps finished
+	// records, and the retention trims those older than RetainFinished,
+	// when the store is a persistence.FinishedStore. 0: none.
+	RetainFinished time.Duration
+	MaxFinished    int
 	// Clock schedules every timer of the actor and dates what it writes
 	// [clock.Real()].
 	Clock  clock.Clock

@@ -94,6 +94,7 @@ type pendingSettle struct {
 	snoozes     []persistence.Snooze
 	deaths      []persistence.Death
 	discards    []persistence.Discard
+	results     map[string][]byte
 }
 
 func (a *Actor) draining() bool { return !a.deadline.IsZero() }

@@ -101,6 +101,14 @@ func checkAdvanceWrites(req persistence.AdvanceRequest, maxPayload int) error {
 	if req.FeedMaxLen < 0 {
 		return &persistence.FieldError{Field: "feed_max_len", Index: -1, Reason: "must not be negative"}
 	}
+	if req.RetainFinished < 0 || req.MaxFinished < 0 {
+		return &persistence.FieldError{Field: "retain_finished", Index: -1, Reason: "must not be negative"}
+	}
+	for id, r := range req.Results {
+		if err := persistence.CheckResultSize(id, r); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -151,6 +159,11 @@ type advanceArgs struct {
 	snoozes  []persistence.Snooze
 	deaths   []persistence.Death
 	discards []persistence.Discard
+	// retain, maxFinished and results are AdvanceRequest's RetainFinished,
+	// MaxFinished and Results.
+	retain      time.Duration
+	maxFinished int
+	results     map[string][]byte
 }
 
 // newAdvanceArgs returns the script's arguments for req, whose writes
@@ -162,7 +175,11 @@ func newAdvanceArgs(now, token string, req persistence.AdvanceRequest, v1 string
 		stateful: req.Stateful, stateWrites: req.StateWrites, timerWrites: req.TimerWrites,
 		emits: req.Emits, checkOutbox: req.CheckOutbox, feedMaxLen: req.FeedMaxLen,
 		conflictDelay: req.ConflictDelay, conflictDelays: req.ConflictDelays,
-		snoozes: req.Snoozes, deaths: req.Deaths, discards: req.Discards}
+		snoozes: req.Snoozes, deaths: req.Deaths, discards: req.Discards,
+		retain: req.RetainFinished, maxFinished: req.MaxFinished, results: req.Results}
+	if a.maxFinished <= 0 {
+		a.maxFinished = persistence.DefaultMaxFinished
+	}
 	if a.maxPayloads == 0 {
 		a.maxPayloads = persistence.DefaultMaxPayloadsPerCall
 	}
@@ -221,13 +238,14 @@ func (a *advanceArgs) encode() []any {
 	for id, d := range a.conflictDelays {
 		args = append(args, id, max(d.Microseconds(), 0))
 	}
-	return a.appendOutcomes(args)
+	args = a.appendOutcomes(args)
+	return a.appendRetention(args)
 }
 
 // appendOutcomes appends the outcomes the handler chose, the script's
-// trailing section: the snoozed ids with their due times in milliseconds,
-// then the dead and the discarded ids with their reasons, each list after
-// its length.
+// section after the conflict delays: the snoozed ids with their due times
+// in milliseconds, then the dead and the discarded ids with their reasons,
+// each list after its length.
 func (a *advanceArgs) appendOutcomes(args []any) []any {
 	args = append(args, len(a.snoozes))
 	for _, sn := range a.snoozes {
@@ -240,6 +258,20 @@ func (a *advanceArgs) appendOutcomes(args []any) []any {
 	args = append(args, len(a.discards))
 	for _, d := range a.discards {
 		args = append(args, d.ID, d.Reason)
+	}
+	return args
+}
+
+// appendRetention appends the retention section: retain_finished in
+// milliseconds ("0": off, and nothing more), the most records kept and the
+// results.
+func (a *advanceArgs) appendRetention(args []any) []any {
+	if a.retain <= 0 {
+		return append(args, "0")
+	}
+	args = append(args, max(a.retain.Milliseconds(), 1), a.maxFinished, len(a.results))
+	for id, r := range a.results {
+		args = append(args, id, r)
 	}
 	return args
 }

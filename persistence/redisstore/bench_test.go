@@ -153,31 +153,47 @@ func BenchmarkProcess(b *testing.B) {
 	for _, l := range layouts {
 		for _, size := range []int{1, 10, 100} {
 			b.Run(fmt.Sprintf("layout=%s/batch=%d", l, size), func(b *testing.B) {
-				e := newBenchEnv(b, l, 1)
-				ctx := context.Background()
-				n := max(b.N, size)
-				e.fill(n)
-				lease, _, err := e.store.AcquireShard(ctx, persistence.ShardRef{Queue: "bench"}, "bench", time.Minute)
-				require.NoError(b, err)
-				b.ReportAllocs()
-				m := e.startMeter()
-				var settle, seq int64
-				done := 0
-				for {
-					seq++
-					res, err := e.store.Advance(ctx, lease, persistence.AdvanceRequest{Settle: settle, Fetch: size, NextSeq: seq, MaxRetryCount: 25})
-					require.NoError(b, err)
-					done += res.Processed
-					if res.Batch == nil {
-						break
-					}
-					settle = res.Batch.Seq
-				}
-				m.report(done)
-				require.Equal(b, n, done)
+				benchProcess(b, l, size, 0)
 			})
 		}
 	}
+}
+
+// BenchmarkProcessRetained is BenchmarkProcess with retain_finished on
+// (docs/contract.md §3.14): each acknowledged id leaves a finished record;
+// the difference is the cost of retention per job.
+func BenchmarkProcessRetained(b *testing.B) {
+	for _, size := range []int{1, 10, 100} {
+		b.Run(fmt.Sprintf("layout=2/batch=%d", size), func(b *testing.B) {
+			benchProcess(b, "2", size, time.Hour)
+		})
+	}
+}
+
+func benchProcess(b *testing.B, l string, size int, retain time.Duration) {
+	e := newBenchEnv(b, l, 1)
+	ctx := context.Background()
+	n := max(b.N, size)
+	e.fill(n)
+	lease, _, err := e.store.AcquireShard(ctx, persistence.ShardRef{Queue: "bench"}, "bench", time.Minute)
+	require.NoError(b, err)
+	b.ReportAllocs()
+	m := e.startMeter()
+	var settle, seq int64
+	done := 0
+	for {
+		seq++
+		res, err := e.store.Advance(ctx, lease, persistence.AdvanceRequest{Settle: settle, Fetch: size, NextSeq: seq, MaxRetryCount: 25,
+			RetainFinished: retain})
+		require.NoError(b, err)
+		done += res.Processed
+		if res.Batch == nil {
+			break
+		}
+		settle = res.Batch.Seq
+	}
+	m.report(done)
+	require.Equal(b, n, done)
 }
 
 // BenchmarkMemory fills each layout with -memjobs blank jobs (ids "job-N",

@@ -153,8 +153,11 @@ func decodeHeaders(s string) (map[string]string, error) {
 
 // record is a decoded job or morgue record.
 type record struct {
-	at       float64
-	rc       int
+	at float64
+	rc int
+	// first is, in a morgue record, when the entry was created (its first
+	// payload died); 0 in an entry written before the field existed.
+	first    float64
 	err      string
 	hold     time.Time
 	overflow int // payloads in the overflow, not in payloads
@@ -176,8 +179,8 @@ func (r *record) shown() []persistence.Payload {
 	return append(slices.Clip(r.payloads), r.more...)
 }
 
-// decodeRecord decodes a job record (morgue: a morgue record, whose rc is
-// empty).
+// decodeRecord decodes a job record (morgue: a morgue record, whose rc
+// field holds its creation time, or is empty in an entry written before).
 func decodeRecord(s string, morgue bool) (record, error) {
 	var rec record
 	if s == "" {
@@ -202,6 +205,12 @@ func decodeRecord(s string, morgue bool) (record, error) {
 			return rec, errCorrupt
 		}
 		rec.rc = v
+	} else if rc != "" {
+		// A morgue record keeps its creation time where a job record keeps
+		// its retry count; older entries have "" there.
+		if rec.first, err = parseScore(rc); err != nil {
+			return rec, err
+		}
 	}
 	if flags&flagFifo != 0 {
 		if _, err := r.next(); err != nil {

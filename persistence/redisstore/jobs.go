@@ -36,7 +36,7 @@ func (s *Store) GetJob(ctx context.Context, queue, id string) (persistence.JobIn
 	if mode == modeUpgrading {
 		keys, v1 = sk.with(sk.v1Payloads(id)), "1"
 	}
-	v, err := run(ctx, s.rdb, scriptGet, keys, id, "q", strconv.Itoa(persistence.MaxLookupPayloads), v1).Slice()
+	v, err := run(ctx, s.rdb, scriptGet, keys, id, "q", strconv.Itoa(persistence.MaxLookupPayloads), v1, "1").Slice()
 	if err != nil {
 		return persistence.JobInfo{}, fmt.Errorf("redisstore: get job %s/%s: %w", queue, id, err)
 	}
@@ -82,11 +82,28 @@ func (s *Store) GetJob(ctx context.Context, queue, id string) (persistence.JobIn
 			}
 		}
 	}
+	if err := lookupTraces(&info, v, id); err != nil {
+		return info, fmt.Errorf("redisstore: get job %s/%s: %w", queue, id, err)
+	}
+	// A state tombstone is a trace of the id too: its version is what the
+	// next compare-and-set must name (docs/contract.md §11). So are a morgue
+	// entry (docs/contract.md §3.9) and a finished record (§3.14).
+	if info.Queued == nil && info.InFlight == nil && info.State == nil && info.Timer.IsZero() && info.Morgue == nil &&
+		info.Finished == nil {
+		return info, fmt.Errorf("%w: job %q in queue %s", persistence.ErrNotFound, id, queue)
+	}
+	return info, nil
+}
+
+// lookupTraces reads what get.lua returns besides the queued and
+// in-flight entries: the state, the timer, the morgue entry and the
+// finished record.
+func lookupTraces(info *persistence.JobInfo, v []any, id string) error {
 	if len(v) > 4 {
 		if raw, _ := v[4].(string); raw != "" {
 			st, err := decodeState(raw)
 			if err != nil {
-				return info, fmt.Errorf("redisstore: get job %s/%s: state: %w", queue, id, err)
+				return fmt.Errorf("state: %w", err)
 			}
 			info.State = &st
 		}
@@ -98,12 +115,42 @@ func (s *Store) GetJob(ctx context.Context, queue, id string) (persistence.JobIn
 			}
 		}
 	}
-	// A state tombstone is a trace of the id too: its version is what the
-	// next compare-and-set must name (docs/contract.md §11).
-	if info.Queued == nil && info.InFlight == nil && info.State == nil && info.Timer.IsZero() {
-		return info, fmt.Errorf("%w: job %q in queue %s", persistence.ErrNotFound, id, queue)
+	if len(v) > 7 {
+		m, err := morgueOfLookup(v[6], v[7], id)
+		if err != nil {
+			return fmt.Errorf("morgue: %w", err)
+		}
+		info.Morgue = m
 	}
-	return info, nil
+	if len(v) > 8 {
+		if raw, _ := v[8].(string); raw != "" {
+			f, err := decodeFinished(id, raw)
+			if err != nil {
+				return fmt.Errorf("finished record: %w", err)
+			}
+			info.Finished = &f
+		}
+	}
+	return nil
+}
+
+// morgueOfLookup decodes the morgue record and overflow get.lua returns
+// for a lookup; nil when the id has no morgue entry.
+func morgueOfLookup(rawV, flatV any, id string) (*persistence.MorgueEntry, error) {
+	raw, _ := rawV.(string)
+	if raw == "" {
+		return nil, nil
+	}
+	rec, err := decodeRecord(raw, true)
+	if err != nil {
+		return nil, err
+	}
+	flat, _ := flatV.([]any)
+	if rec.more, err = payloadsOf(flat); err != nil {
+		return nil, err
+	}
+	e := morgueEntryOf(listEntry{id: id, rec: rec}, persistence.MaxLookupPayloads)
+	return &e, nil
 }
 
 // DeleteJob implements persistence.Admin. An id with many payloads is

@@ -33,6 +33,7 @@ import (
 //	P:T:2:ovo  P:T:2:ovs  P:T:2:inflight  P:T:2:meta  P:T:2:morgue  P:T:2:mat
 //	P:T:2:outcome  P:T:2:state  P:T:2:timers  P:T:2:outbox  (stateful queues)
 //	P:T:2:dedup  ZSET dedup_key -> expiry (queues with a dedup_window)
+//	P:T:2:fin  P:T:2:fat  P:T:2:att  P:T:2:aat  (finished ids, retain_finished)
 //	P:T:due ... P:T:morgue_errors, P:T:p:<id>, P:T:m:<id>  (layout 1, read
 //	while a store written by layout 1 is upgraded)
 //
@@ -81,6 +82,10 @@ const (
 	kTimers
 	kOutbox
 	kDedup
+	kFin
+	kFat
+	kAtt
+	kAat
 	numShardKeys
 )
 
@@ -112,6 +117,10 @@ var shardKeyNames = [numShardKeys]string{
 	kTimers:         "2:timers",
 	kOutbox:         "2:outbox",
 	kDedup:          "2:dedup",
+	kFin:            "2:fin",
+	kFat:            "2:fat",
+	kAtt:            "2:att",
+	kAat:            "2:aat",
 }
 
 func (k keyspace) queues() string { return k.prefix + ":queues" }

@@ -166,13 +166,22 @@ func (s *Store) ListMorgue(ctx context.Context, queue string, opts persistence.L
 	}
 	page := persistence.MorguePage{Entries: make([]persistence.MorgueEntry, 0, len(rows)), Next: next}
 	for _, e := range rows {
-		j := jobOf(e, q.opts.Payloads)
-		page.Entries = append(page.Entries, persistence.MorgueEntry{
-			ID: e.id, Payloads: j.Payloads, PayloadCount: j.PayloadCount,
-			UpdatedAt: persistence.FromUnixSeconds(e.rec.at), Error: e.rec.err,
-		})
+		page.Entries = append(page.Entries, morgueEntryOf(e, q.opts.Payloads))
 	}
 	return page, nil
+}
+
+// morgueEntryOf converts a morgue row, showing at most npay payloads.
+func morgueEntryOf(e listEntry, npay int) persistence.MorgueEntry {
+	j := jobOf(e, npay)
+	m := persistence.MorgueEntry{
+		ID: e.id, Payloads: j.Payloads, PayloadCount: j.PayloadCount,
+		UpdatedAt: persistence.FromUnixSeconds(e.rec.at), Error: e.rec.err,
+	}
+	if e.rec.first > 0 {
+		m.FirstAt = persistence.FromUnixSeconds(e.rec.first)
+	}
+	return m
 }
 
 // list returns one page of a listing, merged across the queue's shards, and

@@ -102,12 +102,13 @@ var (
 	scriptRate      = newScript("rate")
 	scriptTick      = newScript("tick")
 	scriptPoll      = newScript("poll")
+	scriptFinished  = newScript("finished")
 
 	allScripts = []*script{
 		scriptAcquire, scriptRenew, scriptRenewMany, scriptRelease, scriptAdvance, scriptEnqueue, scriptAction,
 		scriptMorgue, scriptGet, scriptStats, scriptList, scriptScan, scriptMigrate, scriptDowngr,
 		scriptState, scriptFeed,
-		scriptPermits, scriptRate, scriptTick, scriptPoll,
+		scriptPermits, scriptRate, scriptTick, scriptPoll, scriptFinished,
 	}
 )
 

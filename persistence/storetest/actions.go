@@ -19,6 +19,7 @@ var actionTests = []testCase{
 	{"Rule9_PerformOneJobNow", testPerformJobNow, needAdmin},
 	{"Rule9_KillOneJob", testKillJob, needAdmin},
 	{"Rule9_LookUpJob", testLookUpJob, needNone},
+	{"Rule9_LookUpMorgueOnlyID", testLookUpMorgueOnly, needAdmin},
 	{"Rule10_Metrics", testMetrics, needNone},
 }
 
@@ -260,6 +261,54 @@ func testLookUpJob(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"v2@2"}, pl(info.Queued.Payloads))
 	require.Equal(t, []string{"v1@1"}, pl(info.InFlight.Payloads))
+}
+
+// docs/contract.md §3.9: an id that is only in the morgue is found, with
+// its morgue entry (payload count, error, first and last death); an id
+// with a queued entry and a morgue entry shows both.
+func testLookUpMorgueOnly(t *testing.T, h Harness) {
+	e := newEnv(t, h, 2)
+	e.enqueue(job("a", "v1", 1), job("a", "v2", 2))
+	ok, err := e.admin().KillJob(e.ctx, e.queue, "a")
+	require.NoError(t, err)
+	require.True(t, ok)
+	info, err := e.s.GetJob(e.ctx, e.queue, "a")
+	require.NoError(t, err, "an id only in the morgue is found")
+	require.Nil(t, info.Queued)
+	require.Nil(t, info.InFlight)
+	require.NotNil(t, info.Morgue)
+	m := info.Morgue
+	require.Equal(t, "a", m.ID)
+	require.Equal(t, 2, m.PayloadCount)
+	require.Equal(t, []string{"v1@1", "v2@2"}, pl(m.Payloads))
+	require.Equal(t, "killed", m.Error)
+	require.False(t, m.FirstAt.IsZero(), "a new entry keeps its creation time")
+	require.False(t, m.UpdatedAt.Before(m.FirstAt))
+	first := m.FirstAt
+
+	e.enqueue(job("a", "v3", 3))
+	_, err = e.admin().KillJob(e.ctx, e.queue, "a")
+	require.NoError(t, err)
+	e.enqueue(job("a", "v4", 4))
+	info, err = e.s.GetJob(e.ctx, e.queue, "a")
+	require.NoError(t, err)
+	require.Equal(t, []string{"v4@4"}, pl(info.Queued.Payloads))
+	require.NotNil(t, info.Morgue)
+	require.Equal(t, 3, info.Morgue.PayloadCount)
+	require.True(t, info.Morgue.FirstAt.Equal(first), "a merge keeps the creation time")
+	require.False(t, info.Morgue.UpdatedAt.Before(first))
+
+	page, err := e.s.ListMorgue(e.ctx, e.queue, persistence.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, page.Entries, 1)
+	require.True(t, page.Entries[0].FirstAt.Equal(first), "listings show it too")
+
+	_, err = e.admin().DeleteMorgue(e.ctx, e.queue, []string{"a"})
+	require.NoError(t, err)
+	_, err = e.admin().DeleteJob(e.ctx, e.queue, "a")
+	require.NoError(t, err)
+	_, err = e.s.GetJob(e.ctx, e.queue, "a")
+	require.ErrorIs(t, err, persistence.ErrNotFound, "404 only when nothing is known")
 }
 
 // docs/contract.md §3.10 and Lowkiq spec 35 to 38.

@@ -64,9 +64,10 @@ type role uint8
 
 // The optional roles a case may need.
 const (
-	needAdmin role = 1 << iota // persistence.Admin
-	needState                  // persistence.StateStore
-	needFeed                   // persistence.FeedStore
+	needAdmin    role = 1 << iota // persistence.Admin
+	needState                     // persistence.StateStore
+	needFeed                      // persistence.FeedStore
+	needFinished                  // persistence.FinishedStore
 
 	needNone role = 0 // the case needs no optional role
 )
@@ -83,6 +84,9 @@ func rolesOf(s Store) role {
 	if _, ok := s.(persistence.FeedStore); ok {
 		r |= needFeed
 	}
+	if _, ok := s.(persistence.FinishedStore); ok {
+		r |= needFinished
+	}
 	return r
 }
 
@@ -92,7 +96,7 @@ func (r role) String() string {
 	for _, n := range []struct {
 		r    role
 		name string
-	}{{needAdmin, "Admin"}, {needState, "StateStore"}, {needFeed, "FeedStore"}} {
+	}{{needAdmin, "Admin"}, {needState, "StateStore"}, {needFeed, "FeedStore"}, {needFinished, "FinishedStore"}} {
 		if r&n.r != 0 {
 			names = append(names, n.name)
 		}
@@ -193,6 +197,12 @@ type owner struct {
 	cur      *persistence.Batch
 	maxRetry int
 	restored int
+	// retain, maxFinished and results go into each AdvanceRequest
+	// (RetainFinished, MaxFinished, Results); results is cleared after
+	// each call.
+	retain      time.Duration
+	maxFinished int
+	results     map[string][]byte
 }
 
 func (e *env) own(shard int) *owner {
@@ -218,7 +228,9 @@ func (o *owner) advance(n int, failures ...persistence.Failure) (persistence.Adv
 	o.seq++
 	res, err := o.e.s.Advance(o.e.ctx, o.lease, persistence.AdvanceRequest{
 		Settle: settle, Failures: failures, Fetch: n, NextSeq: o.seq, MaxRetryCount: o.maxRetry,
+		RetainFinished: o.retain, MaxFinished: o.maxFinished, Results: o.results,
 	})
+	o.results = nil
 	if err == nil {
 		o.cur = res.Batch
 	}

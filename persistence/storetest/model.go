@@ -440,6 +440,15 @@ func compareModel(t *testing.T, e *env, m *model, where string) {
 			}
 		}
 		if !queued && !inFlight {
+			// Nothing queued or in flight: known by its morgue entry only
+			// (docs/contract.md §3.9), or unknown.
+			if _, dead := m.morgue[id]; dead {
+				require.NoError(t, err, "%s: %q is in the morgue", where, id)
+				require.Nil(t, info.Queued, "%s: %q", where, id)
+				require.Nil(t, info.InFlight, "%s: %q", where, id)
+				require.NotNil(t, info.Morgue, "%s: %q", where, id)
+				continue
+			}
 			require.ErrorIs(t, err, persistence.ErrNotFound, "%s: %q", where, id)
 			continue
 		}

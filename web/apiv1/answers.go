@@ -1,6 +1,12 @@
 package apiv1
 
-import "github.com/orderlyhq/orderly/webhook/wire"
+import (
+	"encoding/base64"
+	"encoding/json"
+
+	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/webhook/wire"
+)
 
 // Error is every error answer: the message, and the field at fault
 // ("jobs[2].perform_at", "limit", "queue") when one is.
@@ -184,6 +190,61 @@ type JobLookup struct {
 	State *State `json:"state,omitempty"`
 	// Timer is when the id's timer fires (unix seconds), if it has one.
 	Timer *float64 `json:"timer,omitempty"`
+	// Morgue is the id's morgue entry, omitted when it has none; an id
+	// that is only in the morgue is found (not 404) with queued and
+	// processing null.
+	Morgue *MorgueEntry `json:"morgue,omitempty"`
+	// Finished is the id's finished record on a queue with
+	// retain_finished, omitted when it has none (docs/contract.md §3.14).
+	Finished *FinishedJob `json:"finished,omitempty"`
+}
+
+// FinishedJob is the record an acknowledged id leaves on a queue with
+// retain_finished (docs/contract.md §3.14): when it finished (unix
+// seconds), how many calls it took, the error of its last failed attempt
+// ("" when none failed), its last failed attempts with their times
+// ("errors", at most 5, oldest first; omitted when none failed while the
+// queue retained finished ids) and the result its handler set: "result" when its
+// bytes are compact JSON, else "result_base64"; neither when it set none.
+type FinishedJob struct {
+	ID           string          `json:"id"`
+	FinishedAt   float64         `json:"finished_at"`
+	Attempts     int             `json:"attempts"`
+	Error        string          `json:"error"`
+	Errors       []AttemptError  `json:"errors,omitempty"`
+	Result       json.RawMessage `json:"result,omitempty"`
+	ResultBase64 *string         `json:"result_base64,omitempty"`
+}
+
+// AttemptError is one failed attempt of a finished id: when (unix
+// seconds) and its error.
+type AttemptError struct {
+	At    float64 `json:"at"`
+	Error string  `json:"error"`
+}
+
+// FinishedPage is the answer of GET /api/v1/queues/{q}/finished. Next is
+// the cursor of the following page, empty on the last.
+type FinishedPage struct {
+	Jobs []FinishedJob `json:"jobs"`
+	Next string        `json:"next"`
+}
+
+// NewFinishedJob converts a finished record to its wire form.
+func NewFinishedJob(f persistence.FinishedJob) FinishedJob {
+	out := FinishedJob{ID: f.ID, FinishedAt: persistence.UnixSeconds(f.FinishedAt), Attempts: f.Attempts, Error: f.Error}
+	for _, e := range f.Errors {
+		out.Errors = append(out.Errors, AttemptError{At: persistence.UnixSeconds(e.At), Error: e.Error})
+	}
+	switch {
+	case f.Result == nil:
+	case wire.IsCompactJSON(f.Result):
+		out.Result = json.RawMessage(f.Result)
+	default:
+		b := base64.StdEncoding.EncodeToString(f.Result)
+		out.ResultBase64 = &b
+	}
+	return out
 }
 
 // Batch is the in-flight batch of a shard, with the owner that fetched it.
@@ -204,8 +265,12 @@ type Processing struct {
 // MorgueEntry is an id in the morgue: its payloads whose retries ran out,
 // when it last went there and the last error.
 type MorgueEntry struct {
-	ID           string         `json:"id"`
-	UpdatedAt    float64        `json:"updated_at"`
+	ID        string  `json:"id"`
+	UpdatedAt float64 `json:"updated_at"`
+	// FirstAt is when the entry was created (its first payload died), unix
+	// seconds; omitted for an entry written by a release that did not keep
+	// it.
+	FirstAt      *float64       `json:"first_at,omitempty"`
 	Error        string         `json:"error"`
 	Payloads     []wire.Payload `json:"payloads"`
 	PayloadCount int            `json:"payload_count"`

@@ -913,7 +913,12 @@ func TestBrowser(t *testing.T) {
 		b.open("/queues/orders/job?id=act-2")
 		b.click(`#kill-job`)
 		b.click(`#confirm-ok`)
-		b.waitText(`.empty-title`, "No such job")
+		// The id is only in the morgue now: the job page shows its entry.
+		b.waitFor(`document.querySelector('[data-record="morgue"]')`, "the morgue entry")
+		require.Contains(t, b.text(`[data-record="morgue"]`), "killed")
+		require.Contains(t, b.text(`[data-record="morgue"]`), "first_at")
+		require.Contains(t, b.text(`[data-record="queued"]`), "Not queued")
+		b.screenshot("job-morgue")
 		page, err := f.store.ListMorgue(f.ctx, "orders", persistence.ListOptions{Min: "act-2", Max: "act-2"})
 		require.NoError(t, err)
 		require.Len(t, page.Entries, 1)
@@ -997,6 +1002,33 @@ func TestBrowser(t *testing.T) {
 		b.waitFor(`document.querySelector('#queue-paused').hidden`, "the badge to go")
 		b.waitFor(`!document.querySelector('.nav-paused')`, "the sidebar's mark to go")
 		require.False(t, f.stats("orders").Paused)
+	})
+
+	step("finished", func(t *testing.T) {
+		// A queue with retain_finished keeps its acknowledged ids
+		// (docs/contract.md §3.14): the Finished tab lists them, the job
+		// page shows one with its result.
+		require.NoError(t, f.store.RegisterQueue(f.ctx, persistence.QueueSpec{Name: "receipts", Shards: 1}))
+		f.enqueue("receipts", job("rcpt-1", `1`, 0), job("rcpt-2", `2`, 0))
+		lease, _, err := f.store.AcquireShard(f.ctx, persistence.ShardRef{Queue: "receipts"}, "node-a", time.Minute)
+		require.NoError(t, err)
+		_, err = f.store.Advance(f.ctx, lease, persistence.AdvanceRequest{Fetch: 10, NextSeq: 1, RetainFinished: time.Hour})
+		require.NoError(t, err)
+		_, err = f.store.Advance(f.ctx, lease, persistence.AdvanceRequest{Settle: 1, NextSeq: 2, RetainFinished: time.Hour,
+			Results: map[string][]byte{"rcpt-1": []byte(`{"receipt":"r-981"}`)}})
+		require.NoError(t, err)
+		require.NoError(t, f.store.ReleaseShard(f.ctx, lease))
+
+		b.open("/queues/receipts/finished")
+		b.waitFor(`document.querySelectorAll('.job.finished').length === 2`, "the finished ids")
+		require.Contains(t, b.text(`.job.finished[data-id="rcpt-1"] .finished-result`), `"receipt": "r-981"`)
+		require.Contains(t, b.text(`.job.finished[data-id="rcpt-2"]`), "No result set")
+		require.Equal(t, "finished", eval[string](b, `document.querySelector('.tab.active').dataset.tab`))
+		b.screenshot("finished")
+		b.open("/queues/receipts/job?id=rcpt-1")
+		b.waitFor(`document.querySelector('[data-record="finished"]')`, "the finished record")
+		require.Contains(t, b.text(`[data-record="finished"]`), "r-981")
+		require.Contains(t, b.text(`[data-record="finished"]`), "1 attempt")
 	})
 
 	step("stateful job", func(t *testing.T) {

@@ -49,6 +49,12 @@ type Answer struct {
 	// Discard drops the payloads of the delivery of these ids, counted and
 	// never delivered again: {"discard": {"<id>": "<reason>"}}.
 	Discard map[string]string `json:"discard,omitempty"`
+	// Result sets the result of ids of the delivery, any JSON value each:
+	// {"result": {"<id>": <JSON value>}}, kept (compacted) in the id's
+	// finished record when the id is acknowledged on a queue with
+	// retain_finished, and dropped otherwise (docs/contract.md §3.14). A
+	// result over 64 KiB fails its id.
+	Result map[string]json.RawMessage `json:"result,omitempty"`
 }
 
 // Delay is a delay of an answer's "retry_in". It is written as a JSON

@@ -198,6 +198,13 @@
 // "retry_in", "dead" and "discard", or a negative or unreadable delay,
 // fails the request.
 //
+// "result" maps ids of the request to any JSON value, kept (compacted) in
+// the id's finished record when it is acknowledged on a queue with
+// retain_finished (docs/contract.md §3.14) and dropped otherwise; a failed
+// id keeps none, and a result over 64 KiB fails its id:
+//
+//	{"result": {"order-42": {"receipt": "r-981"}}}
+//
 // Anything else fails every job of the request, for instance:
 //
 //	HTTP/1.1 503 Service Unavailable
@@ -206,8 +213,8 @@
 //
 // That is: a status other than 2xx (including 3xx: redirects are not
 // followed); a 2xx body that is not exactly such an object (an object with
-// none of "failed", "retry_in", "dead", "discard", "state", "timers" and
-// "emit" or with other members, a
+// none of "failed", "retry_in", "dead", "discard", "state", "timers",
+// "emit" and "result" or with other members, a
 // "failed" that is not an object of strings, a "state" that is not an
 // object, trailing data after the object); a body larger than the queue's
 // limit (1 MiB by default); no answer by the deadline; a connection error.

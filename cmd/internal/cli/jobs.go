@@ -21,14 +21,16 @@ import (
 // jobsHelp is the help of "orderly jobs" itself.
 var jobsHelp = help{
 	Usage: []string{
-		"orderly jobs list        --queue Q [--order id|perform_at|retry_count] [--rev] [--limit N] [--cursor C] [flags]",
+		"orderly jobs list        --queue Q [--order perform_at|id|retry_count] [--rev] [--limit N] [--cursor C] [flags]",
 		"orderly jobs get         --queue Q ID [flags]",
+		"orderly jobs finished    --queue Q [--order finished_at|id] [--rev] [--limit N] [--cursor C] [flags]",
 		"orderly jobs delete      --queue Q ID [flags]",
 		"orderly jobs perform-now --queue Q ID [flags]",
 		"orderly jobs kill        --queue Q ID [flags]",
 		"orderly jobs cancel      Q ID [--delete] [flags]",
 	},
-	Text: `Lists the queued jobs of a queue, looks one id up, or acts on one id's
+	Text: `Lists the queued jobs of a queue, looks one id up, lists the ids it
+finished (kept with retain_finished), or acts on one id's
 queued entry: delete it, make it due now (perform-now), or move all its
 queued payloads to the morgue (kill); those never touch a call in flight
 for the id. cancel stops the id everywhere, a call in flight included
@@ -37,18 +39,20 @@ command's flags.`,
 }
 
 // jobsCommands are the commands of orderly jobs.
-var jobsCommands = []string{"list", "get", "delete", "perform-now", "kill", "cancel"}
+var jobsCommands = []string{"list", "get", "finished", "delete", "perform-now", "kill", "cancel"}
 
-// jobs dispatches "orderly jobs list|get|delete|perform-now|kill|cancel".
+// jobs dispatches "orderly jobs list|get|finished|delete|perform-now|kill|cancel".
 func jobs(e *env, args []string) int {
 	if len(args) == 0 {
-		return e.report("jobs", &usageError{msg: "missing command: list, get, delete, perform-now, kill or cancel (see orderly jobs --help)"}, ExitUsage)
+		return e.report("jobs", &usageError{msg: "missing command: list, get, finished, delete, perform-now, kill or cancel (see orderly jobs --help)"}, ExitUsage)
 	}
 	switch args[0] {
 	case "list":
 		return jobsList(e, args[1:])
 	case "get":
 		return jobsGet(e, args[1:])
+	case "finished":
+		return jobsFinished(e, args[1:])
 	case "delete", "perform-now", "kill":
 		return jobsAction(e, args[0], args[1:])
 	case "cancel":
@@ -61,21 +65,22 @@ func jobs(e *env, args []string) int {
 }
 
 var jobsListHelp = help{
-	Usage: []string{"orderly jobs list --queue Q [--order id|perform_at|retry_count] [--rev] [--limit N] [--cursor C] [--min M] [--max M] [flags]"},
+	Usage: []string{"orderly jobs list --queue Q [--order perform_at|id|retry_count] [--rev] [--limit N] [--cursor C] [--min M] [--max M] [flags]"},
 	Text: `Lists a page of the queue's queued jobs (not those in flight: see orderly
 processing): each id with when it is due, its retry count (-1: never
 failed), its last error and its payloads (long cells are cut; --json shows
 them whole). When there are more jobs, the last line is "next: <cursor>":
 pass it to --cursor, with the same --order and --rev, for the next page.
 --min and --max bound the sort key, inclusive: ids, unix seconds for
-perform_at, or retry counts. --min X --max X finds the id X. --error TEXT
+perform_at, or retry counts. --order id --min X --max X finds the id X.
+Without --order the jobs come by perform_at, earliest first. --error TEXT
 keeps the jobs whose last error contains TEXT (any case): the node reads
 the listing up to 10,000 jobs per page and says how many it searched;
 --order retry_count --min 0 reads only the jobs that failed.`,
 	Examples: []string{
 		"orderly jobs list --queue orders",
 		"orderly jobs list --queue orders --order retry_count --rev --limit 20",
-		"orderly jobs list --queue orders --min order-1 --max order-1",
+		"orderly jobs list --queue orders --order id --min order-1 --max order-1",
 		"orderly jobs list --queue orders --order retry_count --min 0 --error timeout",
 	},
 }
@@ -84,7 +89,7 @@ the listing up to 10,000 jobs per page and says how many it searched;
 func jobsList(e *env, args []string) int {
 	fs, c := e.flags("jobs list", jobsListHelp)
 	queue := fs.String("queue", "", "queue whose jobs to list (required)")
-	lf := addListFlags(fs, "sort by id, perform_at or retry_count", "jobs", "lowest sort key to list")
+	lf := addListFlags(fs, "perform_at", "sort by perform_at, id or retry_count", "jobs", "lowest sort key to list")
 	if code, stop := e.parse(fs, args); stop {
 		return code
 	}
@@ -182,8 +187,10 @@ var jobsGetHelp = help{
 call in flight for it, if any, with the node that runs it; on a stateful
 queue also its state, version and timer, which outlive its jobs; a deleted
 state shows as "deleted" with the version the next "orderly state set"
-names. Exits 1 when the id is neither queued nor in flight and never had a
-state or timer.
+names; its morgue entry, if it has one (an id only in the morgue is
+found); and on a queue with retain_finished its finished record (when it
+finished, its attempts, last error and result). Exits 1 when nothing of the
+id is known.
 Give the id after "--" when it starts with '-'.`,
 	Examples: []string{
 		"orderly jobs get --queue orders order-42",
@@ -269,6 +276,8 @@ func jobsGet(e *env, args []string) int {
 	if l.Timer != nil {
 		fmt.Fprintf(tw, "timer:\t%s\n", e.relativeTime(*l.Timer))
 	}
+	morgueLines(tw, l.Morgue)
+	finishedLines(tw, l.Finished)
 	if l.Queued == nil && l.Processing == nil && l.State != nil {
 		if l.State.Deleted {
 			fmt.Fprintf(tw, "note:\tthe id's jobs are done or deleted; its state was deleted, its version remains (orderly state set --version %d sets it again)\n", l.State.Version)
@@ -278,6 +287,21 @@ func jobsGet(e *env, args []string) int {
 	}
 	tw.Flush()
 	return ExitOK
+}
+
+// morgueLines prints an id's morgue entry, if it has one.
+func morgueLines(tw *tabwriter.Writer, m *apiv1.MorgueEntry) {
+	if m == nil {
+		return
+	}
+	since := ""
+	if m.FirstAt != nil {
+		since = ", first " + unixTime(*m.FirstAt)
+	}
+	fmt.Fprintf(tw, "morgue:\t%d payloads, last %s%s\n", max(m.PayloadCount, len(m.Payloads)), unixTime(m.UpdatedAt), since)
+	fmt.Fprintf(tw, "  error:\t%s\n", cell(m.Error, 200))
+	fmt.Fprintf(tw, "  payloads:\t%s\n", payloadList(m.Payloads, m.PayloadCount))
+	headerLines(tw, m.Payloads)
 }
 
 // jobActions describes the commands on one job's queued entry: the

@@ -41,7 +41,12 @@ order-2  2023-11-14T23:13:20Z  -1       -      {"sku":2}
 	require.Contains(t, out, "order-2")
 	require.NotContains(t, out, "order-1")
 
-	out = n.run("jobs", "list", "--queue", "orders", "--min", "order-2", "--max", "order-2", "--json").ok(t)
+	// The default order is perform_at: bounds are times.
+	out = n.run("jobs", "list", "--queue", "orders", "--max", "1700000000").ok(t)
+	require.Contains(t, out, "order-1")
+	require.NotContains(t, out, "order-2")
+
+	out = n.run("jobs", "list", "--queue", "orders", "--order", "id", "--min", "order-2", "--max", "order-2", "--json").ok(t)
 	var page apiv1.JobPage
 	require.NoError(t, json.Unmarshal([]byte(out), &page))
 	require.Len(t, page.Jobs, 1)
@@ -70,6 +75,11 @@ func TestJobsGetAndActions(t *testing.T) {
 	require.Equal(t, "killed a/b\n", out)
 	require.Nil(t, n.job("orders", "a/b"))
 	require.Equal(t, []string{"a/b"}, n.morgueIDs("orders"))
+	// Only in the morgue: found, with its entry.
+	out = squash(n.run("jobs", "get", "--queue", "orders", "a/b").ok(t))
+	require.Contains(t, out, "queued: nothing")
+	require.Contains(t, out, "morgue: 1 payloads, last 2023-11-14T22:13:20Z, first 2023-11-14T22:13:20Z")
+	require.Contains(t, out, "error: killed")
 
 	out = n.run("jobs", "delete", "--queue", "orders", "--json", "order-1").ok(t)
 	require.JSONEq(t, `{"deleted": 1}`, out)
@@ -119,7 +129,7 @@ func TestJobsUsage(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"jobs"}, "missing command: list, get, delete, perform-now, kill or cancel"},
+		{[]string{"jobs"}, "missing command: list, get, finished, delete, perform-now, kill or cancel"},
 		{[]string{"jobs", "kil"}, `unknown command "kil"; did you mean kill?`},
 		{[]string{"jobs", "kill", "--queue", "orders"}, "give the job's id"},
 		{[]string{"jobs", "kill", "a"}, "--queue is required"},

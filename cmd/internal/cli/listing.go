@@ -17,11 +17,11 @@ type listFlags struct {
 	limit                            *int
 }
 
-// addListFlags registers the listing flags; orderHelp, noun and minHelp
-// word them for the listing.
-func addListFlags(fs *flagSet, orderHelp, noun, minHelp string) *listFlags {
+// addListFlags registers the listing flags; def is the default order (the
+// node's), and orderHelp, noun and minHelp word them for the listing.
+func addListFlags(fs *flagSet, def, orderHelp, noun, minHelp string) *listFlags {
 	return &listFlags{
-		order:   fs.String("order", "id", orderHelp),
+		order:   fs.String("order", def, orderHelp),
 		rev:     fs.Bool("rev", false, "reverse order: highest first"),
 		limit:   fs.Int("limit", 0, fmt.Sprintf("%s per page, 1 to %d (default %d)", noun, persistence.MaxListLimit, persistence.DefaultListLimit)),
 		cursor:  fs.String("cursor", "", "continue after a previous page (its next: line)"),

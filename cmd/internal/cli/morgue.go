@@ -86,7 +86,7 @@ func payloadText(p wire.Payload) string {
 func morgueList(e *env, args []string) int {
 	fs, c := e.flags("morgue list", morgueListHelp)
 	queue := fs.String("queue", "", "queue whose morgue to list (required)")
-	lf := addListFlags(fs, "sort by id or updated_at", "entries", "lowest sort key to list (an id, or unix seconds for updated_at)")
+	lf := addListFlags(fs, "id", "sort by id or updated_at", "entries", "lowest sort key to list (an id, or unix seconds for updated_at)")
 	if code, stop := e.parse(fs, args); stop {
 		return code
 	}

@@ -334,6 +334,12 @@ type QueueConfig struct {
 	// is acknowledged as a duplicate and not stored; 0 turns it off
 	// [dedup_window; 0].
 	DedupWindow time.Duration
+	// RetainFinished keeps a finished record of each acknowledged id for
+	// that long, at most MaxFinished per shard (0:
+	// persistence.DefaultMaxFinished), as orderly.Worker's
+	// (docs/contract.md §3.14) [retain_finished; 0: off; max_finished; 0].
+	RetainFinished time.Duration
+	MaxFinished    int
 	// MaxConcurrency is the most handler calls of the queue at once across
 	// the cluster (docs/contract.md §9); 0 means no limit
 	// [max_concurrency; 0].

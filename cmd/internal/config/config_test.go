@@ -140,6 +140,8 @@ queues:
     state: true
     max_state_bytes: 65536
     feed_max_len: 500
+    retain_finished: 24h
+    max_finished: 5000
     max_concurrency: 4
     rate_limit: {per_second: 100, burst: 20}
     retry: {policy: linear, base: 10s}       # lowkiq | linear (base*(n+1)) | exponential (base*2^n, max)
@@ -209,6 +211,8 @@ func TestExampleFile(t *testing.T) {
 				State:              true,
 				MaxStateBytes:      65536,
 				FeedMaxLen:         &feedLen,
+				RetainFinished:     24 * time.Hour,
+				MaxFinished:        5000,
 				MaxConcurrency:     4,
 				RateLimit:          &RateLimitConfig{PerSecond: 100, Burst: 20},
 				Retry:              RetryConfig{Policy: "linear", Base: 10 * time.Second},

@@ -63,6 +63,8 @@
 //	    state: false                    # stateful queue: per-id state committed with the ack
 //	    max_state_bytes: 1048576        # largest state of one id (default 1 MiB)
 //	    feed_max_len: 10000             # a stateful queue's change feed keeps the latest n changes; 0 = no feed
+//	    retain_finished: 0s             # keep acknowledged ids (finished_at, attempts, result) this long; 0 = off
+//	    max_finished: 10000             # most finished ids kept per shard
 //	    retry: {policy: linear, base: 10s}   # lowkiq | linear | exponential (base, max)
 //	    handler: {type: http, url: http://127.0.0.1:9000/perform, timeout: 30s}  # or log, noop
 //	  - name: billing

@@ -161,6 +161,10 @@ func TestFileErrors(t *testing.T) {
 			"queues[0].max_payloads_per_call: must be between 1 and 100000, got -1 (line 1)",
 			"queues[1].max_payloads_per_call: must be between 1 and 100000, got 100001 (line 1)",
 		}},
+		{"retain_finished", "queues: [{name: a, retain_finished: -1s, max_finished: -2}]", []string{
+			"queues[0].retain_finished: must not be negative (0: keep no finished ids), got -1s (line 1)",
+			"queues[0].max_finished: must not be negative (0 means the default, 10000), got -2 (line 1)",
+		}},
 		{"max_state_bytes", "queues: [{name: a, state: true, max_state_bytes: -1}]", []string{
 			"queues[0].max_state_bytes: must not be negative (0 means the default, 1048576), got -1 (line 1)",
 		}},

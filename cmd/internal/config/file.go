@@ -29,7 +29,7 @@ func handlerKeys() []string {
 	return []string{"type", "url", "retries_exhausted_url", "timeout", "payloads", "secret", "headers", "client"}
 }
 func queueKeys() []string {
-	return []string{"name", "shards", "batch_size", "prefetch", "max_prefetch", "max_retry_count", "max_payloads_per_call", "timeout", "retry", "handler", "max_concurrency", "weight", "rate_limit", "state", "max_state_bytes", "feed_max_len", "dedup_window"}
+	return []string{"name", "shards", "batch_size", "prefetch", "max_prefetch", "max_retry_count", "max_payloads_per_call", "timeout", "retry", "handler", "max_concurrency", "weight", "rate_limit", "state", "max_state_bytes", "feed_max_len", "dedup_window", "retain_finished", "max_finished"}
 }
 
 // fileParser walks the YAML tree of the config file. It reads the tree
@@ -328,6 +328,10 @@ func (r *queueReader) key(key string, line int, v *yaml.Node) {
 		good = decodeInto(fp, v, at, line, &q.State)
 	case "max_state_bytes":
 		good = decodeInto(fp, v, at, line, &q.MaxStateBytes)
+	case "retain_finished":
+		good = decodeInto(fp, v, at, line, &q.RetainFinished)
+	case "max_finished":
+		good = decodeInto(fp, v, at, line, &q.MaxFinished)
 	case "feed_max_len":
 		var n int
 		if good = decodeInto(fp, v, at, line, &n); good {

@@ -203,6 +203,10 @@ func queueYAML(r, q *QueueConfig) yamlMap {
 	if r.FeedMaxLen != nil {
 		m.add("feed_max_len", integer(*r.FeedMaxLen))
 	}
+	if r.RetainFinished != 0 {
+		m.add("retain_finished", duration(r.RetainFinished))
+	}
+	optionalInt(m, "max_finished", r.MaxFinished)
 	return m
 }
 

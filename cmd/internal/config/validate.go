@@ -160,6 +160,12 @@ func validateQueue(q *QueueConfig, report func(key, msg string)) {
 	if q.MaxStateBytes < 0 {
 		report("max_state_bytes", fmt.Sprintf("must not be negative (0 means the default, %d), got %d", orderly.DefaultMaxStateBytes, q.MaxStateBytes))
 	}
+	if q.RetainFinished < 0 {
+		report("retain_finished", fmt.Sprintf("must not be negative (0: keep no finished ids), got %s", q.RetainFinished))
+	}
+	if q.MaxFinished < 0 {
+		report("max_finished", fmt.Sprintf("must not be negative (0 means the default, %d), got %d", persistence.DefaultMaxFinished, q.MaxFinished))
+	}
 	if q.FeedMaxLen != nil && *q.FeedMaxLen < 0 {
 		report("feed_max_len", fmt.Sprintf("must not be negative (0: no change feed; default %d), got %d", orderly.DefaultFeedMaxLen, *q.FeedMaxLen))
 	}

@@ -47,6 +47,8 @@ func buildWorkers(queues []config.QueueConfig, log *slog.Logger, observe func(qu
 			MaxStateBytes:      q.MaxStateBytes,
 			FeedMaxLen:         feedMaxLen(q.FeedMaxLen),
 			DedupWindow:        q.DedupWindow,
+			RetainFinished:     q.RetainFinished,
+			MaxFinished:        q.MaxFinished,
 			MaxConcurrency:     q.MaxConcurrency,
 			Weight:             q.Weight,
 			RateLimit:          rateLimit(q.RateLimit),

@@ -57,6 +57,22 @@
 --      call commits for them (state and timer writes, emits); a timer that
 --      brought a snoozed id fires again at its due time, one that brought
 --      a dead or discarded id is dropped.
+-- then retain_finished in milliseconds ("0" = off: nothing below is read
+--      and the settle does nothing more), then the most finished records
+--      the shard keeps, then the number of results, then per result: id,
+--      bytes (docs/contract.md §3.14)
+--
+-- Finished ids (docs/contract.md §3.14): with retain_finished on, each
+-- failed attempt of an id adds fld(time) fld(error) to its history
+-- (att[id], the last 5; aat[id] = the time), and each acknowledged id gets
+-- a finished record (fin[id], fat[id] = finished_at): "\1" fld(finished_at)
+-- fld(attempts) fld(last error) fld("1" and the result | "0" and "")
+-- fld(history), its history moving there; attempts is its retry count + 2.
+-- A record replaces the id's earlier one. Beyond the most records (and
+-- histories) kept, the earliest go (at most 1000 per call); the owner
+-- trims both by age (finished.lua).
+-- A retried call (lost reply) returns before the settle, so it writes no
+-- record twice. Off, the settle reads and writes nothing for it.
 --
 -- Cancel (docs/contract.md §3.13): an id the in-flight record marks as
 -- cancelled (its "c" section, written by action.lua's cancel) that did not
@@ -159,6 +175,7 @@ local icd = iem + 3 + 2 * nem
 -- delays): snoozes[id] = due time (seconds), deaths[id] and discards[id] =
 -- reason; nout counts them.
 local snoozes, deaths, discards, nout = {}, {}, {}, 0
+local iret = nil -- where the retention section starts
 do
   local i = icd
   if ARGV[i] and ARGV[i + 1] then
@@ -172,7 +189,60 @@ do
     section(snoozes, function(ms) return fmt_us(tonumber(ms) * 1000) end)
     section(deaths, function(r) return r end)
     section(discards, function(r) return r end)
+    iret = i
   end
+end
+
+-- Retention, the section after the outcomes. Self-contained: reads ARGV
+-- only.
+local retain_ms, retain_max, results = 0, 0, {}
+if iret then
+  retain_ms = tonumber(ARGV[iret] or "0") or 0
+  if retain_ms > 0 then
+    retain_max = tonumber(ARGV[iret + 1])
+    for j = 0, tonumber(ARGV[iret + 2]) - 1 do results[ARGV[iret + 3 + 2 * j]] = ARGV[iret + 4 + 2 * j] end
+  end
+end
+local nfin = 0
+
+-- finish keeps the finished record of an acknowledged job, with the
+-- history of its failed attempts (only a job that failed has one).
+local function finish(job)
+  local id = job.id
+  local res = results[id]
+  local hist = ""
+  if tonumber(job.rc) >= 0 then
+    hist = redis.call("HGET", K.att, id)
+    if hist then
+      redis.call("HDEL", K.att, id)
+      redis.call("ZREM", K.aat, id)
+    else
+      hist = ""
+    end
+  end
+  local rec = "\1" .. fld(NOW) .. fld(tostring(tonumber(job.rc) + 2)) .. fld(job.err or "")
+  if res then rec = rec .. fld("1") .. fld(res) else rec = rec .. fld("0") .. fld("") end
+  redis.call("HSET", K.fin, id, rec .. fld(hist))
+  redis.call("ZADD", K.fat, NOW, id)
+  nfin = nfin + 1
+end
+
+-- attempt adds a failed attempt to the id's history, keeping the last 5.
+local natt = 0
+local function attempt(id, err)
+  local h = redis.call("HGET", K.att, id) or ""
+  local es, pos = {}, 1
+  while pos <= #h do
+    local at, e
+    at, pos = rdf(h, pos)
+    e, pos = rdf(h, pos)
+    es[#es + 1] = fld(at) .. fld(e)
+  end
+  es[#es + 1] = fld(NOW) .. fld(err)
+  local from = math.max(1, #es - 4)
+  redis.call("HSET", K.att, id, table.concat(es, "", from))
+  redis.call("ZADD", K.aat, NOW, id)
+  natt = natt + 1
 end
 
 -- conflict_hold returns until when a conflicting id waits, or nil.
@@ -259,7 +329,7 @@ local conflicts = {}
 if L[3] then
   local h = decode_header(L[3])
   if h.token == token and h.seq == settle_seq then
-    if nfail == 0 and nskip == 0 and nint == 0 and not stateful and nem == 0 and nout == 0 then
+    if nfail == 0 and nskip == 0 and nint == 0 and not stateful and nem == 0 and nout == 0 and retain_ms == 0 then
       processed = h.n
     else
       local _, jobs = cold().decode_batch(L[3])
@@ -329,6 +399,7 @@ if L[3] then
           -- Dead now: every payload it was handed goes to the morgue, its
           -- timer firing is dropped.
           failed = failed + 1
+          if retain_ms > 0 then attempt(id, deaths[id]) end
           if #job.ps > 0 then
             cold().morgue_put(id, job.ps, deaths[id], NOW)
             cold().put_job(dead_parts, id, tostring(tonumber(job.rc) + 1), job.at, deaths[id], job.ps)
@@ -371,9 +442,11 @@ if L[3] then
             if em then
               for _, e in ipairs(em) do redis.call("XADD", K.outbox, "*", "e", e) end
             end
+            if retain_ms > 0 then finish(job) end
           end
         else
           failed = failed + 1
+          if retain_ms > 0 then attempt(id, f[1]) end
           local rc = tonumber(job.rc) + 1
           if #job.ps == 0 then
             -- Only its timer brought it: the timer fires again at the
@@ -404,6 +477,18 @@ if L[3] then
       if discarded > 0 then redis.call("HINCRBY", K.meta, "discarded", discarded) end
     end
     if processed > 0 then redis.call("HINCRBY", K.meta, "processed", processed) end
+    -- The bounds: the earliest finished records and histories go first.
+    for _, b in ipairs({{nfin, K.fat, K.fin}, {natt, K.aat, K.att}}) do
+      if b[1] > 0 and retain_max > 0 then
+        local over = math.min(redis.call("ZCARD", b[2]) - retain_max, 1000)
+        if over > 0 then
+          local gone = redis.call("ZPOPMIN", b[2], over)
+          local ids = {}
+          for j = 1, #gone, 2 do ids[#ids + 1] = gone[j] end
+          hdel_list(b[3], ids)
+        end
+      end
+    end
   else
     restored = cold().restore_inflight(L[3])
   end

@@ -558,11 +558,13 @@ local function cold()
   -- ---------------------------------------------------------------- morgue
 
   -- morgue_put merges payloads into the morgue entry of id (the lower score
-  -- wins), and sets its error and updated_at.
+  -- wins), and sets its error and updated_at. A new entry keeps its
+  -- creation time (first_at) in the record's retry count field, which a
+  -- morgue record does not otherwise use ("" in entries written before).
   local function morgue_put(id, ps, err, at)
     local s = redis.call("HGET", K.morgue, id)
     local m
-    if s then m = rec_decode(s) else m = new_rec(at, "") end
+    if s then m = rec_decode(s) else m = new_rec(at, at) end
     add_payloads("m", id, m, ps)
     if not s or tonumber(at) >= tonumber(m.at) then
       m.at, m.err = at, err

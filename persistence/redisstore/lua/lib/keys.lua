@@ -25,7 +25,13 @@
 --                                      entries (field "f") to relay
 --   KEYS[27] 2:dedup           ZSET    dedup key -> expiry (unix seconds) of
 --                                      a queue with a dedup_window
--- Scripts that read layout 1's per-id keys receive them from KEYS[28] on
+--   KEYS[28] 2:fin             HASH    finished id -> finished record
+--                                      (retain_finished)
+--   KEYS[29] 2:fat             ZSET    finished id -> finished_at
+--   KEYS[30] 2:att             HASH    id -> its failed attempts' history
+--                                      (retain_finished), until it finishes
+--   KEYS[31] 2:aat             ZSET    id -> time of its last failed attempt
+-- Scripts that read layout 1's per-id keys receive them from KEYS[32] on
 -- (FIXED_KEYS + 1).
 -- All keys share one hash tag, so a script touches one cluster slot.
 
@@ -38,5 +44,6 @@ local K = {
   v1errors = KEYS[18], v1inflight = KEYS[19], v1stats = KEYS[20],
   v1morgue = KEYS[21], v1morgue_ids = KEYS[22], v1morgue_errors = KEYS[23],
   state = KEYS[24], timers = KEYS[25], outbox = KEYS[26], dedup = KEYS[27],
+  fin = KEYS[28], fat = KEYS[29], att = KEYS[30], aat = KEYS[31],
 }
-local FIXED_KEYS = 27
+local FIXED_KEYS = 31

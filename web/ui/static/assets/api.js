@@ -165,6 +165,7 @@ export const api = {
   pause: (q) => post(path('queues', q, 'pause')),
   resume: (q) => post(path('queues', q, 'resume')),
   morgue: (q, params, opts) => get(path('queues', q, 'morgue') + query(params), opts),
+  finished: (q, params, opts) => get(path('queues', q, 'finished') + query(params), opts),
   requeue: (q, sel) => post(path('queues', q, 'morgue', 'requeue'), sel),
   deleteDead: (q, sel) => post(path('queues', q, 'morgue', 'delete'), sel),
   cluster: (opts) => get(path('cluster'), opts),

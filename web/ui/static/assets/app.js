@@ -12,6 +12,7 @@ import * as overview from './overview.js';
 import * as queuePage from './queue.js';
 import * as jobs from './jobs.js';
 import * as morgue from './morgue.js';
+import * as finished from './finished.js';
 import * as cluster from './cluster.js';
 
 // Routes match the escaped pathname; captures are decoded by the router.
@@ -22,6 +23,7 @@ const ROUTES = [
   [/^\/queues\/([^/]+)\/processing\/?$/, queuePage.renderProcessing],
   [/^\/queues\/([^/]+)\/job\/?$/, queuePage.renderJob],
   [/^\/queues\/([^/]+)\/morgue\/?$/, morgue.render],
+  [/^\/queues\/([^/]+)\/finished\/?$/, finished.render],
 ];
 
 // ---- Layout ----

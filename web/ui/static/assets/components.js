@@ -88,7 +88,7 @@ export function confirmDialog({title, message, confirm = 'Confirm', danger = fal
 
 // ---- Small pieces ----
 
-/** queueHref is the dashboard path of a queue's page: tab '' (jobs), 'processing' or 'morgue'. */
+/** queueHref is the dashboard path of a queue's page: tab '' (jobs), 'processing', 'morgue' or 'finished'. */
 export function queueHref(q, tab = '', params) {
   let p = href('/queues/' + seg(q) + (tab ? '/' + tab : ''));
   if (params) {
@@ -236,7 +236,7 @@ const HEADER_STATS = [
   ['lag', 'Lag'], ['busy', 'Busy'], ['processed', 'Processed'], ['failed', 'Failed'],
 ];
 
-const TAB_NAMES = {processing: 'Processing', morgue: 'Morgue'};
+const TAB_NAMES = {processing: 'Processing', morgue: 'Morgue', finished: 'Finished'};
 
 /**
  * drawLimits shows a queue's max_concurrency and rate_limit (docs/contract.md
@@ -261,7 +261,7 @@ function drawLimits(el, m) {
 
 /**
  * queueHeader is the top of every page of a queue. tab is 'jobs',
- * 'processing', 'morgue' or 'job'; actions are extra nodes for the right
+ * 'processing', 'morgue', 'finished' or 'job'; actions are extra nodes for the right
  * side. It follows the live feed until signal aborts.
  */
 export function queueHeader(q, tab, signal, actions) {
@@ -290,7 +290,8 @@ export function queueHeader(q, tab, signal, actions) {
     h('nav', {class: 'tabs'},
       tabLink('jobs', 'Jobs', queueHref(q), 'length'),
       tabLink('processing', 'Processing', queueHref(q, 'processing'), 'busy'),
-      tabLink('morgue', 'Morgue', queueHref(q, 'morgue'), 'morgue_length')));
+      tabLink('morgue', 'Morgue', queueHref(q, 'morgue'), 'morgue_length'),
+      tabLink('finished', 'Finished', queueHref(q, 'finished'))));
 
   const unknown = h('p', {class: 'notice', id: 'unknown-queue', hidden: true},
     icon('alert'), h('span', null, `No queue named ${JSON.stringify(q)} is registered: there is nothing to act on. `,

@@ -11,6 +11,7 @@ import {
   button, clearBanner, confirmDialog, emptyState, errorBlock, every, idText, jobHref, loading, payloadList,
   queueHeader, queueHref, reportError, retryBadge, timeText, toast,
 } from './components.js';
+import {finishedCard} from './finished.js';
 
 // Browsers resolve the path segments "." and ".." (escaped or not) before a
 // request leaves, so the API's DELETE cannot name those ids from here.
@@ -204,8 +205,8 @@ export function renderJob(root, {params: [q], query, signal}) {
       if (signal.aborted) return;
       if (e instanceof ApiError && e.status === 404) {
         mount(body, emptyState('inbox', 'No such job',
-          [`Nothing of ${JSON.stringify(id)} is queued or in flight in ${q}: it may have been processed, deleted or moved to the morgue. `,
-            h('a', {href: queueHref(q, 'morgue')}, 'Look in the morgue')]));
+          [`Nothing of ${JSON.stringify(id)} is queued, in flight or in the morgue of ${q}: it may have been processed or deleted. `,
+            h('a', {href: queueHref(q, 'morgue')}, 'Open the morgue')]));
         return;
       }
       reportError('job', 'Could not load the job.', e);
@@ -299,6 +300,8 @@ function jobDetail(q, j, reload) {
         j.shard !== null && j.shard !== undefined ? h('span', {class: 'chip'}, `shard ${j.shard}`) : null,
         j.queued ? h('span', {class: 'badge queued'}, 'queued') : null,
         j.in_flight ? h('span', {class: 'badge inflight'}, 'in flight') : null,
+        j.morgue ? h('span', {class: 'badge dead'}, 'in the morgue') : null,
+        j.finished ? h('span', {class: 'badge fresh'}, 'finished') : null,
         button('Refresh', {icon: 'refresh', small: true, onclick: reload}),
         jobActionButtons(q, j, reload),
         cancelButton(q, j, reload),
@@ -307,7 +310,31 @@ function jobDetail(q, j, reload) {
     h('div', {class: 'detail-cols'},
       recordPanel('Queued', j.queued, 'queued', 'Not queued: no payload of this id is waiting.'),
       recordPanel('In flight', j.processing, 'processing', 'Not in flight: no node is running this id.')),
+    morguePanel(q, j.morgue),
+    j.finished ? h('section', {class: 'panel record', dataset: {record: 'finished'}},
+      h('div', {class: 'panel-head'}, h('h2', null, 'Finished'), h('span', {class: 'spacer'}),
+        h('a', {class: 'btn small', href: queueHref(q, 'finished')}, 'All finished ids')),
+      h('div', {class: 'panel-body'}, finishedCard(q, j.finished))) : null,
   ];
+}
+
+/**
+ * morguePanel shows the id's morgue entry (its payloads whose retries ran
+ * out, the last error, when its first and last payload died), or nothing
+ * when it has none.
+ */
+function morguePanel(q, m) {
+  if (!m) return null;
+  const rows = [['updated_at', timeText(m.updated_at)]];
+  if (m.first_at !== undefined && m.first_at !== null) rows.push(['first_at', timeText(m.first_at)]);
+  rows.push(['payloads', num(m.payload_count)]);
+  return h('section', {class: 'panel record', dataset: {record: 'morgue'}},
+    h('div', {class: 'panel-head'}, h('h2', null, 'Morgue'), h('span', {class: 'spacer'}),
+      h('a', {class: 'btn small', href: queueHref(q, 'morgue') + '?order=id&min=' + encodeURIComponent(m.id) + '&max=' + encodeURIComponent(m.id)}, 'Open in the morgue')),
+    h('div', {class: 'panel-body'},
+      h('dl', {class: 'kv'}, rows.map(([k, v]) => [h('dt', null, k), h('dd', null, v)])),
+      m.error ? [h('div', {class: 'meta-label'}, 'Last error'), errorBlock(m.error)] : null,
+      payloadList(m.payloads, m.payload_count)));
 }
 
 // A state longer than this (in characters of its text) shows its start and

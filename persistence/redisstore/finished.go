@@ -1,0 +1,207 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/orderlyhq/orderly/persistence"
+)
+
+var _ persistence.FinishedStore = (*Store)(nil)
+
+// TrimFinished implements persistence.FinishedStore (finished.lua).
+func (s *Store) TrimFinished(ctx context.Context, ref persistence.ShardRef, before time.Time, limit int) (int, error) {
+	sk, err := s.shardKeys(ctx, ref)
+	if err != nil {
+		return 0, err
+	}
+	if limit <= 0 {
+		limit = actionChunk
+	}
+	n, err := run(ctx, s.rdb, scriptFinished, sk.keys, "trim", formatFloat(persistence.UnixSeconds(before)), strconv.Itoa(limit)).Int()
+	if err != nil {
+		return 0, fmt.Errorf("redisstore: trim finished of %s/%d: %w", ref.Queue, ref.Shard, err)
+	}
+	return n, nil
+}
+
+// finishedRow is one finished record of a page, with its sort key.
+type finishedRow struct {
+	at  string
+	atF float64
+	job persistence.FinishedJob
+}
+
+// ListFinished implements persistence.FinishedStore: a page of each shard
+// (finished.lua), merged by (finished_at, id).
+func (s *Store) ListFinished(ctx context.Context, queue string, opts persistence.ListOptions) (persistence.FinishedPage, error) {
+	byID := opts.Order == persistence.OrderID
+	if opts.Order != "" && opts.Order != persistence.OrderFinishedAt && !byID {
+		return persistence.FinishedPage{}, invalid("order", "%q is not one of finished_at, id", opts.Order)
+	}
+	if opts.Order == "" {
+		opts.Order = persistence.OrderFinishedAt
+	}
+	switch {
+	case opts.Limit == 0:
+		opts.Limit = persistence.DefaultListLimit
+	case opts.Limit < 0 || opts.Limit > persistence.MaxListLimit:
+		return persistence.FinishedPage{}, invalid("limit", "must be between 1 and %d", persistence.MaxListLimit)
+	}
+	lo, hi, err := finishedBounds(opts.Min, opts.Max)
+	if byID {
+		lo, hi, err = opts.Min, opts.Max, nil
+		if len(lo) > persistence.MaxIDBytes || len(hi) > persistence.MaxIDBytes {
+			return persistence.FinishedPage{}, invalid("min", "longer than %d bytes", persistence.MaxIDBytes)
+		}
+	}
+	if err != nil {
+		return persistence.FinishedPage{}, err
+	}
+	var cid, cat string
+	if opts.Cursor != "" {
+		c, err := decodeCursor(opts.Cursor)
+		if err != nil || c.order != opts.Order || c.rev != opts.Rev {
+			return persistence.FinishedPage{}, invalid("cursor", "not a cursor of this listing")
+		}
+		cid, cat = c.id, c.score
+	}
+	shards, err := s.shardsOf(ctx, queue)
+	if err != nil {
+		return persistence.FinishedPage{}, err
+	}
+	rev := "0"
+	if opts.Rev {
+		rev = "1"
+	}
+	calls := make([]call, shards)
+	for sh := range shards {
+		calls[sh] = call{s: scriptFinished, keys: s.keys.shard(queue, sh).keys,
+			args: []any{"page", rev, opts.Limit + 1, lo, hi, cid, cat, string(opts.Order)}}
+	}
+	cmds := runAll(ctx, s.rdb, calls)
+	if err := firstErr(cmds); err != nil {
+		return persistence.FinishedPage{}, fmt.Errorf("redisstore: list finished of %s: %w", queue, err)
+	}
+	var rows []finishedRow
+	for _, c := range cmds {
+		flat, _ := c.Slice()
+		for i := 0; i+2 < len(flat); i += 3 {
+			id, _ := flat[i].(string)
+			at, _ := flat[i+1].(string)
+			raw, _ := flat[i+2].(string)
+			j, err := decodeFinished(id, raw)
+			if err != nil {
+				return persistence.FinishedPage{}, fmt.Errorf("redisstore: list finished of %s: %q: %w", queue, id, err)
+			}
+			f, _ := parseScore(at)
+			rows = append(rows, finishedRow{at: at, atF: f, job: j})
+		}
+	}
+	slices.SortFunc(rows, func(a, b finishedRow) int {
+		c := 0
+		if !byID {
+			c = cmpFloat(a.atF, b.atF)
+		}
+		if c == 0 {
+			c = strings.Compare(a.job.ID, b.job.ID)
+		}
+		if opts.Rev {
+			return -c
+		}
+		return c
+	})
+	page := persistence.FinishedPage{Jobs: make([]persistence.FinishedJob, 0, min(len(rows), opts.Limit))}
+	for i, r := range rows {
+		if i == opts.Limit {
+			last := rows[i-1]
+			page.Next = cursor{order: opts.Order, rev: opts.Rev, score: last.at, id: last.job.ID}.encode()
+			break
+		}
+		page.Jobs = append(page.Jobs, r.job)
+	}
+	return page, nil
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// finishedBounds checks a listing's finished_at bounds (unix seconds,
+// empty, -inf or +inf) and returns them as finished.lua takes them.
+func finishedBounds(minS, maxS string) (string, string, error) {
+	out := [2]string{"-inf", "+inf"}
+	for i, b := range []string{minS, maxS} {
+		switch strings.ToLower(b) {
+		case "", "-inf", "+inf", "inf":
+			continue
+		}
+		f, err := strconv.ParseFloat(b, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return "", "", invalid([2]string{"min", "max"}[i], "%q is not a finite number", b)
+		}
+		out[i] = formatFloat(f)
+	}
+	return out[0], out[1], nil
+}
+
+// decodeFinished decodes a finished record (advance.lua): "\x01",
+// fld(finished_at), fld(attempts), fld(last error), fld("1" or "0": a
+// result was set), fld(result), fld(history): fld(at) fld(error) per failed
+// attempt. Later fields a newer release appends are ignored.
+func decodeFinished(id, raw string) (persistence.FinishedJob, error) {
+	j := persistence.FinishedJob{ID: id}
+	if raw == "" || raw[0] != 1 {
+		return j, errors.New("not a finished record")
+	}
+	r := &fieldReader{s: raw, pos: 1}
+	var f [6]string
+	for i := range f {
+		v, err := r.next()
+		if err != nil {
+			return j, err
+		}
+		f[i] = v
+	}
+	at, err := parseScore(f[0])
+	if err != nil {
+		return j, err
+	}
+	j.FinishedAt = persistence.FromUnixSeconds(at)
+	if j.Attempts, err = strconv.Atoi(f[1]); err != nil {
+		return j, errCorrupt
+	}
+	j.Error = f[2]
+	if f[3] == "1" {
+		j.Result = []byte(f[4])
+	}
+	h := &fieldReader{s: f[5]}
+	for !h.done() {
+		a, err := h.next()
+		if err != nil {
+			return j, err
+		}
+		e, err := h.next()
+		if err != nil {
+			return j, err
+		}
+		t, err := parseScore(a)
+		if err != nil {
+			return j, err
+		}
+		j.Errors = append(j.Errors, persistence.AttemptError{At: persistence.FromUnixSeconds(t), Error: e})
+	}
+	return j, nil
+}
