@@ -34,7 +34,7 @@ func TestSetResultKeptWithRetention(t *testing.T) {
 	first := true
 	e.start(orderly.Config{Workers: []orderly.Worker{
 		{Queue: "orders", Shards: 1, BatchSize: 4, RetainFinished: time.Hour, MaxRetryCount: 1,
-			RetryIn: func(int) time.Duration { return 0 },
+			RetryIn: func(int, error) time.Duration { return 0 },
 			Handler: func(ctx context.Context, b *orderly.Batch) error {
 				failed := map[string]error{}
 				for _, j := range b.Jobs {

@@ -177,6 +177,7 @@ func TestNodeQuietResume(t *testing.T) {
 	require.JSONEq(t, fmt.Sprintf(`{"node": %q, "quiet": true}`, n.Name), stdout)
 	code, stdout, stderr = orderly(t, n, "node", "resume")
 	require.Equal(t, 0, code, stderr)
+	require.Equal(t, n.Name+" resumed\n", stdout)
 	n.WaitReady()
 	code, _, _ = orderly(t, n, "node", "sleep")
 	require.Equal(t, 2, code)
