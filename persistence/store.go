@@ -32,6 +32,7 @@ type Store interface {
 	Admin
 	StateStore
 	FeedStore
+	FinishedStore
 }
 
 // NodeStore is what a node needs (orderly.NewNode): its producers', its
@@ -121,6 +122,12 @@ type ShardStore interface {
 	// TrimMorgue deletes up to limit morgue entries of the shard last
 	// updated before the given time (docs/contract.md §3.8, retention).
 	TrimMorgue(ctx context.Context, ref ShardRef, before time.Time, limit int) (int, error)
+	// TrimFinished deletes up to limit finished records of the shard
+	// (docs/contract.md §3.14) finished before the given time, and the
+	// attempt histories of ids that last failed before it; the shard's
+	// owner calls it for a queue with retain_finished. A store that keeps
+	// no finished records returns 0.
+	TrimFinished(ctx context.Context, ref ShardRef, before time.Time, limit int) (int, error)
 
 	// OutboxStore relays emits committed by handler calls into their
 	// target queues (docs/contract.md §11).
@@ -270,14 +277,10 @@ type Subscription interface {
 	Close() error
 }
 
-// FinishedStore keeps the finished records of queues with retain_finished
-// (docs/contract.md §3.14). A store that keeps them implements it besides
-// Store; the node and the HTTP API look for it with a type assertion, and
-// a queue with retain_finished on a store without it keeps nothing.
+// FinishedStore lists the finished records of queues with retain_finished
+// (docs/contract.md §3.14), which the settle writes (AdvanceRequest.
+// RetainFinished) and the shard's owner trims (ShardStore.TrimFinished).
 type FinishedStore interface {
-	// TrimFinished deletes up to limit finished records of the shard
-	// finished before the given time; the shard's owner calls it.
-	TrimFinished(ctx context.Context, ref ShardRef, before time.Time, limit int) (int, error)
 	// ListFinished returns a page of the queue's finished records, by
 	// finished_at (ties by id; opts.Order "" or OrderFinishedAt, Rev for
 	// the latest first) or by id (OrderID; a page reads every finished id

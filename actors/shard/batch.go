@@ -460,13 +460,9 @@ func callOnDead(ctx context.Context, fn func(context.Context, []persistence.Job)
 }
 
 // retains reports whether the shard keeps finished records: the queue
-// sets retain_finished and the store keeps them.
+// sets retain_finished.
 func (a *Actor) retains() bool {
-	if a.cfg.RetainFinished <= 0 {
-		return false
-	}
-	_, ok := a.cfg.Store.(persistence.FinishedStore)
-	return ok
+	return a.cfg.RetainFinished > 0
 }
 
 // trims reports whether the shard has a retention to enforce: the
@@ -486,10 +482,7 @@ func (a *Actor) startTrim(c actor.Context) {
 	a.phase, a.trimDue = phaseTrimming, false
 	cfg := a.cfg
 	timeout := a.storeTimeout()
-	var finished persistence.FinishedStore
-	if a.retains() {
-		finished = cfg.Store.(persistence.FinishedStore)
-	}
+	retains := a.retains()
 	a.task(c, func(ctx context.Context) any {
 		var out trimmed
 		if cfg.MorgueTTL > 0 {
@@ -497,9 +490,9 @@ func (a *Actor) startTrim(c actor.Context) {
 				return cfg.Store.TrimMorgue(ctx, cfg.Ref, cfg.Clock.Now().Add(-cfg.MorgueTTL), 500)
 			})
 		}
-		if finished != nil {
+		if retains {
 			n, err := trimRounds(ctx, timeout, func(ctx context.Context) (int, error) {
-				return finished.TrimFinished(ctx, cfg.Ref, cfg.Clock.Now().Add(-cfg.RetainFinished), 500)
+				return cfg.Store.TrimFinished(ctx, cfg.Ref, cfg.Clock.Now().Add(-cfg.RetainFinished), 500)
 			})
 			out.finished, out.err = n, errors.Join(out.err, err)
 		}

@@ -151,7 +151,7 @@ func testFinishedTrim(t *testing.T, h Harness) {
 	require.Equal(t, []string{"j2", "j3", "j4"}, idsOf(e.listFinished()), "at most 3, the latest")
 	ref := persistence.ShardRef{Queue: e.queue, Shard: 0}
 	// j2 finished 3 minutes ago, j3 2, j4 1.
-	n, err := e.finished().TrimFinished(e.ctx, ref, e.at(-150*time.Second), 100)
+	n, err := e.s.TrimFinished(e.ctx, ref, e.at(-150*time.Second), 100)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.Equal(t, []string{"j3", "j4"}, idsOf(e.listFinished()))
