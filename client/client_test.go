@@ -146,8 +146,10 @@ func TestClientJobActions(t *testing.T) {
 	require.True(t, info.Queued.PerformAt.Equal(now), info.Queued.PerformAt)
 
 	require.NoError(t, c.Kill(ctx, "q", "b"))
-	_, err = s.GetJob(ctx, "q", "b")
-	require.ErrorIs(t, err, persistence.ErrNotFound)
+	info, err = s.GetJob(ctx, "q", "b")
+	require.NoError(t, err, "a lookup finds an id that is only in the morgue")
+	require.Nil(t, info.Queued)
+	require.NotNil(t, info.Morgue)
 	page, err := s.ListMorgue(ctx, "q", persistence.ListOptions{})
 	require.NoError(t, err)
 	require.Len(t, page.Entries, 1)

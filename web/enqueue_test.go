@@ -94,7 +94,9 @@ func TestEnqueueScoreAndTimes(t *testing.T) {
 		{"id": "at", "perform_at": 1700000123.5},
 		{"id": "in", "perform_in": 90.5},
 		{"id": "in0", "perform_in": 0},
-		{"id": "epoch", "perform_at": 0}
+		{"id": "epoch", "perform_at": 0},
+		{"id": "in-text", "perform_in": "1m30.5s"},
+		{"id": "in-text0", "perform_in": "0s"}
 	]`)
 	for _, c := range []struct {
 		id               string
@@ -106,6 +108,8 @@ func TestEnqueueScoreAndTimes(t *testing.T) {
 		{"in", now, now + 90.5},
 		{"in0", now, now},
 		{"epoch", now, 0},
+		{"in-text", now, now + 90.5},
+		{"in-text0", now, now},
 	} {
 		l, _ := e.get(c.id)
 		require.Equal(t, c.score, l.Queued.Payloads[0].Score, c.id)
@@ -192,8 +196,10 @@ func TestEnqueueBadInput(t *testing.T) {
 		{name: "perform_at negative", body: `[{"id": "a", "perform_at": -1}]`, status: 400, field: "jobs[0].perform_at", msg: "out of range"},
 		{name: "perform_at too late", body: `[{"id": "a", "perform_at": 1e11}]`, status: 400, field: "jobs[0].perform_at", msg: "out of range"},
 		{name: "perform_in overflows", body: `[{"id": "a", "perform_in": 1e999}]`, status: 400, field: "jobs[0].perform_in", msg: "must be a finite number"},
-		{name: "perform_in not a number", body: `[{"id": "a", "perform_in": "5m"}]`, status: 400, field: "jobs[0].perform_in", msg: "must be a number, got a string"},
-		{name: "perform_in boolean", body: `[{"id": "a", "perform_in": true}]`, status: 400, field: "jobs[0].perform_in", msg: "must be a number, got a boolean"},
+		{name: "perform_in not a duration", body: `[{"id": "a", "perform_in": "5 minutes"}]`, status: 400, field: "jobs[0].perform_in", msg: `"5 minutes" is not a duration such as "90s"`},
+		{name: "perform_in bare number string", body: `[{"id": "a", "perform_in": "90"}]`, status: 400, field: "jobs[0].perform_in", msg: `"90" is not a duration`},
+		{name: "perform_in negative duration", body: `[{"id": "a", "perform_in": "-1s"}]`, status: 400, field: "jobs[0].perform_in", msg: "must not be negative"},
+		{name: "perform_in boolean", body: `[{"id": "a", "perform_in": true}]`, status: 400, field: "jobs[0].perform_in", msg: "must be a number of seconds or a duration string such as \"90s\", got a boolean"},
 		{name: "perform_in negative", body: `[{"id": "a", "perform_in": -0.5}]`, status: 400, field: "jobs[0].perform_in", msg: "must not be negative"},
 		{name: "perform_in too far", body: `[{"id": "a", "perform_in": 1e12}]`, status: 400, field: "jobs[0].perform_in", msg: "out of range"},
 		{name: "payload and payload_base64", body: `[{"id": "a", "payload": 1, "payload_base64": "AA=="}]`, status: 400, field: "jobs[0].payload_base64", msg: "give payload or payload_base64, not both"},

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"time"
 	"unicode/utf8"
@@ -44,11 +43,8 @@ func decodeEmit(e wire.Emit) (orderly.Emit, error) {
 		out.Payload = buf.Bytes()
 	}
 	if e.PerformIn != nil {
-		in := *e.PerformIn
-		if math.IsNaN(in) || in < 0 || in > wire.MaxPerformIn {
-			return out, fmt.Errorf("perform_in must be between 0 and %d seconds", int64(wire.MaxPerformIn))
-		}
-		out.PerformIn = time.Duration(in * float64(time.Second))
+		// Delay's decoding checked its range.
+		out.PerformIn = time.Duration(*e.PerformIn)
 	}
 	return out, nil
 }

@@ -87,6 +87,9 @@ func TestAnswerTimersAndEmits(t *testing.T) {
 		`{"emit": [{"queue": "q", "id": "x"}]}`,
 		`{"emit": [{"from": "a", "queue": "q", "id": "x", "frm": 1}]}`,
 		`{"emit": [{"from": "a", "queue": "q", "id": "x", "perform_in": -1}]}`,
+		`{"emit": [{"from": "a", "queue": "q", "id": "x", "perform_in": "-1s"}]}`,
+		`{"emit": [{"from": "a", "queue": "q", "id": "x", "perform_in": "soon"}]}`,
+		`{"emit": [{"from": "a", "queue": "q", "id": "x", "perform_in": true}]}`,
 		`{"emit": [{"from": "a", "queue": "q", "id": "x", "payload": 1, "payload_base64": "AA=="}]}`,
 		`{"emit": [{"from": "a", "queue": "q", "id": "x", "payload_base64": "!"}]}`,
 		`{"emit": [{"from": 1, "queue": "q", "id": "x"}]}`,
@@ -139,6 +142,7 @@ func TestAnswerEmits(t *testing.T) {
 	answer := `{"failed": {"b": "nope"}, "emit": [
 		{"from": "a", "queue": "notify", "id": "n-a", "payload": {"paid": true}, "score": 2, "perform_in": 1.5},
 		{"from": "a", "queue": "audit", "id": "x", "payload_base64": "AP8="},
+		{"from": "a", "queue": "later", "id": "l-a", "perform_in": "2m"},
 		{"from": "b", "queue": "notify", "id": "n-b"}]}`
 	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, answer) })
 	logger, _ := logBuffer()
@@ -153,6 +157,7 @@ func TestAnswerEmits(t *testing.T) {
 	require.Equal(t, []orderly.Emit{
 		{Queue: "notify", ID: "n-a", Payload: []byte(`{"paid":true}`), Score: &score, PerformIn: 1500 * time.Millisecond},
 		{Queue: "audit", ID: "x", Payload: []byte{0, 0xff}},
+		{Queue: "later", ID: "l-a", PerformIn: 2 * time.Minute},
 	}, orderlytest.OutcomeOf(b.Jobs[0]).Emits)
 	require.Len(t, orderlytest.OutcomeOf(b.Jobs[1]).Emits, 1, "handed over; the node drops it with the failed id")
 

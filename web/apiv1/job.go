@@ -32,7 +32,7 @@ const JobFields = "id, payload, payload_base64, score, perform_at, perform_in, h
 // (the body is a JSON array of them):
 //
 //	{"id": "order-1", "payload": <any JSON> | "payload_base64": "<base64>",
-//	 "score": <number>, "perform_at": <unix seconds> | "perform_in": <seconds>,
+//	 "score": <number>, "perform_at": <unix seconds> | "perform_in": <seconds> | "<duration>",
 //	 "headers": {"<key>": "<value>", ...}, "dedup_key": "<string>"}
 //
 // Only id is required.
@@ -45,7 +45,8 @@ type NewJob struct {
 	// Score orders the id's payloads; nil means now.
 	Score *float64
 	// PerformAt (unix seconds) or PerformIn (seconds from now), at most one;
-	// neither means now.
+	// neither means now. A "perform_in" string is a Go duration ("90s"),
+	// read as its seconds.
 	PerformAt, PerformIn *float64
 	// Headers are the payload's string metadata (docs/contract.md §10);
 	// nil or empty means none.
@@ -228,7 +229,7 @@ func (d *jobDecoder) field(key, val []byte) error {
 		d.job.PerformAt, err = number(val)
 	case "perform_in":
 		f = fPerformIn
-		d.job.PerformIn, err = number(val)
+		d.job.PerformIn, err = seconds(val)
 	case "headers":
 		f = fHeaders
 		d.job.Headers, err = decodeHeaders(val, d.index)
@@ -272,6 +273,31 @@ func (j NewJob) Store(now time.Time, index int) (persistence.NewJob, error) {
 		payload = []byte(EmptyPayload)
 	}
 	return persistence.NewJob{ID: j.ID, Payload: payload, Score: j.Score, PerformAt: at, Headers: j.Headers, DedupKey: j.DedupKey}, nil
+}
+
+// seconds decodes a delay: a JSON number of seconds (fractions allowed),
+// or a string holding a Go duration such as "90s" or "1h30m" — one rule
+// for perform_in wherever it is written (docs/contract.md §3.1). Its range
+// is persistence.PerformAt's to check.
+func seconds(val []byte) (*float64, error) {
+	switch k := jsonscan.KindOf(val); k {
+	case "a number":
+		v, err := jsonscan.FiniteNumber(val)
+		return &v, err
+	case "a string":
+	default:
+		return nil, fmt.Errorf("must be a number of seconds or a duration string such as \"90s\", got %s", k)
+	}
+	text, err := jsonscan.DecodeString(val)
+	if err != nil {
+		return nil, err
+	}
+	d, err := time.ParseDuration(text)
+	if err != nil {
+		return nil, fmt.Errorf("%q is not a duration such as \"90s\" or \"1h30m\" (a number is seconds)", jsonscan.Truncate(text, 64))
+	}
+	v := d.Seconds()
+	return &v, nil
 }
 
 // decodeDedupKey decodes a "dedup_key" value: a string within

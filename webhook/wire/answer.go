@@ -98,7 +98,7 @@ func (d *Delay) UnmarshalJSON(b []byte) error {
 // Emit is one element of an answer's "emit":
 //
 //	{"from": "<id>", "queue": "<q>", "id": "<id>", "payload": <JSON> | "payload_base64": "...",
-//	 "score"?: n, "perform_in"?: seconds, "headers"?: {...}}
+//	 "score"?: n, "perform_in"?: seconds | "<duration>", "headers"?: {...}}
 type Emit struct {
 	// From is the id of the delivery the emit belongs to. Required.
 	From  string `json:"from"`
@@ -110,8 +110,9 @@ type Emit struct {
 	PayloadBase64 *string         `json:"payload_base64,omitempty"`
 	// Score orders the id's payloads; nil means now.
 	Score *float64 `json:"score,omitempty"`
-	// PerformIn delays the job, in seconds (0 to MaxPerformIn); nil means
-	// now.
-	PerformIn *float64          `json:"perform_in,omitempty"`
+	// PerformIn delays the job (0 to MaxPerformIn seconds): written as a
+	// number of seconds, read from a number of seconds or a duration
+	// string such as "90s", as everywhere perform_in is; nil means now.
+	PerformIn *Delay            `json:"perform_in,omitempty"`
 	Headers   map[string]string `json:"headers,omitempty"`
 }
