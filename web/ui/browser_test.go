@@ -684,6 +684,9 @@ func TestBrowser(t *testing.T) {
 		// Header numbers.
 		b.waitText(`[data-stat="length"] .qstat-value`, "10")
 		b.waitText(`[data-tab="morgue"] .tab-count`, "3")
+		for _, k := range []string{"snoozed", "discarded", "cancelled"} {
+			require.Equal(t, "0", b.text(`[data-stat="`+k+`"] .qstat-value`), k)
+		}
 
 		// Filters: fresh only, by retry_count.
 		b.click(`.quick a[title^="retry_count ≥ 0"]`)

@@ -234,6 +234,9 @@ export function button(label, {icon: ic, kind, onclick, title, id, small, disabl
 const HEADER_STATS = [
   ['length', 'Queued'], ['fresh', 'Fresh'], ['retries', 'Retries'], ['morgue_length', 'Morgue'],
   ['lag', 'Lag'], ['busy', 'Busy'], ['processed', 'Processed'], ['failed', 'Failed'],
+  // The outcomes handlers chose and the cancels that stopped a call
+  // (docs/contract.md §3.11, §3.13); absent from older nodes' answers.
+  ['snoozed', 'Snoozed'], ['discarded', 'Discarded'], ['cancelled', 'Cancelled'],
 ];
 
 const TAB_NAMES = {processing: 'Processing', morgue: 'Morgue', finished: 'Finished'};
@@ -314,8 +317,8 @@ export function queueHeader(q, tab, signal, actions) {
         el.textContent = duration(m.lag);
         el.title = m.oldest_due ? `oldest due ${localTime(m.oldest_due)}` : 'nothing queued';
       } else {
-        el.textContent = compact(m[k]);
-        el.title = num(m[k]);
+        el.textContent = compact(m[k] ?? 0);
+        el.title = num(m[k] ?? 0);
       }
       el.classList.toggle('warn', (k === 'morgue_length' || k === 'retries') && m[k] > 0);
     }
