@@ -35,6 +35,12 @@ type (
 	JobInfo = persistence.JobInfo
 	// InFlightBatch is the in-flight record of one shard.
 	InFlightBatch = persistence.InFlightBatch
+	// FinishedJob is the record a queue with retain_finished keeps of an
+	// acknowledged id: when, in how many attempts, its last errors and
+	// its result (docs/contract.md §3.14).
+	FinishedJob = persistence.FinishedJob
+	// FinishedPage is one page of finished records; Next continues it.
+	FinishedPage = persistence.FinishedPage
 )
 
 // Queues lists the registered queues by name.
@@ -100,6 +106,29 @@ func (c *Client) Morgue(ctx context.Context, queue string, opts ListOptions) ite
 		opts.Cursor = cursor
 		p, err := c.ListMorgue(ctx, queue, opts)
 		return p.Entries, p.Next, err
+	}, opts.Cursor)
+}
+
+// ListFinished returns a page of the finished records of a queue with
+// retain_finished (docs/contract.md §3.14): by finished_at unless
+// opts.Order is persistence.OrderID.
+func (c *Client) ListFinished(ctx context.Context, queue string, opts ListOptions) (FinishedPage, error) {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	p, err := c.store.ListFinished(ctx, queue, opts)
+	if err != nil {
+		return FinishedPage{}, fmt.Errorf("client: list the finished ids of %s: %w", queue, err)
+	}
+	return p, nil
+}
+
+// Finished ranges over every finished record of the queue in opts'
+// order, a page at a time, like Jobs.
+func (c *Client) Finished(ctx context.Context, queue string, opts ListOptions) iter.Seq2[FinishedJob, error] {
+	return pages(func(cursor string) ([]FinishedJob, string, error) {
+		opts.Cursor = cursor
+		p, err := c.ListFinished(ctx, queue, opts)
+		return p.Jobs, p.Next, err
 	}, opts.Cursor)
 }
 

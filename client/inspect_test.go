@@ -3,7 +3,9 @@ package client_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -105,4 +107,44 @@ func TestClientInspect(t *testing.T) {
 	}
 	require.Len(t, errs, 1, "the error, once")
 	require.ErrorIs(t, errs[0], persistence.ErrUnknownQueue)
+}
+
+// The finished records of a queue with retain_finished page through the
+// client like the other listings (docs/contract.md §3.14).
+func TestClientFinished(t *testing.T) {
+	db := redistest.New(t)
+	ctx := context.Background()
+	s, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})
+	require.NoError(t, err)
+	require.NoError(t, s.RegisterQueue(ctx, persistence.QueueSpec{Name: "q", Shards: 1}))
+	c, err := client.NewFromStore(s, nil)
+	require.NoError(t, err)
+	var jobs []client.Job
+	for i := range 25 {
+		jobs = append(jobs, client.Job{ID: fmt.Sprintf("id-%02d", i)})
+	}
+	require.NoError(t, c.Enqueue(ctx, "q", jobs...))
+	lease, _, err := s.AcquireShard(ctx, persistence.ShardRef{Queue: "q"}, "n1", time.Minute)
+	require.NoError(t, err)
+	_, err = s.Advance(ctx, lease, persistence.AdvanceRequest{Fetch: 100, NextSeq: 1, RetainFinished: time.Hour})
+	require.NoError(t, err)
+	_, err = s.Advance(ctx, lease, persistence.AdvanceRequest{Settle: 1, NextSeq: 2, RetainFinished: time.Hour,
+		Results: map[string][]byte{"id-07": []byte(`"ok"`)}})
+	require.NoError(t, err)
+
+	var ids []string
+	for f, err := range c.Finished(ctx, "q", client.ListOptions{Order: persistence.OrderID, Limit: 10}) {
+		require.NoError(t, err)
+		ids = append(ids, f.ID)
+		require.Equal(t, 1, f.Attempts)
+		if f.ID == "id-07" {
+			require.Equal(t, `"ok"`, string(f.Result))
+		}
+	}
+	require.Len(t, ids, 25)
+	require.True(t, slices.IsSorted(ids))
+	p, err := c.ListFinished(ctx, "q", client.ListOptions{Limit: 5})
+	require.NoError(t, err)
+	require.Len(t, p.Jobs, 5)
+	require.NotEmpty(t, p.Next)
 }
