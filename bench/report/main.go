@@ -44,7 +44,7 @@ func main() {
 	flag.IntVar(&cfg.rounds, "rounds", 2, "runs of each measurement, the order of the releases alternating")
 	flag.IntVar(&cfg.memJobs, "memjobs", 1_000_000, "queued jobs the memory benchmark fills each layout with")
 	flag.BoolVar(&cfg.fsync, "fsync", false, "also run Lowkiq's workload, asynq and HTTP enqueue with appendfsync always")
-	skip := flag.String("skip", "", "comma-separated parts to leave out: lowkiq, asynq, memory, webhook, http, cluster")
+	skip := flag.String("skip", "", "comma-separated parts to leave out: lowkiq, asynq, memory, features, webhook, http, cluster")
 	flag.Parse()
 	cfg.skip = map[string]bool{}
 	for _, s := range strings.Split(*skip, ",") {
@@ -71,7 +71,7 @@ func main() {
 // minutes at 100k jobs.
 const asynqFsyncJobs = 20_000
 
-var parts = []string{"lowkiq", "asynq", "memory", "webhook", "http", "cluster"}
+var parts = []string{"lowkiq", "asynq", "memory", "features", "webhook", "http", "cluster"}
 
 type config struct {
 	newBin, oldBin, asynqBin, storeTest, oldRev string
@@ -108,6 +108,9 @@ type report struct {
 	cfg     config
 	samples map[string][]sample // by row key
 	memory  map[string]map[string]float64
+	// features are the metrics of the lifecycle features' benchmarks, by
+	// benchmark name.
+	features map[string]map[string]float64
 }
 
 func (r *report) raw(round int, key, line string) {
@@ -148,6 +151,11 @@ func (r *report) run(ctx context.Context) error {
 	}
 	if r.runs("memory") {
 		if err := r.memoryBench(ctx); err != nil {
+			return err
+		}
+	}
+	if r.runs("features") {
+		if err := r.featuresBench(ctx); err != nil {
 			return err
 		}
 	}
@@ -234,7 +242,7 @@ func (r *report) runs(part string) bool {
 		return false
 	case part == "asynq":
 		return r.cfg.asynqBin != ""
-	case part == "memory":
+	case part == "memory", part == "features":
 		return r.cfg.storeTest != ""
 	}
 	return true

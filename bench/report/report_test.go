@@ -50,3 +50,14 @@ func TestSpan(t *testing.T) {
 	require.Equal(t, "-", span(nil, rate))
 	require.Equal(t, "6.7-6.8", tight([]float64{6.8, 6.7}, micros))
 }
+
+func TestParseFeatures(t *testing.T) {
+	out := "BenchmarkProcessRetained/layout=2/batch=1-2 \t    2000\t     11993 jobs/s\t        44.74 lua-us/job\t        13.00 rediscmds/job\n" +
+		"BenchmarkEnqueueDedup/call=100/key-dup-2             \t    2000\t    296570 jobs/s\t         1.887 lua-us/job\t         0.2500 rediscmds/job\n" +
+		"PASS\n"
+	got := parseFeatures(out)
+	require.Equal(t, map[string]map[string]float64{
+		"BenchmarkProcessRetained/layout=2/batch=1": {"jobs/s": 11993, "lua-us/job": 44.74, "rediscmds/job": 13},
+		"BenchmarkEnqueueDedup/call=100/key-dup":    {"jobs/s": 296570, "lua-us/job": 1.887, "rediscmds/job": 0.25},
+	}, got)
+}

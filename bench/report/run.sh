@@ -12,7 +12,7 @@
 #   JOBS=20000 MEMJOBS=100000 ROUNDS=1 make bench-report
 #   FSYNC=always SKIP=asynq,cluster make bench-report
 #
-# SKIP leaves out parts: lowkiq, asynq, memory, webhook, http, cluster.
+# SKIP leaves out parts: lowkiq, asynq, memory, features, webhook, http, cluster.
 # FSYNC=always adds Lowkiq's workload, asynq and HTTP enqueue with
 # appendfsync always.
 set -euo pipefail
@@ -48,7 +48,7 @@ case ",$SKIP," in *,asynq,*) ;; *)
   asynq=(--asynq "$dir/asynq-bench") ;;
 esac
 store=()
-case ",$SKIP," in *,memory,*) ;; *)
+case ",$SKIP," in *,memory,*features,*|*,features,*memory,*) ;; *)
   (cd "$root" && go test -c -o "$dir/redisstore.test" ./persistence/redisstore)
   store=(--storetest "$dir/redisstore.test") ;;
 esac

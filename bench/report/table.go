@@ -130,6 +130,7 @@ func (r *report) table() {
 			span(pick(ss, func(s sample) float64 { return s.roundTrips }), per))
 	}
 	r.ratios()
+	r.featuresTable()
 	if len(r.memory) > 0 {
 		fmt.Printf("\n| Redis memory (INFO used_memory, %d queued jobs) | layout 1 | layout 2 |\n| --- | --- | --- |\n", r.cfg.memJobs)
 		for _, m := range []struct{ unit, label string }{
