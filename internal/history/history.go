@@ -5,13 +5,15 @@
 //   - order: each call's payloads are in score order, and no payload is
 //     acknowledged after a higher-scored one of the same id was, unless it
 //     is a redelivery of a payload already acknowledged (at least once);
-//   - nothing lost: every enqueued payload was acknowledged or is in the
-//     morgue;
-//   - duplicates only from redelivery: a payload acknowledged twice was
-//     delivered again under a later lease of its shard (a higher epoch in
+//   - nothing lost: every enqueued payload was acknowledged, is in the
+//     morgue, or was discarded by its handler (§3.11); a payload whose
+//     handler answered dead is in the morgue;
+//   - redelivery only after an ownership change: a payload delivered again
+//     after a call settled it for good (acknowledged, dead or discarded)
+//     was delivered under a later lease of its shard (a higher epoch in
 //     the delivery name), that is after a crash, a lost lease or a
-//     handoff cut its batch. An owner never hands an acknowledged payload
-//     to the handler again while it keeps its lease.
+//     handoff cut its batch. An owner never hands such a payload to the
+//     handler again while it keeps its lease.
 //
 // Tests, the chaos test and the benchmark's audit use it. Times come from one
 // process (the recorder's), so intervals compare even when the handlers ran
@@ -42,7 +44,22 @@ type Call struct {
 	// Version is the version of the id's state the call was given
 	// (stateful queues; 0 otherwise).
 	Version int64
+	// Outcome is the outcome the handler chose for the id (§3.11):
+	// Snoozed, Dead or Discarded; "" for none (the call acknowledged the
+	// id, failed it, or was not answered). Such a call is not Acked.
+	Outcome string
 }
+
+// The outcomes a handler may choose for an id (Call.Outcome).
+const (
+	Snoozed   = "snoozed"
+	Dead      = "dead"
+	Discarded = "discarded"
+)
+
+// final reports that the call settled its payloads for good: acknowledged,
+// dead or discarded.
+func (c Call) final() bool { return c.Acked || c.Outcome == Dead || c.Outcome == Discarded }
 
 // Payload is a payload with its score.
 type Payload struct {
@@ -79,10 +96,14 @@ type Report struct {
 	Overlaps          []string
 	OrderViolations   []string
 	Lost              []string
-	// Unexplained lists duplicate acknowledgements delivered under the
-	// same lease epoch as the first: not a redelivery after an ownership
-	// change. Calls whose delivery names no epoch are not checked.
+	// Unexplained lists payloads delivered again after a call settled
+	// them for good (acknowledged, dead or discarded) under the same lease
+	// epoch as that call: not a redelivery after an ownership change.
+	// Calls whose delivery names no epoch are not checked.
 	Unexplained []string
+	// Snoozed, Dead and Discarded count the answers (per call and id) that
+	// chose these outcomes.
+	Snoozed, Dead, Discarded int
 }
 
 // OK reports whether every guarantee held.
@@ -93,8 +114,11 @@ func (r Report) OK() bool {
 // String summarizes the report, listing up to 10 breaches of each kind.
 func (r Report) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d calls over %d ids; %d payloads acknowledged, %d duplicate acknowledgements (%d not after an ownership change); %d overlaps, %d order violations, %d lost",
+	fmt.Fprintf(&b, "%d calls over %d ids; %d payloads acknowledged, %d duplicate acknowledgements, %d redeliveries not after an ownership change; %d overlaps, %d order violations, %d lost",
 		r.Calls, r.IDs, r.Acked, r.Duplicates, len(r.Unexplained), len(r.Overlaps), len(r.OrderViolations), len(r.Lost))
+	if r.Snoozed+r.Dead+r.Discarded > 0 {
+		fmt.Fprintf(&b, "; outcomes chosen: %d snoozed, %d dead, %d discarded", r.Snoozed, r.Dead, r.Discarded)
+	}
 	for _, list := range [][]string{r.Overlaps, r.OrderViolations, r.Lost, r.Unexplained} {
 		for i, s := range list {
 			if i == 10 {
@@ -123,66 +147,131 @@ func Check(calls []Call, enqueued, morgue map[string][]string) Report {
 					id, cs[i].Delivery, cs[i].Node, cs[i-1].Delivery, cs[i-1].Node))
 			}
 		}
-		acked := map[string]Call{} // payload -> the call that first acknowledged it
-		maxAcked, hasMax := 0.0, false
-		for _, c := range cs {
-			if !slices.IsSortedFunc(c.Payloads, func(a, b Payload) int { return cmp.Compare(a.Score, b.Score) }) {
-				rep.OrderViolations = append(rep.OrderViolations, fmt.Sprintf("id %q: call %s got payloads out of score order", id, c.Delivery))
-			}
-			if !c.Acked {
-				continue
-			}
-			for _, p := range c.Payloads {
-				if first, ok := acked[p.Data]; ok {
-					rep.Duplicates++
-					e1, ok1 := Epoch(first.Delivery)
-					e2, ok2 := Epoch(c.Delivery)
-					if ok1 && ok2 && e2 <= e1 {
-						rep.Unexplained = append(rep.Unexplained, fmt.Sprintf("id %q: payload %q acknowledged in %s and again in %s, under the same lease",
-							id, p.Data, first.Delivery, c.Delivery))
-					}
-					continue
-				}
-				if hasMax && p.Score < maxAcked {
-					rep.OrderViolations = append(rep.OrderViolations, fmt.Sprintf("id %q: payload %q (score %g) acknowledged after score %g", id, p.Data, p.Score, maxAcked))
-				}
-				acked[p.Data] = c
-				rep.Acked++
-			}
-			for _, p := range c.Payloads {
-				if !hasMax || p.Score > maxAcked {
-					maxAcked, hasMax = p.Score, true
-				}
-			}
-		}
+		rep.checkID(id, cs)
 	}
-	ackedAll := map[string]map[string]bool{}
-	for _, c := range calls {
-		if !c.Acked {
-			continue
-		}
-		if ackedAll[c.ID] == nil {
-			ackedAll[c.ID] = map[string]bool{}
-		}
-		for _, p := range c.Payloads {
-			ackedAll[c.ID][p.Data] = true
-		}
-	}
-	for id, ps := range enqueued {
-		dead := map[string]bool{}
-		for _, p := range morgue[id] {
-			dead[p] = true
-		}
-		for _, p := range ps {
-			if !ackedAll[id][p] && !dead[p] {
-				rep.Lost = append(rep.Lost, fmt.Sprintf("id %q: payload %q neither acknowledged nor in the morgue", id, p))
-			}
-		}
-	}
+	rep.checkLost(calls, enqueued, morgue)
 	slices.Sort(rep.Overlaps)
 	slices.Sort(rep.OrderViolations)
 	slices.Sort(rep.Lost)
+	slices.Sort(rep.Unexplained)
 	return rep
+}
+
+// checkID checks the order of the calls of id, sorted by start, and that
+// nothing settled for good was delivered again under the same lease.
+func (rep *Report) checkID(id string, cs []Call) {
+	settled := map[string]Call{} // payload -> the call that first settled it for good
+	maxSettled, hasMax := 0.0, false
+	for _, c := range cs {
+		if !slices.IsSortedFunc(c.Payloads, func(a, b Payload) int { return cmp.Compare(a.Score, b.Score) }) {
+			rep.OrderViolations = append(rep.OrderViolations, fmt.Sprintf("id %q: call %s got payloads out of score order", id, c.Delivery))
+		}
+		switch c.Outcome {
+		case Snoozed:
+			rep.Snoozed++
+		case Dead:
+			rep.Dead++
+		case Discarded:
+			rep.Discarded++
+		}
+		for _, p := range c.Payloads {
+			first, ok := settled[p.Data]
+			if !ok {
+				continue
+			}
+			if c.Acked && first.Acked {
+				rep.Duplicates++
+			}
+			e1, ok1 := Epoch(first.Delivery)
+			e2, ok2 := Epoch(c.Delivery)
+			if ok1 && ok2 && e2 <= e1 {
+				rep.Unexplained = append(rep.Unexplained, fmt.Sprintf("id %q: payload %q %s in %s and delivered again in %s, under the same lease",
+					id, p.Data, first.settledAs(), first.Delivery, c.Delivery))
+			}
+		}
+		if !c.final() {
+			continue
+		}
+		for _, p := range c.Payloads {
+			if _, ok := settled[p.Data]; ok {
+				continue // a redelivery
+			}
+			if c.Acked {
+				rep.Acked++
+			}
+			if hasMax && p.Score < maxSettled {
+				rep.OrderViolations = append(rep.OrderViolations, fmt.Sprintf("id %q: payload %q (score %g) %s after score %g", id, p.Data, p.Score, c.settledAs(), maxSettled))
+			}
+			settled[p.Data] = c
+		}
+		for _, p := range c.Payloads {
+			if !hasMax || p.Score > maxSettled {
+				maxSettled, hasMax = p.Score, true
+			}
+		}
+	}
+}
+
+// settledAs names how a final call settled its payloads.
+func (c Call) settledAs() string {
+	switch c.Outcome {
+	case Dead:
+		return "answered dead"
+	case Discarded:
+		return "discarded"
+	}
+	return "acknowledged"
+}
+
+// checkLost lists the enqueued payloads neither acknowledged, in the
+// morgue nor discarded, and those answered dead that are not in the
+// morgue.
+func (rep *Report) checkLost(calls []Call, enqueued, morgue map[string][]string) {
+	acked := map[string]map[string]bool{}        // id -> payload -> acknowledged or discarded
+	answeredDead := map[string]map[string]bool{} // id -> payload -> answered dead
+	mark := func(m map[string]map[string]bool, c Call) {
+		if m[c.ID] == nil {
+			m[c.ID] = map[string]bool{}
+		}
+		for _, p := range c.Payloads {
+			m[c.ID][p.Data] = true
+		}
+	}
+	for _, c := range calls {
+		switch {
+		case c.Acked || c.Outcome == Discarded:
+			mark(acked, c)
+		case c.Outcome == Dead:
+			mark(answeredDead, c)
+		}
+	}
+	dead := map[string]map[string]bool{}
+	for id, ps := range morgue {
+		mark(dead, Call{ID: id, Payloads: payloads(ps)})
+	}
+	for id, ps := range enqueued {
+		for _, p := range ps {
+			if !acked[id][p] && !dead[id][p] {
+				rep.Lost = append(rep.Lost, fmt.Sprintf("id %q: payload %q neither acknowledged, discarded nor in the morgue", id, p))
+			}
+		}
+	}
+	for id, ps := range answeredDead {
+		for p := range ps {
+			if !dead[id][p] && !acked[id][p] {
+				rep.Lost = append(rep.Lost, fmt.Sprintf("id %q: payload %q answered dead but not in the morgue", id, p))
+			}
+		}
+	}
+}
+
+// payloads returns the data as payloads (of score 0).
+func payloads(data []string) []Payload {
+	out := make([]Payload, len(data))
+	for i, d := range data {
+		out[i] = Payload{Data: d}
+	}
+	return out
 }
 
 // Epoch returns the lease epoch of a delivery name

@@ -3,6 +3,8 @@ package history
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,7 +31,7 @@ func TestCheckFindsEachBreach(t *testing.T) {
 	rep := Check(calls, enq, map[string][]string{"c": {"c1"}})
 	require.Len(t, rep.Overlaps, 1)
 	require.Len(t, rep.OrderViolations, 2, rep.String())
-	require.Equal(t, []string{`id "c": payload "c2" neither acknowledged nor in the morgue`, `id "e": payload "e1" neither acknowledged nor in the morgue`}, rep.Lost)
+	require.Equal(t, []string{`id "c": payload "c2" neither acknowledged, discarded nor in the morgue`, `id "e": payload "e1" neither acknowledged, discarded nor in the morgue`}, rep.Lost)
 	require.Equal(t, 1, rep.Duplicates)
 	require.False(t, rep.OK())
 
@@ -53,12 +55,47 @@ func TestCheckDuplicatesNeedAnOwnershipChange(t *testing.T) {
 
 	rep = Check([]Call{call(0, "q/3/7/10"), call(5, "q/3/7/11")}, enq, nil)
 	require.False(t, rep.OK())
-	require.Equal(t, []string{`id "a": payload "a1" acknowledged in q/3/7/10 and again in q/3/7/11, under the same lease`}, rep.Unexplained)
-	require.Contains(t, rep.String(), "1 duplicate acknowledgements (1 not after an ownership change)")
+	require.Equal(t, []string{`id "a": payload "a1" acknowledged in q/3/7/10 and delivered again in q/3/7/11, under the same lease`}, rep.Unexplained)
+	require.Contains(t, rep.String(), "1 duplicate acknowledgements, 1 redeliveries not after an ownership change")
 
 	// Without epochs in the delivery names there is nothing to compare.
 	rep = Check([]Call{call(0, ""), call(5, "")}, enq, nil)
 	require.True(t, rep.OK(), rep.String())
+}
+
+// Outcomes the handler chose (§3.11): a discarded payload is accounted
+// for, one answered dead must be in the morgue, a snoozed one must come
+// back; none is delivered again under the lease that settled it, and a
+// discarded or dead payload counts for the order of what follows.
+func TestCheckOutcomes(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	call := func(ms int, delivery, outcome string, data string, score float64) Call {
+		return Call{ID: "a", Delivery: delivery, Start: at(ms), End: at(ms + 1), Outcome: outcome,
+			Payloads: []Payload{{Data: data, Score: score}}, Acked: outcome == ""}
+	}
+	enq := map[string][]string{"a": {"s", "x", "d"}}
+	calls := []Call{call(0, "q/0/1/1", Snoozed, "s", 1), call(5, "q/0/1/2", "", "s", 1),
+		call(10, "q/0/1/3", Discarded, "x", 2), call(15, "q/0/1/4", Dead, "d", 3)}
+	rep := Check(calls, enq, map[string][]string{"a": {"d"}})
+	require.True(t, rep.OK(), rep.String())
+	require.Equal(t, []int{1, 1, 1, 1}, []int{rep.Acked, rep.Snoozed, rep.Discarded, rep.Dead})
+
+	rep = Check(calls[:1], enq, nil) // only snoozed: s, x and d lost
+	require.Len(t, rep.Lost, 3, rep.String())
+	rep = Check(calls, enq, nil)
+	require.Equal(t, []string{`id "a": payload "d" answered dead but not in the morgue`,
+		`id "a": payload "d" neither acknowledged, discarded nor in the morgue`}, rep.Lost)
+
+	again := append(slices.Clone(calls), call(20, "q/0/1/5", "", "x", 2))
+	rep = Check(again, enq, map[string][]string{"a": {"d"}})
+	require.Equal(t, []string{`id "a": payload "x" discarded in q/0/1/3 and delivered again in q/0/1/5, under the same lease`}, rep.Unexplained)
+	again[len(again)-1].Delivery = "q/0/2/1" // after an ownership change: fine
+	require.True(t, Check(again, enq, map[string][]string{"a": {"d"}}).OK())
+
+	late := append(slices.Clone(calls), call(20, "q/0/1/5", "", "early", 0))
+	rep = Check(late, map[string][]string{"a": {"s", "x", "d", "early"}}, map[string][]string{"a": {"d"}})
+	require.Equal(t, []string{`id "a": payload "early" (score 0) acknowledged after score 3`}, rep.OrderViolations)
 }
 
 func TestEpoch(t *testing.T) {
@@ -95,4 +132,48 @@ func TestProducer(t *testing.T) {
 	require.True(t, unsure[`"order-1/1"`], "round 1 was refused")
 	require.Len(t, unsure, 3*(n/2))
 	p.Stop() // twice is fine
+}
+
+// A keyed producer repeats the keyed jobs of the previous acknowledged
+// round, records them once, and lists the answers whose duplicates differ
+// from the repeats they carried.
+func TestProducerKeyed(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]bool{} // id + key
+	var calls atomic.Int32
+	p := ProduceKeyed(4, time.Millisecond, 2, func(_ context.Context, jobs []persistence.NewJob) (int, error) {
+		n := calls.Add(1)
+		mu.Lock()
+		defer mu.Unlock()
+		dups := 0
+		for _, j := range jobs {
+			if j.DedupKey == "" {
+				continue
+			}
+			if seen[j.ID+"\x00"+j.DedupKey] {
+				dups++
+			}
+			seen[j.ID+"\x00"+j.DedupKey] = true
+		}
+		if n == 5 {
+			return dups + 1, nil // an answer that miscounts
+		}
+		return dups, nil
+	})
+	require.Eventually(t, func() bool { return calls.Load() >= 8 }, 5*time.Second, time.Millisecond)
+	p.Stop()
+	n := int(calls.Load())
+	keyed, repeats, dups, mismatches := p.Dedup()
+	require.Equal(t, 2*n, keyed, "half of the 4 ids are keyed each round")
+	require.Equal(t, 2*(n-1), repeats, "every round but the first repeats the previous one's")
+	require.Equal(t, repeats+1, dups)
+	require.Equal(t, []string{"round 4: 2 repeats, answered 3 duplicates"}, mismatches)
+	for _, ps := range p.Enqueued() {
+		require.Len(t, ps, n, "repeats are not recorded as enqueued")
+	}
+	from, to, ok := p.Sent(`"order-1/3"`)
+	require.True(t, ok)
+	require.False(t, to.Before(from))
+	_, _, ok = p.Sent(`"order-1/99999"`)
+	require.False(t, ok)
 }

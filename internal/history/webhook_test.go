@@ -41,5 +41,5 @@ func TestFromWebhook(t *testing.T) {
 		{ID: "b", Node: "q/0/2/2", Delivery: "q/0/2/2", Start: t0.Add(6 * time.Second), End: unanswered, Payloads: []Payload{{Data: `"b1"`}}},
 	}, got)
 	rep := Check(got, map[string][]string{"a": {`"a1"`, `"a2"`}, "b": {`"b1"`}}, nil)
-	require.Equal(t, []string{`id "b": payload "\"b1\"" neither acknowledged nor in the morgue`}, rep.Lost)
+	require.Equal(t, []string{`id "b": payload "\"b1\"" neither acknowledged, discarded nor in the morgue`}, rep.Lost)
 }

@@ -60,14 +60,38 @@ type Call struct {
 func (c *Call) Delivery() string { return c.Header.Get(wire.DeliveryHeader) }
 
 // Acked reports whether the call acknowledged the job id: it was answered,
-// not cut, with a 2xx status, and its answer did not fail id.
+// not cut, with a 2xx status, and its answer neither failed id nor chose
+// another outcome for it (Chose).
 func (c *Call) Acked(id string) bool {
-	if c.End.IsZero() || c.Cut || !c.Answer.succeeds() {
+	if !c.answered() {
 		return false
 	}
 	_, failed := c.Answer.Failed[id]
-	return !failed
+	return !failed && c.Chose(id) == ""
 }
+
+// Chose returns the outcome the call's answer chose for the job id
+// (docs/contract.md §3.11): "retry_in", "dead" or "discard", as the
+// answer's field is named; "" when it chose none, or when the answer was
+// not written (the call is being answered, was cut, or failed as a whole).
+func (c *Call) Chose(id string) string {
+	if !c.answered() {
+		return ""
+	}
+	if _, ok := c.Answer.RetryIn[id]; ok {
+		return "retry_in"
+	}
+	if _, ok := c.Answer.Dead[id]; ok {
+		return "dead"
+	}
+	if _, ok := c.Answer.Discard[id]; ok {
+		return "discard"
+	}
+	return ""
+}
+
+// answered reports that the call's answer was written with a 2xx status.
+func (c *Call) answered() bool { return !c.End.IsZero() && !c.Cut && c.Answer.succeeds() }
 
 // Answer is how the receiver answers one delivery.
 type Answer struct {

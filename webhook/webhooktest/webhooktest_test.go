@@ -246,3 +246,28 @@ func timerChange(j orderly.Job) (at time.Time, clear, changed bool) {
 	o := orderlytest.OutcomeOf(j)
 	return o.TimerAt, o.TimerCleared, o.TimerChanged
 }
+
+// An id whose answer chose an outcome (retry_in, dead, discard) is not
+// acknowledged, and Chose names the outcome only when the answer was
+// written.
+func TestCallChoseAnOutcome(t *testing.T) {
+	t.Parallel()
+	end := time.Unix(1_700_000_000, 0)
+	c := webhooktest.Call{End: end, Answer: webhooktest.Answer{
+		Failed:  map[string]string{"f": "no"},
+		RetryIn: map[string]wire.Delay{"s": wire.Delay(time.Second)},
+		Dead:    map[string]string{"d": "bad"},
+		Discard: map[string]string{"x": "stale"},
+	}}
+	for id, want := range map[string]string{"a": "", "f": "", "s": "retry_in", "d": "dead", "x": "discard"} {
+		require.Equal(t, want, c.Chose(id), id)
+		require.Equal(t, id == "a", c.Acked(id), id)
+	}
+	cut := c
+	cut.Cut = true
+	require.Empty(t, cut.Chose("s"), "a cut call's answer was not written")
+	failed := c
+	failed.Answer.Status = 500
+	require.Empty(t, failed.Chose("d"), "a failed delivery chose nothing")
+	require.Empty(t, (&webhooktest.Call{Answer: c.Answer}).Chose("x"), "still being answered")
+}
