@@ -27,7 +27,7 @@ func CancelDelete() CancelOption {
 // way unless the call succeeded. It returns what was done, or an error
 // wrapping persistence.ErrNotFound when the id is neither queued nor in
 // flight.
-func (c *Client) Cancel(ctx context.Context, queue, id string, opts ...CancelOption) (persistence.CancelResult, error) {
+func (c *Client) Cancel(ctx context.Context, queue, id string, opts ...CancelOption) (CancelResult, error) {
 	o := cancelOptions{mode: persistence.CancelKill}
 	for _, opt := range opts {
 		opt(&o)

@@ -41,6 +41,9 @@ type (
 	FinishedJob = persistence.FinishedJob
 	// FinishedPage is one page of finished records; Next continues it.
 	FinishedPage = persistence.FinishedPage
+	// CancelResult is what Cancel did: payloads moved or dropped, and
+	// whether a call in flight was marked (docs/contract.md §3.13).
+	CancelResult = persistence.CancelResult
 )
 
 // Queues lists the registered queues by name.

@@ -1028,6 +1028,13 @@ func TestBrowser(t *testing.T) {
 		require.Contains(t, b.text(`.job.finished[data-id="rcpt-2"]`), "No result set")
 		require.Equal(t, "finished", eval[string](b, `document.querySelector('.tab.active').dataset.tab`))
 		b.screenshot("finished")
+		// Searched by id: the ids from the one typed on, by id.
+		b.do(chromedp.SendKeys(chromedp.CSS(`#finished-from`), "rcpt-2\n"))
+		b.waitFor(`location.search.includes('order=id') && location.search.includes('from=rcpt-2')`, "the by-id listing")
+		b.waitFor(`document.querySelectorAll('.job.finished').length === 1 && document.querySelector('.job.finished').dataset.id === 'rcpt-2'`, "the ids from rcpt-2 on")
+		require.Contains(t, eval[string](b, `document.querySelector('#finished-by-id').className`), "active")
+		b.click(`#finished-by-id`)
+		b.waitFor(`document.querySelectorAll('.job.finished').length === 2 && document.querySelector('.job.finished').dataset.id === 'rcpt-1'`, "every finished id by id")
 		b.open("/queues/receipts/job?id=rcpt-1")
 		b.waitFor(`document.querySelector('[data-record="finished"]')`, "the finished record")
 		require.Contains(t, b.text(`[data-record="finished"]`), "r-981")
