@@ -54,7 +54,9 @@ type Config struct {
 	// Header holds extra headers sent with every request, e.g.
 	// Authorization. Content-Type, User-Agent, Orderly-Delivery and
 	// Orderly-Signature are set by the handler and cannot be overridden (an
-	// Orderly-Signature here is dropped unless Secret signs the request);
+	// Orderly-Signature here is dropped unless Secret signs the request,
+	// and Webhook-Id, Webhook-Timestamp and Webhook-Signature are dropped
+	// with Scheme wire.SchemeStandard);
 	// CheckHeaderName tells which names the configuration file refuses. The
 	// handler keeps a copy.
 	Header http.Header
