@@ -25,6 +25,14 @@ func TestSignMatchesWire(t *testing.T) {
 		require.Equal(t, wire.Sign([]byte("s3cr3t"), at, []byte(body)), s.sign(at, []byte(body)))
 		require.Equal(t, wire.Sign([]byte("s3cr3t"), at, []byte(body)), s.sign(at, []byte(body)), "a pooled HMAC is reset")
 	}
+	// The standard scheme's is wire.SignStandard's: the published vector.
+	key, err := wire.StandardKey("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	require.NoError(t, err)
+	s = newTestSender(t, &Config{URL: "http://127.0.0.1:9/", Secret: key, Scheme: wire.SchemeStandard})
+	for range 2 {
+		require.Equal(t, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
+			s.signStandard("msg_p5jXN8AQM9LWM0D4loKWxJek", time.Unix(1614265330, 0), []byte(`{"test": 2432232314}`)))
+	}
 }
 
 func TestSenderSignsRequests(t *testing.T) {
