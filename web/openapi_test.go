@@ -3,13 +3,17 @@ package web_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"mime"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -114,7 +118,14 @@ func checkOpenAPI(t testing.TB, req *http.Request, reqBody []byte, a answer) {
 	}
 	opts := &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, IncludeResponseStatus: true, ExcludeResponseBody: head}
 	in := &openapi3filter.RequestValidationInput{Request: r, PathParams: params, Route: route, Options: opts}
-	if reqErr := openapi3filter.ValidateRequest(context.Background(), in); reqErr != nil && a.status < 300 {
+	reqErr := openapi3filter.ValidateRequest(context.Background(), in)
+	if reqErr != nil && (errors.Is(reqErr, strconv.ErrRange) || strings.Contains(reqErr.Error(), strconv.ErrRange.Error())) {
+		// A JSON number beyond float64 (a payload of 1e999), which JSON
+		// allows and the server stores as given: the validator decodes
+		// numbers into float64 and cannot read it.
+		reqErr = nil
+	}
+	if reqErr != nil && a.status < 300 {
 		t.Errorf("openapi: %s: the server took a request the document forbids: %v", what, reqErr)
 	}
 	if head {
@@ -147,6 +158,23 @@ func escapeIDPath(r *http.Request) {
 	if u, err := url.Parse(raw); err == nil {
 		r.URL.Path, r.URL.RawPath = u.Path, u.RawPath
 	}
+}
+
+// serveChecked serves req with h through a recorder, and checks the pair
+// with checkOpenAPI, for the tests that call the handler directly.
+func serveChecked(t testing.TB, h http.Handler, req *http.Request) *httptest.ResponseRecorder {
+	t.Helper()
+	var body []byte
+	if req.Body != nil {
+		var err error
+		body, err = io.ReadAll(req.Body)
+		require.NoError(t, err)
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	checkOpenAPI(t, req, body, answer{status: rec.Code, header: rec.Header(), body: rec.Body.String()})
+	return rec
 }
 
 // checkErrorBody requires the Error shape of an answer to no route.
