@@ -3,11 +3,11 @@ package web_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"mime"
 	"io"
+	"mime"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
