@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -56,8 +55,7 @@ func TestStatsWithoutQueues(t *testing.T) {
 	require.NoError(t, err)
 	req, err := http.NewRequest("GET", "/api/v1/stats", nil)
 	require.NoError(t, err)
-	rec := httptest.NewRecorder()
-	srv.ServeHTTP(rec, req)
+	rec := serveChecked(t, srv, req)
 	require.Equal(t, http.StatusOK, rec.Code)
 	require.Equal(t, `{"total":{"length":0,"morgue_length":0,"lag":0},"by_worker":{}}`+"\n", rec.Body.String())
 }

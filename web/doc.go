@@ -36,6 +36,7 @@
 //	GET    /api/v1/cluster                             200 members and shard owners
 //	GET    /api/v1/access                              200 {"write": bool, "token_required": bool}
 //	GET    /api/v1/periodic                            200 {"periodic": [{"name", "queue", "schedule", "id", "last_tick", "next_tick"}]}
+//	GET    /api/v1/openapi.json                        200 the OpenAPI 3.1 document of the API (package openapi), no token needed
 //	GET    /metrics                                    200 Prometheus text (Config.Metrics)
 //	GET    /healthz                                    200 {"status": "ok"}
 //	GET    /readyz                                     200 {"status": "ready"} or 503
@@ -52,6 +53,11 @@
 // With Config.BasePath ("/orderly") every path above is under it
 // (/orderly/api/v1/queues, the dashboard at /orderly/); other paths answer
 // 404, but /healthz and /readyz, which also answer at the root.
+//
+// The OpenAPI document (web/openapi/openapi.yaml) describes each of these
+// routes, their parameters, bodies and answers, the pull protocol and the
+// webhook request and answer; the package's tests check every request
+// they make against it, and that it names every route registered here.
 //
 // Every GET also answers HEAD. Endpoints without parameters reject any
 // query parameter; endpoints without a body (DELETE, the actions) accept

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -58,8 +57,7 @@ func FuzzEnqueueBody(f *testing.F) {
 		queue := fmt.Sprintf("fuzz%d", seq.Add(1))
 		require.NoError(t, e.store.RegisterQueue(e.ctx, persistence.QueueSpec{Name: queue, Shards: 2}))
 		req := newRequest("POST", "/api/v1/queues/"+queue+"/jobs", bytes.NewReader(body))
-		rec := httptest.NewRecorder()
-		e.srv.ServeHTTP(rec, req)
+		rec := serveChecked(t, e.srv, req)
 
 		require.Equal(t, "application/json", rec.Header().Get("Content-Type"))
 		require.True(t, json.Valid(rec.Body.Bytes()), rec.Body.String())
@@ -143,8 +141,7 @@ func FuzzListQuery(f *testing.F) {
 		}
 		req := newRequest("GET", path, nil)
 		req.URL.RawQuery = query
-		rec := httptest.NewRecorder()
-		e.srv.ServeHTTP(rec, req)
+		rec := serveChecked(t, e.srv, req)
 
 		require.Equal(t, "application/json", rec.Header().Get("Content-Type"))
 		require.True(t, json.Valid(rec.Body.Bytes()), rec.Body.String())
@@ -242,8 +239,7 @@ func FuzzSelectionBody(f *testing.F) {
 		if requeue {
 			path, key = "/api/v1/queues/"+queue+"/morgue/requeue", "requeued"
 		}
-		rec := httptest.NewRecorder()
-		e.srv.ServeHTTP(rec, newRequest("POST", path, bytes.NewReader(body)))
+		rec := serveChecked(t, e.srv, newRequest("POST", path, bytes.NewReader(body)))
 		require.Equal(t, "application/json", rec.Header().Get("Content-Type"))
 		require.True(t, json.Valid(rec.Body.Bytes()), rec.Body.String())
 		require.Contains(t, []int{http.StatusOK, http.StatusBadRequest}, rec.Code, rec.Body.String())

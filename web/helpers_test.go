@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -128,14 +129,30 @@ func (e *env) doRaw(method, path string, headers ...string) answer {
 	return e.sendRaw(req)
 }
 
+// sendRaw sends a request and checks it, and its answer, against the
+// OpenAPI document (checkOpenAPI).
 func (e *env) sendRaw(req *http.Request) answer {
 	e.t.Helper()
+	var reqBody []byte
+	if req.GetBody != nil {
+		rc, err := req.GetBody()
+		require.NoError(e.t, err)
+		reqBody, err = io.ReadAll(rc)
+		require.NoError(e.t, err)
+	} else if req.Body != nil {
+		var err error
+		reqBody, err = io.ReadAll(req.Body)
+		require.NoError(e.t, err)
+		req.Body = io.NopCloser(bytes.NewReader(reqBody))
+	}
 	res, err := e.ts.Client().Do(req)
 	require.NoError(e.t, err)
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	require.NoError(e.t, err)
-	return answer{status: res.StatusCode, header: res.Header, body: string(b), close: res.Close}
+	a := answer{status: res.StatusCode, header: res.Header, body: string(b), close: res.Close}
+	checkOpenAPI(e.t, req, reqBody, a)
+	return a
 }
 
 // enqueue posts jobs to queue q and requires 202.

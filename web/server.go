@@ -229,6 +229,9 @@ type Server struct {
 	hosts       hostCheck
 	base        string // Config.BasePath
 	conns       *conns // Serve's connections
+	// patterns are the patterns of the routes, in the order registered
+	// (for the tests that compare them with the OpenAPI document).
+	patterns []string
 }
 
 // New returns a Server on cfg.Store.
@@ -371,6 +374,7 @@ func (s *Server) routes() {
 	s.handle("GET /api/v1/history", s.allHistory)
 	s.handle("GET /api/v1/cluster", s.cluster)
 	s.handle("GET /api/v1/access", s.access)
+	s.handle("GET "+openAPIPath, s.openAPI)
 	s.handle("GET /metrics", s.serveMetrics)
 	s.handle("GET /healthz", s.healthz)
 	s.handle("GET /readyz", s.readyz)
@@ -392,6 +396,7 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handle(pattern string, fn func(http.ResponseWriter, *http.Request) error) {
+	s.patterns = append(s.patterns, pattern)
 	s.mux.Handle(pattern, &route{s: s, fn: fn})
 }
 
@@ -558,6 +563,9 @@ func (s *Server) authorize(r *http.Request) access {
 	}
 	if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
 		return accessFull // the probes are open; they change nothing
+	}
+	if r.URL.Path == openAPIPath && isRead(r) {
+		return accessRead // the document is public: it is the repository's
 	}
 	if s.publicReads && isRead(r) {
 		return accessRead

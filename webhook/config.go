@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/orderlyhq/orderly/webhook/internal/h1"
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 // Defaults of Config.
@@ -53,7 +54,9 @@ type Config struct {
 	// Header holds extra headers sent with every request, e.g.
 	// Authorization. Content-Type, User-Agent, Orderly-Delivery and
 	// Orderly-Signature are set by the handler and cannot be overridden (an
-	// Orderly-Signature here is dropped unless Secret signs the request);
+	// Orderly-Signature here is dropped unless Secret signs the request,
+	// and Webhook-Id, Webhook-Timestamp and Webhook-Signature are dropped
+	// with Scheme wire.SchemeStandard);
 	// CheckHeaderName tells which names the configuration file refuses. The
 	// handler keeps a copy.
 	Header http.Header
@@ -62,6 +65,14 @@ type Config struct {
 	// the time and body under Secret, which a receiver checks with
 	// wire.Verify or wire.VerifyRequest. The handler keeps a copy.
 	Secret []byte
+	// Scheme is how Secret signs: wire.SchemeOrderly (the Orderly-Signature
+	// header; the default) or wire.SchemeStandard (Standard Webhooks: the
+	// Webhook-Id, Webhook-Timestamp and Webhook-Signature headers, with
+	// Secret the HMAC key, the bytes that a "whsec_" secret's base64
+	// encodes: wire.StandardKey). The Webhook-Id of a delivery is its
+	// Orderly-Delivery; a retries-exhausted report has one of its own. The
+	// configuration file's handler.signature sets it.
+	Scheme string
 	// Observe, when set, is called after each request with the answer's
 	// HTTP status, 0 when no answer came (a timeout, a connection error):
 	// for metrics. It must not block.
@@ -85,6 +96,11 @@ func (c *Config) validate() error {
 	}
 	if c.Timeout < 0 {
 		return fmt.Errorf("webhook: timeout must not be negative, got %s", c.Timeout)
+	}
+	switch c.Scheme {
+	case "", wire.SchemeOrderly, wire.SchemeStandard:
+	default:
+		return fmt.Errorf("webhook: scheme %q is not one of %s (the default), %s", c.Scheme, wire.SchemeOrderly, wire.SchemeStandard)
 	}
 	if c.MaxResponseBytes < 0 {
 		return fmt.Errorf("webhook: max_response_bytes must not be negative, got %d", c.MaxResponseBytes)

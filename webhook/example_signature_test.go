@@ -55,3 +55,40 @@ func ExampleConfig_secret() {
 	// rejected: not signed with our secret
 	// delivered: false
 }
+
+// With Scheme wire.SchemeStandard (handler.signature: standard) the sender
+// signs with Standard Webhooks, under the key of a whsec_ secret; the
+// receiver verifies with the same secret string, as the Standard Webhooks
+// libraries of other languages do. wire.VerifyRequestKeys accepts the
+// old and the new secret while one replaces the other.
+func ExampleConfig_standardWebhooks() {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	const retired = "whsec_b2xkIHNlY3JldCwgcmV0aXJlZCBzb29u"
+	receive := func(w http.ResponseWriter, r *http.Request) {
+		if _, err := wire.VerifyRequestKeys(r, [][]byte{[]byte(secret), []byte(retired)}, 5*time.Minute, 0); err != nil {
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+			return
+		}
+		fmt.Println("verified", r.Header.Get("Webhook-Id"))
+		w.WriteHeader(http.StatusNoContent)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(receive))
+	defer srv.Close()
+
+	key, err := wire.StandardKey(secret)
+	if err != nil {
+		panic(err)
+	}
+	sender, err := webhook.New(&webhook.Config{URL: srv.URL, Secret: key, Scheme: wire.SchemeStandard})
+	if err != nil {
+		panic(err)
+	}
+	defer sender.Close()
+	batch := &orderly.Batch{Queue: "orders", Delivery: "orders/0/1/1", Jobs: []orderly.Job{
+		{ID: "order-1", RetryCount: -1, Payloads: []orderly.Payload{{Data: []byte(`{"sku":"A-1"}`), Score: 1}}},
+	}}
+	fmt.Println("delivered:", sender.Handle(context.Background(), batch) == nil)
+	// Output:
+	// verified orders/0/1/1
+	// delivered: true
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -54,6 +55,7 @@ type Sender struct {
 	logger   *slog.Logger
 	maxBytes int64
 	secret   []byte // signs requests when not nil
+	standard bool   // signs with Standard Webhooks instead of Orderly-Signature
 	observe  func(status int)
 	macs     sync.Pool // of hash.Hash: HMAC-SHA256 under secret, reset before use
 	closed   atomic.Bool
@@ -83,7 +85,13 @@ func New(cfg *Config) (*Sender, error) {
 		logger:   c.Logger,
 		maxBytes: c.MaxResponseBytes,
 		secret:   c.Secret,
+		standard: c.Scheme == wire.SchemeStandard,
 		observe:  c.Observe,
+	}
+	if s.standard {
+		for _, k := range standardHeaders {
+			delete(s.header, k)
+		}
 	}
 	if s.client == nil {
 		s.transport = newTransport()
@@ -121,7 +129,7 @@ func (s *Sender) Handle(ctx context.Context, b *orderly.Batch) error {
 		ctx, cancel = context.WithTimeoutCause(ctx, s.timeout, errTimeout)
 		defer cancel()
 	}
-	head, answer, err := s.post(ctx, b.Delivery, body)
+	head, answer, err := s.post(ctx, b.Delivery, b.Delivery, body)
 	if err != nil {
 		return err
 	}
@@ -158,19 +166,20 @@ type answerHead struct {
 
 // post sends one request and returns the head of its answer and the start
 // of its body: at most maxBytes+1 bytes, so that a longer body can be told
-// apart. The body of the answer is closed.
-func (s *Sender) post(ctx context.Context, delivery string, body []byte) (answerHead, []byte, error) {
+// apart. The body of the answer is closed. msgID is the Standard Webhooks
+// message id (Webhook-Id) when the sender signs with that scheme.
+func (s *Sender) post(ctx context.Context, delivery, msgID string, body []byte) (answerHead, []byte, error) {
 	if s.closed.Load() {
 		defer s.closeIdle() // a call that overlapped Close leaves no idle connection
 	}
 	if s.direct != nil {
-		return s.postDirect(ctx, delivery, body)
+		return s.postDirect(ctx, delivery, msgID, body)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
 	if err != nil {
 		return answerHead{}, nil, fmt.Errorf("webhook: building a request to %s: %w", s.safeURL, unwrapURLError(err))
 	}
-	req.Header = s.requestHeader(ctx, delivery, body)
+	req.Header = s.requestHeader(ctx, delivery, msgID, body)
 
 	var resp *http.Response
 	if s.transport != nil {
@@ -192,13 +201,13 @@ func (s *Sender) post(ctx context.Context, delivery string, body []byte) (answer
 }
 
 // postDirect is post through the direct client.
-func (s *Sender) postDirect(ctx context.Context, delivery string, body []byte) (answerHead, []byte, error) {
-	if !h1.ValidHeaderValue(delivery) {
+func (s *Sender) postDirect(ctx context.Context, delivery, msgID string, body []byte) (answerHead, []byte, error) {
+	if !h1.ValidHeaderValue(delivery) || !h1.ValidHeaderValue(msgID) {
 		return answerHead{}, nil, s.requestError(ctx, "posting to",
 			fmt.Errorf("net/http: invalid header field value for %q", wire.DeliveryHeader))
 	}
 	var buf [256]byte
-	resp, err := s.direct.Post(ctx, s.appendHeaders(buf[:0], ctx, delivery, body), body, s.maxBytes)
+	resp, err := s.direct.Post(ctx, s.appendHeaders(buf[:0], ctx, delivery, msgID, body), body, s.maxBytes)
 	if s.observe != nil {
 		s.observe(resp.Code) // 0 when no answer came
 	}
@@ -223,11 +232,12 @@ var (
 
 // requestHeader returns the headers of a request that carries body in ctx:
 // Config.Header, Content-Type, User-Agent, the delivery, the deadline
-// (ctx's) and the signature when the sender has a secret. It fills the map
+// (ctx's) and the signature when the sender has a secret (Orderly-Signature,
+// or the three Standard Webhooks headers). It fills the map
 // directly, with canonical keys: no canonicalisation per request, and one
 // allocation for the values of the three headers that change per request.
-func (s *Sender) requestHeader(ctx context.Context, delivery string, body []byte) http.Header {
-	h := make(http.Header, len(s.header)+5)
+func (s *Sender) requestHeader(ctx context.Context, delivery, msgID string, body []byte) http.Header {
+	h := make(http.Header, len(s.header)+7)
 	for k, vs := range s.header {
 		h[k] = vs
 	}
@@ -240,7 +250,12 @@ func (s *Sender) requestHeader(ctx context.Context, delivery string, body []byte
 		vals[1] = wire.FormatDeadline(d)
 		h[wire.DeadlineHeader] = vals[1:2:2]
 	}
-	if len(s.secret) > 0 {
+	if len(s.secret) > 0 && s.standard {
+		now := time.Now()
+		h[wire.StandardIDHeader] = []string{msgID}
+		h[wire.StandardTimestampHeader] = []string{strconv.FormatInt(now.Unix(), 10)}
+		h[wire.StandardSignatureHeader] = []string{s.signStandard(msgID, now, body)}
+	} else if len(s.secret) > 0 {
 		vals[2] = s.sign(time.Now(), body)
 		h[wire.SignatureHeader] = vals[2:3:3]
 	}
@@ -250,7 +265,7 @@ func (s *Sender) requestHeader(ctx context.Context, delivery string, body []byte
 // appendHeaders appends the header lines of a request that carries body in
 // ctx that change per request (those requestHeader adds to the static
 // ones): the deadline, the delivery and the signature.
-func (s *Sender) appendHeaders(dst []byte, ctx context.Context, delivery string, body []byte) []byte {
+func (s *Sender) appendHeaders(dst []byte, ctx context.Context, delivery, msgID string, body []byte) []byte {
 	if d, ok := ctx.Deadline(); ok {
 		dst = append(dst, wire.DeadlineHeader+": "...)
 		dst = d.UTC().AppendFormat(dst, wire.DeadlineFormat)
@@ -259,7 +274,16 @@ func (s *Sender) appendHeaders(dst []byte, ctx context.Context, delivery string,
 	dst = append(dst, wire.DeliveryHeader+": "...)
 	dst = append(dst, delivery...)
 	dst = append(dst, "\r\n"...)
-	if len(s.secret) > 0 {
+	if len(s.secret) > 0 && s.standard {
+		now := time.Now()
+		dst = append(dst, wire.StandardIDHeader+": "...)
+		dst = append(dst, msgID...)
+		dst = append(dst, "\r\n"+wire.StandardTimestampHeader+": "...)
+		dst = strconv.AppendInt(dst, now.Unix(), 10)
+		dst = append(dst, "\r\n"+wire.StandardSignatureHeader+": "...)
+		dst = append(dst, s.signStandard(msgID, now, body)...)
+		dst = append(dst, "\r\n"...)
+	} else if len(s.secret) > 0 {
 		dst = append(dst, wire.SignatureHeader+": "...)
 		dst = append(dst, s.sign(time.Now(), body)...)
 		dst = append(dst, "\r\n"...)
@@ -290,6 +314,34 @@ func (s *Sender) sign(t time.Time, body []byte) string {
 	out = hex.AppendEncode(out, mac)
 	return string(out)
 }
+
+// signStandard returns the Webhook-Signature header of a request with
+// message id and body sent at t: wire.SignStandard(s.secret, id, t, body),
+// with a pooled HMAC.
+func (s *Sender) signStandard(id string, t time.Time, body []byte) string {
+	h, _ := s.macs.Get().(hash.Hash)
+	if h == nil {
+		h = hmac.New(sha256.New, s.secret)
+	}
+	var ts [20]byte
+	h.Reset()
+	h.Write([]byte(id))
+	h.Write([]byte{'.'})
+	h.Write(strconv.AppendInt(ts[:0], t.Unix(), 10))
+	h.Write([]byte{'.'})
+	h.Write(body)
+	var sum [sha256.Size]byte
+	mac := h.Sum(sum[:0])
+	s.macs.Put(h)
+	out := make([]byte, 0, len("v1,")+base64.StdEncoding.EncodedLen(len(mac)))
+	out = append(out, "v1,"...)
+	out = base64.StdEncoding.AppendEncode(out, mac)
+	return string(out)
+}
+
+// standardHeaders are the Standard Webhooks headers, which a sender of that
+// scheme sets itself: Config.Header's are dropped.
+var standardHeaders = []string{wire.StandardIDHeader, wire.StandardTimestampHeader, wire.StandardSignatureHeader}
 
 // staticHeader returns the copy of Config.Header that requests carry: keys
 // canonical, without the headers the sender sets itself (Content-Type,
@@ -357,13 +409,18 @@ func (s *Sender) ReportDead(ctx context.Context, queue string, shard int, dead [
 		return fmt.Errorf("webhook: encoding the dead jobs: %w", err)
 	}
 	delivery := queue + "/" + strconv.Itoa(shard) + "/retries_exhausted"
+	// The report's Standard Webhooks id: the same for its attempts, another
+	// for another report (a receiver may deduplicate by it).
+	var nonce [12]byte
+	_, _ = rand.Read(nonce[:])
+	msgID := delivery + "/" + hex.EncodeToString(nonce[:])
 	wait := deadFirstWait
 	for attempt := 1; ; attempt++ {
 		if s.closed.Load() {
 			return ErrClosed
 		}
 		actx, cancel := context.WithTimeoutCause(ctx, s.timeout, errTimeout)
-		head, answer, err := s.post(actx, delivery, body)
+		head, answer, err := s.post(actx, delivery, msgID, body)
 		cancel()
 		if err == nil && head.code >= 200 && head.code <= 299 {
 			return nil

@@ -147,8 +147,10 @@ type Receiver struct {
 	skew   time.Duration // tolerance of the signature's time
 }
 
-// RequireSignature makes the receiver verify each request's
-// Orderly-Signature with wire.VerifyRequest under secret and tolerance
+// RequireSignature makes the receiver verify each request's signature
+// (Orderly-Signature, or the Standard Webhooks headers, for which secret
+// may be the whsec_ string) with wire.VerifyRequest under secret and
+// tolerance
 // (0: wire.DefaultTolerance). A request that fails is recorded with its
 // SignatureErr and answered 401, which fails the delivery. A nil secret
 // turns the check off.

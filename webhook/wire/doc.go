@@ -124,6 +124,14 @@
 // ErrBadSignature or ErrSignatureExpired. A retry is signed again, with
 // its own t.
 //
+// A queue may sign with Standard Webhooks instead (SchemeStandard,
+// https://www.standardwebhooks.com): Webhook-Id (the delivery's name),
+// Webhook-Timestamp (unix seconds) and Webhook-Signature ("v1," and the
+// base64 HMAC-SHA256 of "<id>.<timestamp>.<body>", SignStandard), keyed by
+// the base64 key of a "whsec_" secret (StandardKey). VerifyRequest
+// verifies either scheme, by the headers the request carries;
+// VerifyRequestKeys takes several secrets, for a rotation.
+//
 // # The answer
 //
 // The receiver answers in one of three ways.

@@ -1,13 +1,11 @@
 package wire
 
 import (
-	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -115,45 +113,21 @@ func Verify(header string, body, secret []byte, tolerance time.Duration, now tim
 	if !matched {
 		return fmt.Errorf("%w: no v1 signature matches the body", ErrBadSignature)
 	}
-	if tolerance == 0 {
-		tolerance = DefaultTolerance
-	}
-	if tolerance > 0 {
-		age := now.Sub(time.Unix(unix, 0))
-		if age > tolerance || age < -tolerance {
-			return fmt.Errorf("%w: signed at %s, %s from now (tolerance %s)",
-				ErrSignatureExpired, time.Unix(unix, 0).UTC().Format(time.RFC3339), age.Round(time.Second), tolerance)
-		}
-	}
-	return nil
+	return checkAge(unix, tolerance, now)
 }
 
 // VerifyRequest reads r's body (at most maxBytes of it;
-// DefaultMaxRequestBytes when maxBytes is zero), verifies its
-// Orderly-Signature header against secret with Verify at the current time,
-// and returns the body. On success, r.Body is replaced by a reader of the
-// same bytes, so that the request can be decoded as usual. A body larger
-// than maxBytes is an error, and so is an empty secret (ErrEmptySecret),
-// before the body is read.
+// DefaultMaxRequestBytes when maxBytes is zero), verifies its signature
+// against secret at the current time, and returns the body. It verifies
+// either scheme, by the header the request carries: Orderly-Signature with
+// Verify, else the Standard Webhooks headers with VerifyStandard (for
+// which secret may be the "whsec_<base64>" string, or the key StandardKey
+// returns). On success, r.Body is replaced by a reader of the same bytes,
+// so that the request can be decoded as usual. A body larger than maxBytes
+// is an error, and so is an empty secret (ErrEmptySecret), before the body
+// is read. VerifyRequestKeys takes several secrets, for a rotation.
 func VerifyRequest(r *http.Request, secret []byte, tolerance time.Duration, maxBytes int64) ([]byte, error) {
-	if len(secret) == 0 {
-		return nil, ErrEmptySecret
-	}
-	if maxBytes == 0 {
-		maxBytes = DefaultMaxRequestBytes
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("wire: reading the request body: %w", err)
-	}
-	if int64(len(body)) > maxBytes {
-		return nil, fmt.Errorf("wire: the request body is larger than %d bytes", maxBytes)
-	}
-	if err := Verify(r.Header.Get(SignatureHeader), body, secret, tolerance, time.Now()); err != nil {
-		return nil, err
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	return body, nil
+	return VerifyRequestKeys(r, [][]byte{secret}, tolerance, maxBytes)
 }
 
 // truncate shortens a piece of a header for an error.

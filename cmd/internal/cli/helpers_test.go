@@ -18,6 +18,7 @@ import (
 
 	"github.com/orderlyhq/orderly/internal/clock"
 	"github.com/orderlyhq/orderly/internal/testing/redistest"
+	"github.com/orderlyhq/orderly/internal/testing/openapitest"
 	"github.com/orderlyhq/orderly/internal/testing/webtest"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
@@ -69,7 +70,11 @@ func newNode(t *testing.T, opts ...nodeOption) *node {
 		o(cfg)
 	}
 	n := &node{t: t, ctx: context.Background()}
-	n.ts = webtest.NewServer(t, cfg, webtest.WithHandler(n.hook))
+	// Every request the CLI sends, and its answer, is checked against the
+	// API's OpenAPI document.
+	n.ts = webtest.NewServer(t, cfg, webtest.WithHandler(func(api http.Handler) http.Handler {
+		return openapitest.Handler(t, n.hook(api))
+	}))
 	n.clock, n.store = n.ts.Clock, n.ts.Store
 	n.ts.Register("orders", ordersShards)
 	n.ts.Register("mail", mailShards)

@@ -136,6 +136,16 @@ const (
 	HTTPClientNetHTTP = "net/http"
 )
 
+// Values of HandlerConfig.Signature.
+const (
+	// SignatureOrderly signs an http handler's requests with the
+	// Orderly-Signature header (the default).
+	SignatureOrderly = "orderly"
+	// SignatureStandard signs them with the Standard Webhooks headers
+	// (webhook.Config.Scheme wire.SchemeStandard).
+	SignatureStandard = "standard"
+)
+
 // Config is the node's resolved configuration. Load returns it with every
 // default filled in and every value validated.
 type Config struct {
@@ -412,6 +422,12 @@ type HandlerConfig struct {
 	// Orderly-Signature header (webhook.Config.Secret) [secret; empty: no
 	// signature]. Secret.
 	Secret string
+	// Signature is the scheme the secret signs with: SignatureOrderly
+	// (the Orderly-Signature header) or SignatureStandard (Standard
+	// Webhooks: Webhook-Id, Webhook-Timestamp, Webhook-Signature; the
+	// secret is then "whsec_" and a base64 key) [signature; empty:
+	// orderly]. Only for the http type.
+	Signature string
 	// Headers are static headers sent with each request of an http
 	// handler, e.g. Authorization [headers; none]. Names that Orderly or
 	// HTTP set (Orderly-*, Content-Type, Host...) are refused. Their values

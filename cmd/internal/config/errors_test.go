@@ -266,6 +266,16 @@ func TestFileErrors(t *testing.T) {
 		{"log with client", "queues:\n- name: a\n  handler:\n    type: log\n    client: net/http", []string{
 			"queues[0].handler.client: only allowed for handler type http, not log (line 5)",
 		}},
+		{"unknown signature", "queues: [{name: a, handler: {type: http, url: 'http://h/p', secret: s, signature: svix}}]",
+			[]string{`queues[0].handler.signature: "svix" is not one of orderly (the default), standard (line 1)`}},
+		{"standard signature without secret", "queues: [{name: a, handler: {type: http, url: 'http://h/p', signature: standard}}]",
+			[]string{"queues[0].handler.secret: required with signature: standard (line 1)"}},
+		{"standard signature, secret not whsec_", "queues: [{name: a, handler: {type: http, url: 'http://h/p', signature: standard, secret: s3cr3t}}]",
+			[]string{"queues[0].handler.secret: with signature: standard, must be whsec_ and a base64 key (as the Standard Webhooks libraries make) (line 1)"}},
+		{"standard signature, secret not base64", "queues: [{name: a, handler: {type: http, url: 'http://h/p', signature: standard, secret: 'whsec_!!'}}]",
+			[]string{"queues[0].handler.secret: with signature: standard, must be whsec_ and a base64 key (as the Standard Webhooks libraries make) (line 1)"}},
+		{"log with signature", "queues: [{name: a, handler: {type: log, signature: standard}}]",
+			[]string{"queues[0].handler.signature: only allowed for handler type http, not log (line 1)"}},
 		{"client not a string", "queues: [{name: a, handler: {type: http, url: 'http://h/p', client: [net/http]}}]",
 			[]string{"queues[0].handler.client: must be a single value, not a list (line 1)"}},
 

@@ -241,6 +241,9 @@ func handlerYAML(r, h *HandlerConfig) *yaml.Node {
 		m.add("payloads", boolean(false))
 	}
 	m.addSecret("secret", r.Secret, h.Secret)
+	if r.Signature != "" {
+		m.add("signature", str(r.Signature))
+	}
 	if len(r.Headers) > 0 {
 		headers := mapping()
 		for _, k := range slices.Sorted(maps.Keys(r.Headers)) {

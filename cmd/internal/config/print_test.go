@@ -83,3 +83,20 @@ queues:
 	}
 	require.Equal(t, 4, strings.Count(out, "REDACTED"))
 }
+
+// handler.signature: standard loads with a whsec_ secret and is printed
+// back; the secret is not.
+func TestHandlerSignatureStandard(t *testing.T) {
+	t.Parallel()
+	cfg, _, err := loadFile(t, `queues:
+  - {name: a, handler: {type: http, url: "http://h/p", secret: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw, signature: standard}}
+  - {name: b, handler: {type: http, url: "http://h/p", secret: s3cr3t}}
+`, nil)
+	require.NoError(t, err)
+	require.Equal(t, SignatureStandard, cfg.Queues[0].Handler.Signature)
+	require.Empty(t, cfg.Queues[1].Handler.Signature, "the default: Orderly-Signature")
+	b, err := cfg.FileYAML()
+	require.NoError(t, err)
+	require.Contains(t, string(b), "signature: standard")
+	require.NotContains(t, string(b), "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisurl"
 	"github.com/orderlyhq/orderly/webhook"
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 // Limits of the settings.
@@ -218,6 +219,23 @@ func validateRetry(r RetryConfig, report func(key, msg string)) {
 	}
 }
 
+// checkSignature checks an http handler's signature scheme, and its secret
+// for the standard one: "whsec_" and a base64 key. The secret is not
+// quoted.
+func checkSignature(h HandlerConfig, report func(key, msg string)) {
+	switch h.Signature {
+	case "", SignatureOrderly:
+	case SignatureStandard:
+		if h.Secret == "" {
+			report("handler.secret", "required with signature: standard")
+		} else if _, err := wire.StandardKey(h.Secret); err != nil || !strings.HasPrefix(h.Secret, wire.StandardSecretPrefix) {
+			report("handler.secret", "with signature: standard, must be whsec_ and a base64 key (as the Standard Webhooks libraries make)")
+		}
+	default:
+		report("handler.signature", fmt.Sprintf("%q is not one of %s (the default), %s", h.Signature, SignatureOrderly, SignatureStandard))
+	}
+}
+
 func validateHandler(h HandlerConfig, report func(key, msg string)) {
 	switch h.Type {
 	case HandlerHTTP:
@@ -238,6 +256,7 @@ func validateHandler(h HandlerConfig, report func(key, msg string)) {
 			report("handler.timeout", fmt.Sprintf("must be positive, got %s", h.Timeout))
 		}
 		checkHandlerHeaders(h.Headers, report)
+		checkSignature(h, report)
 		switch h.Client {
 		case "", HTTPClientDirect, HTTPClientNetHTTP:
 		default:
@@ -258,6 +277,9 @@ func validateHandler(h HandlerConfig, report func(key, msg string)) {
 		}
 		if h.Secret != "" {
 			report("handler.secret", "only allowed for handler type http, not "+h.Type)
+		}
+		if h.Signature != "" {
+			report("handler.signature", "only allowed for handler type http, not "+h.Type)
 		}
 		if len(h.Headers) > 0 {
 			report("handler.headers", "only allowed for handler type http, not "+h.Type)

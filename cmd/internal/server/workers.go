@@ -18,6 +18,7 @@ import (
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/web/apiv1"
 	"github.com/orderlyhq/orderly/webhook"
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 // buildWorkers builds the workers of the configured queues, and a function
@@ -210,6 +211,14 @@ func webhookConfig(h config.HandlerConfig, log *slog.Logger) *webhook.Config {
 	c := &webhook.Config{URL: h.URL, Timeout: h.Timeout, Logger: log, NetHTTP: h.Client == config.HTTPClientNetHTTP}
 	if h.Secret != "" {
 		c.Secret = []byte(h.Secret)
+	}
+	if h.Signature == config.SignatureStandard {
+		// Validated by config.Load: the key of a whsec_ secret.
+		key, err := wire.StandardKey(h.Secret)
+		if err == nil {
+			c.Secret = key
+			c.Scheme = wire.SchemeStandard
+		}
 	}
 	if len(h.Headers) > 0 {
 		c.Header = make(http.Header, len(h.Headers))

@@ -81,3 +81,27 @@ func TestHTTPHandlerSecretAndHeaders(t *testing.T) {
 	require.Equal(t, "Bearer t", calls[0].Header.Get("Authorization"))
 	require.ErrorIs(t, calls[1].SignatureErr, wire.ErrNoSignature)
 }
+
+// An http handler with signature: standard signs with the Standard
+// Webhooks headers under the key of its whsec_ secret, which the receiver
+// verifies given that secret; its retries_exhausted_url is signed alike.
+func TestHTTPHandlerStandardSignature(t *testing.T) {
+	t.Parallel()
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	rcv := webhooktest.NewReceiver(nil)
+	defer rcv.Close()
+	rcv.RequireSignature([]byte(secret), time.Minute)
+	batch := &orderly.Batch{Queue: "q", Shard: 0, Delivery: "q/0/1/1", Jobs: []orderly.Job{{ID: "a", RetryCount: -1,
+		Payloads: []orderly.Payload{{Data: []byte(`{}`), Score: 1}}}}}
+	h := config.HandlerConfig{Type: config.HandlerHTTP, URL: rcv.URL, Timeout: 10 * time.Second, Secret: secret, Signature: config.SignatureStandard}
+	ws, closeWebhooks, err := buildWorkers([]config.QueueConfig{{Name: "q", Shards: 1, BatchSize: 1, Handler: h}}, slog.New(slog.DiscardHandler), nil)
+	require.NoError(t, err)
+	t.Cleanup(closeWebhooks)
+	require.NoError(t, ws[0].Handler(context.Background(), batch))
+
+	calls := rcv.Calls()
+	require.Len(t, calls, 1)
+	require.NoError(t, calls[0].SignatureErr)
+	require.Equal(t, "q/0/1/1", calls[0].Header.Get(wire.StandardIDHeader))
+	require.Empty(t, calls[0].Header.Get(wire.SignatureHeader))
+}
