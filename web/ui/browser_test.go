@@ -684,7 +684,7 @@ func TestBrowser(t *testing.T) {
 		// Header numbers.
 		b.waitText(`[data-stat="length"] .qstat-value`, "10")
 		b.waitText(`[data-tab="morgue"] .tab-count`, "3")
-		for _, k := range []string{"snoozed", "discarded", "cancelled"} {
+		for _, k := range []string{"snoozed", "discarded", "cancelled", "expired"} {
 			require.Equal(t, "0", b.text(`[data-stat="`+k+`"] .qstat-value`), k)
 		}
 

@@ -234,9 +234,10 @@ export function button(label, {icon: ic, kind, onclick, title, id, small, disabl
 const HEADER_STATS = [
   ['length', 'Queued'], ['fresh', 'Fresh'], ['retries', 'Retries'], ['morgue_length', 'Morgue'],
   ['lag', 'Lag'], ['busy', 'Busy'], ['processed', 'Processed'], ['failed', 'Failed'],
-  // The outcomes handlers chose and the cancels that stopped a call
-  // (docs/contract.md §3.11, §3.13); absent from older nodes' answers.
-  ['snoozed', 'Snoozed'], ['discarded', 'Discarded'], ['cancelled', 'Cancelled'],
+  // The outcomes handlers chose, the cancels that stopped a call and the
+  // payloads that expired before a fetch (docs/contract.md §3.11, §3.13,
+  // §3.15); absent from older nodes' answers.
+  ['snoozed', 'Snoozed'], ['discarded', 'Discarded'], ['cancelled', 'Cancelled'], ['expired', 'Expired'],
 ];
 
 const TAB_NAMES = {processing: 'Processing', morgue: 'Morgue', finished: 'Finished'};
