@@ -39,6 +39,11 @@ func TestEnqueueExpiry(t *testing.T) {
 	require.True(t, t0.Add(time.Minute).Equal(n.job("mail", "f").Payloads[0].ExpiresAt))
 	require.True(t, t0.Add(100*time.Second).Equal(n.job("mail", "g").Payloads[0].ExpiresAt))
 
+	// jobs get shows it.
+	out := n.run("jobs", "get", "--queue", "mail", "g").ok(t)
+	require.Contains(t, out, "expires #1:")
+	require.Contains(t, out, "2023-11-14T22:15:00Z")
+
 	r := n.run("enqueue", "--queue", "mail", "--id", "x", "--expires-in", "1s", "--expires-at", "1")
 	require.Contains(t, r.stderr, "give --expires-in or --expires-at, not both")
 	r = n.run("enqueue", "--queue", "mail", "--id", "x", "--expires-in", "-1s")
