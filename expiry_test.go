@@ -2,6 +2,7 @@ package orderly_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -75,6 +76,49 @@ func TestExpiredPayloadsNeverReachTheHandler(t *testing.T) {
 	// Both ways at once is refused, as every transport does.
 	err = e.client.Enqueue(e.ctx, "q", client.Job{ID: "x", ExpiresAt: past, ExpiresIn: time.Second})
 	require.ErrorContains(t, err, "give expires_at or expires_in, not both")
+}
+
+// A failed call of an id with an expired payload: the retry hands over
+// only the live one, and the expired one is counted once (docs/contract.md
+// §3.15).
+func TestExpiredPayloadCountedOnceAcrossRetries(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var mu sync.Mutex
+	var calls [][]string
+	e.start(orderly.Config{Workers: []orderly.Worker{{
+		Queue: "q", Shards: 1,
+		RetryIn: func(int, error) time.Duration { return 0 },
+		Handler: func(ctx context.Context, b *orderly.Batch) error {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, j := range b.Jobs {
+				var ps []string
+				for _, p := range j.Payloads {
+					ps = append(ps, string(p.Data))
+				}
+				calls = append(calls, ps)
+			}
+			if len(calls) == 1 {
+				return errors.New("first call fails")
+			}
+			return nil
+		},
+	}}})
+	require.NoError(t, e.client.Enqueue(e.ctx, "q",
+		client.Job{ID: "f", Payload: []byte("old"), Score: client.Score(1), ExpiresAt: time.Unix(1, 0)},
+		client.Job{ID: "f", Payload: []byte("new"), Score: client.Score(2)},
+	))
+	require.Eventually(t, func() bool {
+		st := e.stats("q")
+		return st.Processed == 1 && st.Length == 0
+	}, 10*time.Second, 10*time.Millisecond)
+	st := e.stats("q")
+	require.EqualValues(t, 1, st.Expired)
+	require.EqualValues(t, 1, st.Failed)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, [][]string{{"new"}, {"new"}}, calls)
 }
 
 func ptr[T any](v T) *T { return &v }
