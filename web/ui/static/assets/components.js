@@ -158,7 +158,9 @@ export function payloadBlock(p, i) {
   return h('div', {class: 'payload', dataset: {payload: i}},
     h('div', {class: 'payload-cap'},
       h('span', {class: 'payload-kind'}, t.kind === 'json' ? 'JSON' : `binary · ${plural(t.bytes, 'byte')} · base64`),
-      scoreText(p.score)),
+      scoreText(p.score),
+      // Its expiry (docs/contract.md §3.15), when it has one.
+      p.expires_at ? h('span', {class: 'payload-expires', title: 'expires_at'}, `expires ${localTime(p.expires_at)}`) : null),
     headerRow(p.headers),
     h('pre', {class: ['code', t.kind]}, t.text));
 }
