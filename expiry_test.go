@@ -121,4 +121,36 @@ func TestExpiredPayloadCountedOnceAcrossRetries(t *testing.T) {
 	require.Equal(t, [][]string{{"new"}, {"new"}}, calls)
 }
 
+// An emit's ExpiresIn reaches the emitted payload through the outbox and
+// its relay (docs/contract.md §3.15).
+func TestEmitExpiresIn(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	got := make(chan orderly.Payload, 1)
+	start := time.Now()
+	e.start(orderly.Config{Workers: []orderly.Worker{
+		{Queue: "src", Shards: 1, Handler: func(ctx context.Context, b *orderly.Batch) error {
+			for _, j := range b.Jobs {
+				j.Emit(orderly.Emit{Queue: "dst", ID: "d-" + j.ID, Payload: []byte("x"), ExpiresIn: time.Hour})
+			}
+			return nil
+		}},
+		{Queue: "dst", Shards: 1, Handler: func(ctx context.Context, b *orderly.Batch) error {
+			for _, j := range b.Jobs {
+				got <- j.Payloads[0]
+			}
+			return nil
+		}},
+	}})
+	e.enqueue("src", client.Job{ID: "a"})
+	var p orderly.Payload
+	select {
+	case p = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the emitted job never arrived")
+	}
+	require.True(t, p.ExpiresAt.After(start.Add(59*time.Minute)), "expires at %v", p.ExpiresAt)
+	require.Nil(t, p.Headers, "the expiry is no header")
+}
+
 func ptr[T any](v T) *T { return &v }
