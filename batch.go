@@ -16,6 +16,10 @@ type Payload struct {
 	Score float64
 	// Headers are the payload's metadata (docs/contract.md §10), nil when none.
 	Headers map[string]string
+	// ExpiresAt is when the payload would have expired had it not been
+	// handed over in time (docs/contract.md §3.15); the zero time when it
+	// has no expiry. A handler never receives an expired payload.
+	ExpiresAt time.Time
 }
 
 // Job is one id of a batch: its payloads (ascending score, ties in byte

@@ -54,6 +54,9 @@ type Emit struct {
 	// Headers are the payload's headers (docs/contract.md §10), under the
 	// same limits as an enqueue's.
 	Headers map[string]string
+	// ExpiresIn, when positive, makes the payload expire that long after
+	// the end of the handler call (docs/contract.md §3.15); 0 means never.
+	ExpiresIn time.Duration
 }
 
 // emitBox holds the emits and the result of one id during a call; copies
@@ -136,12 +139,15 @@ func toEmits(from string, ems []Emit, now time.Time) ([]persistence.Emit, error)
 	}
 	out := make([]persistence.Emit, len(ems))
 	for i, e := range ems {
-		if e.PerformIn < 0 {
-			return nil, fmt.Errorf("emit %d (%s/%s): PerformIn must not be negative", i, e.Queue, e.ID)
+		if e.PerformIn < 0 || e.ExpiresIn < 0 {
+			return nil, fmt.Errorf("emit %d (%s/%s): PerformIn and ExpiresIn must not be negative", i, e.Queue, e.ID)
 		}
 		pe := persistence.Emit{From: from, Queue: e.Queue, Job: persistence.NewJob{ID: e.ID, Payload: e.Payload, Score: e.Score, Headers: e.Headers}}
 		if e.PerformIn > 0 {
 			pe.Job.PerformAt = now.Add(e.PerformIn)
+		}
+		if e.ExpiresIn > 0 {
+			pe.Job.ExpiresAt = now.Add(e.ExpiresIn)
 		}
 		if err := persistence.ValidateEmit(pe, persistence.DefaultMaxPayloadBytes); err != nil {
 			return nil, fmt.Errorf("emit %d (%s/%s): %w", i, e.Queue, e.ID, err)

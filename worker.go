@@ -303,7 +303,7 @@ func fillJobs(out []Job, pay []Payload, boxes []emitBox, in []persistence.Job) [
 			ps = []Payload{} // as before: never nil
 		}
 		for k, p := range j.Payloads {
-			ps[k] = Payload{Data: p.Data, Score: p.Score, Headers: p.Headers}
+			ps[k] = Payload{Data: p.Data, Score: p.Score, Headers: p.Headers, ExpiresAt: p.ExpiresAt}
 		}
 		out[i] = Job{ID: j.ID, Payloads: ps, RetryCount: j.RetryCount, PerformAt: j.PerformAt, Error: j.Error,
 			st: newEntityState(j.State, j.Timer), em: &boxes[i]}

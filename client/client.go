@@ -66,6 +66,12 @@ type Job struct {
 	// (docs/contract.md §3.12). At most 512 bytes; empty means none; a
 	// queue without a window ignores it. EnqueueReport counts duplicates.
 	DedupKey string
+	// ExpiresAt or ExpiresIn (from Config.Now, not negative), at most one,
+	// make the payload expire: not handed to a handler by then, it is
+	// discarded when fetched, counted (Stats' Expired) and never delivered
+	// (docs/contract.md §3.15). Neither means it never expires.
+	ExpiresAt time.Time
+	ExpiresIn time.Duration
 }
 
 // EnqueueResult is what EnqueueReport reports: Duplicates counts the jobs
@@ -200,7 +206,12 @@ func (c *Client) write(ctx context.Context, queue string, jobs []Job) error {
 		if err != nil {
 			return err
 		}
-		out[i] = persistence.NewJob{ID: j.ID, Payload: j.Payload, Score: j.Score, PerformAt: due, Headers: j.Headers, DedupKey: j.DedupKey}
+		exp, err := expiresAt(j, now, i)
+		if err != nil {
+			return err
+		}
+		out[i] = persistence.NewJob{ID: j.ID, Payload: j.Payload, Score: j.Score, PerformAt: due, Headers: j.Headers, DedupKey: j.DedupKey,
+			ExpiresAt: exp}
 	}
 	res, err := persistence.EnqueueReport(ctx, c.store, queue, out)
 	if rep, ok := ctx.Value(reportKey{}).(*EnqueueResult); ok {
@@ -283,4 +294,19 @@ func (c *Client) setPaused(ctx context.Context, queue string, paused bool) error
 		return fmt.Errorf("client: set paused of %s: %w", queue, err)
 	}
 	return nil
+}
+
+// expiresAt is j's expiry by persistence.ExpiresAt, the rule of every
+// transport (the zero time: none).
+func expiresAt(j Job, now time.Time, index int) (time.Time, error) {
+	var at, in *float64
+	if !j.ExpiresAt.IsZero() {
+		v := persistence.UnixSeconds(j.ExpiresAt)
+		at = &v
+	}
+	if j.ExpiresIn != 0 {
+		v := j.ExpiresIn.Seconds()
+		in = &v
+	}
+	return persistence.ExpiresAt(at, in, now, index)
 }

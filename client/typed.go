@@ -68,7 +68,8 @@ func (q *Queue[T]) EnqueueIn(ctx context.Context, id string, v T, d time.Duratio
 }
 
 // Job returns the Job that carries v under id, for the settings Enqueue
-// does not take (Score, PerformAt, DedupKey); enqueue it with EnqueueJobs.
+// does not take (Score, PerformAt, DedupKey, ExpiresIn); enqueue it with
+// EnqueueJobs.
 func (q *Queue[T]) Job(id string, v T) (Job, error) {
 	data, err := q.codec.Marshal(v)
 	if err != nil {

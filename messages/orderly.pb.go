@@ -110,7 +110,14 @@ type Job struct {
 	// (acknowledged, not stored) when the same id was enqueued with the same
 	// key within the window; empty means none, at most 512 bytes
 	// (docs/contract.md §3.12).
-	DedupKey      string `protobuf:"bytes,7,opt,name=dedup_key,json=dedupKey,proto3" json:"dedup_key,omitempty"`
+	DedupKey string `protobuf:"bytes,7,opt,name=dedup_key,json=dedupKey,proto3" json:"dedup_key,omitempty"`
+	// expires_at, unix seconds, makes the payload expire: not handed to a
+	// handler by then, it is discarded when fetched, counted, never delivered
+	// (docs/contract.md §3.15). Unset means never.
+	ExpiresAt *float64 `protobuf:"fixed64,8,opt,name=expires_at,json=expiresAt,proto3,oneof" json:"expires_at,omitempty"`
+	// expires_in is seconds from now (the node's clock when it receives the
+	// message); it cannot be combined with expires_at.
+	ExpiresIn     *float64 `protobuf:"fixed64,10,opt,name=expires_in,json=expiresIn,proto3,oneof" json:"expires_in,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -192,6 +199,20 @@ func (x *Job) GetDedupKey() string {
 		return x.DedupKey
 	}
 	return ""
+}
+
+func (x *Job) GetExpiresAt() float64 {
+	if x != nil && x.ExpiresAt != nil {
+		return *x.ExpiresAt
+	}
+	return 0
+}
+
+func (x *Job) GetExpiresIn() float64 {
+	if x != nil && x.ExpiresIn != nil {
+		return *x.ExpiresIn
+	}
+	return 0
 }
 
 // Enqueue adds jobs to a queue, merging with queued jobs of the same id.
@@ -774,7 +795,7 @@ var File_orderly_proto protoreflect.FileDescriptor
 
 const file_orderly_proto_rawDesc = "" +
 	"\n" +
-	"\rorderly.proto\x12\x13orderly.messages.v1\"\xd4\x02\n" +
+	"\rorderly.proto\x12\x13orderly.messages.v1\"\xba\x03\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\apayload\x18\x02 \x01(\fR\apayload\x12\x19\n" +
@@ -784,13 +805,20 @@ const file_orderly_proto_rawDesc = "" +
 	"\n" +
 	"perform_in\x18\x05 \x01(\x01H\x02R\tperformIn\x88\x01\x01\x12?\n" +
 	"\aheaders\x18\x06 \x03(\v2%.orderly.messages.v1.Job.HeadersEntryR\aheaders\x12\x1b\n" +
-	"\tdedup_key\x18\a \x01(\tR\bdedupKey\x1a:\n" +
+	"\tdedup_key\x18\a \x01(\tR\bdedupKey\x12\"\n" +
+	"\n" +
+	"expires_at\x18\b \x01(\x01H\x03R\texpiresAt\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"expires_in\x18\n" +
+	" \x01(\x01H\x04R\texpiresIn\x88\x01\x01\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\b\n" +
 	"\x06_scoreB\r\n" +
 	"\v_perform_atB\r\n" +
-	"\v_perform_in\"M\n" +
+	"\v_perform_inB\r\n" +
+	"\v_expires_atB\r\n" +
+	"\v_expires_in\"M\n" +
 	"\aEnqueue\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12,\n" +
 	"\x04jobs\x18\x02 \x03(\v2\x18.orderly.messages.v1.JobR\x04jobs\"}\n" +

@@ -15,6 +15,7 @@
 //	orderly_jobs_dead_total{queue}             payloads this node moved to the morgue
 //	orderly_jobs_snoozed_total{queue}          ids their handler snoozed on this node (docs/contract.md §3.11)
 //	orderly_jobs_discarded_total{queue}        ids their handler discarded on this node
+//	orderly_jobs_expired_total{queue}          payloads this node discarded at fetch because they expired (§3.15)
 //	orderly_jobs_restored_total{queue}         ids put back into the queue unprocessed: a crashed owner's in-flight batch, or ids a stop cut short
 //	orderly_batch_duration_seconds{queue,outcome}  handler calls (outcome ok, partial, failed)
 //	orderly_lease_losses_total{queue}          leases this node lost while holding them
@@ -25,7 +26,7 @@
 //	orderly_cluster_members{state}             members as this node sees them (alive, draining, dead)
 //	orderly_queue_length{queue}, orderly_queue_fresh, orderly_queue_retries, orderly_queue_morgue_length,
 //	orderly_queue_busy, orderly_queue_lag_seconds, orderly_queue_processed_total, orderly_queue_failed_total,
-//	orderly_queue_snoozed_total, orderly_queue_discarded_total,
+//	orderly_queue_snoozed_total, orderly_queue_discarded_total, orderly_queue_expired_total,
 //	orderly_queue_paused (1 while paused, docs/contract.md §9)
 //	orderly_queue_paused (1 while paused, docs/contract.md §9), orderly_queue_cancelled_total (§3.13)
 //	                                           the queue as Redis holds it (cluster-wide)
@@ -78,7 +79,7 @@ type Metrics struct {
 	reg *prometheus.Registry
 
 	enqueued, duplicates, processed, failed, dead, restored, leaseLosses *prometheus.CounterVec
-	snoozed, discarded                                                   *prometheus.CounterVec
+	snoozed, discarded, expired                                          *prometheus.CounterVec
 	settleRetries, repeated                                              *prometheus.CounterVec
 	batch                                                                *prometheus.HistogramVec
 	op                                                                   *operator
@@ -106,6 +107,7 @@ func New() *Metrics {
 		dead:        counter("jobs_dead_total", "Payloads this node moved to the morgue."),
 		snoozed:     counter("jobs_snoozed_total", "Ids their handler snoozed on this node (back later, no failure counted)."),
 		discarded:   counter("jobs_discarded_total", "Ids their handler discarded on this node (payloads dropped)."),
+		expired:     counter("jobs_expired_total", "Payloads this node discarded at fetch because they expired before a handler received them."),
 		restored:    counter("jobs_restored_total", "Ids put back into the queue unprocessed: a crashed owner's in-flight batch, or ids a stop cut short."),
 		leaseLosses: counter("lease_losses_total", "Shard leases this node lost while holding them."),
 		settleRetries: counter("settle_retries_total",
@@ -232,6 +234,9 @@ func (c *countingStore) Advance(ctx context.Context, l persistence.Lease, r pers
 		if res.Discarded > 0 {
 			c.m.discarded.WithLabelValues(q).Add(float64(res.Discarded))
 		}
+		if res.Expired > 0 {
+			c.m.expired.WithLabelValues(q).Add(float64(res.Expired))
+		}
 		if res.Restored > 0 {
 			c.m.restored.WithLabelValues(q).Add(float64(res.Restored))
 		}
@@ -272,6 +277,7 @@ var (
 		{qdesc("queue_failed_total", "Ids failed, cluster-wide, since the queue was created."), prometheus.CounterValue, func(s persistence.QueueStats) float64 { return float64(s.Failed) }},
 		{qdesc("queue_snoozed_total", "Ids their handler snoozed, cluster-wide, since the queue was created."), prometheus.CounterValue, func(s persistence.QueueStats) float64 { return float64(s.Snoozed) }},
 		{qdesc("queue_discarded_total", "Ids their handler discarded, cluster-wide, since the queue was created."), prometheus.CounterValue, func(s persistence.QueueStats) float64 { return float64(s.Discarded) }},
+		{qdesc("queue_expired_total", "Payloads discarded at fetch because they expired, cluster-wide, since the queue was created."), prometheus.CounterValue, func(s persistence.QueueStats) float64 { return float64(s.Expired) }},
 		{qdesc("queue_cancelled_total", "Ids a cancel disposed of while a call held them, cluster-wide."), prometheus.CounterValue, func(s persistence.QueueStats) float64 { return float64(s.Cancelled) }},
 		{qdesc("queue_paused", "1 while the queue is paused cluster-wide (no handler call starts), else 0."), prometheus.GaugeValue, func(s persistence.QueueStats) float64 { return b2f(s.Paused) }},
 	}

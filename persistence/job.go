@@ -117,6 +117,13 @@ type NewJob struct {
 	// Empty means none; at most MaxDedupKeyBytes bytes of valid UTF-8. A
 	// queue without a window ignores it.
 	DedupKey string
+	// ExpiresAt, when set, is when the payload expires (docs/contract.md
+	// §3.15): not handed to a handler by then, it is discarded at fetch
+	// and counted (QueueStats.Expired). The zero time means never; a time
+	// already past is accepted (the payload expires at its first fetch).
+	// Transports that take expires_at or expires_in compute it with the
+	// ExpiresAt function.
+	ExpiresAt time.Time
 }
 
 // EnqueueResult is what an enqueue reports besides its success.
@@ -135,6 +142,34 @@ type Payload struct {
 	// it has none. An equal payload enqueued again keeps the headers of
 	// the lower score.
 	Headers map[string]string
+	// ExpiresAt is when the payload expires (docs/contract.md §3.15); the
+	// zero time when it does not. Like its headers, an equal payload
+	// enqueued again keeps the expiry of the lower score.
+	ExpiresAt time.Time
+}
+
+// Expired is what a shard owner found expired in a fetched batch
+// (docs/contract.md §3.15): the id and the positions, in the fetched
+// Job.Payloads, of its payloads whose ExpiresAt was not after the batch's
+// FetchedAt. The settle removes them, whatever the id's outcome, and
+// counts them (QueueStats.Expired). An id all of whose payloads expired
+// (and that no timer brought) was not handed to a handler: it is neither
+// processed nor failed.
+type Expired struct {
+	ID       string
+	Payloads []int
+}
+
+// ExpiredIn returns the payloads of job that expired at fetchedAt: their
+// positions in job.Payloads, nil when none did.
+func ExpiredIn(job Job, fetchedAt time.Time) []int {
+	var out []int
+	for i, p := range job.Payloads {
+		if !p.ExpiresAt.IsZero() && !p.ExpiresAt.After(fetchedAt) {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // Job is a job as stored: queued, in flight, or (with UpdatedAt) in the morgue.
@@ -273,6 +308,10 @@ type AdvanceRequest struct {
 	Snoozes  []Snooze
 	Deaths   []Death
 	Discards []Discard
+	// Expired are the payloads of the settled batch that expired before
+	// the fetch (docs/contract.md §3.15): removed and counted in the
+	// settle, whatever their ids' outcomes.
+	Expired []Expired
 	// Skipped are ids of the settled batch that were not handled (a stop
 	// cut the batch short): they go back to the queue as they were, with
 	// their retry count, perform_at and error, and count neither as
@@ -391,6 +430,9 @@ type AdvanceResult struct {
 	// discarded (the dead ones are in Dead). Like Processed and Failed, a
 	// retried Advance whose first reply was lost may report 0.
 	Snoozed, Discarded int
+	// Expired counts the payloads the settle removed because they expired
+	// (AdvanceRequest.Expired); a retried Advance may report 0.
+	Expired int
 	// Restored counts ids of an in-flight record the caller did not own (or
 	// no longer knew about) that went back into the queue.
 	Restored int
@@ -526,6 +568,9 @@ type QueueStats struct {
 	// discarded them (docs/contract.md §3.11) since the queue was created;
 	// 0 for data written before they existed.
 	Snoozed, Discarded int64
+	// Expired counts the payloads discarded at fetch because they expired
+	// (docs/contract.md §3.15) since the queue was created.
+	Expired int64
 	// Cancelled counts the ids a cancel disposed of while a call held them
 	// (docs/contract.md §3.13); queued payloads a cancel killed or deleted
 	// are not counted here.

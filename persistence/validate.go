@@ -65,24 +65,41 @@ const MaxTimeSeconds = 1 << 34
 // to MaxTimeSeconds is an error: a *FieldError naming perform_at or
 // perform_in, with Index index (-1 for a job on its own).
 func PerformAt(at, in *float64, now time.Time, index int) (time.Time, error) {
+	return timeOf("perform_at", "perform_in", at, in, now, index)
+}
+
+// ExpiresAt is the one rule for a new job's expiry (docs/contract.md
+// §3.15), PerformAt's for expires_at and expires_in: at, in unix seconds,
+// when given; else now plus in seconds, when given; else the zero time (no
+// expiry). Giving both, a value that is not a finite number, a negative
+// expires_in or a time outside 0 to MaxTimeSeconds is a *FieldError naming
+// expires_at or expires_in. A time already past is accepted: the payload
+// expires at its first fetch.
+func ExpiresAt(at, in *float64, now time.Time, index int) (time.Time, error) {
+	return timeOf("expires_at", "expires_in", at, in, now, index)
+}
+
+// timeOf is PerformAt's and ExpiresAt's rule, its errors naming atField or
+// inField.
+func timeOf(atField, inField string, at, in *float64, now time.Time, index int) (time.Time, error) {
 	switch {
 	case at != nil && in != nil:
-		return time.Time{}, fieldErr("perform_in", index, "give perform_at or perform_in, not both")
+		return time.Time{}, fieldErr(inField, index, "give %s or %s, not both", atField, inField)
 	case at != nil:
 		if reason := checkSeconds(*at); reason != "" {
-			return time.Time{}, fieldErr("perform_at", index, "%s", reason)
+			return time.Time{}, fieldErr(atField, index, "%s", reason)
 		}
 		return FromUnixSeconds(*at), nil
 	case in != nil:
 		switch v := *in; {
 		case math.IsNaN(v) || math.IsInf(v, 0):
-			return time.Time{}, fieldErr("perform_in", index, "must be a finite number")
+			return time.Time{}, fieldErr(inField, index, "must be a finite number")
 		case v < 0:
-			return time.Time{}, fieldErr("perform_in", index, "must not be negative")
+			return time.Time{}, fieldErr(inField, index, "must not be negative")
 		}
 		sec := UnixSeconds(now) + *in
 		if sec > MaxTimeSeconds {
-			return time.Time{}, fieldErr("perform_in", index, "out of range: the time would be after unix second %d", int64(MaxTimeSeconds))
+			return time.Time{}, fieldErr(inField, index, "out of range: the time would be after unix second %d", int64(MaxTimeSeconds))
 		}
 		return FromUnixSeconds(sec), nil
 	}
@@ -125,6 +142,11 @@ func ValidateJobs(jobs []NewJob, maxPayload int) error {
 		if !j.PerformAt.IsZero() {
 			if reason := checkTime(j.PerformAt); reason != "" {
 				return fieldErr("perform_at", i, "%s", reason)
+			}
+		}
+		if !j.ExpiresAt.IsZero() {
+			if reason := checkTime(j.ExpiresAt); reason != "" {
+				return fieldErr("expires_at", i, "%s", reason)
 			}
 		}
 		if err := ValidateHeaders(j.Headers, i); err != nil {

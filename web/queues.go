@@ -25,6 +25,7 @@ func (s *Server) queueOf(st persistence.QueueStats) apiv1.Queue {
 		Failed:       st.Failed,
 		Snoozed:      st.Snoozed,
 		Discarded:    st.Discarded,
+		Expired:      st.Expired,
 		Cancelled:    st.Cancelled,
 		Paused:       st.Paused,
 	}

@@ -46,6 +46,9 @@ func decodeEmit(e wire.Emit) (orderly.Emit, error) {
 		// Delay's decoding checked its range.
 		out.PerformIn = time.Duration(*e.PerformIn)
 	}
+	if e.ExpiresIn != nil {
+		out.ExpiresIn = time.Duration(*e.ExpiresIn)
+	}
 	return out, nil
 }
 
@@ -232,7 +235,7 @@ func decodeTimers(raw json.RawMessage, a *wire.Answer) error {
 // decodeEmits decodes an answer's "emit", refusing unknown members and
 // checking each emit (decodeEmit).
 func decodeEmits(raw json.RawMessage, a *wire.Answer) error {
-	const notEmits = `"emit" must be an array of {"from", "queue", "id", "payload"?, "payload_base64"?, "score"?, "perform_in"?, "headers"?}`
+	const notEmits = `"emit" must be an array of {"from", "queue", "id", "payload"?, "payload_base64"?, "score"?, "perform_in"?, "headers"?, "expires_in"?}`
 	var emits []map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &emits); err != nil || emits == nil {
 		return badAnswer(notEmits)
@@ -244,7 +247,7 @@ func decodeEmits(raw json.RawMessage, a *wire.Answer) error {
 	for i, m := range emits {
 		for k := range m {
 			switch k {
-			case "from", "queue", "id", "payload", "payload_base64", "score", "perform_in", "headers":
+			case "from", "queue", "id", "payload", "payload_base64", "score", "perform_in", "headers", "expires_in":
 			default:
 				return badAnswer(fmt.Sprintf(`"emit"[%d] has an unknown member %q`, i, k))
 			}

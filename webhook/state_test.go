@@ -90,6 +90,8 @@ func TestAnswerTimersAndEmits(t *testing.T) {
 		`{"emit": [{"from": "a", "queue": "q", "id": "x", "perform_in": "-1s"}]}`,
 		`{"emit": [{"from": "a", "queue": "q", "id": "x", "perform_in": "soon"}]}`,
 		`{"emit": [{"from": "a", "queue": "q", "id": "x", "perform_in": true}]}`,
+		`{"emit": [{"from": "a", "queue": "q", "id": "x", "expires_in": -1}]}`,
+		`{"emit": [{"from": "a", "queue": "q", "id": "x", "expires_in": "soon"}]}`,
 		`{"emit": [{"from": "a", "queue": "q", "id": "x", "payload": 1, "payload_base64": "AA=="}]}`,
 		`{"emit": [{"from": "a", "queue": "q", "id": "x", "payload_base64": "!"}]}`,
 		`{"emit": [{"from": 1, "queue": "q", "id": "x"}]}`,
@@ -142,7 +144,7 @@ func TestAnswerEmits(t *testing.T) {
 	answer := `{"failed": {"b": "nope"}, "emit": [
 		{"from": "a", "queue": "notify", "id": "n-a", "payload": {"paid": true}, "score": 2, "perform_in": 1.5},
 		{"from": "a", "queue": "audit", "id": "x", "payload_base64": "AP8="},
-		{"from": "a", "queue": "later", "id": "l-a", "perform_in": "2m"},
+		{"from": "a", "queue": "later", "id": "l-a", "perform_in": "2m", "expires_in": "1h"},
 		{"from": "b", "queue": "notify", "id": "n-b"}]}`
 	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, answer) })
 	logger, _ := logBuffer()
@@ -157,7 +159,7 @@ func TestAnswerEmits(t *testing.T) {
 	require.Equal(t, []orderly.Emit{
 		{Queue: "notify", ID: "n-a", Payload: []byte(`{"paid":true}`), Score: &score, PerformIn: 1500 * time.Millisecond},
 		{Queue: "audit", ID: "x", Payload: []byte{0, 0xff}},
-		{Queue: "later", ID: "l-a", PerformIn: 2 * time.Minute},
+		{Queue: "later", ID: "l-a", PerformIn: 2 * time.Minute, ExpiresIn: time.Hour},
 	}, orderlytest.OutcomeOf(b.Jobs[0]).Emits)
 	require.Len(t, orderlytest.OutcomeOf(b.Jobs[1]).Emits, 1, "handed over; the node drops it with the failed id")
 

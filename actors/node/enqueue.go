@@ -168,7 +168,8 @@ func (e *enqueuer) serve(ctx context.Context, msg any) any {
 }
 
 // JobsFromMessage converts an Enqueue message to store jobs: the due time by
-// persistence.PerformAt, the rule every transport shares; the store
+// persistence.PerformAt and the expiry by persistence.ExpiresAt, the rules
+// every transport shares; the store
 // validates the rest (persistence.ValidateJobs). Errors are
 // *persistence.FieldError.
 func JobsFromMessage(m *messages.Enqueue, now time.Time) ([]persistence.NewJob, error) {
@@ -184,7 +185,12 @@ func JobsFromMessage(m *messages.Enqueue, now time.Time) ([]persistence.NewJob, 
 		if err != nil {
 			return nil, err
 		}
-		jobs[i] = persistence.NewJob{ID: j.GetId(), Payload: j.GetPayload(), Score: j.Score, PerformAt: at, Headers: j.GetHeaders(), DedupKey: j.GetDedupKey()}
+		exp, err := persistence.ExpiresAt(j.ExpiresAt, j.ExpiresIn, now, i)
+		if err != nil {
+			return nil, err
+		}
+		jobs[i] = persistence.NewJob{ID: j.GetId(), Payload: j.GetPayload(), Score: j.Score, PerformAt: at, Headers: j.GetHeaders(), DedupKey: j.GetDedupKey(),
+			ExpiresAt: exp}
 	}
 	return jobs, nil
 }

@@ -51,6 +51,7 @@ func (a *Actor) newRequest(fetch int) {
 		req.Emits = a.settle.emits
 		req.Snoozes, req.Deaths, req.Discards = a.settle.snoozes, a.settle.deaths, a.settle.discards
 		req.Results = a.settle.results
+		req.Expired = a.settle.expired
 		a.setConflictDelays(&req)
 	}
 	req.Stateful, req.MaxStateBytes = a.cfg.Stateful, a.cfg.MaxStateBytes
@@ -135,7 +136,7 @@ func (a *Actor) onAdvanced(c actor.Context, m advanced) {
 	a.storeOK(c)
 	if m.req.Settle != 0 {
 		a.countConflicts(a.cur, m.res.Conflicts)
-		a.settle, a.cur = nil, nil
+		a.settle, a.cur, a.expired = nil, nil, nil
 	}
 	if len(m.res.Conflicts) > 0 {
 		a.log.Info("state changed from outside while ids were in flight; their calls committed nothing and they are handed over again after a short delay", "ids", len(m.res.Conflicts))
@@ -156,6 +157,10 @@ func (a *Actor) onAdvanced(c actor.Context, m advanced) {
 	if b := m.res.Batch; b != nil {
 		a.work.early = 0
 		a.cur, a.sent = b, m.sent
+		a.expired = dropExpired(b)
+		if len(a.expired) > 0 {
+			a.log.Info("payloads expired before they were handed over; discarded", "payloads", expiredPayloads(a.expired))
+		}
 		if a.draining() {
 			// Not started: settle every id as skipped, so that they go
 			// back as they were, due at once, before the release. Left to
@@ -166,7 +171,7 @@ func (a *Actor) onAdvanced(c actor.Context, m advanced) {
 			for i, j := range b.Jobs {
 				skipped[i] = j.ID
 			}
-			a.settle = &pendingSettle{skipped: skipped}
+			a.settle = &pendingSettle{skipped: skipped, expired: a.expired}
 			a.returnPermit(c)
 			return
 		}
@@ -257,7 +262,7 @@ func (a *Actor) onProcessed(c actor.Context, m processed) {
 	}
 	a.logOutcomes(m)
 	a.settle = &pendingSettle{failures: m.failures, skipped: m.skipped, interrupted: m.interrupted, states: m.states, timers: m.timers, emits: m.emits,
-		snoozes: m.snoozes, deaths: m.deaths, discards: m.discards, results: m.results}
+		snoozes: m.snoozes, deaths: m.deaths, discards: m.discards, results: m.results, expired: a.expired}
 	if a.permit != permitHeld {
 		return
 	}

@@ -264,7 +264,7 @@ func (a *Actor) dropLease() {
 	}
 	a.unregister()
 	a.stopPolling()
-	a.lease, a.req, a.settle, a.cur = nil, nil, nil, nil
+	a.lease, a.req, a.settle, a.cur, a.expired = nil, nil, nil, nil, nil
 	a.renewDue = false
 	a.view.set(time.Time{})
 	a.disarm(timerRenew)

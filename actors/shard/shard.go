@@ -241,15 +241,19 @@ type Actor struct {
 	call     *callInfo               // the running handler call, written by the handler task
 	stuck    time.Time               // start of the running call while it counts as stuck
 
-	seq    int64                       // last fetch's NextSeq
-	calls  int64                       // handler calls under this lease (delivery numbers)
-	cur    *persistence.Batch          // fetched and not settled
-	sent   time.Time                   // when the Advance that fetched cur was sent (call deadlines count from it)
-	window int                         // ids the next fetch asks for (0: Prefetch)
-	asked  int                         // ids the fetch of cur asked for
-	settle *pendingSettle              // cur's outcome, not yet sent
-	req    *persistence.AdvanceRequest // an Advance to send or retry
-	sends  int                         // how often req was sent
+	seq    int64              // last fetch's NextSeq
+	calls  int64              // handler calls under this lease (delivery numbers)
+	cur    *persistence.Batch // fetched and not settled
+	sent   time.Time          // when the Advance that fetched cur was sent (call deadlines count from it)
+	window int                // ids the next fetch asks for (0: Prefetch)
+	asked  int                // ids the fetch of cur asked for
+	settle *pendingSettle     // cur's outcome, not yet sent
+	// expired are the payloads of cur that expired before its fetch
+	// (expiry.go), taken out of it before any handler call; the settle
+	// removes and counts them.
+	expired []persistence.Expired
+	req     *persistence.AdvanceRequest // an Advance to send or retry
+	sends   int                         // how often req was sent
 	// conflicts counts, per id, the settlements in a row in which the id
 	// conflicted (conflict.go); an id is absent once one did not.
 	conflicts map[string]int

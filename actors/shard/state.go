@@ -95,6 +95,7 @@ type pendingSettle struct {
 	deaths      []persistence.Death
 	discards    []persistence.Discard
 	results     map[string][]byte
+	expired     []persistence.Expired
 }
 
 func (a *Actor) draining() bool { return !a.deadline.IsZero() }

@@ -164,6 +164,8 @@ type advanceArgs struct {
 	retain      time.Duration
 	maxFinished int
 	results     map[string][]byte
+	// expired is AdvanceRequest's Expired.
+	expired []persistence.Expired
 }
 
 // newAdvanceArgs returns the script's arguments for req, whose writes
@@ -176,7 +178,7 @@ func newAdvanceArgs(now, token string, req persistence.AdvanceRequest, v1 string
 		emits: req.Emits, checkOutbox: req.CheckOutbox, feedMaxLen: req.FeedMaxLen,
 		conflictDelay: req.ConflictDelay, conflictDelays: req.ConflictDelays,
 		snoozes: req.Snoozes, deaths: req.Deaths, discards: req.Discards,
-		retain: req.RetainFinished, maxFinished: req.MaxFinished, results: req.Results}
+		retain: req.RetainFinished, maxFinished: req.MaxFinished, results: req.Results, expired: req.Expired}
 	if a.maxFinished <= 0 {
 		a.maxFinished = persistence.DefaultMaxFinished
 	}
@@ -239,7 +241,30 @@ func (a *advanceArgs) encode() []any {
 		args = append(args, id, max(d.Microseconds(), 0))
 	}
 	args = a.appendOutcomes(args)
-	return a.appendRetention(args)
+	args = a.appendRetention(args)
+	return a.appendExpired(args)
+}
+
+// appendExpired appends the expired payloads (docs/contract.md §3.15),
+// the script's last section, sent only when there are some: their number
+// of ids, then per id the id and the 1-based positions of its expired
+// payloads, comma-separated.
+func (a *advanceArgs) appendExpired(args []any) []any {
+	if len(a.expired) == 0 {
+		return args
+	}
+	args = append(args, len(a.expired))
+	for _, e := range a.expired {
+		pos := make([]byte, 0, 4*len(e.Payloads))
+		for i, p := range e.Payloads {
+			if i > 0 {
+				pos = append(pos, ',')
+			}
+			pos = strconv.AppendInt(pos, int64(p+1), 10)
+		}
+		args = append(args, e.ID, string(pos))
+	}
+	return args
 }
 
 // appendOutcomes appends the outcomes the handler chose, the script's
@@ -314,6 +339,7 @@ const (
 	replyOutbox
 	replySnoozed
 	replyDiscarded
+	replyExpired
 	replyLen
 )
 
@@ -364,7 +390,8 @@ func decodeAdvanceReply(res []any, ref persistence.ShardRef, stateful bool) (per
 	out.Processed, out.Failed, out.Restored = int(p), int(f), int(r)
 	sn, _ := res[replySnoozed].(int64)
 	di, _ := res[replyDiscarded].(int64)
-	out.Snoozed, out.Discarded = int(sn), int(di)
+	ex, _ := res[replyExpired].(int64)
+	out.Snoozed, out.Discarded, out.Expired = int(sn), int(di), int(ex)
 	v1, _ := res[replyV1].(int64)
 	return out, v1, nil
 }

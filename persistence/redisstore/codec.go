@@ -100,19 +100,25 @@ const (
 
 // encodeHeaders encodes a payload's headers as the scripts keep them: the
 // fields k1 v1 k2 v2 ..., keys in byte order; "" for none
-// (docs/storage.md section 3).
-func encodeHeaders(h map[string]string) string {
-	if len(h) == 0 {
+// (docs/storage.md section 3). A payload's expiry (docs/contract.md §3.15)
+// is the pair with the empty key, which no user header may have: fld("")
+// fld(expires_at in unix milliseconds, decimal), first in byte order.
+func encodeHeaders(h map[string]string, expires time.Time) string {
+	if len(h) == 0 && expires.IsZero() {
 		return ""
 	}
 	keys := make([]string, 0, len(h))
-	n := 0
+	n := 24
 	for k, v := range h {
 		keys = append(keys, k)
 		n += len(k) + len(v) + 4
 	}
 	slices.Sort(keys)
 	b := make([]byte, 0, n)
+	if !expires.IsZero() {
+		b = appendField(b, "")
+		b = appendField(b, strconv.FormatInt(expires.UnixMilli(), 10))
+	}
 	for _, k := range keys {
 		b = appendField(b, k)
 		b = appendField(b, h[k])
@@ -130,25 +136,39 @@ func appendField(b []byte, s string) []byte {
 	return append(append(b, byte(n)), s...)
 }
 
-// decodeHeaders decodes encodeHeaders' output; nil for "".
-func decodeHeaders(s string) (map[string]string, error) {
+// decodeHeaders decodes encodeHeaders' output: the user headers (nil for
+// none) and the expiry (the zero time for none), which the pair with the
+// empty key holds.
+func decodeHeaders(s string) (map[string]string, time.Time, error) {
+	var exp time.Time
 	if s == "" {
-		return nil, nil
+		return nil, exp, nil
 	}
-	h := map[string]string{}
+	var h map[string]string
 	r := &fieldReader{s: s}
 	for !r.done() {
 		k, err := r.next()
 		if err != nil {
-			return nil, err
+			return nil, exp, err
 		}
 		v, err := r.next()
 		if err != nil {
-			return nil, err
+			return nil, exp, err
+		}
+		if k == "" {
+			ms, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return nil, exp, errCorrupt
+			}
+			exp = time.UnixMilli(ms)
+			continue
+		}
+		if h == nil {
+			h = map[string]string{}
 		}
 		h[k] = v
 	}
-	return h, nil
+	return h, exp, nil
 }
 
 // record is a decoded job or morgue record.
@@ -248,12 +268,13 @@ func decodeRecord(s string, morgue bool) (record, error) {
 			return rec, err
 		}
 		var hdrs map[string]string
+		var exp time.Time
 		if flags&flagHeaders != 0 {
 			h, err := r.next()
 			if err != nil {
 				return rec, err
 			}
-			if hdrs, err = decodeHeaders(h); err != nil {
+			if hdrs, exp, err = decodeHeaders(h); err != nil {
 				return rec, err
 			}
 		}
@@ -263,7 +284,7 @@ func decodeRecord(s string, morgue bool) (record, error) {
 				return rec, err
 			}
 		}
-		rec.payloads = append(rec.payloads, persistence.Payload{Data: []byte(data), Score: score, Headers: hdrs})
+		rec.payloads = append(rec.payloads, persistence.Payload{Data: []byte(data), Score: score, Headers: hdrs, ExpiresAt: exp})
 	}
 	return rec, nil
 }

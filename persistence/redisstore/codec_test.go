@@ -93,7 +93,7 @@ func encodeRecord(r record, fseq string) string {
 		putField(&b, sc)
 		putField(&b, string(p.Data))
 		if hdrs {
-			putField(&b, encodeHeaders(p.Headers))
+			putField(&b, encodeHeaders(p.Headers, p.ExpiresAt))
 		}
 	}
 	return b.String()
@@ -247,17 +247,45 @@ func FuzzCodecRoundTrip(f *testing.F) {
 	})
 }
 
-// FuzzHeadersRoundTrip checks that headers survive their encoding.
+// FuzzHeadersRoundTrip checks that headers and an expiry survive their
+// encoding, the expiry never showing as a header.
 func FuzzHeadersRoundTrip(f *testing.F) {
-	f.Add("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "tenant", "")
-	f.Add("\x00", string(make([]byte, 200)), "b", "\xff")
-	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string) {
+	f.Add("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "tenant", "", int64(0))
+	f.Add("\x00", string(make([]byte, 200)), "b", "\xff", int64(1700000000123))
+	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string, expMS int64) {
+		if k1 == "" || k2 == "" || expMS < 0 || expMS > persistence.MaxTimeSeconds*1000 {
+			t.Skip("user header keys are never empty; expiries are valid times")
+		}
 		h := map[string]string{k1: v1, k2: v2}
-		got, err := decodeHeaders(encodeHeaders(h))
+		var exp time.Time
+		if expMS > 0 {
+			exp = time.UnixMilli(expMS)
+		}
+		got, gotExp, err := decodeHeaders(encodeHeaders(h, exp))
 		require.NoError(t, err)
 		require.Equal(t, h, got)
-		require.Equal(t, encodeHeaders(h), encodeHeaders(got))
+		require.True(t, exp.Equal(gotExp), "expiry %v came back as %v", exp, gotExp)
+		require.Equal(t, encodeHeaders(h, exp), encodeHeaders(got, gotExp))
 	})
+}
+
+// TestExpiryIsTheEmptyHeader checks the encoding of an expiry (docs/storage.md
+// §3): the pair with the empty key, first; hidden from the headers decoded.
+func TestExpiryIsTheEmptyHeader(t *testing.T) {
+	exp := time.UnixMilli(1700000600500)
+	enc := encodeHeaders(map[string]string{"a": "1"}, exp)
+	require.Equal(t, "\x00\x0d1700000600500\x01a\x011", enc)
+	h, got, err := decodeHeaders(enc)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"a": "1"}, h)
+	require.True(t, exp.Equal(got))
+
+	// An expiry alone: no user headers (nil, as a payload without any).
+	h, got, err = decodeHeaders(encodeHeaders(nil, exp))
+	require.NoError(t, err)
+	require.Nil(t, h)
+	require.True(t, exp.Equal(got))
+	require.Empty(t, encodeHeaders(nil, time.Time{}))
 }
 
 // countOfHeader reads n from the first bytes of an encoded batch; 0 when

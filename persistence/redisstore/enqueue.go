@@ -138,7 +138,7 @@ func (s *Store) enqueueCall(ctx context.Context, a enqueueCallArgs, jobs []persi
 		m += "r"
 	}
 	for _, i := range idx {
-		if len(jobs[i].Headers) > 0 {
+		if len(jobs[i].Headers) > 0 || !jobs[i].ExpiresAt.IsZero() {
 			withH, per, m = true, 5, m+"h"
 			break
 		}
@@ -164,7 +164,7 @@ func (s *Store) enqueueCall(ctx context.Context, a enqueueCallArgs, jobs []persi
 		j := &jobs[i]
 		args = appendJob(args, j)
 		if withH {
-			args = append(args, encodeHeaders(j.Headers))
+			args = append(args, encodeHeaders(j.Headers, j.ExpiresAt))
 		}
 		if withD {
 			args = append(args, j.DedupKey)

@@ -605,11 +605,11 @@ func payloadsOf(flat []any) ([]persistence.Payload, error) {
 		if err != nil {
 			return nil, err
 		}
-		h, err := decodeHeaders(hs)
+		h, exp, err := decodeHeaders(hs)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, persistence.Payload{Data: []byte(data), Score: score, Headers: h})
+		out = append(out, persistence.Payload{Data: []byte(data), Score: score, Headers: h, ExpiresAt: exp})
 	}
 	return out, nil
 }

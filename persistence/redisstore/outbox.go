@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -42,8 +43,8 @@ func encodeEmit(e persistence.Emit) string {
 	b = appendField(b, string(e.Job.Payload))
 	b = appendField(b, score)
 	b = appendField(b, at)
-	if len(e.Job.Headers) > 0 {
-		b = appendField(b, encodeHeaders(e.Job.Headers))
+	if len(e.Job.Headers) > 0 || !e.Job.ExpiresAt.IsZero() {
+		b = appendField(b, encodeHeaders(e.Job.Headers, e.Job.ExpiresAt))
 	}
 	return string(b)
 }
@@ -60,19 +61,20 @@ func decodeEmit(s string) (string, persistence.NewJob, error) {
 		f[i] = v
 	}
 	var headers map[string]string
+	var exp time.Time
 	if !r.done() {
 		h, err := r.next()
 		if err != nil {
 			return "", persistence.NewJob{}, err
 		}
-		if headers, err = decodeHeaders(h); err != nil {
+		if headers, exp, err = decodeHeaders(h); err != nil {
 			return "", persistence.NewJob{}, err
 		}
 	}
 	if !r.done() {
 		return "", persistence.NewJob{}, fmt.Errorf("%w: %d trailing bytes in an emit", errCorrupt, len(s)-r.pos)
 	}
-	j := persistence.NewJob{ID: f[1], Payload: []byte(f[2]), Headers: headers}
+	j := persistence.NewJob{ID: f[1], Payload: []byte(f[2]), Headers: headers, ExpiresAt: exp}
 	if f[3] != "" {
 		v, err := parseScore(f[3])
 		if err != nil {

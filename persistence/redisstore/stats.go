@@ -51,7 +51,7 @@ func (s *Store) Stats(ctx context.Context, queues ...string) ([]persistence.Queu
 		for sh := range counts[qi] {
 			v, _ := cmds[i].Slice()
 			i++
-			if len(v) != 11 {
+			if len(v) != 12 {
 				return nil, fmt.Errorf("redisstore: stats of %s: unexpected reply", q)
 			}
 			length, _ := v[0].(int64)
@@ -72,6 +72,8 @@ func (s *Store) Stats(ctx context.Context, queues ...string) ([]persistence.Queu
 			st.Discarded += discarded
 			cancelled, _ := v[10].(int64)
 			st.Cancelled += cancelled
+			expired, _ := v[11].(int64)
+			st.Expired += expired
 			shardOldest, shardNow := math.Inf(1), math.Inf(-1)
 			if o, _ := v[3].(string); o != "" {
 				if f, err := parseScore(o); err == nil {

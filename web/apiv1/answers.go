@@ -49,6 +49,9 @@ type Queue struct {
 	// Cancelled counts the ids a cancel disposed of while a call held them
 	// (docs/contract.md §3.13); absent while 0.
 	Cancelled int64 `json:"cancelled,omitempty"`
+	// Expired counts the payloads discarded at fetch because they expired
+	// (docs/contract.md §3.15) since the queue was created; absent while 0.
+	Expired int64 `json:"expired,omitempty"`
 	// OldestDue is the earliest perform_at among queued ids; null when
 	// nothing is queued.
 	OldestDue *float64 `json:"oldest_due"`

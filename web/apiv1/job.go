@@ -26,14 +26,15 @@ const EmptyPayload = `""`
 const DeadlineHeader = wire.DeadlineHeader
 
 // JobFields lists the fields of a job object, for messages.
-const JobFields = "id, payload, payload_base64, score, perform_at, perform_in, headers, dedup_key"
+const JobFields = "id, payload, payload_base64, score, perform_at, perform_in, headers, dedup_key, expires_at, expires_in"
 
 // NewJob is one job of an enqueue request, POST /api/v1/queues/{q}/jobs
 // (the body is a JSON array of them):
 //
 //	{"id": "order-1", "payload": <any JSON> | "payload_base64": "<base64>",
 //	 "score": <number>, "perform_at": <unix seconds> | "perform_in": <seconds> | "<duration>",
-//	 "headers": {"<key>": "<value>", ...}, "dedup_key": "<string>"}
+//	 "headers": {"<key>": "<value>", ...}, "dedup_key": "<string>",
+//	 "expires_at": <unix seconds> | "expires_in": <seconds> | "<duration>"}
 //
 // Only id is required.
 type NewJob struct {
@@ -55,6 +56,10 @@ type NewJob struct {
 	// a job of the same id with the same key was enqueued within the
 	// queue's dedup window (docs/contract.md §3.12); empty means none.
 	DedupKey string
+	// ExpiresAt (unix seconds) or ExpiresIn (seconds from now), at most
+	// one; neither means the payload never expires (docs/contract.md
+	// §3.15). An "expires_in" string is a Go duration, as for perform_in.
+	ExpiresAt, ExpiresIn *float64
 }
 
 // MarshalJSON implements json.Marshaler: the payload goes as "payload" when
@@ -81,7 +86,8 @@ func (j NewJob) MarshalJSON() ([]byte, error) {
 	for _, f := range []struct {
 		key string
 		v   *float64
-	}{{"score", j.Score}, {"perform_at", j.PerformAt}, {"perform_in", j.PerformIn}} {
+	}{{"score", j.Score}, {"perform_at", j.PerformAt}, {"perform_in", j.PerformIn},
+		{"expires_at", j.ExpiresAt}, {"expires_in", j.ExpiresIn}} {
 		if f.v == nil {
 			continue
 		}
@@ -121,6 +127,8 @@ const (
 	fPerformIn
 	fHeaders
 	fDedupKey
+	fExpiresAt
+	fExpiresIn
 )
 
 // DecodeJob checks and decodes one job object of an enqueue request as the
@@ -236,6 +244,12 @@ func (d *jobDecoder) field(key, val []byte) error {
 	case "dedup_key":
 		f = fDedupKey
 		d.job.DedupKey, err = decodeDedupKey(val, d.index)
+	case "expires_at":
+		f = fExpiresAt
+		d.job.ExpiresAt, err = number(val)
+	case "expires_in":
+		f = fExpiresIn
+		d.job.ExpiresIn, err = seconds(val)
 	default:
 		return d.bad(string(key), "unknown field (known: %s)", JobFields)
 	}
@@ -261,10 +275,15 @@ func (d *jobDecoder) done() (NewJob, error) {
 }
 
 // Store returns the job to enqueue: the due time by persistence.PerformAt
-// (now is the time perform_in counts from), and EmptyPayload for a job
-// without a payload. Errors are *persistence.FieldError with Index index.
+// and the expiry by persistence.ExpiresAt (now is the time perform_in and
+// expires_in count from), and EmptyPayload for a job without a payload.
+// Errors are *persistence.FieldError with Index index.
 func (j NewJob) Store(now time.Time, index int) (persistence.NewJob, error) {
 	at, err := persistence.PerformAt(j.PerformAt, j.PerformIn, now, index)
+	if err != nil {
+		return persistence.NewJob{}, err
+	}
+	exp, err := persistence.ExpiresAt(j.ExpiresAt, j.ExpiresIn, now, index)
 	if err != nil {
 		return persistence.NewJob{}, err
 	}
@@ -272,7 +291,8 @@ func (j NewJob) Store(now time.Time, index int) (persistence.NewJob, error) {
 	if payload == nil {
 		payload = []byte(EmptyPayload)
 	}
-	return persistence.NewJob{ID: j.ID, Payload: payload, Score: j.Score, PerformAt: at, Headers: j.Headers, DedupKey: j.DedupKey}, nil
+	return persistence.NewJob{ID: j.ID, Payload: payload, Score: j.Score, PerformAt: at, Headers: j.Headers, DedupKey: j.DedupKey,
+		ExpiresAt: exp}, nil
 }
 
 // seconds decodes a delay: a JSON number of seconds (fractions allowed),

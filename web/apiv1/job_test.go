@@ -136,3 +136,32 @@ func TestNewJobDedupKeyRoundTrip(t *testing.T) {
 	require.ErrorAs(t, err, &fe)
 	require.Equal(t, "dedup_key", fe.Field)
 }
+
+// A job's expires_at or expires_in goes through MarshalJSON and DecodeJob
+// unchanged, and Store makes it an expiry (docs/contract.md §3.15).
+func TestNewJobExpiryRoundTrip(t *testing.T) {
+	t.Parallel()
+	at, in := 1700000600.5, 90.0
+	for _, tc := range []struct {
+		job  NewJob
+		want time.Time
+	}{
+		{NewJob{ID: "a", ExpiresAt: &at}, time.UnixMilli(1700000600500)},
+		{NewJob{ID: "b", ExpiresIn: &in}, now.Add(90 * time.Second)},
+		{NewJob{ID: "c"}, time.Time{}},
+	} {
+		b, err := tc.job.MarshalJSON()
+		require.NoError(t, err)
+		j, err := DecodeJob(b, -1, 0)
+		require.NoError(t, err)
+		require.Equal(t, tc.job, j)
+		pj, err := j.Store(now, 0)
+		require.NoError(t, err)
+		require.True(t, tc.want.Equal(pj.ExpiresAt), "%s: %v, want %v", tc.job.ID, pj.ExpiresAt, tc.want)
+	}
+	_, err := NewJob{ID: "d", ExpiresAt: &at, ExpiresIn: &in}.Store(now, 3)
+	var fe *persistence.FieldError
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, "expires_in", fe.Field)
+	require.Equal(t, 3, fe.Index)
+}

@@ -360,7 +360,7 @@ func newFixtureTokens(t *testing.T, token, readToken string, embedded bool, opts
 		job(slashID, `{"path":"a/b"}`, 0),
 		job(dotID, `{"dots":2}`, 0),
 		job(longID, `{"invoice":"2024-05-000123","lines":[{"sku":"A-1","qty":3,"price":"19.90"},{"sku":"B-7","qty":1,"price":"240.00"}],"currency":"EUR","recalculate":true}`, 0),
-		persistence.NewJob{ID: "bin-1", Payload: []byte{0, 0xff}},
+		persistence.NewJob{ID: "bin-1", Payload: []byte{0, 0xff}, ExpiresAt: time.Unix(1<<33, 0)},
 		persistence.NewJob{ID: "later-1", Payload: []byte(`{"sku":9}`), PerformAt: time.Now().Add(time.Hour)},
 	)
 
@@ -671,6 +671,9 @@ func TestBrowser(t *testing.T) {
 		require.Equal(t, "{\n  \"n\": 12345678901234567890,\n  \"f\": 1.0\n}", b.text(`.job[data-id="big-1"] pre.code`))
 		require.Equal(t, "binary · 2 bytes · base64", b.text(`.job[data-id="bin-1"] .payload-kind`))
 		require.Equal(t, "AP8=", b.text(`.job[data-id="bin-1"] pre.code`))
+		// A payload's expiry shows beside its score (docs/contract.md §3.15).
+		require.Contains(t, b.text(`.job[data-id="bin-1"] .payload-expires`), "expires")
+		require.Equal(t, 0, eval[int](b, `document.querySelectorAll('.job[data-id="big-1"] .payload-expires').length`))
 		// Hostile ids and payloads are text.
 		require.Equal(t, hostileID, eval[string](b, `[...document.querySelectorAll('.job')].find(e => e.dataset.id.startsWith('<img')).querySelector('.job-id').textContent`))
 		require.Equal(t, `"<b>bold</b>"`, eval[string](b, `[...document.querySelectorAll('.job')].find(e => e.dataset.id.startsWith('<img')).querySelector('pre.code').textContent`))
@@ -684,7 +687,7 @@ func TestBrowser(t *testing.T) {
 		// Header numbers.
 		b.waitText(`[data-stat="length"] .qstat-value`, "10")
 		b.waitText(`[data-tab="morgue"] .tab-count`, "3")
-		for _, k := range []string{"snoozed", "discarded", "cancelled"} {
+		for _, k := range []string{"snoozed", "discarded", "cancelled", "expired"} {
 			require.Equal(t, "0", b.text(`[data-stat="`+k+`"] .qstat-value`), k)
 		}
 

@@ -98,7 +98,8 @@ func (d *Delay) UnmarshalJSON(b []byte) error {
 // Emit is one element of an answer's "emit":
 //
 //	{"from": "<id>", "queue": "<q>", "id": "<id>", "payload": <JSON> | "payload_base64": "...",
-//	 "score"?: n, "perform_in"?: seconds | "<duration>", "headers"?: {...}}
+//	 "score"?: n, "perform_in"?: seconds | "<duration>", "headers"?: {...},
+//	 "expires_in"?: seconds | "<duration>"}
 type Emit struct {
 	// From is the id of the delivery the emit belongs to. Required.
 	From  string `json:"from"`
@@ -115,4 +116,7 @@ type Emit struct {
 	// string such as "90s", as everywhere perform_in is; nil means now.
 	PerformIn *Delay            `json:"perform_in,omitempty"`
 	Headers   map[string]string `json:"headers,omitempty"`
+	// ExpiresIn makes the emitted payload expire that long after the call
+	// (docs/contract.md §3.15), read as PerformIn is; nil means never.
+	ExpiresIn *Delay `json:"expires_in,omitempty"`
 }

@@ -186,7 +186,9 @@
 //
 // "payload" is a JSON value (stored compact) or "payload_base64" bytes;
 // "score" and "perform_in" (seconds, at most MaxPerformIn) are optional;
-// "headers" travel with the emitted payload. An emit whose "from" is not an
+// "headers" travel with the emitted payload; "expires_in" (read as
+// perform_in) makes it expire that long after the call (docs/contract.md
+// §3.15). An emit whose "from" is not an
 // id of the request fails the request; one with an invalid queue name or
 // job (bad headers included), or more than 1000 emits for one id, fails
 // that id; an answer may hold at most MaxEmits. An emit to a queue that was

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"time"
 	"unicode/utf8"
 )
 
@@ -14,14 +16,19 @@ import (
 // appear as "payload" when IsCompactJSON holds for them, byte for byte,
 // and as "payload_base64" otherwise (see "Payloads" in the package
 // documentation); "headers" (an object of strings, keys sorted) only when
-// the payload has some (docs/contract.md §10):
+// the payload has some (docs/contract.md §10); "expires_at" (unix seconds)
+// only when it expires (docs/contract.md §3.15):
 //
 //	{"payload":{"a":1},"score":1700000000.5}
 //	{"payload_base64":"AP8=","score":1700000000.5,"headers":{"k":"v"}}
+//	{"payload":"x","score":1700000000.5,"expires_at":1700000600}
 type Payload struct {
 	Data    []byte
 	Score   float64
 	Headers map[string]string
+	// ExpiresAt is when the payload expires; the zero time when it does
+	// not.
+	ExpiresAt time.Time
 }
 
 // IsCompactJSON reports whether stored bytes appear on the wire as a JSON
@@ -90,6 +97,12 @@ func (p *Payload) appendJSON(dst []byte) ([]byte, error) {
 		dst = append(dst, `,"headers":`...)
 		dst = append(dst, b...)
 	}
+	if !p.ExpiresAt.IsZero() {
+		dst = append(dst, `,"expires_at":`...)
+		if dst, err = appendNumber(dst, float64(p.ExpiresAt.Unix())+float64(p.ExpiresAt.Nanosecond())/1e9); err != nil {
+			return nil, fmt.Errorf("expires_at: %w", err)
+		}
+	}
 	return append(dst, '}'), nil
 }
 
@@ -114,6 +127,7 @@ type payloadJSON struct {
 	PayloadBase64 *string           `json:"payload_base64"`
 	Score         float64           `json:"score"`
 	Headers       map[string]string `json:"headers"`
+	ExpiresAt     *float64          `json:"expires_at"`
 }
 
 // UnmarshalJSON implements json.Unmarshaler: Data is the value of
@@ -135,6 +149,10 @@ func (p *Payload) UnmarshalJSON(b []byte) error {
 // payload converts a decoded payload.
 func (v *payloadJSON) payload() (Payload, error) {
 	p := Payload{Score: v.Score, Headers: v.Headers}
+	if v.ExpiresAt != nil {
+		sec, frac := math.Modf(*v.ExpiresAt)
+		p.ExpiresAt = time.Unix(int64(sec), int64(math.Round(frac*1e9)))
+	}
 	switch {
 	case v.Payload != nil && v.PayloadBase64 != nil:
 		return p, errors.New("payload and payload_base64 both given")

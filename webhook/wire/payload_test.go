@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
@@ -108,4 +109,23 @@ func FuzzIsCompactJSON(f *testing.F) {
 		require.True(t, bytes.Equal(data, back.Data), "%q came back as %q", data, back.Data)
 		require.Equal(t, string(b)+"\n", encodeNoEscape(t, p))
 	})
+}
+
+// A payload's expiry appears as "expires_at" in unix seconds, only when it
+// has one, and reads back (docs/contract.md §3.15).
+func TestPayloadExpiresAt(t *testing.T) {
+	t.Parallel()
+	p := Payload{Data: []byte(`1`), Score: 2, ExpiresAt: time.UnixMilli(1700000600250)}
+	b, err := json.Marshal(p)
+	require.NoError(t, err)
+	require.Equal(t, `{"payload":1,"score":2,"expires_at":1700000600.25}`, string(b))
+	var back Payload
+	require.NoError(t, json.Unmarshal(b, &back))
+	require.True(t, p.ExpiresAt.Equal(back.ExpiresAt), "%v", back.ExpiresAt)
+
+	b, err = json.Marshal(Payload{Data: []byte(`1`), Score: 2})
+	require.NoError(t, err)
+	require.Equal(t, `{"payload":1,"score":2}`, string(b))
+	require.NoError(t, json.Unmarshal(b, &back))
+	require.True(t, back.ExpiresAt.IsZero())
 }

@@ -35,14 +35,14 @@ const (
 
 var enqueueHelp = help{
 	Usage: []string{
-		"orderly enqueue --queue Q --id ID [--payload JSON | --payload-raw S | --payload-base64 B] [--score S] [--perform-in D | --perform-at T] [--header K=V ...] [--dedup-key K] [flags]",
+		"orderly enqueue --queue Q --id ID [--payload JSON | --payload-raw S | --payload-base64 B] [--score S] [--perform-in D | --perform-at T] [--header K=V ...] [--dedup-key K] [--expires-in D | --expires-at T] [flags]",
 		"orderly enqueue --queue Q --file jobs.jsonl|- [--batch N] [--skip N] [flags]",
 	},
 	Text: `Enqueues one job given by flags, or the jobs of a JSONL file (--file, "-" for
 stdin): one job object per line in the API's shape,
   {"id": "...", "payload": <any JSON> | "payload_base64": "...", "score": <number>,
    "perform_at": <unix seconds> | "perform_in": <seconds>, "headers": {"k": "v"},
-   "dedup_key": "..."}
+   "dedup_key": "...", "expires_at": <unix seconds> | "expires_in": <seconds>}
 (only id is required; blank lines are skipped). The file's jobs are sent in
 batches of --batch jobs (fewer when a batch would pass 8 MiB); a progress bar
 is drawn on stderr when it is a terminal. Each line is checked before its
@@ -64,11 +64,16 @@ that travels with it to the handler (at most 32, 8 KiB in all).
 
 --dedup-key K (at most 512 bytes): on a queue with a dedup_window, a job
 whose id was enqueued with the same key within the window is acknowledged
-as a duplicate and not stored; the command counts duplicates.`,
+as a duplicate and not stored; the command counts duplicates.
+
+--expires-in (a duration or seconds, counted from now) or --expires-at (RFC
+3339 or unix seconds): a payload not handed to a handler by then is
+discarded when it is fetched, counted as expired, never delivered.`,
 	Examples: []string{
 		`orderly enqueue --queue orders --id order-1 --payload '{"sku":42}' --perform-in 30s`,
 		`orderly enqueue --queue orders --id order-1 --payload '{"sku":42}' --header tenant=acme`,
 		`orderly enqueue --queue orders --id order-1 --payload '{"paid":true}' --dedup-key payment-7731`,
+		`orderly enqueue --queue mail --id user-9 --payload '{"otp":"123456"}' --expires-in 5m`,
 		`orderly enqueue --queue orders --file jobs.jsonl`,
 		`orderly enqueue --queue orders --file jobs.jsonl --skip 20000   # resume after line 20000`,
 		`produce-jobs | orderly enqueue --queue orders --file - --json`,
@@ -80,6 +85,7 @@ type enqueueOpts struct {
 	queue, id, payload, payloadRaw, payloadBase64 string
 	score                                         float64
 	performIn, performAt, dedupKey                string
+	expiresIn, expiresAt                          string
 	file                                          string
 	batch, skip                                   int
 	headers                                       headerFlag
@@ -117,6 +123,8 @@ func enqueue(e *env, args []string) int {
 	fs.StringVar(&o.performAt, "perform-at", "", "run the job at this `time`, RFC 3339 or unix seconds (default now)")
 	fs.Var(o.headers, "header", "a header of the payload, `K=V` (repeatable)")
 	fs.StringVar(&o.dedupKey, "dedup-key", "", "the job's dedup `key`: a duplicate within the queue's dedup_window is not stored")
+	fs.StringVar(&o.expiresIn, "expires-in", "", "discard the payload if no handler got it within this `duration` (5m) or seconds")
+	fs.StringVar(&o.expiresAt, "expires-at", "", "discard the payload if no handler got it by this `time`, RFC 3339 or unix seconds")
 	fs.StringVar(&o.file, "file", "", `JSONL file of jobs, one object per line; "-" reads stdin`)
 	fs.IntVar(&o.batch, "batch", DefaultBatch, "jobs per request with --file")
 	fs.IntVar(&o.skip, "skip", 0, "skip the first `N` lines of --file (to resume an import)")
@@ -128,7 +136,7 @@ func enqueue(e *env, args []string) int {
 	}
 	set := given(fs)
 	if set["file"] {
-		for _, f := range []string{"id", "payload", "payload-raw", "payload-base64", "score", "perform-in", "perform-at", "header", "dedup-key"} {
+		for _, f := range []string{"id", "payload", "payload-raw", "payload-base64", "score", "perform-in", "perform-at", "header", "dedup-key", "expires-in", "expires-at"} {
 			if set[f] {
 				return e.usage(fs, "--%s is for one job from flags; it does not go with --file", f)
 			}
@@ -241,6 +249,9 @@ func jobFromFlags(o *enqueueOpts, set map[string]bool, now time.Time) ([]byte, e
 		}
 		job.PerformAt = &sec
 	}
+	if err := expiryFromFlags(o, set, &job); err != nil {
+		return nil, err
+	}
 	// The node's rules: the due time, the id, finite numbers.
 	stored, err := job.Store(now, -1)
 	if err == nil {
@@ -264,6 +275,29 @@ func jobFromFlags(o *enqueueOpts, set map[string]bool, now time.Time) ([]byte, e
 		return nil, err
 	}
 	return append(append([]byte{'['}, b...), ']'), nil
+}
+
+// expiryFromFlags sets job's expires_in or expires_at from --expires-in
+// or --expires-at (docs/contract.md §3.15).
+func expiryFromFlags(o *enqueueOpts, set map[string]bool, job *apiv1.NewJob) error {
+	if set["expires-in"] && set["expires-at"] {
+		return errors.New("give --expires-in or --expires-at, not both")
+	}
+	if set["expires-in"] {
+		sec, err := parsePerformIn(o.expiresIn)
+		if err != nil {
+			return fmt.Errorf("--expires-in: %w", err)
+		}
+		job.ExpiresIn = &sec
+	}
+	if set["expires-at"] {
+		sec, err := parsePerformAt(o.expiresAt)
+		if err != nil {
+			return fmt.Errorf("--expires-at: %w", err)
+		}
+		job.ExpiresAt = &sec
+	}
+	return nil
 }
 
 // parsePerformIn reads a delay: a Go duration (90s, 1h30m) or seconds.

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/orderlyhq/orderly/cmd/internal/usage"
 	"github.com/orderlyhq/orderly/persistence"
@@ -156,9 +157,12 @@ func payloadList(ps []wire.Payload, count int) string {
 
 // headerLines prints the headers of the payloads that have some, one line
 // per payload, numbered from 1 as the payload list shows them
-// (docs/contract.md §10).
+// (docs/contract.md §10), and the expiry of those that have one (§3.15).
 func headerLines(w io.Writer, ps []wire.Payload) {
 	for i, p := range ps {
+		if !p.ExpiresAt.IsZero() {
+			fmt.Fprintf(w, "  expires #%d:\t%s\n", i+1, p.ExpiresAt.UTC().Format(time.RFC3339Nano))
+		}
 		if len(p.Headers) == 0 {
 			continue
 		}

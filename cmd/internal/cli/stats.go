@@ -62,14 +62,14 @@ func stats(e *env, args []string) int {
 		return ExitOK
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "QUEUE\tLENGTH\tFRESH\tRETRIES\tMORGUE\tLAG\tBUSY\tPROCESSED\tFAILED\tSNOOZED\tDISCARDED\tCANCELLED")
+	fmt.Fprintln(tw, "QUEUE\tLENGTH\tFRESH\tRETRIES\tMORGUE\tLAG\tBUSY\tPROCESSED\tFAILED\tSNOOZED\tDISCARDED\tCANCELLED\tEXPIRED")
 	for _, v := range views {
 		name := cell(v.Name, 64)
 		if v.Paused {
 			name += " (paused)"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", name, v.Length, v.Fresh, v.Retries,
-			v.MorgueLength, formatDuration(seconds(v.Lag)), v.Busy, v.Processed, v.Failed, v.Snoozed, v.Discarded, v.Cancelled)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", name, v.Length, v.Fresh, v.Retries,
+			v.MorgueLength, formatDuration(seconds(v.Lag)), v.Busy, v.Processed, v.Failed, v.Snoozed, v.Discarded, v.Cancelled, v.Expired)
 	}
 	tw.Flush()
 	return ExitOK

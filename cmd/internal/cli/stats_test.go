@@ -51,14 +51,14 @@ func TestStats(t *testing.T) {
 	n := busyNode(t)
 
 	out := n.run("stats").ok(t)
-	require.Equal(t, `QUEUE   LENGTH  FRESH  RETRIES  MORGUE  LAG   BUSY  PROCESSED  FAILED  SNOOZED  DISCARDED  CANCELLED
-mail    2       1      1        0       1.2s  1     1          1       0        0          0
-orders  3       3      0        1       3m4s  0     0          1       0        0          0
+	require.Equal(t, `QUEUE   LENGTH  FRESH  RETRIES  MORGUE  LAG   BUSY  PROCESSED  FAILED  SNOOZED  DISCARDED  CANCELLED  EXPIRED
+mail    2       1      1        0       1.2s  1     1          1       0        0          0          0
+orders  3       3      0        1       3m4s  0     0          1       0        0          0          0
 `, out)
 
 	out = n.run("stats", "--queue", "orders").ok(t)
-	require.Equal(t, `QUEUE   LENGTH  FRESH  RETRIES  MORGUE  LAG   BUSY  PROCESSED  FAILED  SNOOZED  DISCARDED  CANCELLED
-orders  3       3      0        1       3m4s  0     0          1       0        0          0
+	require.Equal(t, `QUEUE   LENGTH  FRESH  RETRIES  MORGUE  LAG   BUSY  PROCESSED  FAILED  SNOOZED  DISCARDED  CANCELLED  EXPIRED
+orders  3       3      0        1       3m4s  0     0          1       0        0          0          0
 `, out)
 
 	// --json: the API's answer.
@@ -104,10 +104,10 @@ func TestStatsEmptyAndHostile(t *testing.T) {
 	out := exec(runOpts{}, "stats", "--http", srv).ok(t)
 	require.Equal(t, "no queues\n", out)
 
-	srv = fakeNode(t, `{"queues":[{"name":"evil\u001b[2J\tq","lag":1e300,"length":1,"snoozed":4,"discarded":5,"cancelled":6}]}`)
+	srv = fakeNode(t, `{"queues":[{"name":"evil\u001b[2J\tq","lag":1e300,"length":1,"snoozed":4,"discarded":5,"cancelled":6,"expired":7}]}`)
 	out = exec(runOpts{}, "stats", "--http", srv).ok(t)
-	require.Equal(t, `QUEUE           LENGTH  FRESH  RETRIES  MORGUE  LAG         BUSY  PROCESSED  FAILED  SNOOZED  DISCARDED  CANCELLED
-evil\x1b[2J\tq  1       0      0        0       106751d23h  0     0          0       4        5          6
+	require.Equal(t, `QUEUE           LENGTH  FRESH  RETRIES  MORGUE  LAG         BUSY  PROCESSED  FAILED  SNOOZED  DISCARDED  CANCELLED  EXPIRED
+evil\x1b[2J\tq  1       0      0        0       106751d23h  0     0          0       4        5          6          7
 `, out)
 
 	srv = fakeNode(t, `{"queues": 7}`)

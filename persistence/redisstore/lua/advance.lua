@@ -61,6 +61,15 @@
 --      and the settle does nothing more), then the most finished records
 --      the shard keeps, then the number of results, then per result: id,
 --      bytes (docs/contract.md §3.14)
+-- then, optionally, the number of ids with expired payloads, then per id:
+--      id, the positions (1-based, comma-separated) in its handed payloads
+--      of those that expired before the fetch (docs/contract.md §3.15; the
+--      owner judges them by the batch's fetched_at). Missing: none. The
+--      settle removes them first, whatever the id's outcome (they never go
+--      back, to the morgue or to a handler) and counts them (meta
+--      "expired" + n); an id left with no payload that no timer brought
+--      was not handed to a handler and settles as nothing more (neither
+--      processed nor failed).
 --
 -- Finished ids (docs/contract.md §3.14): with retain_finished on, each
 -- failed attempt of an id adds fld(time) fld(error) to its history
@@ -109,7 +118,7 @@
 -- for the earliest timer not yet due.
 --
 -- Returns {batch, more, next_due, dead, processed, failed, restored, v1,
--- conflicts, states, outbox, snoozed, discarded}:
+-- conflicts, states, outbox, snoozed, discarded, expired}:
 --   batch     the fetched batch (lib/batch.lua encoding), or "" when none
 --   more      "1" when the fetch stopped early, so more may be due
 --   next_due  the due time of the earliest queued job not yet due, if the
@@ -124,6 +133,8 @@
 --             it or the queue is stateful, else 0
 --   snoozed, discarded: counts of the settled ids the handler snoozed
 --             and discarded (0 from a retried call)
+--   expired   the payloads the settle removed as expired (0 from a
+--             retried call)
 -- Error reply "LEASE_LOST" when ARGV[2] is not the current lease.
 --
 -- Idempotence: a call whose seq to fetch is the in-flight record's ran
@@ -196,11 +207,27 @@ end
 -- Retention, the section after the outcomes. Self-contained: reads ARGV
 -- only.
 local retain_ms, retain_max, results = 0, 0, {}
+local iexp = nil -- where the expired section starts
 if iret then
   retain_ms = tonumber(ARGV[iret] or "0") or 0
+  iexp = iret + 1
   if retain_ms > 0 then
     retain_max = tonumber(ARGV[iret + 1])
-    for j = 0, tonumber(ARGV[iret + 2]) - 1 do results[ARGV[iret + 3 + 2 * j]] = ARGV[iret + 4 + 2 * j] end
+    local nres = tonumber(ARGV[iret + 2])
+    for j = 0, nres - 1 do results[ARGV[iret + 3 + 2 * j]] = ARGV[iret + 4 + 2 * j] end
+    iexp = iret + 3 + 2 * nres
+  end
+end
+
+-- Expired payloads, the section after retention: expired[id] = set of
+-- positions in the id's handed payloads.
+local expired, nexp = {}, 0
+if iexp and ARGV[iexp] then
+  nexp = tonumber(ARGV[iexp]) or 0
+  for j = 0, nexp - 1 do
+    local set = {}
+    for p in string.gmatch(ARGV[iexp + 2 + 2 * j], "%d+") do set[tonumber(p)] = true end
+    expired[ARGV[iexp + 1 + 2 * j]] = set
   end
 end
 local nfin = 0
@@ -310,26 +337,27 @@ if L[3] then
     end
     local ob = 0
     if look then ob = redis.call("XLEN", K.outbox) end
-    if o then return {L[3], "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1, {}, st, ob, 0, 0} end
-    return {L[3], "0", "", "", 0, 0, 0, v1, {}, st, ob, 0, 0}
+    if o then return {L[3], "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1, {}, st, ob, 0, 0, 0} end
+    return {L[3], "0", "", "", 0, 0, 0, v1, {}, st, ob, 0, 0, 0}
   end
 end
 if o then
   local ob = 0
   if look then ob = redis.call("XLEN", K.outbox) end
-  return {"", "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1, {}, {}, ob, 0, 0}
+  return {"", "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1, {}, {}, ob, 0, 0, 0}
 end
 
 -- ---------------------------------------------------------------- settle
 
-local processed, failed, restored, snoozed, discarded = 0, 0, 0, 0, 0
+local processed, failed, restored, snoozed, discarded, nexpired = 0, 0, 0, 0, 0, 0
 local dead_parts, ndead = {}, 0
 local conflicts = {}
 
 if L[3] then
   local h = decode_header(L[3])
   if h.token == token and h.seq == settle_seq then
-    if nfail == 0 and nskip == 0 and nint == 0 and not stateful and nem == 0 and nout == 0 and retain_ms == 0 then
+    if nfail == 0 and nskip == 0 and nint == 0 and not stateful and nem == 0 and nout == 0 and retain_ms == 0
+        and nexp == 0 then
       processed = h.n
     else
       local _, jobs = cold().decode_batch(L[3])
@@ -377,7 +405,20 @@ if L[3] then
       for _, job in ipairs(jobs) do
         local id = job.id
         local f = fails[id]
-        if job.cx and (f or skips[id] or ints[id] or snoozes[id] or deaths[id] or discards[id]
+        local gone = false
+        if expired[id] then
+          -- Expired before the fetch: removed whatever the outcome.
+          local keep, set = {}, expired[id]
+          for i, p in ipairs(job.ps) do
+            if set[i] then nexpired = nexpired + 1 else keep[#keep + 1] = p end
+          end
+          job.ps = keep
+          gone = #keep == 0 and not job.tm
+        end
+        if gone then
+          -- Nothing of it was handed to a handler, nothing is left of it
+          -- (nor for a cancel mark to dispose of).
+        elseif job.cx and (f or skips[id] or ints[id] or snoozes[id] or deaths[id] or discards[id]
             or (job.sv and cur[id] ~= job.sv)) then
           -- Cancelled while in flight and not succeeded (an outcome the
           -- handler chose is not a success either): disposed of per the
@@ -475,6 +516,7 @@ if L[3] then
       if failed > 0 then redis.call("HINCRBY", K.meta, "failed", failed) end
       if snoozed > 0 then redis.call("HINCRBY", K.meta, "snoozed", snoozed) end
       if discarded > 0 then redis.call("HINCRBY", K.meta, "discarded", discarded) end
+      if nexpired > 0 then redis.call("HINCRBY", K.meta, "expired", nexpired) end
     end
     if processed > 0 then redis.call("HINCRBY", K.meta, "processed", processed) end
     -- The bounds: the earliest finished records and histories go first.
@@ -747,4 +789,5 @@ end
 local ob = 0
 if look then ob = redis.call("XLEN", K.outbox) end
 
-return {batch, more, next_due, dead, processed, failed, restored, v1, conflicts, states, ob, snoozed, discarded}
+return {batch, more, next_due, dead, processed, failed, restored, v1, conflicts, states, ob, snoozed, discarded,
+  nexpired}

@@ -6,13 +6,14 @@
 -- ARGV[2] "1" to count layout 1's keys too (the store is being upgraded)
 --
 -- Returns {length, retries, morgue, oldest, busy, processed, failed, now,
--- snoozed, discarded, cancelled}:
+-- snoozed, discarded, cancelled, expired}:
 -- length counts queued ids, retries those with retry_count >= 0, morgue
 -- the morgue's ids, oldest is the earliest due time among queued ids (""
 -- when none), busy the ids in flight, processed and failed the counters,
 -- now the time the script read, snoozed and discarded the counters of the
 -- outcomes handlers chose (docs/contract.md §3.11; 0 when never counted),
--- cancelled the ids a cancel disposed of while in flight (§3.13).
+-- cancelled the ids a cancel disposed of while in flight (§3.13), expired
+-- the payloads discarded at fetch because they expired (§3.15).
 --
 -- Cost: O(1), plus the stale entries at the head of the fifo.
 
@@ -58,7 +59,7 @@ local length = redis.call("HLEN", K.jobs)
 local retries = redis.call("ZCARD", K.retries)
 local morgue = redis.call("HLEN", K.morgue)
 local busy = count_of(redis.call("GETRANGE", K.inflight, 0, 63))
-local c = redis.call("HMGET", K.meta, "processed", "failed", "snoozed", "discarded", "cancelled")
+local c = redis.call("HMGET", K.meta, "processed", "failed", "snoozed", "discarded", "cancelled", "expired")
 local processed, failed = tonumber(c[1] or "0"), tonumber(c[2] or "0")
 
 if ARGV[2] == "1" then
@@ -76,4 +77,4 @@ if ARGV[2] == "1" then
 end
 
 return {length, retries, morgue, oldest or "", busy, processed, failed, NOW,
-  tonumber(c[3] or "0"), tonumber(c[4] or "0"), tonumber(c[5] or "0")}
+  tonumber(c[3] or "0"), tonumber(c[4] or "0"), tonumber(c[5] or "0"), tonumber(c[6] or "0")}

@@ -158,7 +158,9 @@ export function payloadBlock(p, i) {
   return h('div', {class: 'payload', dataset: {payload: i}},
     h('div', {class: 'payload-cap'},
       h('span', {class: 'payload-kind'}, t.kind === 'json' ? 'JSON' : `binary · ${plural(t.bytes, 'byte')} · base64`),
-      scoreText(p.score)),
+      scoreText(p.score),
+      // Its expiry (docs/contract.md §3.15), when it has one.
+      p.expires_at ? h('span', {class: 'payload-expires', title: 'expires_at'}, `expires ${localTime(p.expires_at)}`) : null),
     headerRow(p.headers),
     h('pre', {class: ['code', t.kind]}, t.text));
 }
@@ -234,9 +236,10 @@ export function button(label, {icon: ic, kind, onclick, title, id, small, disabl
 const HEADER_STATS = [
   ['length', 'Queued'], ['fresh', 'Fresh'], ['retries', 'Retries'], ['morgue_length', 'Morgue'],
   ['lag', 'Lag'], ['busy', 'Busy'], ['processed', 'Processed'], ['failed', 'Failed'],
-  // The outcomes handlers chose and the cancels that stopped a call
-  // (docs/contract.md §3.11, §3.13); absent from older nodes' answers.
-  ['snoozed', 'Snoozed'], ['discarded', 'Discarded'], ['cancelled', 'Cancelled'],
+  // The outcomes handlers chose, the cancels that stopped a call and the
+  // payloads that expired before a fetch (docs/contract.md §3.11, §3.13,
+  // §3.15); absent from older nodes' answers.
+  ['snoozed', 'Snoozed'], ['discarded', 'Discarded'], ['cancelled', 'Cancelled'], ['expired', 'Expired'],
 ];
 
 const TAB_NAMES = {processing: 'Processing', morgue: 'Morgue', finished: 'Finished'};
