@@ -66,6 +66,11 @@ type Job struct {
 	// (docs/contract.md §3.12). At most 512 bytes; empty means none; a
 	// queue without a window ignores it. EnqueueReport counts duplicates.
 	DedupKey string
+	// Priority orders the due ids of a shard: 1 (first) to 4; 0 means 1.
+	// An id takes the most urgent priority of its queued payloads, which
+	// stay in score order (docs/contract.md §3.16). Use it once every node
+	// runs a release that knows priorities.
+	Priority int
 }
 
 // EnqueueResult is what EnqueueReport reports: Duplicates counts the jobs
@@ -200,7 +205,7 @@ func (c *Client) write(ctx context.Context, queue string, jobs []Job) error {
 		if err != nil {
 			return err
 		}
-		out[i] = persistence.NewJob{ID: j.ID, Payload: j.Payload, Score: j.Score, PerformAt: due, Headers: j.Headers, DedupKey: j.DedupKey}
+		out[i] = persistence.NewJob{ID: j.ID, Payload: j.Payload, Score: j.Score, PerformAt: due, Headers: j.Headers, DedupKey: j.DedupKey, Priority: j.Priority}
 	}
 	res, err := persistence.EnqueueReport(ctx, c.store, queue, out)
 	if rep, ok := ctx.Value(reportKey{}).(*EnqueueResult); ok {

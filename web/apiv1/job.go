@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"time"
 
 	"github.com/orderlyhq/orderly/persistence"
@@ -26,14 +28,14 @@ const EmptyPayload = `""`
 const DeadlineHeader = wire.DeadlineHeader
 
 // JobFields lists the fields of a job object, for messages.
-const JobFields = "id, payload, payload_base64, score, perform_at, perform_in, headers, dedup_key"
+const JobFields = "id, payload, payload_base64, score, perform_at, perform_in, headers, dedup_key, priority"
 
 // NewJob is one job of an enqueue request, POST /api/v1/queues/{q}/jobs
 // (the body is a JSON array of them):
 //
 //	{"id": "order-1", "payload": <any JSON> | "payload_base64": "<base64>",
 //	 "score": <number>, "perform_at": <unix seconds> | "perform_in": <seconds> | "<duration>",
-//	 "headers": {"<key>": "<value>", ...}, "dedup_key": "<string>"}
+//	 "headers": {"<key>": "<value>", ...}, "dedup_key": "<string>", "priority": 1..4}
 //
 // Only id is required.
 type NewJob struct {
@@ -55,6 +57,9 @@ type NewJob struct {
 	// a job of the same id with the same key was enqueued within the
 	// queue's dedup window (docs/contract.md §3.12); empty means none.
 	DedupKey string
+	// Priority orders the due ids of a shard, 1 (first) to 4
+	// (docs/contract.md §3.16); 0 means none given (1).
+	Priority int
 }
 
 // MarshalJSON implements json.Marshaler: the payload goes as "payload" when
@@ -108,6 +113,10 @@ func (j NewJob) MarshalJSON() ([]byte, error) {
 		b = append(b, `,"dedup_key":`...)
 		b = append(b, k...)
 	}
+	if j.Priority != 0 {
+		b = append(b, `,"priority":`...)
+		b = strconv.AppendInt(b, int64(j.Priority), 10)
+	}
 	return append(b, '}'), nil
 }
 
@@ -121,6 +130,7 @@ const (
 	fPerformIn
 	fHeaders
 	fDedupKey
+	fPriority
 )
 
 // DecodeJob checks and decodes one job object of an enqueue request as the
@@ -236,6 +246,9 @@ func (d *jobDecoder) field(key, val []byte) error {
 	case "dedup_key":
 		f = fDedupKey
 		d.job.DedupKey, err = decodeDedupKey(val, d.index)
+	case "priority":
+		f = fPriority
+		d.job.Priority, err = decodePriority(val)
 	default:
 		return d.bad(string(key), "unknown field (known: %s)", JobFields)
 	}
@@ -272,7 +285,27 @@ func (j NewJob) Store(now time.Time, index int) (persistence.NewJob, error) {
 	if payload == nil {
 		payload = []byte(EmptyPayload)
 	}
-	return persistence.NewJob{ID: j.ID, Payload: payload, Score: j.Score, PerformAt: at, Headers: j.Headers, DedupKey: j.DedupKey}, nil
+	return persistence.NewJob{ID: j.ID, Payload: payload, Score: j.Score, PerformAt: at, Headers: j.Headers, DedupKey: j.DedupKey, Priority: j.Priority}, nil
+}
+
+// decodePriority decodes a "priority" value: an integer from 1 to
+// persistence.MaxPriority (null means none: 1).
+func decodePriority(val []byte) (int, error) {
+	switch k := jsonscan.KindOf(val); k {
+	case "null":
+		return 0, nil
+	case "a number":
+	default:
+		return 0, fmt.Errorf("must be an integer from 1 to %d, got %s", persistence.MaxPriority, k)
+	}
+	v, err := jsonscan.FiniteNumber(val)
+	if err != nil {
+		return 0, err
+	}
+	if v != math.Trunc(v) || v < 1 || v > persistence.MaxPriority {
+		return 0, fmt.Errorf("must be an integer from 1 to %d, got %s", persistence.MaxPriority, jsonscan.Truncate(string(val), 32))
+	}
+	return int(v), nil
 }
 
 // seconds decodes a delay: a JSON number of seconds (fractions allowed),

@@ -35,14 +35,14 @@ const (
 
 var enqueueHelp = help{
 	Usage: []string{
-		"orderly enqueue --queue Q --id ID [--payload JSON | --payload-raw S | --payload-base64 B] [--score S] [--perform-in D | --perform-at T] [--header K=V ...] [--dedup-key K] [flags]",
+		"orderly enqueue --queue Q --id ID [--payload JSON | --payload-raw S | --payload-base64 B] [--score S] [--perform-in D | --perform-at T] [--header K=V ...] [--dedup-key K] [--priority N] [flags]",
 		"orderly enqueue --queue Q --file jobs.jsonl|- [--batch N] [--skip N] [flags]",
 	},
 	Text: `Enqueues one job given by flags, or the jobs of a JSONL file (--file, "-" for
 stdin): one job object per line in the API's shape,
   {"id": "...", "payload": <any JSON> | "payload_base64": "...", "score": <number>,
    "perform_at": <unix seconds> | "perform_in": <seconds>, "headers": {"k": "v"},
-   "dedup_key": "..."}
+   "dedup_key": "...", "priority": 1..4}
 (only id is required; blank lines are skipped). The file's jobs are sent in
 batches of --batch jobs (fewer when a batch would pass 8 MiB); a progress bar
 is drawn on stderr when it is a terminal. Each line is checked before its
@@ -64,7 +64,10 @@ that travels with it to the handler (at most 32, 8 KiB in all).
 
 --dedup-key K (at most 512 bytes): on a queue with a dedup_window, a job
 whose id was enqueued with the same key within the window is acknowledged
-as a duplicate and not stored; the command counts duplicates.`,
+as a duplicate and not stored; the command counts duplicates.
+
+--priority N (1 to 4, default 1): among the due ids of a shard, priority 1
+is fetched first, then 2, 3, 4; an id's payloads stay in score order.`,
 	Examples: []string{
 		`orderly enqueue --queue orders --id order-1 --payload '{"sku":42}' --perform-in 30s`,
 		`orderly enqueue --queue orders --id order-1 --payload '{"sku":42}' --header tenant=acme`,
@@ -81,7 +84,7 @@ type enqueueOpts struct {
 	score                                         float64
 	performIn, performAt, dedupKey                string
 	file                                          string
-	batch, skip                                   int
+	batch, skip, priority                         int
 	headers                                       headerFlag
 }
 
@@ -117,6 +120,7 @@ func enqueue(e *env, args []string) int {
 	fs.StringVar(&o.performAt, "perform-at", "", "run the job at this `time`, RFC 3339 or unix seconds (default now)")
 	fs.Var(o.headers, "header", "a header of the payload, `K=V` (repeatable)")
 	fs.StringVar(&o.dedupKey, "dedup-key", "", "the job's dedup `key`: a duplicate within the queue's dedup_window is not stored")
+	fs.IntVar(&o.priority, "priority", 1, "the job's priority, `N` from 1 (first) to 4")
 	fs.StringVar(&o.file, "file", "", `JSONL file of jobs, one object per line; "-" reads stdin`)
 	fs.IntVar(&o.batch, "batch", DefaultBatch, "jobs per request with --file")
 	fs.IntVar(&o.skip, "skip", 0, "skip the first `N` lines of --file (to resume an import)")
@@ -128,7 +132,7 @@ func enqueue(e *env, args []string) int {
 	}
 	set := given(fs)
 	if set["file"] {
-		for _, f := range []string{"id", "payload", "payload-raw", "payload-base64", "score", "perform-in", "perform-at", "header", "dedup-key"} {
+		for _, f := range []string{"id", "payload", "payload-raw", "payload-base64", "score", "perform-in", "perform-at", "header", "dedup-key", "priority"} {
 			if set[f] {
 				return e.usage(fs, "--%s is for one job from flags; it does not go with --file", f)
 			}
@@ -224,6 +228,14 @@ func jobFromFlags(o *enqueueOpts, set map[string]bool, now time.Time) ([]byte, e
 		job.Headers = o.headers
 	}
 	job.DedupKey = o.dedupKey
+	if set["priority"] {
+		if o.priority < 1 || o.priority > persistence.MaxPriority {
+			return nil, fmt.Errorf("--priority: must be an integer from 1 to %d, got %d", persistence.MaxPriority, o.priority)
+		}
+		if o.priority > persistence.DefaultPriority {
+			job.Priority = o.priority
+		}
+	}
 	if set["perform-in"] && set["perform-at"] {
 		return nil, errors.New("give --perform-in or --perform-at, not both")
 	}
