@@ -110,7 +110,11 @@ type Job struct {
 	// (acknowledged, not stored) when the same id was enqueued with the same
 	// key within the window; empty means none, at most 512 bytes
 	// (docs/contract.md §3.12).
-	DedupKey      string `protobuf:"bytes,7,opt,name=dedup_key,json=dedupKey,proto3" json:"dedup_key,omitempty"`
+	DedupKey string `protobuf:"bytes,7,opt,name=dedup_key,json=dedupKey,proto3" json:"dedup_key,omitempty"`
+	// priority orders the due ids of a shard: 1 (first) to 4; 0 (unset)
+	// means 1. An id takes the most urgent priority of its queued payloads,
+	// which stay in score order (docs/contract.md §3.16).
+	Priority      int32 `protobuf:"varint,9,opt,name=priority,proto3" json:"priority,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -192,6 +196,13 @@ func (x *Job) GetDedupKey() string {
 		return x.DedupKey
 	}
 	return ""
+}
+
+func (x *Job) GetPriority() int32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
 }
 
 // Enqueue adds jobs to a queue, merging with queued jobs of the same id.
@@ -774,7 +785,7 @@ var File_orderly_proto protoreflect.FileDescriptor
 
 const file_orderly_proto_rawDesc = "" +
 	"\n" +
-	"\rorderly.proto\x12\x13orderly.messages.v1\"\xd4\x02\n" +
+	"\rorderly.proto\x12\x13orderly.messages.v1\"\xf0\x02\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\apayload\x18\x02 \x01(\fR\apayload\x12\x19\n" +
@@ -784,7 +795,8 @@ const file_orderly_proto_rawDesc = "" +
 	"\n" +
 	"perform_in\x18\x05 \x01(\x01H\x02R\tperformIn\x88\x01\x01\x12?\n" +
 	"\aheaders\x18\x06 \x03(\v2%.orderly.messages.v1.Job.HeadersEntryR\aheaders\x12\x1b\n" +
-	"\tdedup_key\x18\a \x01(\tR\bdedupKey\x1a:\n" +
+	"\tdedup_key\x18\a \x01(\tR\bdedupKey\x12\x1a\n" +
+	"\bpriority\x18\t \x01(\x05R\bpriority\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\b\n" +

@@ -184,7 +184,7 @@ func JobsFromMessage(m *messages.Enqueue, now time.Time) ([]persistence.NewJob, 
 		if err != nil {
 			return nil, err
 		}
-		jobs[i] = persistence.NewJob{ID: j.GetId(), Payload: j.GetPayload(), Score: j.Score, PerformAt: at, Headers: j.GetHeaders(), DedupKey: j.GetDedupKey()}
+		jobs[i] = persistence.NewJob{ID: j.GetId(), Payload: j.GetPayload(), Score: j.Score, PerformAt: at, Headers: j.GetHeaders(), DedupKey: j.GetDedupKey(), Priority: int(j.GetPriority())}
 	}
 	return jobs, nil
 }
