@@ -110,6 +110,16 @@ func testPriorityFailureRestore(t *testing.T, h Harness) {
 	require.Equal(t, 2, e.get("b").Priority)
 	o = e.own(0)
 	require.Equal(t, []string{"a", "c", "b"}, ids(o.next(10).Batch))
+	// Retries exhausted: the lowest payload dies, the rest goes back as a
+	// fresh job with the id's priority.
+	o.next(0)
+	e.enqueue(pjob("m", "m1", 1, 3), pjob("m", "m2", 2, 3))
+	o.maxRetry = 0
+	require.Equal(t, []string{"m"}, ids(o.next(10).Batch))
+	o.next(0, o.fail("m", "dead", 0))
+	left := e.get("m")
+	require.Equal(t, []string{"m2"}, payloadData(left.Payloads))
+	require.Equal(t, 3, left.Priority)
 }
 
 // docs/contract.md §3.16 and §2.6: what a bounded fetch leaves of an id
