@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ var priorityTests = []testCase{
 	{"Rule16_BoundedFetchKeepsPriority", testPriorityBoundedFetch, needNone},
 	{"Rule16_ListingIncludesPriorityIds", testPriorityListing, needNone},
 	{"Rule16_ActionsSeePriorityIds", testPriorityActions, needAdmin},
+	{"Rule16_PerformAllNowAcrossCalls", testPriorityPerformAllNowChunks, needAdmin},
 	{"Rule16_PollReportsDuePriorityWork", testPriorityPoll, needNone},
 	{"Rule16_BadPriorityRefused", testPriorityRefused, needNone},
 }
@@ -243,4 +245,28 @@ func testPriorityRefused(t *testing.T, h Harness) {
 		require.ErrorIs(t, err, persistence.ErrInvalid)
 	}
 	require.Nil(t, e.get("a"))
+}
+
+// docs/contract.md §3.16 and §3.9: perform all now reaches every delayed id
+// of every priority when they take several bounded calls per shard.
+func testPriorityPerformAllNowChunks(t *testing.T, h Harness) {
+	e := newEnv(t, h, 1)
+	var jobs []persistence.NewJob
+	for i := range 1300 {
+		j := pjob(fmt.Sprint("j", i), "v", 1, 1+i%4)
+		j.PerformAt = e.at(time.Duration(i+1) * time.Second)
+		jobs = append(jobs, j)
+	}
+	e.enqueue(jobs...)
+	n, err := e.admin().PerformAllNow(e.ctx, e.queue)
+	require.NoError(t, err)
+	require.Equal(t, 1300, n)
+	require.Equal(t, 4, e.get("j1299").Priority)
+	require.True(t, e.get("j1299").PerformAt.Equal(e.clock.Now()))
+	require.InDelta(t, 0, e.stats().Lag, 0.001)
+	res := e.own(0).next(1000)
+	require.Len(t, res.Batch.Jobs, 1000)
+	require.Equal(t, "j0", res.Batch.Jobs[0].ID)
+	require.Equal(t, 0, res.Batch.Jobs[324].Priority)
+	require.Equal(t, 2, res.Batch.Jobs[325].Priority)
 }
