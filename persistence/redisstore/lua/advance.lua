@@ -679,30 +679,20 @@ if want > 0 then
       for j, id in ipairs(due) do
         if n >= want or pay >= budget or scanned >= limit then break end
         scanned = scanned + 1
-        if not taken[id] then
-          local s = recs[j]
-          if not s then
-            del_p[pk][#del_p[pk] + 1] = id
-          else
-            consider(id, s, false, del_p[pk])
-          end
+        if not taken[id] and not recs[j] then
+          del_p[pk][#del_p[pk] + 1] = id
+        elseif not taken[id] then
+          consider(id, recs[j], false, del_p[pk])
         end
       end
       if #due == lim then over = true end -- it may hold more due ids
     end
   end
-  for pk = 1, 3 do
-    local d = del_p[pk]
-    for i = 1, #d, CHUNK do
-      redis.call("ZREM", pkeys[pk], unpack(d, i, math.min(i + CHUNK - 1, #d)))
-    end
-  end
   hdel_list(K.jobs, del_jobs)
-  for i = 1, #del_later, CHUNK do
-    redis.call("ZREM", K.later, unpack(del_later, i, math.min(i + CHUNK - 1, #del_later)))
-  end
-  for i = 1, #del_retries, CHUNK do
-    redis.call("ZREM", K.retries, unpack(del_retries, i, math.min(i + CHUNK - 1, #del_retries)))
+  for _, d in ipairs({{K.later, del_later}, {K.retries, del_retries}, {K.p2, del_p[1]}, {K.p3, del_p[2]}, {K.p4, del_p[3]}}) do
+    for i = 1, #d[2], CHUNK do
+      redis.call("ZREM", d[1], unpack(d[2], i, math.min(i + CHUNK - 1, #d[2])))
+    end
   end
   if consumed > 0 then redis.call("LTRIM", K.fifo, consumed, -1) end
   local tmark, ntm = {}, 0

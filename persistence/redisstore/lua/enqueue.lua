@@ -64,7 +64,9 @@
 -- adds one HGET and at most one HSET of the meta. A call with dedup keys
 -- adds HGET (the window), and with the window on ZRANGEBYSCORE, ZMSCORE,
 -- ZADD and PEXPIRE (ZREM when lapsed keys are trimmed); a call without
--- keys pays nothing for it.
+-- keys pays nothing for it. A new id of priority 2 to 4 adds one ZADD, a
+-- promotion a ZREM, ZADD and HSET; a call without priorities pays nothing
+-- for them.
 
 init_clock(ARGV[1])
 local mode, channel, shard = ARGV[2], ARGV[3], ARGV[4]
