@@ -64,8 +64,8 @@
 -- adds one HGET and at most one HSET of the meta. A call with dedup keys
 -- adds HGET (the window), and with the window on ZRANGEBYSCORE, ZMSCORE,
 -- ZADD and PEXPIRE (ZREM when lapsed keys are trimmed); a call without
--- keys pays nothing for it. A new id of priority 2 to 4 adds one ZADD, a
--- promotion a ZREM, ZADD and HSET; a call without priorities pays nothing
+-- keys pays nothing for it. New ids of priority 2 to 4 add one ZADD per
+-- priority, a promotion a ZREM, ZADD and HSET; a call without priorities pays nothing
 -- for them.
 
 init_clock(ARGV[1])
@@ -249,6 +249,7 @@ local tat, tid = m[3], m[4]
 local tatn = tat and tonumber(tat)
 local tail_ours = false -- the fifo's tail was appended by this call
 local hset, push, later = {}, {}, {}
+local padd = {nil, {}, {}, {}} -- new ids of priority 2..4: due, id, ...
 
 for j, id in ipairs(order) do
   local g = byid[id]
@@ -303,7 +304,9 @@ for j, id in ipairs(order) do
       r.pri, r.fseq = pmin, nil
       cold().store(id, r, r.rc)
     elseif new and pmin > 1 then
-      redis.call("ZADD", PKEY[pmin], r.at, id)
+      local z = padd[pmin]
+      z[#z + 1] = r.at
+      z[#z + 1] = id
     elseif new then
       local atn = tonumber(r.at)
       if atn <= NOWN and (not tatn or atn > tatn or (atn == tatn and (tail_ours or bcmp(id, tid) >= 0))) then
@@ -328,8 +331,12 @@ end
 for i = 1, #push, CHUNK do
   redis.call("RPUSH", K.fifo, unpack(push, i, math.min(i + CHUNK - 1, #push)))
 end
-for i = 1, #later, CHUNK * 2 do
-  redis.call("ZADD", K.later, unpack(later, i, math.min(i + CHUNK * 2 - 1, #later)))
+for p = 1, 4 do
+  local z, key = later, K.later
+  if p > 1 then z, key = padd[p], PKEY[p] end
+  for i = 1, #z, CHUNK * 2 do
+    redis.call("ZADD", key, unpack(z, i, math.min(i + CHUNK * 2 - 1, #z)))
+  end
 end
 local meta = {}
 if #push > 0 then
