@@ -668,7 +668,7 @@ if want > 0 then
     and redis.call("EXISTS", K.p2, K.p3, K.p4) > 0 then
     pkeys = {K.p2, K.p3, K.p4}
   end
-  local del_p = {{}, {}, {}}
+  local del_p = pkeys and {{}, {}, {}}
   for pk = 1, pkeys and 3 or 0 do
     if n >= want or pay >= budget or over or scanned >= limit then break end
     local key = pkeys[pk]
@@ -689,11 +689,12 @@ if want > 0 then
     end
   end
   hdel_list(K.jobs, del_jobs)
-  for _, d in ipairs({{K.later, del_later}, {K.retries, del_retries}, {K.p2, del_p[1]}, {K.p3, del_p[2]}, {K.p4, del_p[3]}}) do
-    for i = 1, #d[2], CHUNK do
-      redis.call("ZREM", d[1], unpack(d[2], i, math.min(i + CHUNK - 1, #d[2])))
-    end
+  local function zrem(key, ids)
+    for i = 1, #ids, CHUNK do redis.call("ZREM", key, unpack(ids, i, math.min(i + CHUNK - 1, #ids))) end
   end
+  zrem(K.later, del_later)
+  zrem(K.retries, del_retries)
+  for pk = 1, pkeys and 3 or 0 do zrem(pkeys[pk], del_p[pk]) end
   if consumed > 0 then redis.call("LTRIM", K.fifo, consumed, -1) end
   local tmark, ntm = {}, 0
   if stateful and n < want and pay < budget then
