@@ -72,6 +72,11 @@ type Job struct {
 	// (docs/contract.md §3.15). Neither means it never expires.
 	ExpiresAt time.Time
 	ExpiresIn time.Duration
+	// Priority orders the due ids of a shard: 1 (first) to 4; 0 means 1.
+	// An id takes the most urgent priority of its queued payloads, which
+	// stay in score order (docs/contract.md §3.16). Use it once every node
+	// runs a release that knows priorities.
+	Priority int
 }
 
 // EnqueueResult is what EnqueueReport reports: Duplicates counts the jobs
@@ -211,7 +216,7 @@ func (c *Client) write(ctx context.Context, queue string, jobs []Job) error {
 			return err
 		}
 		out[i] = persistence.NewJob{ID: j.ID, Payload: j.Payload, Score: j.Score, PerformAt: due, Headers: j.Headers, DedupKey: j.DedupKey,
-			ExpiresAt: exp}
+			ExpiresAt: exp, Priority: j.Priority}
 	}
 	res, err := persistence.EnqueueReport(ctx, c.store, queue, out)
 	if rep, ok := ctx.Value(reportKey{}).(*EnqueueResult); ok {

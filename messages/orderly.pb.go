@@ -117,7 +117,11 @@ type Job struct {
 	ExpiresAt *float64 `protobuf:"fixed64,8,opt,name=expires_at,json=expiresAt,proto3,oneof" json:"expires_at,omitempty"`
 	// expires_in is seconds from now (the node's clock when it receives the
 	// message); it cannot be combined with expires_at.
-	ExpiresIn     *float64 `protobuf:"fixed64,10,opt,name=expires_in,json=expiresIn,proto3,oneof" json:"expires_in,omitempty"`
+	ExpiresIn *float64 `protobuf:"fixed64,10,opt,name=expires_in,json=expiresIn,proto3,oneof" json:"expires_in,omitempty"`
+	// priority orders the due ids of a shard: 1 (first) to 4; 0 (unset)
+	// means 1. An id takes the most urgent priority of its queued payloads,
+	// which stay in score order (docs/contract.md §3.16).
+	Priority      int32 `protobuf:"varint,9,opt,name=priority,proto3" json:"priority,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -211,6 +215,13 @@ func (x *Job) GetExpiresAt() float64 {
 func (x *Job) GetExpiresIn() float64 {
 	if x != nil && x.ExpiresIn != nil {
 		return *x.ExpiresIn
+	}
+	return 0
+}
+
+func (x *Job) GetPriority() int32 {
+	if x != nil {
+		return x.Priority
 	}
 	return 0
 }
@@ -795,7 +806,7 @@ var File_orderly_proto protoreflect.FileDescriptor
 
 const file_orderly_proto_rawDesc = "" +
 	"\n" +
-	"\rorderly.proto\x12\x13orderly.messages.v1\"\xba\x03\n" +
+	"\rorderly.proto\x12\x13orderly.messages.v1\"\xd6\x03\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\apayload\x18\x02 \x01(\fR\apayload\x12\x19\n" +
@@ -810,7 +821,8 @@ const file_orderly_proto_rawDesc = "" +
 	"expires_at\x18\b \x01(\x01H\x03R\texpiresAt\x88\x01\x01\x12\"\n" +
 	"\n" +
 	"expires_in\x18\n" +
-	" \x01(\x01H\x04R\texpiresIn\x88\x01\x01\x1a:\n" +
+	" \x01(\x01H\x04R\texpiresIn\x88\x01\x01\x12\x1a\n" +
+	"\bpriority\x18\t \x01(\x05R\bpriority\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\b\n" +

@@ -38,6 +38,11 @@ const (
 	// MaxDedupKeyBytes is the longest dedup key accepted, in bytes
 	// (docs/contract.md §3.12).
 	MaxDedupKeyBytes = 512
+	// DefaultPriority is the priority of a job that names none (0): the
+	// most urgent (docs/contract.md §3.16).
+	DefaultPriority = 1
+	// MaxPriority is the least urgent priority.
+	MaxPriority = 4
 )
 
 // ShardOf returns the shard of id in a queue of the given number of shards:
@@ -124,6 +129,11 @@ type NewJob struct {
 	// Transports that take expires_at or expires_in compute it with the
 	// ExpiresAt function.
 	ExpiresAt time.Time
+	// Priority orders the due ids of a shard (docs/contract.md §3.16):
+	// 1 (first) to MaxPriority; 0 means DefaultPriority. An id takes the
+	// most urgent priority of the payloads merged into it since it was
+	// last fetched; its payloads stay in score order whatever theirs.
+	Priority int
 }
 
 // EnqueueResult is what an enqueue reports besides its success.
@@ -192,6 +202,10 @@ type Job struct {
 	// Timer is set when the id's timer fired and brought it (stateful
 	// queues); a job that only its timer brought has no payloads.
 	Timer bool
+	// Priority is the id's priority (docs/contract.md §3.16), 2 to
+	// MaxPriority; 0 means DefaultPriority (1), as stored by every record
+	// that never named one.
+	Priority int
 }
 
 // MorgueEntry is an id in the morgue: the payloads whose retries ran out,

@@ -155,6 +155,20 @@ func ValidateJobs(jobs []NewJob, maxPayload int) error {
 		if err := ValidateDedupKey(j.DedupKey, i); err != nil {
 			return err
 		}
+		if err := ValidatePriority(j.Priority, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ValidatePriority reports whether p may be a job's priority
+// (docs/contract.md §3.16): 0 (the default, 1) or 1 to MaxPriority. index
+// is the job's position in a batch (-1 if none); the error is a
+// *FieldError naming priority.
+func ValidatePriority(p, index int) error {
+	if p < 0 || p > MaxPriority {
+		return fieldErr("priority", index, "%d is not an integer from 1 to %d", p, MaxPriority)
 	}
 	return nil
 }

@@ -132,7 +132,10 @@
 // on a queue with a dedup_window, a job whose id was enqueued with the same
 // key within the window is acknowledged and not stored; the answer's
 // "duplicates" counts them ("enqueued" counts every job of the request;
-// docs/contract.md §3.12).
+// docs/contract.md §3.12). priority is an integer from 1 (first) to 4
+// (null: 1): among the due ids of a shard, priority 1 goes first, then 2,
+// 3, 4; an id's payloads stay in score order (docs/contract.md §3.16);
+// answers show "priority" only when it is not 1.
 // Times and scores are JSON numbers; null is not "missing" and is rejected.
 // Unknown or repeated fields are errors. Validation is all-or-nothing: one
 // bad job and nothing is written. An empty array enqueues nothing and

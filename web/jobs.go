@@ -14,6 +14,7 @@ func jobOf(j persistence.Job) apiv1.Job {
 	return apiv1.Job{
 		PerformAt:    persistence.UnixSeconds(j.PerformAt),
 		RetryCount:   j.RetryCount,
+		Priority:     j.Priority,
 		Error:        j.Error,
 		Payloads:     apiv1.Payloads(j.Payloads),
 		PayloadCount: j.PayloadCount,

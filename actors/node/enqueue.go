@@ -190,7 +190,7 @@ func JobsFromMessage(m *messages.Enqueue, now time.Time) ([]persistence.NewJob, 
 			return nil, err
 		}
 		jobs[i] = persistence.NewJob{ID: j.GetId(), Payload: j.GetPayload(), Score: j.Score, PerformAt: at, Headers: j.GetHeaders(), DedupKey: j.GetDedupKey(),
-			ExpiresAt: exp}
+			ExpiresAt: exp, Priority: int(j.GetPriority())}
 	}
 	return jobs, nil
 }

@@ -100,3 +100,20 @@ func FuzzEnqueueMessage(f *testing.F) {
 		}
 	})
 }
+
+// TestJobsFromMessagePriority: a message's priority reaches the store's
+// job, and one outside 1 to 4 is a field error naming it
+// (docs/contract.md §3.16).
+func TestJobsFromMessagePriority(t *testing.T) {
+	jobs, err := JobsFromMessage(&messages.Enqueue{Queue: "q", Jobs: []*messages.Job{{Id: "a", Priority: 3}, {Id: "b"}}}, time.Unix(1700000000, 0))
+	require.NoError(t, err)
+	require.Equal(t, 3, jobs[0].Priority)
+	require.Equal(t, 0, jobs[1].Priority)
+	require.NoError(t, persistence.ValidateJobs(jobs, 0))
+	jobs, err = JobsFromMessage(&messages.Enqueue{Queue: "q", Jobs: []*messages.Job{{Id: "a", Priority: 5}}}, time.Unix(1700000000, 0))
+	require.NoError(t, err)
+	err = persistence.ValidateJobs(jobs, 0)
+	var fe *persistence.FieldError
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, "jobs[0].priority", fe.Path())
+}

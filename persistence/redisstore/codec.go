@@ -96,6 +96,9 @@ const (
 	// Flag 32 (some overflow payload may carry headers, after the score key
 	// of its ovs value) only the scripts read.
 	flagHeaders = 16
+	// flagPriority: bits 64 and 128 hold the priority - 1
+	// (docs/contract.md §3.16); 0 in records of earlier releases.
+	flagPriority = 64
 )
 
 // encodeHeaders encodes a payload's headers as the scripts keep them: the
@@ -181,6 +184,7 @@ type record struct {
 	err      string
 	hold     time.Time
 	overflow int // payloads in the overflow, not in payloads
+	priority int // 0 (the default, 1) or 2 to persistence.MaxPriority
 	payloads []persistence.Payload
 	// more are overflow payloads read besides the record, following
 	// payloads.
@@ -207,6 +211,9 @@ func decodeRecord(s string, morgue bool) (record, error) {
 		return rec, errCorrupt
 	}
 	flags := s[0]
+	if p := int(flags / flagPriority); p > 0 {
+		rec.priority = p + 1
+	}
 	r := &fieldReader{s: s, pos: 1}
 	atS, err := r.next()
 	if err != nil {
@@ -369,6 +376,7 @@ func decodeBatch(s string) (batchHeader, []persistence.Job, error) {
 		jobs = append(jobs, persistence.Job{
 			ID: id, Payloads: rec.payloads, PayloadCount: len(rec.payloads),
 			PerformAt: persistence.FromUnixSeconds(rec.at), RetryCount: rec.rc, Error: rec.err,
+			Priority: rec.priority,
 		})
 	}
 	if err := decodeBatchSections(r, jobs); err != nil {

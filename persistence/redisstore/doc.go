@@ -21,6 +21,7 @@
 //	2:jobs      HASH   queued id -> job record (payloads inline, up to 64)
 //	2:fifo      LIST   "fseq:id" of jobs due when queued, in (perform_at, id) order
 //	2:later     ZSET   id -> due time of the other queued jobs
+//	2:p2..2:p4  ZSET   id -> due time of queued ids of priority 2 to 4
 //	2:retries   ZSET   id -> retry count, failed jobs only
 //	2:ovo 2:ovs        payloads beyond an id's inline ones (queued and morgue)
 //	2:inflight  STRING the batch being processed (codec.go)

@@ -16,7 +16,8 @@ import (
 
 // TestDowngrade rolls a store back to layout 1 and lets the previous
 // release's scripts serve it: queued, delayed, retrying, in-flight and
-// morgue jobs (one with payloads in the overflow) come out whole.
+// morgue jobs (one with payloads in the overflow) and ids of priority 2 to
+// 4 (docs/contract.md §3.16: the priority is dropped) come out whole.
 func TestDowngrade(t *testing.T) {
 	db := redistest.New(t)
 	ctx := context.Background()
@@ -31,6 +32,8 @@ func TestDowngrade(t *testing.T) {
 		{ID: "retry", Payload: []byte("r"), Score: sc(1), PerformAt: clk.Now().Add(-2 * time.Second)},
 		{ID: "flight", Payload: []byte("f"), Score: sc(1), PerformAt: clk.Now().Add(-time.Second)},
 		{ID: "later", Payload: []byte("l"), Score: sc(1), PerformAt: clk.Now().Add(time.Hour)},
+		{ID: "pri", Payload: []byte("p"), Score: sc(1), Priority: 3},
+		{ID: "prilater", Payload: []byte("pl"), Score: sc(1), Priority: 2, PerformAt: clk.Now().Add(time.Hour)},
 	}
 	for i := range 3000 {
 		jobs = append(jobs, persistence.NewJob{ID: "big", Payload: []byte(fmt.Sprintf("b%04d", i)), Score: sc(float64(i))})
@@ -84,6 +87,8 @@ func TestDowngrade(t *testing.T) {
 	require.Equal(t, []string{"r"}, got["retry"])
 	require.Equal(t, 0, rcs["retry"])
 	require.Equal(t, []string{"l"}, got["later"])
+	require.Equal(t, []string{"p"}, got["pri"])
+	require.Equal(t, []string{"pl"}, got["prilater"])
 	require.Len(t, got["big"], 3000)
 	for i, p := range got["big"] {
 		require.Equal(t, fmt.Sprintf("b%04d", i), p)

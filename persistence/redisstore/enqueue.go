@@ -154,6 +154,15 @@ func (s *Store) enqueueCall(ctx context.Context, a enqueueCallArgs, jobs []persi
 			}
 		}
 	}
+	// A call whose jobs carry a priority other than 1 sends one more value
+	// per job, last (mode suffix "p", after any "h" and "d").
+	withP := false
+	for _, i := range idx {
+		if p := jobs[i].Priority; p > persistence.DefaultPriority {
+			withP, per, m = true, per+1, m+"p"
+			break
+		}
+	}
 	args := make([]any, 0, 5+(per+1)*(len(idx)))
 	args = append(args, a.now, m, s.noticeChannel(ctx, a.queue, a.shard), strconv.Itoa(a.shard))
 	keys := a.sk.keys
@@ -169,6 +178,9 @@ func (s *Store) enqueueCall(ctx context.Context, a enqueueCallArgs, jobs []persi
 		if withD {
 			args = append(args, j.DedupKey)
 		}
+		if withP {
+			args = append(args, priorityArg(j.Priority))
+		}
 		if a.mode == modeUpgrading {
 			keys = append(keys, a.sk.v1Payloads(j.ID))
 		}
@@ -180,6 +192,14 @@ func (s *Store) enqueueCall(ctx context.Context, a enqueueCallArgs, jobs []persi
 		}
 	}
 	return call{s: scriptEnqueue, keys: keys, args: args}, withD
+}
+
+// priorityArg is a job's priority as enqueue.lua reads it ("" = 1).
+func priorityArg(p int) string {
+	if p <= persistence.DefaultPriority {
+		return ""
+	}
+	return strconv.Itoa(p)
 }
 
 // appendJob appends a job's four values of enqueue.lua's ARGV.

@@ -34,6 +34,7 @@ import (
 //	P:T:2:outcome  P:T:2:state  P:T:2:timers  P:T:2:outbox  (stateful queues)
 //	P:T:2:dedup  ZSET dedup_key -> expiry (queues with a dedup_window)
 //	P:T:2:fin  P:T:2:fat  P:T:2:att  P:T:2:aat  (finished ids, retain_finished)
+//	P:T:2:p2  P:T:2:p3  P:T:2:p4  ZSET id -> due time of queued ids of priority 2..4
 //	P:T:due ... P:T:morgue_errors, P:T:p:<id>, P:T:m:<id>  (layout 1, read
 //	while a store written by layout 1 is upgraded)
 //
@@ -86,6 +87,9 @@ const (
 	kFat
 	kAtt
 	kAat
+	kP2
+	kP3
+	kP4
 	numShardKeys
 )
 
@@ -121,6 +125,9 @@ var shardKeyNames = [numShardKeys]string{
 	kFat:            "2:fat",
 	kAtt:            "2:att",
 	kAat:            "2:aat",
+	kP2:             "2:p2",
+	kP3:             "2:p3",
+	kP4:             "2:p4",
 }
 
 func (k keyspace) queues() string { return k.prefix + ":queues" }

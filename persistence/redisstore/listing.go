@@ -638,5 +638,6 @@ func jobOf(e listEntry, npay int) persistence.Job {
 	return persistence.Job{
 		ID: e.id, Payloads: ps, PayloadCount: e.rec.count(),
 		PerformAt: persistence.FromUnixSeconds(e.rec.at), RetryCount: e.rec.rc, Error: e.rec.err,
+		Priority: e.rec.priority,
 	}
 }

@@ -15,7 +15,7 @@ import (
 const pollChunk = 200
 
 // pollKeys are the keys poll.lua reads of one shard, in its order.
-var pollKeys = [...]int{kFifo, kJobs, kLater, kTimers, kOutbox, kInflight, kOutcome, kV1Due, kV1Morgue, kV1Stats, kV1Inflight}
+var pollKeys = [...]int{kFifo, kJobs, kLater, kTimers, kOutbox, kInflight, kOutcome, kV1Due, kV1Morgue, kV1Stats, kV1Inflight, kP2, kP3, kP4}
 
 // PollShards implements persistence.ShardStore: one round trip. On standalone
 // Redis and Sentinel, one poll call per pollChunk shards (in one pipeline);

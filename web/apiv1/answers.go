@@ -148,6 +148,9 @@ type Job struct {
 	// PayloadCount is the total.
 	Payloads     []wire.Payload `json:"payloads"`
 	PayloadCount int            `json:"payload_count"`
+	// Priority is the id's priority (docs/contract.md §3.16), omitted
+	// when it is 1.
+	Priority int `json:"priority,omitempty"`
 }
 
 // ListedJob is a job of a listing or of an in-flight batch.

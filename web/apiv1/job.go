@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"time"
 
 	"github.com/orderlyhq/orderly/persistence"
@@ -26,7 +28,7 @@ const EmptyPayload = `""`
 const DeadlineHeader = wire.DeadlineHeader
 
 // JobFields lists the fields of a job object, for messages.
-const JobFields = "id, payload, payload_base64, score, perform_at, perform_in, headers, dedup_key, expires_at, expires_in"
+const JobFields = "id, payload, payload_base64, score, perform_at, perform_in, headers, dedup_key, expires_at, expires_in, priority"
 
 // NewJob is one job of an enqueue request, POST /api/v1/queues/{q}/jobs
 // (the body is a JSON array of them):
@@ -34,7 +36,7 @@ const JobFields = "id, payload, payload_base64, score, perform_at, perform_in, h
 //	{"id": "order-1", "payload": <any JSON> | "payload_base64": "<base64>",
 //	 "score": <number>, "perform_at": <unix seconds> | "perform_in": <seconds> | "<duration>",
 //	 "headers": {"<key>": "<value>", ...}, "dedup_key": "<string>",
-//	 "expires_at": <unix seconds> | "expires_in": <seconds> | "<duration>"}
+//	 "expires_at": <unix seconds> | "expires_in": <seconds> | "<duration>", "priority": 1..4}
 //
 // Only id is required.
 type NewJob struct {
@@ -60,6 +62,9 @@ type NewJob struct {
 	// one; neither means the payload never expires (docs/contract.md
 	// §3.15). An "expires_in" string is a Go duration, as for perform_in.
 	ExpiresAt, ExpiresIn *float64
+	// Priority orders the due ids of a shard, 1 (first) to 4
+	// (docs/contract.md §3.16); 0 means none given (1).
+	Priority int
 }
 
 // MarshalJSON implements json.Marshaler: the payload goes as "payload" when
@@ -114,6 +119,10 @@ func (j NewJob) MarshalJSON() ([]byte, error) {
 		b = append(b, `,"dedup_key":`...)
 		b = append(b, k...)
 	}
+	if j.Priority != 0 {
+		b = append(b, `,"priority":`...)
+		b = strconv.AppendInt(b, int64(j.Priority), 10)
+	}
 	return append(b, '}'), nil
 }
 
@@ -129,6 +138,7 @@ const (
 	fDedupKey
 	fExpiresAt
 	fExpiresIn
+	fPriority
 )
 
 // DecodeJob checks and decodes one job object of an enqueue request as the
@@ -250,6 +260,9 @@ func (d *jobDecoder) field(key, val []byte) error {
 	case "expires_in":
 		f = fExpiresIn
 		d.job.ExpiresIn, err = seconds(val)
+	case "priority":
+		f = fPriority
+		d.job.Priority, err = decodePriority(val)
 	default:
 		return d.bad(string(key), "unknown field (known: %s)", JobFields)
 	}
@@ -292,7 +305,27 @@ func (j NewJob) Store(now time.Time, index int) (persistence.NewJob, error) {
 		payload = []byte(EmptyPayload)
 	}
 	return persistence.NewJob{ID: j.ID, Payload: payload, Score: j.Score, PerformAt: at, Headers: j.Headers, DedupKey: j.DedupKey,
-		ExpiresAt: exp}, nil
+		ExpiresAt: exp, Priority: j.Priority}, nil
+}
+
+// decodePriority decodes a "priority" value: an integer from 1 to
+// persistence.MaxPriority (null means none: 1).
+func decodePriority(val []byte) (int, error) {
+	switch k := jsonscan.KindOf(val); k {
+	case "null":
+		return 0, nil
+	case "a number":
+	default:
+		return 0, fmt.Errorf("must be an integer from 1 to %d, got %s", persistence.MaxPriority, k)
+	}
+	v, err := jsonscan.FiniteNumber(val)
+	if err != nil {
+		return 0, err
+	}
+	if v != math.Trunc(v) || v < 1 || v > persistence.MaxPriority {
+		return 0, fmt.Errorf("must be an integer from 1 to %d, got %s", persistence.MaxPriority, jsonscan.Truncate(string(val), 32))
+	}
+	return int(v), nil
 }
 
 // seconds decodes a delay: a JSON number of seconds (fractions allowed),

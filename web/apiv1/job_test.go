@@ -165,3 +165,22 @@ func TestNewJobExpiryRoundTrip(t *testing.T) {
 	require.Equal(t, "expires_in", fe.Field)
 	require.Equal(t, 3, fe.Index)
 }
+
+// A job's priority goes through MarshalJSON and DecodeJob unchanged; 0
+// (none) is not written.
+func TestNewJobPriorityRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, p := range []int{0, 1, 2, 4} {
+		b, err := NewJob{ID: "a", Priority: p}.MarshalJSON()
+		require.NoError(t, err)
+		if p == 0 {
+			require.NotContains(t, string(b), "priority")
+		}
+		j, err := DecodeJob(b, -1, 0)
+		require.NoError(t, err)
+		require.Equal(t, p, j.Priority)
+		pj, err := j.Store(now, 0)
+		require.NoError(t, err)
+		require.Equal(t, p, pj.Priority)
+	}
+}

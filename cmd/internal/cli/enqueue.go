@@ -35,14 +35,14 @@ const (
 
 var enqueueHelp = help{
 	Usage: []string{
-		"orderly enqueue --queue Q --id ID [--payload JSON | --payload-raw S | --payload-base64 B] [--score S] [--perform-in D | --perform-at T] [--header K=V ...] [--dedup-key K] [--expires-in D | --expires-at T] [flags]",
+		"orderly enqueue --queue Q --id ID [--payload JSON | --payload-raw S | --payload-base64 B] [--score S] [--perform-in D | --perform-at T] [--header K=V ...] [--dedup-key K] [--expires-in D | --expires-at T] [--priority N] [flags]",
 		"orderly enqueue --queue Q --file jobs.jsonl|- [--batch N] [--skip N] [flags]",
 	},
 	Text: `Enqueues one job given by flags, or the jobs of a JSONL file (--file, "-" for
 stdin): one job object per line in the API's shape,
   {"id": "...", "payload": <any JSON> | "payload_base64": "...", "score": <number>,
    "perform_at": <unix seconds> | "perform_in": <seconds>, "headers": {"k": "v"},
-   "dedup_key": "...", "expires_at": <unix seconds> | "expires_in": <seconds>}
+   "dedup_key": "...", "expires_at": <unix seconds> | "expires_in": <seconds>, "priority": 1..4}
 (only id is required; blank lines are skipped). The file's jobs are sent in
 batches of --batch jobs (fewer when a batch would pass 8 MiB); a progress bar
 is drawn on stderr when it is a terminal. Each line is checked before its
@@ -68,7 +68,10 @@ as a duplicate and not stored; the command counts duplicates.
 
 --expires-in (a duration or seconds, counted from now) or --expires-at (RFC
 3339 or unix seconds): a payload not handed to a handler by then is
-discarded when it is fetched, counted as expired, never delivered.`,
+discarded when it is fetched, counted as expired, never delivered.
+
+--priority N (1 to 4, default 1): among the due ids of a shard, priority 1
+is fetched first, then 2, 3, 4; an id's payloads stay in score order.`,
 	Examples: []string{
 		`orderly enqueue --queue orders --id order-1 --payload '{"sku":42}' --perform-in 30s`,
 		`orderly enqueue --queue orders --id order-1 --payload '{"sku":42}' --header tenant=acme`,
@@ -87,7 +90,7 @@ type enqueueOpts struct {
 	performIn, performAt, dedupKey                string
 	expiresIn, expiresAt                          string
 	file                                          string
-	batch, skip                                   int
+	batch, skip, priority                         int
 	headers                                       headerFlag
 }
 
@@ -125,6 +128,7 @@ func enqueue(e *env, args []string) int {
 	fs.StringVar(&o.dedupKey, "dedup-key", "", "the job's dedup `key`: a duplicate within the queue's dedup_window is not stored")
 	fs.StringVar(&o.expiresIn, "expires-in", "", "discard the payload if no handler got it within this `duration` (5m) or seconds")
 	fs.StringVar(&o.expiresAt, "expires-at", "", "discard the payload if no handler got it by this `time`, RFC 3339 or unix seconds")
+	fs.IntVar(&o.priority, "priority", 1, "the job's priority, `N` from 1 (first) to 4")
 	fs.StringVar(&o.file, "file", "", `JSONL file of jobs, one object per line; "-" reads stdin`)
 	fs.IntVar(&o.batch, "batch", DefaultBatch, "jobs per request with --file")
 	fs.IntVar(&o.skip, "skip", 0, "skip the first `N` lines of --file (to resume an import)")
@@ -136,7 +140,7 @@ func enqueue(e *env, args []string) int {
 	}
 	set := given(fs)
 	if set["file"] {
-		for _, f := range []string{"id", "payload", "payload-raw", "payload-base64", "score", "perform-in", "perform-at", "header", "dedup-key", "expires-in", "expires-at"} {
+		for _, f := range []string{"id", "payload", "payload-raw", "payload-base64", "score", "perform-in", "perform-at", "header", "dedup-key", "expires-in", "expires-at", "priority"} {
 			if set[f] {
 				return e.usage(fs, "--%s is for one job from flags; it does not go with --file", f)
 			}
@@ -232,6 +236,14 @@ func jobFromFlags(o *enqueueOpts, set map[string]bool, now time.Time) ([]byte, e
 		job.Headers = o.headers
 	}
 	job.DedupKey = o.dedupKey
+	if set["priority"] {
+		if o.priority < 1 || o.priority > persistence.MaxPriority {
+			return nil, fmt.Errorf("--priority: must be an integer from 1 to %d, got %d", persistence.MaxPriority, o.priority)
+		}
+		if o.priority > persistence.DefaultPriority {
+			job.Priority = o.priority
+		}
+	}
 	if set["perform-in"] && set["perform-at"] {
 		return nil, errors.New("give --perform-in or --perform-at, not both")
 	}

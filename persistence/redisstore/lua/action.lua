@@ -16,7 +16,8 @@
 -- ARGV[7] perform_now: how many held entries earlier calls passed over;
 --         cancel: the mode, "k" (to the morgue) or "d" (dropped)
 --
--- perform_now sets perform_at = now for up to limit queued jobs due later;
+-- perform_now sets perform_at = now for up to limit queued jobs due later
+-- (in later, then in 2:p2..2:p4: they keep their priority);
 -- an id held by a restored call's deadline keeps waiting for it.
 -- kill_failed moves up to limit queued jobs with retry_count >= 0 to the
 -- morgue with their payloads and error; delete_failed deletes them; delete
@@ -127,23 +128,48 @@ local limit = tonumber(ARGV[3])
 local done, partial, held = 0, 0, 0
 
 if action == "perform_now" then
+  -- later, then 2:p2..2:p4 (ids of priority 2 to 4 stay in theirs), read
+  -- as one sequence: ARGV[7] held entries of it were passed over before.
   local skip = tonumber(ARGV[7])
-  local list = redis.call("ZRANGEBYSCORE", K.later, "(" .. NOW, "+inf", "LIMIT", skip, limit)
-  for _, id in ipairs(list) do
-    local r = load(id)
-    if not r then
-      redis.call("ZREM", K.later, id)
-    else
-      if tonumber(r.at) > NOWN then
-        r.at = NOW
-        done = done + 1
+  local seen = 0
+  local function perform(z, sk, lim)
+    local list = redis.call("ZRANGEBYSCORE", z, "(" .. NOW, "+inf", "LIMIT", sk, lim)
+    local h = 0
+    for _, id in ipairs(list) do
+      local r = load(id)
+      if not r then
+        redis.call("ZREM", z, id)
+      else
+        if tonumber(r.at) > NOWN then
+          r.at = NOW
+          done = done + 1
+        end
+        if r.hold and tonumber(r.hold) > NOWN then h = h + 1 end
+        store(id, r, r.rc)
       end
-      if r.hold and tonumber(r.hold) > NOWN then held = held + 1 end
-      store(id, r, r.rc)
+    end
+    held = held + h
+    seen = seen + #list
+    return #list, h
+  end
+  local got, h = perform(K.later, skip, limit)
+  if got < limit then
+    -- later is done: what is left of the skip belongs to the next zsets.
+    local sk = skip - (redis.call("ZCOUNT", K.later, "(" .. NOW, "+inf") - h)
+    if sk < 0 then sk = 0 end
+    for _, z in ipairs({K.p2, K.p3, K.p4}) do
+      if seen >= limit then break end
+      local cnt = redis.call("ZCOUNT", z, "(" .. NOW, "+inf")
+      if cnt <= sk then
+        sk = sk - cnt
+      elseif cnt > 0 then
+        perform(z, sk, limit - seen)
+        sk = 0
+      end
     end
   end
   if done > 0 then notify(ARGV[4], ARGV[5]) end
-  return {done, #list, 0, held, NOW}
+  return {done, seen, 0, held, NOW}
 end
 
 local list = redis.call("ZRANGE", K.retries, 0, limit - 1)

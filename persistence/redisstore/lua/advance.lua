@@ -147,6 +147,8 @@
 -- Reporting is at least once: a report is confirmed only by the next call.
 --
 -- Fetch: due jobs by (due time, id), merging the fifo's head with later;
+-- then, when the window is not full, the due ids of priority 2, 3 and 4
+-- (2:p2..2:p4, each by due time; docs/contract.md §3.16);
 -- at most ARGV[7] payloads of one id (the lowest; the rest stay queued as a
 -- fresh job at the same perform_at); the window holds at most
 -- 2 x max(ARGV[7], ARGV[5]) payloads (its first id always fits; a big id
@@ -504,7 +506,7 @@ if L[3] then
             if #job.ps > 1 then
               local rest = {}
               for i = 2, #job.ps do rest[#rest + 1] = job.ps[i] end
-              cold().requeue(id, rest, "-1", NOW, "", f[3])
+              cold().requeue(id, rest, "-1", NOW, "", f[3], job.pri)
             elseif f[3] then
               cold().hold_queued(id, f[3])
             end
@@ -592,6 +594,63 @@ if want > 0 then
     end
   end
 
+  -- consider takes queued id (record s, nil when gone; infifo: its fifo
+  -- entry was read) into the window; dz collects the ids to remove from the
+  -- zset the id was read from.
+  local function consider(id, s, infifo, dz)
+    local flags
+    if s then flags = string.byte(s, 1) end
+    if s and v1chk and redis.call("ZSCORE", K.v1due, id) then
+      -- Older payloads of this id are still in layout 1: drained first.
+      if infifo then
+        local r = cold().rec_decode(s)
+        r.fseq = nil
+        cold().store(id, r, r.rc)
+      end
+      s = nil
+    end
+    if s and whole and flags % 8 < 4 then
+      -- No overflow: the whole record is one call's worth.
+      local _, _, rc = rec_head(s)
+      put_raw(parts, id, s)
+      n = n + 1
+      fetched[n] = id
+      pay = pay + 1
+      taken[id] = true
+      del_jobs[#del_jobs + 1] = id
+      if not infifo then dz[#dz + 1] = id end
+      if rc ~= "-1" then del_retries[#del_retries + 1] = id end
+    elseif s then
+      local r = cold().rec_decode(s)
+      if n > 0 and pay + math.min(#r.ps + r.ovn, maxp) > budget then
+        -- The window is full for this big id: it waits for the next one
+        -- (smaller ids still fit).
+        over = true
+        if infifo then
+          r.fseq = nil
+          cold().store(id, r, r.rc)
+        end
+      else
+        local rc, at, err = r.rc, r.at, r.err
+        local got = cold().take_payloads("q", id, r, maxp)
+        cold().put_job(parts, id, rc, at, err, got, r.pri)
+        n = n + 1
+        fetched[n] = id
+        pay = pay + #got
+        taken[id] = true
+        if #r.ps == 0 and r.ovn == 0 then
+          del_jobs[#del_jobs + 1] = id
+          if not r.fseq then dz[#dz + 1] = id end
+          if tonumber(rc) >= 0 then del_retries[#del_retries + 1] = id end
+        else
+          -- The rest of a big id stays queued as a fresh job.
+          r.rc, r.err, r.hold, r.fseq = "-1", "", nil, nil
+          cold().store(id, r, rc)
+        end
+      end
+    end
+  end
+
   local lat = redis.call("ZRANGEBYSCORE", K.later, "-inf", NOW, "WITHSCORES", "LIMIT", 0, chunk)
   local lrecs = {}
   if #lat > 0 then
@@ -641,65 +700,43 @@ if want > 0 then
         end
       end
     end
-    local flags
-    if s then flags = string.byte(s, 1) end
-    if s and v1chk and redis.call("ZSCORE", K.v1due, id) then
-      -- Older payloads of this id are still in layout 1: drained first.
-      if infifo then
-        local r = cold().rec_decode(s)
-        r.fseq = nil
-        cold().store(id, r, r.rc)
-      end
-      s = nil
-    end
-    if s and whole and flags % 8 < 4 then
-      -- No overflow: the whole record is one call's worth.
-      local _, _, rc = rec_head(s)
-      put_raw(parts, id, s)
-      n = n + 1
-      fetched[n] = id
-      pay = pay + 1
-      taken[id] = true
-      del_jobs[#del_jobs + 1] = id
-      if not infifo then del_later[#del_later + 1] = id end
-      if rc ~= "-1" then del_retries[#del_retries + 1] = id end
-    elseif s then
-      local r = cold().rec_decode(s)
-      if n > 0 and pay + math.min(#r.ps + r.ovn, maxp) > budget then
-        -- The window is full for this big id: it waits for the next one
-        -- (smaller ids still fit).
-        over = true
-        if infifo then
-          r.fseq = nil
-          cold().store(id, r, r.rc)
-        end
-      else
-        local rc, at, err = r.rc, r.at, r.err
-        local got = cold().take_payloads("q", id, r, maxp)
-        cold().put_job(parts, id, rc, at, err, got)
-        n = n + 1
-        fetched[n] = id
-        pay = pay + #got
-        taken[id] = true
-        if #r.ps == 0 and r.ovn == 0 then
-          del_jobs[#del_jobs + 1] = id
-          if not r.fseq then del_later[#del_later + 1] = id end
-          if tonumber(rc) >= 0 then del_retries[#del_retries + 1] = id end
-        else
-          -- The rest of a big id stays queued as a fresh job.
-          r.rc, r.err, r.hold, r.fseq = "-1", "", nil, nil
-          cold().store(id, r, rc)
+    consider(id, s, infifo, del_later)
+  end
+  -- Then the due ids of priority 2, 3 and 4, in that order, each by (due
+  -- time, id) (docs/contract.md §3.16). A shard that never used priorities
+  -- pays one EXISTS, and only for a window that is not full.
+  local pkeys = nil
+  if n < want and pay < budget and not over and scanned < limit
+    and redis.call("EXISTS", K.p2, K.p3, K.p4) > 0 then
+    pkeys = {K.p2, K.p3, K.p4}
+  end
+  local del_p = pkeys and {{}, {}, {}}
+  for pk = 1, pkeys and 3 or 0 do
+    if n >= want or pay >= budget or over or scanned >= limit then break end
+    local key = pkeys[pk]
+    local lim = want - n + 1
+    local due = redis.call("ZRANGEBYSCORE", key, "-inf", NOW, "LIMIT", 0, lim)
+    if #due > 0 then
+      local recs = redis.call("HMGET", K.jobs, unpack(due))
+      for j, id in ipairs(due) do
+        if n >= want or pay >= budget or scanned >= limit then break end
+        scanned = scanned + 1
+        if not taken[id] and not recs[j] then
+          del_p[pk][#del_p[pk] + 1] = id
+        elseif not taken[id] then
+          consider(id, recs[j], false, del_p[pk])
         end
       end
+      if #due == lim then over = true end -- it may hold more due ids
     end
   end
   hdel_list(K.jobs, del_jobs)
-  for i = 1, #del_later, CHUNK do
-    redis.call("ZREM", K.later, unpack(del_later, i, math.min(i + CHUNK - 1, #del_later)))
+  local function zrem(key, ids)
+    for i = 1, #ids, CHUNK do redis.call("ZREM", key, unpack(ids, i, math.min(i + CHUNK - 1, #ids))) end
   end
-  for i = 1, #del_retries, CHUNK do
-    redis.call("ZREM", K.retries, unpack(del_retries, i, math.min(i + CHUNK - 1, #del_retries)))
-  end
+  zrem(K.later, del_later)
+  zrem(K.retries, del_retries)
+  for pk = 1, pkeys and 3 or 0 do zrem(pkeys[pk], del_p[pk]) end
   if consumed > 0 then redis.call("LTRIM", K.fifo, consumed, -1) end
   local tmark, ntm = {}, 0
   if stateful and n < want and pay < budget then
@@ -756,6 +793,10 @@ if want > 0 then
   elseif next_due == "" then
     local nd = redis.call("ZRANGEBYSCORE", K.later, "(" .. NOW, "+inf", "WITHSCORES", "LIMIT", 0, 1)
     if #nd > 0 then next_due = nd[2] end
+    for pk = 1, pkeys and 3 or 0 do
+      local pd = redis.call("ZRANGEBYSCORE", pkeys[pk], "(" .. NOW, "+inf", "WITHSCORES", "LIMIT", 0, 1)
+      if #pd > 0 and (next_due == "" or tonumber(pd[2]) < tonumber(next_due)) then next_due = pd[2] end
+    end
   end
   if stateful and more ~= "1" then
     local nt = redis.call("ZRANGEBYSCORE", K.timers, "(" .. NOW, "+inf", "WITHSCORES", "LIMIT", 0, 1)

@@ -4,7 +4,7 @@
 -- shard (the client checks the lease).
 -- lib: keys fence clock cold
 --
--- KEYS: the shard key set (lib/keys.lua); for "queue" and "morgue", KEYS[28..]
+-- KEYS: the shard key set (lib/keys.lua); for "queue" and "morgue", KEYS[35..]
 -- are layout 1's per-id keys ("p:<id>" or "m:<id>") of the ids, in order.
 -- ARGV[1] now ("" = Redis TIME; set only by the test seam)
 -- ARGV[2] operation:
@@ -15,7 +15,8 @@
 --         2 data any more, delete its layout 2 keys and the fence
 -- ARGV[3] most payloads moved per id
 --
--- A job keeps its payloads and scores, perform_at (its due time, when a
+-- A job keeps its payloads and scores (not its priority: layout 1 has
+-- none), perform_at (its due time, when a
 -- hold kept it later), retry count and error.
 --
 -- Returns {moved, partial}: ids moved completely, ids with payloads left
@@ -39,7 +40,7 @@ if op == "finish" then
   if c[2] then redis.call("HINCRBY", K.v1stats, "failed", c[2]) end
   redis.call("HDEL", K.meta, "processed", "failed")
   if redis.call("EXISTS", K.jobs, K.morgue, K.inflight) > 0 then return {0, 0} end
-  redis.call("DEL", K.fifo, K.later, K.retries, K.ovo, K.ovs, K.meta, K.mat, K.lease, K.outcome)
+  redis.call("DEL", K.fifo, K.later, K.p2, K.p3, K.p4, K.retries, K.ovo, K.ovs, K.meta, K.mat, K.lease, K.outcome)
   if redis.call("GET", K.v1lease) == FENCE then redis.call("DEL", K.v1lease) end
   return {1, 0}
 end

@@ -5,7 +5,7 @@
 -- entry.
 -- lib: keys fence clock notify fields cold
 --
--- KEYS: the shard key set (lib/keys.lua); with ARGV[2] = "1", KEYS[28..] are
+-- KEYS: the shard key set (lib/keys.lua); with ARGV[2] = "1", KEYS[35..] are
 -- layout 1's payload keys "p:<id>" of the jobs, one per job, in order.
 -- ARGV[1] now ("" = Redis TIME; set only by the test seam)
 -- ARGV[2] "2": write layout 2. "1": the store is being upgraded; a shard
@@ -24,6 +24,14 @@
 --         ("" = none). With the queue's window on (meta "dw", ms), a job
 --         whose key was seen with its id within the window is a
 --         duplicate and is not written (docs/contract.md §3.12).
+-- When ARGV[2] ends with "p" (after any "h" and "d"; some job of the call
+--         has a priority other than 1), each job has one more value, last:
+--         its priority "1".."4" ("" = 1; docs/contract.md §3.16). A new id
+--         of priority p >= 2 goes to 2:p<p> (not to the fifo or later); a
+--         queued id whose priority becomes more urgent moves (out of the
+--         fifo by clearing its in-fifo flag, which makes its fifo entry a
+--         tombstone). A less urgent payload does not demote an id. Layout 1
+--         keeps no priority.
 -- With ARGV[2] = "2t" or "1t" (a periodic tick, one job), two more values
 -- follow the job: the periodic job's name and the tick (ms since the
 -- epoch); the job is written only if the tick is later than the last one
@@ -56,14 +64,20 @@
 -- adds one HGET and at most one HSET of the meta. A call with dedup keys
 -- adds HGET (the window), and with the window on ZRANGEBYSCORE, ZMSCORE,
 -- ZADD and PEXPIRE (ZREM when lapsed keys are trimmed); a call without
--- keys pays nothing for it.
+-- keys pays nothing for it. New ids of priority 2 to 4 add one ZADD per
+-- priority, a promotion a ZREM, ZADD and HSET; a call without priorities pays nothing
+-- for them.
 
 init_clock(ARGV[1])
 local mode, channel, shard = ARGV[2], ARGV[3], ARGV[4]
 local FIRST = 5
 local nargs = #ARGV
 local W = 4 -- values per job
-local dedup, hdrs = false, false
+local dedup, hdrs, prio = false, false, false
+if string.sub(mode, -1) == "p" then
+  W, prio = W + 1, true
+  mode = string.sub(mode, 1, -2)
+end
 if string.sub(mode, -1) == "d" then
   W, dedup = W + 1, true
   mode = string.sub(mode, 1, -2)
@@ -124,7 +138,7 @@ if dedup then
   if dw > 0 then
     local keys, at, seen = {}, {}, {}
     for i = FIRST, nargs, W do
-      local key = ARGV[i + W - 1]
+      local key = ARGV[i + (hdrs and 5 or 4)]
       if not skip[i] and key ~= "" then
         keys[#keys + 1] = fld(ARGV[i]) .. key -- scoped to the id
         at[#at + 1] = i
@@ -218,6 +232,12 @@ for i = FIRST, nargs, W do
   end
 end
 
+-- pri_of returns the priority of job i (1..4).
+local function pri_of(i)
+  if not prio then return 1 end
+  return tonumber(ARGV[i + W - 1]) or 1
+end
+
 local cur = {}
 for i = 1, #order, CHUNK do
   local part = redis.call("HMGET", K.jobs, unpack(order, i, math.min(i + CHUNK - 1, #order)))
@@ -229,11 +249,12 @@ local tat, tid = m[3], m[4]
 local tatn = tat and tonumber(tat)
 local tail_ours = false -- the fifo's tail was appended by this call
 local hset, push, later = {}, {}, {}
+local padd = {nil, {}, {}, {}} -- new ids of priority 2..4: due, id, ...
 
 for j, id in ipairs(order) do
   local g = byid[id]
   local rec
-  if not cur[j] and #g == 1 and (not hdrs or ARGV[g[1] + 4] == "") then
+  if not cur[j] and #g == 1 and (not hdrs or ARGV[g[1] + 4] == "") and pri_of(g[1]) == 1 then
     -- The common case: a new id with one payload.
     local i = g[1]
     local sc = score(i, 0)
@@ -261,7 +282,10 @@ for j, id in ipairs(order) do
     local new = r == nil
     local k = 0
     local list = {}
+    local pmin = 4
     for _, i in ipairs(g) do
+      local p = pri_of(i)
+      if p < pmin then pmin = p end
       local sc
       sc, k = score(i, k)
       if not r then
@@ -274,7 +298,16 @@ for j, id in ipairs(order) do
       list[#list + 1] = {sc, ARGV[i + 1], h}
     end
     cold().add_payloads("q", id, r, list)
-    if new then
+    if new then r.pri = pmin end
+    if not new and pmin < r.pri then
+      -- More urgent: the id moves to the index of its new priority.
+      r.pri, r.fseq = pmin, nil
+      cold().store(id, r, r.rc)
+    elseif new and pmin > 1 then
+      local z = padd[pmin]
+      z[#z + 1] = r.at
+      z[#z + 1] = id
+    elseif new then
       local atn = tonumber(r.at)
       if atn <= NOWN and (not tatn or atn > tatn or (atn == tatn and (tail_ours or bcmp(id, tid) >= 0))) then
         fseq = fseq + 1
@@ -298,8 +331,12 @@ end
 for i = 1, #push, CHUNK do
   redis.call("RPUSH", K.fifo, unpack(push, i, math.min(i + CHUNK - 1, #push)))
 end
-for i = 1, #later, CHUNK * 2 do
-  redis.call("ZADD", K.later, unpack(later, i, math.min(i + CHUNK * 2 - 1, #later)))
+for p = 1, 4 do
+  local z, key = later, K.later
+  if p > 1 then z, key = padd[p], PKEY[p] end
+  for i = 1, #z, CHUNK * 2 do
+    redis.call("ZADD", key, unpack(z, i, math.min(i + CHUNK * 2 - 1, #z)))
+  end
 end
 local meta = {}
 if #push > 0 then

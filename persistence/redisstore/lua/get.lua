@@ -3,7 +3,7 @@
 -- is being upgraded, its layout 1 entry. Read only.
 -- lib: keys cold
 --
--- KEYS: the shard key set (lib/keys.lua); with ARGV[4] = "1", KEYS[32] is layout
+-- KEYS: the shard key set (lib/keys.lua); with ARGV[4] = "1", KEYS[35] is layout
 -- 1's payload key "p:<id>" of the id.
 -- ARGV[1] id
 -- ARGV[2] "q" for the queue, "m" for the morgue

@@ -1,5 +1,5 @@
--- list.lua: one page of a shard's queued jobs by due time (the fifo and
--- later, merged), of its failed jobs by retry count, or of its morgue by
+-- list.lua: one page of a shard's queued jobs by due time (the fifo,
+-- later and 2:p2..2:p4, merged), of its failed jobs by retry count, or of its morgue by
 -- updated_at, continuing after a cursor. The client merges the pages of all
 -- shards. Read only. (The listings by id read scan.lua.)
 -- lib: keys fields cold
@@ -209,26 +209,39 @@ if view == "retries" then
   return rows
 end
 
--- perform_at: merge the fifo's page and later's page.
-local a = page_fifo()
-local b = {}
-for _, e in ipairs(page_scored(K.later)) do
-  local s = redis.call("HGET", K.jobs, e[1])
-  if s then b[#b + 1] = {e[1], e[2], s} end
-end
-local i, j = 1, 1
-while #rows < limit and (i <= #a or j <= #b) do
-  local pick_a
-  if i > #a then
-    pick_a = false
-  elseif j > #b then
-    pick_a = true
-  else
-    local c = cmp_pos(a[i][2], a[i][1], b[j][2], b[j][1])
-    if rev then pick_a = c > 0 else pick_a = c < 0 end
+-- perform_at: merge the fifo's page with the pages of later and, when
+-- they exist, of 2:p2..2:p4 (ids of priority 2 to 4, docs/contract.md
+-- §3.16), by (sort key, id).
+local srcs = {page_fifo()}
+local zs = {K.later}
+if redis.call("EXISTS", K.p2, K.p3, K.p4) > 0 then zs = {K.later, K.p2, K.p3, K.p4} end
+for _, z in ipairs(zs) do
+  local b = {}
+  for _, e in ipairs(page_scored(z)) do
+    local s = redis.call("HGET", K.jobs, e[1])
+    if s then b[#b + 1] = {e[1], e[2], s} end
   end
-  local e
-  if pick_a then e = a[i]; i = i + 1 else e = b[j]; j = j + 1 end
+  srcs[#srcs + 1] = b
+end
+local at = {}
+for k = 1, #srcs do at[k] = 1 end
+while #rows < limit do
+  local best = nil
+  for k = 1, #srcs do
+    local e = srcs[k][at[k]]
+    if e then
+      if not best then
+        best = k
+      else
+        local o = srcs[best][at[best]]
+        local c = cmp_pos(e[2], e[1], o[2], o[1])
+        if (rev and c > 0) or (not rev and c < 0) then best = k end
+      end
+    end
+  end
+  if not best then break end
+  local e = srcs[best][at[best]]
+  at[best] = at[best] + 1
   rows[#rows + 1] = {e[1], e[2], e[3], overflow("q", e[1], e[3])}
 end
 return rows

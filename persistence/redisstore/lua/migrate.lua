@@ -4,7 +4,7 @@
 -- lease, once the shard is fenced (catchup.go).
 -- lib: keys clock fields fence lease cold
 --
--- KEYS: the shard key set (lib/keys.lua); for "queue" and "morgue", KEYS[28..]
+-- KEYS: the shard key set (lib/keys.lua); for "queue" and "morgue", KEYS[35..]
 -- are layout 1's per-id keys ("p:<id>" or "m:<id>") of the ids, in order.
 -- ARGV[1] now ("" = Redis TIME; set only by the test seam)
 -- ARGV[2] lease token of the caller, or "" for a caller with no lease

@@ -52,8 +52,10 @@ for _, e in ipairs(els) do
     end
   end
 end
-local l = redis.call("ZRANGE", K.later, 0, 0, "WITHSCORES")
-consider(l[2])
+for _, z in ipairs({K.later, K.p2, K.p3, K.p4}) do
+  local l = redis.call("ZRANGE", z, 0, 0, "WITHSCORES")
+  consider(l[2])
+end
 
 local length = redis.call("HLEN", K.jobs)
 local retries = redis.call("ZCARD", K.retries)

@@ -93,6 +93,10 @@ local function cold()
       r.ovn = tonumber(v)
     end
     r.ovh = flags % 64 >= 32
+    -- Bits 64 and 128: priority - 1 (docs/contract.md §3.16). pri0 and
+    -- fseq0 say where the record was indexed when read (store moves it).
+    r.pri = math.floor(flags / 64) + 1
+    r.pri0, r.fseq0 = r.pri, r.fseq
     local hdrs = flags % 32 >= 16
     local ps = {}
     local n = #s
@@ -130,12 +134,20 @@ local function cold()
       if hdrs then t[#t + 1] = fld(p[3] or "") end
     end
     if hdrs then flags = flags + 16 end
+    if r.pri and r.pri > 1 then flags = flags + (r.pri - 1) * 64 end
     t[1] = string.char(flags)
     return table.concat(t)
   end
 
   local function new_rec(at, rc)
-    return {at = at, rc = rc, err = "", ovn = 0, ovh = false, ps = {}}
+    return {at = at, rc = rc, err = "", ovn = 0, ovh = false, ps = {}, pri = 1}
+  end
+
+  -- zset_of returns the zset that indexes a queued record of priority pri
+  -- outside the fifo: later for priority 1, else 2:p<pri>.
+  local function zset_of(pri)
+    if pri and pri > 1 then return PKEY[pri] end
+    return K.later
   end
 
   -- plt orders payloads: score, then bytes.
@@ -426,7 +438,12 @@ local function cold()
   -- store writes record r of id and its index entries; old_rc is the retry
   -- count it had before (nil for a new record).
   local function store(id, r, old_rc)
-    if not r.fseq then redis.call("ZADD", K.later, due_of(r), id) end
+    if r.pri0 and r.pri0 ~= r.pri and not r.fseq0 then
+      -- Its priority changed: out of the zset of the old one.
+      redis.call("ZREM", zset_of(r.pri0), id)
+    end
+    if not r.fseq then redis.call("ZADD", zset_of(r.pri), due_of(r), id) end
+    r.pri0, r.fseq0 = r.pri, r.fseq
     if tonumber(r.rc) >= 0 then
       redis.call("ZADD", K.retries, r.rc, id)
     elseif old_rc and tonumber(old_rc) >= 0 then
@@ -439,7 +456,7 @@ local function cold()
   -- overflow).
   local function unlink(id, r)
     redis.call("HDEL", K.jobs, id)
-    if not r.fseq then redis.call("ZREM", K.later, id) end
+    if not r.fseq then redis.call("ZREM", zset_of(r.pri), id) end
     if tonumber(r.rc) >= 0 then redis.call("ZREM", K.retries, id) end
   end
 
@@ -454,11 +471,19 @@ local function cold()
   -- requeue merges a job back as "failed job + queued job" (docs/contract.md
   -- §3.2 case 2): payloads united (lower score wins); perform_at, retry count
   -- and error are the given ones; hold keeps the id from being fetched before
-  -- it.
-  local function requeue(id, ps, rc, at, err, hold)
+  -- it. pri (nil: 1) is the priority of the payloads put back; the id
+  -- keeps the most urgent of it and its queued record's.
+  local function requeue(id, ps, rc, at, err, hold, pri)
     local r = load(id)
     local old_rc
-    if r then old_rc = r.rc else r = new_rec(at, rc) end
+    pri = pri or 1
+    if r then
+      old_rc = r.rc
+      if pri < r.pri then r.pri = pri end
+    else
+      r = new_rec(at, rc)
+      r.pri = pri
+    end
     add_payloads("q", id, r, ps)
     r.rc, r.at = rc, at
     if tonumber(rc) >= 0 then r.err = err else r.err = "" end
@@ -478,8 +503,8 @@ local function cold()
     store(id, r, r.rc)
   end
 
-  local function put_job(t, id, rc, at, err, ps)
-    put_raw(t, id, rec_encode({at = at, rc = rc, err = err, ovn = 0, ovh = false, ps = ps}))
+  local function put_job(t, id, rc, at, err, ps, pri)
+    put_raw(t, id, rec_encode({at = at, rc = rc, err = err, ovn = 0, ovh = false, ps = ps, pri = pri}))
   end
 
 
@@ -500,7 +525,7 @@ local function cold()
       id, pos = rdf(s, pos)
       rec, pos = rdf(s, pos)
       local r = rec_decode(rec)
-      jobs[j] = {id = id, rc = r.rc, at = r.at, err = r.err, ps = r.ps}
+      jobs[j] = {id = id, rc = r.rc, at = r.at, err = r.err, ps = r.ps, pri = r.pri}
     end
     while pos <= #s do
       local tag, at = nil, pos
@@ -546,7 +571,7 @@ local function cold()
   -- when its timer brought it, its timer, due at the latest of due, hold
   -- and now (docs/contract.md §11).
   local function requeue_job(job, rc, at, err, hold, due)
-    if #job.ps > 0 then requeue(job.id, job.ps, rc, at, err, hold) end
+    if #job.ps > 0 then requeue(job.id, job.ps, rc, at, err, hold, job.pri) end
     if job.tm then
       local t, tn = NOW, NOWN
       if due and tonumber(due) > tn then t, tn = due, tonumber(due) end
@@ -646,6 +671,7 @@ local function cold()
     drop_overflow = drop_overflow,
     load = load,
     due_of = due_of,
+    zset_of = zset_of,
     store = store,
     unlink = unlink,
     later_hold = later_hold,

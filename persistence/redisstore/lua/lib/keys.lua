@@ -31,7 +31,11 @@
 --   KEYS[30] 2:att             HASH    id -> its failed attempts' history
 --                                      (retain_finished), until it finishes
 --   KEYS[31] 2:aat             ZSET    id -> time of its last failed attempt
--- Scripts that read layout 1's per-id keys receive them from KEYS[32] on
+--   KEYS[32..34] 2:p2, 2:p3, 2:p4 ZSET id -> due time of the queued ids of
+--                                      priority 2, 3, 4 (docs/contract.md
+--                                      §3.16); priority 1 ids are in fifo
+--                                      or later
+-- Scripts that read layout 1's per-id keys receive them from KEYS[35] on
 -- (FIXED_KEYS + 1).
 -- All keys share one hash tag, so a script touches one cluster slot.
 
@@ -45,5 +49,8 @@ local K = {
   v1morgue = KEYS[21], v1morgue_ids = KEYS[22], v1morgue_errors = KEYS[23],
   state = KEYS[24], timers = KEYS[25], outbox = KEYS[26], dedup = KEYS[27],
   fin = KEYS[28], fat = KEYS[29], att = KEYS[30], aat = KEYS[31],
+  p2 = KEYS[32], p3 = KEYS[33], p4 = KEYS[34],
 }
-local FIXED_KEYS = 31
+-- PKEY[p] is the zset of queued ids of priority p (2..4).
+local PKEY = {nil, KEYS[32], KEYS[33], KEYS[34]}
+local FIXED_KEYS = 34

@@ -411,6 +411,8 @@ function recordPanel(title, r, key, emptyText) {
     ['perform_at', timeText(r.perform_at)],
     ['retry_count', [String(r.retry_count), ' ', retryBadge(r.retry_count)]],
   ];
+  // The id's priority (docs/contract.md §3.16), shown when it is not 1.
+  if (r.priority) rows.push(['priority', String(r.priority)]);
   if (r.owner !== undefined) {
     rows.push(['owner', h('span', {class: 'chip owner'}, r.owner || '—')],
       ['lease epoch', String(r.epoch)], ['batch', String(r.seq)], ['fetched_at', timeText(r.fetched_at)]);
