@@ -225,7 +225,7 @@ type Server struct {
 	queueLimits  map[string]apiv1.QueueLimits
 	history      HistoryReader
 	puller       Puller
-	workerSums   map[[sha256.Size]byte]string // worker token hash -> its queue
+	workerSums   map[[sha256.Size]byte]string                               // worker token hash -> its queue
 	pause        func(ctx context.Context, queue string, paused bool) error // Config.SetPaused, or nil
 	listPeriodic func(ctx context.Context) ([]apiv1.Periodic, error)        // Config.Periodic, or nil
 	quiet        func(ctx context.Context, quiet bool) error                // Config.Quiet, or nil
