@@ -30,7 +30,7 @@ func TestLogHandlerPayloads(t *testing.T) {
 		var buf bytes.Buffer
 		log := slog.New(slog.NewJSONHandler(&buf, nil))
 		q := config.QueueConfig{Name: "q", Shards: 1, BatchSize: 1, Handler: config.HandlerConfig{Type: config.HandlerLog, HidePayloads: hide}}
-		ws, closeWebhooks, err := buildWorkers([]config.QueueConfig{q}, log, nil)
+		ws, closeWebhooks, err := buildWorkers([]config.QueueConfig{q}, log, nil, nil)
 		require.NoError(t, err)
 		defer closeWebhooks()
 		require.NoError(t, ws[0].Handler(context.Background(), batch))
@@ -66,7 +66,7 @@ func TestHTTPHandlerSecretAndHeaders(t *testing.T) {
 		Payloads: []orderly.Payload{{Data: []byte(`{}`), Score: 1}}}}}
 	handler := func(h config.HandlerConfig) orderly.HandlerFunc {
 		h.Type, h.URL, h.Timeout = config.HandlerHTTP, rcv.URL, 10*time.Second
-		ws, closeWebhooks, err := buildWorkers([]config.QueueConfig{{Name: "q", Shards: 1, BatchSize: 1, Handler: h}}, slog.New(slog.DiscardHandler), nil)
+		ws, closeWebhooks, err := buildWorkers([]config.QueueConfig{{Name: "q", Shards: 1, BatchSize: 1, Handler: h}}, slog.New(slog.DiscardHandler), nil, nil)
 		require.NoError(t, err)
 		t.Cleanup(closeWebhooks)
 		return ws[0].Handler
