@@ -271,6 +271,14 @@ func (r *runner) throughput(ctx context.Context, sc scenario, res *Result) error
 		defer rv.close()
 		handler = rv.handler
 	}
+	if sc.pull {
+		pl, err := startPuller(rc, admin, sc.batch, sc.concurrency)
+		if err != nil {
+			return err
+		}
+		defer pl.close()
+		handler = pl.handler
+	}
 	if err := r.drain(ctx, sc, c, admin, prefix, handler, rc, n, res); err != nil {
 		return err
 	}
