@@ -23,7 +23,7 @@ import (
 // §6.6: a lease held while the node stops ends when the drain deadline
 // ends its call: the answer is refused with "lease lost", commits
 // nothing, and the id is still there for the next owner.
-func TestRule6_6_LeaseLostWhenTheNodeStops(t *testing.T) {
+func TestPullLeaseLostWhenTheNodeStops(t *testing.T) {
 	t.Parallel()
 	db := redistest.New(t)
 	store, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})

@@ -19,7 +19,7 @@ import (
 
 // §6.6: a pull answer means what a webhook answer means, ids not named
 // succeed; the node commits each id's outcome.
-func TestRule6_6_PullAnswerCommitsEachOutcome(t *testing.T) {
+func TestPullPullAnswerCommitsEachOutcome(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
@@ -61,7 +61,7 @@ func TestRule6_6_PullAnswerCommitsEachOutcome(t *testing.T) {
 
 // §6.6: nothing within wait is a 204; bad pulls are 400; a lease nobody
 // holds is 409 "unknown lease".
-func TestRule6_6_PullEmptyAndBadRequests(t *testing.T) {
+func TestPullPullEmptyAndBadRequests(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	require.Nil(t, e.pull(adminToken, "q", 5, 0.05))
@@ -84,7 +84,7 @@ func TestRule6_6_PullEmptyAndBadRequests(t *testing.T) {
 
 // §6.6: an answer after the lease's deadline commits nothing, says so,
 // and the id comes back (a failure, as a timed-out call's).
-func TestRule6_6_LateAnswerCommitsNothing(t *testing.T) {
+func TestPullLateAnswerCommitsNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
@@ -109,7 +109,7 @@ func TestRule6_6_LateAnswerCommitsNothing(t *testing.T) {
 }
 
 // §6.6: extend moves the deadline, within the call's bound.
-func TestRule6_6_ExtendMovesTheDeadline(t *testing.T) {
+func TestPullExtendMovesTheDeadline(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
@@ -137,7 +137,7 @@ func TestRule6_6_ExtendMovesTheDeadline(t *testing.T) {
 }
 
 // §6.6: a worker token opens only its queue's pull routes.
-func TestRule6_6_WorkerTokenScope(t *testing.T) {
+func TestPullWorkerTokenScope(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	require.Nil(t, e.pull(workerToken, "q", 5, 0))
@@ -160,7 +160,7 @@ func TestRule6_6_WorkerTokenScope(t *testing.T) {
 
 // §6.6: at most one worker holds an id: concurrent pullers never hold one
 // id at once, and each id's payloads arrive in order, each once.
-func TestRule6_6_ConcurrentPullersNeverShareAnID(t *testing.T) {
+func TestPullConcurrentPullersNeverShareAnID(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
@@ -230,7 +230,7 @@ func TestRule6_6_ConcurrentPullersNeverShareAnID(t *testing.T) {
 
 // §6.6: a stopping broker ends waiting pulls with 204 and refuses new
 // ones with 503.
-func TestRule6_6_StopEndsPulls(t *testing.T) {
+func TestPullStopEndsPulls(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	done := make(chan *apiv1.PullLease, 1)

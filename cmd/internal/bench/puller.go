@@ -15,9 +15,13 @@ import (
 	"github.com/orderlyhq/orderly/internal/history"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/pull"
-	"github.com/orderlyhq/orderly/web"
 	"github.com/orderlyhq/orderly/webhook/wire"
 )
+
+// PullAPI builds the HTTP API that serves the pull scenarios' broker: the
+// binary sets it to the node's (package web, which the CLI's packages do
+// not link themselves). Without it the pull scenarios fail.
+var PullAPI func(store persistence.Store, broker *pull.Broker) (http.Handler, error)
 
 // puller is the pull scenario's side: the node's pull broker behind the
 // HTTP API on a loopback port, and a Go pull worker (client.PullWorker)
@@ -36,7 +40,10 @@ type puller struct {
 func startPuller(rc *recorder, store persistence.Store, batch, concurrency int) (*puller, error) {
 	log := slog.New(slog.DiscardHandler)
 	p := &puller{rc: rc, broker: pull.New(&pull.Config{Logger: log}), batch: batch, done: make(chan struct{})}
-	api, err := web.New(&web.Config{Store: store, Logger: log, Pull: p.broker})
+	if PullAPI == nil {
+		return nil, errors.New("bench: the pull scenarios need the HTTP API (bench.PullAPI)")
+	}
+	api, err := PullAPI(store, p.broker)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/orderlyhq/orderly/cmd/internal/config"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/pull"
+	"github.com/orderlyhq/orderly/web"
 	"github.com/orderlyhq/orderly/web/apiv1"
 	"github.com/orderlyhq/orderly/webhook"
 )
@@ -121,6 +122,12 @@ func pullHandler(broker *pull.Broker, q config.QueueConfig) (orderly.HandlerFunc
 		timeout = 2 * lease
 	}
 	return broker.Handler(q.Name, pull.Options{BatchSize: max(q.BatchSize, 1), Lease: lease}), timeout
+}
+
+// PullAPI is the HTTP API of a pull broker on store, for the pull
+// scenarios of orderly bench (bench.PullAPI).
+func PullAPI(store persistence.Store, broker *pull.Broker) (http.Handler, error) {
+	return web.New(&web.Config{Store: store, Pull: broker, Logger: slog.New(slog.DiscardHandler)})
 }
 
 // workerTokens returns the worker tokens of the pull queues.
