@@ -236,8 +236,13 @@ func TestPullStopEndsPulls(t *testing.T) {
 	done := make(chan *apiv1.PullLease, 1)
 	go func() { done <- e.pull(adminToken, "q", 5, 25) }()
 	require.Eventually(t, func() bool { return e.broker.Stats()["q"].Waiting == 1 }, 10*time.Second, 5*time.Millisecond)
+	status, out := e.do(adminToken, "GET", "/api/v1/queues/q", "")
+	require.Equal(t, http.StatusOK, status, out)
+	var q apiv1.Queue
+	require.NoError(t, json.Unmarshal([]byte(out), &q))
+	require.Equal(t, &apiv1.PullQueue{WaitingWorkers: 1}, q.Pull)
 	e.broker.Stop()
 	require.Nil(t, <-done)
-	status, out := e.do(adminToken, "POST", "/api/v1/queues/q/pull", `{"max_ids":5,"wait":1}`)
+	status, out = e.do(adminToken, "POST", "/api/v1/queues/q/pull", `{"max_ids":5,"wait":1}`)
 	require.Equal(t, http.StatusServiceUnavailable, status, out)
 }

@@ -26,6 +26,12 @@ type Puller interface {
 	Extend(queue, lease string, by time.Duration) (time.Time, error)
 }
 
+// pullStats is a Puller that counts its workers (*pull.Broker): GET
+// /api/v1/queues shows them.
+type pullStats interface {
+	Stats() map[string]pull.Stats
+}
+
 // pullRoutes registers the pull routes.
 func (s *Server) pullRoutes() {
 	s.handle("POST /api/v1/queues/{q}/pull", s.pullBatch)

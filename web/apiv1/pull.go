@@ -49,3 +49,13 @@ type PullConflict struct {
 	// Reason is "deadline passed", "lease lost" or "unknown lease".
 	Reason string `json:"reason"`
 }
+
+// PullQueue is a pull queue's workers on the answering node.
+type PullQueue struct {
+	// WaitingWorkers counts the pulls waiting for a batch.
+	WaitingWorkers int `json:"waiting_workers"`
+	// HeldLeases counts the batches held by workers.
+	HeldLeases int `json:"held_leases"`
+	// PendingBatches counts the batches waiting for a pull.
+	PendingBatches int `json:"pending_batches"`
+}
