@@ -113,7 +113,8 @@ func (w *PullWorker) process(ctx context.Context, l *PullLease) {
 	deadline := time.UnixMilli(int64(l.Deadline * 1000))
 	hctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var mu sync.Mutex // guards timer
+	// Only the extension loop resets timer, and it ended before the
+	// timer is stopped.
 	timer := time.AfterFunc(time.Until(deadline), cancel)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -130,9 +131,7 @@ func (w *PullWorker) process(ctx context.Context, l *PullLease) {
 					if err != nil {
 						continue // the answer will say what became of the lease
 					}
-					mu.Lock()
 					timer.Reset(time.Until(d))
-					mu.Unlock()
 				}
 			}
 		})
@@ -140,9 +139,7 @@ func (w *PullWorker) process(ctx context.Context, l *PullLease) {
 	a, err := w.Handle(hctx, l.Jobs)
 	close(done)
 	wg.Wait()
-	mu.Lock()
 	timer.Stop()
-	mu.Unlock()
 	if err != nil {
 		a = &wire.Answer{Failed: map[string]string{}}
 		for _, j := range l.Jobs {
