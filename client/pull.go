@@ -52,8 +52,9 @@ type PullWorker struct {
 	Wait time.Duration
 	// Concurrency is how many leases are held at once. [1]
 	Concurrency int
-	// Extend, when set, extends each lease by Extend every Extend/2 while
-	// Handle runs (up to the batch's own deadline). [0: no extension]
+	// Extend, when set, extends each lease to Extend after now whenever
+	// half the time to its deadline has passed while Handle runs, up to
+	// the batch's own deadline. [0: no extension]
 	Extend time.Duration
 	// Handle processes a lease's jobs. Its context ends at the lease's
 	// deadline (moved by extensions). It returns the answer (nil: every
@@ -120,19 +121,22 @@ func (w *PullWorker) process(ctx context.Context, l *PullLease) {
 	var wg sync.WaitGroup
 	if w.Extend > 0 {
 		wg.Go(func() {
-			tick := time.NewTicker(w.Extend / 2)
-			defer tick.Stop()
+			// Extend when half the time to the deadline has passed.
+			d := deadline
 			for {
+				t := time.NewTimer(time.Until(d) / 2)
 				select {
 				case <-done:
+					t.Stop()
 					return
-				case <-tick.C:
-					d, err := w.extend(ctx, l.ID, w.Extend)
-					if err != nil {
-						continue // the answer will say what became of the lease
-					}
-					timer.Reset(time.Until(d))
+				case <-t.C:
 				}
+				nd, err := w.extend(ctx, l.ID, w.Extend)
+				if err != nil || !nd.After(d) {
+					return // the lease ended or cannot move: the answer will say
+				}
+				d = nd
+				timer.Reset(time.Until(d))
 			}
 		})
 	}
