@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -135,4 +138,38 @@ func TestPullWorkerSurvivesNodeKill(t *testing.T) {
 		require.True(t, slices.IsSorted(firsts), "%s out of order: %v", id, got[id])
 		require.Len(t, firsts, per, fmt.Sprint(got[id]))
 	}
+}
+
+// TestPullWorkerToken: a node configured with a queue's worker_token lets
+// that token pull its queue, and nothing else.
+func TestPullWorkerToken(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t, redistest.Options{})
+	cfg := `
+queues:
+  - name: orders
+    timeout: 4s
+    handler: {type: pull, lease: 1s, worker_token: w-orders-secret}
+  - name: other
+    handler: {type: noop}
+`
+	n := nodetest.Start(t, nodetest.Options{Redis: srv.URL(), Config: cfg, Args: []string{"--http-token", "admin-secret"}})
+	do := func(token, method, path, body string) int {
+		req, err := http.NewRequest(method, n.HTTP+path, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusNoContent, do("w-orders-secret", "POST", "/api/v1/queues/orders/pull", `{"max_ids":1,"wait":0}`))
+	require.Equal(t, http.StatusForbidden, do("w-orders-secret", "GET", "/api/v1/queues", ""))
+	require.Equal(t, http.StatusForbidden, do("w-orders-secret", "POST", "/api/v1/queues/orders/jobs", `[{"id":"a"}]`))
+	require.Equal(t, http.StatusForbidden, do("w-orders-secret", "POST", "/api/v1/queues/other/pull", `{"max_ids":1,"wait":0}`))
+	require.Equal(t, http.StatusNotFound, do("admin-secret", "POST", "/api/v1/queues/other/pull", `{"max_ids":1,"wait":0}`))
+	require.Equal(t, http.StatusNoContent, do("admin-secret", "POST", "/api/v1/queues/orders/pull", `{"max_ids":1,"wait":0}`))
+	require.NotContains(t, n.Logs(), "w-orders-secret", "the token is redacted from the logged configuration")
 }
