@@ -153,14 +153,19 @@ func New(cfg *Config) *Broker {
 }
 
 // Handler registers a pull queue and returns its handler: the
-// orderly.Worker's Handler of the queue.
+// orderly.Worker's Handler of the queue. Calling it again for a queue
+// returns a handler that shares the first one's calls and pulls (two nodes
+// of one process may share a broker); the first options stay.
 func (b *Broker) Handler(queueName string, opts Options) orderly.HandlerFunc {
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 1
 	}
-	q := &queue{name: queueName, opts: opts}
 	b.mu.Lock()
-	b.queues[queueName] = q
+	q := b.queues[queueName]
+	if q == nil {
+		q = &queue{name: queueName, opts: opts}
+		b.queues[queueName] = q
+	}
 	b.mu.Unlock()
 	return func(ctx context.Context, batch *orderly.Batch) error { return b.handle(ctx, q, batch) }
 }
