@@ -57,8 +57,10 @@ type Options struct {
 	// BatchSize is the queue's batch size: a pull must accept at least
 	// that many ids. [1]
 	BatchSize int
-	// Lease is a lease's deadline after its pull. [DefaultLease, or half
-	// the call's time when that is shorter]
+	// Lease is a lease's deadline after its pull, never past its call's
+	// deadline; keep it at most half the call timeout, so that a call
+	// pulled just before it gives its ids back still gets a full lease.
+	// [DefaultLease]
 	Lease time.Duration
 }
 
