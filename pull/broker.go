@@ -115,6 +115,7 @@ type call struct {
 	answer   chan answerMsg // cap 1: the one answer
 	extended chan struct{}  // cap 1: the lease deadline moved
 	lease    *lease         // set under Broker.mu when pulled
+	gone     string         // under Broker.mu: why the call ended before an answer
 }
 
 type answerMsg struct {
@@ -122,13 +123,14 @@ type answerMsg struct {
 	reply chan error // cap 1
 }
 
-// lease is a pull's hold on one call.
+// lease is a pull's hold on one or more calls of a queue.
 type lease struct {
 	id       string
 	q        *queue
-	c        *call
+	calls    []*call
 	deadline time.Time // guarded by Broker.mu
 	answered bool      // guarded by Broker.mu
+	live     int       // guarded by Broker.mu: calls not ended
 }
 
 // Lease is what a pull returns.
@@ -253,9 +255,10 @@ func reasonOf(ctx context.Context) string {
 	return ReasonLost
 }
 
-// end ends c's lease for reason, unless onlyIfDue and its deadline is not
-// yet passed, or an answer came first and onlyIfDue. It reports whether the
-// lease ended. An answer that came first is refused.
+// end ends c's part of its lease for reason, unless onlyIfDue and the
+// lease's deadline is not yet passed or an answer came first. The lease
+// ends once none of its calls is left. It reports whether c ended. An
+// answer that came first is refused.
 func (b *Broker) end(c *call, reason string, onlyIfDue bool) bool {
 	b.mu.Lock()
 	l := c.lease
@@ -263,7 +266,13 @@ func (b *Broker) end(c *call, reason string, onlyIfDue bool) bool {
 		b.mu.Unlock()
 		return false
 	}
-	b.endLocked(l, reason)
+	if c.gone == "" {
+		c.gone = reason
+		l.live--
+	}
+	if l.live == 0 || l.answered {
+		b.endLocked(l, reason)
+	}
 	b.mu.Unlock()
 	select {
 	case m := <-c.answer:
@@ -300,7 +309,7 @@ func (b *Broker) offer(q *queue, c *call) bool {
 	if len(q.waiters) > 0 {
 		w := q.waiters[0]
 		q.waiters = q.waiters[1:]
-		w.got <- b.leaseLocked(q, c)
+		w.got <- b.leaseLocked(q, []*call{c})
 		return true
 	}
 	q.pending = append(q.pending, c)
@@ -324,24 +333,28 @@ func (b *Broker) unoffer(q *queue, c *call) bool {
 	return true
 }
 
-// leaseLocked makes the lease of a pull that takes c.
-func (b *Broker) leaseLocked(q *queue, c *call) *lease {
+// leaseLocked makes the lease of a pull that takes calls: its deadline
+// is Options.Lease from now, at most the earliest call's deadline.
+func (b *Broker) leaseLocked(q *queue, calls []*call) *lease {
 	var raw [16]byte
 	_, _ = rand.Read(raw[:]) // never fails
-	l := &lease{id: hex.EncodeToString(raw[:]), q: q, c: c}
+	l := &lease{id: hex.EncodeToString(raw[:]), q: q, calls: calls, live: len(calls)}
 	l.deadline = b.now().Add(b.leaseOf(q))
-	if l.deadline.After(c.deadline) {
-		l.deadline = c.deadline
+	for _, c := range calls {
+		if l.deadline.After(c.deadline) {
+			l.deadline = c.deadline
+		}
+		c.lease = l
+		close(c.pulled)
 	}
-	c.lease = l
-	close(c.pulled)
 	b.leases[l.id] = l
 	q.held++
 	return l
 }
 
-// Pull takes a waiting call of the queue under a new lease, waiting up to
-// wait for one; it returns nil, nil when none came (or the broker stopped
+// Pull takes the waiting calls of the queue, oldest first, as many as
+// maxIDs ids allow, under a new lease; with none waiting it waits up to
+// wait for one. It returns nil, nil when none came (or the broker stopped
 // while it waited). A call is never split: maxIDs must be at least the
 // queue's batch size.
 func (b *Broker) Pull(ctx context.Context, queueName string, maxIDs int, wait time.Duration) (*Lease, error) {
@@ -359,9 +372,16 @@ func (b *Broker) Pull(ctx context.Context, queueName string, maxIDs int, wait ti
 		return nil, fmt.Errorf("%w (%d): a batch is never split", ErrMaxIDs, q.opts.BatchSize)
 	}
 	if len(q.pending) > 0 {
-		c := q.pending[0]
-		q.pending = q.pending[1:]
-		l := b.leaseLocked(q, c)
+		calls := []*call{q.pending[0]}
+		ids := len(q.pending[0].batch.Jobs)
+		rest := q.pending[1:]
+		for len(rest) > 0 && ids+len(rest[0].batch.Jobs) <= maxIDs {
+			calls = append(calls, rest[0])
+			ids += len(rest[0].batch.Jobs)
+			rest = rest[1:]
+		}
+		q.pending = rest
+		l := b.leaseLocked(q, calls)
 		b.mu.Unlock()
 		return l.out(), nil
 	}
@@ -397,7 +417,11 @@ func (b *Broker) Pull(ctx context.Context, queueName string, maxIDs int, wait ti
 
 // out is what Pull returns of l.
 func (l *lease) out() *Lease {
-	return &Lease{ID: l.id, Deadline: l.deadline, Jobs: webhook.PullJobs(l.c.batch)}
+	out := &Lease{ID: l.id, Deadline: l.deadline}
+	for _, c := range l.calls {
+		out.Jobs = append(out.Jobs, webhook.PullJobs(c.batch)...)
+	}
+	return out
 }
 
 // lookupLocked returns the live lease id of the queue, or the error that
@@ -419,33 +443,110 @@ func (b *Broker) lookupLocked(queueName, id string) (*lease, error) {
 	return l, nil
 }
 
-// Answer hands a worker's decoded answer (nil: every id done) to the call
-// its lease holds, and returns once the call took it (the shard actor then
-// commits it) or refused it: a *LeaseError when the lease is no longer
-// valid, an error wrapping webhook.ErrBadAnswer when its emits name ids not
-// in the lease (the lease stays valid).
-func (b *Broker) Answer(queueName, id string, a *wire.Answer) error {
+// Answer hands a worker's decoded answer (nil: every id done) to the calls
+// its lease holds, each its own ids' part, and returns once they took it
+// (the shard actors then commit it) or refused it. It returns the ids of
+// the calls that ended before the answer reached them (nothing of the
+// answer is committed for those), or a *LeaseError when the lease is no
+// longer valid or none of its calls took the answer, or an error wrapping
+// webhook.ErrBadAnswer when its emits name ids not in the lease (the lease
+// stays valid).
+func (b *Broker) Answer(queueName, id string, a *wire.Answer) (lost []string, err error) {
 	b.mu.Lock()
 	l, err := b.lookupLocked(queueName, id)
 	if err != nil {
 		b.mu.Unlock()
-		return err
+		return nil, err
 	}
-	if err := webhook.CheckPullAnswer(l.c.batch, a); err != nil {
+	all := &orderly.Batch{Queue: queueName}
+	for _, c := range l.calls {
+		all.Jobs = append(all.Jobs, c.batch.Jobs...)
+	}
+	if err := webhook.CheckPullAnswer(all, a); err != nil {
 		b.mu.Unlock()
-		return err
+		return nil, err
 	}
 	l.answered = true
 	delete(b.leases, l.id)
 	l.q.held--
-	m := answerMsg{a: a, reply: make(chan error, 1)}
-	l.c.answer <- m
+	type sent struct {
+		c     *call
+		reply chan error
+	}
+	var waits []sent
+	for _, c := range l.calls {
+		if c.gone != "" {
+			lost = appendIDs(lost, c)
+			continue
+		}
+		m := answerMsg{a: partOf(a, c.batch, len(l.calls) > 1), reply: make(chan error, 1)}
+		c.answer <- m
+		waits = append(waits, sent{c, m.reply})
+	}
 	b.mu.Unlock()
-	return <-m.reply
+	var first error
+	for _, w := range waits {
+		if err := <-w.reply; err != nil {
+			lost = appendIDs(lost, w.c)
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	if len(waits) == 0 || (first != nil && len(lost) == len(all.Jobs)) {
+		if first == nil {
+			first = &LeaseError{Reason: l.calls[0].gone}
+		}
+		return nil, first
+	}
+	return lost, nil
 }
 
-// Extend moves a lease's deadline to by after now, never past its call's
-// deadline nor earlier than it was, and returns the new deadline.
+// appendIDs appends the ids of c's batch to ids.
+func appendIDs(ids []string, c *call) []string {
+	for _, j := range c.batch.Jobs {
+		ids = append(ids, j.ID)
+	}
+	return ids
+}
+
+// partOf is the part of a that names ids of b (a itself when the lease
+// has one call; nil stays nil: every id done).
+func partOf(a *wire.Answer, b *orderly.Batch, split bool) *wire.Answer {
+	if a == nil || !split {
+		return a
+	}
+	in := make(map[string]bool, len(b.Jobs))
+	for _, j := range b.Jobs {
+		in[j.ID] = true
+	}
+	out := &wire.Answer{Failed: only(a.Failed, in), State: only(a.State, in), Timers: only(a.Timers, in),
+		RetryIn: only(a.RetryIn, in), Dead: only(a.Dead, in), Discard: only(a.Discard, in), Result: only(a.Result, in)}
+	for _, e := range a.Emit {
+		if in[e.From] {
+			out.Emit = append(out.Emit, e)
+		}
+	}
+	return out
+}
+
+// only returns the entries of m whose key is in in; nil when none.
+func only[V any](m map[string]V, in map[string]bool) map[string]V {
+	var out map[string]V
+	for k, v := range m {
+		if in[k] {
+			if out == nil {
+				out = make(map[string]V)
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// Extend moves a lease's deadline to by after now, never past the
+// deadline of one of its calls nor earlier than it was, and returns the
+// new deadline.
 func (b *Broker) Extend(queueName, id string, by time.Duration) (time.Time, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -454,14 +555,18 @@ func (b *Broker) Extend(queueName, id string, by time.Duration) (time.Time, erro
 		return time.Time{}, err
 	}
 	d := b.now().Add(by)
-	if d.After(l.c.deadline) {
-		d = l.c.deadline
+	for _, c := range l.calls {
+		if c.gone == "" && d.After(c.deadline) {
+			d = c.deadline
+		}
 	}
 	if d.After(l.deadline) {
 		l.deadline = d
-		select {
-		case l.c.extended <- struct{}{}:
-		default:
+		for _, c := range l.calls {
+			select {
+			case c.extended <- struct{}{}:
+			default:
+			}
 		}
 	}
 	return l.deadline, nil

@@ -188,7 +188,7 @@ func TestPullConcurrentPullersNeverShareAnID(t *testing.T) {
 				if finished {
 					return
 				}
-				l := e.pull(adminToken, "many", 1, 0.2)
+				l := e.pull(adminToken, "many", 3, 0.2) // up to 3 calls of different shards
 				if l == nil {
 					continue
 				}

@@ -22,7 +22,7 @@ import (
 // wait, Answer until the waiting call took or refused the answer.
 type Puller interface {
 	Pull(ctx context.Context, queue string, maxIDs int, wait time.Duration) (*pull.Lease, error)
-	Answer(queue, lease string, a *wire.Answer) error
+	Answer(queue, lease string, a *wire.Answer) (lost []string, err error)
 	Extend(queue, lease string, by time.Duration) (time.Time, error)
 }
 
@@ -106,11 +106,11 @@ func (s *Server) pullAnswer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return badRequest("%s", strings.TrimPrefix(err.Error(), "the body is not empty and not "))
 	}
-	err = s.puller.Answer(r.PathValue("q"), r.PathValue("lease"), a)
+	lost, err := s.puller.Answer(r.PathValue("q"), r.PathValue("lease"), a)
 	if err != nil {
 		return s.pullError(w, r, err)
 	}
-	s.writeJSON(w, r, http.StatusOK, apiv1.PullAnswered{Accepted: true})
+	s.writeJSON(w, r, http.StatusOK, apiv1.PullAnswered{Accepted: true, Lost: lost})
 	return nil
 }
 

@@ -28,9 +28,9 @@ func (f *fakePuller) Pull(_ context.Context, queue string, maxIDs int, wait time
 	return f.lease, f.err
 }
 
-func (f *fakePuller) Answer(queue, lease string, a *wire.Answer) error {
+func (f *fakePuller) Answer(queue, lease string, a *wire.Answer) ([]string, error) {
 	f.answers = append(f.answers, a)
-	return f.err
+	return nil, f.err
 }
 
 func (f *fakePuller) Extend(queue, lease string, by time.Duration) (time.Time, error) {

@@ -37,9 +37,13 @@ type PullDeadline struct {
 	Deadline float64 `json:"deadline"`
 }
 
-// PullAnswered is the 200 answer of an answer: the call took it.
+// PullAnswered is the 200 answer of an answer: the lease's calls took it.
 type PullAnswered struct {
 	Accepted bool `json:"accepted"`
+	// Lost are the ids of a lease of several calls whose call ended
+	// (its shard lost, its deadline) before the answer reached it:
+	// nothing of the answer is committed for them. Absent when none.
+	Lost []string `json:"lost,omitempty"`
 }
 
 // PullConflict is the 409 answer of an answer or extension for a lease
