@@ -37,7 +37,7 @@ type puller struct {
 	calls  atomic.Int64
 }
 
-func startPuller(rc *recorder, store persistence.Store, batch, concurrency int) (*puller, error) {
+func startPuller(rc *recorder, store persistence.Store, batch, maxIDs, loops int) (*puller, error) {
 	log := slog.New(slog.DiscardHandler)
 	p := &puller{rc: rc, broker: pull.New(&pull.Config{Logger: log}), batch: batch, done: make(chan struct{})}
 	if PullAPI == nil {
@@ -55,9 +55,9 @@ func startPuller(rc *recorder, store persistence.Store, batch, concurrency int) 
 	go p.srv.Serve(ln) // stopped by close
 	ctx, stop := context.WithCancel(context.Background())
 	p.stop = stop
-	w := &client.PullWorker{URL: "http://" + ln.Addr().String(), Queue: queue, MaxIDs: batch, Wait: time.Second,
-		Concurrency: concurrency, Handle: p.handle, Logger: log,
-		HTTPClient: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * concurrency}}}
+	w := &client.PullWorker{URL: "http://" + ln.Addr().String(), Queue: queue, MaxIDs: maxIDs, Wait: time.Second,
+		Concurrency: loops, Handle: p.handle, Logger: log,
+		HTTPClient: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * loops}}}
 	go func() {
 		defer close(p.done)
 		_ = w.Run(ctx)

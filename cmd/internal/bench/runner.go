@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -272,7 +273,7 @@ func (r *runner) throughput(ctx context.Context, sc scenario, res *Result) error
 		handler = rv.handler
 	}
 	if sc.pull {
-		pl, err := startPuller(rc, admin, sc.batch, sc.concurrency)
+		pl, err := startPuller(rc, admin, sc.batch, max(sc.pullMax, sc.batch), cmp.Or(sc.pullLoops, sc.concurrency))
 		if err != nil {
 			return err
 		}
