@@ -50,6 +50,7 @@ type LeaseError struct {
 	Reason string
 }
 
+// Error says that the lease is no longer valid, and why.
 func (e *LeaseError) Error() string { return "pull: the lease is no longer valid: " + e.Reason }
 
 // Options are a pull queue's settings.
@@ -68,14 +69,14 @@ type Options struct {
 type Config struct {
 	// Logger receives the broker's logs. [slog.Default()]
 	Logger *slog.Logger
-	// Now reads the clock leases count on. [time.Now]
-	Now func() time.Time
 }
 
 // Broker hands the batches of a node's pull queues to pull workers. Its
 // methods are safe for concurrent use.
 type Broker struct {
-	log  *slog.Logger
+	log *slog.Logger
+	// now is time.Now: leases count in real time, as the call contexts'
+	// deadlines (which bound them) and the timers do.
 	now  func() time.Time
 	stop chan struct{} // closed by Stop
 
@@ -149,9 +150,6 @@ func New(cfg *Config) *Broker {
 		queues: map[string]*queue{}, leases: map[string]*lease{}, ended: map[string]string{}}
 	if cfg != nil && cfg.Logger != nil {
 		b.log = cfg.Logger
-	}
-	if cfg != nil && cfg.Now != nil {
-		b.now = cfg.Now
 	}
 	return b
 }
