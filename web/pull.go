@@ -104,7 +104,7 @@ func (s *Server) pullAnswer(w http.ResponseWriter, r *http.Request) error {
 	}
 	a, err := webhook.DecodePullAnswer(body)
 	if err != nil {
-		return badRequest("%s", strings.TrimPrefix(err.Error(), "the body is not empty and not "))
+		return badRequest("the answer must be empty, {} or a webhook answer: %s", strings.TrimPrefix(err.Error(), webhook.ErrBadAnswer.Error()+": "))
 	}
 	lost, err := s.puller.Answer(r.PathValue("q"), r.PathValue("lease"), a)
 	if err != nil {
@@ -149,7 +149,7 @@ func (s *Server) pullError(w http.ResponseWriter, r *http.Request, err error) er
 		return nil
 	}
 	if errors.Is(err, webhook.ErrBadAnswer) {
-		return badRequest("%s", err.Error())
+		return badRequest("%s", strings.TrimPrefix(err.Error(), webhook.ErrBadAnswer.Error()+": "))
 	}
 	return err
 }

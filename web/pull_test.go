@@ -87,6 +87,7 @@ func TestPullRoutes(t *testing.T) {
 
 	rec = pullDo(srv, "admin", "POST", "/api/v1/queues/q/pull/L/answer", `{"nope":1}`)
 	require.Equal(t, http.StatusBadRequest, rec.Code, rec.Body.String())
+	require.Contains(t, rec.Body.String(), `the answer must be empty, {} or a webhook answer: the object's only members may be`)
 	rec = pullDo(srv, "admin", "POST", "/api/v1/queues/q/pull/L/extend", `{"by":2}`)
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	require.JSONEq(t, `{"deadline":100.5}`, rec.Body.String())
