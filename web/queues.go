@@ -40,6 +40,11 @@ func (s *Server) queueOf(st persistence.QueueStats) apiv1.Queue {
 			v.RateLimit = &r
 		}
 	}
+	if ps, ok := s.puller.(pullStats); ok {
+		if st, ok := ps.Stats()[st.Name]; ok {
+			v.Pull = &apiv1.PullQueue{WaitingWorkers: st.Waiting, HeldLeases: st.Held, PendingBatches: st.Pending}
+		}
+	}
 	return v
 }
 

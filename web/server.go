@@ -167,6 +167,15 @@ type Config struct {
 	// in the store. [none: no limit shown]
 	QueueLimits map[string]apiv1.QueueLimits
 
+	// Pull serves the pull routes of the node's pull queues
+	// (docs/contract.md §6.6): POST /api/v1/queues/{q}/pull and its
+	// lease's answer and extend. [none: those answer 404]
+	Pull Puller
+	// WorkerTokens are per-queue bearer tokens (queue name to token) that
+	// open only the pull routes of their queue; any other request with one
+	// is answered 403. Each must differ from Token and ReadToken. [none]
+	WorkerTokens map[string]string
+
 	// History reads the queues' per-minute history for GET
 	// /api/v1/queues/{q}/history and /api/v1/history (the binary keeps it in
 	// Redis, one sample a minute per queue). [none: those answer 404]
@@ -215,6 +224,8 @@ type Server struct {
 	stateQueues  map[string]int
 	queueLimits  map[string]apiv1.QueueLimits
 	history      HistoryReader
+	puller       Puller
+	workerSums   map[[sha256.Size]byte]string                               // worker token hash -> its queue
 	pause        func(ctx context.Context, queue string, paused bool) error // Config.SetPaused, or nil
 	listPeriodic func(ctx context.Context) ([]apiv1.Periodic, error)        // Config.Periodic, or nil
 	quiet        func(ctx context.Context, quiet bool) error                // Config.Quiet, or nil
@@ -267,6 +278,7 @@ func New(cfg *Config) (*Server, error) {
 		stateQueues:  cfg.StateQueues,
 		queueLimits:  cfg.QueueLimits,
 		history:      cfg.History,
+		puller:       cfg.Pull,
 		pause:        cfg.SetPaused,
 		listPeriodic: cfg.Periodic,
 		quiet:        cfg.Quiet,
@@ -343,7 +355,29 @@ func (s *Server) tokens(cfg *Config) error {
 		sum := sha256.Sum256([]byte(cfg.ReadToken))
 		s.readSum = &sum
 	}
+	for queue, token := range cfg.WorkerTokens {
+		if token == "" || token == cfg.Token || token == cfg.ReadToken {
+			return fmt.Errorf("web: the worker token of queue %q must be set and differ from Token and ReadToken", queue)
+		}
+		if s.workerSums == nil {
+			s.workerSums = map[[sha256.Size]byte]string{}
+		}
+		s.workerSums[sha256.Sum256([]byte(token))] = queue
+	}
 	return nil
+}
+
+// workerQueue returns the queue whose worker token r presents.
+func (s *Server) workerQueue(r *http.Request) (string, bool) {
+	if len(s.workerSums) == 0 {
+		return "", false
+	}
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	q, ok := s.workerSums[sha256.Sum256([]byte(strings.TrimSpace(token)))]
+	return q, ok
 }
 
 // routes registers the API's routes.
@@ -378,6 +412,7 @@ func (s *Server) routes() {
 	s.handle("GET /metrics", s.serveMetrics)
 	s.handle("GET /healthz", s.healthz)
 	s.handle("GET /readyz", s.readyz)
+	s.pullRoutes()
 }
 
 // route is a handler of the server: fn returns its error and ServeHTTP
@@ -432,6 +467,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch s.authorize(r) {
 	case accessNone:
+		if queue, ok := s.workerQueue(r); ok {
+			if !workerRoute(r, queue) {
+				s.writeError(w, r, &apiError{status: http.StatusForbidden,
+					msg: fmt.Sprintf("worker token of queue %s: it opens only that queue's pull routes", queue)})
+				return
+			}
+			break
+		}
 		h.Set("WWW-Authenticate", `Bearer realm="orderly"`)
 		s.writeError(w, r, &apiError{status: http.StatusUnauthorized, msg: "missing or invalid bearer token"})
 		return

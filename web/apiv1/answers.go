@@ -65,6 +65,9 @@ type Queue struct {
 	// RateLimit is the queue's rate_limit (docs/contract.md §9) as the
 	// answering node is configured; absent when that node sets none.
 	RateLimit *RateLimit `json:"rate_limit,omitempty"`
+	// Pull is what the answering node's pull workers do on a pull queue
+	// (docs/contract.md §6.6); absent on other queues.
+	Pull *PullQueue `json:"pull,omitempty"`
 }
 
 // RateLimit is a queue's rate_limit: handler calls start at most PerSecond

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/orderlyhq/orderly/cmd/internal/bench"
 	"github.com/orderlyhq/orderly/cmd/internal/chaos"
 	"github.com/orderlyhq/orderly/cmd/internal/cli"
 	"github.com/orderlyhq/orderly/cmd/internal/config"
@@ -25,6 +26,7 @@ import (
 // Main runs the command with the process's arguments and environment and
 // returns its exit code.
 func Main() int {
+	bench.PullAPI = server.PullAPI // the pull scenarios of orderly bench
 	cfg, code, done := parse(os.Args[1:], os.Environ(), os.Getenv, os.Stdout, os.Stderr)
 	if done {
 		return code

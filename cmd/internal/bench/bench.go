@@ -146,6 +146,12 @@ type scenario struct {
 	// webhook hands the jobs to an http handler (package webhook) that
 	// posts them to a minimal Go receiver in the same process.
 	webhook bool
+	// pull serves the jobs to a Go pull worker (client.PullWorker) over
+	// the HTTP API in the same process.
+	pull bool
+	// pullMax is the pull worker's max_ids and pullLoops its loops
+	// [the batch size; the concurrency].
+	pullMax, pullLoops int
 }
 
 var scenarios = []scenario{
@@ -160,6 +166,9 @@ var scenarios = []scenario{
 	{name: "delayed", desc: "as batch10, perform_at spread over the next 2 s", kind: "throughput", shards: 5, batch: 10, concurrency: 5, nodes: 1, delay: 2 * time.Second, jobs: 1},
 	{name: "webhook", desc: "as lowkiq, handled over HTTP: a webhook queue posting to a minimal Go receiver in the same process, one call per job", kind: "throughput", shards: 5, batch: 1, concurrency: 5, nodes: 1, jobs: 1, webhook: true},
 	{name: "webhook10", desc: "as webhook, batch size 10", kind: "throughput", shards: 5, batch: 10, concurrency: 5, nodes: 1, jobs: 1, webhook: true},
+	{name: "pull", desc: "as lowkiq, handled by a Go pull worker over HTTP (5 loops, max_ids 1) in the same process, one lease per job", kind: "throughput", shards: 5, batch: 1, concurrency: 5, nodes: 1, jobs: 1, pull: true},
+	{name: "pull-m5", desc: "as pull with one worker loop taking up to 5 ids (several shards' calls) per lease", kind: "throughput", shards: 5, batch: 1, concurrency: 5, nodes: 1, jobs: 1, pull: true, pullMax: 5, pullLoops: 1},
+	{name: "pull10", desc: "as pull, batch size 10 (max_ids 10)", kind: "throughput", shards: 5, batch: 10, concurrency: 5, nodes: 1, jobs: 1, pull: true},
 	{name: "nodes3", desc: "as lowkiq on 3 nodes in one process (a cluster)", kind: "throughput", shards: 5, batch: 1, concurrency: 5, nodes: 3, jobs: 1},
 	{name: "latency", desc: "idle node: enqueue one job, wait for its handler; 500 times", kind: "latency", shards: 5, batch: 1, concurrency: 5, nodes: 1},
 	{name: "idle", desc: "idle node serving 50 queues x 8 shards: Redis round trips and commands per minute, node and Redis CPU, while nothing is enqueued (Config.Idle, 60 s)", kind: "idle", queues: 50, shards: 8, batch: 1, concurrency: 5, nodes: 1},

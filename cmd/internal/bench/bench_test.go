@@ -2,16 +2,24 @@ package bench
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/pull"
+	"github.com/orderlyhq/orderly/web"
 
 	"github.com/orderlyhq/orderly/internal/testing/nodetest"
 	"github.com/orderlyhq/orderly/internal/testing/redistest"
 )
 
 func TestMain(m *testing.M) {
+	PullAPI = func(store persistence.Store, b *pull.Broker) (http.Handler, error) {
+		return web.New(&web.Config{Store: store, Pull: b})
+	}
 	redistest.AtExit(nodetest.Cleanup)
 	redistest.Main(m)
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -270,6 +271,14 @@ func (r *runner) throughput(ctx context.Context, sc scenario, res *Result) error
 		}
 		defer rv.close()
 		handler = rv.handler
+	}
+	if sc.pull {
+		pl, err := startPuller(rc, admin, sc.batch, max(sc.pullMax, sc.batch), cmp.Or(sc.pullLoops, sc.concurrency))
+		if err != nil {
+			return err
+		}
+		defer pl.close()
+		handler = pl.handler
 	}
 	if err := r.drain(ctx, sc, c, admin, prefix, handler, rc, n, res); err != nil {
 		return err

@@ -123,6 +123,8 @@ const (
 	HandlerNoop = "noop"
 	// HandlerHTTP posts each batch to URL.
 	HandlerHTTP = "http"
+	// HandlerPull hands each batch to a pull worker (docs/workers.md).
+	HandlerPull = "pull"
 )
 
 // Values of HandlerConfig.Client.
@@ -400,7 +402,7 @@ type RetryConfig struct {
 
 // HandlerConfig is what processes a queue's batches.
 type HandlerConfig struct {
-	// Type is HandlerLog, HandlerNoop or HandlerHTTP [type].
+	// Type is HandlerLog, HandlerNoop, HandlerHTTP or HandlerPull [type].
 	Type string
 	// URL is where an http handler posts batches: an absolute http or
 	// https URL; empty for the other types [url].
@@ -433,6 +435,15 @@ type HandlerConfig struct {
 	// HTTP set (Orderly-*, Content-Type, Host...) are refused. Their values
 	// are treated as secrets.
 	Headers map[string]string
+	// Lease is a pull handler's lease: how long a worker holds a batch
+	// after its pull unless it extends it [lease; pull.DefaultLease, or half
+	// the queue's timeout when that is shorter]; zero for the other types.
+	// The queue's timeout bounds every lease and extension; a pull queue
+	// without one gets twice the lease.
+	Lease time.Duration
+	// WorkerToken, for a pull handler, is a bearer token that opens only
+	// this queue's pull routes [worker_token; empty: none]. Secret.
+	WorkerToken string
 	// Client is how an http handler sends its requests: HTTPClientDirect
 	// or HTTPClientNetHTTP [client; empty: direct]; empty for the other
 	// types.
@@ -500,6 +511,7 @@ func (c *Config) Redacted() *Config {
 		h.URL = redactURL(h.URL)
 		h.RetriesExhaustedURL = redactURL(h.RetriesExhaustedURL)
 		h.Secret = redactSecret(h.Secret)
+		h.WorkerToken = redactSecret(h.WorkerToken)
 		if h.Headers != nil {
 			headers := make(map[string]string, len(h.Headers))
 			for k, v := range h.Headers {

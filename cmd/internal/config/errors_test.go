@@ -225,7 +225,7 @@ func TestFileErrors(t *testing.T) {
 			"queues[0].retry.base: not allowed with policy lowkiq (the default); set policy: linear or exponential (line 1)",
 			"queues[0].retry.max: not allowed with policy lowkiq (the default); set policy: linear or exponential (line 1)",
 		}},
-		{"handler type", "queues: [{name: a, handler: {type: grpc}}]", []string{`queues[0].handler.type: "grpc" is not one of log, noop, http (line 1)`}},
+		{"handler type", "queues: [{name: a, handler: {type: grpc}}]", []string{`queues[0].handler.type: "grpc" is not one of log, noop, http, pull (line 1)`}},
 		{"http without url", "queues:\n- name: a\n- name: b\n  handler:\n    type: http", []string{"queues[1].handler.url: required for handler type http (line 4)"}},
 		{"http relative url", "queues: [{name: a, handler: {type: http, url: /perform}}]",
 			[]string{"queues[0].handler.url: must be an absolute http or https URL, such as http://127.0.0.1:9000/perform (line 1)"}},

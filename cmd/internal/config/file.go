@@ -26,7 +26,7 @@ func periodicKeys() []string {
 func retryKeys() []string { return []string{"policy", "base", "max"} }
 func rateKeys() []string  { return []string{"per_second", "burst"} }
 func handlerKeys() []string {
-	return []string{"type", "url", "retries_exhausted_url", "timeout", "payloads", "secret", "signature", "headers", "client"}
+	return []string{"type", "url", "retries_exhausted_url", "timeout", "payloads", "secret", "signature", "headers", "client", "lease", "worker_token"}
 }
 func queueKeys() []string {
 	return []string{"name", "shards", "batch_size", "prefetch", "max_prefetch", "max_retry_count", "max_payloads_per_call", "timeout", "retry", "handler", "max_concurrency", "weight", "rate_limit", "state", "max_state_bytes", "feed_max_len", "dedup_window", "retain_finished", "max_finished"}
@@ -411,6 +411,10 @@ func (r *queueReader) handlerKey(key, at string, line int, v *yaml.Node) bool {
 		return decodeHeaders(r.fp, v, at, line, &h.Headers)
 	case "client":
 		return decodeInto(r.fp, v, at, line, &h.Client)
+	case "lease":
+		return decodeInto(r.fp, v, at, line, &h.Lease)
+	case "worker_token":
+		return decodeInto(r.fp, v, at, line, &h.WorkerToken)
 	}
 	return false
 }

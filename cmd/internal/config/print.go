@@ -251,6 +251,10 @@ func handlerYAML(r, h *HandlerConfig) *yaml.Node {
 		}
 		m.add("headers", headers.Node)
 	}
+	if r.Lease != 0 {
+		m.add("lease", duration(r.Lease))
+	}
+	m.addSecret("worker_token", r.WorkerToken, h.WorkerToken)
 	if r.Client != "" {
 		m.add("client", str(r.Client))
 	}

@@ -186,6 +186,9 @@ func validateQueue(q *QueueConfig, report func(key, msg string)) {
 	}
 	validateRetry(q.Retry, report)
 	validateHandler(q.Handler, report)
+	if q.Handler.Type == HandlerPull && q.Timeout > 0 && q.Handler.Lease > q.Timeout/2 {
+		report("handler.lease", fmt.Sprintf("must be at most half the queue's timeout (%s), got %s: an unpulled batch goes back one lease before its deadline", q.Timeout, q.Handler.Lease))
+	}
 }
 
 func validateRetry(r RetryConfig, report func(key, msg string)) {
@@ -239,6 +242,9 @@ func checkSignature(h HandlerConfig, report func(key, msg string)) {
 func validateHandler(h HandlerConfig, report func(key, msg string)) {
 	switch h.Type {
 	case HandlerHTTP:
+		if h.Lease != 0 || h.WorkerToken != "" {
+			report("handler.lease", "lease and worker_token are only allowed for handler type pull, not http")
+		}
 		if h.HidePayloads {
 			report("handler.payloads", "only allowed for handler type log, not http")
 		}
@@ -262,7 +268,27 @@ func validateHandler(h HandlerConfig, report func(key, msg string)) {
 		default:
 			report("handler.client", fmt.Sprintf("%q is not one of %s (the default), %s", h.Client, HTTPClientDirect, HTTPClientNetHTTP))
 		}
+	case HandlerPull:
+		for _, k := range []struct {
+			key string
+			set bool
+		}{{"handler.url", h.URL != ""}, {"handler.retries_exhausted_url", h.RetriesExhaustedURL != ""},
+			{"handler.timeout", h.Timeout != 0}, {"handler.secret", h.Secret != ""}, {"handler.headers", len(h.Headers) > 0},
+			{"handler.client", h.Client != ""}, {"handler.payloads", h.HidePayloads}} {
+			if k.set {
+				report(k.key, "not allowed for handler type pull (its bound is the queue's timeout)")
+			}
+		}
+		if h.Lease < 0 {
+			report("handler.lease", fmt.Sprintf("must be positive, got %s", h.Lease))
+		}
 	case HandlerLog, HandlerNoop:
+		if h.Lease != 0 {
+			report("handler.lease", "only allowed for handler type pull, not "+h.Type)
+		}
+		if h.WorkerToken != "" {
+			report("handler.worker_token", "only allowed for handler type pull, not "+h.Type)
+		}
 		if h.URL != "" {
 			report("handler.url", "only allowed for handler type http, not "+h.Type)
 		}
@@ -288,7 +314,7 @@ func validateHandler(h HandlerConfig, report func(key, msg string)) {
 			report("handler.client", "only allowed for handler type http, not "+h.Type)
 		}
 	default:
-		report("handler.type", fmt.Sprintf("%q is not one of log, noop, http", h.Type))
+		report("handler.type", fmt.Sprintf("%q is not one of log, noop, http, pull", h.Type))
 	}
 }
 

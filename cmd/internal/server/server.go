@@ -37,6 +37,7 @@ import (
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
 	"github.com/orderlyhq/orderly/persistence/redisurl"
+	"github.com/orderlyhq/orderly/pull"
 	"github.com/orderlyhq/orderly/web"
 	"github.com/orderlyhq/orderly/web/apiv1"
 	"github.com/orderlyhq/orderly/web/ui"
@@ -69,7 +70,9 @@ func Run(ctx context.Context, cfg *config.Config, logOut io.Writer, signals <-ch
 		return err
 	}
 	defer p.rs.Close() // the feed watchers, before the client they use
-	workers, closeWebhooks, err := buildWorkers(cfg.Queues, log, p.metrics.WebhookAnswered)
+	p.pull = pull.New(&pull.Config{Logger: log})
+	p.metrics.WatchPull(p.pull.Stats)
+	workers, closeWebhooks, err := buildWorkers(cfg.Queues, log, p.metrics.WebhookAnswered, p.pull)
 	if err != nil {
 		return err
 	}
@@ -118,6 +121,10 @@ type process struct {
 	cfg *config.Config
 	log *slog.Logger
 	rdb redis.UniversalClient
+	// pull hands the batches of the pull queues to pull workers; stopped
+	// before the node, so that waiting pulls end and unpulled batches go
+	// back.
+	pull *pull.Broker
 	// rs is the Redis store; store is rs as the node and the HTTP API use
 	// it, wrapped for metrics, chaos and (on Redis) the write watch.
 	rs      *redisstore.Store
@@ -254,6 +261,8 @@ func (p *process) newAPI() error {
 		Quiet:           p.setQuiet,
 		IsQuiet:         p.isQuiet,
 		Members:         p.members,
+		Pull:            p.pull,
+		WorkerTokens:    workerTokens(p.cfg.Queues),
 	})
 	if err != nil {
 		return err
@@ -365,6 +374,7 @@ func (p *process) serve(ctx context.Context, signals <-chan os.Signal) error {
 	defer stopHistory()
 
 	runErr := wait(ctx, p.node, signals, httpErr, fatal, p.dump.start, p.log)
+	p.pull.Stop()
 	stopErr := stopNode(p.node, signals, p.log)
 	sctx, cancel := context.WithTimeout(context.Background(), httpShutdownTimeout)
 	defer cancel()

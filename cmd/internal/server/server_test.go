@@ -65,7 +65,7 @@ func TestWorkersMaxRetryCount(t *testing.T) {
 	}
 	workers, closeWebhooks, err := buildWorkers([]config.QueueConfig{
 		queue("default", config.DefaultMaxRetryCount), queue("five", 5), queue("none", config.NoRetries), queue("zero", 0),
-	}, log, nil)
+	}, log, nil, nil)
 	require.NoError(t, err)
 	defer closeWebhooks()
 	got := map[string]int{}
@@ -93,7 +93,7 @@ func TestWorkersCallDeadlineAndPayloadCap(t *testing.T) {
 		queue("http-shorter-queue", 5*time.Second, web(30*time.Second)),
 		queue("http-shorter-request", time.Minute, web(10*time.Second)),
 		queue("noop", 0, config.HandlerConfig{Type: config.HandlerNoop}),
-	}, log, nil)
+	}, log, nil, nil)
 	require.NoError(t, err)
 	defer closeWebhooks()
 	got := map[string]time.Duration{}

@@ -16,6 +16,8 @@ import (
 	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/cmd/internal/config"
 	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/pull"
+	"github.com/orderlyhq/orderly/web"
 	"github.com/orderlyhq/orderly/web/apiv1"
 	"github.com/orderlyhq/orderly/webhook"
 	"github.com/orderlyhq/orderly/webhook/wire"
@@ -25,7 +27,10 @@ import (
 // that closes their webhook senders (webhook.Sender.Close), to call once the
 // node that runs the workers has stopped. observe, when not nil, is told the
 // answer of each webhook request (webhook.Config.Observe) with its queue.
-func buildWorkers(queues []config.QueueConfig, log *slog.Logger, observe func(queue string, status int)) ([]orderly.Worker, func(), error) {
+//
+// The handlers of pull queues hand their batches to broker (nil when there
+// is none).
+func buildWorkers(queues []config.QueueConfig, log *slog.Logger, observe func(queue string, status int), broker *pull.Broker) ([]orderly.Worker, func(), error) {
 	out := make([]orderly.Worker, 0, len(queues))
 	var senders []*webhook.Sender
 	closeAll := func() {
@@ -89,12 +94,55 @@ func buildWorkers(queues []config.QueueConfig, log *slog.Logger, observe func(qu
 			if w.Timeout == 0 || q.Handler.Timeout < w.Timeout {
 				w.Timeout = q.Handler.Timeout
 			}
+		case config.HandlerPull:
+			if broker == nil {
+				closeAll()
+				return nil, nil, fmt.Errorf("queue %s: a pull queue needs a pull broker", q.Name)
+			}
+			w.Handler, w.Timeout = pullHandler(broker, q)
 		default:
 			w.Handler = logHandler(log, !q.Handler.HidePayloads)
 		}
 		out = append(out, w)
 	}
 	return out, closeAll, nil
+}
+
+// pullHandler returns the handler of a pull queue and its call timeout:
+// the queue's, or twice the lease when it sets none. The lease is
+// handler.lease, or pull.DefaultLease capped at half the queue's timeout.
+func pullHandler(broker *pull.Broker, q config.QueueConfig) (orderly.HandlerFunc, time.Duration) {
+	lease, timeout := q.Handler.Lease, q.Timeout
+	if lease == 0 {
+		lease = pull.DefaultLease
+		if timeout > 0 {
+			lease = min(lease, timeout/2)
+		}
+	}
+	if timeout == 0 {
+		timeout = 2 * lease
+	}
+	return broker.Handler(q.Name, pull.Options{BatchSize: max(q.BatchSize, 1), Lease: lease}), timeout
+}
+
+// PullAPI is the HTTP API of a pull broker on store, for the pull
+// scenarios of orderly bench (bench.PullAPI).
+func PullAPI(store persistence.Store, broker *pull.Broker) (http.Handler, error) {
+	return web.New(&web.Config{Store: store, Pull: broker, Logger: slog.New(slog.DiscardHandler)})
+}
+
+// workerTokens returns the worker tokens of the pull queues.
+func workerTokens(queues []config.QueueConfig) map[string]string {
+	var out map[string]string
+	for _, q := range queues {
+		if q.Handler.Type == config.HandlerPull && q.Handler.WorkerToken != "" {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[q.Name] = q.Handler.WorkerToken
+		}
+	}
+	return out
 }
 
 // deadSender is the sender of a queue's retries_exhausted_url: the

@@ -30,7 +30,7 @@ func TestLogHandlerPayloads(t *testing.T) {
 		var buf bytes.Buffer
 		log := slog.New(slog.NewJSONHandler(&buf, nil))
 		q := config.QueueConfig{Name: "q", Shards: 1, BatchSize: 1, Handler: config.HandlerConfig{Type: config.HandlerLog, HidePayloads: hide}}
-		ws, closeWebhooks, err := buildWorkers([]config.QueueConfig{q}, log, nil)
+		ws, closeWebhooks, err := buildWorkers([]config.QueueConfig{q}, log, nil, nil)
 		require.NoError(t, err)
 		defer closeWebhooks()
 		require.NoError(t, ws[0].Handler(context.Background(), batch))
@@ -66,7 +66,7 @@ func TestHTTPHandlerSecretAndHeaders(t *testing.T) {
 		Payloads: []orderly.Payload{{Data: []byte(`{}`), Score: 1}}}}}
 	handler := func(h config.HandlerConfig) orderly.HandlerFunc {
 		h.Type, h.URL, h.Timeout = config.HandlerHTTP, rcv.URL, 10*time.Second
-		ws, closeWebhooks, err := buildWorkers([]config.QueueConfig{{Name: "q", Shards: 1, BatchSize: 1, Handler: h}}, slog.New(slog.DiscardHandler), nil)
+		ws, closeWebhooks, err := buildWorkers([]config.QueueConfig{{Name: "q", Shards: 1, BatchSize: 1, Handler: h}}, slog.New(slog.DiscardHandler), nil, nil)
 		require.NoError(t, err)
 		t.Cleanup(closeWebhooks)
 		return ws[0].Handler
@@ -94,7 +94,7 @@ func TestHTTPHandlerStandardSignature(t *testing.T) {
 	batch := &orderly.Batch{Queue: "q", Shard: 0, Delivery: "q/0/1/1", Jobs: []orderly.Job{{ID: "a", RetryCount: -1,
 		Payloads: []orderly.Payload{{Data: []byte(`{}`), Score: 1}}}}}
 	h := config.HandlerConfig{Type: config.HandlerHTTP, URL: rcv.URL, Timeout: 10 * time.Second, Secret: secret, Signature: config.SignatureStandard}
-	ws, closeWebhooks, err := buildWorkers([]config.QueueConfig{{Name: "q", Shards: 1, BatchSize: 1, Handler: h}}, slog.New(slog.DiscardHandler), nil)
+	ws, closeWebhooks, err := buildWorkers([]config.QueueConfig{{Name: "q", Shards: 1, BatchSize: 1, Handler: h}}, slog.New(slog.DiscardHandler), nil, nil)
 	require.NoError(t, err)
 	t.Cleanup(closeWebhooks)
 	require.NoError(t, ws[0].Handler(context.Background(), batch))

@@ -246,11 +246,13 @@ const TAB_NAMES = {processing: 'Processing', morgue: 'Morgue', finished: 'Finish
 
 /**
  * drawLimits shows a queue's max_concurrency and rate_limit (docs/contract.md
- * §9) as the answering node is configured, or that it has none.
+ * §9) as the answering node is configured, or that it has none, and on a
+ * pull queue its waiting workers and held leases on that node (§6.6).
  */
 function drawLimits(el, m) {
   const r = m.rate_limit;
-  const key = JSON.stringify([m.max_concurrency || 0, r || null]);
+  const p = m.pull;
+  const key = JSON.stringify([m.max_concurrency || 0, r || null, p || null]);
   if (el.dataset.key === key) return;
   el.dataset.key = key;
   const chip = (k, text, title) => h('span', {class: 'chip limit', dataset: {limit: k}, title},
@@ -262,7 +264,9 @@ function drawLimits(el, m) {
     r
       ? chip('rate_limit', `${num(r.per_second)}/s, burst ${num(r.burst)}`,
         `Handler calls start at most ${num(r.per_second)} a second cluster-wide, in bursts of at most ${num(r.burst)}`)
-      : chip('rate_limit', 'none', 'No rate limit (as the answering node is configured)'));
+      : chip('rate_limit', 'none', 'No rate limit (as the answering node is configured)'),
+    p ? chip('pull', `${num(p.waiting_workers)} waiting, ${num(p.held_leases)} held`,
+      `Pull workers on the answering node: ${plural(p.waiting_workers, 'pull')} waiting for a batch, ${plural(p.held_leases, 'batch', 'batches')} held under a lease, ${plural(p.pending_batches, 'batch', 'batches')} waiting for a pull`) : null);
 }
 
 /**

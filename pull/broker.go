@@ -1,0 +1,605 @@
+package pull
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/orderlyhq/orderly"
+	"github.com/orderlyhq/orderly/webhook"
+	"github.com/orderlyhq/orderly/webhook/wire"
+)
+
+// DefaultLease is a lease's deadline after its pull when Options.Lease is
+// zero.
+const DefaultLease = 30 * time.Second
+
+// Reasons of a LeaseError.
+const (
+	ReasonDeadline = "deadline passed"
+	ReasonLost     = "lease lost"
+	ReasonUnknown  = "unknown lease"
+)
+
+// Errors of the Broker.
+var (
+	// ErrStopped is the error of a pull after Stop.
+	ErrStopped = errors.New("pull: the node is stopping")
+	// ErrUnknownQueue is the error of a pull for a queue that is not a
+	// pull queue of this node.
+	ErrUnknownQueue = errors.New("pull: not a pull queue of this node")
+	// ErrMaxIDs is the error of a pull whose max_ids is below the queue's
+	// batch size: a call is never split.
+	ErrMaxIDs = errors.New("pull: max_ids is below the queue's batch_size")
+	// errLeaseExpired is the error of a call whose lease passed its
+	// deadline without an answer.
+	errLeaseExpired = errors.New("pull: no answer by the lease's deadline")
+	// errNotPulled is logged when a call goes back unpulled.
+	errNotPulled = errors.New("pull: no worker pulled the batch")
+)
+
+// LeaseError is the error of an answer or extension for a lease that is no
+// longer valid: nothing of the answer is committed.
+type LeaseError struct {
+	// Reason is ReasonDeadline, ReasonLost or ReasonUnknown.
+	Reason string
+}
+
+// Error says that the lease is no longer valid, and why.
+func (e *LeaseError) Error() string { return "pull: the lease is no longer valid: " + e.Reason }
+
+// Options are a pull queue's settings.
+type Options struct {
+	// BatchSize is the queue's batch size: a pull must accept at least
+	// that many ids. [1]
+	BatchSize int
+	// Lease is a lease's deadline after its pull, never past its call's
+	// deadline; keep it at most half the call timeout, so that a call
+	// pulled just before it gives its ids back still gets a full lease.
+	// [DefaultLease]
+	Lease time.Duration
+}
+
+// Config configures a Broker.
+type Config struct {
+	// Logger receives the broker's logs. [slog.Default()]
+	Logger *slog.Logger
+}
+
+// Broker hands the batches of a node's pull queues to pull workers. Its
+// methods are safe for concurrent use.
+type Broker struct {
+	log *slog.Logger
+	// now is time.Now: leases count in real time, as the call contexts'
+	// deadlines (which bound them) and the timers do.
+	now  func() time.Time
+	stop chan struct{} // closed by Stop
+
+	mu      sync.Mutex // guards what follows
+	stopped bool
+	queues  map[string]*queue
+	leases  map[string]*lease
+	ended   map[string]string // ended lease id -> reason, kept for endedTTL
+	endedQ  []endedLease      // ended's ids, oldest first
+}
+
+// endedTTL is how long an ended lease's reason is remembered.
+const endedTTL = 10 * time.Minute
+
+type endedLease struct {
+	id string
+	at time.Time
+}
+
+// queue is a pull queue's waiting calls and pulls.
+type queue struct {
+	name    string
+	opts    Options
+	pending []*call   // calls no pull took yet, oldest first
+	waiters []*waiter // pulls waiting for a call, oldest first
+	held    int       // leases held
+}
+
+// waiter is a pull waiting for a call.
+type waiter struct{ got chan *lease } // cap 1
+
+// call is one handler call waiting for, or held by, a pull.
+type call struct {
+	batch    *orderly.Batch
+	deadline time.Time      // the call's context deadline
+	pulled   chan struct{}  // closed when a pull takes it
+	answer   chan answerMsg // cap 1: the one answer
+	extended chan struct{}  // cap 1: the lease deadline moved
+	lease    *lease         // set under Broker.mu when pulled
+	gone     string         // under Broker.mu: why the call ended before an answer
+}
+
+type answerMsg struct {
+	a     *wire.Answer
+	reply chan error // cap 1
+}
+
+// lease is a pull's hold on one or more calls of a queue.
+type lease struct {
+	id       string
+	q        *queue
+	calls    []*call
+	deadline time.Time // guarded by Broker.mu
+	answered bool      // guarded by Broker.mu
+	live     int       // guarded by Broker.mu: calls not ended
+}
+
+// Lease is what a pull returns.
+type Lease struct {
+	// ID names the lease in answers and extensions.
+	ID string
+	// Deadline is when the lease ends without an answer.
+	Deadline time.Time
+	// Jobs are the batch, in the webhook request's shape.
+	Jobs []wire.Job
+}
+
+// New returns a Broker.
+func New(cfg *Config) *Broker {
+	b := &Broker{log: slog.Default(), now: time.Now, stop: make(chan struct{}),
+		queues: map[string]*queue{}, leases: map[string]*lease{}, ended: map[string]string{}}
+	if cfg != nil && cfg.Logger != nil {
+		b.log = cfg.Logger
+	}
+	return b
+}
+
+// Handler registers a pull queue and returns its handler: the
+// orderly.Worker's Handler of the queue. Calling it again for a queue
+// returns a handler that shares the first one's calls and pulls (two nodes
+// of one process may share a broker); the first options stay.
+func (b *Broker) Handler(queueName string, opts Options) orderly.HandlerFunc {
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 1
+	}
+	b.mu.Lock()
+	q := b.queues[queueName]
+	if q == nil {
+		q = &queue{name: queueName, opts: opts}
+		b.queues[queueName] = q
+	}
+	b.mu.Unlock()
+	return func(ctx context.Context, batch *orderly.Batch) error { return b.handle(ctx, q, batch) }
+}
+
+// handle is one handler call of q.
+func (b *Broker) handle(ctx context.Context, q *queue, batch *orderly.Batch) error {
+	now := b.now()
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = now.Add(2 * b.leaseOf(q))
+	}
+	c := &call{batch: batch, deadline: deadline, pulled: make(chan struct{}),
+		answer: make(chan answerMsg, 1), extended: make(chan struct{}, 1)}
+	// Unpulled, the call gives its ids back one lease before its
+	// deadline, so that a pull always gets a full lease.
+	giveBack := deadline.Sub(now) - min(b.leaseOf(q), deadline.Sub(now)/2)
+	if !b.offer(q, c) {
+		return orderly.Snooze(0)
+	}
+	t := time.NewTimer(giveBack)
+	select {
+	case <-c.pulled:
+	case <-t.C:
+	case <-b.stop:
+	case <-ctx.Done():
+	}
+	t.Stop()
+	if b.unoffer(q, c) {
+		if ctx.Err() != nil {
+			return fmt.Errorf("pull: %w", context.Cause(ctx))
+		}
+		b.log.Debug("pull: batch given back", "queue", q.name, "ids", len(batch.Jobs), "err", errNotPulled)
+		return orderly.Snooze(0)
+	}
+	return b.held(ctx, c)
+}
+
+// leaseOf is q's lease duration.
+func (b *Broker) leaseOf(q *queue) time.Duration {
+	if q.opts.Lease > 0 {
+		return q.opts.Lease
+	}
+	return DefaultLease
+}
+
+// held waits for the answer of a pulled call, its lease's deadline or the
+// end of its context.
+func (b *Broker) held(ctx context.Context, c *call) error {
+	for {
+		b.mu.Lock()
+		wait := c.lease.deadline.Sub(b.now())
+		b.mu.Unlock()
+		t := time.NewTimer(max(wait, 0))
+		select {
+		case m := <-c.answer:
+			t.Stop()
+			if ctx.Err() != nil {
+				m.reply <- &LeaseError{Reason: reasonOf(ctx)}
+				return fmt.Errorf("pull: %w", context.Cause(ctx))
+			}
+			err := webhook.ApplyPullAnswer(c.batch, m.a, b.log)
+			m.reply <- nil
+			return err
+		case <-c.extended:
+			t.Stop()
+		case <-t.C:
+			if b.end(c, ReasonDeadline, true) {
+				return fmt.Errorf("lease %s: %w", c.lease.id, errLeaseExpired)
+			}
+		case <-ctx.Done():
+			t.Stop()
+			b.end(c, reasonOf(ctx), false)
+			return fmt.Errorf("pull: %w", context.Cause(ctx))
+		}
+	}
+}
+
+// reasonOf is why a call's context ended.
+func reasonOf(ctx context.Context) string {
+	if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		return ReasonDeadline
+	}
+	return ReasonLost
+}
+
+// end ends c's part of its lease for reason, unless onlyIfDue and the
+// lease's deadline is not yet passed or an answer came first. The lease
+// ends once none of its calls is left. It reports whether c ended. An
+// answer that came first is refused.
+func (b *Broker) end(c *call, reason string, onlyIfDue bool) bool {
+	b.mu.Lock()
+	l := c.lease
+	if onlyIfDue && (l.answered || b.now().Before(l.deadline)) {
+		b.mu.Unlock()
+		return false
+	}
+	if c.gone == "" {
+		c.gone = reason
+		l.live--
+	}
+	if l.live == 0 || l.answered {
+		b.endLocked(l, reason)
+	}
+	b.mu.Unlock()
+	select {
+	case m := <-c.answer:
+		m.reply <- &LeaseError{Reason: reason}
+	default:
+	}
+	return true
+}
+
+// endLocked forgets l, remembering why it ended.
+func (b *Broker) endLocked(l *lease, reason string) {
+	if _, ok := b.leases[l.id]; !ok {
+		return
+	}
+	delete(b.leases, l.id)
+	l.q.held--
+	now := b.now()
+	for len(b.endedQ) > 0 && now.Sub(b.endedQ[0].at) > endedTTL {
+		delete(b.ended, b.endedQ[0].id)
+		b.endedQ = b.endedQ[1:]
+	}
+	b.ended[l.id] = reason
+	b.endedQ = append(b.endedQ, endedLease{id: l.id, at: now})
+}
+
+// offer hands c to a waiting pull, or queues it; false when the broker is
+// stopped.
+func (b *Broker) offer(q *queue, c *call) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
+		return false
+	}
+	if len(q.waiters) > 0 {
+		w := q.waiters[0]
+		q.waiters = q.waiters[1:]
+		w.got <- b.leaseLocked(q, []*call{c})
+		return true
+	}
+	q.pending = append(q.pending, c)
+	return true
+}
+
+// unoffer takes c back from the queue if no pull took it, and reports
+// whether it did.
+func (b *Broker) unoffer(q *queue, c *call) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c.lease != nil {
+		return false
+	}
+	for i, p := range q.pending {
+		if p == c {
+			q.pending = append(q.pending[:i:i], q.pending[i+1:]...)
+			break
+		}
+	}
+	return true
+}
+
+// leaseLocked makes the lease of a pull that takes calls: its deadline
+// is Options.Lease from now, at most the earliest call's deadline.
+func (b *Broker) leaseLocked(q *queue, calls []*call) *lease {
+	var raw [16]byte
+	_, _ = rand.Read(raw[:]) // never fails
+	l := &lease{id: hex.EncodeToString(raw[:]), q: q, calls: calls, live: len(calls)}
+	l.deadline = b.now().Add(b.leaseOf(q))
+	for _, c := range calls {
+		if l.deadline.After(c.deadline) {
+			l.deadline = c.deadline
+		}
+		c.lease = l
+		close(c.pulled)
+	}
+	b.leases[l.id] = l
+	q.held++
+	return l
+}
+
+// Pull takes the waiting calls of the queue, oldest first, as many as
+// maxIDs ids allow, under a new lease; with none waiting it waits up to
+// wait for one. It returns nil, nil when none came (or the broker stopped
+// while it waited). A call is never split: maxIDs must be at least the
+// queue's batch size.
+func (b *Broker) Pull(ctx context.Context, queueName string, maxIDs int, wait time.Duration) (*Lease, error) {
+	b.mu.Lock()
+	q := b.queues[queueName]
+	switch {
+	case b.stopped:
+		b.mu.Unlock()
+		return nil, ErrStopped
+	case q == nil:
+		b.mu.Unlock()
+		return nil, fmt.Errorf("%w: %q", ErrUnknownQueue, queueName)
+	case maxIDs < q.opts.BatchSize:
+		b.mu.Unlock()
+		return nil, fmt.Errorf("%w (%d): a batch is never split", ErrMaxIDs, q.opts.BatchSize)
+	}
+	if len(q.pending) > 0 {
+		calls := []*call{q.pending[0]}
+		ids := len(q.pending[0].batch.Jobs)
+		rest := q.pending[1:]
+		for len(rest) > 0 && ids+len(rest[0].batch.Jobs) <= maxIDs {
+			calls = append(calls, rest[0])
+			ids += len(rest[0].batch.Jobs)
+			rest = rest[1:]
+		}
+		q.pending = rest
+		l := b.leaseLocked(q, calls)
+		b.mu.Unlock()
+		return l.out(), nil
+	}
+	if wait <= 0 {
+		b.mu.Unlock()
+		return nil, nil
+	}
+	w := &waiter{got: make(chan *lease, 1)}
+	q.waiters = append(q.waiters, w)
+	b.mu.Unlock()
+
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case l := <-w.got:
+		return l.out(), nil
+	case <-t.C:
+	case <-ctx.Done():
+	case <-b.stop:
+	}
+	b.mu.Lock()
+	for i, o := range q.waiters {
+		if o == w {
+			q.waiters = append(q.waiters[:i:i], q.waiters[i+1:]...)
+			b.mu.Unlock()
+			return nil, nil
+		}
+	}
+	b.mu.Unlock()
+	// A call came as the wait ended: it is this pull's.
+	return (<-w.got).out(), nil
+}
+
+// out is what Pull returns of l.
+func (l *lease) out() *Lease {
+	out := &Lease{ID: l.id, Deadline: l.deadline}
+	for _, c := range l.calls {
+		out.Jobs = append(out.Jobs, webhook.PullJobs(c.batch)...)
+	}
+	return out
+}
+
+// lookupLocked returns the live lease id of the queue, or the error that
+// says why there is none.
+func (b *Broker) lookupLocked(queueName, id string) (*lease, error) {
+	l := b.leases[id]
+	if l == nil || l.q.name != queueName {
+		if reason, ok := b.ended[id]; ok && l == nil {
+			return nil, &LeaseError{Reason: reason}
+		}
+		return nil, &LeaseError{Reason: ReasonUnknown}
+	}
+	if l.answered {
+		return nil, &LeaseError{Reason: ReasonUnknown}
+	}
+	if !b.now().Before(l.deadline) {
+		return nil, &LeaseError{Reason: ReasonDeadline}
+	}
+	return l, nil
+}
+
+// Answer hands a worker's decoded answer (nil: every id done) to the calls
+// its lease holds, each its own ids' part, and returns once they took it
+// (the shard actors then commit it) or refused it. It returns the ids of
+// the calls that ended before the answer reached them (nothing of the
+// answer is committed for those), or a *LeaseError when the lease is no
+// longer valid or none of its calls took the answer, or an error wrapping
+// webhook.ErrBadAnswer when its emits name ids not in the lease (the lease
+// stays valid).
+func (b *Broker) Answer(queueName, id string, a *wire.Answer) (lost []string, err error) {
+	b.mu.Lock()
+	l, err := b.lookupLocked(queueName, id)
+	if err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
+	all := &orderly.Batch{Queue: queueName}
+	for _, c := range l.calls {
+		all.Jobs = append(all.Jobs, c.batch.Jobs...)
+	}
+	if err := webhook.CheckPullAnswer(all, a); err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
+	l.answered = true
+	delete(b.leases, l.id)
+	l.q.held--
+	type sent struct {
+		c     *call
+		reply chan error
+	}
+	var waits []sent
+	for _, c := range l.calls {
+		if c.gone != "" {
+			lost = appendIDs(lost, c)
+			continue
+		}
+		m := answerMsg{a: partOf(a, c.batch, len(l.calls) > 1), reply: make(chan error, 1)}
+		c.answer <- m
+		waits = append(waits, sent{c, m.reply})
+	}
+	b.mu.Unlock()
+	var first error
+	for _, w := range waits {
+		if err := <-w.reply; err != nil {
+			lost = appendIDs(lost, w.c)
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	if len(waits) == 0 || (first != nil && len(lost) == len(all.Jobs)) {
+		if first == nil {
+			first = &LeaseError{Reason: l.calls[0].gone}
+		}
+		return nil, first
+	}
+	return lost, nil
+}
+
+// appendIDs appends the ids of c's batch to ids.
+func appendIDs(ids []string, c *call) []string {
+	for _, j := range c.batch.Jobs {
+		ids = append(ids, j.ID)
+	}
+	return ids
+}
+
+// partOf is the part of a that names ids of b (a itself when the lease
+// has one call; nil stays nil: every id done).
+func partOf(a *wire.Answer, b *orderly.Batch, split bool) *wire.Answer {
+	if a == nil || !split {
+		return a
+	}
+	in := make(map[string]bool, len(b.Jobs))
+	for _, j := range b.Jobs {
+		in[j.ID] = true
+	}
+	out := &wire.Answer{Failed: only(a.Failed, in), State: only(a.State, in), Timers: only(a.Timers, in),
+		RetryIn: only(a.RetryIn, in), Dead: only(a.Dead, in), Discard: only(a.Discard, in), Result: only(a.Result, in)}
+	for _, e := range a.Emit {
+		if in[e.From] {
+			out.Emit = append(out.Emit, e)
+		}
+	}
+	return out
+}
+
+// only returns the entries of m whose key is in in; nil when none.
+func only[V any](m map[string]V, in map[string]bool) map[string]V {
+	var out map[string]V
+	for k, v := range m {
+		if in[k] {
+			if out == nil {
+				out = make(map[string]V)
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// Extend moves a lease's deadline to by after now, never past the
+// deadline of one of its calls nor earlier than it was, and returns the
+// new deadline.
+func (b *Broker) Extend(queueName, id string, by time.Duration) (time.Time, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	l, err := b.lookupLocked(queueName, id)
+	if err != nil {
+		return time.Time{}, err
+	}
+	d := b.now().Add(by)
+	for _, c := range l.calls {
+		if c.gone == "" && d.After(c.deadline) {
+			d = c.deadline
+		}
+	}
+	if d.After(l.deadline) {
+		l.deadline = d
+		for _, c := range l.calls {
+			select {
+			case c.extended <- struct{}{}:
+			default:
+			}
+		}
+	}
+	return l.deadline, nil
+}
+
+// Stats are the pull workers of a queue right now.
+type Stats struct {
+	// Waiting counts the pulls waiting for a batch.
+	Waiting int `json:"waiting_workers"`
+	// Held counts the leases held by workers.
+	Held int `json:"held_leases"`
+	// Pending counts the batches waiting for a pull.
+	Pending int `json:"pending_batches"`
+}
+
+// Stats returns the stats of each pull queue.
+func (b *Broker) Stats() map[string]Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make(map[string]Stats, len(b.queues))
+	for name, q := range b.queues {
+		out[name] = Stats{Waiting: len(q.waiters), Held: q.held, Pending: len(q.pending)}
+	}
+	return out
+}
+
+// Stop ends the waiting pulls (they return nil) and refuses new ones
+// (ErrStopped); the calls no pull took give their ids back at once. Held
+// leases go on until answered or ended by their call (the node's drain).
+// Call it before stopping the node. Stop is idempotent.
+func (b *Broker) Stop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.stopped {
+		b.stopped = true
+		close(b.stop)
+	}
+}
