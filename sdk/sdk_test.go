@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -139,6 +140,14 @@ func TestPython(t *testing.T) {
 // build with tsc.
 func TestTypeScript(t *testing.T) {
 	need(t, requireNodeEnv, "node", "npm")
+	out, err := exec.Command("node", "-p", "process.versions.node.split('.')[0]").Output()
+	require.NoError(t, err)
+	if major, _ := strconv.Atoi(strings.TrimSpace(string(out))); major < 20 {
+		if os.Getenv(requireNodeEnv) != "" {
+			t.Fatalf("node %s is older than 20, and %s is set", strings.TrimSpace(string(out)), requireNodeEnv)
+		}
+		t.Skipf("node %s is older than 20: set %s to make this a failure", strings.TrimSpace(string(out)), requireNodeEnv)
+	}
 	env := node(t, lang{prefix: "ts", hookPort: freePort(t), stdPort: freePort(t)})
 	dir, err := filepath.Abs("typescript")
 	require.NoError(t, err)
