@@ -3,6 +3,9 @@ package sdk
 import (
 	"fmt"
 	"net"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderlyhq/orderly/internal/testing/nodetest"
+	"github.com/orderlyhq/orderly/internal/testing/openapitest"
 	"github.com/orderlyhq/orderly/internal/testing/redistest"
 )
 
@@ -79,8 +83,9 @@ func config(langs ...lang) string {
 	return b.String()
 }
 
-// node starts a node on a throwaway Redis with the languages' queues and
-// returns the environment of the SDK tests.
+// node starts a node on a throwaway Redis with the language's queues and
+// returns the environment of the SDK tests, whose requests and the node's
+// answers are checked against the OpenAPI document on the way.
 func node(t *testing.T, l lang) []string {
 	t.Helper()
 	n := nodetest.Start(t, nodetest.Options{
@@ -89,13 +94,19 @@ func node(t *testing.T, l lang) []string {
 		Env:    []string{"ORDERLY_HTTP_TOKEN=" + token},
 	})
 	n.WaitReady()
+	// The SDKs talk to the node through a proxy that checks every request
+	// and answer against the OpenAPI document (web/openapi).
+	target, err := url.Parse(n.HTTP)
+	require.NoError(t, err)
+	proxy := httptest.NewServer(openapitest.Handler(t, httputil.NewSingleHostReverseProxy(target)))
+	t.Cleanup(proxy.Close)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("node logs:\n%s", n.Logs())
 		}
 	})
 	return append(os.Environ(),
-		"ORDERLY_URL="+n.HTTP, "ORDERLY_TOKEN="+token, "ORDERLY_PREFIX="+l.prefix,
+		"ORDERLY_URL="+proxy.URL, "ORDERLY_TOKEN="+token, "ORDERLY_PREFIX="+l.prefix,
 		"ORDERLY_SECRET="+secret, "ORDERLY_STD_SECRET="+stdSecret,
 		fmt.Sprintf("ORDERLY_HOOK_PORT=%d", l.hookPort), fmt.Sprintf("ORDERLY_STD_PORT=%d", l.stdPort))
 }
