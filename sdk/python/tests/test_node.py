@@ -1,0 +1,112 @@
+"""Against a real node (started by sdk/sdk_test.go, which sets the environment).
+
+ORDERLY_URL, ORDERLY_TOKEN: the node. ORDERLY_PREFIX: this language's queues
+(<p>-plain, <p>-state, <p>-hook signed by Orderly's scheme with
+ORDERLY_SECRET, <p>-std signed by Standard Webhooks with ORDERLY_STD_SECRET),
+whose receivers listen on ORDERLY_HOOK_PORT and ORDERLY_STD_PORT.
+"""
+
+import json
+import os
+import sys
+import threading
+import time
+import unittest
+import urllib.error
+import urllib.request
+from http.server import ThreadingHTTPServer
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from orderly import Answer, Client, Conflict, Job, receiver_handler  # noqa: E402
+
+ENV = os.environ
+WAIT = 30  # seconds to wait for a delivery before failing
+
+
+@unittest.skipUnless(ENV.get("ORDERLY_URL"), "ORDERLY_URL not set: run by sdk/sdk_test.go")
+class NodeTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.c = Client(ENV["ORDERLY_URL"], ENV["ORDERLY_TOKEN"])
+        p = ENV["ORDERLY_PREFIX"]
+        cls.plain, cls.state, cls.hook, cls.std = p + "-plain", p + "-state", p + "-hook", p + "-std"
+
+    def test_auth(self):
+        with self.assertRaises(Exception) as e:
+            Client(ENV["ORDERLY_URL"], "wrong").enqueue(self.plain, [Job("x")])
+        self.assertEqual(e.exception.status, 401)
+
+    def test_enqueue_lookup_cancel(self):
+        got = self.c.enqueue(self.plain, [Job("a", {"n": 1}, score=1, perform_in="1h", headers={"h": "v"}),
+                                          Job("b", payload_bytes=b"\x00", perform_in=3600),
+                                          {"id": "c", "payload": 1, "perform_at": time.time() + 3600}])
+        self.assertEqual(got, {"enqueued": 3, "duplicates": 0})
+        dup = [Job("d", 1, perform_in="1h", dedup_key="k")]
+        self.assertEqual(self.c.enqueue(self.plain, dup)["duplicates"], 0)
+        self.assertEqual(self.c.enqueue(self.plain, dup)["duplicates"], 1)
+        found = self.c.job(self.plain, "a")
+        self.assertEqual(found["queued"]["payloads"][0]["payload"], {"n": 1})
+        self.assertEqual(found["queued"]["payloads"][0]["headers"], {"h": "v"})
+        self.assertIsNone(self.c.job(self.plain, "nope"))
+        self.assertEqual(self.c.cancel(self.plain, "a", "delete")["mode"], "delete")
+        after = self.c.job(self.plain, "a")
+        self.assertTrue(after is None or after["queued"] is None, after)
+
+    def test_state_cas_and_feed(self):
+        st = self.c.get_state(self.state, "acc")
+        self.assertEqual((st.value, st.version), (None, 0))
+        v = self.c.set_state(self.state, "acc", {"n": 1}, 0)
+        with self.assertRaises(Conflict):
+            self.c.set_state(self.state, "acc", {"n": 2}, 0)
+        v2 = self.c.set_state(self.state, "acc", {"n": 2}, v)
+        st = self.c.get_state(self.state, "acc")
+        self.assertEqual((st.value, st.version), ({"n": 2}, v2))
+        page = self.c.feed(self.state, "0")
+        self.assertEqual([(e.id, e.version, e.state) for e in page.entries], [("acc", v, {"n": 1}), ("acc", v2, {"n": 2})])
+        self.c.set_state(self.state, "acc", None, v2)  # deletes
+        more = self.c.feed(self.state, page.next, wait=5)
+        self.assertEqual([(e.id, e.deleted) for e in more.entries], [("acc", True)])
+
+    def _receiver(self, port, secret, seen):
+        def handle(d):
+            seen.append(d)
+            a = Answer()
+            for j in d.jobs:
+                a.set_state(j.id, {"got": j.payloads[-1].json(), "delivery": d.name})
+            return a
+        srv = ThreadingHTTPServer(("127.0.0.1", port), receiver_handler(handle, secret))
+        t = threading.Thread(target=srv.serve_forever, daemon=True)
+        t.start()
+        self.addCleanup(lambda: (srv.shutdown(), srv.server_close(), t.join()))
+
+    def _deliveries(self, queue, port, secret):
+        seen = []
+        self._receiver(port, secret, seen)
+        # A forged request is refused.
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/", data=b'{"queue":"q","shard":0,"jobs":[]}',
+                                     headers={"Orderly-Signature": "t=1,v1=" + "0" * 64}, method="POST")
+        with self.assertRaises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(req, timeout=5)
+        self.assertEqual(e.exception.code, 401)
+        self.c.enqueue(queue, [Job("w1", {"k": "v"})])
+        end = time.monotonic() + WAIT
+        while time.monotonic() < end:
+            st = self.c.get_state(queue, "w1")
+            if st.value is not None:
+                break
+            time.sleep(0.05)
+        self.assertEqual(st.value["got"], {"k": "v"}, "the receiver's answer committed the state")
+        self.assertTrue(st.value["delivery"].startswith(queue + "/"), st.value)
+        self.assertEqual([j.id for j in seen[0].jobs], ["w1"])
+        self.assertEqual(seen[0].queue, queue)
+
+    def test_signed_deliveries_orderly_scheme(self):
+        self._deliveries(self.hook, int(ENV["ORDERLY_HOOK_PORT"]), ENV["ORDERLY_SECRET"])
+
+    def test_signed_deliveries_standard_webhooks(self):
+        self._deliveries(self.std, int(ENV["ORDERLY_STD_PORT"]), ENV["ORDERLY_STD_SECRET"])
+
+
+if __name__ == "__main__":
+    unittest.main()

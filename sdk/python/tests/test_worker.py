@@ -1,0 +1,184 @@
+"""The pull-worker loop against an in-process fake of the pull routes.
+
+The node's pull routes are not on main yet: this fake answers the shapes of
+issue 27 (pull 200/204, answer 200/409, extend 200/409).
+"""
+
+import json
+import os
+import sys
+import threading
+import time
+import unittest
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from orderly import Answer, Client, Worker  # noqa: E402
+
+WAIT = 10  # seconds any test waits for an event before failing (not a timing assert)
+
+
+class FakePull:
+    """Hands out the windows queued in it, records answers and extends."""
+
+    def __init__(self, deadline_in=60.0):
+        self.lock = threading.Lock()
+        self.windows = []  # (lease, jobs) still to hand out
+        self.answers = {}  # lease -> answer body
+        self.extends = []  # (lease, by)
+        self.lost = set()  # leases answered with 409
+        self.pulls = 0
+        self.deadline_in = deadline_in
+        self.answered = threading.Condition(self.lock)
+        self.extended = threading.Event()
+        fake = self
+
+        class H(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def send(self, status, doc=None):
+                body = b"" if doc is None else json.dumps(doc).encode()
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                assert self.headers["Authorization"] == "Bearer tok"
+                parts = self.path.split("/")  # /api/v1/queues/q/pull[/lease/op]
+                with fake.lock:
+                    if len(parts) == 6:
+                        assert set(body) == {"max_ids", "wait"}, body
+                        fake.pulls += 1
+                        if not fake.windows:
+                            wait = min(body["wait"], 0.05)
+                        else:
+                            lease, jobs = fake.windows.pop(0)
+                            return self.send(200, {"lease": lease, "deadline": time.time() + fake.deadline_in,
+                                                   "jobs": jobs})
+                    else:
+                        lease, op = parts[6], parts[7]
+                        if op == "extend":
+                            fake.extends.append((lease, body["by"]))
+                            fake.extended.set()
+                            if lease in fake.lost:
+                                return self.send(409, {"error": "lease lost", "reason": "deadline"})
+                            return self.send(200, {"deadline": time.time() + body["by"]})
+                        fake.answers[lease] = body
+                        fake.answered.notify_all()
+                        if lease in fake.lost:
+                            return self.send(409, {"error": "lease lost", "reason": "deadline"})
+                        return self.send(200, {})
+                time.sleep(wait)
+                self.send(204)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def add(self, lease, *ids):
+        with self.lock:
+            self.windows.append((lease, [{"id": i, "retry_count": -1, "perform_at": 1,
+                                          "payloads": [{"payload": {"n": i}, "score": 1}]} for i in ids]))
+
+    def wait_answers(self, n):
+        with self.lock:
+            ok = self.answered.wait_for(lambda: len(self.answers) >= n, WAIT)
+            assert ok, f"{len(self.answers)} answers of {n}"
+            return dict(self.answers)
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class WorkerTest(unittest.TestCase):
+    def setUp(self):
+        self.fake = FakePull()
+        self.client = Client(self.fake.url, "tok")
+        self.addCleanup(self.fake.close)
+
+    def test_answers_each_window(self):
+        self.fake.add("L1", "a", "b")
+        self.fake.add("L2", "c")
+        self.fake.add("L3", "d")
+
+        def handle(w):
+            if w.lease == "L1":
+                return Answer().fail("a", "boom").set_state("b", {"n": 1})
+            if w.lease == "L3":
+                raise RuntimeError("broken")
+            return None
+
+        wk = Worker(self.client, "q", handle, concurrency=2, wait=1)
+        wk.start()
+        got = self.fake.wait_answers(3)
+        self.assertTrue(wk.stop(WAIT))
+        self.assertEqual(got["L1"], {"failed": {"a": "boom"}, "state": {"b": {"n": 1}}})
+        self.assertEqual(got["L2"], {}, "{} acknowledges every id")
+        self.assertEqual(got["L3"], {"failed": {"d": "broken"}}, "an exception fails every id")
+
+    def test_concurrency(self):
+        for i in range(3):
+            self.fake.add(f"L{i}", f"id{i}")
+        barrier = threading.Barrier(3, timeout=WAIT)
+        wk = Worker(self.client, "q", lambda w: barrier.wait() and None, concurrency=3, wait=1)
+        wk.start()
+        self.fake.wait_answers(3)  # only if three windows were held at once
+        self.assertTrue(wk.stop(WAIT))
+
+    def test_extends_while_the_handler_runs(self):
+        self.fake.deadline_in = 0.2  # less than extend_when: extended at once
+        self.fake.add("L1", "a")
+        wk = Worker(self.client, "q", lambda w: self.assertTrue(self.fake.extended.wait(WAIT)),
+                    wait=1, extend_by=30, extend_when=5)
+        wk.start()
+        got = self.fake.wait_answers(1)
+        self.assertTrue(wk.stop(WAIT))
+        self.assertEqual(got["L1"], {})
+        self.assertEqual(self.fake.extends[0], ("L1", 30))
+
+    def test_a_lost_lease_is_logged_and_dropped(self):
+        self.fake.lost.add("L1")
+        self.fake.add("L1", "a")
+        self.fake.add("L2", "b")
+        wk = Worker(self.client, "q", lambda w: None, wait=1)
+        with self.assertLogs("orderly.worker", "WARNING") as logs:
+            wk.start()
+            got = self.fake.wait_answers(2)
+            self.assertTrue(wk.stop(WAIT))
+        self.assertEqual(set(got), {"L1", "L2"}, "the worker went on after the 409")
+        self.assertIn("deadline", "\n".join(logs.output))
+
+    def test_graceful_stop_answers_what_it_holds(self):
+        self.fake.add("L1", "a")
+        held, release = threading.Event(), threading.Event()
+
+        def handle(w):
+            held.set()
+            release.wait(WAIT)
+            return Answer().set_result("a", "late")
+
+        wk = Worker(self.client, "q", handle, wait=0.1)
+        wk.start()
+        self.assertTrue(held.wait(WAIT))
+        stopped = []
+        t = threading.Thread(target=lambda: stopped.append(wk.stop(WAIT)))
+        t.start()
+        with self.fake.lock:
+            pulls = self.fake.pulls
+        release.set()
+        t.join()
+        self.assertEqual(stopped, [True])
+        self.assertEqual(self.fake.answers["L1"], {"result": {"a": "late"}})
+        self.assertEqual(self.fake.pulls, pulls, "no pull after stop")
+
+
+if __name__ == "__main__":
+    unittest.main()

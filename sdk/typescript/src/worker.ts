@@ -1,0 +1,152 @@
+import { Client, OrderlyError } from "./client.js";
+import { Answer } from "./webhook.js";
+import type { PullWindow, WebhookAnswer, WebhookJob } from "./types.js";
+
+/** A window of ids held under a lease until its deadline (unix seconds). */
+export interface Window {
+  queue: string;
+  lease: string;
+  deadline: number;
+  jobs: WebhookJob[];
+  /** An extend was refused: the answer will commit nothing. */
+  lost: boolean;
+}
+
+/** A window's handler: an Answer (ids not named are done) or nothing (every id done); a throw fails every id. */
+export type WindowHandler = (w: Window) => Answer | WebhookAnswer | void | Promise<Answer | WebhookAnswer | void>;
+
+/** Options of a Worker. */
+export interface WorkerOptions {
+  /** Windows handled at once (one pull loop each) [1]. */
+  concurrency?: number;
+  /** The most ids per window [10]. */
+  maxIds?: number;
+  /** Long-poll bound in seconds [5]. */
+  waitSeconds?: number;
+  /** Extend by this many seconds [30] ... */
+  extendBy?: number;
+  /** ... when fewer than this many are left while the handler runs [10]. */
+  extendWhen?: number;
+  /** Pause after a failed pull, in seconds [1]. */
+  retryPause?: number;
+  /** Where warnings go [console.warn]. */
+  log?: (msg: string) => void;
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done);
+  });
+
+/**
+ * A pull-worker loop (issue 27's protocol): `concurrency` loops each pull a
+ * window, give it to the handler while extending its deadline, and answer
+ * it. stop() stops pulling and waits for the windows held to be answered.
+ */
+export class Worker {
+  private readonly o: Required<WorkerOptions>;
+  private readonly stopping = new AbortController();
+  private loops: Promise<void>[] = [];
+
+  constructor(
+    readonly client: Client,
+    readonly queue: string,
+    readonly handler: WindowHandler,
+    opts: WorkerOptions = {},
+  ) {
+    this.o = {
+      concurrency: 1, maxIds: 10, waitSeconds: 5, extendBy: 30, extendWhen: 10, retryPause: 1,
+      log: (m) => console.warn(m),
+      ...opts,
+    };
+    if (this.o.concurrency < 1) throw new Error("concurrency must be at least 1");
+  }
+
+  private path(...parts: string[]) {
+    return [`/api/v1/queues/${encodeURIComponent(this.queue)}/pull`, ...parts.map(encodeURIComponent)].join("/");
+  }
+
+  /** Starts the loops. */
+  start(): void {
+    if (this.loops.length) throw new Error("worker already started");
+    for (let i = 0; i < this.o.concurrency; i++) this.loops.push(this.loop());
+  }
+
+  /** Stops taking work; resolves true once every window held is answered, false at the timeout. */
+  async stop(timeoutMs = 30_000): Promise<boolean> {
+    this.stopping.abort();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<boolean>((r) => (timer = setTimeout(() => r(false), timeoutMs)));
+    const done = Promise.all(this.loops).then(() => true);
+    try {
+      return await Promise.race([done, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopping.signal.aborted) {
+      let r: { status: number; body: PullWindow | undefined };
+      try {
+        r = await this.client.request<PullWindow | undefined>("POST", this.path(), { max_ids: this.o.maxIds, wait: this.o.waitSeconds },
+          this.client.timeoutMs + this.o.waitSeconds * 1000);
+      } catch (e) {
+        this.o.log(`orderly: pull ${this.queue}: ${(e as Error).message}`);
+        await sleep(this.o.retryPause * 1000, this.stopping.signal);
+        continue;
+      }
+      if (r.status === 204 || !r.body) continue;
+      await this.handle({ queue: this.queue, lease: r.body.lease, deadline: r.body.deadline, jobs: r.body.jobs ?? [], lost: false });
+    }
+  }
+
+  private async handle(w: Window): Promise<void> {
+    const done = new AbortController();
+    const extending = this.extend(w, done.signal);
+    let answer: WebhookAnswer;
+    try {
+      const a = await this.handler(w);
+      answer = a instanceof Answer ? a.toJSON() : a ?? {};
+    } catch (e) {
+      const msg = (e as Error)?.message || String(e);
+      this.o.log(`orderly: handler of ${this.queue} failed: ${msg}`);
+      answer = { failed: Object.fromEntries(w.jobs.map((j) => [j.id, msg])) };
+    } finally {
+      done.abort();
+      await extending;
+    }
+    try {
+      await this.client.request("POST", this.path(w.lease, "answer"), answer);
+    } catch (e) {
+      const reason = e instanceof OrderlyError ? ` (${String(e.body.reason ?? "")})` : "";
+      this.o.log(`orderly: answer to lease ${w.lease} of ${this.queue}: ${(e as Error).message}${reason}; its ids go back to the queue`);
+    }
+  }
+
+  private async extend(w: Window, done: AbortSignal): Promise<void> {
+    while (!w.lost && !done.aborted) {
+      const leftMs = w.deadline * 1000 - Date.now();
+      await sleep(Math.max(0, leftMs - this.o.extendWhen * 1000), done);
+      if (done.aborted) return;
+      try {
+        const r = await this.client.request<{ deadline: number }>("POST", this.path(w.lease, "extend"), { by: this.o.extendBy });
+        w.deadline = r.body.deadline;
+      } catch (e) {
+        this.o.log(`orderly: extend of lease ${w.lease} of ${this.queue}: ${(e as Error).message}`);
+        if (e instanceof OrderlyError && e.conflict) {
+          w.lost = true;
+          return;
+        }
+        await sleep(Math.min(this.o.retryPause * 1000, Math.max(0, w.deadline * 1000 - Date.now())), done);
+        if (Date.now() >= w.deadline * 1000) w.lost = true;
+      }
+    }
+  }
+}

@@ -1,0 +1,81 @@
+// Against a real node, started by sdk/sdk_test.go, which sets ORDERLY_URL,
+// ORDERLY_TOKEN, ORDERLY_PREFIX (queues <p>-plain, <p>-state, <p>-hook signed by
+// Orderly's scheme with ORDERLY_SECRET, <p>-std by Standard Webhooks with
+// ORDERLY_STD_SECRET) and the receivers' ports ORDERLY_HOOK_PORT, ORDERLY_STD_PORT.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import http from "node:http";
+import { once } from "node:events";
+import { Answer, Client, OrderlyError, payloadBytes, receiver } from "../dist/src/index.js";
+
+const env = process.env;
+const skip = env.ORDERLY_URL ? false : "ORDERLY_URL not set: run by sdk/sdk_test.go";
+const c = new Client(env.ORDERLY_URL ?? "http://127.0.0.1:9", { token: env.ORDERLY_TOKEN });
+const p = env.ORDERLY_PREFIX;
+const q = { plain: `${p}-plain`, state: `${p}-state`, hook: `${p}-hook`, std: `${p}-std` };
+
+test("auth", { skip }, async () => {
+  await assert.rejects(new Client(env.ORDERLY_URL, { token: "wrong" }).enqueue(q.plain, [{ id: "x" }]), (e) => e instanceof OrderlyError && e.status === 401);
+});
+
+test("enqueue, lookup, cancel", { skip }, async () => {
+  const got = await c.enqueue(q.plain, [
+    { id: "a", payload: { n: 1 }, score: 1, perform_in: "1h", headers: { h: "v" } },
+    { id: "b", payload_base64: "AA==", perform_in: 3600 },
+    { id: "c", payload: 1, perform_at: Date.now() / 1000 + 3600 },
+  ]);
+  assert.deepEqual(got, { enqueued: 3, duplicates: 0 });
+  const dup = [{ id: "d", payload: 1, perform_in: "1h", dedup_key: "k" }];
+  assert.equal((await c.enqueue(q.plain, dup)).duplicates, 0);
+  assert.equal((await c.enqueue(q.plain, dup)).duplicates, 1);
+  const found = await c.job(q.plain, "a");
+  assert.deepEqual(found.queued.payloads[0].payload, { n: 1 });
+  assert.deepEqual(found.queued.payloads[0].headers, { h: "v" });
+  assert.equal(await c.job(q.plain, "nope"), null);
+  assert.equal((await c.cancel(q.plain, "a", "delete")).mode, "delete");
+  const after = await c.job(q.plain, "a");
+  assert.ok(after === null || after.queued === null, JSON.stringify(after));
+});
+
+test("state compare-and-set and the feed", { skip }, async () => {
+  assert.deepEqual(await c.getState(q.state, "acc"), { state: null, version: 0 });
+  const v = await c.setState(q.state, "acc", { n: 1 }, 0);
+  await assert.rejects(c.setState(q.state, "acc", { n: 2 }, 0), (e) => e instanceof OrderlyError && e.conflict);
+  const v2 = await c.setState(q.state, "acc", { n: 2 }, v);
+  const st = await c.getState(q.state, "acc");
+  assert.deepEqual([st.state, st.version], [{ n: 2 }, v2]);
+  const page = await c.feed(q.state, "0");
+  assert.deepEqual(page.entries.map((e) => [e.id, e.version, e.state]), [["acc", v, { n: 1 }], ["acc", v2, { n: 2 }]]);
+  await c.setState(q.state, "acc", null, v2);
+  const more = await c.feed(q.state, page.next, { waitSeconds: 5 });
+  assert.deepEqual(more.entries.map((e) => [e.id, e.deleted]), [["acc", true]]);
+});
+
+async function deliveries(t, queue, port, secret) {
+  const seen = [];
+  const server = http.createServer(receiver((d) => {
+    seen.push(d);
+    const a = new Answer();
+    for (const j of d.jobs) a.setState(j.id, { got: JSON.parse(new TextDecoder().decode(payloadBytes(j.payloads.at(-1)))), delivery: d.name });
+    return a;
+  }, secret));
+  server.listen(port, "127.0.0.1");
+  await once(server, "listening");
+  t.after(() => { server.closeAllConnections(); server.close(); });
+  // A forged request is refused.
+  const forged = await fetch(`http://127.0.0.1:${port}/`, { method: "POST", body: '{"queue":"q","shard":0,"jobs":[]}', headers: { "Orderly-Signature": "t=1,v1=" + "0".repeat(64) } });
+  assert.equal(forged.status, 401);
+  await c.enqueue(queue, [{ id: "w1", payload: { k: "v" } }]);
+  let st;
+  for (const limit = Date.now() + 30_000; Date.now() < limit; await new Promise((r) => setTimeout(r, 50))) {
+    st = await c.getState(queue, "w1");
+    if (st.state !== null) break;
+  }
+  assert.deepEqual(st.state.got, { k: "v" }, "the receiver's answer committed the state");
+  assert.ok(st.state.delivery.startsWith(queue + "/"), JSON.stringify(st.state));
+  assert.equal(seen[0].queue, queue);
+  assert.deepEqual(seen[0].jobs.map((j) => j.id), ["w1"]);
+}
+
+test("signed deliveries, Orderly's scheme", { skip }, (t) => deliveries(t, q.hook, Number(env.ORDERLY_HOOK_PORT), env.ORDERLY_SECRET));
+test("signed deliveries, Standard Webhooks", { skip }, (t) => deliveries(t, q.std, Number(env.ORDERLY_STD_PORT), env.ORDERLY_STD_SECRET));

@@ -1,0 +1,122 @@
+// The pull-worker loop against an in-process fake of the pull routes. The
+// node's pull routes are not on main yet: the fake answers the shapes of
+// issue 27 (pull 200/204, answer 200/409, extend 200/409).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import http from "node:http";
+import { once } from "node:events";
+import { Answer, Client, Worker } from "../dist/src/index.js";
+
+const WAIT_MS = 10_000; // how long a test waits for an event before failing (not a timing assert)
+
+async function fakePull(t) {
+  const f = { windows: [], answers: {}, extends: [], lost: new Set(), pulls: 0, deadlineIn: 60, waiters: [] };
+  f.add = (lease, ...ids) => f.windows.push([lease, ids.map((id) => ({ id, retry_count: -1, perform_at: 1, payloads: [{ payload: { n: id }, score: 1 }] }))]);
+  f.notify = () => { for (const w of f.waiters.splice(0)) w(); };
+  f.until = async (cond, what) => {
+    const limit = Date.now() + WAIT_MS;
+    while (!cond()) {
+      if (Date.now() > limit) throw new Error(`fake: waited for ${what}`);
+      await new Promise((r) => { f.waiters.push(r); setTimeout(r, 50); });
+    }
+  };
+  const server = http.createServer(async (req, res) => {
+    let raw = "";
+    for await (const c of req) raw += c;
+    const body = JSON.parse(raw);
+    assert.equal(req.headers.authorization, "Bearer tok");
+    const parts = req.url.split("/"); // /api/v1/queues/q/pull[/lease/op]
+    const send = (status, doc) => { res.writeHead(status, { "Content-Type": "application/json" }).end(doc ? JSON.stringify(doc) : ""); f.notify(); };
+    if (parts.length === 6) {
+      assert.deepEqual(Object.keys(body).sort(), ["max_ids", "wait"]);
+      f.pulls++;
+      const w = f.windows.shift();
+      if (!w) return setTimeout(() => send(204), 20);
+      return send(200, { lease: w[0], deadline: Date.now() / 1000 + f.deadlineIn, jobs: w[1] });
+    }
+    const [lease, op] = [parts[6], parts[7]];
+    if (op === "extend") {
+      f.extends.push([lease, body.by]);
+      if (f.lost.has(lease)) return send(409, { error: "lease lost", reason: "deadline" });
+      return send(200, { deadline: Date.now() / 1000 + body.by });
+    }
+    f.answers[lease] = body;
+    if (f.lost.has(lease)) return send(409, { error: "lease lost", reason: "deadline" });
+    send(200, {});
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  t.after(() => { server.closeAllConnections(); server.close(); });
+  f.client = new Client(`http://127.0.0.1:${server.address().port}`, { token: "tok" });
+  return f;
+}
+
+test("answers each window", async (t) => {
+  const f = await fakePull(t);
+  f.add("L1", "a", "b"); f.add("L2", "c"); f.add("L3", "d");
+  const logs = [];
+  const w = new Worker(f.client, "q", (win) => {
+    if (win.lease === "L1") return new Answer().fail("a", "boom").setState("b", { n: 1 });
+    if (win.lease === "L3") throw new Error("broken");
+  }, { concurrency: 2, waitSeconds: 1, log: (m) => logs.push(m) });
+  w.start();
+  await f.until(() => Object.keys(f.answers).length === 3, "3 answers");
+  assert.equal(await w.stop(WAIT_MS), true);
+  assert.deepEqual(f.answers.L1, { failed: { a: "boom" }, state: { b: { n: 1 } } });
+  assert.deepEqual(f.answers.L2, {}, "{} acknowledges every id");
+  assert.deepEqual(f.answers.L3, { failed: { d: "broken" } }, "a throw fails every id");
+});
+
+test("concurrency: windows are held at once", async (t) => {
+  const f = await fakePull(t);
+  for (let i = 0; i < 3; i++) f.add(`L${i}`, `id${i}`);
+  let held = 0;
+  let release;
+  const all = new Promise((r) => (release = r));
+  const w = new Worker(f.client, "q", async () => { if (++held === 3) release(); await all; }, { concurrency: 3, waitSeconds: 1 });
+  w.start();
+  await f.until(() => Object.keys(f.answers).length === 3, "3 answers, only if 3 windows were held at once");
+  assert.equal(await w.stop(WAIT_MS), true);
+});
+
+test("extends the deadline while the handler runs", async (t) => {
+  const f = await fakePull(t);
+  f.deadlineIn = 0.2; // less than extendWhen: extended at once
+  f.add("L1", "a");
+  const w = new Worker(f.client, "q", () => f.until(() => f.extends.length > 0, "an extend"), { waitSeconds: 1, extendBy: 30, extendWhen: 5 });
+  w.start();
+  await f.until(() => "L1" in f.answers, "the answer");
+  assert.equal(await w.stop(WAIT_MS), true);
+  assert.deepEqual(f.extends[0], ["L1", 30]);
+  assert.deepEqual(f.answers.L1, {});
+});
+
+test("a lost lease is logged and dropped; the worker goes on", async (t) => {
+  const f = await fakePull(t);
+  f.lost.add("L1");
+  f.add("L1", "a"); f.add("L2", "b");
+  const logs = [];
+  const w = new Worker(f.client, "q", () => {}, { waitSeconds: 1, log: (m) => logs.push(m) });
+  w.start();
+  await f.until(() => "L2" in f.answers, "the second answer");
+  assert.equal(await w.stop(WAIT_MS), true);
+  assert.ok("L1" in f.answers);
+  assert.match(logs.join("\n"), /409.*deadline/);
+});
+
+test("graceful stop answers what it holds and pulls no more", async (t) => {
+  const f = await fakePull(t);
+  f.add("L1", "a");
+  let held, release;
+  const isHeld = new Promise((r) => (held = r));
+  const released = new Promise((r) => (release = r));
+  const w = new Worker(f.client, "q", async () => { held(); await released; return new Answer().setResult("a", "late"); }, { waitSeconds: 0.1 });
+  w.start();
+  await isHeld;
+  const stopped = w.stop(WAIT_MS);
+  const pulls = f.pulls;
+  release();
+  assert.equal(await stopped, true);
+  assert.deepEqual(f.answers.L1, { result: { a: "late" } });
+  assert.equal(f.pulls, pulls, "no pull after stop");
+});
