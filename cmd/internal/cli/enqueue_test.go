@@ -274,7 +274,7 @@ func TestParseJobLine(t *testing.T) {
 		{`{"id": "` + strings.Repeat("é", 257) + `"}`, "id: longer than 512 bytes (514)"},
 		{`{"id": "a", "id": "b"}`, "id: given more than once"},
 		{`{"id": "a", "\u0069d": "b"}`, "id: given more than once"},
-		{`{"id": "a", "ID": "b"}`, "ID: unknown field (known: id, payload, payload_base64, score, perform_at, perform_in, headers, dedup_key)"},
+		{`{"id": "a", "ID": "b"}`, "ID: unknown field (known: id, payload, payload_base64, score, perform_at, perform_in, headers, dedup_key, expires_at, expires_in, priority)"},
 		{`{"id": "a", "\u001b[31m\n": 1}`, `\x1b[31m\n: unknown field`},
 		{"{\"id\": \"a\", \"\x1b\": 1}", `malformed JSON at byte 14: invalid character '\x1b' in string literal`},
 		{`{"id": "a", "payload": 1, "payload_base64": "AA=="}`, "payload_base64: give payload or payload_base64, not both"},
