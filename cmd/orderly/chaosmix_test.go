@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"sync"
@@ -92,12 +93,18 @@ func (m *mixer) choose(a *webhooktest.Answer, c *webhooktest.Call) {
 
 // produceKeyed is produceOrders on a queue with a dedup window: one job in
 // 5 carries a dedup key and is sent again in the next round, where the
-// store must answer it as a duplicate (history.ProduceKeyed).
+// store must answer it as a duplicate (history.ProduceKeyed). Each payload
+// gets a random priority from 1 to 4 (docs/contract.md §3.16), so ids are
+// promoted while queued, in flight and restored: the audits' per-id order
+// and completeness must not notice.
 func produceKeyed(t *testing.T, store persistence.EnqueueReporter) *history.Producer {
 	t.Helper()
 	producer := history.ProduceKeyed(40, 15*time.Millisecond, 5, func(ctx context.Context, jobs []persistence.NewJob) (int, error) {
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
+		for i := range jobs {
+			jobs[i].Priority = 1 + rand.IntN(persistence.MaxPriority)
+		}
 		res, err := store.EnqueueReport(ctx, "orders", jobs)
 		return res.Duplicates, err
 	})

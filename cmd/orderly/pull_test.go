@@ -19,6 +19,7 @@ import (
 	"github.com/orderlyhq/orderly/internal/testing/redistest"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/web/apiv1"
+	"github.com/orderlyhq/orderly/webhook/webhooktest"
 )
 
 // pullConfig is a pull queue with a short lease and timeout.
@@ -172,4 +173,62 @@ queues:
 	require.Equal(t, http.StatusNotFound, do("admin-secret", "POST", "/api/v1/queues/other/pull", `{"max_ids":1,"wait":0}`))
 	require.Equal(t, http.StatusNoContent, do("admin-secret", "POST", "/api/v1/queues/orders/pull", `{"max_ids":1,"wait":0}`))
 	require.NotContains(t, n.Logs(), "w-orders-secret", "the token is redacted from the logged configuration")
+}
+
+// TestPullDeadReported runs a pull queue with a retries_exhausted_url
+// (docs/contract.md §3.11): a worker answers one id dead and another
+// failed with no retry left; both reach the URL, signed with the queue's
+// secret, and the morgue holds them.
+func TestPullDeadReported(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t, redistest.Options{})
+	dead := nodetest.NewReceiver(t, func(c *webhooktest.Call) webhooktest.Answer { return webhooktest.Answer{} })
+	dead.RequireSignature([]byte("s3cret"), time.Minute)
+	cfg := `
+queues:
+  - name: orders
+    shards: 1
+    batch_size: 2
+    timeout: 4s
+    max_retry_count: none
+    handler: {type: pull, lease: 2s, secret: s3cret, retries_exhausted_url: "` + dead.URL + `"}
+`
+	n := nodetest.Start(t, nodetest.Options{Redis: srv.URL(), Config: cfg})
+	n.WaitReady()
+	enqueue(t, n, `[{"id":"poison","payload":"p"},{"id":"flaky","payload":"f"}]`)
+
+	var win apiv1.PullLease
+	eventually(t, "a window of both ids", func() bool {
+		code, body := n.Do("POST", "/api/v1/queues/orders/pull", []byte(`{"max_ids":2,"wait":1}`))
+		if code != http.StatusOK {
+			return false
+		}
+		require.NoError(t, json.Unmarshal(body, &win))
+		return len(win.Jobs) == 2
+	})
+	code, body := n.Do("POST", "/api/v1/queues/orders/pull/"+win.Lease+"/answer",
+		[]byte(`{"dead":{"poison":"unknown product"},"failed":{"flaky":"502 from inventory"}}`))
+	require.Equal(t, http.StatusOK, code, string(body))
+
+	reported := func() map[string]string {
+		got := map[string]string{}
+		for _, c := range dead.Calls() {
+			if c.Cut || c.Answer.Status != 0 {
+				continue
+			}
+			require.NoError(t, c.SignatureErr)
+			require.Equal(t, "orders", c.Request.Queue)
+			for _, j := range c.Request.Jobs {
+				got[j.ID] = j.Error
+			}
+		}
+		return got
+	}
+	eventually(t, "both ids reported to the retries_exhausted_url", func() bool { return len(reported()) == 2 })
+	require.Equal(t, map[string]string{"poison": "unknown product", "flaky": "502 from inventory"}, reported())
+	eventually(t, "the morgue holds both", func() bool {
+		_, body := n.Do("GET", "/api/v1/queues/orders", nil)
+		var q apiv1.Queue
+		return json.Unmarshal(body, &q) == nil && q.MorgueLength == 2
+	})
 }

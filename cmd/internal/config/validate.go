@@ -239,6 +239,40 @@ func checkSignature(h HandlerConfig, report func(key, msg string)) {
 	}
 }
 
+// checkSender checks the settings of a queue's webhook sender: its
+// headers, signature and HTTP client.
+func checkSender(h HandlerConfig, report func(key, msg string)) {
+	checkHandlerHeaders(h.Headers, report)
+	checkSignature(h, report)
+	switch h.Client {
+	case "", HTTPClientDirect, HTTPClientNetHTTP:
+	default:
+		report("handler.client", fmt.Sprintf("%q is not one of %s (the default), %s", h.Client, HTTPClientDirect, HTTPClientNetHTTP))
+	}
+}
+
+// checkPullReports checks a pull queue's retries_exhausted_url and the
+// settings of its reports (secret, signature, headers, client), which a
+// pull queue takes only with that URL: nothing else of it is posted.
+func checkPullReports(h HandlerConfig, report func(key, msg string)) {
+	if h.RetriesExhaustedURL != "" {
+		if err := checkHandlerURL(h.RetriesExhaustedURL); err != nil {
+			report("handler.retries_exhausted_url", err.Error())
+		}
+		checkSender(h, report)
+		return
+	}
+	for _, k := range []struct {
+		key string
+		set bool
+	}{{"handler.secret", h.Secret != ""}, {"handler.signature", h.Signature != ""},
+		{"handler.headers", len(h.Headers) > 0}, {"handler.client", h.Client != ""}} {
+		if k.set {
+			report(k.key, "for handler type pull, only with handler.retries_exhausted_url (it signs and shapes the reports posted there)")
+		}
+	}
+}
+
 func validateHandler(h HandlerConfig, report func(key, msg string)) {
 	switch h.Type {
 	case HandlerHTTP:
@@ -261,24 +295,17 @@ func validateHandler(h HandlerConfig, report func(key, msg string)) {
 		if h.Timeout <= 0 {
 			report("handler.timeout", fmt.Sprintf("must be positive, got %s", h.Timeout))
 		}
-		checkHandlerHeaders(h.Headers, report)
-		checkSignature(h, report)
-		switch h.Client {
-		case "", HTTPClientDirect, HTTPClientNetHTTP:
-		default:
-			report("handler.client", fmt.Sprintf("%q is not one of %s (the default), %s", h.Client, HTTPClientDirect, HTTPClientNetHTTP))
-		}
+		checkSender(h, report)
 	case HandlerPull:
 		for _, k := range []struct {
 			key string
 			set bool
-		}{{"handler.url", h.URL != ""}, {"handler.retries_exhausted_url", h.RetriesExhaustedURL != ""},
-			{"handler.timeout", h.Timeout != 0}, {"handler.secret", h.Secret != ""}, {"handler.headers", len(h.Headers) > 0},
-			{"handler.client", h.Client != ""}, {"handler.payloads", h.HidePayloads}} {
+		}{{"handler.url", h.URL != ""}, {"handler.timeout", h.Timeout != 0}, {"handler.payloads", h.HidePayloads}} {
 			if k.set {
 				report(k.key, "not allowed for handler type pull (its bound is the queue's timeout)")
 			}
 		}
+		checkPullReports(h, report)
 		if h.Lease < 0 {
 			report("handler.lease", fmt.Sprintf("must be positive, got %s", h.Lease))
 		}

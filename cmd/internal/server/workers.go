@@ -100,6 +100,15 @@ func buildWorkers(queues []config.QueueConfig, log *slog.Logger, observe func(qu
 				return nil, nil, fmt.Errorf("queue %s: a pull queue needs a pull broker", q.Name)
 			}
 			w.Handler, w.Timeout = pullHandler(broker, q)
+			if q.Handler.RetriesExhaustedURL != "" {
+				ds, err := deadSender(q, webhookConfig(q.Handler, log))
+				if err != nil {
+					closeAll()
+					return nil, nil, err
+				}
+				senders = append(senders, ds)
+				w.RetriesExhausted = reportDead(ds, q.Name, q.Shards)
+			}
 		default:
 			w.Handler = logHandler(log, !q.Handler.HidePayloads)
 		}
@@ -158,7 +167,7 @@ func deadSender(q config.QueueConfig, wc *webhook.Config) (*webhook.Sender, erro
 	return ds, nil
 }
 
-// reportDead is the retries-exhausted hook of a webhook queue: it posts
+// reportDead is the retries-exhausted hook of a webhook or pull queue: it posts
 // the dead jobs (all of one shard) to the queue's retries_exhausted_url,
 // trying again until the URL takes them or the hook's context ends (the
 // node then leaves the lease to expire, and the next owner reports them
