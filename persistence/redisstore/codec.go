@@ -120,7 +120,7 @@ func encodeHeaders(h map[string]string, expires time.Time) string {
 	b := make([]byte, 0, n)
 	if !expires.IsZero() {
 		b = appendField(b, "")
-		b = appendField(b, strconv.FormatInt(expires.UnixMilli(), 10))
+		b = appendField(b, strconv.FormatInt(expires.Round(time.Millisecond).UnixMilli(), 10))
 	}
 	for _, k := range keys {
 		b = appendField(b, k)

@@ -286,6 +286,12 @@ func TestExpiryIsTheEmptyHeader(t *testing.T) {
 	require.Nil(t, h)
 	require.True(t, exp.Equal(got))
 	require.Empty(t, encodeHeaders(nil, time.Time{}))
+
+	// A decimal expires_at keeps its milliseconds: 1795854836.984 is a
+	// float a little below them, rounded, not truncated, to the millisecond.
+	_, got, err = decodeHeaders(encodeHeaders(nil, persistence.FromUnixSeconds(1795854836.984)))
+	require.NoError(t, err)
+	require.Equal(t, int64(1795854836984), got.UnixMilli())
 }
 
 // countOfHeader reads n from the first bytes of an encoded batch; 0 when

@@ -34,7 +34,10 @@ class Job:
 
     payload is any JSON value; payload_bytes is sent as payload_base64.
     perform_in is seconds (a number) or a Go duration ("90s"); perform_at is
-    unix seconds. Give at most one of each pair.
+    unix seconds. expires_in (a delay, as perform_in) or expires_at (unix
+    seconds) make the payload expire: not handed to a handler by then, it
+    is discarded at fetch. priority, 1 (first) to 4, orders the due ids of
+    a shard. Give at most one of each pair.
     """
 
     id: str
@@ -45,6 +48,9 @@ class Job:
     perform_at: Optional[float] = None
     headers: Optional[Dict[str, str]] = None
     dedup_key: Optional[str] = None
+    expires_in: Optional[Delay] = None
+    expires_at: Optional[float] = None
+    priority: Optional[int] = None
 
     def to_json(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {"id": self.id}
@@ -52,7 +58,7 @@ class Job:
             out["payload_base64"] = base64.b64encode(self.payload_bytes).decode()
         elif self.payload is not None:
             out["payload"] = self.payload
-        for name in ("score", "perform_in", "perform_at", "headers", "dedup_key"):
+        for name in ("score", "perform_in", "perform_at", "headers", "dedup_key", "expires_in", "expires_at", "priority"):
             v = getattr(self, name)
             if v is not None:
                 out[name] = v

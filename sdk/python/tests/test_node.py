@@ -53,6 +53,17 @@ class NodeTest(unittest.TestCase):
         after = self.c.job(self.plain, "a")
         self.assertTrue(after is None or after["queued"] is None, after)
 
+    def test_expiry_and_priority(self):
+        at = round(time.time() + 3600, 3)
+        self.c.enqueue(self.plain, [Job("e", 1, perform_in="1h", expires_at=at, priority=3),
+                                    Job("f", 2, perform_in="1h", expires_in="2h")])
+        e = self.c.job(self.plain, "e")["queued"]
+        self.assertEqual(e["priority"], 3)
+        self.assertAlmostEqual(e["payloads"][0]["expires_at"], at, places=3)
+        f = self.c.job(self.plain, "f")["queued"]
+        self.assertNotIn("priority", f)
+        self.assertGreater(f["payloads"][0]["expires_at"], at)
+
     def test_state_cas_and_feed(self):
         st = self.c.get_state(self.state, "acc")
         self.assertEqual((st.value, st.version), (None, 0))

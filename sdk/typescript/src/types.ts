@@ -18,6 +18,12 @@ export interface NewJob {
   perform_in?: Delay;
   headers?: Record<string, string> | null;
   dedup_key?: string | null;
+  /** unix seconds: not handed to a handler by then, the payload is discarded at fetch. */
+  expires_at?: number;
+  /** From now; at most one of expires_at and expires_in. */
+  expires_in?: Delay;
+  /** 1 (first) to 4; none means 1. Orders the due ids of a shard. */
+  priority?: number | null;
 }
 
 /** The answer to an enqueue. */
@@ -32,6 +38,8 @@ export interface Payload {
   payload_base64?: string;
   score: number;
   headers?: Record<string, string>;
+  /** unix seconds, when the payload expires; absent when it never does. */
+  expires_at?: number;
 }
 
 /** A stateful queue's state of an id (GET .../state/{id}). */
@@ -114,6 +122,7 @@ export interface Emit {
   payload_base64?: string;
   score?: number;
   perform_in?: Delay;
+  expires_in?: Delay;
   headers?: Record<string, string>;
 }
 

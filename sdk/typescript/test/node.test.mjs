@@ -37,6 +37,20 @@ test("enqueue, lookup, cancel", { skip }, async () => {
   assert.ok(after === null || after.queued === null, JSON.stringify(after));
 });
 
+test("expiry and priority", { skip }, async () => {
+  const at = Math.round(Date.now() / 1000 + 3600);
+  await c.enqueue(q.plain, [
+    { id: "e", payload: 1, perform_in: "1h", expires_at: at, priority: 3 },
+    { id: "f", payload: 2, perform_in: "1h", expires_in: "2h" },
+  ]);
+  const e = (await c.job(q.plain, "e")).queued;
+  assert.equal(e.priority, 3);
+  assert.equal(e.payloads[0].expires_at, at);
+  const f = (await c.job(q.plain, "f")).queued;
+  assert.equal(f.priority, undefined);
+  assert.ok(f.payloads[0].expires_at > at, JSON.stringify(f));
+});
+
 test("state compare-and-set and the feed", { skip }, async () => {
   assert.deepEqual(await c.getState(q.state, "acc"), { state: null, version: 0 });
   const v = await c.setState(q.state, "acc", { n: 1 }, 0);
