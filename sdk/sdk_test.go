@@ -55,7 +55,8 @@ func freePort(t *testing.T) int {
 }
 
 // config is the node's queues for each language: a plain queue, a stateful
-// queue and two stateful webhook queues, one per signature scheme.
+// queue, two stateful webhook queues, one per signature scheme, and a pull
+// queue with a worker token.
 func config(langs ...lang) string {
 	var b strings.Builder
 	b.WriteString("queues:\n")
@@ -78,6 +79,12 @@ func config(langs ...lang) string {
     state: true
     retry: {policy: linear, base: 200ms}
     handler: {type: http, url: "http://127.0.0.1:%[3]d/perform", timeout: 5s, signature: standard, secret: %[5]s}
+  - name: %[1]s-pull
+    shards: 2
+    batch_size: 1
+    timeout: 20s
+    retry: {policy: linear, base: 100ms}
+    handler: {type: pull, lease: 5s, worker_token: %[1]s-worker-token}
 `, l.prefix, l.hookPort, l.stdPort, secret, stdSecret)
 	}
 	return b.String()
@@ -107,6 +114,7 @@ func node(t *testing.T, l lang) []string {
 	})
 	return append(os.Environ(),
 		"ORDERLY_URL="+proxy.URL, "ORDERLY_TOKEN="+token, "ORDERLY_PREFIX="+l.prefix,
+		"ORDERLY_WORKER_TOKEN="+l.prefix+"-worker-token",
 		"ORDERLY_SECRET="+secret, "ORDERLY_STD_SECRET="+stdSecret,
 		fmt.Sprintf("ORDERLY_HOOK_PORT=%d", l.hookPort), fmt.Sprintf("ORDERLY_STD_PORT=%d", l.stdPort))
 }

@@ -3,7 +3,8 @@
 ORDERLY_URL, ORDERLY_TOKEN: the node. ORDERLY_PREFIX: this language's queues
 (<p>-plain, <p>-state, <p>-hook signed by Orderly's scheme with
 ORDERLY_SECRET, <p>-std signed by Standard Webhooks with ORDERLY_STD_SECRET),
-whose receivers listen on ORDERLY_HOOK_PORT and ORDERLY_STD_PORT.
+whose receivers listen on ORDERLY_HOOK_PORT and ORDERLY_STD_PORT, <p>-pull
+served to pull workers, whose token is ORDERLY_WORKER_TOKEN).
 """
 
 import json
@@ -18,7 +19,7 @@ from http.server import ThreadingHTTPServer
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from orderly import Answer, Client, Conflict, Job, receiver_handler  # noqa: E402
+from orderly import Answer, Client, Conflict, Job, Worker, receiver_handler  # noqa: E402
 
 ENV = os.environ
 WAIT = 30  # seconds to wait for a delivery before failing
@@ -31,6 +32,7 @@ class NodeTest(unittest.TestCase):
         cls.c = Client(ENV["ORDERLY_URL"], ENV["ORDERLY_TOKEN"])
         p = ENV["ORDERLY_PREFIX"]
         cls.plain, cls.state, cls.hook, cls.std = p + "-plain", p + "-state", p + "-hook", p + "-std"
+        cls.pull = p + "-pull"
 
     def test_auth(self):
         with self.assertRaises(Exception) as e:
@@ -63,6 +65,58 @@ class NodeTest(unittest.TestCase):
         f = self.c.job(self.plain, "f")["queued"]
         self.assertNotIn("priority", f)
         self.assertGreater(f["payloads"][0]["expires_at"], at)
+
+    def test_pull_worker(self):
+        # Four ids with five payloads each, queued before any worker runs;
+        # three pull loops with the queue's worker token drain them. p1
+        # fails once: its payloads come again. Per id: never two windows at
+        # once, payloads in send order, every payload acknowledged.
+        ids = ["p%d" % i for i in range(4)]
+        self.c.enqueue(self.pull, [Job(i, {"n": n}) for i in ids for n in range(5)])
+        lock = threading.Lock()
+        held, overlaps, done, calls = set(), [], {}, []
+
+        def handle(w):
+            a = Answer()
+            with lock:
+                for j in w.jobs:
+                    if j.id in held:
+                        overlaps.append(j.id)
+                    held.add(j.id)
+            for j in w.jobs:
+                ns = [json.loads(p.data)["n"] for p in j.payloads]
+                with lock:
+                    calls.append((j.id, ns))
+                    if j.id == "p1" and j.retry_count < 0:
+                        a.fail(j.id, "first try fails")
+                    else:
+                        done.setdefault(j.id, []).extend(ns)
+            with lock:
+                for j in w.jobs:
+                    held.discard(j.id)
+            return a
+
+        worker_client = Client(ENV["ORDERLY_URL"], ENV["ORDERLY_WORKER_TOKEN"])
+        w = Worker(worker_client, self.pull, handle, concurrency=3, max_ids=2, wait=1)
+        w.start()
+        try:
+            end = time.time() + WAIT
+            while time.time() < end:
+                with lock:
+                    if sum(len(v) for v in done.values()) >= 20:
+                        break
+                time.sleep(0.05)
+        finally:
+            self.assertTrue(w.stop(15), "the worker stopped")
+        self.assertEqual(overlaps, [])
+        self.assertEqual({i: done.get(i) for i in ids}, {i: [0, 1, 2, 3, 4] for i in ids})
+        for i, ns in calls:
+            self.assertEqual(ns, sorted(ns), i)
+        self.assertEqual([ns for i, ns in calls if i == "p1"], [[0, 1, 2, 3, 4]] * 2, "p1 failed once, then came whole")
+        # The worker token opens the pull routes of its queue only.
+        with self.assertRaises(Exception) as e:
+            worker_client.enqueue(self.plain, [Job("x")])
+        self.assertEqual(e.exception.status, 403)
 
     def test_state_cas_and_feed(self):
         st = self.c.get_state(self.state, "acc")

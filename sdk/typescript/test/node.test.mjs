@@ -1,18 +1,19 @@
 // Against a real node, started by sdk/sdk_test.go, which sets ORDERLY_URL,
 // ORDERLY_TOKEN, ORDERLY_PREFIX (queues <p>-plain, <p>-state, <p>-hook signed by
 // Orderly's scheme with ORDERLY_SECRET, <p>-std by Standard Webhooks with
-// ORDERLY_STD_SECRET) and the receivers' ports ORDERLY_HOOK_PORT, ORDERLY_STD_PORT.
+// ORDERLY_STD_SECRET, <p>-pull served to pull workers whose token is
+// ORDERLY_WORKER_TOKEN) and the receivers' ports ORDERLY_HOOK_PORT, ORDERLY_STD_PORT.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
 import { once } from "node:events";
-import { Answer, Client, OrderlyError, payloadBytes, receiver } from "../dist/src/index.js";
+import { Answer, Client, OrderlyError, Worker, payloadBytes, receiver } from "../dist/src/index.js";
 
 const env = process.env;
 const skip = env.ORDERLY_URL ? false : "ORDERLY_URL not set: run by sdk/sdk_test.go";
 const c = new Client(env.ORDERLY_URL ?? "http://127.0.0.1:9", { token: env.ORDERLY_TOKEN });
 const p = env.ORDERLY_PREFIX;
-const q = { plain: `${p}-plain`, state: `${p}-state`, hook: `${p}-hook`, std: `${p}-std` };
+const q = { plain: `${p}-plain`, state: `${p}-state`, hook: `${p}-hook`, std: `${p}-std`, pull: `${p}-pull` };
 
 test("auth", { skip }, async () => {
   await assert.rejects(new Client(env.ORDERLY_URL, { token: "wrong" }).enqueue(q.plain, [{ id: "x" }]), (e) => e instanceof OrderlyError && e.status === 401);
@@ -93,3 +94,55 @@ async function deliveries(t, queue, port, secret) {
 
 test("signed deliveries, Orderly's scheme", { skip }, (t) => deliveries(t, q.hook, Number(env.ORDERLY_HOOK_PORT), env.ORDERLY_SECRET));
 test("signed deliveries, Standard Webhooks", { skip }, (t) => deliveries(t, q.std, Number(env.ORDERLY_STD_PORT), env.ORDERLY_STD_SECRET));
+
+// Four ids with five payloads each, queued before any worker runs; three pull
+// loops with the queue's worker token drain them. p1 fails once: its payloads
+// come again. Per id: never two windows at once, payloads in send order,
+// every payload acknowledged.
+test("pull worker against the node", { skip }, async () => {
+  const ids = ["p0", "p1", "p2", "p3"];
+  await c.enqueue(q.pull, ids.flatMap((id) => [0, 1, 2, 3, 4].map((n) => ({ id, payload: { n } }))));
+  const held = new Set();
+  const overlaps = [];
+  const done = {};
+  const calls = [];
+  let acked = 0;
+  let allDone;
+  const finished = new Promise((r) => (allDone = r));
+  const wc = new Client(env.ORDERLY_URL, { token: env.ORDERLY_WORKER_TOKEN });
+  const w = new Worker(wc, q.pull, async (win) => {
+    const a = new Answer();
+    for (const j of win.jobs) {
+      if (held.has(j.id)) overlaps.push(j.id);
+      held.add(j.id);
+    }
+    await new Promise((r) => setImmediate(r)); // let other loops run meanwhile
+    for (const j of win.jobs) {
+      const ns = j.payloads.map((pl) => JSON.parse(new TextDecoder().decode(payloadBytes(pl))).n);
+      calls.push([j.id, ns]);
+      if (j.id === "p1" && j.retry_count < 0) a.fail(j.id, "first try fails");
+      else {
+        (done[j.id] ??= []).push(...ns);
+        acked += ns.length;
+      }
+      held.delete(j.id);
+    }
+    if (acked >= 20) allDone();
+    return a;
+  }, { concurrency: 3, maxIds: 2, waitSeconds: 1 });
+  w.start();
+  let timer;
+  const late = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`${acked} of 20 payloads acknowledged in 30 s`)), 30_000)));
+  try {
+    await Promise.race([finished, late]);
+  } finally {
+    clearTimeout(timer);
+    assert.equal(await w.stop(15_000), true, "the worker stopped");
+  }
+  assert.deepEqual(overlaps, []);
+  for (const id of ids) assert.deepEqual(done[id], [0, 1, 2, 3, 4], id);
+  for (const [id, ns] of calls) assert.deepEqual(ns, [...ns].sort((x, y) => x - y), id);
+  assert.deepEqual(calls.filter(([id]) => id === "p1").map(([, ns]) => ns), [[0, 1, 2, 3, 4], [0, 1, 2, 3, 4]]);
+  // The worker token opens the pull routes of its queue only.
+  await assert.rejects(wc.enqueue(q.plain, [{ id: "x" }]), (e) => e instanceof OrderlyError && e.status === 403);
+});
