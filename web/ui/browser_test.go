@@ -27,6 +27,7 @@ import (
 	"github.com/orderlyhq/orderly/internal/testing/redistest"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
+	"github.com/orderlyhq/orderly/pull"
 	"github.com/orderlyhq/orderly/web"
 	"github.com/orderlyhq/orderly/web/apiv1"
 	"github.com/orderlyhq/orderly/web/ui"
@@ -284,6 +285,8 @@ type fixture struct {
 	outage atomic.Bool // the API's store fails its reads of metrics
 	// history is the per-minute history the API serves.
 	history *queuehistory.Recorder
+	// pull serves the pull routes; reports is its pull queue.
+	pull *pull.Broker
 }
 
 // outageStore is the fixture's store as the API sees it: while outage is
@@ -330,7 +333,9 @@ func newFixtureTokens(t *testing.T, token, readToken string, embedded bool, opts
 	store, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})
 	require.NoError(t, err)
 	f := &fixture{t: t, ctx: context.Background(), store: store, leases: map[persistence.ShardRef]persistence.Lease{},
-		history: queuehistory.New(db.Client, queuehistory.Config{Prefix: db.Prefix})}
+		history: queuehistory.New(db.Client, queuehistory.Config{Prefix: db.Prefix}), pull: pull.New(nil)}
+	f.pull.Handler("reports", pull.Options{})
+	t.Cleanup(f.pull.Stop)
 	for q, n := range map[string]int{"orders": 4, "emails": 2, "reports": 1} {
 		require.NoError(t, store.RegisterQueue(f.ctx, persistence.QueueSpec{Name: q, Shards: n}))
 	}
@@ -387,6 +392,7 @@ func newFixtureTokens(t *testing.T, token, readToken string, embedded bool, opts
 		EmbeddedStore: embedded,
 		UI:            ui.Handler(),
 		History:       f.history,
+		Pull:          f.pull,
 		QueueLimits: map[string]apiv1.QueueLimits{
 			"orders": {MaxConcurrency: 4, RateLimit: &apiv1.RateLimit{PerSecond: 10, Burst: 20}},
 		},
@@ -725,6 +731,21 @@ func TestBrowser(t *testing.T) {
 		require.Equal(t, "rate_limit none", b.text(`#queue-limits [data-limit="rate_limit"]`))
 		require.Equal(t, "Overview/Queues/emails/Morgue", b.text(`.crumbs`))
 		require.Equal(t, "/queues/emails", eval[string](b, `new URL(document.querySelector('.crumbs a.crumb-queue').href).pathname`))
+		// A pull queue's header counts its waiting workers and held
+		// leases on the answering node (docs/contract.md §6.6).
+		require.Equal(t, 0, eval[int](b, `document.querySelectorAll('#queue-limits [data-limit="pull"]').length`), "emails is no pull queue")
+		b.open("/queues/reports")
+		b.waitText(`#queue-limits [data-limit="pull"]`, "pull 0 waiting, 0 held")
+		pulling, stopPull := context.WithCancel(context.Background())
+		pulled := make(chan error, 1)
+		go func() {
+			_, err := f.pull.Pull(pulling, "reports", 1, 30*time.Second)
+			pulled <- err
+		}()
+		b.waitText(`#queue-limits [data-limit="pull"]`, "pull 1 waiting, 0 held")
+		stopPull()
+		require.NoError(t, <-pulled)
+		b.waitText(`#queue-limits [data-limit="pull"]`, "pull 0 waiting, 0 held")
 		b.open("/queues/nosuchqueue")
 		b.waitFor(`!document.querySelector('#unknown-queue').hidden`, "the unknown-queue notice")
 		require.Zero(t, eval[int](b, `[...document.querySelectorAll('[data-action]')].filter(e => e.offsetParent !== null).length`))
