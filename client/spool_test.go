@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,7 +17,8 @@ import (
 )
 
 // flakyStore is a store whose enqueues fail while down is set, and which
-// stores an enqueue but loses its answer once when lostReply is set.
+// stores an enqueue but answers that it was not replicated once when
+// lostReply is set (the replicated mode's WAIT fell short).
 type flakyStore struct {
 	persistence.Store
 	down, lostReply atomic.Bool
@@ -30,7 +32,7 @@ func (f *flakyStore) Enqueue(ctx context.Context, queue string, jobs []persisten
 	}
 	err := f.Store.Enqueue(ctx, queue, jobs)
 	if err == nil && f.lostReply.CompareAndSwap(true, false) {
-		return errors.New("read tcp: i/o timeout")
+		return fmt.Errorf("redisstore: enqueue: %w", persistence.ErrNotReplicated)
 	}
 	return err
 }
@@ -130,7 +132,8 @@ func TestSpoolRefusals(t *testing.T) {
 }
 
 // TestSpoolReplayIsADuplicate checks the client's dedup keys: an enqueue
-// stored whose answer was lost is spooled and sent again, and on a queue
+// stored but not replicated (persistence.ErrNotReplicated) is spooled and
+// sent again, and on a queue
 // with a dedup window the second copy is a duplicate, also after the first
 // was processed (deleted here). Without the keys it is stored again.
 func TestSpoolReplayIsADuplicate(t *testing.T) {

@@ -275,18 +275,19 @@ func (s *Spool) heldLocked(queue string, jobs []persistence.NewJob) bool {
 	return false
 }
 
-// AppendIfHeld appends the call when Held says so, atomically with the
-// check; it reports whether it did.
+// AppendIfHeld appends the call when Held says so, and reports whether it
+// did. A call found held is appended even if a drain sent the spool's last
+// record of its ids meanwhile: spooling is always safe for the order.
 func (s *Spool) AppendIfHeld(queue string, jobs []persistence.NewJob, now time.Time) (bool, error) {
+	if !s.Held(queue, jobs) {
+		return false, nil
+	}
 	frame, err := encode(Record{Queue: queue, Jobs: jobs, At: now})
 	if err != nil {
 		return false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.heldLocked(queue, jobs) {
-		return false, nil
-	}
 	return true, s.appendLocked(frame, queue, jobs, now)
 }
 
