@@ -262,3 +262,58 @@ func checkSendOrder(t *testing.T, calls []history.Call) {
 		}
 	}
 }
+
+// TestEnqueueSpoolCLI runs the binary's enqueue --spool against a real node
+// whose Redis stops: the node cannot take the jobs (5xx), the command
+// spools them and says so, and once Redis is back the next enqueue sends
+// them first; the webhook gets the id's payloads in send order.
+func TestEnqueueSpoolCLI(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t, redistest.Options{AOF: true})
+	rcv := nodetest.NewReceiver(t, nil)
+	n := nodetest.Start(t, nodetest.Options{Redis: srv.URL(), Config: ordersConfig(rcv.URL, 2, "5s")})
+	n.WaitReady()
+	dir := t.TempDir()
+	enq := func(payload string) (int, string, string) {
+		return orderly(t, n, "enqueue", "--queue", "orders", "--id", "a", "--payload-raw", payload, "--spool", dir)
+	}
+	code, stdout, stderr := enq("1")
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, "enqueued 1 job into orders\n", stdout)
+
+	srv.Stop(t)
+	for _, p := range []string{"2", "3"} {
+		code, stdout, stderr = enq(p)
+		require.Equal(t, 0, code, stderr)
+		require.Empty(t, stdout)
+		require.Contains(t, stderr, "spooled 1 job in "+dir)
+	}
+	code, stdout, stderr = orderly(t, n, "spool", "status", dir)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "2 jobs waiting in 2 spooled calls")
+
+	srv.Start(t)
+	eventually(t, "the node takes enqueues again", func() bool {
+		code, _, _ := orderly(t, n, "stats")
+		return code == 0
+	})
+	code, stdout, stderr = enq("4")
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, "enqueued 1 job into orders\n", stdout)
+	var seen []string
+	eventually(t, "every payload delivered", func() bool {
+		seen = nil
+		for _, c := range deliveriesOf(rcv, "a") {
+			for _, j := range c.Request.Jobs {
+				if j.ID == "a" && c.Acked(j.ID) {
+					seen = append(seen, payloads(j)...)
+				}
+			}
+		}
+		return len(seen) >= 4
+	})
+	require.Equal(t, []string{"1", "2", "3", "4"}, seen)
+	code, stdout, _ = orderly(t, n, "spool", "status", dir)
+	require.Equal(t, 0, code)
+	require.Contains(t, stdout, "0 jobs waiting")
+}
