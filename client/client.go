@@ -7,6 +7,10 @@
 // An Enqueue that returns nil is in Redis. Jobs of one call are validated
 // together: one bad job rejects the call and nothing is written. A queue
 // must exist (a node serving it registers it, with its shard count).
+//
+// With Config.Spool, a client keeps the jobs the store cannot take in a
+// local file and sends them when it can, in order per id
+// (docs/contract.md §6.7); such a call succeeds as spooled.
 package client
 
 import (

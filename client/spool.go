@@ -150,6 +150,7 @@ func openSpool(cfg SpoolConfig, send spool.Sender) (*spooler, error) {
 func (s *spooler) run(ctx context.Context, send spool.Sender) {
 	defer close(s.done)
 	wait := s.cfg.RetryEvery
+	failing := false // since the last drain that emptied the spool
 	for {
 		if s.sp.Stats().Jobs == 0 {
 			select {
@@ -158,15 +159,24 @@ func (s *spooler) run(ctx context.Context, send spool.Sender) {
 			case <-s.kick:
 			}
 		}
-		_, err := s.sp.Drain(ctx, send, permanent)
+		res, err := s.sp.Drain(ctx, send, permanent)
 		if err == nil {
-			wait = s.cfg.RetryEvery
+			if failing {
+				s.log.Info("client: the store takes enqueues again; the spool is drained", "dir", s.sp.Dir(), "sent", res.Sent)
+			}
+			failing, wait = false, s.cfg.RetryEvery
 			continue
 		}
 		if ctx.Err() != nil {
 			return
 		}
-		s.log.Warn("client: the store does not take the spooled jobs yet; retrying", "dir", s.sp.Dir(), "in", wait, "err", err)
+		level := slog.LevelDebug
+		if !failing {
+			level = slog.LevelWarn // once per outage; the retries are debug
+		}
+		s.log.Log(ctx, level, "client: the store does not take the spooled jobs yet; retrying", "dir", s.sp.Dir(),
+			"waiting", s.sp.Stats().Jobs, "in", wait, "err", err)
+		failing = true
 		select {
 		case <-s.stop:
 			return

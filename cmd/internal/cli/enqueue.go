@@ -436,6 +436,10 @@ func (e *env) enqueueFile(c *conn, o *enqueueOpts, sp *cliSpool) int {
 	if e.stderrTTY {
 		im.prog = &progress{w: e.stderr, now: e.now, start: start, total: total}
 	}
+	pad := 0 // bytes a job may grow by before it is sent
+	if sp != nil {
+		pad = spoolKeyRoom
+	}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64<<10), maxBodyBytes)
 	var (
@@ -459,7 +463,7 @@ func (e *env) enqueueFile(c *conn, o *enqueueOpts, sp *cliSpool) int {
 		if err != nil {
 			return im.stop(fmt.Errorf("%s:%d: %w", name, n, err), false)
 		}
-		if len(im.batch) == o.batch || im.size+len(job)+len(im.batch)+2 > maxBodyBytes {
+		if len(im.batch) == o.batch || im.size+len(job)+pad+len(im.batch)+2 > maxBodyBytes {
 			if code, stop := im.send(); stop {
 				return code
 			}
@@ -467,7 +471,7 @@ func (e *env) enqueueFile(c *conn, o *enqueueOpts, sp *cliSpool) int {
 		}
 		im.batch = append(im.batch, bytes.Clone(job))
 		im.lines = append(im.lines, n)
-		im.size += len(job)
+		im.size += len(job) + pad
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {

@@ -139,6 +139,11 @@ func (e *env) spoolLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
+// spoolKeyRoom is what a job may grow by when the spool gives it a dedup
+// key (`,"dedup_key":"spool:<16 hex>:<n>"`), which --file's batches leave
+// room for so that a batch stays within one request.
+const spoolKeyRoom = 64
+
 // cliSpool is a spool the CLI owns (enqueue --spool, spool drain) and the
 // node it sends to.
 type cliSpool struct {
