@@ -129,7 +129,7 @@ func (s *Spool) read(files map[uint64]*os.File, batch []recMeta) ([]Record, erro
 		if _, err := f.ReadAt(buf, m.pos.off); err != nil {
 			return nil, fmt.Errorf("spool: read a record of %s: %w", f.Name(), err)
 		}
-		body, err := readFrame(bytes.NewReader(buf))
+		body, err := readFrame(bytes.NewReader(buf), m.size)
 		if err == nil {
 			recs[i], err = decode(body)
 		}

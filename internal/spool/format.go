@@ -105,9 +105,11 @@ func decode(body []byte) (Record, error) {
 	return r, nil
 }
 
-// readFrame reads the next frame's body from r. It returns io.EOF at a
-// clean end, errTorn for a frame cut short or failing its checksum.
-func readFrame(r io.Reader) ([]byte, error) {
+// readFrame reads the next frame's body from r, where at most left bytes
+// remain (so that a damaged length allocates nothing big). It returns
+// io.EOF at a clean end, errTorn for a frame cut short or failing its
+// checksum.
+func readFrame(r io.Reader, left int64) ([]byte, error) {
 	var h [frameHeader]byte
 	if n, err := io.ReadFull(r, h[:]); err != nil {
 		if n == 0 && errors.Is(err, io.EOF) {
@@ -116,7 +118,7 @@ func readFrame(r io.Reader) ([]byte, error) {
 		return nil, errTorn
 	}
 	size := binary.BigEndian.Uint32(h[:])
-	if size > maxFrame {
+	if size > maxFrame || int64(size) > left-frameHeader {
 		return nil, errTorn
 	}
 	body := make([]byte, size)

@@ -2,6 +2,8 @@ package spool
 
 import (
 	"bufio"
+	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -60,12 +62,12 @@ func scan(dir string, repair bool, log *slog.Logger) (*scanned, error) {
 		live = append(live, seq)
 	}
 	st.segs = live
-	for _, seq := range st.segs {
+	for i, seq := range st.segs {
 		start := int64(len(magic))
 		if seq == cur.seg {
 			start = cur.off
 		}
-		if err := st.segment(dir, seq, start, repair, log); err != nil {
+		if err := st.segment(dir, seq, start, i == len(st.segs)-1, repair, log); err != nil {
 			return nil, err
 		}
 	}
@@ -73,8 +75,10 @@ func scan(dir string, repair bool, log *slog.Logger) (*scanned, error) {
 	return st, nil
 }
 
-// segment scans one segment from start, noting its records.
-func (st *scanned) segment(dir string, seq uint64, start int64, repair bool, log *slog.Logger) error {
+// segment scans one segment from start, noting its records. A bad record
+// at the end of the last segment is a write cut short by a crash (a
+// warning); anywhere else the file was damaged (an error).
+func (st *scanned) segment(dir string, seq uint64, start int64, last, repair bool, log *slog.Logger) error {
 	path := filepath.Join(dir, segName(seq))
 	flag := os.O_RDONLY
 	if repair {
@@ -116,7 +120,7 @@ func (st *scanned) segment(dir string, seq uint64, start int64, repair bool, log
 	r := bufio.NewReaderSize(f, 64<<10)
 	off := start
 	for {
-		body, err := readFrame(r)
+		body, err := readFrame(r, fi.Size()-off)
 		var rec Record
 		if err == nil {
 			rec, err = decode(body)
@@ -125,8 +129,11 @@ func (st *scanned) segment(dir string, seq uint64, start int64, repair bool, log
 			return nil
 		}
 		if err != nil {
-			log.Warn("spool: dropping a torn or corrupt record and what follows it in its segment (a write cut short by a crash)",
-				"path", path, "offset", off, "bytes_dropped", fi.Size()-off)
+			level, what := slog.LevelError, "spool: dropping a corrupt record and what follows it in its segment (the file was damaged)"
+			if last && isTail(f, off, fi.Size()) {
+				level, what = slog.LevelWarn, "spool: dropping a torn last record (a write cut short by a crash)"
+			}
+			log.Log(context.Background(), level, what, "path", path, "offset", off, "bytes_dropped", fi.Size()-off)
 			if repair {
 				if err := f.Truncate(off); err != nil {
 					return fmt.Errorf("spool: truncate %s: %w", path, err)
@@ -151,16 +158,21 @@ func countRejected(dir string) int {
 		return 0
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0
+	}
 	r := bufio.NewReader(f)
 	if _, err := r.Discard(len(magic)); err != nil {
 		return 0
 	}
-	n := 0
+	n, left := 0, fi.Size()-int64(len(magic))
 	for {
-		body, err := readFrame(r)
+		body, err := readFrame(r, left)
 		if err != nil {
 			return n
 		}
+		left -= int64(frameHeader + len(body))
 		if rec, err := decode(body); err == nil {
 			n += len(rec.Jobs)
 		}
@@ -186,4 +198,15 @@ func Inspect(dir string, log *slog.Logger) (Stats, error) {
 		out.Oldest = st.metas[0].at
 	}
 	return out, nil
+}
+
+// isTail reports whether the frame at off claims to reach at least to the
+// end of the file (size): a frame cut short, not a damaged one followed by
+// others.
+func isTail(f *os.File, off, size int64) bool {
+	var h [frameHeader]byte
+	if _, err := f.ReadAt(h[:], off); err != nil {
+		return true
+	}
+	return off+frameHeader+int64(binary.BigEndian.Uint32(h[:])) >= size
 }

@@ -170,6 +170,55 @@ func TestTornTail(t *testing.T) {
 	}
 }
 
+// TestDamagedRecord checks that a record damaged in the middle of a
+// segment is reported as an error (not a torn tail), and that what follows
+// it in the segment is dropped with it rather than read out of frame.
+func TestDamagedRecord(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, Options{})
+	require.NoError(t, s.Append("q", []persistence.NewJob{job("a", "first")}, time.Now()))
+	require.NoError(t, s.Append("q", []persistence.NewJob{job("a", "second")}, time.Now()))
+	require.NoError(t, s.Close())
+	path := lastSegment(t, dir)
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	i := bytes.Index(b, []byte("Zmlyc3Q")) // "first" in base64
+	require.Positive(t, i)
+	b[i] ^= 0x01
+	require.NoError(t, os.WriteFile(path, b, 0o600))
+
+	log, buf := logBuffer()
+	s = open(t, dir, Options{Logger: log})
+	require.Contains(t, buf.String(), "level=ERROR")
+	require.Contains(t, buf.String(), "damaged")
+	require.Equal(t, 0, s.Stats().Jobs)
+}
+
+// FuzzOpen checks that no segment content makes Open or Inspect panic,
+// and that Open leaves a spool that takes appends.
+func FuzzOpen(f *testing.F) {
+	frame, err := encode(Record{Queue: "q", Jobs: []persistence.NewJob{job("a", "1")}, At: time.Unix(1, 0)})
+	require.NoError(f, err)
+	f.Add(append([]byte(magic), frame...))
+	f.Add(append([]byte(magic), frame[:len(frame)-1]...))
+	f.Add([]byte(magic[:3]))
+	f.Fuzz(func(t *testing.T, seg []byte) {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, segName(1)), seg, 0o600))
+		_, _ = Inspect(dir, nil)
+		s, err := Open(dir, Options{Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			return // not a segment: refused with an error
+		}
+		defer s.Close()
+		require.NoError(t, s.Append("q", []persistence.NewJob{job("b", "2")}, time.Now()))
+		var got sent
+		_, err = s.Drain(context.Background(), got.send, permanent)
+		require.NoError(t, err)
+		require.NotEmpty(t, got.calls)
+	})
+}
+
 // TestBound checks that an append past MaxBytes fails with ErrFull and
 // writes nothing, and that draining makes room again.
 func TestBound(t *testing.T) {
