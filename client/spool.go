@@ -18,7 +18,7 @@ import (
 // Spool defaults.
 const (
 	// DefaultSpoolMaxBytes bounds what a spool holds unsent.
-	DefaultSpoolMaxBytes = spool.DefaultMaxBytes
+	DefaultSpoolMaxBytes = 256 << 20
 	// DefaultSpoolRetry is the first wait after a drain failed; it doubles
 	// after each failure in a row, up to DefaultSpoolRetryMax.
 	DefaultSpoolRetry    = 250 * time.Millisecond
@@ -45,12 +45,12 @@ type SpoolSync int
 const (
 	// SpoolSyncEveryCall fsyncs before a spooling call returns (the
 	// default): a spooled call survives a power loss.
-	SpoolSyncEveryCall SpoolSync = SpoolSync(spool.SyncEveryCall)
+	SpoolSyncEveryCall SpoolSync = iota
 	// SpoolSyncInterval fsyncs every SpoolConfig.SyncEvery: a power loss
 	// may lose the calls of the last interval.
-	SpoolSyncInterval SpoolSync = SpoolSync(spool.SyncInterval)
+	SpoolSyncInterval
 	// SpoolSyncNever leaves it to the operating system.
-	SpoolSyncNever SpoolSync = SpoolSync(spool.SyncNever)
+	SpoolSyncNever
 )
 
 // SpoolConfig gives a client a local spool (docs/contract.md §6.7): when
@@ -131,7 +131,17 @@ func openSpool(cfg SpoolConfig, send spool.Sender) (*spooler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	sp, err := spool.Open(cfg.Dir, spool.Options{MaxBytes: cfg.MaxBytes, Sync: spool.Sync(cfg.Sync), SyncEvery: cfg.SyncEvery, Logger: cfg.Logger})
+	sync := spool.SyncEveryCall
+	switch cfg.Sync {
+	case SpoolSyncEveryCall:
+	case SpoolSyncInterval:
+		sync = spool.SyncInterval
+	case SpoolSyncNever:
+		sync = spool.SyncNever
+	default:
+		return nil, fmt.Errorf("client: unknown SpoolConfig.Sync %d", cfg.Sync)
+	}
+	sp, err := spool.Open(cfg.Dir, spool.Options{MaxBytes: cfg.MaxBytes, Sync: sync, SyncEvery: cfg.SyncEvery, Logger: cfg.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}

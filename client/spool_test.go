@@ -18,20 +18,23 @@ import (
 
 // flakyStore is a store whose enqueues fail while down is set, and which
 // stores an enqueue but answers that it was not replicated once when
-// lostReply is set (the replicated mode's WAIT fell short).
+// lostReply is set (the replicated mode's WAIT fell short), then is down.
 type flakyStore struct {
 	persistence.Store
 	down, lostReply atomic.Bool
+	calls           atomic.Int64 // enqueues tried
 }
 
 var errUnreachable = errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
 
 func (f *flakyStore) Enqueue(ctx context.Context, queue string, jobs []persistence.NewJob) error {
+	f.calls.Add(1)
 	if f.down.Load() {
 		return errUnreachable
 	}
 	err := f.Store.Enqueue(ctx, queue, jobs)
 	if err == nil && f.lostReply.CompareAndSwap(true, false) {
+		f.down.Store(true) // and the store goes away
 		return fmt.Errorf("redisstore: enqueue: %w", persistence.ErrNotReplicated)
 	}
 	return err
@@ -85,6 +88,8 @@ func TestSpoolHoldsAnIDUntilDrained(t *testing.T) {
 	require.Zero(t, send("a", "1").Spooled)
 	store.down.Store(true)
 	require.Equal(t, 1, send("a", "2").Spooled)
+	// The client's own drain tries once (the third enqueue), then waits.
+	require.Eventually(t, func() bool { return store.calls.Load() >= 3 }, 10*time.Second, time.Millisecond)
 	require.NoError(t, c.Enqueue(ctx, "q", client.Job{ID: "a", Payload: []byte("3")}), "a spooled call is no error")
 	st := c.Spooled()
 	require.Equal(t, 2, st.Jobs)
@@ -150,6 +155,7 @@ func TestSpoolReplayIsADuplicate(t *testing.T) {
 		require.Equal(t, []string{"1"}, payloadsOf(t, store, "q", "a"), "stored before its answer was lost")
 		_, err = store.DeleteJob(ctx, "q", "a") // as if it was processed
 		require.NoError(t, err)
+		store.down.Store(false)
 		require.NoError(t, c.DrainSpool(ctx))
 		if noKeys {
 			require.Equal(t, []string{"1"}, payloadsOf(t, store, "q", "a"), "without a key the replay is stored again")
