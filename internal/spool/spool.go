@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/orderlyhq/orderly/persistence"
@@ -118,6 +119,11 @@ type Spool struct {
 
 	// drainMu serializes Drain; it is held while records are sent.
 	drainMu sync.Mutex
+	// syncMu serializes the fsyncs of SyncEveryCall, so that appends made
+	// meanwhile share the next one (group commit); synced counts the
+	// appends known to be on disk.
+	syncMu sync.Mutex
+	synced atomic.Uint64
 
 	// mu guards the fields below; it is held across the file writes (and
 	// fsyncs) of Append and of a drain's commit.
@@ -131,7 +137,8 @@ type Spool struct {
 	bytes    int64
 	down     bool
 	rejected int
-	dirty    bool // written since the last fsync
+	dirty    bool   // written since the last fsync
+	written  uint64 // appends written
 	closed   bool
 
 	stop chan struct{} // closed by Close; stops the sync loop
@@ -244,7 +251,9 @@ func (s *Spool) newSegment(seq uint64) error {
 	}
 	syncDir(s.dir)
 	if s.w != nil {
-		if err := s.syncLocked(); err != nil {
+		// Always synced before it is closed: a SyncEveryCall append that
+		// finds its file closed knows its record is on disk.
+		if err := s.w.Sync(); err != nil {
 			s.log.Error("spool: sync a segment", "dir", s.dir, "err", err)
 		}
 		s.w.Close()
@@ -287,8 +296,12 @@ func (s *Spool) AppendIfHeld(queue string, jobs []persistence.NewJob, now time.T
 		return false, err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return true, s.appendLocked(frame, queue, jobs, now)
+	seq, err := s.appendLocked(frame, queue, jobs, now)
+	s.mu.Unlock()
+	if err != nil {
+		return true, err
+	}
+	return true, s.syncTo(seq)
 }
 
 // Append appends the call: the store or node could not take it. Until a
@@ -299,25 +312,30 @@ func (s *Spool) Append(queue string, jobs []persistence.NewJob, now time.Time) e
 		return err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.appendLocked(frame, queue, jobs, now); err != nil {
+	seq, err := s.appendLocked(frame, queue, jobs, now)
+	if err == nil {
+		s.down = true
+	}
+	s.mu.Unlock()
+	if err != nil {
 		return err
 	}
-	s.down = true
-	return nil
+	return s.syncTo(seq)
 }
 
-func (s *Spool) appendLocked(frame []byte, queue string, jobs []persistence.NewJob, now time.Time) error {
+// appendLocked writes a record and returns its number among the appends,
+// for syncTo.
+func (s *Spool) appendLocked(frame []byte, queue string, jobs []persistence.NewJob, now time.Time) (uint64, error) {
 	if s.closed {
-		return ErrClosed
+		return 0, ErrClosed
 	}
 	size := int64(len(frame))
 	if s.bytes+size > s.opts.MaxBytes {
-		return fmt.Errorf("%w: %d bytes wait in %s, and %d more would pass its limit of %d", ErrFull, s.bytes, s.dir, size, s.opts.MaxBytes)
+		return 0, fmt.Errorf("%w: %d bytes wait in %s, and %d more would pass its limit of %d", ErrFull, s.bytes, s.dir, size, s.opts.MaxBytes)
 	}
 	if s.wSize > int64(len(magic)) && s.wSize+size > s.opts.SegmentBytes {
 		if err := s.newSegment(s.segs[len(s.segs)-1] + 1); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	pos := position{seg: s.segs[len(s.segs)-1], off: s.wSize}
@@ -326,19 +344,36 @@ func (s *Spool) appendLocked(frame []byte, queue string, jobs []persistence.NewJ
 		// whole one; a failure of that leaves a torn frame that the
 		// next open drops with everything after it.
 		_ = s.w.Truncate(s.wSize)
-		return fmt.Errorf("spool: append to %s: %w", s.dir, err)
+		return 0, fmt.Errorf("spool: append to %s: %w", s.dir, err)
 	}
 	s.wSize += size
 	s.dirty = true
-	if s.opts.Sync == SyncEveryCall {
-		if err := s.syncLocked(); err != nil {
-			// The record is written but maybe not durable: it stays (a
-			// drain sends it), and the caller learns of the failure.
-			s.note(pos, size, now, queue, jobs)
-			return fmt.Errorf("spool: fsync %s: %w", s.dir, err)
-		}
-	}
+	s.written++
 	s.note(pos, size, now, queue, jobs)
+	return s.written, nil
+}
+
+// syncTo returns once append seq is on disk, under SyncEveryCall: the
+// first caller fsyncs what was written so far, and those that wrote
+// meanwhile wait for it and find their records synced (group commit). A
+// failed fsync is the caller's error; its record stays (a drain sends it).
+func (s *Spool) syncTo(seq uint64) error {
+	if s.opts.Sync != SyncEveryCall {
+		return nil
+	}
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	if s.synced.Load() >= seq {
+		return nil
+	}
+	s.mu.Lock()
+	f, upTo := s.w, s.written
+	s.mu.Unlock()
+	// A file closed meanwhile (a new segment, Close) was synced first.
+	if err := f.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
+		return fmt.Errorf("spool: fsync %s: %w", s.dir, err)
+	}
+	s.synced.Store(upTo)
 	return nil
 }
 
