@@ -62,7 +62,8 @@ const (
 // default.
 type SpoolConfig struct {
 	// Dir is the spool's directory (created if need be). One process owns
-	// it at a time; another one gets ErrSpoolLocked.
+	// it at a time (flock, on Linux, macOS and the BSDs); another one gets
+	// ErrSpoolLocked.
 	Dir string
 	// MaxBytes bounds what the spool holds unsent [DefaultSpoolMaxBytes];
 	// a call that would pass it fails with ErrSpoolFull.
