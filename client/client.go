@@ -7,6 +7,10 @@
 // An Enqueue that returns nil is in Redis. Jobs of one call are validated
 // together: one bad job rejects the call and nothing is written. A queue
 // must exist (a node serving it registers it, with its shard count).
+//
+// With Config.Spool, a client keeps the jobs the store cannot take in a
+// local file and sends them when it can, in order per id
+// (docs/contract.md §6.7); such a call succeeds as spooled.
 package client
 
 import (
@@ -39,6 +43,9 @@ type Config struct {
 	Middleware []Middleware
 	// Now is the clock for PerformIn [time.Now].
 	Now func() time.Time
+	// Spool, when set, keeps the jobs of an Enqueue that the store cannot
+	// take in a local file and sends them later (docs/contract.md §6.7).
+	Spool *SpoolConfig
 }
 
 // Job is one job to enqueue.
@@ -80,7 +87,8 @@ type Job struct {
 }
 
 // EnqueueResult is what EnqueueReport reports: Duplicates counts the jobs
-// acknowledged as duplicates and not stored.
+// acknowledged as duplicates and not stored, Spooled the jobs kept in the
+// client's spool (Config.Spool) because the store could not take them.
 type EnqueueResult = persistence.EnqueueResult
 
 // Score returns a pointer to v, for Job.Score.
@@ -99,6 +107,7 @@ type Client struct {
 	cfg     Config
 	enqueue EnqueueFunc
 	owned   redis.UniversalClient // the Redis client Open made, closed by Close
+	spool   *spooler              // nil without Config.Spool
 }
 
 // Open returns a client that writes to the Redis named by redisURL, in any
@@ -119,14 +128,22 @@ func Open(redisURL string, cfg *Config) (*Client, error) {
 	return c, nil
 }
 
-// Close closes the Redis connections of a client made by Open; for a client
-// made by New or NewFromStore it does nothing (the caller owns the Redis
-// client).
+// Close stops the spool's drain and gives its directory up (what is still
+// spooled stays in it, for the next client that opens it; call DrainSpool
+// first to send it), then closes the Redis connections of a client made by
+// Open; for a client made by New or NewFromStore the caller owns the Redis
+// client.
 func (c *Client) Close() error {
-	if c.owned == nil {
-		return nil
+	var err error
+	if c.spool != nil {
+		err = c.spool.close()
 	}
-	return c.owned.Close()
+	if c.owned != nil {
+		if cerr := c.owned.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
 }
 
 // New returns a client that writes to Redis through rdb.
@@ -158,6 +175,13 @@ func NewFromStore(store persistence.Store, cfg *Config) (*Client, error) {
 		c.Now = time.Now
 	}
 	cl := &Client{store: store, cfg: c}
+	if c.Spool != nil {
+		sp, err := openSpool(*c.Spool, cl.sendSpooled)
+		if err != nil {
+			return nil, err
+		}
+		cl.spool = sp
+	}
 	cl.enqueue = cl.write
 	for i := len(c.Middleware) - 1; i >= 0; i-- {
 		cl.enqueue = c.Middleware[i](cl.enqueue)
@@ -165,9 +189,11 @@ func NewFromStore(store persistence.Store, cfg *Config) (*Client, error) {
 	return cl, nil
 }
 
-// Enqueue adds jobs to the queue. It returns once they are in Redis, or an
+// Enqueue adds jobs to the queue. It returns once they are in Redis (or,
+// with Config.Spool, in the spool: EnqueueReport tells which), or an
 // error: a *persistence.FieldError (errors.Is persistence.ErrInvalid) naming
-// the first bad job, persistence.ErrUnknownQueue, or a store error.
+// the first bad job, persistence.ErrUnknownQueue, or a store error (with a
+// spool: one the spool could not keep either, e.g. ErrSpoolFull).
 func (c *Client) Enqueue(ctx context.Context, queue string, jobs ...Job) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -218,7 +244,13 @@ func (c *Client) write(ctx context.Context, queue string, jobs []Job) error {
 		out[i] = persistence.NewJob{ID: j.ID, Payload: j.Payload, Score: j.Score, PerformAt: due, Headers: j.Headers, DedupKey: j.DedupKey,
 			ExpiresAt: exp, Priority: j.Priority}
 	}
-	res, err := persistence.EnqueueReport(ctx, c.store, queue, out)
+	var res EnqueueResult
+	var err error
+	if c.spool != nil {
+		res, err = c.writeSpooled(ctx, queue, out, now)
+	} else {
+		res, err = persistence.EnqueueReport(ctx, c.store, queue, out)
+	}
 	if rep, ok := ctx.Value(reportKey{}).(*EnqueueResult); ok {
 		*rep = res
 	}

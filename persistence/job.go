@@ -142,6 +142,10 @@ type EnqueueResult struct {
 	// their dedup key was seen within the queue's window
 	// (docs/contract.md §3.12).
 	Duplicates int
+	// Spooled counts the jobs a client kept in its local spool because
+	// the store could not take them (client.SpoolConfig, docs/contract.md
+	// §6.7); a store never sets it.
+	Spooled int
 }
 
 // Payload is one payload of a job with its score and headers.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -21,6 +22,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(spoolProducerEnv) != "" {
+		os.Exit(spoolProducerMain()) // a producer process of TestSpoolOutage
+	}
 	redistest.AtExit(nodetest.Cleanup)
 	redistest.Main(m)
 }

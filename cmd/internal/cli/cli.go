@@ -9,6 +9,7 @@
 //	orderly processing Q
 //	orderly queues [list|pause|resume|perform-all-now|kill-failed|delete-failed]
 //	orderly periodic
+//	orderly spool status|drain DIR
 //	orderly bench [--redis URL] [--scenario lowkiq,...|all]
 //	orderly store layout|downgrade --redis URL [--prefix P]
 //	orderly version
@@ -89,6 +90,7 @@ func init() {
 		{"node", "quiet or resume the node at --http", nodeCmd},
 		{"periodic", "list the periodic jobs with their last and next tick", periodicCmd},
 		{"state", "read or compare-and-set the state of an id of a stateful queue", state},
+		{"spool", "show or send the jobs a producer kept in a spool directory (enqueue --spool)", spoolCmd},
 		{"bench", "measure Orderly on this machine and audit what it did", benchCmd},
 		{"check", "validate a node's configuration (file, environment, flags) and exit 0 or 1", checkCmd},
 		{"store", "print a store's storage layout, or roll it back to layout 1 (talks to Redis)", storeCmd},

@@ -37,6 +37,7 @@ var enqueueHelp = help{
 	Usage: []string{
 		"orderly enqueue --queue Q --id ID [--payload JSON | --payload-raw S | --payload-base64 B] [--score S] [--perform-in D | --perform-at T] [--header K=V ...] [--dedup-key K] [--expires-in D | --expires-at T] [--priority N] [flags]",
 		"orderly enqueue --queue Q --file jobs.jsonl|- [--batch N] [--skip N] [flags]",
+		"orderly enqueue --spool DIR ... (either form)",
 	},
 	Text: `Enqueues one job given by flags, or the jobs of a JSONL file (--file, "-" for
 stdin): one job object per line in the API's shape,
@@ -71,7 +72,15 @@ as a duplicate and not stored; the command counts duplicates.
 discarded when it is fetched, counted as expired, never delivered.
 
 --priority N (1 to 4, default 1): among the due ids of a shard, priority 1
-is fetched first, then 2, 3, 4; an id's payloads stay in score order.`,
+is fetched first, then 2, 3, 4; an id's payloads stay in score order.
+
+--spool DIR keeps the jobs the node cannot take (unreachable, 5xx, 408,
+429; not a 4xx refusal) in the spool directory DIR and says so on stderr:
+the command then exits 0. It first sends what DIR holds, and jobs of an id
+that waits there are spooled behind it, so each id keeps its order. Each
+job without a dedup key is given one, so that on a queue with a
+dedup_window a job sent twice is stored once. orderly spool status DIR
+shows what waits; orderly spool drain DIR sends it (docs/contract.md §6.7).`,
 	Examples: []string{
 		`orderly enqueue --queue orders --id order-1 --payload '{"sku":42}' --perform-in 30s`,
 		`orderly enqueue --queue orders --id order-1 --payload '{"sku":42}' --header tenant=acme`,
@@ -80,6 +89,7 @@ is fetched first, then 2, 3, 4; an id's payloads stay in score order.`,
 		`orderly enqueue --queue orders --file jobs.jsonl`,
 		`orderly enqueue --queue orders --file jobs.jsonl --skip 20000   # resume after line 20000`,
 		`produce-jobs | orderly enqueue --queue orders --file - --json`,
+		`orderly enqueue --queue orders --id order-1 --payload '{"sku":42}' --spool /var/spool/orderly`,
 	},
 }
 
@@ -89,7 +99,7 @@ type enqueueOpts struct {
 	score                                         float64
 	performIn, performAt, dedupKey                string
 	expiresIn, expiresAt                          string
-	file                                          string
+	file, spool                                   string
 	batch, skip, priority                         int
 	headers                                       headerFlag
 }
@@ -132,6 +142,7 @@ func enqueue(e *env, args []string) int {
 	fs.StringVar(&o.file, "file", "", `JSONL file of jobs, one object per line; "-" reads stdin`)
 	fs.IntVar(&o.batch, "batch", DefaultBatch, "jobs per request with --file")
 	fs.IntVar(&o.skip, "skip", 0, "skip the first `N` lines of --file (to resume an import)")
+	fs.StringVar(&o.spool, "spool", "", "keep the jobs the node cannot take in the spool `DIR` (docs/contract.md §6.7)")
 	if code, stop := e.parse(fs, args); stop {
 		return code
 	}
@@ -153,7 +164,15 @@ func enqueue(e *env, args []string) int {
 		case o.skip < 0:
 			return e.usage(fs, "--skip must not be negative, got %d", o.skip)
 		}
-		return e.enqueueFile(c, &o)
+		var sp *cliSpool
+		if o.spool != "" {
+			var err error
+			if sp, err = e.openSpool(o.spool, c); err != nil {
+				return e.fail("enqueue", err)
+			}
+			defer sp.sp.Close()
+		}
+		return e.enqueueFile(c, &o, sp)
 	}
 	for _, f := range []string{"batch", "skip"} {
 		if set[f] {
@@ -166,6 +185,9 @@ func enqueue(e *env, args []string) int {
 	body, err := jobFromFlags(&o, set, e.now())
 	if err != nil {
 		return e.usage(fs, "%v", err)
+	}
+	if o.spool != "" {
+		return e.enqueueSpooled(c, &o, body)
 	}
 	var raw json.RawMessage
 	if err := c.call("POST", jobsPath(o.queue), body, &raw); err != nil {
@@ -180,6 +202,31 @@ func enqueue(e *env, args []string) int {
 		return e.fail("enqueue", fmt.Errorf("the node's answer is not the expected JSON: %w", err))
 	}
 	fmt.Fprintf(e.stdout, "enqueued %s into %s%s\n", plural(ans.Enqueued, "job"), o.queue, duplicates(ans.Duplicates))
+	return ExitOK
+}
+
+// enqueueSpooled sends the one job of body through the spool of --spool.
+func (e *env) enqueueSpooled(c *conn, o *enqueueOpts, body []byte) int {
+	sp, err := e.openSpool(o.spool, c)
+	if err != nil {
+		return e.fail("enqueue", err)
+	}
+	defer sp.sp.Close()
+	out, err := sp.enqueue(o.queue, body)
+	if err != nil {
+		return e.fail("enqueue", err)
+	}
+	if out.n > 0 {
+		sp.say(out)
+	}
+	if c.json {
+		b, _ := json.Marshal(map[string]any{"enqueued": out.ans.Enqueued, "duplicates": out.ans.Duplicates, "spooled": out.n})
+		e.printJSON(b)
+		return ExitOK
+	}
+	if out.n == 0 {
+		fmt.Fprintf(e.stdout, "enqueued %s into %s%s\n", plural(out.ans.Enqueued, "job"), o.queue, duplicates(out.ans.Duplicates))
+	}
 	return ExitOK
 }
 
@@ -361,6 +408,11 @@ type importer struct {
 	done, enqueued int
 	// duplicates counts the jobs of those batches that were duplicates.
 	duplicates int
+	// spool is --spool's (nil without it); spooled counts the jobs kept
+	// in it, cause says why the first were.
+	spool   *cliSpool
+	spooled int
+	cause   error
 	// batch holds the checked jobs not yet sent, lines their line numbers
 	// and size their bytes.
 	batch [][]byte
@@ -373,16 +425,20 @@ type importer struct {
 var jobFieldIndex = regexp.MustCompile(`^jobs\[(\d+)\]`)
 
 // enqueueFile enqueues the jobs of o.file.
-func (e *env) enqueueFile(c *conn, o *enqueueOpts) int {
+func (e *env) enqueueFile(c *conn, o *enqueueOpts, sp *cliSpool) int {
 	in, name, total, closeIn, err := e.openInput(o.file)
 	if err != nil {
 		return e.fail("enqueue", err)
 	}
 	defer closeIn()
 	start := e.now()
-	im := &importer{e: e, c: c, queue: o.queue, name: name, first: o.skip + 1, done: o.skip}
+	im := &importer{e: e, c: c, queue: o.queue, name: name, first: o.skip + 1, done: o.skip, spool: sp}
 	if e.stderrTTY {
 		im.prog = &progress{w: e.stderr, now: e.now, start: start, total: total}
+	}
+	pad := 0 // bytes a job may grow by before it is sent
+	if sp != nil {
+		pad = spoolKeyRoom
 	}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64<<10), maxBodyBytes)
@@ -407,7 +463,7 @@ func (e *env) enqueueFile(c *conn, o *enqueueOpts) int {
 		if err != nil {
 			return im.stop(fmt.Errorf("%s:%d: %w", name, n, err), false)
 		}
-		if len(im.batch) == o.batch || im.size+len(job)+len(im.batch)+2 > maxBodyBytes {
+		if len(im.batch) == o.batch || im.size+len(job)+pad+len(im.batch)+2 > maxBodyBytes {
 			if code, stop := im.send(); stop {
 				return code
 			}
@@ -415,7 +471,7 @@ func (e *env) enqueueFile(c *conn, o *enqueueOpts) int {
 		}
 		im.batch = append(im.batch, bytes.Clone(job))
 		im.lines = append(im.lines, n)
-		im.size += len(job)
+		im.size += len(job) + pad
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
@@ -432,8 +488,11 @@ func (e *env) enqueueFile(c *conn, o *enqueueOpts) int {
 	}
 	im.prog.clear()
 	elapsed := e.now().Sub(start)
+	if im.spooled > 0 {
+		im.spool.say(spooled{n: im.spooled, cause: im.cause})
+	}
 	if c.json {
-		out, _ := json.Marshal(map[string]any{"enqueued": im.enqueued, "duplicates": im.duplicates, "queue": o.queue, "lines": n, "seconds": elapsed.Seconds()})
+		out, _ := json.Marshal(map[string]any{"enqueued": im.enqueued, "duplicates": im.duplicates, "spooled": im.spooled, "queue": o.queue, "lines": n, "seconds": elapsed.Seconds()})
 		e.printJSON(out)
 		return ExitOK
 	}
@@ -474,9 +533,20 @@ func (im *importer) send() (int, bool) {
 	}
 	body := joinJobs(im.batch, im.size)
 	var ans apiv1.Enqueued
-	// The batch in flight is not cut short by an interrupt: it completes,
-	// and the count stays exact.
-	err := im.c.callCtx(context.WithoutCancel(im.e.ctx), "POST", jobsPath(im.queue), body, &ans)
+	var err error
+	if im.spool != nil {
+		var out spooled
+		out, err = im.spool.enqueue(im.queue, body)
+		ans = out.ans
+		im.spooled += out.n
+		if im.cause == nil {
+			im.cause = out.cause
+		}
+	} else {
+		// The batch in flight is not cut short by an interrupt: it
+		// completes, and the count stays exact.
+		err = im.c.callCtx(context.WithoutCancel(im.e.ctx), "POST", jobsPath(im.queue), body, &ans)
+	}
 	if err != nil {
 		return im.stop(im.explain(err), uncertain(err)), true
 	}
