@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -21,6 +22,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if cfg := os.Getenv(pullWorkerEnv); cfg != "" {
+		os.Exit(pullWorkerMain(cfg)) // a pull worker process of TestChaosPull
+	}
 	redistest.AtExit(nodetest.Cleanup)
 	redistest.Main(m)
 }
