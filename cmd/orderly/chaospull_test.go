@@ -48,6 +48,11 @@ type pullChaos struct {
 	// paused are the leases the workers held when they were SIGSTOPped
 	// past those leases' deadlines: their answers must be refused.
 	paused map[string]bool
+	// killed are the record files of the workers SIGKILLed; nodeKills
+	// when each node (base URL) was SIGKILLed: from the signal sent to the
+	// process reaped.
+	killed    map[string]bool
+	nodeKills map[string][][2]time.Time
 }
 
 // TestChaosPull runs a pull queue on three node processes, served by three
@@ -62,9 +67,10 @@ type pullChaos struct {
 // late answer is accepted, payloads in score order, nothing acknowledged
 // to the producer lost, nothing in the morgue that an accepted answer sent
 // in time did not answer dead (so a late dead answer committed nothing);
-// every lease held at a SIGSTOP is refused, and a paused worker's call
+// every lease held at a SIGSTOP is refused, a paused worker's call
 // overlapped the next holder's in wall time at least once (the case the
-// fence is for). ORDERLY_CHAOS_SEED reproduces a run; ORDERLY_CHAOS_ROUNDS
+// fence is for), and every answer left without a response had its worker
+// or its node SIGKILLed while it waited (unexplainedUnsure). ORDERLY_CHAOS_SEED reproduces a run; ORDERLY_CHAOS_ROUNDS
 // runs the faults that many times (default 1, make soak-chaos).
 func TestChaosPull(t *testing.T) {
 	if testing.Short() {
@@ -74,6 +80,7 @@ func TestChaosPull(t *testing.T) {
 	rng := newChaosRand(t)
 	tl := newTimeline(t)
 	c := &pullChaos{t: t, rnd: rng.intN, note: tl.note, dir: t.TempDir(), paused: map[string]bool{},
+		killed: map[string]bool{}, nodeKills: map[string][][2]time.Time{},
 		srv: redistest.NewServer(t, redistest.Options{AOF: true})}
 	opts, started := startTrio(t, "p", nodetest.Options{Config: pullChaosConfig, Redis: c.srv.URL()}, nil)
 	var urls []string
@@ -118,7 +125,7 @@ func TestChaosPull(t *testing.T) {
 // audit reads the workers' records and the morgue and checks them.
 func (c *pullChaos) audit(store *redisstore.Store, producer *history.Producer, seed uint64, tl *timeline) {
 	t := c.t
-	calls := readPullRecords(t, c.dir)
+	calls, files := readPullRecords(t, c.dir)
 	morgue, reasons := morgueReasons(t, store, "orders")
 	enqueued, unsure := producer.Enqueued(), producer.Unsure()
 	rep := history.CheckPull(calls, enqueued, morgue)
@@ -141,9 +148,37 @@ func (c *pullChaos) audit(store *redisstore.Store, producer *history.Producer, s
 		require.Contains(t, []int{409, 0}, pc.Status, "seed %d: id %s: lease %s held past its deadline: refused", seed, pc.ID, pc.Lease)
 	}
 	require.Positive(t, answered, "seed %d: a worker answered a lease it held past its deadline", seed)
+	require.Empty(t, c.unexplainedUnsure(calls, files), "seed %d: an answer without a response had its worker or its node killed", seed)
 	require.Positive(t, rep.LateRefused, "seed %d: late answers were sent and refused", seed)
 	require.Positive(t, rep.StaleOverlaps, "seed %d: a stale holder overlapped the next one in wall time", seed)
 	require.Positive(t, rep.Dead, "seed %d: ids were answered dead", seed)
+}
+
+// unexplainedUnsure lists the answers sent that got no response (they may
+// or may not have committed, so CheckPull counts them only against loss)
+// without a kill to explain it: one whose request failed must have had its
+// node SIGKILLed while it waited; one with no end recorded must be in the
+// record of a worker SIGKILLed. An answer the node never returned (a call
+// handed to two pulls, say) is one of neither.
+func (c *pullChaos) unexplainedUnsure(calls []history.PullCall, files []string) []string {
+	var bad []string
+	for i, pc := range calls {
+		if !pc.Unsure() {
+			continue
+		}
+		explained := false
+		if pc.Answered.IsZero() {
+			explained = c.killed[files[i]]
+		}
+		for _, k := range c.nodeKills[pc.Node] {
+			explained = explained || !pc.Answered.IsZero() && !k[0].After(pc.Answered) && !pc.Sent.After(k[1])
+		}
+		if !explained {
+			bad = append(bad, fmt.Sprintf("id %q: lease %s of %s, answered by %s at %s: no response, no kill",
+				pc.ID, pc.Lease, pc.Node, pc.Worker, pc.Sent.Format("15:04:05.000")))
+		}
+	}
+	return bad
 }
 
 // killWorker SIGKILLs a worker and starts it again (a new record file).
@@ -151,6 +186,7 @@ func (c *pullChaos) killWorker() {
 	i := c.rnd(len(c.workers))
 	c.note("SIGKILL worker %s", c.cfgs[i].Name)
 	c.workers[i].kill()
+	c.killed[c.workers[i].out] = true
 	time.Sleep(time.Duration(200+c.rnd(800)) * time.Millisecond)
 	c.workers[i] = startPullWorker(c.t, c.dir, c.cfgs[i])
 	c.note("worker %s restarted", c.cfgs[i].Name)
@@ -190,7 +226,9 @@ func (c *pullChaos) pauseWorker() {
 func (c *pullChaos) killNode() {
 	n := c.nodes[c.rnd(len(c.nodes))]
 	c.note("SIGKILL %s", n.opts.Name)
+	from := time.Now()
 	n.node.Kill()
+	c.nodeKills[n.node.HTTP] = append(c.nodeKills[n.node.HTTP], [2]time.Time{from, time.Now()})
 	time.Sleep(time.Duration(500+c.rnd(1500)) * time.Millisecond)
 	n.node = nodetest.Start(c.t, n.opts)
 	c.note("%s restarted", n.opts.Name)

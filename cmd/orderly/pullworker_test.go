@@ -299,12 +299,14 @@ func (p *pullWorkerProc) openLeases(t *testing.T) map[string]time.Time {
 	return open
 }
 
-// readPullRecords reads every record file of dir.
-func readPullRecords(t *testing.T, dir string) []history.PullCall {
+// readPullRecords reads every record file of dir, and returns the calls
+// and the file each is from.
+func readPullRecords(t *testing.T, dir string) ([]history.PullCall, []string) {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 	require.NoError(t, err)
 	var calls []history.PullCall
+	var from []string
 	for _, name := range files {
 		f, err := os.Open(name)
 		require.NoError(t, err)
@@ -312,6 +314,9 @@ func readPullRecords(t *testing.T, dir string) []history.PullCall {
 		f.Close()
 		require.NoError(t, err, name)
 		calls = append(calls, cs...)
+		for range cs {
+			from = append(from, name)
+		}
 	}
-	return calls
+	return calls, from
 }
