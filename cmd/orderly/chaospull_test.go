@@ -56,22 +56,26 @@ type pullChaos struct {
 }
 
 // TestChaosPull runs a pull queue on three node processes, served by three
-// pull worker processes (each pulling from every node over raw HTTP and
+// pull worker processes (each pulling from every node over raw HTTP, one
+// of them also holding a slow lease per node that it extends, and
 // recording every lease: pullworker_test.go) under a steady producer,
 // while faults happen: a worker SIGKILLed and started again, a worker
 // SIGSTOPped while it holds leases until a second past their deadlines
 // (then SIGCONT: it answers late, every id dead with lateReason), a node
-// SIGKILLed and restarted, redis-server SIGKILLed and restarted (AOF,
-// appendfsync always). After the drain, the workers' own records are
-// audited (history.CheckPull): no two accepted calls of an id overlap, no
-// late answer is accepted, payloads in score order, nothing acknowledged
-// to the producer lost, nothing in the morgue that an accepted answer sent
-// in time did not answer dead (so a late dead answer committed nothing);
-// every lease held at a SIGSTOP is refused, a paused worker's call
-// overlapped the next holder's in wall time at least once (the case the
-// fence is for), and every answer left without a response had its worker
-// or its node SIGKILLed while it waited (unexplainedUnsure). ORDERLY_CHAOS_SEED reproduces a run; ORDERLY_CHAOS_ROUNDS
-// runs the faults that many times (default 1, make soak-chaos).
+// SIGKILLed and restarted, a node stopped gracefully and restarted, a node
+// cut off Redis past lease_ttl (its shards move: "lease lost"),
+// redis-server SIGKILLed and restarted (AOF, appendfsync always). After the
+// drain, the workers' own records are audited (history.CheckPull): no two
+// accepted calls of an id overlap, no late answer is accepted, payloads in
+// score order, nothing acknowledged to the producer lost, nothing in the
+// morgue that an accepted answer sent in time did not answer dead (so a
+// late dead answer committed nothing); every lease held at a SIGSTOP is
+// refused, a paused worker's call overlapped the next holder's in wall
+// time at least once (the case the fence is for), and every answer left
+// without a response had its worker or its node SIGKILLed while it waited
+// (unexplainedUnsure). ORDERLY_CHAOS_SEED reproduces a run;
+// ORDERLY_CHAOS_ROUNDS runs the faults that many times (default 1, make
+// soak-chaos).
 func TestChaosPull(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos test: skipped with -short")
@@ -82,14 +86,21 @@ func TestChaosPull(t *testing.T) {
 	c := &pullChaos{t: t, rnd: rng.intN, note: tl.note, dir: t.TempDir(), paused: map[string]bool{},
 		killed: map[string]bool{}, nodeKills: map[string][][2]time.Time{},
 		srv: redistest.NewServer(t, redistest.Options{AOF: true})}
-	opts, started := startTrio(t, "p", nodetest.Options{Config: pullChaosConfig, Redis: c.srv.URL()}, nil)
+	proxies := make([]*redistest.Proxy, 3)
+	opts, started := startTrio(t, "p", nodetest.Options{Config: pullChaosConfig, Args: []string{"--concurrency", "10"}}, func(i int, o *nodetest.Options) {
+		proxies[i] = redistest.NewProxy(t, c.srv.Addr())
+		o.Redis = "redis://" + proxies[i].Addr + "/0"
+	})
 	var urls []string
 	for i, n := range started {
-		c.nodes = append(c.nodes, &chaosNode{opts: opts[i], node: n})
+		c.nodes = append(c.nodes, &chaosNode{opts: opts[i], node: n, proxy: proxies[i]})
 		urls = append(urls, n.HTTP)
 	}
 	for i := range 3 {
 		cfg := pullWorkerConfig{Name: fmt.Sprintf("w%d", i+1), Nodes: urls, Queue: "orders", Token: "w-orders", MaxIDs: 8, Work: 60}
+		if i == 0 {
+			cfg.Slow = 2000 // one slow lease per node, extended: cut off Redis, its node loses it
+		}
 		c.cfgs = append(c.cfgs, cfg)
 		c.workers = append(c.workers, startPullWorker(t, c.dir, cfg))
 	}
@@ -97,13 +108,13 @@ func TestChaosPull(t *testing.T) {
 	store := directStore(t, c.srv.Addr())
 	producer := produceOrders(t, store)
 
-	faults := []func(){c.killWorker, c.pauseWorker, c.killNode, c.restartRedis}
+	faults := []func(){c.killWorker, c.pauseWorker, c.killNode, c.restartRedis, c.cutNode, c.stopNode}
 	time.Sleep(2 * time.Second)
 	for range rounds {
 		rng.shuffle(len(faults), func(i, j int) { faults[i], faults[j] = faults[j], faults[i] })
 		for _, f := range faults {
 			f()
-			time.Sleep(time.Duration(1500+c.rnd(1500)) * time.Millisecond)
+			time.Sleep(time.Duration(1000+c.rnd(1000)) * time.Millisecond)
 		}
 	}
 	producer.Stop()
@@ -230,6 +241,29 @@ func (c *pullChaos) killNode() {
 	n.node.Kill()
 	c.nodeKills[n.node.HTTP] = append(c.nodeKills[n.node.HTTP], [2]time.Time{from, time.Now()})
 	time.Sleep(time.Duration(500+c.rnd(1500)) * time.Millisecond)
+	n.node = nodetest.Start(c.t, n.opts)
+	c.note("%s restarted", n.opts.Name)
+}
+
+// cutNode cuts one node off Redis for longer than lease_ttl: it loses its
+// shards, whose calls end ("lease lost") while their workers hold them, and
+// another node serves the ids.
+func (c *pullChaos) cutNode() {
+	n := c.nodes[c.rnd(len(c.nodes))]
+	c.note("%s cut off Redis", n.opts.Name)
+	n.proxy.Cut()
+	time.Sleep(time.Duration(2000+c.rnd(2000)) * time.Millisecond)
+	n.proxy.Restore(c.t)
+	c.note("%s reaches Redis again", n.opts.Name)
+}
+
+// stopNode stops a node gracefully (SIGTERM: its broker stops first, held
+// leases may be answered until its drain deadline) and starts it again.
+func (c *pullChaos) stopNode() {
+	n := c.nodes[c.rnd(len(c.nodes))]
+	c.note("SIGTERM %s", n.opts.Name)
+	n.node.Signal(syscall.SIGTERM)
+	require.Equal(c.t, 0, n.node.Wait(30*time.Second), "graceful stop exits 0")
 	n.node = nodetest.Start(c.t, n.opts)
 	c.note("%s restarted", n.opts.Name)
 }

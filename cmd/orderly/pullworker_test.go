@@ -57,6 +57,9 @@ type pullWorkerConfig struct {
 	// worker works on a lease.
 	MaxIDs int `json:"max_ids"`
 	Work   int `json:"work_ms"`
+	// Slow, when not 0, adds a second loop per node whose leases take
+	// from Slow/2 to Slow ms, extended by a second every 300 ms.
+	Slow int `json:"slow_ms"`
 }
 
 // pullWorkerMain runs a pull worker process until SIGTERM: its loops then
@@ -83,7 +86,10 @@ func pullWorkerMain(raw string) int {
 	}()
 	var wg sync.WaitGroup
 	for _, node := range cfg.Nodes {
-		wg.Go(func() { w.loop(node) })
+		wg.Go(func() { w.loop(node, cfg.Work/2, cfg.Work) })
+		if cfg.Slow > 0 {
+			wg.Go(func() { w.loop(node, cfg.Slow/2, cfg.Slow) })
+		}
 	}
 	wg.Wait()
 	if w.err != nil {
@@ -138,8 +144,9 @@ func (w *pullWorker) post(node, path string, body []byte) (int, []byte, error) {
 	return resp.StatusCode, b, nil
 }
 
-// loop pulls from node until stopped, and works on and answers each lease.
-func (w *pullWorker) loop(node string) {
+// loop pulls from node until stopped, and works on each lease from lo to
+// hi ms, then answers it.
+func (w *pullWorker) loop(node string, lo, hi int) {
 	pullBody := fmt.Appendf(nil, `{"max_ids":%d,"wait":1}`, w.cfg.MaxIDs)
 	for {
 		select {
@@ -160,17 +167,24 @@ func (w *pullWorker) loop(node string) {
 			continue
 		}
 		w.record(history.PullEvent{Kind: history.PullEventPull, Node: node, Lease: l.Lease, At: time.Now(), Deadline: l.Deadline, Jobs: l.Jobs})
-		w.work(node, l)
+		w.work(node, l, time.Duration(lo+rand.IntN(hi-lo+1))*time.Millisecond)
 	}
 }
 
-// work works on a lease for up to the configured time, then answers it:
+// work works on a lease for d, extending it every 300 ms, then answers it:
 // most ids done, some failed, a few dead (by their first payload); every
 // id dead with lateReason when the deadline passed.
-func (w *pullWorker) work(node string, l apiv1.PullLease) {
-	time.Sleep(time.Duration(rand.IntN(w.cfg.Work+1)) * time.Millisecond)
+func (w *pullWorker) work(node string, l apiv1.PullLease, d time.Duration) {
+	deadline := history.UnixDeadline(l.Deadline)
+	for end := time.Now().Add(d); time.Until(end) > 0; {
+		time.Sleep(min(time.Until(end), 300*time.Millisecond))
+		if time.Until(end) > 0 {
+			if to, ok := w.extend(node, l.Lease).ExtendedTo(); ok && to.After(deadline) {
+				deadline = to
+			}
+		}
+	}
 	now := time.Now()
-	deadline := time.UnixMilli(int64(l.Deadline*1000 + 0.5))
 	a := &wire.Answer{}
 	for _, j := range l.Jobs {
 		switch {
@@ -203,6 +217,30 @@ func (w *pullWorker) work(node string, l apiv1.PullLease) {
 		e.Err = string(body)
 	}
 	w.record(e)
+}
+
+// extend extends a lease by a second and records it.
+func (w *pullWorker) extend(node, lease string) history.PullEvent {
+	code, body, err := w.post(node, "/api/v1/queues/"+w.cfg.Queue+"/pull/"+lease+"/extend", []byte(`{"by":1}`))
+	e := history.PullEvent{Kind: history.PullEventExtend, Lease: lease, At: time.Now(), By: 1, Status: code}
+	switch {
+	case err != nil && code == 0:
+		e.Err, e.NotDelivered = err.Error(), errors.Is(err, syscall.ECONNREFUSED)
+	case code == http.StatusOK:
+		var d apiv1.PullDeadline
+		if err := json.Unmarshal(body, &d); err != nil {
+			e.Err, e.Status = err.Error(), 0 // as if no response came
+		}
+		e.Deadline = d.Deadline
+	case code == http.StatusConflict:
+		var c apiv1.PullConflict
+		_ = json.Unmarshal(body, &c)
+		e.Reason = c.Reason
+	default:
+		e.Err = string(body)
+	}
+	w.record(e)
+	return e
 }
 
 // setReason sets m[id] = reason, making m.
@@ -274,7 +312,7 @@ func (p *pullWorkerProc) stop(t *testing.T) {
 }
 
 // openLeases reads the worker's record and returns the leases it pulled
-// and has not answered yet, with their deadlines.
+// and has not answered yet, with their latest possible deadlines.
 func (p *pullWorkerProc) openLeases(t *testing.T) map[string]time.Time {
 	t.Helper()
 	f, err := os.Open(p.out)
@@ -290,7 +328,11 @@ func (p *pullWorkerProc) openLeases(t *testing.T) map[string]time.Time {
 		}
 		switch e.Kind {
 		case history.PullEventPull:
-			open[e.Lease] = time.UnixMilli(int64(e.Deadline*1000 + 0.5))
+			open[e.Lease] = history.UnixDeadline(e.Deadline)
+		case history.PullEventExtend:
+			if d, ok := e.ExtendedTo(); ok && d.After(open[e.Lease]) {
+				open[e.Lease] = d
+			}
 		case history.PullEventSend:
 			delete(open, e.Lease)
 		}

@@ -29,6 +29,7 @@ import (
 // The kinds of PullEvent.
 const (
 	PullEventPull   = "pull"
+	PullEventExtend = "extend"
 	PullEventSend   = "send"
 	PullEventAnswer = "answer"
 )
@@ -42,13 +43,17 @@ type PullEvent struct {
 	Lease string    `json:"lease"`
 	At    time.Time `json:"at"`
 	// Deadline is the lease's deadline as the node wrote it (unix seconds
-	// to the millisecond, rounded down); "pull" only.
+	// to the millisecond, rounded down): a pull's, or an extension's 200.
 	Deadline float64 `json:"deadline,omitempty"`
+	// By is an extension's "by", in seconds; its At is when its response
+	// came (or its request failed).
+	By float64 `json:"by,omitempty"`
 	// Jobs are the lease's jobs; "pull" only.
 	Jobs []wire.Job `json:"jobs,omitempty"`
 	// Answer is what the worker answers; "send" only (nil: every id done).
 	Answer *wire.Answer `json:"answer,omitempty"`
-	// Status is the answer's HTTP status, 0 when none came; "answer" only.
+	// Status is the HTTP status of an answer or extension, 0 when none
+	// came.
 	Status int `json:"status,omitempty"`
 	// Reason is a 409's reason; Lost the ids a 200 names lost.
 	Reason string   `json:"reason,omitempty"`
@@ -59,6 +64,24 @@ type PullEvent struct {
 	NotDelivered bool   `json:"not_delivered,omitempty"`
 }
 
+// UnixDeadline is a deadline the node wrote in unix seconds (to the
+// millisecond) as a time.
+func UnixDeadline(sec float64) time.Time { return time.UnixMilli(int64(math.Round(sec * 1000))) }
+
+// ExtendedTo is the latest deadline an extension may have moved its lease
+// to: the deadline a 200 gave, or, when no response came and the node may
+// have taken it, its By after its At (the node's clock read before that);
+// false when it moved nothing (a 409, a refused connection).
+func (e PullEvent) ExtendedTo() (time.Time, bool) {
+	switch {
+	case e.Status == 200:
+		return UnixDeadline(e.Deadline), true
+	case e.Status == 0 && !e.NotDelivered:
+		return e.At.Add(time.Duration(e.By * float64(time.Second))), true
+	}
+	return time.Time{}, false
+}
+
 // PullCall is one id of one lease as its worker recorded it.
 type PullCall struct {
 	ID, Worker, Node, Lease string
@@ -66,9 +89,14 @@ type PullCall struct {
 	// its answer (zero: never sent); Answered when the answer's response
 	// came (zero: none).
 	Pulled, Sent, Answered time.Time
-	// Deadline is the lease's deadline, to the millisecond below.
+	// Deadline is the lease's latest possible deadline: the pull's, or a
+	// later one an extension gave or may have given (ExtendedTo), to the
+	// millisecond below.
 	Deadline time.Time
-	Payloads []Payload
+	// Extensions and ExtensionsRefused count the lease's extensions and
+	// those refused with a 409.
+	Extensions, ExtensionsRefused int
+	Payloads                      []Payload
 	// Acked and Outcome are what the answer chose for the id, as in Call;
 	// DeadReason is the reason of a dead answer.
 	Acked      bool
@@ -108,6 +136,7 @@ func ReadPull(r io.Reader) ([]PullCall, error) {
 	sc.Buffer(make([]byte, 0, 1<<16), 1<<28)
 	type lease struct {
 		pull, send, answer *PullEvent
+		extends            []PullEvent
 	}
 	leases := map[string]*lease{}
 	var order []string
@@ -130,6 +159,8 @@ func ReadPull(r io.Reader) ([]PullCall, error) {
 		switch e.Kind {
 		case PullEventPull:
 			l.pull = &e
+		case PullEventExtend:
+			l.extends = append(l.extends, e)
 		case PullEventSend:
 			l.send = &e
 		case PullEventAnswer:
@@ -147,19 +178,27 @@ func ReadPull(r io.Reader) ([]PullCall, error) {
 		if l.pull == nil {
 			return nil, fmt.Errorf("pull record: lease %s answered but never pulled", id)
 		}
-		out = append(out, pullCalls(l.pull, l.send, l.answer)...)
+		out = append(out, pullCalls(l.pull, l.extends, l.send, l.answer)...)
 	}
 	return out, nil
 }
 
 // pullCalls turns the events of one lease into its calls.
-func pullCalls(pull, send, answer *PullEvent) []PullCall {
-	sec, frac := math.Modf(pull.Deadline)
-	deadline := time.Unix(int64(sec), int64(math.Round(frac*1000))*int64(time.Millisecond))
+func pullCalls(pull *PullEvent, extends []PullEvent, send, answer *PullEvent) []PullCall {
+	deadline := UnixDeadline(pull.Deadline)
+	refused := 0
+	for _, e := range extends {
+		if d, ok := e.ExtendedTo(); ok && d.After(deadline) {
+			deadline = d
+		}
+		if e.Status == 409 {
+			refused++
+		}
+	}
 	var out []PullCall
 	for _, j := range pull.Jobs {
 		c := PullCall{ID: j.ID, Worker: pull.Worker, Node: pull.Node, Lease: pull.Lease,
-			Pulled: pull.At, Deadline: deadline}
+			Pulled: pull.At, Deadline: deadline, Extensions: len(extends), ExtensionsRefused: refused}
 		for _, p := range j.Payloads {
 			c.Payloads = append(c.Payloads, Payload{Data: string(p.Data), Score: p.Score})
 		}
@@ -209,6 +248,11 @@ type PullReport struct {
 	// Late counts the calls answered at or after their lease's deadline,
 	// LateRefused those of them refused with a 409.
 	Late, LateRefused int
+	// RefusedBy counts the refused calls by the 409's reason.
+	RefusedBy map[string]int
+	// Extended counts the leases extended, ExtendRefused those of
+	// them with an extension refused (the lease ended first).
+	Extended, ExtendRefused int
 	// StaleOverlaps counts the calls not accepted whose worker still held
 	// the id (read the pull, answer not sent) when another lease of it was
 	// pulled: the wall-time overlaps the fence makes harmless.
@@ -227,9 +271,9 @@ func (r PullReport) OK() bool {
 
 // String summarizes the report, listing up to 10 breaches of each kind.
 func (r PullReport) String() string {
-	s := fmt.Sprintf("%d leases: %d calls accepted, %d refused, %d not delivered, %d unsure, %d never answered; %d calls answered late (%d refused, %d accepted), %d stale holders overlapped by the next; %d morgue payloads unexplained; accepted calls: %s",
-		r.Leases, r.Accepted, r.Refused, r.NotDelivered, r.Unsure, r.Unanswered, r.Late, r.LateRefused, len(r.LateAccepted),
-		r.StaleOverlaps, len(r.UnexplainedDead), r.Report.String())
+	s := fmt.Sprintf("%d leases (%d extended, %d with an extension refused): %d calls accepted, %d refused %v, %d not delivered, %d unsure, %d never answered; %d calls answered late (%d refused, %d accepted, %d not delivered or without a response), %d stale holders overlapped by the next; %d morgue payloads unexplained; accepted calls: %s",
+		r.Leases, r.Extended, r.ExtendRefused, r.Accepted, r.Refused, r.RefusedBy, r.NotDelivered, r.Unsure, r.Unanswered,
+		r.Late, r.LateRefused, len(r.LateAccepted), r.Late-r.LateRefused-len(r.LateAccepted), r.StaleOverlaps, len(r.UnexplainedDead), r.Report.String())
 	for _, list := range [][]string{r.LateAccepted, r.UnexplainedDead} {
 		for i, b := range list {
 			if i == 10 {
@@ -265,11 +309,17 @@ func (r PullReport) String() string {
 // Calls never answered, refused or not delivered are audited for order
 // only; unsure calls count only for what was lost, as if accepted.
 func CheckPull(calls []PullCall, enqueued, morgue map[string][]string) PullReport {
-	var rep PullReport
+	rep := PullReport{RefusedBy: map[string]int{}}
 	var accepted, maybe []Call
 	leases := map[string]bool{}
 	deadOK := map[string]map[string]bool{} // id -> payload -> answered dead in time
 	for _, c := range calls {
+		if !leases[c.Lease] && c.Extensions > 0 {
+			rep.Extended++
+			if c.ExtensionsRefused > 0 {
+				rep.ExtendRefused++
+			}
+		}
 		leases[c.Lease] = true
 		call := Call{ID: c.ID, Node: c.Worker + "@" + c.Node, Delivery: "lease " + c.Lease,
 			Start: c.Pulled, End: c.Sent, Payloads: c.Payloads, Acked: c.Acked, Outcome: c.Outcome}
@@ -328,6 +378,7 @@ func (rep *PullReport) count(c PullCall) {
 		rep.Accepted++
 	case c.Status == 409:
 		rep.Refused++
+		rep.RefusedBy[c.Reason]++
 	case c.NotDelivered:
 		rep.NotDelivered++
 	case c.Unsure():

@@ -83,7 +83,7 @@ func TestCheckPullLateAccepted(t *testing.T) {
 	require.False(t, rep.OK())
 	require.Len(t, rep.LateAccepted, 1, rep.String())
 	require.Equal(t, []string{`id "x": payload "x1" is in the morgue, but no accepted answer sent in time answered it dead`}, rep.UnexplainedDead)
-	require.Contains(t, rep.String(), "1 calls answered late (0 refused, 1 accepted)")
+	require.Contains(t, rep.String(), "1 calls answered late (0 refused, 1 accepted, 0 not delivered or without a response)")
 
 	// Sent a millisecond before the deadline the node wrote: in time.
 	ok := newPullLog(t)
@@ -151,4 +151,34 @@ func TestReadPull(t *testing.T) {
 	require.Error(t, err)
 	_, err = ReadPull(strings.NewReader(`{"kind":"answer","lease":"z","status":200}` + "\n"))
 	require.ErrorContains(t, err, "never pulled")
+}
+
+// An extension moves the deadline the audit judges an answer by: to what a
+// 200 gave, or, with no response, to the most it may have given; a 409
+// moves nothing.
+func TestCheckPullExtensions(t *testing.T) {
+	t.Parallel()
+	l := newPullLog(t)
+	j := wire.Job{ID: "x", Payloads: []wire.Payload{{Data: []byte("x1"), Score: 1}}}
+	lease := func(name string, extend PullEvent) {
+		l.add(PullEvent{Kind: PullEventPull, Lease: name, At: l.at(0), Deadline: float64(l.at(1000).UnixMilli()) / 1000, Jobs: []wire.Job{j}})
+		extend.Kind, extend.Lease = PullEventExtend, name
+		l.add(extend)
+		l.add(PullEvent{Kind: PullEventSend, Lease: name, At: l.at(1500)})
+		l.add(PullEvent{Kind: PullEventAnswer, Lease: name, At: l.at(1502), Status: 200})
+	}
+	lease("ok", PullEvent{At: l.at(600), By: 1, Status: 200, Deadline: float64(l.at(1600).UnixMilli()) / 1000})
+	lease("maybe", PullEvent{At: l.at(600), By: 1})                        // no response: up to 1600
+	lease("refused", PullEvent{At: l.at(600), By: 1, Status: 409})         // ended: 1000
+	lease("not-sent", PullEvent{At: l.at(600), By: 1, NotDelivered: true}) // never read: 1000
+	calls := l.calls()
+	for i, want := range []int{1600, 1600, 1000, 1000} {
+		require.True(t, calls[i].Deadline.Equal(l.at(want)), "%s: %s", calls[i].Lease, calls[i].Deadline)
+	}
+	rep := CheckPull(calls[:2], nil, nil)
+	require.Empty(t, rep.LateAccepted, rep.String())
+	require.Equal(t, 2, rep.Extended)
+	rep = CheckPull(calls[2:], nil, nil)
+	require.Len(t, rep.LateAccepted, 2, rep.String())
+	require.Equal(t, []int{2, 1}, []int{rep.Extended, rep.ExtendRefused})
 }
