@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(spoolProducerEnv) != "" {
 		os.Exit(spoolProducerMain()) // a producer process of TestSpoolOutage
 	}
+	if cfg := os.Getenv(pullWorkerEnv); cfg != "" {
+		os.Exit(pullWorkerMain(cfg)) // a pull worker process of TestChaosPull
+	}
 	redistest.AtExit(nodetest.Cleanup)
 	redistest.Main(m)
 }

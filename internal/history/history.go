@@ -15,6 +15,10 @@
 //     handoff cut its batch. An owner never hands such a payload to the
 //     handler again while it keeps its lease.
 //
+// Pull workers record their leases themselves (PullEvent lines, read by
+// ReadPull), and CheckPull audits those records with the same checks plus
+// the pull fence: no answer sent after its lease's deadline is accepted.
+//
 // Tests, the chaos test and the benchmark's audit use it. Times come from one
 // process (the recorder's), so intervals compare even when the handlers ran
 // in several node processes.
