@@ -24,7 +24,9 @@ import (
 // answered 429) while it processes jobs of another queue. The waiting reads
 // must not take the Redis connections its leases, fetches and acks use:
 // every job is processed, no shard changes epoch (no lease lost), and the
-// node stays ready.
+// node stays ready. A renewal stuck behind a waiting read would wait for its
+// 30 s, so the default lease_ttl (3 s) shows it; a shorter one lost leases
+// to a loaded machine's scheduling alone.
 func TestFeedLongPollsLeaveTheNodeServing(t *testing.T) {
 	const polls, jobs = 500, 300
 	srv := redistest.NewServer(t, redistest.Options{})
@@ -32,7 +34,7 @@ func TestFeedLongPollsLeaveTheNodeServing(t *testing.T) {
 	n := nodetest.Start(t, nodetest.Options{Redis: "redis://" + srv.Addr() + "/0", Config: fmt.Sprintf(`
 node:
   http_max_feed_waits: %d
-  lease_ttl: 1s
+  lease_ttl: 3s
 queues:
   - name: watched
     shards: 2
