@@ -189,10 +189,12 @@ class WorkerTest(unittest.TestCase):
             fake.add(f"L{i}", f"id{i}")
         wk = Worker(client, "q", lambda w: None, max_ids=3, wait=1)
         wk.start()
-        got = fake.wait_answers(3)
+        fake.wait_answers(3)
+        fake.add("L4", "id4")  # after an answer whose 200 had no next: a plain pull takes it
+        got = fake.wait_answers(4)
         self.assertTrue(wk.stop(WAIT))
-        self.assertEqual(got, {"L1": {}, "L2": {}, "L3": {}})
-        self.assertEqual(fake.via, {"L1": "pull", "L2": "next", "L3": "next"}, "one request per window")
+        self.assertEqual(got, {"L1": {}, "L2": {}, "L3": {}, "L4": {}})
+        self.assertEqual(fake.via, {"L1": "pull", "L2": "next", "L3": "next", "L4": "pull"}, "one request per window")
         self.assertEqual(fake.asked_next["L1"], {"max_ids": 3, "wait": 1})
         self.assertTrue(wk.answer_next)
 

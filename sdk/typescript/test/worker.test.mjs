@@ -143,9 +143,11 @@ test("an answer brings the next window: one request per window", async (t) => {
   const w = new Worker(f.client, "q", () => {}, { maxIds: 3, waitSeconds: 1 });
   w.start();
   await f.until(() => Object.keys(f.answers).length === 3, "3 answers");
+  f.add("L4", "d"); // after an answer whose 200 had no next: a plain pull takes it
+  await f.until(() => Object.keys(f.answers).length === 4, "4 answers");
   assert.equal(await w.stop(WAIT_MS), true);
-  assert.deepEqual(f.answers, { L1: {}, L2: {}, L3: {} });
-  assert.deepEqual(f.via, { L1: "pull", L2: "next", L3: "next" });
+  assert.deepEqual(f.answers, { L1: {}, L2: {}, L3: {}, L4: {} });
+  assert.deepEqual(f.via, { L1: "pull", L2: "next", L3: "next", L4: "pull" });
   assert.deepEqual(f.askedNext.L1, { max_ids: 3, wait: 1 });
   assert.equal(w.answerNext, true);
 });
