@@ -84,7 +84,7 @@ bench-asynq: ## Lowkiq's benchmark on Orderly (noop and webhook handlers) and on
 	bench/asynq/side-by-side.sh
 
 .PHONY: bench-report
-bench-report: ## The README's performance table from one run: previous release (layout 1) and this one, asynq, memory, webhooks, HTTP, Redis Cluster (JOBS, ROUNDS, MEMJOBS, FSYNC=always, SKIP=asynq,...).
+bench-report: ## The README's performance table from one run: previous release (layout 1) and this one, asynq, memory, webhooks, pull workers (Go, Python, TypeScript), HTTP, Redis Cluster (JOBS, ROUNDS, MEMJOBS, FSYNC=always, SKIP=asynq,..., PULL_CONCURRENCY).
 	@.ci/ensure-redis
 	bench/report/run.sh
 

@@ -2,7 +2,9 @@ package sdk
 
 import (
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -55,8 +57,9 @@ func freePort(t *testing.T) int {
 }
 
 // config is the node's queues for each language: a plain queue, a stateful
-// queue, two stateful webhook queues, one per signature scheme, and a pull
-// queue with a worker token.
+// queue, two stateful webhook queues, one per signature scheme, a pull
+// queue with a worker token, and a pull queue with a short lease for the
+// deadline extension tests.
 func config(langs ...lang) string {
 	var b strings.Builder
 	b.WriteString("queues:\n")
@@ -85,6 +88,12 @@ func config(langs ...lang) string {
     timeout: 20s
     retry: {policy: linear, base: 100ms}
     handler: {type: pull, lease: 5s, worker_token: %[1]s-worker-token}
+  - name: %[1]s-lease
+    shards: 1
+    batch_size: 1
+    timeout: 30s
+    retry: {policy: linear, base: 100ms}
+    handler: {type: pull, lease: 3s}
 `, l.prefix, l.hookPort, l.stdPort, secret, stdSecret)
 	}
 	return b.String()
@@ -112,11 +121,34 @@ func node(t *testing.T, l lang) []string {
 			t.Logf("node logs:\n%s", n.Logs())
 		}
 	})
-	return append(os.Environ(),
+	return append(os.Environ(), "ORDERLY_PULL_NEXT="+pullNext(t, n.HTTP, l.prefix+"-pull"),
 		"ORDERLY_URL="+proxy.URL, "ORDERLY_TOKEN="+token, "ORDERLY_PREFIX="+l.prefix,
 		"ORDERLY_WORKER_TOKEN="+l.prefix+"-worker-token",
 		"ORDERLY_SECRET="+secret, "ORDERLY_STD_SECRET="+stdSecret,
 		fmt.Sprintf("ORDERLY_HOOK_PORT=%d", l.hookPort), fmt.Sprintf("ORDERLY_STD_PORT=%d", l.stdPort))
+}
+
+// pullNext asks the node whether a pull answer takes "next" (the next
+// window in the answer's 200): "1" when an answer with it to an unknown
+// lease is refused for the lease, "0" when it is a bad request, as on a
+// node that does not know the field. The SDK tests check that their
+// workers use it, or fall back to plain pulls, accordingly.
+func pullNext(t *testing.T, api, queue string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, api+"/api/v1/queues/"+queue+"/pull/no-such-lease/answer",
+		strings.NewReader(`{"next": {"max_ids": 1, "wait": 0}}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	t.Logf("an answer with next to an unknown lease: %d %s", resp.StatusCode, body)
+	if resp.StatusCode == http.StatusBadRequest {
+		return "0"
+	}
+	return "1"
 }
 
 // need finds a program, or skips (fails when env is set).

@@ -62,6 +62,18 @@ func TestTypeScriptTypesMatchOpenAPI(t *testing.T) {
 	}
 	require.Equal(t, schemaFields(body("/api/v1/queues/{q}/pull", "200")), tsFields(t, src, "PullWindow"))
 	require.Equal(t, schemaFields(body("/api/v1/queues/{q}/pull/{lease}/answer", "409")), tsFields(t, src, "LeaseLostBody"))
+	// The answer's 200: accepted, lost and, where the document has it, the
+	// next window ("next", in the shape of a pull's 200).
+	answered, ts := body("/api/v1/queues/{q}/pull/{lease}/answer", "200"), tsFields(t, src, "PullAnswered")
+	require.Contains(t, ts, "next")
+	if next := answered.Properties["next"]; next != nil {
+		require.Equal(t, schemaFields(body("/api/v1/queues/{q}/pull", "200")), schemaFields(next.Value), "the answer's next against the pull's 200")
+		require.Regexp(t, `(?m)^  next\?: PullWindow;`, src)
+	} else {
+		t.Log("the document's pull answer has no next yet: PullAnswered.next is not compared")
+		delete(ts, "next")
+	}
+	require.Equal(t, schemaFields(answered), ts, "PullAnswered against the answer's 200")
 	require.Equal(t, schemaFields(body("/api/v1/queues/{q}/jobs", "202")), tsFields(t, src, "EnqueueResult"))
 	feed := doc.Paths.Find("/api/v1/queues/{q}/feed").Get.Responses.Value("200").Value.Content.Get("application/json").Schema.Value
 	require.Equal(t, schemaFields(feed), tsFields(t, src, "FeedPage"))

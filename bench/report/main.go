@@ -2,7 +2,8 @@
 // the README's performance table shows: the previous release (storage layout
 // 1) and this release side by side on Lowkiq's workload, asynq on the same
 // workload, Redis memory per queued job of both layouts, webhook calls of
-// both releases through their binaries, this release's binary with HTTP
+// both releases through their binaries, pull workers in Go, Python and
+// TypeScript (each a process of its own), this release's binary with HTTP
 // enqueue, and a Redis Cluster of 1 and of 3 masters. Each measurement runs
 // ROUNDS times, the order of the releases alternating, and the command
 // prints one raw line per run and then one markdown table.
@@ -34,6 +35,13 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "pull-worker" {
+		if err := pullWorker(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "pull worker:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var cfg config
 	flag.StringVar(&cfg.newBin, "new", "", "this release's orderly `binary`")
 	flag.StringVar(&cfg.oldBin, "old", "", "the previous release's orderly `binary` (layout 1)")
@@ -44,7 +52,10 @@ func main() {
 	flag.IntVar(&cfg.rounds, "rounds", 2, "runs of each measurement, the order of the releases alternating")
 	flag.IntVar(&cfg.memJobs, "memjobs", 1_000_000, "queued jobs the memory benchmark fills each layout with")
 	flag.BoolVar(&cfg.fsync, "fsync", false, "also run Lowkiq's workload, asynq and HTTP enqueue with appendfsync always")
-	skip := flag.String("skip", "", "comma-separated parts to leave out: lowkiq, asynq, memory, features, webhook, http, cluster")
+	flag.StringVar(&cfg.root, "root", ".", "the repository's `directory`, where the pull workers of Python and TypeScript and their SDKs are")
+	flag.IntVar(&cfg.pullConcurrency, "pull-concurrency", 8, "leases each pull worker holds at once")
+	flag.IntVar(&cfg.pullMaxIDs, "pull-max-ids", 1, "the most ids of a pull worker's lease")
+	skip := flag.String("skip", "", "comma-separated parts to leave out: "+strings.Join(parts, ", "))
 	flag.Parse()
 	cfg.skip = map[string]bool{}
 	for _, s := range strings.Split(*skip, ",") {
@@ -56,8 +67,8 @@ func main() {
 			cfg.skip[s] = true
 		}
 	}
-	if cfg.newBin == "" || cfg.jobs < 1000 || cfg.rounds < 1 {
-		fmt.Fprintln(os.Stderr, "report: --new is required, --jobs at least 1000, --rounds at least 1")
+	if cfg.newBin == "" || cfg.jobs < 1000 || cfg.rounds < 1 || cfg.pullConcurrency < 1 || cfg.pullMaxIDs < 1 {
+		fmt.Fprintln(os.Stderr, "report: --new is required, --jobs at least 1000, --rounds, --pull-concurrency and --pull-max-ids at least 1")
 		os.Exit(2)
 	}
 	r := &report{cfg: cfg, samples: map[string][]sample{}}
@@ -71,11 +82,13 @@ func main() {
 // minutes at 100k jobs.
 const asynqFsyncJobs = 20_000
 
-var parts = []string{"lowkiq", "asynq", "memory", "features", "webhook", "http", "cluster"}
+var parts = []string{"lowkiq", "asynq", "memory", "features", "webhook", "pull", "http", "cluster"}
 
 type config struct {
 	newBin, oldBin, asynqBin, storeTest, oldRev string
+	root                                        string // the repository, for the pull workers
 	jobs, rounds, memJobs                       int
+	pullConcurrency, pullMaxIDs                 int
 	fsync                                       bool
 	skip                                        map[string]bool
 }
@@ -85,7 +98,7 @@ type config struct {
 type sample struct {
 	rate, enqRate                  float64
 	endToEnd                       float64 // jobs/s from the first POST to an empty queue, enqueue and drain overlapping
-	nodeCPU, redisCPU, receiverCPU float64 // µs per job
+	nodeCPU, redisCPU, receiverCPU float64 // µs per job; receiverCPU: the webhook receiver's or the pull worker's
 	cmds, roundTrips               float64
 	busiestMasterCPU               float64 // µs per job, Redis Cluster only
 	ok                             bool    // the run's audit, where there is one
@@ -196,6 +209,9 @@ func (r *report) roundParts() []roundPart {
 				}
 			}
 			return nil
+		}},
+		{name: "pull", run: func(ctx context.Context, round int, _ []string, _ bool) error {
+			return r.pull(ctx, round)
 		}},
 		{name: "http", fsync: true, run: func(ctx context.Context, round int, _ []string, fsync bool) error {
 			return r.httpNoop(ctx, round, fsync)

@@ -61,3 +61,42 @@ func TestParseFeatures(t *testing.T) {
 		"BenchmarkEnqueueDedup/call=100/key-dup":    {"jobs/s": 296570, "lua-us/job": 1.887, "rediscmds/job": 0.25},
 	}, got)
 }
+
+// TestParseSummary reads a pull worker's last line and refuses one that
+// handled nothing.
+func TestParseSummary(t *testing.T) {
+	s, err := parseSummary(`{"jobs": 20001, "leases": 19990}`)
+	require.NoError(t, err)
+	require.Equal(t, workerSummary{Jobs: 20001, Leases: 19990}, s)
+	_, err = parseSummary(`{"jobs": 0, "leases": 0}`)
+	require.Error(t, err)
+	_, err = parseSummary(`ready`)
+	require.Error(t, err)
+}
+
+// TestCPUCell: a pull row adds the worker's CPU to the node's and
+// Redis's; a row without a third process shows two terms.
+func TestCPUCell(t *testing.T) {
+	a, b := blank(), blank()
+	a.nodeCPU, a.redisCPU, a.receiverCPU = 30, 20, 50
+	b.nodeCPU, b.redisCPU, b.receiverCPU = 32, 20, 60
+	require.Equal(t, "30.0-32.0 + 20.0 + 50.0-60.0 = 100-112", cpuCell([]sample{a, b}, true))
+	c := blank()
+	c.nodeCPU, c.redisCPU = 5, 6
+	require.Equal(t, "5.0 + 6.0 = 11.0", cpuCell([]sample{c}, false))
+}
+
+// TestPullRows: the pull part has a row per worker language, each showing
+// the worker's CPU, and the part can be skipped by name.
+func TestPullRows(t *testing.T) {
+	r := &report{cfg: config{jobs: 20_000, pullConcurrency: 8, pullMaxIDs: 1}}
+	got := map[string]row{}
+	for _, rw := range r.rows() {
+		got[rw.key] = rw
+	}
+	for _, lang := range pullLangs {
+		require.True(t, got["pull/"+lang].thirdCPU, lang)
+	}
+	require.Contains(t, got["pull/go"].label, "concurrency 8, max_ids 1")
+	require.Contains(t, parts, "pull")
+}

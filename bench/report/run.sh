@@ -11,8 +11,13 @@
 #   make bench-report                                  # JOBS=100000 ROUNDS=2 MEMJOBS=1000000
 #   JOBS=20000 MEMJOBS=100000 ROUNDS=1 make bench-report
 #   FSYNC=always SKIP=asynq,cluster make bench-report
+#   JOBS=20000 ROUNDS=1 SKIP=lowkiq,asynq,memory,features,webhook,http,cluster make bench-report   # pull rows only
 #
-# SKIP leaves out parts: lowkiq, asynq, memory, features, webhook, http, cluster.
+# SKIP leaves out parts: lowkiq, asynq, memory, features, webhook, pull, http, cluster.
+# The pull part drains a pull queue with a Go, a Python (python3) and a
+# TypeScript (node, sdk/typescript built here with npm ci and tsc) worker,
+# each a process of its own holding PULL_CONCURRENCY leases [8] of at most
+# PULL_MAX_IDS ids [1]; a worker whose runtime is missing is left out.
 # FSYNC=always adds Lowkiq's workload, asynq and HTTP enqueue with
 # appendfsync always.
 set -euo pipefail
@@ -47,10 +52,16 @@ case ",$SKIP," in *,asynq,*) ;; *)
   (cd "$root/bench/asynq" && go build -o "$dir/asynq-bench" .)
   asynq=(--asynq "$dir/asynq-bench") ;;
 esac
+case ",$SKIP," in *,pull,*) ;; *)
+  if command -v node >/dev/null && command -v npm >/dev/null; then
+    (cd "$root/sdk/typescript" && npm ci --no-audit --no-fund >&2 && npm run build >&2)
+  fi ;;
+esac
 store=()
 case ",$SKIP," in *,memory,*features,*|*,features,*memory,*) ;; *)
   (cd "$root" && go test -c -o "$dir/redisstore.test" ./persistence/redisstore)
   store=(--storetest "$dir/redisstore.test") ;;
 esac
 "$dir/report" --new "$dir/orderly" "${old[@]}" "${asynq[@]}" "${store[@]}" \
-  --jobs "$JOBS" --rounds "$ROUNDS" --memjobs "$MEMJOBS" --fsync="$fsync" --skip "$SKIP"
+  --jobs "$JOBS" --rounds "$ROUNDS" --memjobs "$MEMJOBS" --fsync="$fsync" --skip "$SKIP" \
+  --root "$root" --pull-concurrency "${PULL_CONCURRENCY:-8}" --pull-max-ids "${PULL_MAX_IDS:-1}"

@@ -9,8 +9,8 @@ import (
 // row is one line of the table: a key of report.samples and its label.
 type row struct {
 	key, label string
-	// webhook rows show calls/s and the receiver's CPU.
-	webhook bool
+	// webhook rows show the receiver's CPU, pull rows the worker's.
+	thirdCPU bool
 }
 
 func (r *report) rows() []row {
@@ -24,8 +24,11 @@ func (r *report) rows() []row {
 		{key: "asynq/fsync", label: fmt.Sprintf("asynq, `appendfsync always` (%dk jobs)", min(r.cfg.jobs, asynqFsyncJobs)/1000)},
 		{key: "http/new", label: "this release's binary, HTTP enqueue (" + jobs + " jobs in POSTs of 1000 on one connection), noop handler"},
 		{key: "http/new/fsync", label: "the same, `appendfsync always`"},
-		{key: "webhook/old", label: "webhook at batch 1 to a Go receiver (a process of its own), previous release: calls/s", webhook: true},
-		{key: "webhook/new", label: "webhook at batch 1, this release: calls/s", webhook: true},
+		{key: "webhook/old", label: "webhook at batch 1 to a Go receiver (a process of its own), previous release: calls/s", thirdCPU: true},
+		{key: "webhook/new", label: "webhook at batch 1, this release: calls/s", thirdCPU: true},
+		{key: "pull/go", label: fmt.Sprintf("pull queue at batch 1, a Go pull worker (`client.PullWorker`, a process of its own, concurrency %d, max_ids %d)", r.cfg.pullConcurrency, r.cfg.pullMaxIDs), thirdCPU: true},
+		{key: "pull/python", label: "the same, a Python pull worker (`sdk/python`)", thirdCPU: true},
+		{key: "pull/typescript", label: "the same, a TypeScript pull worker (`sdk/typescript` on Node.js)", thirdCPU: true},
 		{key: "cluster1", label: "`cluster1`: 3 nodes, 16 shards, batch 10, Redis Cluster of 1 master"},
 		{key: "cluster3", label: "`cluster3`: the same on 3 masters"},
 	}
@@ -89,13 +92,28 @@ func pick(ss []sample, f func(sample) float64) []float64 {
 	return out
 }
 
+// cpuCell is a row's CPU per job: node + Redis (+ the receiver's or the
+// pull worker's, with third) = total, each over the rounds.
+func cpuCell(ss []sample, third bool) string {
+	cpu := tight(pick(ss, func(s sample) float64 { return s.nodeCPU }), micros) + " + " +
+		tight(pick(ss, func(s sample) float64 { return s.redisCPU }), micros)
+	if third {
+		cpu += " + " + tight(pick(ss, func(s sample) float64 { return s.receiverCPU }), micros)
+	}
+	cpu += " = " + tight(pick(ss, sample.cpu), micros)
+	if b := tight(pick(ss, func(s sample) float64 { return s.busiestMasterCPU }), micros); b != "-" {
+		cpu += "; busiest master " + b
+	}
+	return cpu
+}
+
 // table prints the markdown tables of the runs.
 func (r *report) table() {
 	rounds := "one round"
 	if r.cfg.rounds > 1 {
 		rounds = fmt.Sprintf("ranges over %d rounds", r.cfg.rounds)
 	}
-	fmt.Printf("| workload (%d jobs, %s) | jobs/s | CPU / job: node + Redis (+ receiver) = total, µs | Redis commands / job | round trips / job |\n", r.cfg.jobs, rounds)
+	fmt.Printf("| workload (%d jobs, %s) | jobs/s | CPU / job: node + Redis (+ receiver or worker) = total, µs | Redis commands / job | round trips / job |\n", r.cfg.jobs, rounds)
 	fmt.Println("| --- | --- | --- | --- | --- |")
 	for _, rw := range r.rows() {
 		ss := r.samples[rw.key]
@@ -109,15 +127,7 @@ func (r *report) table() {
 		if e2e := span(pick(ss, func(s sample) float64 { return s.endToEnd }), rate); e2e != "-" {
 			rates += "; end to end " + e2e
 		}
-		cpu := tight(pick(ss, func(s sample) float64 { return s.nodeCPU }), micros) + " + " +
-			tight(pick(ss, func(s sample) float64 { return s.redisCPU }), micros)
-		if rw.webhook {
-			cpu += " + " + tight(pick(ss, func(s sample) float64 { return s.receiverCPU }), micros)
-		}
-		cpu += " = " + tight(pick(ss, sample.cpu), micros)
-		if b := tight(pick(ss, func(s sample) float64 { return s.busiestMasterCPU }), micros); b != "-" {
-			cpu += "; busiest master " + b
-		}
+		cpu := cpuCell(ss, rw.thirdCPU)
 		label := rw.label
 		for _, s := range ss {
 			if !s.ok {

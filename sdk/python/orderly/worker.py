@@ -5,6 +5,14 @@ Protocol (issue 27): POST /api/v1/queues/{q}/pull {"max_ids", "wait"} answers
 the webhook answer's shape (ids not named succeeded) and answers 200 or 409
 {"error", "reason"}; POST .../pull/{lease}/extend {"by"} answers 200
 {"deadline"} or 409.
+
+Answer with next: the worker adds "next": {"max_ids", "wait"} to each
+answer, so that a node which knows it pulls again and puts the next window
+in the answer's 200 ("next": {"lease", "deadline", "jobs"}): one request
+per window in steady state. A 200 without "next" (nothing came within wait)
+is followed by a plain pull; a node that refuses the field (a 400, which
+leaves the lease valid) gets the answer again without it, and when it
+takes that, plain pulls from then on.
 """
 
 from __future__ import annotations
@@ -46,8 +54,10 @@ class Worker:
     handler(window) returns an Answer (ids not named are done) or None
     (every id done); an exception fails every id of the window. While the
     handler runs, the deadline is extended by extend_by seconds whenever
-    fewer than extend_when seconds are left. stop() stops pulling, lets the
-    windows held finish and be answered, within its timeout.
+    fewer than extend_when seconds are left (extend_by 0: never). Each
+    answer asks for the next window (see the module's doc) unless the
+    worker is stopping. stop() stops pulling, lets the windows held finish
+    and be answered, within its timeout.
     """
 
     def __init__(self, client: Client, queue: str, handler: Handler, concurrency: int = 1,
@@ -66,6 +76,9 @@ class Worker:
         self.extend_when = extend_when
         self.retry_pause = retry_pause
         self.log = logger or log
+        # answer_next: whether answers ask for the next window; False once
+        # the node refused the field.
+        self.answer_next = True
         self._stopping = threading.Event()
         self._threads: List[threading.Thread] = []
 
@@ -106,21 +119,32 @@ class Worker:
         return done
 
     def _loop(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                status, doc = self.client.request("POST", self._path(), {"max_ids": self.max_ids, "wait": self.wait},
-                                                  timeout=self.client.timeout + self.wait)
-            except (OrderlyError, urllib.error.URLError, OSError) as e:
-                self.log.warning("orderly: pull %s: %s", self.queue, e)
-                self._stopping.wait(self.retry_pause)
-                continue
-            if status == 204 or not doc:
-                continue
-            w = Window(self.queue, doc["lease"], float(doc["deadline"]),
-                       [WebhookJob.from_json(j) for j in doc.get("jobs") or []])
-            self._handle(w)
+        w: Optional[Window] = None  # a window the last answer brought
+        while w is not None or not self._stopping.is_set():
+            if w is None:
+                w = self._pull()
+                if w is None:
+                    continue
+            w = self._handle(w)
 
-    def _handle(self, w: Window) -> None:
+    def _pull(self) -> Optional[Window]:
+        try:
+            status, doc = self.client.request("POST", self._path(), {"max_ids": self.max_ids, "wait": self.wait},
+                                              timeout=self.client.timeout + self.wait)
+        except (OrderlyError, urllib.error.URLError, OSError) as e:
+            self.log.warning("orderly: pull %s: %s", self.queue, e)
+            self._stopping.wait(self.retry_pause)
+            return None
+        if status == 204 or not doc:
+            return None
+        return self._window(doc)
+
+    def _window(self, doc) -> Window:
+        return Window(self.queue, doc["lease"], float(doc["deadline"]),
+                      [WebhookJob.from_json(j) for j in doc.get("jobs") or []])
+
+    def _handle(self, w: Window) -> Optional[Window]:
+        """Runs the handler on w and answers it; returns the next window the answer brought."""
         done = threading.Event()
         ext = threading.Thread(target=self._extend, args=(w, done), name=f"orderly-extend-{w.lease}", daemon=True)
         ext.start()
@@ -135,16 +159,49 @@ class Worker:
             done.set()
             ext.join()
         try:
-            self.client.request("POST", self._path(w.lease, "answer"), answer.to_json())
+            doc = self._answer(w, answer.to_json())
         except Conflict as e:
             reason = e.body.get("reason", "") if isinstance(e.body, dict) else ""
             self.log.warning("orderly: answer to lease %s of %s refused (%s: %s); its ids go back to the queue",
                              w.lease, self.queue, e.message, reason)
+            return None
         except (OrderlyError, urllib.error.URLError, OSError) as e:
             self.log.warning("orderly: answer to lease %s of %s: %s", w.lease, self.queue, e)
+            return None
+        doc = doc if isinstance(doc, dict) else {}
+        if doc.get("lost"):
+            self.log.warning("orderly: lease %s of %s: nothing committed for %s (their call ended first)",
+                             w.lease, self.queue, doc["lost"])
+        nxt = doc.get("next")
+        return self._window(nxt) if isinstance(nxt, dict) and nxt.get("lease") else None
+
+    def _answer(self, w: Window, body):
+        """Posts the answer, asking for the next window unless stopping or refused before.
+
+        A 400 to an answer with "next" leaves the lease valid: the answer
+        goes again without it; when the node takes it then, the node does
+        not know "next" (today's nodes refuse unknown members without naming
+        them) and the worker stops asking.
+        """
+        path = self._path(w.lease, "answer")
+        if not self.answer_next or self._stopping.is_set():
+            return self.client.request("POST", path, body)[1]
+        try:
+            return self.client.request("POST", path, dict(body, next={"max_ids": self.max_ids, "wait": self.wait}),
+                                       timeout=self.client.timeout + self.wait)[1]
+        except OrderlyError as e:
+            if e.status != 400:
+                raise
+            refused = e
+        doc = self.client.request("POST", path, body)[1]
+        if self.answer_next:
+            self.answer_next = False
+            self.log.info("orderly: the node refused \"next\" in an answer (%s): plain pulls for %s from now on",
+                          refused.message, self.queue)
+        return doc
 
     def _extend(self, w: Window, done: threading.Event) -> None:
-        while not w.lost:
+        while not w.lost and self.extend_by > 0:
             left = w.deadline - time.time()
             if done.wait(max(0.0, left - self.extend_when)):
                 return
@@ -160,3 +217,4 @@ class Worker:
                     return
                 if time.time() >= w.deadline:
                     w.lost = True
+

@@ -4,10 +4,13 @@ ORDERLY_URL, ORDERLY_TOKEN: the node. ORDERLY_PREFIX: this language's queues
 (<p>-plain, <p>-state, <p>-hook signed by Orderly's scheme with
 ORDERLY_SECRET, <p>-std signed by Standard Webhooks with ORDERLY_STD_SECRET),
 whose receivers listen on ORDERLY_HOOK_PORT and ORDERLY_STD_PORT, <p>-pull
-served to pull workers, whose token is ORDERLY_WORKER_TOKEN).
+served to pull workers, whose token is ORDERLY_WORKER_TOKEN, <p>-lease, a pull
+queue with a 3 s lease). ORDERLY_PULL_NEXT: "1" when the node's pull answers
+take "next", "0" when it refuses the field (the workers fall back).
 """
 
 import json
+import logging
 import os
 import sys
 import threading
@@ -33,6 +36,7 @@ class NodeTest(unittest.TestCase):
         p = ENV["ORDERLY_PREFIX"]
         cls.plain, cls.state, cls.hook, cls.std = p + "-plain", p + "-state", p + "-hook", p + "-std"
         cls.pull = p + "-pull"
+        cls.lease = p + "-lease"
 
     def test_auth(self):
         with self.assertRaises(Exception) as e:
@@ -113,10 +117,69 @@ class NodeTest(unittest.TestCase):
         for i, ns in calls:
             self.assertEqual(ns, sorted(ns), i)
         self.assertEqual([ns for i, ns in calls if i == "p1"], [[0, 1, 2, 3, 4]] * 2, "p1 failed once, then came whole")
+        self.assertEqual(w.answer_next, ENV["ORDERLY_PULL_NEXT"] == "1",
+                         "answers take the next window where the node knows next; plain pulls otherwise")
         # The worker token opens the pull routes of its queue only.
         with self.assertRaises(Exception) as e:
             worker_client.enqueue(self.plain, [Job("x")])
         self.assertEqual(e.exception.status, 403)
+
+    def _lease_run(self, id, **opts):
+        """Runs a worker on the lease queue whose handler outlives the first
+        window's lease; returns the windows seen as (retry_count, deadline
+        first seen, deadline at the end), the warnings, and whether the id
+        is gone from the queue at the end."""
+        self.c.enqueue(self.lease, [Job(id, {"n": 1})])
+        seen, warnings = [], []
+        lock = threading.Lock()
+
+        class Collect(logging.Handler):
+            def emit(self, record):
+                warnings.append(record.getMessage())
+
+        logger = logging.getLogger("orderly.test." + id)
+        logger.propagate = False
+        logger.addHandler(Collect(logging.WARNING))
+
+        def handle(w):
+            first = w.deadline
+            with lock:
+                n = len(seen)
+            if n == 0:  # outlive the lease as first granted
+                while time.time() < first + 1.5:
+                    time.sleep(0.05)
+            with lock:
+                seen.append((w.jobs[0].retry_count, first, w.deadline))
+
+        w = Worker(self.c, self.lease, handle, wait=1, logger=logger, **opts)
+        w.start()
+        gone = False
+        try:
+            end = time.time() + WAIT
+            while time.time() < end and not gone:
+                time.sleep(0.1)
+                with lock:
+                    if not seen:
+                        continue
+                j = self.c.job(self.lease, id)
+                gone = j is None or (j["queued"] is None and not j["in_flight"])
+        finally:
+            self.assertTrue(w.stop(15), "the worker stopped")
+        return seen, warnings, gone
+
+    def test_a_lease_ends_without_extension(self):
+        seen, warnings, gone = self._lease_run("slow-no-extend", extend_by=0)
+        self.assertTrue(gone, "the id came again and was acknowledged")
+        self.assertEqual([s[0] for s in seen], [-1, 0], "the late answer committed nothing: the id failed once")
+        self.assertEqual(seen[0][1], seen[0][2], "no extension")
+        self.assertTrue(any("refused" in m for m in warnings), warnings)
+
+    def test_extension_keeps_the_lease(self):
+        seen, warnings, gone = self._lease_run("slow-extended", extend_by=3, extend_when=2)
+        self.assertTrue(gone, "the answer committed")
+        self.assertEqual(len(seen), 1, "delivered once")
+        self.assertGreater(seen[0][2], seen[0][1], "the deadline moved")
+        self.assertEqual(warnings, [])
 
     def test_state_cas_and_feed(self):
         st = self.c.get_state(self.state, "acc")

@@ -1,7 +1,9 @@
 """The pull-worker loop against an in-process fake of the pull routes.
 
-The node's pull routes are not on main yet: this fake answers the shapes of
-issue 27 (pull 200/204, answer 200/409, extend 200/409).
+The fake answers the shapes of docs/contract.md §6.6 (pull 200/204, answer
+200/409, extend 200/409). An answer's "next" is served (next="serve": the
+next window in the 200, as a node that knows it does) or refused with a 400
+that does not name it (next="refuse", as today's nodes do).
 """
 
 import json
@@ -22,13 +24,17 @@ WAIT = 10  # seconds any test waits for an event before failing (not a timing as
 class FakePull:
     """Hands out the windows queued in it, records answers and extends."""
 
-    def __init__(self, deadline_in=60.0):
+    def __init__(self, deadline_in=60.0, next="refuse"):
         self.lock = threading.Lock()
         self.windows = []  # (lease, jobs) still to hand out
         self.answers = {}  # lease -> answer body
         self.extends = []  # (lease, by)
         self.lost = set()  # leases answered with 409
         self.pulls = 0
+        self.next = next
+        self.asked_next = {}  # lease -> the "next" its answer asked for (None: none)
+        self.via = {}  # lease -> "pull" or "next": how it was handed out
+        self.refusals = 0  # answers refused for their "next"
         self.deadline_in = deadline_in
         self.answered = threading.Condition(self.lock)
         self.extended = threading.Event()
@@ -52,15 +58,14 @@ class FakePull:
                 assert self.headers["Authorization"] == "Bearer tok"
                 parts = self.path.split("/")  # /api/v1/queues/q/pull[/lease/op]
                 with fake.lock:
+                    answered = False
                     if len(parts) == 6:
                         assert set(body) == {"max_ids", "wait"}, body
                         fake.pulls += 1
                         if not fake.windows:
                             wait = min(body["wait"], 0.05)
                         else:
-                            lease, jobs = fake.windows.pop(0)
-                            return self.send(200, {"lease": lease, "deadline": time.time() + fake.deadline_in,
-                                                   "jobs": jobs})
+                            return self.send(200, fake.hand_out("pull"))
                     else:
                         lease, op = parts[6], parts[7]
                         if op == "extend":
@@ -69,18 +74,35 @@ class FakePull:
                             if lease in fake.lost:
                                 return self.send(409, {"error": "lease lost", "reason": "deadline"})
                             return self.send(200, {"deadline": time.time() + body["by"]})
+                        nxt = body.pop("next", None)
+                        if nxt is not None and fake.next == "refuse":
+                            fake.refusals += 1
+                            return self.send(400, {"error": "the answer must be empty, {} or a webhook answer"})
                         fake.answers[lease] = body
+                        fake.asked_next[lease] = nxt
                         fake.answered.notify_all()
                         if lease in fake.lost:
                             return self.send(409, {"error": "lease lost", "reason": "deadline"})
-                        return self.send(200, {})
+                        if nxt is None:
+                            return self.send(200, {"accepted": True})
+                        assert set(nxt) == {"max_ids", "wait"}, nxt
+                        if fake.windows:
+                            return self.send(200, {"accepted": True, "next": fake.hand_out("next")})
+                        wait = min(nxt["wait"], 0.05)
+                        answered = True
                 time.sleep(wait)
-                self.send(204)
+                self.send(200, {"accepted": True}) if answered else self.send(204)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def hand_out(self, via):
+        """The next window, handed out by a pull or an answer's next (under lock)."""
+        lease, jobs = self.windows.pop(0)
+        self.via[lease] = via
+        return {"lease": lease, "deadline": time.time() + self.deadline_in, "jobs": jobs}
 
     def add(self, lease, *ids):
         with self.lock:
@@ -155,6 +177,64 @@ class WorkerTest(unittest.TestCase):
             self.assertTrue(wk.stop(WAIT))
         self.assertEqual(set(got), {"L1", "L2"}, "the worker went on after the 409")
         self.assertIn("deadline", "\n".join(logs.output))
+
+    def serving_fake(self):
+        fake = FakePull(next="serve")
+        self.addCleanup(fake.close)
+        return fake, Client(fake.url, "tok")
+
+    def test_answer_brings_the_next_window(self):
+        fake, client = self.serving_fake()
+        for i in range(1, 4):
+            fake.add(f"L{i}", f"id{i}")
+        wk = Worker(client, "q", lambda w: None, max_ids=3, wait=1)
+        wk.start()
+        fake.wait_answers(3)
+        fake.add("L4", "id4")  # after an answer whose 200 had no next: a plain pull takes it
+        got = fake.wait_answers(4)
+        self.assertTrue(wk.stop(WAIT))
+        self.assertEqual(got, {"L1": {}, "L2": {}, "L3": {}, "L4": {}})
+        self.assertEqual(fake.via, {"L1": "pull", "L2": "next", "L3": "next", "L4": "pull"}, "one request per window")
+        self.assertEqual(fake.asked_next["L1"], {"max_ids": 3, "wait": 1})
+        self.assertTrue(wk.answer_next)
+
+    def test_a_refused_next_falls_back_to_pulls_once(self):
+        for i in range(1, 4):
+            self.fake.add(f"L{i}", f"id{i}")
+        wk = Worker(self.client, "q", lambda w: Answer().set_result(w.jobs[0].id, "r"), wait=1)
+        wk.start()
+        got = self.fake.wait_answers(3)
+        self.assertTrue(wk.stop(WAIT))
+        self.assertEqual(got["L1"], {"result": {"id1": "r"}}, "the answer went again without next")
+        self.assertEqual(self.fake.refusals, 1, "refused once, then remembered")
+        self.assertEqual(self.fake.via, {"L1": "pull", "L2": "pull", "L3": "pull"})
+        self.assertEqual(set(self.fake.asked_next.values()), {None})
+        self.assertFalse(wk.answer_next)
+
+    def test_graceful_stop_takes_no_next_window(self):
+        fake, client = self.serving_fake()
+        fake.add("L1", "a")
+        held, release = threading.Event(), threading.Event()
+
+        def handle(w):
+            held.set()
+            release.wait(WAIT)
+
+        wk = Worker(client, "q", handle, wait=1)
+        wk.start()
+        self.assertTrue(held.wait(WAIT))
+        fake.add("L2", "b")
+        stopped = []
+        t = threading.Thread(target=lambda: stopped.append(wk.stop(WAIT)))
+        t.start()
+        while not wk._stopping.is_set():
+            time.sleep(0.01)
+        release.set()
+        t.join()
+        self.assertEqual(stopped, [True])
+        self.assertEqual(fake.answers, {"L1": {}})
+        self.assertIsNone(fake.asked_next["L1"], "a stopping worker asks for no next window")
+        self.assertNotIn("L2", fake.via)
 
     def test_graceful_stop_answers_what_it_holds(self):
         self.fake.add("L1", "a")

@@ -147,6 +147,15 @@ export interface PullWindow {
   jobs: WebhookJob[];
 }
 
+/** POST .../pull/{lease}/answer: 200's body. */
+export interface PullAnswered {
+  accepted: boolean;
+  /** Ids of a call that ended first: nothing was committed for them. */
+  lost?: string[];
+  /** The next window, when the answer asked for one ("next") and one came within its wait. */
+  next?: PullWindow;
+}
+
 /** A 409 of a pull answer or extend. */
 export interface LeaseLostBody {
   error: string;

@@ -1,6 +1,6 @@
 import { Client, OrderlyError } from "./client.js";
 import { Answer } from "./webhook.js";
-import type { PullWindow, WebhookAnswer, WebhookJob } from "./types.js";
+import type { PullAnswered, PullWindow, WebhookAnswer, WebhookJob } from "./types.js";
 
 /** A window of ids held under a lease until its deadline (unix seconds). */
 export interface Window {
@@ -23,7 +23,7 @@ export interface WorkerOptions {
   maxIds?: number;
   /** Long-poll bound in seconds [5]. */
   waitSeconds?: number;
-  /** Extend by this many seconds [30] ... */
+  /** Extend by this many seconds [30] (0: never extend) ... */
   extendBy?: number;
   /** ... when fewer than this many are left while the handler runs [10]. */
   extendWhen?: number;
@@ -45,11 +45,21 @@ const sleep = (ms: number, signal?: AbortSignal) =>
   });
 
 /**
- * A pull-worker loop (issue 27's protocol): `concurrency` loops each pull a
+ * A pull-worker loop (docs/contract.md §6.6): `concurrency` loops each pull a
  * window, give it to the handler while extending its deadline, and answer
  * it. stop() stops pulling and waits for the windows held to be answered.
+ *
+ * Each answer asks for the next window (`"next": {"max_ids", "wait"}`), so
+ * that a node which knows it pulls again and puts the window in the
+ * answer's 200: one request per window in steady state. A 200 without
+ * `next` is followed by a plain pull; a 400 to an answer with `next`
+ * (which leaves the lease valid) sends the answer again without it, and
+ * when the node takes that, the worker stops asking (`answerNext` false).
+ * A stopping worker asks for no next window.
  */
 export class Worker {
+  /** Whether answers ask for the next window; false once the node refused the field. */
+  answerNext = true;
   private readonly o: Required<WorkerOptions>;
   private readonly stopping = new AbortController();
   private loops: Promise<void>[] = [];
@@ -92,22 +102,33 @@ export class Worker {
   }
 
   private async loop(): Promise<void> {
-    while (!this.stopping.signal.aborted) {
-      let r: { status: number; body: PullWindow | undefined };
-      try {
-        r = await this.client.request<PullWindow | undefined>("POST", this.path(), { max_ids: this.o.maxIds, wait: this.o.waitSeconds },
-          this.client.timeoutMs + this.o.waitSeconds * 1000);
-      } catch (e) {
-        this.o.log(`orderly: pull ${this.queue}: ${(e as Error).message}`);
-        await sleep(this.o.retryPause * 1000, this.stopping.signal);
-        continue;
-      }
-      if (r.status === 204 || !r.body) continue;
-      await this.handle({ queue: this.queue, lease: r.body.lease, deadline: r.body.deadline, jobs: r.body.jobs ?? [], lost: false });
+    let w: Window | undefined; // a window the last answer brought
+    while (w || !this.stopping.signal.aborted) {
+      w ??= await this.pull();
+      if (w) w = await this.handle(w);
     }
   }
 
-  private async handle(w: Window): Promise<void> {
+  private async pull(): Promise<Window | undefined> {
+    let r: { status: number; body: PullWindow | undefined };
+    try {
+      r = await this.client.request<PullWindow | undefined>("POST", this.path(), { max_ids: this.o.maxIds, wait: this.o.waitSeconds },
+        this.client.timeoutMs + this.o.waitSeconds * 1000);
+    } catch (e) {
+      this.o.log(`orderly: pull ${this.queue}: ${(e as Error).message}`);
+      await sleep(this.o.retryPause * 1000, this.stopping.signal);
+      return undefined;
+    }
+    if (r.status === 204 || !r.body) return undefined;
+    return this.window(r.body);
+  }
+
+  private window(b: PullWindow): Window {
+    return { queue: this.queue, lease: b.lease, deadline: b.deadline, jobs: b.jobs ?? [], lost: false };
+  }
+
+  /** Runs the handler on w and answers it; resolves to the next window the answer brought. */
+  private async handle(w: Window): Promise<Window | undefined> {
     const done = new AbortController();
     const extending = this.extend(w, done.signal);
     let answer: WebhookAnswer;
@@ -122,16 +143,41 @@ export class Worker {
       done.abort();
       await extending;
     }
+    let r: PullAnswered | undefined;
     try {
-      await this.client.request("POST", this.path(w.lease, "answer"), answer);
+      r = await this.answer(w, answer);
     } catch (e) {
       const reason = e instanceof OrderlyError ? ` (${String(e.body.reason ?? "")})` : "";
       this.o.log(`orderly: answer to lease ${w.lease} of ${this.queue}: ${(e as Error).message}${reason}; its ids go back to the queue`);
+      return undefined;
     }
+    if (r?.lost?.length) this.o.log(`orderly: lease ${w.lease} of ${this.queue}: nothing committed for ${r.lost.join(", ")} (their call ended first)`);
+    return r?.next?.lease ? this.window(r.next) : undefined;
+  }
+
+  /** Posts the answer, asking for the next window unless stopping or refused before. */
+  private async answer(w: Window, answer: WebhookAnswer): Promise<PullAnswered | undefined> {
+    const path = this.path(w.lease, "answer");
+    if (!this.answerNext || this.stopping.signal.aborted) return (await this.client.request<PullAnswered | undefined>("POST", path, answer)).body;
+    let refused: OrderlyError;
+    try {
+      const next = { max_ids: this.o.maxIds, wait: this.o.waitSeconds };
+      const r = await this.client.request<PullAnswered | undefined>("POST", path, { ...answer, next }, this.client.timeoutMs + this.o.waitSeconds * 1000);
+      return r.body;
+    } catch (e) {
+      if (!(e instanceof OrderlyError) || e.status !== 400) throw e;
+      refused = e;
+    }
+    const r = await this.client.request<PullAnswered | undefined>("POST", path, answer);
+    if (this.answerNext) {
+      this.answerNext = false;
+      this.o.log(`orderly: the node refused "next" in an answer (${refused.message}): plain pulls for ${this.queue} from now on`);
+    }
+    return r.body;
   }
 
   private async extend(w: Window, done: AbortSignal): Promise<void> {
-    while (!w.lost && !done.aborted) {
+    while (!w.lost && !done.aborted && this.o.extendBy > 0) {
       const leftMs = w.deadline * 1000 - Date.now();
       await sleep(Math.max(0, leftMs - this.o.extendWhen * 1000), done);
       if (done.aborted) return;

@@ -2,7 +2,9 @@
 // ORDERLY_TOKEN, ORDERLY_PREFIX (queues <p>-plain, <p>-state, <p>-hook signed by
 // Orderly's scheme with ORDERLY_SECRET, <p>-std by Standard Webhooks with
 // ORDERLY_STD_SECRET, <p>-pull served to pull workers whose token is
-// ORDERLY_WORKER_TOKEN) and the receivers' ports ORDERLY_HOOK_PORT, ORDERLY_STD_PORT.
+// ORDERLY_WORKER_TOKEN, <p>-lease a pull queue with a 3 s lease) and the
+// receivers' ports ORDERLY_HOOK_PORT, ORDERLY_STD_PORT. ORDERLY_PULL_NEXT: "1"
+// when the node's pull answers take "next", "0" when it refuses the field.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
@@ -13,7 +15,7 @@ const env = process.env;
 const skip = env.ORDERLY_URL ? false : "ORDERLY_URL not set: run by sdk/sdk_test.go";
 const c = new Client(env.ORDERLY_URL ?? "http://127.0.0.1:9", { token: env.ORDERLY_TOKEN });
 const p = env.ORDERLY_PREFIX;
-const q = { plain: `${p}-plain`, state: `${p}-state`, hook: `${p}-hook`, std: `${p}-std`, pull: `${p}-pull` };
+const q = { plain: `${p}-plain`, state: `${p}-state`, hook: `${p}-hook`, std: `${p}-std`, pull: `${p}-pull`, lease: `${p}-lease` };
 
 test("auth", { skip }, async () => {
   await assert.rejects(new Client(env.ORDERLY_URL, { token: "wrong" }).enqueue(q.plain, [{ id: "x" }]), (e) => e instanceof OrderlyError && e.status === 401);
@@ -143,6 +145,51 @@ test("pull worker against the node", { skip }, async () => {
   for (const id of ids) assert.deepEqual(done[id], [0, 1, 2, 3, 4], id);
   for (const [id, ns] of calls) assert.deepEqual(ns, [...ns].sort((x, y) => x - y), id);
   assert.deepEqual(calls.filter(([id]) => id === "p1").map(([, ns]) => ns), [[0, 1, 2, 3, 4], [0, 1, 2, 3, 4]]);
+  assert.equal(w.answerNext, env.ORDERLY_PULL_NEXT === "1", "answers take the next window where the node knows next; plain pulls otherwise");
   // The worker token opens the pull routes of its queue only.
   await assert.rejects(wc.enqueue(q.plain, [{ id: "x" }]), (e) => e instanceof OrderlyError && e.status === 403);
+});
+
+// A worker on the lease queue whose handler outlives the first window's
+// lease as first granted: the windows seen as [retry_count, deadline first
+// seen, deadline at the end], the worker's log, and whether the id is gone
+// from the queue at the end.
+async function leaseRun(id, opts) {
+  await c.enqueue(q.lease, [{ id, payload: { n: 1 } }]);
+  const seen = [];
+  const logs = [];
+  const w = new Worker(c, q.lease, async (win) => {
+    const first = win.deadline;
+    if (seen.length === 0) while (Date.now() / 1000 < first + 1.5) await new Promise((r) => setTimeout(r, 50));
+    seen.push([win.jobs[0].retry_count, first, win.deadline]);
+  }, { waitSeconds: 1, log: (m) => logs.push(m), ...opts });
+  w.start();
+  let gone = false;
+  try {
+    for (const limit = Date.now() + 30_000; Date.now() < limit && !gone;) {
+      await new Promise((r) => setTimeout(r, 100));
+      if (!seen.length) continue;
+      const j = await c.job(q.lease, id);
+      gone = j === null || (j.queued === null && !j.in_flight);
+    }
+  } finally {
+    assert.equal(await w.stop(15_000), true, "the worker stopped");
+  }
+  return { seen, logs, gone };
+}
+
+test("a lease ends without extension: the late answer is refused", { skip }, async () => {
+  const { seen, logs, gone } = await leaseRun("slow-no-extend", { extendBy: 0 });
+  assert.ok(gone, "the id came again and was acknowledged");
+  assert.deepEqual(seen.map((s) => s[0]), [-1, 0], "the late answer committed nothing: the id failed once");
+  assert.equal(seen[0][1], seen[0][2], "no extension");
+  assert.match(logs.join("\n"), /409/);
+});
+
+test("extension keeps the lease: the answer commits", { skip }, async () => {
+  const { seen, logs, gone } = await leaseRun("slow-extended", { extendBy: 3, extendWhen: 2 });
+  assert.ok(gone, "the answer committed");
+  assert.equal(seen.length, 1, "delivered once");
+  assert.ok(seen[0][2] > seen[0][1], "the deadline moved");
+  assert.deepEqual(logs.filter((m) => !m.includes("plain pulls")), []);
 });

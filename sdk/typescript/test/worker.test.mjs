@@ -1,6 +1,8 @@
-// The pull-worker loop against an in-process fake of the pull routes. The
-// node's pull routes are not on main yet: the fake answers the shapes of
-// issue 27 (pull 200/204, answer 200/409, extend 200/409).
+// The pull-worker loop against an in-process fake of the pull routes: the
+// shapes of docs/contract.md §6.6 (pull 200/204, answer 200/409, extend
+// 200/409). An answer's "next" is served (next "serve": the next window in
+// the 200, as a node that knows it does) or refused with a 400 that does not
+// name it (next "refuse", as today's nodes do).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
@@ -9,8 +11,13 @@ import { Answer, Client, Worker } from "../dist/src/index.js";
 
 const WAIT_MS = 10_000; // how long a test waits for an event before failing (not a timing assert)
 
-async function fakePull(t) {
-  const f = { windows: [], answers: {}, extends: [], lost: new Set(), pulls: 0, deadlineIn: 60, waiters: [] };
+async function fakePull(t, next = "refuse") {
+  const f = { windows: [], answers: {}, extends: [], lost: new Set(), pulls: 0, deadlineIn: 60, waiters: [], askedNext: {}, via: {}, refusals: 0 };
+  f.handOut = (via) => {
+    const [lease, jobs] = f.windows.shift();
+    f.via[lease] = via;
+    return { lease, deadline: Date.now() / 1000 + f.deadlineIn, jobs };
+  };
   f.add = (lease, ...ids) => f.windows.push([lease, ids.map((id) => ({ id, retry_count: -1, perform_at: 1, payloads: [{ payload: { n: id }, score: 1 }] }))]);
   f.notify = () => { for (const w of f.waiters.splice(0)) w(); };
   f.until = async (cond, what) => {
@@ -30,9 +37,8 @@ async function fakePull(t) {
     if (parts.length === 6) {
       assert.deepEqual(Object.keys(body).sort(), ["max_ids", "wait"]);
       f.pulls++;
-      const w = f.windows.shift();
-      if (!w) return setTimeout(() => send(204), 20);
-      return send(200, { lease: w[0], deadline: Date.now() / 1000 + f.deadlineIn, jobs: w[1] });
+      if (!f.windows.length) return setTimeout(() => send(204), 20);
+      return send(200, f.handOut("pull"));
     }
     const [lease, op] = [parts[6], parts[7]];
     if (op === "extend") {
@@ -40,9 +46,19 @@ async function fakePull(t) {
       if (f.lost.has(lease)) return send(409, { error: "lease lost", reason: "deadline" });
       return send(200, { deadline: Date.now() / 1000 + body.by });
     }
+    const nxt = body.next;
+    delete body.next;
+    if (nxt !== undefined && next === "refuse") {
+      f.refusals++;
+      return send(400, { error: "the answer must be empty, {} or a webhook answer" });
+    }
     f.answers[lease] = body;
+    f.askedNext[lease] = nxt ?? null;
     if (f.lost.has(lease)) return send(409, { error: "lease lost", reason: "deadline" });
-    send(200, {});
+    if (nxt === undefined) return send(200, { accepted: true });
+    assert.deepEqual(Object.keys(nxt).sort(), ["max_ids", "wait"]);
+    if (f.windows.length) return send(200, { accepted: true, next: f.handOut("next") });
+    setTimeout(() => send(200, { accepted: true }), 20);
   });
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
@@ -119,4 +135,53 @@ test("graceful stop answers what it holds and pulls no more", async (t) => {
   assert.equal(await stopped, true);
   assert.deepEqual(f.answers.L1, { result: { a: "late" } });
   assert.equal(f.pulls, pulls, "no pull after stop");
+});
+
+test("an answer brings the next window: one request per window", async (t) => {
+  const f = await fakePull(t, "serve");
+  f.add("L1", "a"); f.add("L2", "b"); f.add("L3", "c");
+  const w = new Worker(f.client, "q", () => {}, { maxIds: 3, waitSeconds: 1 });
+  w.start();
+  await f.until(() => Object.keys(f.answers).length === 3, "3 answers");
+  f.add("L4", "d"); // after an answer whose 200 had no next: a plain pull takes it
+  await f.until(() => Object.keys(f.answers).length === 4, "4 answers");
+  assert.equal(await w.stop(WAIT_MS), true);
+  assert.deepEqual(f.answers, { L1: {}, L2: {}, L3: {}, L4: {} });
+  assert.deepEqual(f.via, { L1: "pull", L2: "next", L3: "next", L4: "pull" });
+  assert.deepEqual(f.askedNext.L1, { max_ids: 3, wait: 1 });
+  assert.equal(w.answerNext, true);
+});
+
+test("a refused next falls back to plain pulls, once", async (t) => {
+  const f = await fakePull(t);
+  f.add("L1", "a"); f.add("L2", "b"); f.add("L3", "c");
+  const logs = [];
+  const w = new Worker(f.client, "q", (win) => new Answer().setResult(win.jobs[0].id, "r"), { waitSeconds: 1, log: (m) => logs.push(m) });
+  w.start();
+  await f.until(() => Object.keys(f.answers).length === 3, "3 answers");
+  assert.equal(await w.stop(WAIT_MS), true);
+  assert.deepEqual(f.answers.L1, { result: { a: "r" } }, "the answer went again without next");
+  assert.equal(f.refusals, 1, "refused once, then remembered");
+  assert.deepEqual(f.via, { L1: "pull", L2: "pull", L3: "pull" });
+  assert.deepEqual(Object.values(f.askedNext), [null, null, null]);
+  assert.equal(w.answerNext, false);
+  assert.match(logs.join("\n"), /plain pulls/);
+});
+
+test("a stopping worker takes no next window", async (t) => {
+  const f = await fakePull(t, "serve");
+  f.add("L1", "a");
+  let held, release;
+  const isHeld = new Promise((r) => (held = r));
+  const released = new Promise((r) => (release = r));
+  const w = new Worker(f.client, "q", async () => { held(); await released; }, { waitSeconds: 1 });
+  w.start();
+  await isHeld;
+  f.add("L2", "b");
+  const stopped = w.stop(WAIT_MS);
+  release();
+  assert.equal(await stopped, true);
+  assert.deepEqual(f.answers, { L1: {} });
+  assert.equal(f.askedNext.L1, null, "no next asked while stopping");
+  assert.equal(f.via.L2, undefined);
 });

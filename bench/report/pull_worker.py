@@ -1,0 +1,52 @@
+"""The Python pull worker of bench-report's pull runs (sdk/python's Worker).
+
+The protocol of the report's workers (bench/report/pullworker.go): prints
+"ready", pulls from the first line on stdin, stops gracefully at the second
+line or EOF, and prints {"jobs": n, "leases": m}. Its handler acknowledges
+every id of a window.
+
+    python3 bench/report/pull_worker.py --url http://127.0.0.1:8080 --queue bench --concurrency 8
+"""
+
+import argparse
+import json
+import os
+import sys
+import threading
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sdk", "python"))
+
+from orderly import Client, Worker  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--url", required=True)
+    ap.add_argument("--queue", default="bench")
+    ap.add_argument("--token", default="")
+    ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--max-ids", type=int, default=1)
+    ap.add_argument("--wait", type=float, default=5.0)
+    a = ap.parse_args()
+    lock = threading.Lock()
+    count = {"jobs": 0, "leases": 0}
+
+    def handle(w):
+        with lock:
+            count["jobs"] += len(w.jobs)
+            count["leases"] += 1
+
+    worker = Worker(Client(a.url, a.token or None), a.queue, handle, concurrency=a.concurrency,
+                    max_ids=a.max_ids, wait=a.wait)
+    print("ready", flush=True)
+    if not sys.stdin.readline():
+        sys.exit("pull_worker: no gate line")
+    worker.start()
+    sys.stdin.readline()
+    if not worker.stop(60):
+        sys.exit("pull_worker: the loops did not end")
+    print(json.dumps(count), flush=True)
+
+
+if __name__ == "__main__":
+    main()
