@@ -413,6 +413,22 @@ func (b *Broker) Pull(ctx context.Context, queueName string, maxIDs int, wait ti
 	return (<-w.got).out(), nil
 }
 
+// CheckPull returns the error a pull of maxIDs ids of the queue would
+// have for its values (ErrUnknownQueue, ErrMaxIDs), without pulling: an
+// answer checks its next pull with it before it is taken.
+func (b *Broker) CheckPull(queueName string, maxIDs int) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q := b.queues[queueName]
+	switch {
+	case q == nil:
+		return fmt.Errorf("%w: %q", ErrUnknownQueue, queueName)
+	case maxIDs < q.opts.BatchSize:
+		return fmt.Errorf("%w (%d): a batch is never split", ErrMaxIDs, q.opts.BatchSize)
+	}
+	return nil
+}
+
 // out is what Pull returns of l.
 func (l *lease) out() *Lease {
 	out := &Lease{ID: l.id, Deadline: l.deadline}
