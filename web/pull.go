@@ -87,7 +87,8 @@ func (s *Server) pullBatch(w http.ResponseWriter, r *http.Request) error {
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
-	s.writeJSON(w, r, http.StatusOK, leaseOut(l))
+	body, err = appendPullLease(make([]byte, 0, 512), leaseOut(l))
+	s.writePullJSON(w, r, body, err)
 	return nil
 }
 
@@ -140,7 +141,8 @@ func (s *Server) pullAnswer(w http.ResponseWriter, r *http.Request) error {
 			out.Next = leaseOut(l)
 		}
 	}
-	s.writeJSON(w, r, http.StatusOK, out)
+	body, err = appendPullAnswered(make([]byte, 0, 512), &out)
+	s.writePullJSON(w, r, body, err)
 	return nil
 }
 

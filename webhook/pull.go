@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/orderlyhq/orderly"
@@ -37,6 +38,14 @@ type PullNext struct {
 // carry "next": {"max_ids": n, "wait": seconds}, the pull to make once the
 // answer is accepted (nil when absent). It must not panic on any input.
 func DecodePullAnswer(body []byte) (*wire.Answer, *PullNext, error) {
+	if next, ok := quickNext(body); ok {
+		return nil, next, nil
+	}
+	return decodePullAnswer(body)
+}
+
+// decodePullAnswer is DecodePullAnswer for any body.
+func decodePullAnswer(body []byte) (*wire.Answer, *PullNext, error) {
 	trimmed := bytes.Trim(body, jsonSpace)
 	if len(trimmed) == 0 || string(trimmed) == "{}" {
 		return nil, nil, nil
@@ -62,6 +71,46 @@ func DecodePullAnswer(body []byte) (*wire.Answer, *PullNext, error) {
 		return nil, nil, err
 	}
 	return a, next, nil
+}
+
+// quickNext decodes the body that workers send most, a next pull and
+// every id done, when it is written exactly
+// {"next":{"max_ids":<digits>,"wait":<digits[.digits]>}} with valid
+// values; ok is false for anything else, which decodePullAnswer decides.
+func quickNext(body []byte) (next *PullNext, ok bool) {
+	rest, ok := bytes.CutPrefix(body, []byte(`{"next":{"max_ids":`))
+	if !ok {
+		return nil, false
+	}
+	i := bytes.IndexByte(rest, ',')
+	if i < 1 || i > 9 || rest[0] == '0' || !allDigits(rest[:i]) {
+		return nil, false
+	}
+	maxIDs, _ := strconv.Atoi(string(rest[:i])) // 1 to 9 digits
+	num, ok := bytes.CutPrefix(rest[i:], []byte(`,"wait":`))
+	if num, ok = bytes.CutSuffix(num, []byte("}}")); !ok {
+		return nil, false
+	}
+	whole, frac, dot := bytes.Cut(num, []byte("."))
+	if len(whole) == 0 || (len(whole) > 1 && whole[0] == '0') || !allDigits(whole) ||
+		(dot && (len(frac) == 0 || !allDigits(frac))) {
+		return nil, false
+	}
+	wait, err := strconv.ParseFloat(string(num), 64)
+	if err != nil || wait > MaxPullWait.Seconds() {
+		return nil, false
+	}
+	return &PullNext{MaxIDs: maxIDs, Wait: time.Duration(wait * float64(time.Second))}, true
+}
+
+// allDigits reports whether b holds only ASCII digits.
+func allDigits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // decodePullNext decodes and checks an answer's "next", as the body of a

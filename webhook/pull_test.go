@@ -19,10 +19,17 @@ func FuzzDecodePullAnswer(f *testing.F) {
 		`{"dead":{"a":""},"discard":{"b":"y"}}`, `{"emit":[{"from":"a","queue":"q","id":"x"}]}`, `{"x":1}`, `[]`, `null`,
 		`{"state":{"a":{"n":1}}}`, `{"result":{"a":[1]}}`, `{"timers":{"a":"2026-01-01T00:00:00Z"}}`,
 		`{"next":{"max_ids":1,"wait":1}}`, `{"failed":{"a":"x"},"next":{"max_ids":5,"wait":0.5}}`, `{"next":null}`,
-		`{"next":{"max_ids":0,"wait":1}}`, `{"next":{"max_ids":1,"wait":31}}`, `{"next":{"max_ids":1,"x":1}}`} {
+		`{"next":{"max_ids":0,"wait":1}}`, `{"next":{"max_ids":12,"wait":0.125}}`, `{"next":{"max_ids":1,"wait":30}}`,
+		`{"next":{"max_ids":01,"wait":1}}`, `{"next":{"max_ids":1,"wait":1.}}`, `{"next":{"max_ids":1,"wait":1e1}}`, `{"next":{"max_ids":1,"wait":31}}`, `{"next":{"max_ids":1,"x":1}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		if qn, ok := quickNext(body); ok {
+			a, next, err := decodePullAnswer(body)
+			if err != nil || a != nil || next == nil || *next != *qn {
+				t.Fatalf("quick decoding of %q: %+v; the general one: %v, %+v, %v", body, qn, a, next, err)
+			}
+		}
 		a, next, err := DecodePullAnswer(body)
 		if err != nil {
 			if !errors.Is(err, ErrBadAnswer) {
@@ -72,6 +79,9 @@ func TestDecodePullAnswerNext(t *testing.T) {
 	a, next, err = DecodePullAnswer([]byte(`{"failed":{"a":"x"},"next":{"max_ids":1,"wait":0}}`))
 	if err != nil || a == nil || a.Failed["a"] != "x" || next == nil || *next != (PullNext{MaxIDs: 1}) {
 		t.Fatalf("answer and next: %+v, %+v, %v", a, next, err)
+	}
+	if next, ok := quickNext([]byte(`{"next":{"max_ids":5,"wait":0.25}}`)); !ok || *next != (PullNext{MaxIDs: 5, Wait: 250 * time.Millisecond}) {
+		t.Fatalf("the Go worker's body takes the quick path: %+v, %v", next, ok)
 	}
 	for body, want := range map[string]string{
 		`{"next":null}`:                      `"next" must be`,
