@@ -73,7 +73,9 @@ var errPullStatus = errors.New("client: unexpected answer of a pull route")
 // Run runs the loops until ctx ends; it then stops pulling, finishes the
 // leases it holds (Handle and answer), and returns nil once every loop
 // ended (within Wait after ctx ended: a pull in progress is not cut, so
-// that no lease it gets is lost).
+// that no lease it gets is lost). While ctx lasts, each answer also asks
+// for the loop's next lease ("next", docs/contract.md §6.6): one request
+// per lease; once ctx ended, answers ask none.
 func (w *PullWorker) Run(ctx context.Context) error {
 	if w.URL == "" || w.Queue == "" || w.Handle == nil {
 		return errors.New("client: PullWorker needs URL, Queue and Handle")
@@ -90,27 +92,34 @@ func (w *PullWorker) Run(ctx context.Context) error {
 // loop is one of Run's loops.
 func (w *PullWorker) loop(ctx context.Context) {
 	work := context.WithoutCancel(ctx)
-	for ctx.Err() == nil {
-		l, err := w.Pull(work)
-		if err != nil {
-			w.logger().Warn("client: pull failed", "queue", w.Queue, "err", err)
-			t := time.NewTimer(DefaultPullRetry)
-			select {
-			case <-ctx.Done():
-			case <-t.C:
-			}
-			t.Stop()
-			continue
-		}
+	var l *PullLease // the lease the last answer brought
+	for l != nil || ctx.Err() == nil {
 		if l == nil {
-			continue
+			var err error
+			if l, err = w.Pull(work); err != nil {
+				w.logger().Warn("client: pull failed", "queue", w.Queue, "err", err)
+				t := time.NewTimer(DefaultPullRetry)
+				select {
+				case <-ctx.Done():
+				case <-t.C:
+				}
+				t.Stop()
+				continue
+			}
+			if l == nil {
+				continue
+			}
 		}
-		w.process(work, l)
+		// A lease held is always processed and answered, stopping or
+		// not; only a loop still running asks for the next one.
+		l = w.process(work, l, ctx.Err() == nil)
 	}
 }
 
-// process runs Handle on a lease, extending it, and answers it.
-func (w *PullWorker) process(ctx context.Context, l *PullLease) {
+// process runs Handle on a lease, extending it, and answers it; with
+// next, the answer asks for the next lease, which it returns (nil when
+// none came or the answer failed).
+func (w *PullWorker) process(ctx context.Context, l *PullLease, next bool) *PullLease {
 	deadline := time.UnixMilli(int64(l.Deadline * 1000))
 	hctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -150,19 +159,30 @@ func (w *PullWorker) process(ctx context.Context, l *PullLease) {
 			a.Failed[j.ID] = err.Error()
 		}
 	}
-	if err := w.Answer(ctx, l.ID, a); err != nil {
+	nl, err := w.answer(ctx, l.ID, a, next)
+	if err != nil {
 		w.logger().Warn("client: answer refused", "queue", w.Queue, "lease", l.ID, "err", err)
 	}
+	return nl
 }
 
-// Pull asks for one lease, waiting up to Wait; nil, nil when none came.
-func (w *PullWorker) Pull(ctx context.Context) (*PullLease, error) {
+// pullBody is the body of a pull, and of an answer's "next".
+func (w *PullWorker) pullBody() []byte {
 	wait := w.Wait
 	if wait <= 0 {
 		wait = DefaultPullWait
 	}
-	body := fmt.Sprintf(`{"max_ids":%d,"wait":%s}`, max(w.MaxIDs, 1), strconv.FormatFloat(wait.Seconds(), 'f', -1, 64))
-	code, out, err := w.post(ctx, "/pull", []byte(body))
+	b := make([]byte, 0, 48)
+	b = append(b, `{"max_ids":`...)
+	b = strconv.AppendInt(b, int64(max(w.MaxIDs, 1)), 10)
+	b = append(b, `,"wait":`...)
+	b = strconv.AppendFloat(b, wait.Seconds(), 'f', -1, 64)
+	return append(b, '}')
+}
+
+// Pull asks for one lease, waiting up to Wait; nil, nil when none came.
+func (w *PullWorker) Pull(ctx context.Context) (*PullLease, error) {
+	code, out, err := w.post(ctx, "/pull", w.pullBody())
 	switch {
 	case err != nil:
 		return nil, err
@@ -181,21 +201,45 @@ func (w *PullWorker) Pull(ctx context.Context) (*PullLease, error) {
 // Answer answers a lease (a nil answer: every id done). A refused answer
 // (409: nothing committed) is an error naming the reason.
 func (w *PullWorker) Answer(ctx context.Context, lease string, a *wire.Answer) error {
+	_, err := w.answer(ctx, lease, a, false)
+	return err
+}
+
+// answer answers a lease; with next, the answer asks for the next lease
+// (MaxIDs, Wait) and returns it (nil when none came within Wait).
+func (w *PullWorker) answer(ctx context.Context, lease string, a *wire.Answer, next bool) (*PullLease, error) {
 	body := []byte(`{}`)
 	if a != nil {
 		var err error
 		if body, err = json.Marshal(a); err != nil {
-			return fmt.Errorf("client: encoding an answer: %w", err)
+			return nil, fmt.Errorf("client: encoding an answer: %w", err)
 		}
+	}
+	if next {
+		// {"next":{...}} followed by the answer's members, if any.
+		nb := append([]byte(`{"next":`), w.pullBody()...)
+		if rest := bytes.TrimSpace(body[1:]); len(rest) > 0 && rest[0] != '}' {
+			nb = append(nb, ',')
+		}
+		body = append(nb, body[1:]...)
 	}
 	code, out, err := w.post(ctx, "/pull/"+url.PathEscape(lease)+"/answer", body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if code != http.StatusOK {
-		return fmt.Errorf("%w: %d %s", errPullStatus, code, out)
+		return nil, fmt.Errorf("%w: %d %s", errPullStatus, code, out)
 	}
-	return nil
+	if !next {
+		return nil, nil
+	}
+	var ok struct {
+		Next *PullLease `json:"next"`
+	}
+	if err := json.Unmarshal(out, &ok); err != nil {
+		return nil, fmt.Errorf("client: decoding an answer's next lease: %w", err)
+	}
+	return ok.Next, nil
 }
 
 // extend extends a lease by by and returns its new deadline.

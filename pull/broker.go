@@ -202,7 +202,7 @@ func (b *Broker) handle(ctx context.Context, q *queue, batch *orderly.Batch) err
 		b.log.Debug("pull: batch given back", "queue", q.name, "ids", len(batch.Jobs), "err", errNotPulled)
 		return orderly.Snooze(0)
 	}
-	return b.held(ctx, c)
+	return b.held(ctx, c, t)
 }
 
 // leaseOf is q's lease duration.
@@ -214,13 +214,13 @@ func (b *Broker) leaseOf(q *queue) time.Duration {
 }
 
 // held waits for the answer of a pulled call, its lease's deadline or the
-// end of its context.
-func (b *Broker) held(ctx context.Context, c *call) error {
+// end of its context; t, stopped, is the call's timer, reused.
+func (b *Broker) held(ctx context.Context, c *call, t *time.Timer) error {
 	for {
 		b.mu.Lock()
 		wait := c.lease.deadline.Sub(b.now())
 		b.mu.Unlock()
-		t := time.NewTimer(max(wait, 0))
+		t.Reset(max(wait, 0)) // a stopped timer sends nothing stale (Go 1.23)
 		select {
 		case m := <-c.answer:
 			t.Stop()
@@ -413,6 +413,22 @@ func (b *Broker) Pull(ctx context.Context, queueName string, maxIDs int, wait ti
 	return (<-w.got).out(), nil
 }
 
+// CheckPull returns the error a pull of maxIDs ids of the queue would
+// have for its values (ErrUnknownQueue, ErrMaxIDs), without pulling: an
+// answer checks its next pull with it before it is taken.
+func (b *Broker) CheckPull(queueName string, maxIDs int) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q := b.queues[queueName]
+	switch {
+	case q == nil:
+		return fmt.Errorf("%w: %q", ErrUnknownQueue, queueName)
+	case maxIDs < q.opts.BatchSize:
+		return fmt.Errorf("%w (%d): a batch is never split", ErrMaxIDs, q.opts.BatchSize)
+	}
+	return nil
+}
+
 // out is what Pull returns of l.
 func (l *lease) out() *Lease {
 	out := &Lease{ID: l.id, Deadline: l.deadline}
@@ -456,13 +472,19 @@ func (b *Broker) Answer(queueName, id string, a *wire.Answer) (lost []string, er
 		b.mu.Unlock()
 		return nil, err
 	}
-	all := &orderly.Batch{Queue: queueName}
+	ids := 0
 	for _, c := range l.calls {
-		all.Jobs = append(all.Jobs, c.batch.Jobs...)
+		ids += len(c.batch.Jobs)
 	}
-	if err := webhook.CheckPullAnswer(all, a); err != nil {
-		b.mu.Unlock()
-		return nil, err
+	if a != nil { // nil: every id done, nothing to check
+		all := &orderly.Batch{Queue: queueName, Jobs: make([]orderly.Job, 0, ids)}
+		for _, c := range l.calls {
+			all.Jobs = append(all.Jobs, c.batch.Jobs...)
+		}
+		if err := webhook.CheckPullAnswer(all, a); err != nil {
+			b.mu.Unlock()
+			return nil, err
+		}
 	}
 	l.answered = true
 	delete(b.leases, l.id)
@@ -491,7 +513,7 @@ func (b *Broker) Answer(queueName, id string, a *wire.Answer) (lost []string, er
 			}
 		}
 	}
-	if len(waits) == 0 || (first != nil && len(lost) == len(all.Jobs)) {
+	if len(waits) == 0 || (first != nil && len(lost) == ids) {
 		if first == nil {
 			first = &LeaseError{Reason: l.calls[0].gone}
 		}

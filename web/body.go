@@ -100,10 +100,12 @@ func (s *Server) guardBody(w http.ResponseWriter, r *http.Request) (http.Respons
 // readBody reads a request body of at most maxBody bytes, counting its
 // bytes in the budget as they arrive.
 func (s *Server) readBody(r *http.Request) ([]byte, error) {
-	tooLarge := &apiError{status: http.StatusRequestEntityTooLarge,
-		msg: fmt.Sprintf("request body is larger than the limit of %d bytes", s.maxBody)}
+	tooLarge := func() error { // made only when needed: readBody serves every write
+		return &apiError{status: http.StatusRequestEntityTooLarge,
+			msg: fmt.Sprintf("request body is larger than the limit of %d bytes", s.maxBody)}
+	}
 	if r.ContentLength > s.maxBody {
-		return nil, tooLarge
+		return nil, tooLarge()
 	}
 	body, ok := r.Body.(*requestBody)
 	if !ok { // no body
@@ -123,7 +125,7 @@ func (s *Server) readBody(r *http.Request) ([]byte, error) {
 			body.held += int64(n)
 			buf = buf[:len(buf)+n]
 			if int64(len(buf)) > s.maxBody {
-				return nil, tooLarge
+				return nil, tooLarge()
 			}
 		}
 		switch {

@@ -26,6 +26,13 @@ type Puller interface {
 	Extend(queue, lease string, by time.Duration) (time.Time, error)
 }
 
+// pullChecker is a Puller that checks a pull's values without pulling
+// (*pull.Broker): an answer's next pull is checked before the answer is
+// taken.
+type pullChecker interface {
+	CheckPull(queue string, maxIDs int) error
+}
+
 // pullStats is a Puller that counts its workers (*pull.Broker): GET
 // /api/v1/queues shows them.
 type pullStats interface {
@@ -72,20 +79,30 @@ func (s *Server) pullBatch(w http.ResponseWriter, r *http.Request) error {
 	}
 	l, err := s.puller.Pull(r.Context(), r.PathValue("q"), req.MaxIDs, wait)
 	switch {
-	case errors.Is(err, pull.ErrUnknownQueue):
-		return &apiError{status: http.StatusNotFound, msg: err.Error()}
-	case errors.Is(err, pull.ErrMaxIDs):
-		return badField("max_ids", "%s", err.Error())
 	case errors.Is(err, pull.ErrStopped):
 		return &apiError{status: http.StatusServiceUnavailable, msg: err.Error()}
 	case err != nil:
-		return err
+		return pullValueError(err, "max_ids")
 	case l == nil:
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
-	s.writeJSON(w, r, http.StatusOK, apiv1.PullLease{Lease: l.ID, Deadline: unixSeconds(l.Deadline), Jobs: l.Jobs})
+	body, err = appendPullLease(make([]byte, 0, 512), leaseOut(l))
+	s.writePullJSON(w, r, body, err)
 	return nil
+}
+
+// pullValueError is the answer to a pull refused for its values: 404 for
+// a queue that is not a pull queue of the node, 400 naming field for
+// max_ids below the batch size.
+func pullValueError(err error, field string) error {
+	switch {
+	case errors.Is(err, pull.ErrUnknownQueue):
+		return &apiError{status: http.StatusNotFound, msg: err.Error()}
+	case errors.Is(err, pull.ErrMaxIDs):
+		return badField(field, "%s", err.Error())
+	}
+	return err
 }
 
 // pullAnswer serves POST /api/v1/queues/{q}/pull/{lease}/answer.
@@ -102,16 +119,36 @@ func (s *Server) pullAnswer(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	a, err := webhook.DecodePullAnswer(body)
+	a, next, err := webhook.DecodePullAnswer(body)
 	if err != nil {
 		return badRequest("the answer must be empty, {} or a webhook answer: %s", strings.TrimPrefix(err.Error(), webhook.ErrBadAnswer.Error()+": "))
 	}
-	lost, err := s.puller.Answer(r.PathValue("q"), r.PathValue("lease"), a)
+	q := r.PathValue("q")
+	if c, ok := s.puller.(pullChecker); ok && next != nil {
+		if err := c.CheckPull(q, next.MaxIDs); err != nil {
+			return pullValueError(err, "next.max_ids")
+		}
+	}
+	lost, err := s.puller.Answer(q, r.PathValue("lease"), a)
 	if err != nil {
 		return s.pullError(w, r, err)
 	}
-	s.writeJSON(w, r, http.StatusOK, apiv1.PullAnswered{Accepted: true, Lost: lost})
+	out := apiv1.PullAnswered{Accepted: true, Lost: lost}
+	if next != nil {
+		// The answer is taken: a next pull that fails (the node
+		// stopping) only leaves the next lease out.
+		if l, err := s.puller.Pull(r.Context(), q, next.MaxIDs, next.Wait); err == nil && l != nil {
+			out.Next = leaseOut(l)
+		}
+	}
+	body, err = appendPullAnswered(make([]byte, 0, 512), &out)
+	s.writePullJSON(w, r, body, err)
 	return nil
+}
+
+// leaseOut is the 200 shape of a pulled lease.
+func leaseOut(l *pull.Lease) *apiv1.PullLease {
+	return &apiv1.PullLease{Lease: l.ID, Deadline: unixSeconds(l.Deadline), Jobs: l.Jobs}
 }
 
 // pullExtend serves POST /api/v1/queues/{q}/pull/{lease}/extend.

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +15,8 @@ import (
 	"github.com/orderlyhq/orderly/persistence/redisstore"
 	"github.com/orderlyhq/orderly/pull"
 	"github.com/orderlyhq/orderly/web"
+	"github.com/orderlyhq/orderly/web/apiv1"
+	"github.com/orderlyhq/orderly/webhook"
 	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
@@ -22,9 +25,11 @@ type fakePuller struct {
 	answers []*wire.Answer
 	err     error
 	lease   *pull.Lease
+	pulls   []string // "max_ids wait" of each pull
 }
 
 func (f *fakePuller) Pull(_ context.Context, queue string, maxIDs int, wait time.Duration) (*pull.Lease, error) {
+	f.pulls = append(f.pulls, fmt.Sprint(maxIDs, " ", wait))
 	return f.lease, f.err
 }
 
@@ -123,4 +128,69 @@ func TestWorkerTokenMustDiffer(t *testing.T) {
 	require.NoError(t, err)
 	_, err = web.New(&web.Config{Store: store, Token: "same", WorkerTokens: map[string]string{"q": "same"}})
 	require.Error(t, err)
+}
+
+// checkingPuller is a fakePuller that checks max_ids against a batch
+// size, as the broker does.
+type checkingPuller struct {
+	fakePuller
+	batch int
+}
+
+func (c *checkingPuller) CheckPull(queue string, maxIDs int) error {
+	if maxIDs < c.batch {
+		return pull.ErrMaxIDs
+	}
+	return nil
+}
+
+func TestPullAnswerNext(t *testing.T) {
+	t.Parallel()
+	f := &checkingPuller{batch: 2}
+	srv := pullServer(t, f)
+
+	// Accepted, nothing within the wait: no next.
+	rec := pullDo(srv, "wq", "POST", "/api/v1/queues/q/pull/L/answer", `{"next":{"max_ids":2,"wait":0.5}}`)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	require.JSONEq(t, `{"accepted":true}`, rec.Body.String())
+	require.Equal(t, []string{"2 500ms"}, f.pulls)
+	require.Len(t, f.answers, 1)
+	require.Nil(t, f.answers[0], "next alone: every id done")
+
+	// Accepted with a next lease, through the worker token.
+	f.lease = &pull.Lease{ID: "M", Deadline: time.Unix(100, 250e6), Jobs: []wire.Job{{ID: "b", RetryCount: 0}}}
+	rec = pullDo(srv, "wq", "POST", "/api/v1/queues/q/pull/L/answer", `{"failed":{"a":"x"},"next":{"max_ids":3,"wait":0}}`)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	require.JSONEq(t, `{"accepted":true,"next":{"lease":"M","deadline":100.25,"jobs":[{"id":"b","retry_count":0,"perform_at":0,"payloads":[]}]}}`, rec.Body.String())
+	require.Equal(t, []string{"2 500ms", "3 0s"}, f.pulls)
+	require.Equal(t, map[string]string{"a": "x"}, f.answers[1].Failed)
+
+	// Without next, no pull.
+	rec = pullDo(srv, "wq", "POST", "/api/v1/queues/q/pull/L/answer", `{}`)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	require.JSONEq(t, `{"accepted":true}`, rec.Body.String())
+	require.Len(t, f.pulls, 2)
+
+	// Bad next values: 400, the answer not taken, no pull.
+	for body, want := range map[string]string{
+		`{"next":{"max_ids":1,"wait":0}}`:  `next.max_ids`,
+		`{"next":{"max_ids":0,"wait":0}}`:  `next.max_ids must be at least 1`,
+		`{"next":{"max_ids":2,"wait":31}}`: `next.wait must be 0 to 30 seconds`,
+		`{"next":{"max_ids":2,"nope":1}}`:  `\"next\" must be`,
+		`{"next":{"max_ids":2},"nope":{}}`: `the object's only members may be`,
+	} {
+		rec = pullDo(srv, "wq", "POST", "/api/v1/queues/q/pull/L/answer", body)
+		require.Equal(t, http.StatusBadRequest, rec.Code, body+": "+rec.Body.String())
+		require.Contains(t, rec.Body.String(), want, body)
+	}
+	require.Len(t, f.answers, 3)
+	require.Len(t, f.pulls, 2)
+
+	// A refused answer takes no next.
+	f.err = &pull.LeaseError{Reason: pull.ReasonDeadline}
+	rec = pullDo(srv, "wq", "POST", "/api/v1/queues/q/pull/L/answer", `{"next":{"max_ids":2,"wait":0}}`)
+	require.Equal(t, http.StatusConflict, rec.Code, rec.Body.String())
+	require.Contains(t, rec.Body.String(), `"reason":"deadline passed"`)
+	require.Len(t, f.pulls, 2)
+	require.Equal(t, time.Duration(apiv1.MaxPullWait)*time.Second, webhook.MaxPullWait)
 }

@@ -75,6 +75,12 @@ func decodeAnswer(body []byte) (*wire.Answer, error) {
 	if err := json.Unmarshal(body, &top); err != nil || top == nil {
 		return nil, badAnswer("not a JSON object")
 	}
+	return decodeMembers(top)
+}
+
+// decodeMembers decodes the members of an answer's object: see
+// decodeAnswer.
+func decodeMembers(top map[string]json.RawMessage) (*wire.Answer, error) {
 	for k := range top {
 		switch k {
 		case "failed", "retry_in", "dead", "discard", "state", "timers", "emit", "result":

@@ -1,8 +1,11 @@
 package webhook
 
 import (
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/orderlyhq/orderly"
 )
@@ -14,20 +17,40 @@ import (
 func FuzzDecodePullAnswer(f *testing.F) {
 	for _, s := range []string{"", " ", "{}", " { } ", `{"failed":{"a":"x"}}`, `{"retry_in":{"a":"1s"}}`,
 		`{"dead":{"a":""},"discard":{"b":"y"}}`, `{"emit":[{"from":"a","queue":"q","id":"x"}]}`, `{"x":1}`, `[]`, `null`,
-		`{"state":{"a":{"n":1}}}`, `{"result":{"a":[1]}}`, `{"timers":{"a":"2026-01-01T00:00:00Z"}}`} {
+		`{"state":{"a":{"n":1}}}`, `{"result":{"a":[1]}}`, `{"timers":{"a":"2026-01-01T00:00:00Z"}}`,
+		`{"next":{"max_ids":1,"wait":1}}`, `{"failed":{"a":"x"},"next":{"max_ids":5,"wait":0.5}}`, `{"next":null}`,
+		`{"next":{"max_ids":0,"wait":1}}`, `{"next":{"max_ids":12,"wait":0.125}}`, `{"next":{"max_ids":1,"wait":30}}`,
+		`{"next":{"max_ids":01,"wait":1}}`, `{"next":{"max_ids":1,"wait":1.}}`, `{"next":{"max_ids":1,"wait":1e1}}`, `{"next":{"max_ids":1,"wait":31}}`, `{"next":{"max_ids":1,"x":1}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		a, err := DecodePullAnswer(body)
+		if qn, ok := quickNext(body); ok {
+			a, next, err := decodePullAnswer(body)
+			if err != nil || a != nil || next == nil || *next != *qn {
+				t.Fatalf("quick decoding of %q: %+v; the general one: %v, %+v, %v", body, qn, a, next, err)
+			}
+		}
+		a, next, err := DecodePullAnswer(body)
 		if err != nil {
 			if !errors.Is(err, ErrBadAnswer) {
 				t.Fatalf("error does not wrap ErrBadAnswer: %v", err)
 			}
 			return
 		}
-		want, werr := decodeAnswer(body)
-		if a != nil && (werr != nil || want == nil) {
-			t.Fatalf("decoded %q, which a webhook answer refuses: %v", body, werr)
+		if next != nil && (next.MaxIDs < 1 || next.Wait < 0 || next.Wait > MaxPullWait) {
+			t.Fatalf("accepted next of %q: %+v", body, next)
+		}
+		if a != nil {
+			// Without its "next", the body decodes as a webhook answer.
+			var top map[string]json.RawMessage
+			if json.Unmarshal(body, &top) != nil {
+				t.Fatalf("decoded %q, which is not an object", body)
+			}
+			delete(top, "next")
+			rest, _ := json.Marshal(top)
+			if want, werr := decodeAnswer(rest); werr != nil || want == nil {
+				t.Fatalf("decoded %q, which a webhook answer refuses: %v", body, werr)
+			}
 		}
 		b := &orderly.Batch{Queue: "q", Jobs: []orderly.Job{}}
 		if CheckPullAnswer(b, a) == nil {
@@ -38,12 +61,39 @@ func FuzzDecodePullAnswer(f *testing.F) {
 
 func TestDecodePullAnswerEmptyObjectAcknowledgesAll(t *testing.T) {
 	for _, s := range []string{"", " \n", "{}", " {\n} "} {
-		a, err := DecodePullAnswer([]byte(s))
-		if err != nil || a != nil {
-			t.Fatalf("%q: %v, %v", s, a, err)
+		a, next, err := DecodePullAnswer([]byte(s))
+		if err != nil || a != nil || next != nil {
+			t.Fatalf("%q: %v, %v, %v", s, a, next, err)
 		}
 	}
-	if _, err := DecodePullAnswer([]byte(`{"nope":1}`)); !errors.Is(err, ErrBadAnswer) {
+	if _, _, err := DecodePullAnswer([]byte(`{"nope":1}`)); !errors.Is(err, ErrBadAnswer) {
 		t.Fatalf("unknown member: %v", err)
+	}
+}
+
+func TestDecodePullAnswerNext(t *testing.T) {
+	a, next, err := DecodePullAnswer([]byte(` {"next": {"max_ids": 5, "wait": 0.25}} `))
+	if err != nil || a != nil || next == nil || *next != (PullNext{MaxIDs: 5, Wait: 250 * time.Millisecond}) {
+		t.Fatalf("next alone: %v, %+v, %v", a, next, err)
+	}
+	a, next, err = DecodePullAnswer([]byte(`{"failed":{"a":"x"},"next":{"max_ids":1,"wait":0}}`))
+	if err != nil || a == nil || a.Failed["a"] != "x" || next == nil || *next != (PullNext{MaxIDs: 1}) {
+		t.Fatalf("answer and next: %+v, %+v, %v", a, next, err)
+	}
+	if next, ok := quickNext([]byte(`{"next":{"max_ids":5,"wait":0.25}}`)); !ok || *next != (PullNext{MaxIDs: 5, Wait: 250 * time.Millisecond}) {
+		t.Fatalf("the Go worker's body takes the quick path: %+v, %v", next, ok)
+	}
+	for body, want := range map[string]string{
+		`{"next":null}`:                      `"next" must be`,
+		`{"next":{"wait":1}}`:                `next.max_ids must be at least 1, got 0`,
+		`{"next":{"max_ids":1,"wait":-1}}`:   `next.wait must be 0 to 30 seconds`,
+		`{"next":{"max_ids":1,"wait":30.5}}`: `next.wait must be 0 to 30 seconds`,
+		`{"next":{"max_ids":1,"by":1}}`:      `"next" must be`,
+		`{"next":{"max_ids":1},"nope":1}`:    `the object's only members may be`,
+	} {
+		_, _, err := DecodePullAnswer([]byte(body))
+		if !errors.Is(err, ErrBadAnswer) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s: %v, want %q", body, err, want)
+		}
 	}
 }

@@ -44,7 +44,17 @@ type PullAnswered struct {
 	// (its shard lost, its deadline) before the answer reached it:
 	// nothing of the answer is committed for them. Absent when none.
 	Lost []string `json:"lost,omitempty"`
+	// Next is the lease of the answer's "next" pull (PullAnswerNext), in
+	// the 200 shape of a pull; absent when the answer asked none or
+	// nothing came within its wait.
+	Next *PullLease `json:"next,omitempty"`
 }
+
+// PullAnswerNext is the "next" member of an answer's body (the rest is a
+// webhook answer, wire.Answer): once the answer is accepted the node pulls
+// with these values, as POST /api/v1/queues/{q}/pull would, and the 200
+// answer carries the lease in PullAnswered.Next.
+type PullAnswerNext = PullRequest
 
 // PullConflict is the 409 answer of an answer or extension for a lease
 // that is no longer valid; nothing was committed.

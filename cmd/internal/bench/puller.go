@@ -25,7 +25,8 @@ var PullAPI func(store persistence.Store, broker *pull.Broker) (http.Handler, er
 
 // puller is the pull scenario's side: the node's pull broker behind the
 // HTTP API on a loopback port, and a Go pull worker (client.PullWorker)
-// that records each lease for the audit and acknowledges it with {}. Both
+// that records each lease for the audit and acknowledges it, each answer
+// asking for the loop's next lease ("next": one request per lease). Both
 // run in the bench's process, so their CPU counts with the node's.
 type puller struct {
 	rc     *recorder

@@ -1,0 +1,99 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/orderlyhq/orderly/web/apiv1"
+)
+
+// The pull routes write their answers by hand, in one buffer: a lease's
+// jobs are already JSON (wire.Job.MarshalJSON), which encoding/json would
+// check and compact again for every lease.
+
+// appendPullLease appends l as encoding/json writes an apiv1.PullLease.
+func appendPullLease(dst []byte, l *apiv1.PullLease) ([]byte, error) {
+	dst = append(dst, `{"lease":`...)
+	dst = appendJSONString(dst, l.Lease)
+	dst = append(dst, `,"deadline":`...)
+	d, err := json.Marshal(l.Deadline)
+	if err != nil {
+		return nil, err
+	}
+	dst = append(dst, d...)
+	dst = append(dst, `,"jobs":[`...)
+	for i := range l.Jobs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		b, err := l.Jobs[i].MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		dst = append(dst, b...)
+	}
+	return append(dst, "]}"...), nil
+}
+
+// appendPullAnswered appends a as encoding/json writes an
+// apiv1.PullAnswered.
+func appendPullAnswered(dst []byte, a *apiv1.PullAnswered) ([]byte, error) {
+	dst = append(dst, `{"accepted":`...)
+	dst = strconv.AppendBool(dst, a.Accepted)
+	if len(a.Lost) > 0 {
+		dst = append(dst, `,"lost":[`...)
+		for i, id := range a.Lost {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONString(dst, id)
+		}
+		dst = append(dst, ']')
+	}
+	if a.Next != nil {
+		dst = append(dst, `,"next":`...)
+		var err error
+		if dst, err = appendPullLease(dst, a.Next); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// appendJSONString appends s as a JSON string: plain ASCII as is,
+// anything else through encoding/json, HTML characters unescaped, as
+// writeJSON writes them.
+func appendJSONString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false)
+			_ = enc.Encode(s) // a string always encodes
+			return append(dst, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
+}
+
+// writePullJSON writes the 200 answer of a pull route: body, made by
+// appendPullLease or appendPullAnswered (err from it: a 500).
+func (s *Server) writePullJSON(w http.ResponseWriter, r *http.Request, body []byte, err error) {
+	status := http.StatusOK
+	if err != nil {
+		// Never seen: scores and times are finite.
+		s.log.Error("web: encode answer", s.requestAttrs(r, err)...)
+		status, body = http.StatusInternalServerError, []byte(`{"error":"`+msgInternal+`"}`)
+	}
+	body = append(body, '\n')
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
