@@ -2,9 +2,7 @@ package sdk
 
 import (
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -121,34 +119,11 @@ func node(t *testing.T, l lang) []string {
 			t.Logf("node logs:\n%s", n.Logs())
 		}
 	})
-	return append(os.Environ(), "ORDERLY_PULL_NEXT="+pullNext(t, n.HTTP, l.prefix+"-pull"),
+	return append(os.Environ(), "ORDERLY_PULL_NEXT=1",
 		"ORDERLY_URL="+proxy.URL, "ORDERLY_TOKEN="+token, "ORDERLY_PREFIX="+l.prefix,
 		"ORDERLY_WORKER_TOKEN="+l.prefix+"-worker-token",
 		"ORDERLY_SECRET="+secret, "ORDERLY_STD_SECRET="+stdSecret,
 		fmt.Sprintf("ORDERLY_HOOK_PORT=%d", l.hookPort), fmt.Sprintf("ORDERLY_STD_PORT=%d", l.stdPort))
-}
-
-// pullNext asks the node whether a pull answer takes "next" (the next
-// window in the answer's 200): "1" when an answer with it to an unknown
-// lease is refused for the lease, "0" when it is a bad request, as on a
-// node that does not know the field. The SDK tests check that their
-// workers use it, or fall back to plain pulls, accordingly.
-func pullNext(t *testing.T, api, queue string) string {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, api+"/api/v1/queues/"+queue+"/pull/no-such-lease/answer",
-		strings.NewReader(`{"next": {"max_ids": 1, "wait": 0}}`))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	t.Logf("an answer with next to an unknown lease: %d %s", resp.StatusCode, body)
-	if resp.StatusCode == http.StatusBadRequest {
-		return "0"
-	}
-	return "1"
 }
 
 // need finds a program, or skips (fails when env is set).
