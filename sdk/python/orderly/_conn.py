@@ -4,7 +4,10 @@ Each thread (a worker loop, an extension thread, a caller's thread) has a
 connection of its own to the node, opened at its first request and kept
 while the node keeps it: an answer with "Connection: close" (the node
 closes after some refusals, 401 or 413) or from an HTTP/1.0 peer is read
-and the connection closed; the next request opens another.
+and the connection closed; the next request opens another. A short-lived
+thread (the worker's extension of a window) releases its connection when
+done, for the next one to take; a thread that ends without doing so has
+its connection closed.
 
 A kept-alive connection can be found closed by the node (its idle timeout,
 120 s by default, or a restart). Before a connection is reused, a poll
@@ -28,7 +31,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import weakref
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 # Failures of a reused connection that mean the peer had closed it before
 # answering anything: RemoteDisconnected (EOF before the status line) is a
@@ -36,6 +39,10 @@ from typing import Callable, Dict, Optional, Tuple
 STALE = (ConnectionResetError, BrokenPipeError, ConnectionAbortedError, ssl.SSLEOFError)
 
 Replayable = Callable[[str, str], bool]
+
+# MAX_IDLE bounds the connections released by threads that were done with
+# them, kept for the next thread.
+MAX_IDLE = 8
 
 
 class _Held:
@@ -75,6 +82,9 @@ class Transport:
         self.connects = 0
         self._lock = threading.Lock()
         self._open_conns: "weakref.WeakSet[_Held]" = weakref.WeakSet()
+        # _idle: connections released by threads done with them (a worker's
+        # extension threads, one per window), for the next thread to take.
+        self._idle: List[_Held] = []
 
     def _open(self, timeout: float) -> _Held:
         if self.https:
@@ -99,7 +109,11 @@ class Transport:
         """This thread's open connection, if it has one the peer has not closed."""
         held: Optional[_Held] = getattr(self._local, "held", None)
         if held is None:
-            return None
+            with self._lock:
+                held = self._idle.pop() if self._idle else None
+            if held is None:
+                return None
+            self._local.held = held
         sock = held.conn.sock
         if sock is None:  # closed after "Connection: close" or a failure
             self._local.held = None
@@ -135,11 +149,25 @@ class Transport:
         if held is not None:
             self._drop(held)
 
+    def release_local(self) -> None:
+        """Gives the calling thread's connection to the next thread that needs one
+        (a short-lived thread that is done); beyond MAX_IDLE it is closed."""
+        held = getattr(self._local, "held", None)
+        if held is None:
+            return
+        self._local.held = None
+        with self._lock:
+            if held.conn.sock is not None and len(self._idle) < MAX_IDLE:
+                self._idle.append(held)
+                return
+        self._drop(held)
+
     def close(self) -> None:
         """Closes every thread's connection; a thread's next request opens another."""
         with self._lock:
             all_held = list(self._open_conns)
             self._open_conns.clear()
+            self._idle.clear()
         for held in all_held:
             held.conn.close()
 

@@ -208,7 +208,7 @@ class Worker:
         try:
             self._extend_until(w, done)
         finally:
-            self.client._transport.close_local()
+            self.client._transport.release_local()  # for the next window's extension
 
     def _extend_until(self, w: Window, done: threading.Event) -> None:
         while not w.lost and self.extend_by > 0:

@@ -201,6 +201,44 @@ class ReuseTest(unittest.TestCase):
         self.assertGreater(len(f.requests), 60)
         self.assertEqual(f.conns, 3, "one connection per loop")
 
+    def test_extensions_share_a_connection(self):
+        # Each window's deadline is near: its extension thread extends it at
+        # once. The threads, one per window, take turns on one connection.
+        lock = threading.Lock()
+        state = {"handed": 0, "extended": set()}
+        extended = threading.Condition(lock)
+
+        def script(n, method, path):
+            with lock:
+                if path.endswith("/extend"):
+                    state["extended"].add(path.split("/")[-2])
+                    extended.notify_all()
+                    return ("answer", 200, {"deadline": 4e9})
+                if path.endswith("/answer"):
+                    return ("answer", 200, {"accepted": True})
+                if state["handed"] < 10:
+                    state["handed"] += 1
+                    return ("answer", 200, {"lease": f"L{state['handed']}", "deadline": 1, "jobs": [
+                        {"id": "a", "retry_count": -1, "perform_at": 1, "payloads": [{"payload": 1, "score": 1}]}]})
+                return ("answer", 204, None)
+
+        f, c = self.fake(script)
+        seen = []
+
+        def handle(w):
+            with lock:
+                self.assertTrue(extended.wait_for(lambda: w.lease in state["extended"], WAIT))
+                seen.append(w.lease)
+                extended.notify_all()
+
+        wk = Worker(c, "q", handle, wait=0.05, extend_by=30, extend_when=5)
+        wk.start()
+        with lock:
+            extended.wait_for(lambda: len(seen) >= 10, WAIT)
+        self.assertTrue(wk.stop(WAIT))
+        self.assertEqual(len(seen), 10)
+        self.assertEqual(f.conns, 2, "the loop's connection and one the extensions share")
+
     def test_connection_close_is_honoured(self):
         # The server answers "Connection: close" and keeps the socket open;
         # a request sent on it anyway would get a 500.
