@@ -55,6 +55,9 @@ func main() {
 	flag.StringVar(&cfg.root, "root", ".", "the repository's `directory`, where the pull workers of Python and TypeScript and their SDKs are")
 	flag.IntVar(&cfg.pullConcurrency, "pull-concurrency", 8, "leases each pull worker holds at once")
 	flag.IntVar(&cfg.pullMaxIDs, "pull-max-ids", 1, "the most ids of a pull worker's lease")
+	flag.StringVar(&cfg.pythonBefore, "pull-python-before", "", "an older sdk/python `directory`: adds a Python pull row with it, beside the current one")
+	flag.StringVar(&cfg.pythonBeforeRev, "pull-python-before-rev", "", "the git `revision` that directory came from (printed only)")
+	langs := flag.String("pull-langs", strings.Join(pullLangs, ","), "comma-separated pull workers to run: "+strings.Join(pullLangs, ", "))
 	skip := flag.String("skip", "", "comma-separated parts to leave out: "+strings.Join(parts, ", "))
 	flag.Parse()
 	cfg.skip = map[string]bool{}
@@ -65,6 +68,15 @@ func main() {
 				os.Exit(2)
 			}
 			cfg.skip[s] = true
+		}
+	}
+	for _, l := range strings.Split(*langs, ",") {
+		if l = strings.TrimSpace(l); l != "" {
+			if !slices.Contains(pullLangs, l) {
+				fmt.Fprintf(os.Stderr, "report: unknown pull worker %q in --pull-langs (one of %s)\n", l, strings.Join(pullLangs, ", "))
+				os.Exit(2)
+			}
+			cfg.pullLangs = append(cfg.pullLangs, l)
 		}
 	}
 	if cfg.newBin == "" || cfg.jobs < 1000 || cfg.rounds < 1 || cfg.pullConcurrency < 1 || cfg.pullMaxIDs < 1 {
@@ -89,6 +101,8 @@ type config struct {
 	root                                        string // the repository, for the pull workers
 	jobs, rounds, memJobs                       int
 	pullConcurrency, pullMaxIDs                 int
+	pullLangs                                   []string // the pull workers to run, of pullLangs
+	pythonBefore, pythonBeforeRev               string   // an older sdk/python for a "pull/python-before" row
 	fsync                                       bool
 	skip                                        map[string]bool
 }

@@ -20,7 +20,8 @@ import (
 )
 
 // pullLangs are the pull workers, in the order they run: row key suffix
-// and what runs it.
+// and what runs it. python-before runs when --pull-python-before names an
+// older sdk/python, right before python.
 var pullLangs = []string{"go", "python", "typescript"}
 
 // pullCommand is the command of a language's pull worker, or why it cannot
@@ -35,9 +36,12 @@ func (r *report) pullCommand(lang, api string) (*exec.Cmd, string) {
 			return nil, err.Error()
 		}
 		return exec.Command(self, append([]string{"pull-worker"}, args...)...), ""
-	case "python":
+	case "python", "python-before":
 		if _, err := exec.LookPath("python3"); err != nil {
 			return nil, "no python3"
+		}
+		if lang == "python-before" {
+			args = append(args, "--sdk", r.cfg.pythonBefore)
 		}
 		return exec.Command("python3", append([]string{filepath.Join(r.cfg.root, "bench/report/pull_worker.py")}, args...)...), ""
 	}
@@ -52,7 +56,12 @@ func (r *report) pullCommand(lang, api string) (*exec.Cmd, string) {
 
 // pull runs each language's worker on a fresh server and node.
 func (r *report) pull(ctx context.Context, round int) error {
-	for _, lang := range pullLangs {
+	for _, lang := range r.cfg.pullLangs {
+		if lang == "python" && r.cfg.pythonBefore != "" {
+			if err := r.pullRun(ctx, round, "python-before"); err != nil {
+				return fmt.Errorf("pull worker python-before: %w", err)
+			}
+		}
 		if err := r.pullRun(ctx, round, lang); err != nil {
 			return fmt.Errorf("pull worker %s: %w", lang, err)
 		}

@@ -6,6 +6,9 @@ line or EOF, and prints {"jobs": n, "leases": m}. Its handler acknowledges
 every id of a window.
 
     python3 bench/report/pull_worker.py --url http://127.0.0.1:8080 --queue bench --concurrency 8
+
+--sdk DIR takes the orderly package from DIR (an older sdk/python, for a
+before-and-after row) instead of this checkout's.
 """
 
 import argparse
@@ -14,13 +17,11 @@ import os
 import sys
 import threading
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sdk", "python"))
-
-from orderly import Client, Worker  # noqa: E402
 
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--sdk", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sdk", "python"))
     ap.add_argument("--url", required=True)
     ap.add_argument("--queue", default="bench")
     ap.add_argument("--token", default="")
@@ -28,6 +29,8 @@ def main():
     ap.add_argument("--max-ids", type=int, default=1)
     ap.add_argument("--wait", type=float, default=5.0)
     a = ap.parse_args()
+    sys.path.insert(0, a.sdk)
+    from orderly import Client, Worker
     lock = threading.Lock()
     count = {"jobs": 0, "leases": 0}
 

@@ -100,3 +100,24 @@ func TestPullRows(t *testing.T) {
 	require.Contains(t, got["pull/go"].label, "concurrency 8, max_ids 1")
 	require.Contains(t, parts, "pull")
 }
+
+// TestPullPythonBefore: an older sdk/python gets a row of its own, named
+// by its revision, and its worker is told where that SDK is.
+func TestPullPythonBefore(t *testing.T) {
+	r := &report{cfg: config{jobs: 20_000, pullConcurrency: 8, pullMaxIDs: 1, root: "/repo",
+		pythonBefore: "/tmp/py-before/sdk/python", pythonBeforeRev: "abc1234"}}
+	found := false
+	for _, rw := range r.rows() {
+		if rw.key == "pull/python-before" {
+			found = true
+			require.True(t, rw.thirdCPU)
+			require.Contains(t, rw.label, "abc1234")
+		}
+	}
+	require.True(t, found)
+	if cmd, why := r.pullCommand("python-before", "http://127.0.0.1:1"); cmd != nil {
+		require.Equal(t, []string{"--sdk", "/tmp/py-before/sdk/python"}, cmd.Args[len(cmd.Args)-2:])
+	} else {
+		t.Logf("no python3 here: %s", why)
+	}
+}

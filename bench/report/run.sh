@@ -18,6 +18,10 @@
 # TypeScript (node, sdk/typescript built here with npm ci and tsc) worker,
 # each a process of its own holding PULL_CONCURRENCY leases [8] of at most
 # PULL_MAX_IDS ids [1]; a worker whose runtime is missing is left out.
+# PULL_LANGS picks the pull workers (go,python,typescript [all]);
+# PULL_PYTHON_REV=<git revision> adds a row of that revision's sdk/python
+# worker right before the current one (a before-and-after in one run):
+#   JOBS=20000 ROUNDS=1 SKIP=lowkiq,asynq,memory,features,webhook,http,cluster PULL_LANGS=python PULL_PYTHON_REV=HEAD~1 make bench-report
 # FSYNC=always adds Lowkiq's workload, asynq and HTTP enqueue with
 # appendfsync always.
 set -euo pipefail
@@ -52,10 +56,19 @@ case ",$SKIP," in *,asynq,*) ;; *)
   (cd "$root/bench/asynq" && go build -o "$dir/asynq-bench" .)
   asynq=(--asynq "$dir/asynq-bench") ;;
 esac
+PULL_LANGS="${PULL_LANGS:-go,python,typescript}"
+pybefore=()
 case ",$SKIP," in *,pull,*) ;; *)
-  if command -v node >/dev/null && command -v npm >/dev/null; then
-    (cd "$root/sdk/typescript" && npm ci --no-audit --no-fund >&2 && npm run build >&2)
-  fi ;;
+  if [ -n "${PULL_PYTHON_REV:-}" ]; then
+    mkdir "$dir/py-before"
+    git -C "$root" archive "$PULL_PYTHON_REV" sdk/python | tar -x -C "$dir/py-before"
+    pybefore=(--pull-python-before "$dir/py-before/sdk/python" --pull-python-before-rev "$(git -C "$root" rev-parse --short "$PULL_PYTHON_REV")")
+  fi
+  case ",$PULL_LANGS," in *,typescript,*)
+    if command -v node >/dev/null && command -v npm >/dev/null; then
+      (cd "$root/sdk/typescript" && npm ci --no-audit --no-fund >&2 && npm run build >&2)
+    fi ;;
+  esac ;;
 esac
 store=()
 case ",$SKIP," in *,memory,*features,*|*,features,*memory,*) ;; *)
@@ -64,4 +77,5 @@ case ",$SKIP," in *,memory,*features,*|*,features,*memory,*) ;; *)
 esac
 "$dir/report" --new "$dir/orderly" "${old[@]}" "${asynq[@]}" "${store[@]}" \
   --jobs "$JOBS" --rounds "$ROUNDS" --memjobs "$MEMJOBS" --fsync="$fsync" --skip "$SKIP" \
-  --root "$root" --pull-concurrency "${PULL_CONCURRENCY:-8}" --pull-max-ids "${PULL_MAX_IDS:-1}"
+  --root "$root" --pull-concurrency "${PULL_CONCURRENCY:-8}" --pull-max-ids "${PULL_MAX_IDS:-1}" \
+  --pull-langs "$PULL_LANGS" "${pybefore[@]}"

@@ -27,6 +27,7 @@ func (r *report) rows() []row {
 		{key: "webhook/old", label: "webhook at batch 1 to a Go receiver (a process of its own), previous release: calls/s", thirdCPU: true},
 		{key: "webhook/new", label: "webhook at batch 1, this release: calls/s", thirdCPU: true},
 		{key: "pull/go", label: fmt.Sprintf("pull queue at batch 1, a Go pull worker (`client.PullWorker`, a process of its own, concurrency %d, max_ids %d)", r.cfg.pullConcurrency, r.cfg.pullMaxIDs), thirdCPU: true},
+		{key: "pull/python-before", label: "the same, a Python pull worker (`sdk/python` of " + r.cfg.pythonBeforeRev + ")", thirdCPU: true},
 		{key: "pull/python", label: "the same, a Python pull worker (`sdk/python`)", thirdCPU: true},
 		{key: "pull/typescript", label: "the same, a TypeScript pull worker (`sdk/typescript` on Node.js)", thirdCPU: true},
 		{key: "cluster1", label: "`cluster1`: 3 nodes, 16 shards, batch 10, Redis Cluster of 1 master"},

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import base64
 import json
-import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Union
 
+from ._conn import Transport
+
 Delay = Union[int, float, str]
+
+USER_AGENT = "orderly-python"
 
 
 class OrderlyError(Exception):
@@ -107,6 +109,7 @@ class Client:
         self.base_url = base_url.rstrip("/")
         self.token = token
         self.timeout = timeout
+        self._transport = Transport(self.base_url, self._replayable)
 
     # The transport.
 
@@ -114,27 +117,59 @@ class Client:
         """Sends a request; returns (status, decoded JSON or None).
 
         2xx answers are returned; other statuses raise OrderlyError (Conflict for 409).
+        Each thread keeps a connection to the node and reuses it (see _conn).
         """
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.base_url + path, data=data, method=method)
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         if data is not None:
-            req.add_header("Content-Type", "application/json")
+            headers["Content-Type"] = "application/json"
         if self.token:
-            req.add_header("Authorization", "Bearer " + self.token)
+            headers["Authorization"] = "Bearer " + self.token
+        status, reason, raw = self._transport.send(method, path, data, headers, timeout or self.timeout)
+        if 200 <= status < 300:
+            return status, (json.loads(raw) if raw else None)
         try:
-            with urllib.request.urlopen(req, timeout=timeout or self.timeout) as resp:
-                raw = resp.read()
-                return resp.status, (json.loads(raw) if raw else None)
-        except urllib.error.HTTPError as e:
-            raw = e.read()
-            try:
-                doc = json.loads(raw) if raw else {}
-            except ValueError:
-                doc = {"error": raw.decode("utf-8", "replace")}
-            if not isinstance(doc, dict):
-                doc = {"error": str(doc)}
-            cls = Conflict if e.code == 409 else OrderlyError
-            raise cls(e.code, str(doc.get("error") or doc.get("reason") or e.reason), str(doc.get("field") or ""), doc) from None
+            doc = json.loads(raw) if raw else {}
+        except ValueError:
+            doc = {"error": raw.decode("utf-8", "replace")}
+        if not isinstance(doc, dict):
+            doc = {"error": str(doc)}
+        cls = Conflict if status == 409 else OrderlyError
+        raise cls(status, str(doc.get("error") or doc.get("reason") or reason), str(doc.get("field") or ""), doc)
+
+    def close(self) -> None:
+        """Closes the connections kept to the node (call it when no request is
+        in flight); a later request opens a new one."""
+        self._transport.close()
+
+    @staticmethod
+    def _replayable(method: str, path: str) -> bool:
+        """Whether a request may go once more after its kept-alive connection
+        failed once it was sent, before any byte of the answer.
+
+        The node closes a connection without answering when it closed it as
+        idle before the request arrived (then nothing happened), or when it
+        died during the request (then it may have been done). So a second
+        sending must be harmless if the first one was done:
+          - reads (GET): nothing changes;
+          - pull: a lost first lease is orphaned whether or not the pull
+            goes again (the worker would pull after retry_pause anyway): its
+            ids come back after one lease deadline, as when a worker dies;
+          - a pull answer: done once, the second gets 409 (the lease is
+            answered), which the worker logs; nothing commits twice. A next
+            window the first took is orphaned as a lost pull is;
+          - extend: moves the deadline to `by` after now again, never earlier.
+        Not an enqueue: a second one could queue the payloads twice (a
+        dedup_key would catch it, but not every job has one); nor a state
+        PUT or a cancel: done once, the second would raise Conflict or 404
+        for a change that took. These go again only when the failure came
+        while sending (see _conn.Transport.send).
+        """
+        if method in ("GET", "HEAD"):
+            return True
+        if method != "POST":
+            return False
+        return path.endswith(("/pull", "/answer", "/extend"))
 
     @staticmethod
     def _seg(s: str) -> str:

@@ -17,6 +17,7 @@ takes that, plain pulls from then on.
 
 from __future__ import annotations
 
+import http.client
 import logging
 import threading
 import time
@@ -120,18 +121,21 @@ class Worker:
 
     def _loop(self) -> None:
         w: Optional[Window] = None  # a window the last answer brought
-        while w is not None or not self._stopping.is_set():
-            if w is None:
-                w = self._pull()
+        try:
+            while w is not None or not self._stopping.is_set():
                 if w is None:
-                    continue
-            w = self._handle(w)
+                    w = self._pull()
+                    if w is None:
+                        continue
+                w = self._handle(w)
+        finally:
+            self.client._transport.close_local()  # the loop's kept-alive connection
 
     def _pull(self) -> Optional[Window]:
         try:
             status, doc = self.client.request("POST", self._path(), {"max_ids": self.max_ids, "wait": self.wait},
                                               timeout=self.client.timeout + self.wait)
-        except (OrderlyError, urllib.error.URLError, OSError) as e:
+        except (OrderlyError, urllib.error.URLError, OSError, http.client.HTTPException) as e:
             self.log.warning("orderly: pull %s: %s", self.queue, e)
             self._stopping.wait(self.retry_pause)
             return None
@@ -165,7 +169,7 @@ class Worker:
             self.log.warning("orderly: answer to lease %s of %s refused (%s: %s); its ids go back to the queue",
                              w.lease, self.queue, e.message, reason)
             return None
-        except (OrderlyError, urllib.error.URLError, OSError) as e:
+        except (OrderlyError, urllib.error.URLError, OSError, http.client.HTTPException) as e:
             self.log.warning("orderly: answer to lease %s of %s: %s", w.lease, self.queue, e)
             return None
         doc = doc if isinstance(doc, dict) else {}
@@ -201,6 +205,12 @@ class Worker:
         return doc
 
     def _extend(self, w: Window, done: threading.Event) -> None:
+        try:
+            self._extend_until(w, done)
+        finally:
+            self.client._transport.release_local()  # for the next window's extension
+
+    def _extend_until(self, w: Window, done: threading.Event) -> None:
         while not w.lost and self.extend_by > 0:
             left = w.deadline - time.time()
             if done.wait(max(0.0, left - self.extend_when)):
@@ -211,7 +221,7 @@ class Worker:
             except Conflict as e:
                 self.log.warning("orderly: extend of lease %s of %s refused: %s", w.lease, self.queue, e)
                 w.lost = True
-            except (OrderlyError, urllib.error.URLError, OSError) as e:
+            except (OrderlyError, urllib.error.URLError, OSError, http.client.HTTPException) as e:
                 self.log.warning("orderly: extend of lease %s of %s: %s", w.lease, self.queue, e)
                 if done.wait(min(self.retry_pause, max(0.0, w.deadline - time.time()))):
                     return
