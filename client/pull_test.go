@@ -26,11 +26,12 @@ const testLease = `{"lease":"l1","deadline":4102444800,"jobs":[{"id":"a","retry_
 // A PullWorker without an HTTPClient keeps a connection for each of its
 // loops: with Concurrency above http.DefaultTransport's 2 idle connections
 // per host, its requests still reuse connections instead of opening one
-// each. Its leases, from a pull or an answer's "next", decode to the jobs
-// the node sent.
+// each. Handle runs in rounds, every loop's at once, so that every loop's
+// connection is idle at the same time. The leases,
+// from a pull or an answer's "next", decode to the jobs the node sent.
 func TestPullWorkerReusesConnections(t *testing.T) {
 	t.Parallel()
-	const loops, leases = 4, 200
+	const loops, leases = 4, 500
 	var conns atomic.Int64
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -58,21 +59,60 @@ func TestPullWorkerReusesConnections(t *testing.T) {
 	}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var mu sync.Mutex
-	var got [][]wire.Job
+	var (
+		mu      sync.Mutex
+		got     [][]wire.Job
+		waiting int
+		round   = make(chan struct{}) // closed when every loop is in Handle
+		stop    = make(chan struct{}) // closed when the test has its leases: no more rounds
+	)
 	w := &client.PullWorker{URL: srv.URL, Queue: "q", Concurrency: loops, Logger: slog.New(slog.DiscardHandler),
 		Handle: func(_ context.Context, jobs []wire.Job) (*wire.Answer, error) {
 			mu.Lock()
-			defer mu.Unlock()
 			if got = append(got, jobs); len(got) == leases {
+				close(stop)
 				cancel()
+			}
+			this := round
+			if waiting++; waiting == loops {
+				close(round)
+				round, waiting = make(chan struct{}), 0
+			}
+			mu.Unlock()
+			select {
+			case <-this:
+			case <-stop:
 			}
 			return nil, nil
 		}}
 	require.NoError(t, w.Run(ctx))
+	mu.Lock()
+	defer mu.Unlock()
 	require.GreaterOrEqual(t, len(got), leases)
 	for _, jobs := range got {
 		require.Equal(t, want, jobs)
 	}
+	t.Logf("connections %d for %d leases", conns.Load(), len(got))
 	require.LessOrEqual(t, conns.Load(), int64(2*loops), "connections opened for %d leases", len(got))
+}
+
+// A lease that does not decode is an error of Pull, named as encoding/json
+// decoding a PullLease names it.
+func TestPullWorkerBadLease(t *testing.T) {
+	t.Parallel()
+	bodies := map[string]string{
+		`{"lease":"l","jobs":[{"id":"a","payloads":[{"score":1}]}]}`:               "client: decoding a lease: wire: payloads[0]: payload or payload_base64 required",
+		`{"lease":"l","jobs":[{"id":"a","payloads":[{"payload":1,"score":"x"}]}]}`: "client: decoding a lease: json: cannot unmarshal string into Go struct field PullLease.jobs.payloads.score of type float64",
+		`{"lease":"l","deadline":"x","jobs":[]}`:                                   "client: decoding a lease: json: cannot unmarshal string into Go struct field PullLease.deadline of type float64",
+	}
+	for body, want := range bodies {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = io.WriteString(w, body)
+		}))
+		w := &client.PullWorker{URL: srv.URL, Queue: "q"}
+		l, err := w.Pull(context.Background())
+		srv.Close()
+		require.Nil(t, l)
+		require.EqualError(t, err, want)
+	}
 }
