@@ -101,9 +101,14 @@ func (w *PullWorker) Run(ctx context.Context) error {
 // newPullClient returns the client of Run's n loops without an HTTPClient:
 // http.DefaultTransport's settings, keeping an idle connection for each
 // loop's pulls and answers and each one's extensions, so that every
-// request reuses one.
+// request reuses one. When a program replaced http.DefaultTransport with
+// another RoundTripper, it is http.DefaultClient, which uses that.
 func newPullClient(n int) *http.Client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
+	dt, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultClient
+	}
+	tr := dt.Clone()
 	tr.MaxIdleConnsPerHost = max(2*n, http.DefaultMaxIdleConnsPerHost)
 	tr.MaxIdleConns = max(tr.MaxIdleConns, tr.MaxIdleConnsPerHost)
 	return &http.Client{Transport: tr}
