@@ -61,7 +61,11 @@ type PullWorker struct {
 	// id done), or an error, which fails every id of the lease with its
 	// message. Required.
 	Handle func(ctx context.Context, jobs []wire.Job) (*wire.Answer, error)
-	// HTTPClient sends the requests. [http.DefaultClient]
+	// HTTPClient sends the requests. [Run: a client of its own, with
+	// http.DefaultTransport's settings but keeping 2×Concurrency idle
+	// connections to the node (http.DefaultTransport keeps 2, so more
+	// loops would open a connection per request), closed when Run
+	// returns; Pull and Answer called alone: http.DefaultClient]
 	HTTPClient *http.Client
 	// Logger receives refused answers and failed pulls. [slog.Default()]
 	Logger *slog.Logger
@@ -81,12 +85,33 @@ func (w *PullWorker) Run(ctx context.Context) error {
 		return errors.New("client: PullWorker needs URL, Queue and Handle")
 	}
 	n := max(w.Concurrency, 1)
+	rw := *w // the loops' worker: w's fields, and the client they share
+	if rw.HTTPClient == nil {
+		rw.HTTPClient = newPullClient(n)
+		defer rw.HTTPClient.CloseIdleConnections()
+	}
 	var wg sync.WaitGroup
 	for range n {
-		wg.Go(func() { w.loop(ctx) })
+		wg.Go(func() { rw.loop(ctx) })
 	}
 	wg.Wait()
 	return nil
+}
+
+// newPullClient returns the client of Run's n loops without an HTTPClient:
+// http.DefaultTransport's settings, keeping an idle connection for each
+// loop's pulls and answers and each one's extensions, so that every
+// request reuses one. When a program replaced http.DefaultTransport with
+// another RoundTripper, it is http.DefaultClient, which uses that.
+func newPullClient(n int) *http.Client {
+	dt, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultClient
+	}
+	tr := dt.Clone()
+	tr.MaxIdleConnsPerHost = max(2*n, http.DefaultMaxIdleConnsPerHost)
+	tr.MaxIdleConns = max(tr.MaxIdleConns, tr.MaxIdleConnsPerHost)
+	return &http.Client{Transport: tr}
 }
 
 // loop is one of Run's loops.
@@ -191,11 +216,24 @@ func (w *PullWorker) Pull(ctx context.Context) (*PullLease, error) {
 	case code != http.StatusOK:
 		return nil, fmt.Errorf("%w: %d %s", errPullStatus, code, out)
 	}
-	var l PullLease
-	if err := json.Unmarshal(out, &l); err != nil {
-		return nil, fmt.Errorf("client: decoding a lease: %w", err)
+	wl, err := wire.UnmarshalLease(out, false)
+	if err != nil {
+		// Refused: encoding/json's decoding of a PullLease names the error.
+		var l PullLease
+		if err := json.Unmarshal(out, &l); err != nil {
+			return nil, fmt.Errorf("client: decoding a lease: %w", err)
+		}
+		return &l, nil
 	}
-	return &l, nil
+	return pullLease(wl), nil
+}
+
+// pullLease returns a decoded lease as a PullLease (nil for nil).
+func pullLease(l *wire.Lease) *PullLease {
+	if l == nil {
+		return nil
+	}
+	return &PullLease{ID: l.ID, Deadline: l.Deadline, Jobs: l.Jobs}
 }
 
 // Answer answers a lease (a nil answer: every id done). A refused answer
@@ -217,7 +255,9 @@ func (w *PullWorker) answer(ctx context.Context, lease string, a *wire.Answer, n
 	}
 	if next {
 		// {"next":{...}} followed by the answer's members, if any.
-		nb := append([]byte(`{"next":`), w.pullBody()...)
+		pb := w.pullBody()
+		nb := make([]byte, 0, len(`{"next":,`)+len(pb)+len(body))
+		nb = append(append(nb, `{"next":`...), pb...)
 		if rest := bytes.TrimSpace(body[1:]); len(rest) > 0 && rest[0] != '}' {
 			nb = append(nb, ',')
 		}
@@ -233,13 +273,18 @@ func (w *PullWorker) answer(ctx context.Context, lease string, a *wire.Answer, n
 	if !next {
 		return nil, nil
 	}
-	var ok struct {
-		Next *PullLease `json:"next"`
+	wl, err := wire.UnmarshalLease(out, true)
+	if err != nil {
+		// Refused: encoding/json's decoding of a PullLease names the error.
+		var ok struct {
+			Next *PullLease `json:"next"`
+		}
+		if err := json.Unmarshal(out, &ok); err != nil {
+			return nil, fmt.Errorf("client: decoding an answer's next lease: %w", err)
+		}
+		return ok.Next, nil
 	}
-	if err := json.Unmarshal(out, &ok); err != nil {
-		return nil, fmt.Errorf("client: decoding an answer's next lease: %w", err)
-	}
-	return ok.Next, nil
+	return pullLease(wl), nil
 }
 
 // extend extends a lease by by and returns its new deadline.
