@@ -216,24 +216,11 @@ func (w *PullWorker) Pull(ctx context.Context) (*PullLease, error) {
 	case code != http.StatusOK:
 		return nil, fmt.Errorf("%w: %d %s", errPullStatus, code, out)
 	}
-	wl, err := wire.UnmarshalLease(out, false)
-	if err != nil {
-		// Refused: encoding/json's decoding of a PullLease names the error.
-		var l PullLease
-		if err := json.Unmarshal(out, &l); err != nil {
-			return nil, fmt.Errorf("client: decoding a lease: %w", err)
-		}
-		return &l, nil
+	var l PullLease
+	if err := json.Unmarshal(out, &l); err != nil {
+		return nil, fmt.Errorf("client: decoding a lease: %w", err)
 	}
-	return pullLease(wl), nil
-}
-
-// pullLease returns a decoded lease as a PullLease (nil for nil).
-func pullLease(l *wire.Lease) *PullLease {
-	if l == nil {
-		return nil
-	}
-	return &PullLease{ID: l.ID, Deadline: l.Deadline, Jobs: l.Jobs}
+	return &l, nil
 }
 
 // Answer answers a lease (a nil answer: every id done). A refused answer
@@ -273,18 +260,13 @@ func (w *PullWorker) answer(ctx context.Context, lease string, a *wire.Answer, n
 	if !next {
 		return nil, nil
 	}
-	wl, err := wire.UnmarshalLease(out, true)
-	if err != nil {
-		// Refused: encoding/json's decoding of a PullLease names the error.
-		var ok struct {
-			Next *PullLease `json:"next"`
-		}
-		if err := json.Unmarshal(out, &ok); err != nil {
-			return nil, fmt.Errorf("client: decoding an answer's next lease: %w", err)
-		}
-		return ok.Next, nil
+	var ok struct {
+		Next *PullLease `json:"next"`
 	}
-	return pullLease(wl), nil
+	if err := json.Unmarshal(out, &ok); err != nil {
+		return nil, fmt.Errorf("client: decoding an answer's next lease: %w", err)
+	}
+	return ok.Next, nil
 }
 
 // extend extends a lease by by and returns its new deadline.

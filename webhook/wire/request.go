@@ -154,34 +154,24 @@ func (r *Request) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	jobs, err := jobsOf(v.Jobs)
-	if err != nil {
-		return err
-	}
-	*r = Request{Queue: v.Queue, Shard: v.Shard, Jobs: jobs}
-	return nil
-}
-
-// jobsOf converts decoded jobs (nil for nil), the payloads of all of them
-// in one allocation.
-func jobsOf(v []jobJSON) ([]Job, error) {
-	if v == nil {
-		return nil, nil
-	}
-	jobs := make([]Job, len(v))
-	count := 0
-	for i := range v {
-		count += len(v[i].Payloads)
-	}
-	payloads := make([]Payload, count)
-	for i := range v {
-		n := len(v[i].Payloads)
-		if err := v[i].job(&jobs[i], payloads[:n:n]); err != nil {
-			return nil, fmt.Errorf("wire: jobs[%d]: %w", i, err)
+	out := Request{Queue: v.Queue, Shard: v.Shard}
+	if v.Jobs != nil {
+		out.Jobs = make([]Job, len(v.Jobs))
+		count := 0
+		for i := range v.Jobs {
+			count += len(v.Jobs[i].Payloads)
 		}
-		payloads = payloads[n:]
+		payloads := make([]Payload, count) // one allocation for every job's
+		for i := range v.Jobs {
+			n := len(v.Jobs[i].Payloads)
+			if err := v.Jobs[i].job(&out.Jobs[i], payloads[:n:n]); err != nil {
+				return fmt.Errorf("wire: jobs[%d]: %w", i, err)
+			}
+			payloads = payloads[n:]
+		}
 	}
-	return jobs, nil
+	*r = out
+	return nil
 }
 
 // UnmarshalJSON implements json.Unmarshaler, as Request.UnmarshalJSON
