@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -108,12 +109,15 @@ func (a *Actor) startAdvance(c actor.Context) {
 				undone = hookCtx.Err() != nil
 			}
 		}
-		return advanced{sent: sent, req: req, res: res, err: err, deadUndone: undone}
+		return advanced{sent: sent, req: req, res: res, err: err, deadUndone: undone, token: lease.Token}
 	})
 }
 
 func (a *Actor) onAdvanced(c actor.Context, m advanced) {
 	a.phase = phaseIdle
+	if m.deadUndone {
+		a.keepForReport(m.token)
+	}
 	if a.lease == nil {
 		return // lost meanwhile; what this call did is restored by the next owner
 	}
@@ -129,6 +133,7 @@ func (a *Actor) onAdvanced(c actor.Context, m advanced) {
 		// The next call would confirm the dead report the hook may not
 		// have handled: the lease is left to expire instead, and the next
 		// owner reports it again (at least once, docs/contract.md §3.5).
+		// (keepForReport above: no release of it either).
 		a.leaseLost(c, "the retries-exhausted hook did not finish before the lease or the drain ended")
 		return
 	}
@@ -549,4 +554,14 @@ func (a *Actor) logOutcomes(m processed) {
 	for _, s := range m.snoozes {
 		a.log.Debug("handler snoozed an id", "job_id", s.ID, "until", s.RetryAt)
 	}
+}
+
+// keepForReport leaves the lease of token to expire: the dead report of its
+// last Advance is unconfirmed (its hook did not finish), and a release
+// (release.lua) would drop it, so the next owner would never report it. A
+// late renewal reply that showed the lease still held does not give it
+// back (onRenewed), nor does one that already did (stale).
+func (a *Actor) keepForReport(token string) {
+	a.keep = token
+	a.stale = slices.DeleteFunc(a.stale, func(l persistence.Lease) bool { return l.Token == token })
 }

@@ -184,7 +184,7 @@ func (a *Actor) onRenewed(c actor.Context, m renewed) {
 		// in Redis; give it back rather than leave it to expire (once: a
 		// node's Renewer may have renewed it again before it heard that
 		// the actor gave it up).
-		if m.err == nil && m.lease.Token != a.givenUp {
+		if m.err == nil && m.lease.Token != a.givenUp && m.lease.Token != a.keep {
 			a.stale = append(a.stale, m.lease)
 			a.givenUp = m.lease.Token
 		}

@@ -110,8 +110,10 @@ type (
 		err  error
 		// deadUndone: the retries-exhausted hook returned after its
 		// context ended (lease dropped, drain deadline), so its report
-		// must stay unconfirmed.
+		// must stay unconfirmed: the lease (token) is never released,
+		// since a release drops the report.
 		deadUndone bool
+		token      string
 	}
 	processed struct {
 		seq         int64

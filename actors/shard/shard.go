@@ -237,6 +237,7 @@ type Actor struct {
 	rtt      time.Duration           // slowest recent round trip of a lease call (decaying)
 	stale    []persistence.Lease     // leases given up that a late reply showed still held: release them
 	givenUp  string                  // token of the last lease put in stale after a late renewal reply
+	keep     string                  // token of a lease left to expire for its unconfirmed dead report: never released (a release drops the report)
 	handler  context.CancelCauseFunc // cancels the running handler (phaseRunning)
 	call     *callInfo               // the running handler call, written by the handler task
 	stuck    time.Time               // start of the running call while it counts as stuck
