@@ -66,3 +66,26 @@ func TestCounterBounds(t *testing.T) {
 	require.Empty(t, b.check(apiv1.Queue{Snoozed: 2, Discarded: 1, Cancelled: 2}))
 	require.Len(t, b.check(apiv1.Queue{Snoozed: 0, Discarded: 3, Cancelled: 3}), 3)
 }
+
+// A payload delivered again under the same lease is explained only when
+// the call that first had it answered was aborted by a cancel of another
+// id of that call, answered in_flight: the id's last call started by the
+// cancel's answer.
+func TestAbortedByCancel(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(1_700_000_000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	calls := []history.Call{
+		{ID: "c", Delivery: "q/0/1/1", Start: at(10)},
+		{ID: "c", Delivery: "q/0/1/2", Start: at(100)}, // held at the cancel
+		{ID: "x", Delivery: "q/0/1/2", Start: at(100), Acked: true},
+	}
+	rec := cancelRecord{ID: "c", Sent: at(105), Answered: at(110), Status: http.StatusOK, Answer: apiv1.Cancelled{InFlight: true}}
+	explained := abortedByCancel(calls, []cancelRecord{rec})
+	require.True(t, explained("x", "q/0/1/2", "q/0/1/9"), "the aborted call settled nothing")
+	require.False(t, explained("x", "q/0/1/1", "q/0/1/9"), "an earlier call of the id was not aborted")
+	rec.Answer.InFlight = false
+	require.False(t, abortedByCancel(calls, []cancelRecord{rec})("x", "q/0/1/2", "q/0/1/9"), "no call in flight: nothing aborted")
+	rec.Answer.InFlight, rec.Status = true, 0
+	require.False(t, abortedByCancel(calls, []cancelRecord{rec})("x", "q/0/1/2", "q/0/1/9"), "a cancel not answered is not judged")
+}

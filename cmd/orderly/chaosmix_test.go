@@ -356,3 +356,28 @@ func cancelSummary(recs []cancelRecord) string {
 	return fmt.Sprintf("%d cancels (%d applied, %d of them with a call in flight; %d found nothing; %d unanswered or failed)",
 		len(recs), ok, inFlight, notFound, unsure)
 }
+
+// abortedByCancel explains a payload delivered again under the same lease
+// (history.Report.Explain): a cancel answered in_flight aborts the whole
+// call that held its id, and the call's other ids go back to the queue
+// (docs/contract.md §3.13), also when the receiver had answered them
+// before the node aborted it. So the delivery of the id's last call
+// started by the cancel's answer (the call it held) settled nothing.
+func abortedByCancel(calls []history.Call, recs []cancelRecord) func(id, first, again string) bool {
+	aborted := map[string]bool{}
+	for _, r := range recs {
+		if r.Status != http.StatusOK || !r.Answer.InFlight {
+			continue
+		}
+		var held *history.Call // the last call of the id started by the answer
+		for i, c := range calls {
+			if c.ID == r.ID && !c.Start.After(r.Answered) && (held == nil || c.Start.After(held.Start)) {
+				held = &calls[i]
+			}
+		}
+		if held != nil {
+			aborted[held.Delivery] = true
+		}
+	}
+	return func(_, first, _ string) bool { return aborted[first] }
+}

@@ -105,9 +105,34 @@ type Report struct {
 	// epoch as that call: not a redelivery after an ownership change.
 	// Calls whose delivery names no epoch are not checked.
 	Unexplained []string
+	// redeliveries are the Unexplained entries, with their deliveries.
+	redeliveries []redelivery
 	// Snoozed, Dead and Discarded count the answers (per call and id) that
 	// chose these outcomes.
 	Snoozed, Dead, Discarded int
+}
+
+// redelivery is an entry of Report.Unexplained.
+type redelivery struct{ id, first, again, text string }
+
+// Explain drops from Unexplained the redeliveries that explained accepts
+// (id, the delivery that settled the payload, the one that delivered it
+// again), for what the record alone cannot tell: a call the node aborted
+// after the handler answered (a cancel of another id of the call, docs/
+// contract.md §3.13) settled nothing. It returns how many it dropped.
+func (r *Report) Explain(explained func(id, first, again string) bool) int {
+	var keep []redelivery
+	r.Unexplained = r.Unexplained[:0]
+	for _, d := range r.redeliveries {
+		if !explained(d.id, d.first, d.again) {
+			keep = append(keep, d)
+			r.Unexplained = append(r.Unexplained, d.text)
+		}
+	}
+	n := len(r.redeliveries) - len(keep)
+	r.redeliveries = keep
+	slices.Sort(r.Unexplained)
+	return n
 }
 
 // OK reports whether every guarantee held.
@@ -189,8 +214,10 @@ func (rep *Report) checkID(id string, cs []Call) {
 			e1, ok1 := Epoch(first.Delivery)
 			e2, ok2 := Epoch(c.Delivery)
 			if ok1 && ok2 && e2 <= e1 {
-				rep.Unexplained = append(rep.Unexplained, fmt.Sprintf("id %q: payload %q %s in %s and delivered again in %s, under the same lease",
-					id, p.Data, first.settledAs(), first.Delivery, c.Delivery))
+				text := fmt.Sprintf("id %q: payload %q %s in %s and delivered again in %s, under the same lease",
+					id, p.Data, first.settledAs(), first.Delivery, c.Delivery)
+				rep.Unexplained = append(rep.Unexplained, text)
+				rep.redeliveries = append(rep.redeliveries, redelivery{id: id, first: first.Delivery, again: c.Delivery, text: text})
 			}
 		}
 		if !c.final() {

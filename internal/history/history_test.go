@@ -177,3 +177,20 @@ func TestProducerKeyed(t *testing.T) {
 	_, _, ok = p.Sent(`"order-1/99999"`)
 	require.False(t, ok)
 }
+
+// Explain drops only the redeliveries it is told are explained.
+func TestExplain(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	p := []Payload{{Data: "a1", Score: 1}}
+	calls := []Call{
+		{ID: "a", Delivery: "q/0/5/1", Start: t0, End: t0.Add(time.Millisecond), Payloads: p, Acked: true},
+		{ID: "a", Delivery: "q/0/5/2", Start: t0.Add(2 * time.Millisecond), End: t0.Add(3 * time.Millisecond), Payloads: p, Acked: true},
+	}
+	rep := Check(calls, map[string][]string{"a": {"a1"}}, nil)
+	require.Len(t, rep.Unexplained, 1)
+	require.Zero(t, rep.Explain(func(_, first, _ string) bool { return first == "q/0/5/9" }))
+	require.Len(t, rep.Unexplained, 1)
+	require.Equal(t, 1, rep.Explain(func(id, first, again string) bool { return id == "a" && first == "q/0/5/1" && again == "q/0/5/2" }))
+	require.Empty(t, rep.Unexplained)
+	require.True(t, rep.OK())
+}
