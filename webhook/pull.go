@@ -88,6 +88,9 @@ func quickNext(body []byte) (next *PullNext, ok bool) {
 	}
 	maxIDs, _ := strconv.Atoi(string(rest[:i])) // 1 to 9 digits
 	num, ok := bytes.CutPrefix(rest[i:], []byte(`,"wait":`))
+	if !ok {
+		return nil, false
+	}
 	if num, ok = bytes.CutSuffix(num, []byte("}}")); !ok {
 		return nil, false
 	}
