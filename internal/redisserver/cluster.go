@@ -151,7 +151,9 @@ func (c *Cluster) Masters(ctx context.Context) ([]*Server, error) {
 }
 
 // startClusterNode starts one cluster-enabled server, retrying ports until
-// both the client port and the bus port are free.
+// both the client port and the bus port are free and neither was handed out
+// in this process (FreePort: a node between a kill and its restart does
+// not hold its port).
 func startClusterNode(extra []string) (*Server, error) {
 	bin := Binary()
 	if bin == "" {
@@ -169,7 +171,7 @@ func startClusterNode(extra []string) (*Server, error) {
 	var lastErr error
 	for range 20 {
 		port := 20000 + rand.IntN(35000)
-		if !portFree(port) || !portFree(port+10000) {
+		if !portFree(port) || !portFree(port+10000) || !handedOut.claim(port) || !handedOut.claim(port+10000) {
 			continue
 		}
 		s.port = port

@@ -103,6 +103,20 @@ type portSet struct {
 	ports map[int]bool
 }
 
+// claim records port as handed out and reports whether it was not before.
+func (ps *portSet) claim(port int) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.ports == nil {
+		ps.ports = make(map[int]bool)
+	}
+	if ps.ports[port] {
+		return false
+	}
+	ps.ports[port] = true
+	return true
+}
+
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago and
 // that no earlier call in this process returned.
 func FreePort() (int, error) {
