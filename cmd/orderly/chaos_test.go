@@ -42,6 +42,7 @@ type chaosNode struct {
 // (counterBounds). ORDERLY_CHAOS_SEED reproduces a run; ORDERLY_CHAOS_ROUNDS
 // runs the whole list of faults that many times (default 1, make soak).
 func TestChaos(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("chaos test: skipped with -short")
 	}

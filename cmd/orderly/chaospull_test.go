@@ -77,6 +77,7 @@ type pullChaos struct {
 // ORDERLY_CHAOS_ROUNDS runs the faults that many times (default 1, make
 // soak-chaos).
 func TestChaosPull(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("chaos test: skipped with -short")
 	}

@@ -63,6 +63,7 @@ type casWrite struct {
 // sets the rounds (default 2; make soak-chaos runs more), ORDERLY_CHAOS_SEED
 // reproduces a run.
 func TestChaosCounter(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("chaos test: skipped with -short")
 	}

@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -28,8 +31,29 @@ func TestMain(m *testing.M) {
 	if cfg := os.Getenv(pullWorkerEnv); cfg != "" {
 		os.Exit(pullWorkerMain(cfg)) // a pull worker process of TestChaosPull
 	}
+	flag.Parse()
+	raiseParallel()
 	redistest.AtExit(nodetest.Cleanup)
 	redistest.Main(m)
+}
+
+// minParallel is how many of this package's parallel tests run at once
+// unless -parallel says otherwise. They mostly wait: on node processes and
+// redis-servers of their own, on faults they inject and on drains; so
+// go test's default (GOMAXPROCS, 2 on a small CI machine) left the CPU
+// idle for most of the package's run.
+const minParallel = 6
+
+// raiseParallel raises -test.parallel to minParallel when the command line
+// did not set it and GOMAXPROCS is lower.
+func raiseParallel() {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set && runtime.GOMAXPROCS(0) < minParallel {
+		if err := flag.Set("test.parallel", strconv.Itoa(minParallel)); err != nil {
+			panic(err)
+		}
+	}
 }
 
 // webhookConfig is a queue handled by the receiver with a short retry policy.

@@ -151,6 +151,7 @@ queues:
 // has no replica of its own for 8 s, as when the old master's host takes
 // time to come back.
 func TestHAClusterEmitsOnce(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("HA chaos test: skipped with -short")
 	}
@@ -168,6 +169,7 @@ func TestHAClusterEmitsOnce(t *testing.T) {
 // behind three sentinels and kills the master; the promoted replica has no
 // replica of its own for 8 s.
 func TestHASentinelEmitsOnce(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("HA chaos test: skipped with -short")
 	}

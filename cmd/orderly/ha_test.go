@@ -100,6 +100,7 @@ func (r haRun) run() {
 // replica takes over; the old master comes back as its replica) and a node
 // under load.
 func TestHACluster(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("HA chaos test: skipped with -short")
 	}
@@ -183,6 +184,7 @@ func killClusterMaster(t *testing.T, c *redisserver.Cluster, note func(string, .
 // three sentinels, in the replicated mode, and SIGKILLs the master (a
 // replica is promoted, the nodes follow) and a node under load.
 func TestHASentinel(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("HA chaos test: skipped with -short")
 	}
@@ -223,6 +225,7 @@ func containsServer(list []*redisserver.Server, s *redisserver.Server) bool {
 // reachable: it turns not ready, hands nothing to its handler, and is ready
 // and handles jobs again once the master is back, without a restart.
 func TestHASentinelNoMaster(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("HA test: skipped with -short")
 	}
@@ -294,6 +297,7 @@ queues:
 // enqueues over HTTP answer 503 "not replicated" instead of acknowledging,
 // and are acknowledged again, without a restart, once the replica is back.
 func TestHAReplicatedRefusesWithoutReplicas(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("HA test: skipped with -short")
 	}
@@ -360,6 +364,7 @@ queues:
 // reachable and then not, with debug logs: its logs name the Redis URL with
 // the password as xxxxx and never print the password.
 func TestRedisPasswordNeverLogged(t *testing.T) {
+	t.Parallel()
 	srv := redistest.NewServer(t, redistest.Options{})
 	require.NoError(t, srv.Client(t).ConfigSet(context.Background(), "requirepass", "PW-NEVER-LOGGED").Err())
 	url := "redis://:PW-NEVER-LOGGED@" + srv.Addr() + "/0"

@@ -31,6 +31,7 @@ import (
 // disorder, 0 lost. ORDERLY_PAUSE_ROUNDS sets the number of pauses (default
 // 4); ORDERLY_CHAOS_SEED reproduces a run.
 func TestChaosPause(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("chaos test: skipped with -short")
 	}
