@@ -512,7 +512,11 @@ func (b *Broker) CheckPull(queueName string, maxIDs int) error {
 
 // out is what Pull returns of l.
 func (l *lease) out() *Lease {
-	out := &Lease{ID: l.id, Deadline: l.deadline}
+	ids := 0
+	for _, c := range l.calls {
+		ids += len(c.batch.Jobs)
+	}
+	out := &Lease{ID: l.id, Deadline: l.deadline, Jobs: make([]wire.Job, 0, ids)}
 	for _, c := range l.calls {
 		out.Jobs = append(out.Jobs, webhook.PullJobs(c.batch)...)
 	}
