@@ -422,8 +422,7 @@ func (b *Broker) leaseLocked(q *queue, calls []*call) *lease {
 		if l.deadline.After(c.deadline) {
 			l.deadline = c.deadline
 		}
-		c.lease = l
-		c.signal()
+		c.lease = l // its goroutine reads it when next woken: no wake-up for the pull itself
 	}
 	l.timer = time.AfterFunc(l.deadline.Sub(now), func() { b.expire(l) })
 	b.leases[l.id] = l

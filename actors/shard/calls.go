@@ -140,11 +140,26 @@ type callGroup struct {
 	pool  *callPool
 	slots chan struct{}
 	wg    sync.WaitGroup
-	parts []*processed // each call's outcome, in window order
+	calls []groupCall // one per call of the window, in window order; started ones are calls[:started]
+	next  int
 }
 
-func newCallGroup(n int, pool *callPool) *callGroup {
-	return &callGroup{pool: pool, slots: make(chan struct{}, n)}
+// groupCall is one call of a concurrent window: its batch, its record and
+// its outcome, allocated with the window's others.
+type groupCall struct {
+	g     *callGroup
+	r     *windowRun
+	rc    runningCall
+	batch persistence.Batch
+	part  processed
+}
+
+func newCallGroup(n, calls int, pool *callPool) *callGroup {
+	g := &callGroup{pool: pool, slots: make(chan struct{}, n), calls: make([]groupCall, calls)}
+	for i := range g.calls {
+		g.calls[i].g = g
+	}
+	return g
 }
 
 // acquire waits for a free slot.
@@ -153,22 +168,30 @@ func (g *callGroup) acquire() { g.slots <- struct{}{} }
 // release gives back a slot acquired for a call that did not start.
 func (g *callGroup) release() { <-g.slots }
 
-// start runs fn on a slot acquired before, recording its outcome on a part
-// of its own; a panic is kept for wait.
-func (g *callGroup) start(fn func(*processed)) {
-	p := &processed{}
-	g.parts = append(g.parts, p)
+// call returns the next call to fill and start.
+func (g *callGroup) call() *groupCall {
+	gc := &g.calls[g.next]
+	g.next++
+	return gc
+}
+
+// start runs gc, filled, on the slot acquired for it, recording its
+// outcome on its part; a panic is kept for wait.
+func (g *callGroup) start(gc *groupCall) {
 	g.wg.Add(1)
-	g.pool.run(func() {
-		defer g.wg.Done()
-		defer func() { <-g.slots }()
-		defer func() {
-			if r := recover(); r != nil {
-				p.panicked = fmt.Sprintf("%v\n%s", r, debug.Stack())
-			}
-		}()
-		fn(p)
-	})
+	g.pool.run(gc)
+}
+
+// do runs the call on a goroutine of the pool.
+func (gc *groupCall) do() {
+	defer gc.g.wg.Done()
+	defer func() { <-gc.g.slots }()
+	defer func() {
+		if r := recover(); r != nil {
+			gc.part.panicked = fmt.Sprintf("%v\n%s", r, debug.Stack())
+		}
+	}()
+	gc.r.call(&gc.rc, &gc.batch, &gc.part)
 }
 
 // wait waits for every call and adds their outcomes to out in window
@@ -176,7 +199,8 @@ func (g *callGroup) start(fn func(*processed)) {
 // into the actor's failure) once every call returned.
 func (g *callGroup) wait(out *processed) {
 	g.wg.Wait()
-	for _, p := range g.parts {
+	for i := range g.calls[:g.next] {
+		p := &g.calls[i].part
 		if p.panicked != "" {
 			panic("shard: a concurrent handler call panicked: " + p.panicked)
 		}
@@ -213,30 +237,30 @@ func (o *processed) merge(p *processed) {
 // ends the idle goroutines; stop, when the actor stops, ends every one as
 // it goes idle.
 type callPool struct {
-	mu      sync.Mutex    // guards what follows
-	idle    []chan func() // each an idle goroutine's (cap 1)
+	mu      sync.Mutex        // guards what follows
+	idle    []chan *groupCall // each an idle goroutine's (cap 1)
 	stopped bool
 }
 
-// run runs fn on an idle goroutine, or on a new one.
-func (p *callPool) run(fn func()) {
+// run runs gc on an idle goroutine, or on a new one.
+func (p *callPool) run(gc *groupCall) {
 	p.mu.Lock()
 	if n := len(p.idle); n > 0 {
 		ch := p.idle[n-1]
 		p.idle = p.idle[:n-1]
 		p.mu.Unlock()
-		ch <- fn
+		ch <- gc
 		return
 	}
 	p.mu.Unlock()
-	go p.loop(fn)
+	go p.loop(gc)
 }
 
-// loop runs fn, then what run hands it while it is idle, until released.
-func (p *callPool) loop(fn func()) {
-	ch := make(chan func(), 1)
-	for ok := true; ok; fn, ok = <-ch {
-		fn()
+// loop runs gc, then what run hands it while it is idle, until released.
+func (p *callPool) loop(gc *groupCall) {
+	ch := make(chan *groupCall, 1)
+	for ok := true; ok; gc, ok = <-ch {
+		gc.do()
 		p.mu.Lock()
 		if p.stopped {
 			p.mu.Unlock()

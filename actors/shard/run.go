@@ -69,9 +69,12 @@ func (r *windowRun) run() processed {
 	defer ctxs.close()
 	var g *callGroup
 	if r.cfg.ConcurrentCalls > 1 && len(b.Jobs) > size {
-		g = newCallGroup(r.cfg.ConcurrentCalls, r.pool)
+		g = newCallGroup(r.cfg.ConcurrentCalls, (len(b.Jobs)+size-1)/size, r.pool)
 	}
-	seq := &persistence.Batch{} // the calls of a sequential window share one: each call's fields are set anew
+	var seq struct { // the calls of a sequential window share them: each call's fields are set anew
+		batch persistence.Batch
+		rc    runningCall
+	}
 	for i, k := 0, r.first; i < len(b.Jobs); i, k = i+size, k+1 {
 		if g != nil {
 			g.acquire()
@@ -84,14 +87,16 @@ func (r *windowRun) run() processed {
 			break
 		}
 		jobs := b.Jobs[i:min(i+size, len(b.Jobs))]
-		rc := r.prepare(&ctxs, i/size, jobs)
 		if g != nil {
-			call := &persistence.Batch{ShardRef: b.ShardRef, Seq: k + 1, Token: b.Token, FetchedAt: b.FetchedAt, Jobs: jobs}
-			g.start(func(p *processed) { r.call(rc, call, p) })
+			gc := g.call()
+			gc.r, gc.batch = r, persistence.Batch{ShardRef: b.ShardRef, Seq: k + 1, Token: b.Token, FetchedAt: b.FetchedAt, Jobs: jobs}
+			r.prepare(&ctxs, i/size, jobs, &gc.rc)
+			g.start(gc)
 			continue
 		}
-		*seq = persistence.Batch{ShardRef: b.ShardRef, Seq: k + 1, Token: b.Token, FetchedAt: b.FetchedAt, Jobs: jobs}
-		if !r.call(rc, seq, &out) {
+		seq.batch = persistence.Batch{ShardRef: b.ShardRef, Seq: k + 1, Token: b.Token, FetchedAt: b.FetchedAt, Jobs: jobs}
+		r.prepare(&ctxs, i/size, jobs, &seq.rc)
+		if !r.call(&seq.rc, &seq.batch, &out) {
 			out.skip(b.Jobs[i+len(jobs):])
 			break
 		}
@@ -138,9 +143,9 @@ func (r *windowRun) mayStart(n int, out *processed) bool {
 	return true
 }
 
-// prepare returns the window's n-th call, of jobs, about to start: its
+// prepare sets rc to the window's n-th call, of jobs, about to start: its
 // start, deadline and deadline context.
-func (r *windowRun) prepare(ctxs *callContexts, n int, jobs []persistence.Job) *runningCall {
+func (r *windowRun) prepare(ctxs *callContexts, n int, jobs []persistence.Job, rc *runningCall) {
 	callStart := r.cfg.Clock.Now()
 	// The call's deadline: CallTimeout after its start, and within
 	// n x CallTimeout of the fetch for the n-th call of the window (the
@@ -155,7 +160,7 @@ func (r *windowRun) prepare(ctxs *callContexts, n int, jobs []persistence.Job) *
 		deadline = bound
 	}
 	ctx, deadline := ctxs.get(deadline)
-	return &runningCall{start: callStart, deadline: deadline, ctx: ctx, ids: jobs}
+	*rc = runningCall{start: callStart, deadline: deadline, ctx: ctx, ids: jobs}
 }
 
 // call makes the handler call rc and records its outcome on out; false
