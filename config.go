@@ -87,7 +87,8 @@ type Config struct {
 	// the same list: each tick is enqueued once cluster-wide.
 	Periodic []PeriodicJob
 	// Concurrency is how many batches run at once on the node
-	// [DefaultConcurrency].
+	// [DefaultConcurrency]: how many shards run a fetched window, whose
+	// calls may overlap (Worker.ConcurrentCalls).
 	Concurrency int
 	// Scheduler hands the concurrency to shards with work
 	// [DefaultScheduler].

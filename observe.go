@@ -8,7 +8,8 @@ import (
 
 // Observer receives a node's batch and lease events, for metrics
 // (metrics.Metrics is one). Calls come from the shards' goroutines,
-// concurrently for different shards; they must not block.
+// concurrently for different shards and for the calls of one shard that
+// run at once (Worker.ConcurrentCalls); they must not block.
 type Observer interface {
 	// BatchDone reports a handler call: how many ids it held, how many
 	// failed, how long it ran; err is the whole call's error, if any.

@@ -53,9 +53,9 @@ type Worker struct {
 	BatchSize int
 	// Prefetch is how many ids a shard fetches per round trip to Redis
 	// [max(BatchSize, DefaultPrefetch)], at least BatchSize. They are
-	// handed to the handler BatchSize at a time, one call after the other,
-	// and acknowledged together; a shard still runs one call at a time, so
-	// exclusivity and order are unaffected. Larger values cut round trips;
+	// handed to the handler BatchSize at a time, one call after the other
+	// (or ConcurrentCalls at once), and acknowledged together; a window
+	// holds each id once, so exclusivity and order are unaffected. Larger values cut round trips;
 	// after a crash, up to Prefetch ids are delivered again. Prefetch equal
 	// to BatchSize behaves exactly like Lowkiq (one round trip per call).
 	Prefetch int
@@ -71,6 +71,19 @@ type Worker struct {
 	// bound of a window of Prefetch ids, so a crash holds their ids no
 	// longer than before; up to MaxPrefetch ids are delivered again.
 	MaxPrefetch int
+	// ConcurrentCalls is how many handler calls of one shard may run at
+	// once [1: one call after the other, as Lowkiq's thread per shard],
+	// between 1 and persistence.MaxBatchSize. The calls of a fetched
+	// window hold distinct ids, so an id still has one call at a time and
+	// its payloads keep their order; only calls of different ids of one
+	// shard overlap. Raise it for handlers that mostly wait (a webhook
+	// receiver, pull workers): a shard then has up to ConcurrentCalls
+	// calls in flight instead of one. A window is settled once all its
+	// calls returned, so a slow call holds up the shard's next window.
+	// The node's Concurrency counts shards whatever this is, and
+	// MaxConcurrency, which counts calls, needs it to be 1. The
+	// configuration file's concurrent_calls means the same.
+	ConcurrentCalls int
 	// MaxRetryCount is how many times a failed payload is retried before
 	// it goes to the morgue:
 	//   - 0 means DefaultMaxRetryCount (25 retries, 26 attempts);
@@ -239,6 +252,12 @@ func (w *Worker) validate() error {
 	}
 	if w.MaxPrefetch < w.Prefetch || w.MaxPrefetch > persistence.MaxBatchSize {
 		return fmt.Errorf("orderly: worker %s: MaxPrefetch must be between Prefetch (%d) and %d, got %d", w.Queue, w.Prefetch, persistence.MaxBatchSize, w.MaxPrefetch)
+	}
+	if w.ConcurrentCalls < 0 || w.ConcurrentCalls > persistence.MaxBatchSize {
+		return fmt.Errorf("orderly: worker %s: ConcurrentCalls must be between 1 and %d (0 for 1), got %d", w.Queue, persistence.MaxBatchSize, w.ConcurrentCalls)
+	}
+	if w.ConcurrentCalls > 1 && w.MaxConcurrency > 0 {
+		return fmt.Errorf("orderly: worker %s: MaxConcurrency bounds calls, one per shard at a time: it needs ConcurrentCalls 1, got %d", w.Queue, w.ConcurrentCalls)
 	}
 	if w.MaxRetryCount < NoRetries {
 		return fmt.Errorf("orderly: worker %s: MaxRetryCount must be >= 0 or NoRetries, got %d", w.Queue, w.MaxRetryCount)

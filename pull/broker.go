@@ -103,25 +103,44 @@ type queue struct {
 	pending []*call   // calls no pull took yet, oldest first
 	waiters []*waiter // pulls waiting for a call, oldest first
 	held    int       // leases held
+	// sweep gives back the pending calls no pull took by their giveBack
+	// (one timer for the queue, armed for the earliest); sweepAt is
+	// when it fires, zero when it is not armed.
+	sweep   *time.Timer
+	sweepAt time.Time
 }
 
 // waiter is a pull waiting for a call.
 type waiter struct{ got chan *lease } // cap 1
 
-// call is one handler call waiting for, or held by, a pull.
+// call is one handler call waiting for, or held by, a pull. Its handler
+// goroutine sleeps on wake; what woke it is in the fields Broker.mu
+// guards.
 type call struct {
 	batch    *orderly.Batch
-	deadline time.Time      // the call's context deadline
-	pulled   chan struct{}  // closed when a pull takes it
-	answer   chan answerMsg // cap 1: the one answer
-	extended chan struct{}  // cap 1: the lease deadline moved
-	lease    *lease         // set under Broker.mu when pulled
-	gone     string         // under Broker.mu: why the call ended before an answer
+	deadline time.Time     // the call's context deadline
+	giveBack time.Time     // unpulled by then, the call gives its ids back
+	wake     chan struct{} // cap 1: a field below changed
+	lease    *lease        // under Broker.mu: set when pulled
+	back     bool          // under Broker.mu: given back unpulled
+	msg      *answerMsg    // under Broker.mu: an answer the call has not taken
+	gone     string        // under Broker.mu: why the call ended before an answer
 }
 
+// answerMsg is a call's part of an answer. The call (or its end) sets err
+// and marks it done once: nil when the call took it.
 type answerMsg struct {
-	a     *wire.Answer
-	reply chan error // cap 1
+	a   *wire.Answer
+	err error
+	wg  *sync.WaitGroup
+}
+
+// signal wakes c's handler goroutine.
+func (c *call) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default: // already woken: it reads every field when it runs
+	}
 }
 
 // lease is a pull's hold on one or more calls of a queue.
@@ -129,9 +148,10 @@ type lease struct {
 	id       string
 	q        *queue
 	calls    []*call
-	deadline time.Time // guarded by Broker.mu
-	answered bool      // guarded by Broker.mu
-	live     int       // guarded by Broker.mu: calls not ended
+	deadline time.Time   // guarded by Broker.mu
+	answered bool        // guarded by Broker.mu
+	live     int         // guarded by Broker.mu: calls not ended
+	timer    *time.Timer // ends the lease at its deadline (expire)
 }
 
 // Lease is what a pull returns.
@@ -179,30 +199,40 @@ func (b *Broker) handle(ctx context.Context, q *queue, batch *orderly.Batch) err
 	if !ok {
 		deadline = now.Add(2 * b.leaseOf(q))
 	}
-	c := &call{batch: batch, deadline: deadline, pulled: make(chan struct{}),
-		answer: make(chan answerMsg, 1), extended: make(chan struct{}, 1)}
 	// Unpulled, the call gives its ids back one lease before its
 	// deadline, so that a pull always gets a full lease.
-	giveBack := deadline.Sub(now) - min(b.leaseOf(q), deadline.Sub(now)/2)
+	left := deadline.Sub(now)
+	c := &call{batch: batch, deadline: deadline, giveBack: now.Add(left - min(b.leaseOf(q), left/2)), wake: make(chan struct{}, 1)}
 	if !b.offer(q, c) {
 		return orderly.Snooze(0)
 	}
-	t := time.NewTimer(giveBack)
-	select {
-	case <-c.pulled:
-	case <-t.C:
-	case <-b.stop:
-	case <-ctx.Done():
-	}
-	t.Stop()
-	if b.unoffer(q, c) {
+	// The end of ctx wakes the call too (cheaper than a Done channel
+	// per call): every wait below is on wake.
+	defer context.AfterFunc(ctx, c.signal)()
+	for {
+		// Signals coalesce (wake holds one): every field is read before
+		// each wait.
+		b.mu.Lock()
+		if c.lease != nil {
+			b.mu.Unlock()
+			return b.held(ctx, c)
+		}
+		if !c.back && !b.stopped && ctx.Err() == nil {
+			b.mu.Unlock()
+			select {
+			case <-c.wake:
+			case <-b.stop:
+			}
+			continue
+		}
+		b.unofferLocked(q, c)
+		b.mu.Unlock()
 		if ctx.Err() != nil {
 			return fmt.Errorf("pull: %w", context.Cause(ctx))
 		}
 		b.log.Debug("pull: batch given back", "queue", q.name, "ids", len(batch.Jobs), "err", errNotPulled)
 		return orderly.Snooze(0)
 	}
-	return b.held(ctx, c, t)
 }
 
 // leaseOf is q's lease duration.
@@ -214,35 +244,37 @@ func (b *Broker) leaseOf(q *queue) time.Duration {
 }
 
 // held waits for the answer of a pulled call, its lease's deadline or the
-// end of its context; t, stopped, is the call's timer, reused.
-func (b *Broker) held(ctx context.Context, c *call, t *time.Timer) error {
+// end of its context (each signals wake).
+func (b *Broker) held(ctx context.Context, c *call) error {
 	for {
+		// Signals coalesce (wake holds one): every field is read before
+		// each wait.
 		b.mu.Lock()
-		wait := c.lease.deadline.Sub(b.now())
+		m, gone := c.msg, c.gone
+		c.msg = nil
 		b.mu.Unlock()
-		t.Reset(max(wait, 0)) // a stopped timer sends nothing stale (Go 1.23)
-		select {
-		case m := <-c.answer:
-			t.Stop()
-			if ctx.Err() != nil {
-				m.reply <- &LeaseError{Reason: reasonOf(ctx)}
-				return fmt.Errorf("pull: %w", context.Cause(ctx))
-			}
+		switch {
+		case m != nil && ctx.Err() != nil:
+			m.done(&LeaseError{Reason: reasonOf(ctx)})
+			return fmt.Errorf("pull: %w", context.Cause(ctx))
+		case m != nil:
 			err := webhook.ApplyPullAnswer(c.batch, m.a, b.log)
-			m.reply <- nil
+			m.done(nil)
 			return err
-		case <-c.extended:
-			t.Stop()
-		case <-t.C:
-			if b.end(c, ReasonDeadline, true) {
-				return fmt.Errorf("lease %s: %w", c.lease.id, errLeaseExpired)
-			}
-		case <-ctx.Done():
-			t.Stop()
-			b.end(c, reasonOf(ctx), false)
+		case gone != "":
+			return fmt.Errorf("lease %s: %w", c.lease.id, errLeaseExpired)
+		case ctx.Err() != nil:
+			b.end(c, reasonOf(ctx))
 			return fmt.Errorf("pull: %w", context.Cause(ctx))
 		}
+		<-c.wake
 	}
+}
+
+// done records the call's part of the answer as taken (nil) or refused.
+func (m *answerMsg) done(err error) {
+	m.err = err
+	m.wg.Done()
 }
 
 // reasonOf is why a call's context ended.
@@ -253,17 +285,13 @@ func reasonOf(ctx context.Context) string {
 	return ReasonLost
 }
 
-// end ends c's part of its lease for reason, unless onlyIfDue and the
-// lease's deadline is not yet passed or an answer came first. The lease
-// ends once none of its calls is left. It reports whether c ended. An
-// answer that came first is refused.
-func (b *Broker) end(c *call, reason string, onlyIfDue bool) bool {
+// end ends c's part of its lease for reason, its context having ended;
+// the lease ends once none of its calls is left. An answer that came
+// first and that c did not take is refused.
+func (b *Broker) end(c *call, reason string) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	l := c.lease
-	if onlyIfDue && (l.answered || b.now().Before(l.deadline)) {
-		b.mu.Unlock()
-		return false
-	}
 	if c.gone == "" {
 		c.gone = reason
 		l.live--
@@ -271,13 +299,33 @@ func (b *Broker) end(c *call, reason string, onlyIfDue bool) bool {
 	if l.live == 0 || l.answered {
 		b.endLocked(l, reason)
 	}
-	b.mu.Unlock()
-	select {
-	case m := <-c.answer:
-		m.reply <- &LeaseError{Reason: reason}
-	default:
+	if m := c.msg; m != nil {
+		c.msg = nil
+		m.done(&LeaseError{Reason: reason})
 	}
-	return true
+}
+
+// expire runs at l's deadline: unless an answer came first or the lease
+// was extended meanwhile (it waits for the new deadline then), each call
+// of l still live ends with ReasonDeadline, and l with them.
+func (b *Broker) expire(l *lease) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if l.answered {
+		return
+	}
+	if wait := l.deadline.Sub(b.now()); wait > 0 {
+		l.timer.Reset(wait)
+		return
+	}
+	for _, c := range l.calls {
+		if c.gone == "" {
+			c.gone = ReasonDeadline
+			l.live--
+			c.signal()
+		}
+	}
+	b.endLocked(l, ReasonDeadline)
 }
 
 // endLocked forgets l, remembering why it ended.
@@ -287,6 +335,7 @@ func (b *Broker) endLocked(l *lease, reason string) {
 	}
 	delete(b.leases, l.id)
 	l.q.held--
+	l.timer.Stop()
 	now := b.now()
 	for len(b.endedQ) > 0 && now.Sub(b.endedQ[0].at) > endedTTL {
 		delete(b.ended, b.endedQ[0].id)
@@ -311,24 +360,54 @@ func (b *Broker) offer(q *queue, c *call) bool {
 		return true
 	}
 	q.pending = append(q.pending, c)
+	b.armSweepLocked(q, c.giveBack)
 	return true
 }
 
-// unoffer takes c back from the queue if no pull took it, and reports
-// whether it did.
-func (b *Broker) unoffer(q *queue, c *call) bool {
+// armSweepLocked makes q's sweep fire by at.
+func (b *Broker) armSweepLocked(q *queue, at time.Time) {
+	if !q.sweepAt.IsZero() && !at.Before(q.sweepAt) {
+		return
+	}
+	q.sweepAt = at
+	wait := max(at.Sub(b.now()), 0)
+	if q.sweep == nil {
+		q.sweep = time.AfterFunc(wait, func() { b.sweep(q) })
+		return
+	}
+	q.sweep.Reset(wait)
+}
+
+// sweep gives back the pending calls of q whose giveBack passed, and arms
+// the sweep for the earliest of the others.
+func (b *Broker) sweep(q *queue) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if c.lease != nil {
-		return false
+	now := b.now()
+	q.sweepAt = time.Time{}
+	var next time.Time
+	for _, c := range q.pending {
+		switch {
+		case !now.Before(c.giveBack):
+			c.back = true
+			c.signal() // its handler takes it out of pending
+		case next.IsZero() || c.giveBack.Before(next):
+			next = c.giveBack
+		}
 	}
+	if !next.IsZero() && !b.stopped {
+		b.armSweepLocked(q, next)
+	}
+}
+
+// unofferLocked takes c, which no pull took, out of q's pending calls.
+func (b *Broker) unofferLocked(q *queue, c *call) {
 	for i, p := range q.pending {
 		if p == c {
 			q.pending = append(q.pending[:i:i], q.pending[i+1:]...)
-			break
+			return
 		}
 	}
-	return true
 }
 
 // leaseLocked makes the lease of a pull that takes calls: its deadline
@@ -337,14 +416,15 @@ func (b *Broker) leaseLocked(q *queue, calls []*call) *lease {
 	var raw [16]byte
 	_, _ = rand.Read(raw[:]) // never fails
 	l := &lease{id: hex.EncodeToString(raw[:]), q: q, calls: calls, live: len(calls)}
-	l.deadline = b.now().Add(b.leaseOf(q))
+	now := b.now()
+	l.deadline = now.Add(b.leaseOf(q))
 	for _, c := range calls {
 		if l.deadline.After(c.deadline) {
 			l.deadline = c.deadline
 		}
-		c.lease = l
-		close(c.pulled)
+		c.lease = l // its goroutine reads it when next woken: no wake-up for the pull itself
 	}
+	l.timer = time.AfterFunc(l.deadline.Sub(now), func() { b.expire(l) })
 	b.leases[l.id] = l
 	q.held++
 	return l
@@ -431,7 +511,11 @@ func (b *Broker) CheckPull(queueName string, maxIDs int) error {
 
 // out is what Pull returns of l.
 func (l *lease) out() *Lease {
-	out := &Lease{ID: l.id, Deadline: l.deadline}
+	ids := 0
+	for _, c := range l.calls {
+		ids += len(c.batch.Jobs)
+	}
+	out := &Lease{ID: l.id, Deadline: l.deadline, Jobs: make([]wire.Job, 0, ids)}
 	for _, c := range l.calls {
 		out.Jobs = append(out.Jobs, webhook.PullJobs(c.batch)...)
 	}
@@ -489,31 +573,33 @@ func (b *Broker) Answer(queueName, id string, a *wire.Answer) (lost []string, er
 	l.answered = true
 	delete(b.leases, l.id)
 	l.q.held--
-	type sent struct {
-		c     *call
-		reply chan error
-	}
-	var waits []sent
-	for _, c := range l.calls {
+	l.timer.Stop()
+	var wg sync.WaitGroup
+	msgs := make([]*answerMsg, len(l.calls))
+	taken := 0
+	for i, c := range l.calls {
 		if c.gone != "" {
 			lost = appendIDs(lost, c)
 			continue
 		}
-		m := answerMsg{a: partOf(a, c.batch, len(l.calls) > 1), reply: make(chan error, 1)}
-		c.answer <- m
-		waits = append(waits, sent{c, m.reply})
+		msgs[i] = &answerMsg{a: partOf(a, c.batch, len(l.calls) > 1), wg: &wg}
+		wg.Add(1)
+		c.msg = msgs[i]
+		c.signal()
+		taken++
 	}
 	b.mu.Unlock()
+	wg.Wait()
 	var first error
-	for _, w := range waits {
-		if err := <-w.reply; err != nil {
-			lost = appendIDs(lost, w.c)
+	for i, m := range msgs {
+		if m != nil && m.err != nil {
+			lost = appendIDs(lost, l.calls[i])
 			if first == nil {
-				first = err
+				first = m.err
 			}
 		}
 	}
-	if len(waits) == 0 || (first != nil && len(lost) == ids) {
+	if taken == 0 || (first != nil && len(lost) == ids) {
 		if first == nil {
 			first = &LeaseError{Reason: l.calls[0].gone}
 		}
@@ -581,13 +667,7 @@ func (b *Broker) Extend(queueName, id string, by time.Duration) (time.Time, erro
 		}
 	}
 	if d.After(l.deadline) {
-		l.deadline = d
-		for _, c := range l.calls {
-			select {
-			case c.extended <- struct{}{}:
-			default:
-			}
-		}
+		l.deadline = d // expire waits for it when it fires
 	}
 	return l.deadline, nil
 }
@@ -623,5 +703,10 @@ func (b *Broker) Stop() {
 	if !b.stopped {
 		b.stopped = true
 		close(b.stop)
+		for _, q := range b.queues {
+			if q.sweep != nil {
+				q.sweep.Stop() // the pending calls give their ids back on stop
+			}
+		}
 	}
 }

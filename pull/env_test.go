@@ -29,8 +29,9 @@ const (
 )
 
 // env is a real node on real Redis with pull queues "q" (batch 5, one
-// shard), "slow" (short lease and timeout, one shard, batch 1) and
-// "many" (4 shards, batch 1), served by the HTTP API.
+// shard), "slow" (short lease and timeout, one shard, batch 1), "many"
+// (4 shards, batch 1) and "wide" (one shard, batch 1, every call of a
+// window at once), served by the HTTP API.
 type env struct {
 	t      *testing.T
 	store  *redisstore.Store
@@ -63,6 +64,8 @@ func newEnv(t *testing.T) *env {
 			{Queue: "notify", Shards: 1, Handler: func(context.Context, *orderly.Batch) error { return nil }},
 			{Queue: "many", Shards: 4, BatchSize: 1, Timeout: 20 * time.Second, RetryIn: retry,
 				Handler: b.Handler("many", pull.Options{BatchSize: 1, Lease: 10 * time.Second})},
+			{Queue: "wide", Shards: 1, BatchSize: 1, Prefetch: 10, ConcurrentCalls: 100, Timeout: 20 * time.Second, RetryIn: retry,
+				Handler: b.Handler("wide", pull.Options{BatchSize: 1, Lease: 10 * time.Second})},
 		},
 	})
 	require.NoError(t, err)

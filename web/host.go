@@ -89,7 +89,8 @@ func hostName(host string) (string, bool) {
 		}
 	}
 	name = strings.ToLower(strings.TrimSuffix(name, "."))
-	return name, name != ""
+	// One trailing dot names the root; a second is an empty label.
+	return name, name != "" && !strings.HasSuffix(name, ".")
 }
 
 // notNameChar reports whether r cannot be part of a lower-case host name.

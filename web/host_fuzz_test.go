@@ -17,6 +17,7 @@ func FuzzHostCheck(f *testing.F) {
 		"", "localhost", "localhost:8080", "LOCALHOST.", "127.0.0.1", "127.0.0.1:1", "[::1]", "[::1]:80",
 		"[::ffff:127.0.0.1]:80", "::1", "evil.example", "evil.example:80", "orderly.internal", "10.0.0.5:8080",
 		"[fe80::1%eth0]:80", "[", "]", ":", "[::1]x", "127.0.0.1.nip.io", "0", "localhost.evil", "\x00", "é.example",
+		"127.0.0.0..", "localhost..:80",
 	} {
 		f.Add(seed)
 	}

@@ -87,8 +87,10 @@ func (s *Server) pullBatch(w http.ResponseWriter, r *http.Request) error {
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
-	body, err = appendPullLease(make([]byte, 0, 512), leaseOut(l))
-	s.writePullJSON(w, r, body, err)
+	buf := getPullBuf()
+	defer putPullBuf(buf)
+	*buf, err = appendPullLease((*buf)[:0], leaseOut(l))
+	s.writePullJSON(w, r, *buf, err)
 	return nil
 }
 
@@ -141,8 +143,10 @@ func (s *Server) pullAnswer(w http.ResponseWriter, r *http.Request) error {
 			out.Next = leaseOut(l)
 		}
 	}
-	body, err = appendPullAnswered(make([]byte, 0, 512), &out)
-	s.writePullJSON(w, r, body, err)
+	buf := getPullBuf()
+	defer putPullBuf(buf)
+	*buf, err = appendPullAnswered((*buf)[:0], &out)
+	s.writePullJSON(w, r, *buf, err)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/orderlyhq/orderly/web/apiv1"
@@ -83,6 +84,22 @@ func appendJSONString(dst []byte, s string) []byte {
 
 // writePullJSON writes the 200 answer of a pull route: body, made by
 // appendPullLease or appendPullAnswered (err from it: a 500).
+// pullBufs holds the buffers pull answers are written in: a lease of a
+// hundred jobs is tens of KiB, which a buffer grown anew for each answer
+// copies several times.
+var pullBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// maxPooledPullBuf is the largest buffer kept for reuse.
+const maxPooledPullBuf = 1 << 20
+
+func getPullBuf() *[]byte { return pullBufs.Get().(*[]byte) }
+
+func putPullBuf(b *[]byte) {
+	if cap(*b) <= maxPooledPullBuf {
+		pullBufs.Put(b)
+	}
+}
+
 func (s *Server) writePullJSON(w http.ResponseWriter, r *http.Request, body []byte, err error) {
 	status := http.StatusOK
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -279,106 +278,6 @@ func (a *Actor) onProcessed(c actor.Context, m processed) {
 	c.Send(c.Parent(), PermitReturn{Ref: a.cfg.Ref, Again: true, Since: a.since()})
 }
 
-// callInfo is the running handler call's start and deadline, written by the
-// handler task before each call and read by the actor's stuck check; and
-// the running call's ids and cancel function with the ids cancelled
-// (docs/contract.md §3.13) during the window, for the actor's Cancel.
-type callInfo struct {
-	mu              sync.Mutex // guards every field
-	start, deadline time.Time
-	ids             []persistence.Job       // the running call's jobs (nil between calls)
-	stop            context.CancelCauseFunc // cancels the running call
-	cancelled       map[string]bool         // ids cancelled during the window
-}
-
-// begin records the call about to run with its cancel function; false
-// when one of its ids was cancelled already (the call must not start).
-func (ci *callInfo) begin(jobs []persistence.Job, stop context.CancelCauseFunc) bool {
-	ci.mu.Lock()
-	defer ci.mu.Unlock()
-	for _, j := range jobs {
-		if ci.cancelled[j.ID] {
-			return false
-		}
-	}
-	ci.ids, ci.stop = jobs, stop
-	return true
-}
-
-// end records that the running call returned; it reports whether the call
-// was cancelled for one of its ids.
-func (ci *callInfo) end() bool {
-	ci.mu.Lock()
-	defer ci.mu.Unlock()
-	hit := false
-	for _, j := range ci.ids {
-		hit = hit || ci.cancelled[j.ID]
-	}
-	ci.ids, ci.stop = nil, nil
-	return hit
-}
-
-// window starts a window: ids cancelled earlier are kept only when the
-// window holds them (a cancel may come before the window starts).
-func (ci *callInfo) window(jobs []persistence.Job) {
-	ci.mu.Lock()
-	defer ci.mu.Unlock()
-	if len(ci.cancelled) == 0 {
-		return
-	}
-	keep := map[string]bool{}
-	for _, j := range jobs {
-		if ci.cancelled[j.ID] {
-			keep[j.ID] = true
-		}
-	}
-	ci.cancelled = keep
-}
-
-// finish ends a window: the ids cancelled are forgotten (the settle that
-// follows disposes of them), so that an id enqueued again later runs.
-func (ci *callInfo) finish() {
-	ci.mu.Lock()
-	defer ci.mu.Unlock()
-	clear(ci.cancelled)
-}
-
-// cancel records id as cancelled and cancels the running call when it
-// holds id; it reports whether it did.
-func (ci *callInfo) cancel(id string) bool {
-	ci.mu.Lock()
-	defer ci.mu.Unlock()
-	if ci.cancelled == nil {
-		ci.cancelled = map[string]bool{}
-	}
-	if len(ci.cancelled) >= maxCancelled {
-		clear(ci.cancelled)
-	}
-	ci.cancelled[id] = true
-	for _, j := range ci.ids {
-		if j.ID == id {
-			ci.stop(persistence.ErrCancelled)
-			return true
-		}
-	}
-	return false
-}
-
-// maxCancelled bounds the ids a shard actor remembers as cancelled.
-const maxCancelled = 1024
-
-func (ci *callInfo) set(start, deadline time.Time) {
-	ci.mu.Lock()
-	defer ci.mu.Unlock()
-	ci.start, ci.deadline = start, deadline
-}
-
-func (ci *callInfo) get() (start, deadline time.Time) {
-	ci.mu.Lock()
-	defer ci.mu.Unlock()
-	return ci.start, ci.deadline
-}
-
 // checkStuck runs on timerStuck while a handler runs: a call past its
 // deadline + StuckGrace (or one cancelled that has not returned) is logged
 // with its age, reported in the shard's status and to the observer, and
@@ -425,6 +324,7 @@ type callContexts struct {
 	ctx      context.Context // the current context; nil before the first call
 	deadline time.Time       // ctx's deadline, on clk
 	cancel   func()
+	spent    []func() // the cancel functions of earlier contexts
 }
 
 // callSlack is how much earlier than its own deadline a call's shared
@@ -437,7 +337,11 @@ func (cs *callContexts) get(deadline time.Time) (context.Context, time.Time) {
 	if cs.ctx != nil && cs.ctx.Err() == nil && !cs.deadline.After(deadline) && !cs.deadline.Before(deadline.Add(-cs.slack)) {
 		return cs.ctx, cs.deadline
 	}
-	cs.close()
+	if cs.cancel != nil {
+		// Calls of a concurrent window may still run on it: it ends
+		// with the window (close), or at its own deadline.
+		cs.spent = append(cs.spent, cs.cancel)
+	}
 	left := clock.Until(cs.clk, deadline)
 	ctx, cancel := context.WithDeadlineCause(cs.parent, time.Now().Add(left), ErrCallDeadline)
 	cs.cancel = cancel
@@ -451,12 +355,15 @@ func (cs *callContexts) get(deadline time.Time) (context.Context, time.Time) {
 	return ctx, deadline
 }
 
-// close cancels the current context.
+// close cancels every context handed out.
 func (cs *callContexts) close() {
 	if cs.cancel != nil {
 		cs.cancel()
 	}
-	cs.ctx, cs.cancel = nil, nil
+	for _, cancel := range cs.spent {
+		cancel()
+	}
+	cs.ctx, cs.cancel, cs.spent = nil, nil, nil
 }
 
 // callOnDead runs the retries-exhausted hook; a panic in it is logged.

@@ -133,6 +133,7 @@ type (
 		cancelled   int                      // calls stopped or not started because an id was cancelled
 		err         error                    // a call's whole-batch error, for logs
 		dur         time.Duration
+		panicked    string // a concurrent call's panic and stack (callGroup)
 	}
 	renewed struct {
 		lease   persistence.Lease

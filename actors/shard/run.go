@@ -12,11 +12,12 @@ import (
 )
 
 // The handler run: a fetched window goes through the processor BatchSize ids
-// per call, one call after the other, in a task of the actor. Before each
-// call the run takes a rate_limit token, and stops, leaving the rest of the
-// window untouched, when it was cancelled (drain deadline, lease lost), when
-// the lease view has run out, when a long window ran out of time, or when
-// the queue was paused.
+// per call, one call after the other (up to ConcurrentCalls calls at once,
+// calls.go), in a task of the actor. Before each call the run takes a
+// rate_limit token, and stops, leaving the rest of the window untouched,
+// when it was cancelled (drain deadline, lease lost), when the lease view
+// has run out, when a long window ran out of time, or when the queue was
+// paused.
 
 // startHandler runs the fetched batch through the processor. A
 // cancellation stops it between calls, and a call cut by the drain deadline
@@ -26,7 +27,7 @@ func (a *Actor) startHandler(c actor.Context, b *persistence.Batch) {
 	hctx, cancel := context.WithCancelCause(a.base)
 	a.phase, a.handler = phaseRunning, cancel
 	a.call.window(b.Jobs)
-	r := &windowRun{cfg: a.cfg, ctx: hctx, batch: b, first: a.calls, view: a.view, sent: a.sent, running: a.call}
+	r := &windowRun{cfg: a.cfg, ctx: hctx, batch: b, first: a.calls, view: a.view, sent: a.sent, running: a.call, pool: a.pool}
 	// A window longer than Prefetch ids shares the deadline bound of a
 	// window of Prefetch ids (timeCalls calls): its calls past those
 	// start only while at least half a call timeout of it is left.
@@ -54,6 +55,7 @@ type windowRun struct {
 	view    *leaseView
 	sent    time.Time // when the fetch was sent: call deadlines count from it
 	running *callInfo
+	pool    *callPool // the actor's goroutines of concurrent calls
 	bounded bool      // the window is longer than Prefetch ids
 	tcalls  int       // calls a window of Prefetch ids makes (timeCalls)
 	last    time.Time // a bounded window's calls past tcalls start only before it
@@ -65,18 +67,44 @@ func (r *windowRun) run() processed {
 	start := r.cfg.Clock.Now()
 	ctxs := callContexts{parent: r.ctx, clk: r.cfg.Clock, slack: callSlack(r.cfg.CallTimeout)}
 	defer ctxs.close()
-	call := &persistence.Batch{} // one per window: each call's fields are set anew
+	var g *callGroup
+	if r.cfg.ConcurrentCalls > 1 && len(b.Jobs) > size {
+		g = newCallGroup(r.cfg.ConcurrentCalls, (len(b.Jobs)+size-1)/size, r.pool)
+	}
+	var seq struct { // the calls of a sequential window share them: each call's fields are set anew
+		batch persistence.Batch
+		rc    runningCall
+	}
 	for i, k := 0, r.first; i < len(b.Jobs); i, k = i+size, k+1 {
+		if g != nil {
+			g.acquire()
+		}
 		if !r.mayStart(i/size, &out) {
+			if g != nil {
+				g.release()
+			}
 			out.skip(b.Jobs[i:])
 			break
 		}
 		jobs := b.Jobs[i:min(i+size, len(b.Jobs))]
-		*call = persistence.Batch{ShardRef: b.ShardRef, Seq: k + 1, Token: b.Token, FetchedAt: b.FetchedAt, Jobs: jobs}
-		if !r.call(&ctxs, call, i/size, &out) {
+		if g != nil {
+			gc := g.call()
+			gc.r, gc.batch = r, persistence.Batch{ShardRef: b.ShardRef, Seq: k + 1, Token: b.Token, FetchedAt: b.FetchedAt, Jobs: jobs}
+			r.prepare(&ctxs, i/size, jobs, &gc.rc)
+			g.start(gc)
+			continue
+		}
+		seq.batch = persistence.Batch{ShardRef: b.ShardRef, Seq: k + 1, Token: b.Token, FetchedAt: b.FetchedAt, Jobs: jobs}
+		r.prepare(&ctxs, i/size, jobs, &seq.rc)
+		if !r.call(&seq.rc, &seq.batch, &out) {
 			out.skip(b.Jobs[i+len(jobs):])
 			break
 		}
+	}
+	if g != nil {
+		// A call cancelled while it ran (drain deadline, lease lost)
+		// ended the run at the next mayStart, as in a sequential window.
+		g.wait(&out)
 	}
 	out.dur = clock.Since(r.cfg.Clock, start)
 	return out
@@ -115,10 +143,9 @@ func (r *windowRun) mayStart(n int, out *processed) bool {
 	return true
 }
 
-// call makes the window's n-th handler call and records its outcome on
-// out; false when the run was cancelled while it ran (its ids count as
-// interrupted, and the run ends).
-func (r *windowRun) call(ctxs *callContexts, call *persistence.Batch, n int, out *processed) bool {
+// prepare sets rc to the window's n-th call, of jobs, about to start: its
+// start, deadline and deadline context.
+func (r *windowRun) prepare(ctxs *callContexts, n int, jobs []persistence.Job, rc *runningCall) {
 	callStart := r.cfg.Clock.Now()
 	// The call's deadline: CallTimeout after its start, and within
 	// n x CallTimeout of the fetch for the n-th call of the window (the
@@ -133,12 +160,20 @@ func (r *windowRun) call(ctxs *callContexts, call *persistence.Batch, n int, out
 		deadline = bound
 	}
 	ctx, deadline := ctxs.get(deadline)
-	r.running.set(callStart, deadline)
+	*rc = runningCall{start: callStart, deadline: deadline, ctx: ctx, ids: jobs}
+}
+
+// call makes the handler call rc and records its outcome on out; false
+// when the run was cancelled while it ran (its ids count as interrupted,
+// and the run ends).
+func (r *windowRun) call(rc *runningCall, call *persistence.Batch, out *processed) bool {
+	callStart := rc.start
 	// The call's own context ends when it returns, so that what it left
 	// running sees the call is over; the shared one only carries the
 	// deadline on to the next call.
-	ctx, endCall := context.WithCancelCause(ctx)
-	if !r.running.begin(call.Jobs, endCall) {
+	ctx, endCall := context.WithCancelCause(rc.ctx)
+	rc.stop = endCall
+	if !r.running.begin(rc) {
 		// An id of the call was cancelled before it started
 		// (docs/contract.md §3.13): the call does not run; its ids go back
 		// untouched, and the store disposes of the cancelled one.
@@ -149,7 +184,7 @@ func (r *windowRun) call(ctxs *callContexts, call *persistence.Batch, n int, out
 	}
 	fs, err := r.cfg.Process(ctx, call)
 	timedOut := errors.Is(context.Cause(ctx), ErrCallDeadline)
-	cancelled := r.running.end() && errors.Is(context.Cause(ctx), persistence.ErrCancelled)
+	cancelled := r.running.end(rc) && errors.Is(context.Cause(ctx), persistence.ErrCancelled)
 	endCall(nil)
 	chose := len(call.Snoozes) + len(call.Deaths) + len(call.Discards)
 	if cancelled && (err != nil || len(fs) > 0 || chose > 0) {

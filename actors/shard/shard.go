@@ -80,8 +80,12 @@ type Config struct {
 	BatchSize int
 	// Prefetch is how many ids one fetch takes (at least BatchSize); they
 	// are handed to the handler BatchSize at a time, one call after the
-	// other, and settled together.
+	// other (or ConcurrentCalls at once), and settled together.
 	Prefetch int
+	// ConcurrentCalls is how many calls of one window may run at once
+	// [1]: each holds its own ids, so an id still has one call at a
+	// time.
+	ConcurrentCalls int
 	// MaxPrefetch is the most ids a fetch takes while the shard is busy
 	// (0: Prefetch, a fixed window). The window starts at Prefetch and
 	// doubles, up to MaxPrefetch, after each window that came back full
@@ -172,6 +176,7 @@ func (c Config) withDefaults() Config {
 		panic(fmt.Sprintf("shard: incomplete config for %s", c.Ref))
 	}
 	c.BatchSize = max(c.BatchSize, 1)
+	c.ConcurrentCalls = max(c.ConcurrentCalls, 1)
 	c.Prefetch = max(c.Prefetch, c.BatchSize)
 	maxp := c.MaxPayloads
 	if maxp <= 0 {
@@ -201,7 +206,7 @@ func Props(cfg Config) *actor.Props {
 	cfg = cfg.withDefaults()
 	log := cfg.Logger.With("queue", cfg.Ref.Queue, "shard", cfg.Ref.Shard)
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &Actor{cfg: cfg, log: log, inst: rand.Uint64(), view: &leaseView{paused: cfg.Paused}, call: &callInfo{}}
+		return &Actor{cfg: cfg, log: log, inst: rand.Uint64(), view: &leaseView{paused: cfg.Paused}, call: &callInfo{}, pool: &callPool{}}
 	},
 		actor.WithReceiverMiddleware(supervisor.LogPanics(log)))
 }
@@ -240,6 +245,7 @@ type Actor struct {
 	keep     string                  // token of a lease left to expire for its unconfirmed dead report: never released (a release drops the report)
 	handler  context.CancelCauseFunc // cancels the running handler (phaseRunning)
 	call     *callInfo               // the running handler call, written by the handler task
+	pool     *callPool               // goroutines of concurrent calls (ConcurrentCalls)
 	stuck    time.Time               // start of the running call while it counts as stuck
 
 	seq    int64              // last fetch's NextSeq
@@ -533,7 +539,9 @@ func (a *Actor) shutdown(c actor.Context, restarting bool) {
 	if a.cancel != nil {
 		a.cancel()
 	}
-	if !a.waitTasks(a.cfg.LeaseTTL) {
+	ok := a.waitTasks(a.cfg.LeaseTTL)
+	a.pool.stop() // a call still running ends its goroutine when it returns
+	if !ok {
 		a.log.Error("a handler ignores its cancelled context; the shard actor stops without it and leaves its lease to expire")
 	} else {
 		leases := a.stale

@@ -38,6 +38,7 @@ func (a *Actor) fetchedWindow(asked, got int, more bool) {
 	switch {
 	case got == 0:
 		a.window = a.cfg.Prefetch
+		a.pool.release() // the shard ran dry: its idle call goroutines end
 	case got < asked && !more:
 		a.window = max(a.fetchSize()/2, a.cfg.Prefetch)
 	}

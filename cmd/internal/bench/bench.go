@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/orderlyhq/orderly/internal/redisserver"
+	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisurl"
 )
 
@@ -154,6 +155,15 @@ type scenario struct {
 	pullMax, pullLoops int
 }
 
+// concurrentCalls is the worker's ConcurrentCalls: a pull queue's default
+// (every call of a window at once) for the pull scenarios, else 1.
+func (sc scenario) concurrentCalls() int {
+	if sc.pull {
+		return persistence.MaxBatchSize
+	}
+	return 0
+}
+
 var scenarios = []scenario{
 	{name: "lowkiq", desc: "Lowkiq's benchmark: N blank jobs, 5 shards, batch 1, concurrency 5 (default window: 10 ids per fetch, growing to 100 while busy)", kind: "throughput", shards: 5, batch: 1, concurrency: 5, nodes: 1, jobs: 1},
 	{name: "lowkiq-w10", desc: "as lowkiq with prefetch 10 set by hand: a fixed window of 10 ids per fetch", kind: "throughput", shards: 5, batch: 1, prefetch: 10, concurrency: 5, nodes: 1, jobs: 1},
@@ -166,8 +176,9 @@ var scenarios = []scenario{
 	{name: "delayed", desc: "as batch10, perform_at spread over the next 2 s", kind: "throughput", shards: 5, batch: 10, concurrency: 5, nodes: 1, delay: 2 * time.Second, jobs: 1},
 	{name: "webhook", desc: "as lowkiq, handled over HTTP: a webhook queue posting to a minimal Go receiver in the same process, one call per job", kind: "throughput", shards: 5, batch: 1, concurrency: 5, nodes: 1, jobs: 1, webhook: true},
 	{name: "webhook10", desc: "as webhook, batch size 10", kind: "throughput", shards: 5, batch: 10, concurrency: 5, nodes: 1, jobs: 1, webhook: true},
-	{name: "pull", desc: "as lowkiq, handled by a Go pull worker over HTTP (5 loops, max_ids 1) in the same process, one lease per job", kind: "throughput", shards: 5, batch: 1, concurrency: 5, nodes: 1, jobs: 1, pull: true},
-	{name: "pull-m5", desc: "as pull with one worker loop taking up to 5 ids (several shards' calls) per lease", kind: "throughput", shards: 5, batch: 1, concurrency: 5, nodes: 1, jobs: 1, pull: true, pullMax: 5, pullLoops: 1},
+	{name: "pull", desc: "as lowkiq, handled by a Go pull worker over HTTP (5 loops, max_ids 1) in the same process, one lease per job; every call of a shard's window waits for a pull at once, as on a pull queue", kind: "throughput", shards: 5, batch: 1, concurrency: 5, nodes: 1, jobs: 1, pull: true},
+	{name: "pull-m5", desc: "as pull with one worker loop taking up to 5 ids per lease", kind: "throughput", shards: 5, batch: 1, concurrency: 5, nodes: 1, jobs: 1, pull: true, pullMax: 5, pullLoops: 1},
+	{name: "pull-m100", desc: "as pull with two worker loops taking up to 100 ids per lease", kind: "throughput", shards: 5, batch: 1, concurrency: 5, nodes: 1, jobs: 1, pull: true, pullMax: 100, pullLoops: 2},
 	{name: "pull10", desc: "as pull, batch size 10 (max_ids 10)", kind: "throughput", shards: 5, batch: 10, concurrency: 5, nodes: 1, jobs: 1, pull: true},
 	{name: "nodes3", desc: "as lowkiq on 3 nodes in one process (a cluster)", kind: "throughput", shards: 5, batch: 1, concurrency: 5, nodes: 3, jobs: 1},
 	{name: "latency", desc: "idle node: enqueue one job, wait for its handler; 500 times", kind: "latency", shards: 5, batch: 1, concurrency: 5, nodes: 1},

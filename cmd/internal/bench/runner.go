@@ -207,10 +207,10 @@ func (r *runner) startNodes(ctx context.Context, sc scenario, prefix string, han
 		name := fmt.Sprintf("bench-%d", i+1)
 		cfg := &orderly.Config{
 			Name: name, Logger: r.cfg.Logger, Concurrency: sc.concurrency,
-			Workers: []orderly.Worker{{Queue: queue, Shards: sc.shards, BatchSize: sc.batch, Prefetch: sc.prefetch, Handler: handler(name)}},
+			Workers: []orderly.Worker{{Queue: queue, Shards: sc.shards, BatchSize: sc.batch, Prefetch: sc.prefetch, ConcurrentCalls: sc.concurrentCalls(), Handler: handler(name)}},
 		}
 		for q := 1; q < sc.queues; q++ {
-			cfg.Workers = append(cfg.Workers, orderly.Worker{Queue: queueName(q), Shards: sc.shards, BatchSize: sc.batch, Prefetch: sc.prefetch, Handler: handler(name)})
+			cfg.Workers = append(cfg.Workers, orderly.Worker{Queue: queueName(q), Shards: sc.shards, BatchSize: sc.batch, Prefetch: sc.prefetch, ConcurrentCalls: sc.concurrentCalls(), Handler: handler(name)})
 		}
 		if sc.nodes > 1 {
 			port, err := redisserver.FreePort()

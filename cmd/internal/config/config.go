@@ -317,6 +317,11 @@ type QueueConfig struct {
 	// prefetch to 1000; 0 means 100 when prefetch is 0 too, else prefetch
 	// (a fixed window) [max_prefetch; 0].
 	MaxPrefetch int
+	// ConcurrentCalls is how many handler calls of one shard may run at
+	// once, over distinct ids of its window, 1..1000; 0 means 1, or, on a
+	// pull queue without max_concurrency, every call of a window
+	// (orderly.Worker.ConcurrentCalls) [concurrent_calls; 0].
+	ConcurrentCalls int
 	// MaxRetryCount is how many failures a payload survives before it goes
 	// to the morgue; NoRetries sends it there at its first failure, and 0
 	// means DefaultMaxRetryCount, as in orderly.Worker [max_retry_count;

@@ -143,6 +143,11 @@ func TestFileErrors(t *testing.T) {
 			"queues[0].max_prefetch: must be between prefetch (20) and 1000, got 10 (line 1)",
 			"queues[1].max_prefetch: must be between prefetch (1) and 1000, got 1001 (line 1)",
 		}},
+		{"concurrent_calls", "queues: [{name: a, concurrent_calls: -1}, {name: b, concurrent_calls: 1001}, {name: c, concurrent_calls: 4, max_concurrency: 2}]", []string{
+			"queues[0].concurrent_calls: must be between 1 and 1000, got -1 (line 1)",
+			"queues[1].concurrent_calls: must be between 1 and 1000, got 1001 (line 1)",
+			"queues[2].concurrent_calls: must be 1 with max_concurrency (2), which counts calls one per shard at a time, got 4 (line 1)",
+		}},
 		{"prefetch", "queues: [{name: a, batch_size: 10, prefetch: 5}, {name: b, prefetch: 1001}]", []string{
 			"queues[0].prefetch: must be between batch_size (10) and 1000, got 5 (line 1)",
 			"queues[1].prefetch: must be between batch_size (1) and 1000, got 1001 (line 1)",

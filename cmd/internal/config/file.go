@@ -29,7 +29,7 @@ func handlerKeys() []string {
 	return []string{"type", "url", "retries_exhausted_url", "timeout", "payloads", "secret", "signature", "headers", "client", "lease", "worker_token"}
 }
 func queueKeys() []string {
-	return []string{"name", "shards", "batch_size", "prefetch", "max_prefetch", "max_retry_count", "max_payloads_per_call", "timeout", "retry", "handler", "max_concurrency", "weight", "rate_limit", "state", "max_state_bytes", "feed_max_len", "dedup_window", "retain_finished", "max_finished"}
+	return []string{"name", "shards", "batch_size", "prefetch", "max_prefetch", "concurrent_calls", "max_retry_count", "max_payloads_per_call", "timeout", "retry", "handler", "max_concurrency", "weight", "rate_limit", "state", "max_state_bytes", "feed_max_len", "dedup_window", "retain_finished", "max_finished"}
 }
 
 // fileParser walks the YAML tree of the config file. It reads the tree
@@ -314,6 +314,8 @@ func (r *queueReader) key(key string, line int, v *yaml.Node) {
 		good = decodeInto(fp, v, at, line, &q.Prefetch)
 	case "max_prefetch":
 		good = decodeInto(fp, v, at, line, &q.MaxPrefetch)
+	case "concurrent_calls":
+		good = decodeInto(fp, v, at, line, &q.ConcurrentCalls)
 	case "max_retry_count":
 		good = decodeMaxRetryCount(fp, v, at, line, &q.MaxRetryCount)
 	case "max_payloads_per_call":

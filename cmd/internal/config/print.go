@@ -168,6 +168,7 @@ func queueYAML(r, q *QueueConfig) yamlMap {
 	m.add("batch_size", integer(r.BatchSize))
 	optionalInt(m, "prefetch", r.Prefetch)
 	optionalInt(m, "max_prefetch", r.MaxPrefetch)
+	optionalInt(m, "concurrent_calls", r.ConcurrentCalls)
 	m.add("max_retry_count", integer(r.MaxRetryCount))
 	optionalInt(m, "max_payloads_per_call", r.MaxPayloadsPerCall)
 	if r.Timeout != 0 {

@@ -33,7 +33,7 @@ func TestFileYAMLLoadsBack(t *testing.T) {
 		"odd values": `node: {name: "n:1", join: ["[::1]:7000"], http_allowed_hosts: ["*"], lease_ttl: 1500ms, morgue_ttl: 36h30m}
 queues:
   - {name: "no", shards: 1, max_retry_count: 1, rate_limit: {per_second: 0.5}, retry: {policy: linear, base: 250ms, max: 1m}, feed_max_len: 0, state: true}
-  - {name: "true", prefetch: 20, max_prefetch: 40, handler: {type: http, url: "http://h:9/p?a=1#x", client: direct}}
+  - {name: "true", prefetch: 20, max_prefetch: 40, concurrent_calls: 4, handler: {type: http, url: "http://h:9/p?a=1#x", client: direct}}
 periodic:
   - {name: p, queue: "no", schedule: "CRON_TZ=UTC 0 3 * * *", id: "#1", payload: {"s": "a\"b\n<é>", "n": [1, 2.5, -3e+30, null, true], "o": {}}}
   - {name: q, queue: "true", schedule: "@every 1m", id: "yes", payload: "null"}

@@ -144,6 +144,13 @@ func validateQueue(q *QueueConfig, report func(key, msg string)) {
 	if q.MaxPrefetch != 0 && (q.MaxPrefetch < max(q.Prefetch, q.BatchSize) || q.MaxPrefetch > maxBatchSize) {
 		report("max_prefetch", fmt.Sprintf("must be between prefetch (%d) and %d, got %d", max(q.Prefetch, q.BatchSize), maxBatchSize, q.MaxPrefetch))
 	}
+	if q.ConcurrentCalls != 0 {
+		if err := checkBetween(1, maxBatchSize)(q.ConcurrentCalls); err != nil {
+			report("concurrent_calls", err.Error())
+		} else if q.ConcurrentCalls > 1 && q.MaxConcurrency > 0 {
+			report("concurrent_calls", fmt.Sprintf("must be 1 with max_concurrency (%d), which counts calls one per shard at a time, got %d", q.MaxConcurrency, q.ConcurrentCalls))
+		}
+	}
 	if q.MaxRetryCount < NoRetries {
 		report("max_retry_count", fmt.Sprintf("must be 1 or more, -1 (NoRetries) for no retries, or 0 for the default, got %d", q.MaxRetryCount))
 	}

@@ -46,7 +46,9 @@ func buildWorkers(queues []config.QueueConfig, log *slog.Logger, observe func(qu
 			Prefetch:  q.Prefetch,
 			// 0: orderly.DefaultMaxPrefetch, or Prefetch when it is set.
 			MaxPrefetch: q.MaxPrefetch,
-			Timeout:     q.Timeout,
+			// 0: one call after the other (pull queues: below).
+			ConcurrentCalls: q.ConcurrentCalls,
+			Timeout:         q.Timeout,
 			// 0: orderly.DefaultMaxPayloadsPerCall.
 			MaxPayloadsPerCall: q.MaxPayloadsPerCall,
 			State:              q.State,
@@ -100,6 +102,11 @@ func buildWorkers(queues []config.QueueConfig, log *slog.Logger, observe func(qu
 				return nil, nil, fmt.Errorf("queue %s: a pull queue needs a pull broker", q.Name)
 			}
 			w.Handler, w.Timeout = pullHandler(broker, q)
+			if w.ConcurrentCalls == 0 && w.MaxConcurrency == 0 {
+				// Every call of a window waits for a pull at once, so
+				// that one pull takes many ids of a shard.
+				w.ConcurrentCalls = persistence.MaxBatchSize
+			}
 			if q.Handler.RetriesExhaustedURL != "" {
 				ds, err := deadSender(q, webhookConfig(q.Handler, log))
 				if err != nil {

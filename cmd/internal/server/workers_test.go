@@ -13,6 +13,8 @@ import (
 
 	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/cmd/internal/config"
+	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/pull"
 	"github.com/orderlyhq/orderly/webhook/webhooktest"
 	"github.com/orderlyhq/orderly/webhook/wire"
 )
@@ -104,4 +106,28 @@ func TestHTTPHandlerStandardSignature(t *testing.T) {
 	require.NoError(t, calls[0].SignatureErr)
 	require.Equal(t, "q/0/1/1", calls[0].Header.Get(wire.StandardIDHeader))
 	require.Empty(t, calls[0].Header.Get(wire.SignatureHeader))
+}
+
+// A pull queue runs every call of a window at once unless it says
+// otherwise (concurrent_calls) or bounds its calls (max_concurrency, which
+// counts one call per shard); other queues run one call after the other.
+func TestConcurrentCallsDefaults(t *testing.T) {
+	t.Parallel()
+	broker := pull.New(nil)
+	pullQ := config.HandlerConfig{Type: config.HandlerPull}
+	qs := []config.QueueConfig{
+		{Name: "p", Shards: 1, BatchSize: 1, Handler: pullQ},
+		{Name: "p4", Shards: 1, BatchSize: 1, ConcurrentCalls: 4, Handler: pullQ},
+		{Name: "pmax", Shards: 1, BatchSize: 1, MaxConcurrency: 2, Handler: pullQ},
+		{Name: "log", Shards: 1, BatchSize: 1, Handler: config.HandlerConfig{Type: config.HandlerLog}},
+		{Name: "log3", Shards: 1, BatchSize: 1, ConcurrentCalls: 3, Handler: config.HandlerConfig{Type: config.HandlerLog}},
+	}
+	ws, closeWebhooks, err := buildWorkers(qs, slog.New(slog.DiscardHandler), nil, broker)
+	require.NoError(t, err)
+	defer closeWebhooks()
+	got := map[string]int{}
+	for _, w := range ws {
+		got[w.Queue] = w.ConcurrentCalls
+	}
+	require.Equal(t, map[string]int{"p": persistence.MaxBatchSize, "p4": 4, "pmax": 0, "log": 0, "log3": 3}, got)
 }
