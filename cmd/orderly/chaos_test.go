@@ -24,7 +24,8 @@ type chaosNode struct {
 	proxy *redistest.Proxy // between the node and Redis
 }
 
-// TestChaos runs three node processes under continuous load while faults
+// TestChaos runs three node processes (three calls of a shard's window at
+// once) under continuous load while faults
 // happen: SIGKILL and restart of a node (twice), a graceful restart, a
 // redis-server restart (AOF, appendfsync always), a Redis outage (every
 // node's connections cut through a proxy), and a gossip partition of one
@@ -61,7 +62,9 @@ func TestChaos(t *testing.T) {
 		mix.choose(&a, c)
 		return a
 	})
-	cfg := ordersConfig(rcv.URL, 8, "5s") + "    dedup_window: 1m\n"
+	// Three calls of a shard's window at once (concurrent_calls): calls of
+	// one id must still never overlap, whatever the faults.
+	cfg := ordersConfig(rcv.URL, 8, "5s") + "    dedup_window: 1m\n    concurrent_calls: 3\n"
 
 	tl := newTimeline(t)
 	note := tl.note
