@@ -1,13 +1,19 @@
 """Kept-alive HTTP connections to a node: one per thread, reused request after request.
 
-Each thread (a worker loop, an extension thread, a caller's thread) has a
-connection of its own to the node, opened at its first request and kept
-while the node keeps it: an answer with "Connection: close" (the node
-closes after some refusals, 401 or 413) or from an HTTP/1.0 peer is read
-and the connection closed; the next request opens another. A short-lived
-thread (the worker's extension of a window) releases its connection when
-done, for the next one to take; a thread that ends without doing so has
-its connection closed.
+Each thread (a worker loop, the worker's extension thread, a caller's
+thread) has a connection of its own to the node, opened at its first
+request and kept while the node keeps it: an answer with "Connection:
+close" (the node closes after some refusals, 401 or 413) or from an
+HTTP/1.0 peer is read and the connection closed; the next request opens
+another. A short-lived thread may release its connection when done, for
+the next one to take (release_local); a thread that ends without doing so
+has its connection closed.
+
+The HTTP/1.1 exchange is this module's own (_Conn), not http.client's: a
+request is written in one send, and the answer read from the
+connection's buffer with its headers parsed in one piece, which costs a
+fraction of http.client's per request (the pull worker makes one request
+per window). It raises http.client's exceptions.
 
 A kept-alive connection can be found closed by the node (its idle timeout,
 120 s by default, or a restart). Before a connection is reused, a poll
@@ -24,7 +30,9 @@ connection each.
 from __future__ import annotations
 
 import http.client
+import re
 import select
+import socket
 import ssl
 import threading
 import urllib.error
@@ -40,6 +48,14 @@ STALE = (ConnectionResetError, BrokenPipeError, ConnectionAbortedError, ssl.SSLE
 
 Replayable = Callable[[str, str], bool]
 
+# _RECV is the most bytes a read asks the socket for; _MAX_HEAD bounds an
+# answer's status line and headers.
+_RECV = 1 << 16
+_MAX_HEAD = 1 << 16
+
+# _BAD_TARGET: what a request target must not hold (http.client refuses it too).
+_BAD_TARGET = re.compile(r"[\x00-\x20\x7f]")
+
 # MAX_IDLE bounds the connections released by threads that were done with
 # them, kept for the next thread.
 MAX_IDLE = 8
@@ -50,9 +66,166 @@ class _Held:
 
     __slots__ = ("conn", "poller", "__weakref__")
 
-    def __init__(self, conn: http.client.HTTPConnection):
+    def __init__(self, conn: "_Conn"):
         self.conn = conn
         self.poller = None
+
+
+class _Conn:
+    """One HTTP/1.1 connection: a request goes in one send, its answer is
+    read from the connection's own buffer (the status line, the headers in
+    one piece, the body by Content-Length, chunks or until the close).
+
+    The exceptions are http.client's: RemoteDisconnected (a
+    ConnectionResetError) when the peer closed before a byte of the
+    answer, BadStatusLine, IncompleteRead, LineTooLong, InvalidURL; a
+    socket's own errors (a timeout, a reset) as they come. sock is None
+    once closed (after an answer that closes it, or close()).
+    """
+
+    __slots__ = ("sock", "timeout", "buf")
+
+    def __init__(self, sock: socket.socket, timeout: float):
+        self.sock: Optional[socket.socket] = sock
+        self.timeout = timeout
+        self.buf = bytearray()  # bytes read past the last answer's end: none expected
+
+    def close(self) -> None:
+        sock, self.sock = self.sock, None
+        if sock is not None:
+            sock.close()
+
+    def send(self, data: bytes) -> None:
+        assert self.sock is not None
+        self.sock.sendall(data)
+
+    def _recv(self) -> bytes:
+        assert self.sock is not None
+        return self.sock.recv(_RECV)
+
+    def response(self, head: bool) -> Tuple[int, str, bytes]:
+        """Reads an answer: (status, reason, body); closes the connection after
+        an answer that says so, an HTTP/1.0 one, or one whose end is the close."""
+        while True:
+            status, reason, length, chunked, close = self._head()
+            if not 100 <= status < 200 or status == 101:
+                break
+        if head or status in (204, 304) or 100 <= status < 200:
+            body = b""
+        elif chunked:
+            body = self._chunked()
+        elif length is not None:
+            body = self._exactly(length)
+        else:
+            body = self._until_eof()
+            close = True
+        if close:
+            self.close()
+        return status, reason, body
+
+    def _head(self) -> Tuple[int, str, Optional[int], bool, bool]:
+        buf = self.buf
+        end = buf.find(b"\r\n\r\n")
+        while end < 0:
+            if len(buf) > _MAX_HEAD:
+                raise http.client.LineTooLong("the answer's headers")
+            chunk = self._recv()
+            if not chunk:
+                if not buf:
+                    raise http.client.RemoteDisconnected("Remote end closed connection without response")
+                raise http.client.BadStatusLine(bytes(buf[:80]).decode("latin-1"))
+            start = max(0, len(buf) - 3)
+            buf += chunk
+            end = buf.find(b"\r\n\r\n", start)
+        lines = bytes(buf[:end]).decode("latin-1").split("\r\n")
+        del buf[:end + 4]
+        parts = lines[0].split(" ", 2)
+        try:
+            version, status = parts[0], int(parts[1])
+        except (IndexError, ValueError):
+            raise http.client.BadStatusLine(lines[0]) from None
+        if not version.startswith("HTTP/") or not 100 <= status <= 999:
+            raise http.client.BadStatusLine(lines[0])
+        reason = parts[2] if len(parts) > 2 else ""
+        length: Optional[int] = None
+        chunked = False
+        conn = ""
+        for line in lines[1:]:
+            name, sep, value = line.partition(":")
+            if not sep:
+                continue
+            name = name.strip().lower()
+            if name == "content-length":
+                try:
+                    length = int(value)
+                except ValueError:
+                    raise http.client.HTTPException(f"bad Content-Length {value.strip()!r}") from None
+                if length < 0:
+                    raise http.client.HTTPException(f"bad Content-Length {value.strip()!r}")
+            elif name == "transfer-encoding":
+                chunked = value.strip().lower() == "chunked"
+            elif name == "connection":
+                conn = value.lower()
+        close = "close" in conn or (version == "HTTP/1.0" and "keep-alive" not in conn)
+        return status, reason, length, chunked, close
+
+    def _exactly(self, n: int) -> bytes:
+        buf = self.buf
+        while len(buf) < n:
+            chunk = self._recv()
+            if not chunk:
+                got = bytes(buf)
+                buf.clear()
+                raise http.client.IncompleteRead(got, n - len(got))
+            buf += chunk
+        if len(buf) == n:
+            body = bytes(buf)
+            buf.clear()
+            return body
+        body = bytes(buf[:n])
+        del buf[:n]
+        return body
+
+    def _line(self) -> bytes:
+        buf = self.buf
+        end = buf.find(b"\n")
+        while end < 0:
+            if len(buf) > _MAX_HEAD:
+                raise http.client.LineTooLong("a chunk's size line")
+            chunk = self._recv()
+            if not chunk:
+                raise http.client.IncompleteRead(b"")
+            start = len(buf)
+            buf += chunk
+            end = buf.find(b"\n", start)
+        line = bytes(buf[:end + 1])
+        del buf[:end + 1]
+        return line
+
+    def _chunked(self) -> bytes:
+        out = []
+        while True:
+            size_line = self._line().split(b";", 1)[0].strip()
+            try:
+                size = int(size_line, 16)
+            except ValueError:
+                raise http.client.IncompleteRead(b"".join(out)) from None
+            if size == 0:
+                while self._line() not in (b"\r\n", b"\n"):  # trailers, up to the empty line
+                    pass
+                return b"".join(out)
+            out.append(self._exactly(size))
+            self._exactly(2)  # the chunk's CRLF
+
+    def _until_eof(self) -> bytes:
+        buf = self.buf
+        while True:
+            chunk = self._recv()
+            if not chunk:
+                body = bytes(buf)
+                buf.clear()
+                return body
+            buf += chunk
 
 
 class Transport:
@@ -73,6 +246,10 @@ class Transport:
         self.port = u.port
         self.prefix = u.path.rstrip("/")
         self.replayable = replayable
+        default = 443 if self.https else 80
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        self._host_header = host if self.port in (None, default) else f"{host}:{self.port}"
+        self._ctx: Optional[ssl.SSLContext] = None
         self._local = threading.local()
         proxies = urllib.request.getproxies()
         self.proxied = u.scheme in proxies and not urllib.request.proxy_bypass(u.netloc)
@@ -87,23 +264,34 @@ class Transport:
         self._idle: List[_Held] = []
 
     def _open(self, timeout: float) -> _Held:
-        if self.https:
-            # context None: http.client's default, the one urlopen used
-            # (ssl.create_default_context: certificates and host checked).
-            conn: http.client.HTTPConnection = http.client.HTTPSConnection(self.host, self.port, timeout=timeout)
-        else:
-            conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
         try:
-            conn.connect()
+            sock = socket.create_connection((self.host, self.port or (443 if self.https else 80)), timeout)
         except OSError as e:
-            conn.close()
             raise urllib.error.URLError(e) from None  # as urlopen raised it
-        held = _Held(conn)
-        weakref.finalize(held, conn.close)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.https:
+                sock = self._tls().wrap_socket(sock, server_hostname=self.host)
+        except OSError as e:
+            sock.close()
+            raise urllib.error.URLError(e) from None
+        held = _Held(_Conn(sock, timeout))
+        weakref.finalize(held, held.conn.close)
         with self._lock:
             self.connects += 1
             self._open_conns.add(held)
         return held
+
+    def _tls(self) -> ssl.SSLContext:
+        """http.client's default context, the one urlopen used (certificates and
+        host checked), made once."""
+        if self._ctx is None:
+            ctx = ssl._create_default_https_context()
+            ctx.set_alpn_protocols(["http/1.1"])
+            if ctx.post_handshake_auth is not None:
+                ctx.post_handshake_auth = True
+            self._ctx = ctx
+        return self._ctx
 
     def _reusable(self, timeout: float) -> Optional[_Held]:
         """This thread's open connection, if it has one the peer has not closed."""
@@ -117,6 +305,9 @@ class Transport:
         sock = held.conn.sock
         if sock is None:  # closed after "Connection: close" or a failure
             self._local.held = None
+            return None
+        if held.conn.buf:  # bytes past the last answer: out of step
+            self._drop(held)
             return None
         try:
             if hasattr(select, "poll"):
@@ -189,6 +380,8 @@ class Transport:
         A fresh connection's failure is never retried: it is the node's
         answer to this request.
         """
+        if _BAD_TARGET.search(path):
+            raise http.client.InvalidURL(f"URL can't contain control characters or spaces: {path!r}")
         if self.proxied:
             return self._send_urllib(method, path, data, headers, timeout)
         held = self._reusable(timeout)
@@ -211,23 +404,33 @@ class Transport:
     def _exchange(self, held: _Held, method: str, path: str, data: Optional[bytes],
                   headers: Dict[str, str]) -> Tuple[int, str, bytes]:
         conn = held.conn
+        target = self.prefix + path
+        head = [f"{method} {target} HTTP/1.1\r\nHost: {self._host_header}\r\nAccept-Encoding: identity\r\n"]
+        for k, v in headers.items():
+            head.append(f"{k}: {v}\r\n")
+        if data is not None:
+            head.append(f"Content-Length: {len(data)}\r\n\r\n")
+        elif method in ("POST", "PUT", "PATCH"):
+            head.append("Content-Length: 0\r\n\r\n")
+        else:
+            head.append("\r\n")
+        msg = "".join(head).encode("latin-1")
         try:
-            conn.request(method, self.prefix + path, body=data, headers=headers)
+            conn.send(msg + data if data else msg)
         except OSError as e:
             self._drop(held)
             raise _SendFailed(e) from None
         try:
-            resp = conn.getresponse()
-            body = resp.read()
+            status, reason, body = conn.response(method == "HEAD")
         except BaseException:
             self._drop(held)
             raise
-        # http.client closes the connection itself after an answer that
-        # will close it ("Connection: close", HTTP/1.0): conn.sock is None
-        # then, and the next request of this thread opens another.
+        # An answer that closes the connection ("Connection: close",
+        # HTTP/1.0, a body that ends with the close) left conn.sock None:
+        # the next request of this thread opens another.
         if conn.sock is None:
             self._drop(held)
-        return resp.status, resp.reason, body
+        return status, reason, body
 
     def _send_urllib(self, method: str, path: str, data: Optional[bytes], headers: Dict[str, str],
                      timeout: float) -> Tuple[int, str, bytes]:

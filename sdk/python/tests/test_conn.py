@@ -202,8 +202,8 @@ class ReuseTest(unittest.TestCase):
         self.assertEqual(f.conns, 3, "one connection per loop")
 
     def test_extensions_share_a_connection(self):
-        # Each window's deadline is near: its extension thread extends it at
-        # once. The threads, one per window, take turns on one connection.
+        # Each window's deadline is near: the worker's extension thread
+        # extends it at once, every window on that thread's one connection.
         lock = threading.Lock()
         state = {"handed": 0, "extended": set()}
         extended = threading.Condition(lock)
@@ -358,6 +358,94 @@ class ReuseTest(unittest.TestCase):
         self.addCleanup(c.close)
         c.enqueue("q", [Job("a")])
         self.assertEqual(f.requests[0][2], "/orderly/api/v1/queues/q/jobs")
+
+
+class RawNode:
+    """Answers each request with the next of answers (raw bytes), on the
+    connection the request came on; None closes that connection instead."""
+
+    def __init__(self, answers):
+        self.answers = list(answers)
+        self.lock = threading.Lock()
+        self.conns = 0
+        self.ln = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.ln.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self):
+        self.ln.close()
+
+    def _accept(self):
+        while True:
+            try:
+                s, _ = self.ln.accept()
+            except OSError:
+                return
+            with self.lock:
+                self.conns += 1
+            threading.Thread(target=self._serve, args=(s,), daemon=True).start()
+
+    def _serve(self, s):
+        with s, s.makefile("rb") as f:
+            while True:
+                length = 0
+                line = f.readline()
+                if not line:
+                    return
+                while line not in (b"\r\n", b""):
+                    line = f.readline()
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":")[1])
+                f.read(length)
+                with self.lock:
+                    answer = self.answers.pop(0)
+                if answer is None:
+                    return
+                s.sendall(answer)
+                if b"Connection: close" in answer or answer.startswith(b"HTTP/1.0"):
+                    return
+
+
+class AnswerShapesTest(unittest.TestCase):
+    """The shapes of an answer the client reads: chunked, up to the close,
+    HTTP/1.0, after a 100 Continue."""
+
+    def test_shapes(self):
+        node = RawNode([
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"4;ext=1\r\n{\"a\"\r\n3\r\n:1}\r\n0\r\nTrailer: x\r\n\r\n",
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n{\"b\":2}",
+            b"HTTP/1.1 204 No Content\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{\"c\":3}",
+            b"HTTP/1.0 200 OK\r\nContent-Length: 7\r\n\r\n{\"d\":4}",
+            b"HTTP/1.1 409 Conflict\r\nContent-Length: 35\r\n\r\n{\"error\":\"lease lost\",\"reason\":\"x\"}",
+        ])
+        self.addCleanup(node.close)
+        c = Client(node.url, "tok")
+        self.addCleanup(c.close)
+        self.assertEqual(c.request("GET", "/a"), (200, {"a": 1}))
+        self.assertEqual(c.request("GET", "/b"), (200, {"b": 2}))
+        self.assertEqual(c.request("POST", "/p"), (204, None))
+        self.assertEqual(c.request("GET", "/c"), (200, {"c": 3}), "the body ends with the close")
+        self.assertEqual(c.request("GET", "/d"), (200, {"d": 4}))
+        with self.assertRaises(OrderlyError) as e:
+            c.request("POST", "/e", {})
+        self.assertEqual((e.exception.status, e.exception.body["reason"]), (409, "x"))
+        self.assertEqual(node.conns, 3, "a new connection after the close and after HTTP/1.0")
+
+    def test_a_cut_answer_is_an_error(self):
+        node = RawNode([b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\nConnection: close\r\n\r\n{\"a\""])
+        self.addCleanup(node.close)
+        c = Client(node.url, "tok")
+        self.addCleanup(c.close)
+        import http.client
+        with self.assertRaises(http.client.IncompleteRead):
+            c.request("GET", "/a")
+
+    def test_a_target_with_a_space_is_refused(self):
+        import http.client
+        with self.assertRaises(http.client.InvalidURL):
+            Client("http://127.0.0.1:9", "tok").request("GET", "/a b")
 
 
 if __name__ == "__main__":
