@@ -139,12 +139,17 @@ func pullCeiling(args []string) error {
 	concurrency := fs.Int("concurrency", 8, "the worker's concurrency")
 	rounds := fs.Int("rounds", 1, "runs of each directory, alternating")
 	worker := fs.String("worker", "bench/report/pull_worker.py", "the Python pull worker")
+	profile := fs.String("profile", "", "write each run's cProfile statistics of the worker to `FILE`.<round>.<n>")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	for round := 1; round <= *rounds; round++ {
-		for _, sdk := range strings.Split(*sdks, ",") {
-			line, err := ceilingRun(*worker, sdk, *jobs, *perLease, *maxIDs, *concurrency)
+		for i, sdk := range strings.Split(*sdks, ",") {
+			var extra []string
+			if *profile != "" {
+				extra = []string{"--profile", fmt.Sprintf("%s.%d.%d", *profile, round, i)}
+			}
+			line, err := ceilingRun(*worker, sdk, *jobs, *perLease, *maxIDs, *concurrency, extra...)
 			if err != nil {
 				return fmt.Errorf("%s: %w", sdk, err)
 			}
@@ -154,7 +159,7 @@ func pullCeiling(args []string) error {
 	return nil
 }
 
-func ceilingRun(worker, sdk string, jobs, perLease, maxIDs, concurrency int) (string, error) {
+func ceilingRun(worker, sdk string, jobs, perLease, maxIDs, concurrency int, extra ...string) (string, error) {
 	abs, err := filepath.Abs(sdk)
 	if err != nil {
 		return "", err
@@ -167,8 +172,9 @@ func ceilingRun(worker, sdk string, jobs, perLease, maxIDs, concurrency int) (st
 	srv := &http.Server{Handler: feed}
 	go srv.Serve(ln) // ends with Close
 	defer srv.Close()
-	wk := exec.Command("python3", worker, "--url", "http://"+ln.Addr().String(), "--queue", "bench", "--sdk", abs,
-		"--concurrency", strconv.Itoa(concurrency), "--max-ids", strconv.Itoa(maxIDs))
+	args := append([]string{worker, "--url", "http://" + ln.Addr().String(), "--queue", "bench", "--sdk", abs,
+		"--concurrency", strconv.Itoa(concurrency), "--max-ids", strconv.Itoa(maxIDs)}, extra...)
+	wk := exec.Command("python3", args...)
 	wk.Stderr = os.Stderr
 	gate, err := wk.StdinPipe()
 	if err != nil {

@@ -30,6 +30,7 @@ import heapq
 import http.client
 import json
 import logging
+import re
 import threading
 import time
 import urllib.error
@@ -110,7 +111,7 @@ class Worker:
         self._next_member = b'"next":' + self._pull_body
 
     def _lease_path(self, lease: str, op: str) -> str:
-        seg = lease if lease.isascii() and lease.isalnum() else urllib.parse.quote(lease, safe="")
+        seg = lease if _PLAIN.fullmatch(lease) else urllib.parse.quote(lease, safe="")
         return f"{self._base}/{seg}/{op}"
 
     def start(self) -> None:
@@ -246,6 +247,7 @@ class Worker:
 
 _job = WebhookJob.from_json
 _COMPACT = (",", ":")
+_PLAIN = re.compile(r"[A-Za-z0-9_.~-]+")  # what quote leaves as it is
 
 
 class _Extender(threading.Thread):
