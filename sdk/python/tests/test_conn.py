@@ -7,6 +7,7 @@ the request and close without answering, hold it). It records each
 request with the number of the connection it came on.
 """
 
+import http.client
 import json
 import os
 import socket
@@ -359,93 +360,34 @@ class ReuseTest(unittest.TestCase):
         c.enqueue("q", [Job("a")])
         self.assertEqual(f.requests[0][2], "/orderly/api/v1/queues/q/jobs")
 
-
-class RawNode:
-    """Answers each request with the next of answers (raw bytes), on the
-    connection the request came on; None closes that connection instead."""
-
-    def __init__(self, answers):
-        self.answers = list(answers)
-        self.lock = threading.Lock()
-        self.conns = 0
-        self.ln = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.ln.getsockname()[1]}"
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def close(self):
-        self.ln.close()
-
-    def _accept(self):
-        while True:
-            try:
-                s, _ = self.ln.accept()
-            except OSError:
-                return
-            with self.lock:
-                self.conns += 1
-            threading.Thread(target=self._serve, args=(s,), daemon=True).start()
-
-    def _serve(self, s):
-        with s, s.makefile("rb") as f:
-            while True:
-                length = 0
-                line = f.readline()
-                if not line:
-                    return
-                while line not in (b"\r\n", b""):
-                    line = f.readline()
-                    if line.lower().startswith(b"content-length:"):
-                        length = int(line.split(b":")[1])
-                f.read(length)
-                with self.lock:
-                    answer = self.answers.pop(0)
-                if answer is None:
-                    return
-                s.sendall(answer)
-                if b"Connection: close" in answer or answer.startswith(b"HTTP/1.0"):
-                    return
-
-
-class AnswerShapesTest(unittest.TestCase):
-    """The shapes of an answer the client reads: chunked, up to the close,
-    HTTP/1.0, after a 100 Continue."""
-
-    def test_shapes(self):
-        node = RawNode([
-            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-            b"4;ext=1\r\n{\"a\"\r\n3\r\n:1}\r\n0\r\nTrailer: x\r\n\r\n",
-            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n{\"b\":2}",
-            b"HTTP/1.1 204 No Content\r\n\r\n",
-            b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{\"c\":3}",
-            b"HTTP/1.0 200 OK\r\nContent-Length: 7\r\n\r\n{\"d\":4}",
-            b"HTTP/1.1 409 Conflict\r\nContent-Length: 35\r\n\r\n{\"error\":\"lease lost\",\"reason\":\"x\"}",
-        ])
-        self.addCleanup(node.close)
-        c = Client(node.url, "tok")
-        self.addCleanup(c.close)
-        self.assertEqual(c.request("GET", "/a"), (200, {"a": 1}))
-        self.assertEqual(c.request("GET", "/b"), (200, {"b": 2}))
-        self.assertEqual(c.request("POST", "/p"), (204, None))
-        self.assertEqual(c.request("GET", "/c"), (200, {"c": 3}), "the body ends with the close")
-        self.assertEqual(c.request("GET", "/d"), (200, {"d": 4}))
-        with self.assertRaises(OrderlyError) as e:
-            c.request("POST", "/e", {})
-        self.assertEqual((e.exception.status, e.exception.body["reason"]), (409, "x"))
-        self.assertEqual(node.conns, 3, "a new connection after the close and after HTTP/1.0")
-
-    def test_a_cut_answer_is_an_error(self):
-        node = RawNode([b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\nConnection: close\r\n\r\n{\"a\""])
-        self.addCleanup(node.close)
-        c = Client(node.url, "tok")
-        self.addCleanup(c.close)
-        import http.client
-        with self.assertRaises(http.client.IncompleteRead):
-            c.request("GET", "/a")
-
     def test_a_target_with_a_space_is_refused(self):
-        import http.client
+        # Refused before a connection is opened (or spoiled mid-request).
+        f, c = self.fake()
         with self.assertRaises(http.client.InvalidURL):
-            Client("http://127.0.0.1:9", "tok").request("GET", "/a b")
+            c.request("GET", "/a b")
+        self.assertEqual(c.enqueue("q", [Job("a")])["enqueued"], 1)
+        self.assertEqual(f.on_conns(), [1])
+
+
+class OneSendTest(unittest.TestCase):
+    def test_headers_and_body_go_in_one_send(self):
+        from orderly._conn import _HTTPConnection
+
+        class Sock:
+            def __init__(self):
+                self.sent = []
+
+            def sendall(self, data):
+                self.sent.append(bytes(data))
+
+        for body in (b'{"a":1}', None):
+            with self.subTest(body=body):
+                conn = _HTTPConnection("127.0.0.1", 9)
+                conn.sock = sock = Sock()
+                conn.request("POST", "/x", body=body, headers={"Content-Type": "application/json"})
+                self.assertEqual(len(sock.sent), 1, sock.sent)
+                self.assertTrue(sock.sent[0].startswith(b"POST /x HTTP/1.1\r\n"))
+                self.assertTrue(sock.sent[0].endswith(b"\r\n\r\n" + (body or b"")))
 
 
 if __name__ == "__main__":
