@@ -2,7 +2,6 @@ package sdk
 
 import (
 	"fmt"
-	"net"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -46,12 +45,14 @@ type lang struct {
 
 // freePort returns a port of 127.0.0.1 free when asked; the SDK's test
 // listens on it once the node runs (the node retries a delivery until then).
+// It comes from the same set as the ports of Redis and the node, so that
+// neither is handed it afterwards (the kernel offers a port it just freed
+// again; the SDK's receiver then failed to listen, "address already in use").
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := redistest.FreePort()
 	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 // config is the node's queues for each language: a plain queue, a stateful

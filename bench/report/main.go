@@ -42,6 +42,13 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "pull-ceiling" {
+		if err := pullCeiling(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "pull ceiling:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var cfg config
 	flag.StringVar(&cfg.newBin, "new", "", "this release's orderly `binary`")
 	flag.StringVar(&cfg.oldBin, "old", "", "the previous release's orderly `binary` (layout 1)")
@@ -55,6 +62,7 @@ func main() {
 	flag.StringVar(&cfg.root, "root", ".", "the repository's `directory`, where the pull workers of Python and TypeScript and their SDKs are")
 	flag.IntVar(&cfg.pullConcurrency, "pull-concurrency", 8, "leases each pull worker holds at once")
 	flag.IntVar(&cfg.pullMaxIDs, "pull-max-ids", 1, "the most ids of a pull worker's lease")
+	flag.IntVar(&cfg.pullBatch, "pull-batch", 1, "the pull queue's batch_size (the most ids of one shard a lease carries)")
 	flag.StringVar(&cfg.pythonBefore, "pull-python-before", "", "an older sdk/python `directory`: adds a Python pull row with it, beside the current one")
 	flag.StringVar(&cfg.pythonBeforeRev, "pull-python-before-rev", "", "the git `revision` that directory came from (printed only)")
 	langs := flag.String("pull-langs", strings.Join(pullLangs, ","), "comma-separated pull workers to run: "+strings.Join(pullLangs, ", "))
@@ -79,8 +87,8 @@ func main() {
 			cfg.pullLangs = append(cfg.pullLangs, l)
 		}
 	}
-	if cfg.newBin == "" || cfg.jobs < 1000 || cfg.rounds < 1 || cfg.pullConcurrency < 1 || cfg.pullMaxIDs < 1 {
-		fmt.Fprintln(os.Stderr, "report: --new is required, --jobs at least 1000, --rounds, --pull-concurrency and --pull-max-ids at least 1")
+	if cfg.newBin == "" || cfg.jobs < 1000 || cfg.rounds < 1 || cfg.pullConcurrency < 1 || cfg.pullMaxIDs < 1 || cfg.pullBatch < 1 {
+		fmt.Fprintln(os.Stderr, "report: --new is required, --jobs at least 1000, --rounds, --pull-concurrency, --pull-max-ids and --pull-batch at least 1")
 		os.Exit(2)
 	}
 	r := &report{cfg: cfg, samples: map[string][]sample{}}
@@ -100,7 +108,7 @@ type config struct {
 	newBin, oldBin, asynqBin, storeTest, oldRev string
 	root                                        string // the repository, for the pull workers
 	jobs, rounds, memJobs                       int
-	pullConcurrency, pullMaxIDs                 int
+	pullConcurrency, pullMaxIDs, pullBatch      int
 	pullLangs                                   []string // the pull workers to run, of pullLangs
 	pythonBefore, pythonBeforeRev               string   // an older sdk/python for a "pull/python-before" row
 	fsync                                       bool

@@ -70,6 +70,11 @@ type node struct {
 }
 
 func startNode(ctx context.Context, bin, redisURL, handler string) (*node, error) {
+	return startNodeBatch(ctx, bin, redisURL, handler, 1)
+}
+
+// startNodeBatch is startNode with the queue's batch_size.
+func startNodeBatch(ctx context.Context, bin, redisURL, handler string, batch int) (*node, error) {
 	dir, err := os.MkdirTemp("", "orderly-report-")
 	if err != nil {
 		return nil, err

@@ -80,7 +80,7 @@ func (r *report) pullRun(ctx context.Context, round int, lang string) error {
 	defer srv.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer rdb.Close()
-	n, err := startNode(ctx, r.cfg.newBin, srv.URL(), "{type: pull, lease: 30s}")
+	n, err := startNodeBatch(ctx, r.cfg.newBin, srv.URL(), "{type: pull, lease: 30s}", r.cfg.pullBatch)
 	if err != nil {
 		return err
 	}
@@ -138,8 +138,8 @@ func (r *report) pullRun(ctx context.Context, round int, lang string) error {
 	s := m.sample(a, b, r.cfg.jobs)
 	s.ok = sum.Jobs >= int64(r.cfg.jobs)
 	key := "pull/" + lang
-	r.raw(round, key, fmt.Sprintf("%.0f jobs/s, node %.2f + Redis %.2f + worker %.2f = %.1f µs/job, Redis commands %.3f/job, worker: %d jobs in %d leases (concurrency %d, max_ids %d)",
-		s.rate, s.nodeCPU, s.redisCPU, s.receiverCPU, s.cpu(), s.cmds, sum.Jobs, sum.Leases, r.cfg.pullConcurrency, r.cfg.pullMaxIDs))
+	r.raw(round, key, fmt.Sprintf("%.0f jobs/s, node %.2f + Redis %.2f + worker %.2f = %.1f µs/job, Redis commands %.3f/job, worker: %d jobs in %d leases (concurrency %d, max_ids %d, batch_size %d)",
+		s.rate, s.nodeCPU, s.redisCPU, s.receiverCPU, s.cpu(), s.cmds, sum.Jobs, sum.Leases, r.cfg.pullConcurrency, r.cfg.pullMaxIDs, r.cfg.pullBatch))
 	r.add(key, s)
 	return nil
 }

@@ -8,7 +8,9 @@ every id of a window.
     python3 bench/report/pull_worker.py --url http://127.0.0.1:8080 --queue bench --concurrency 8
 
 --sdk DIR takes the orderly package from DIR (an older sdk/python, for a
-before-and-after row) instead of this checkout's.
+before-and-after row) instead of this checkout's. --profile FILE profiles
+every thread with cProfile (CPU time of the thread) and writes the merged
+statistics, by own time and by cumulative time, to FILE at the stop.
 """
 
 import argparse
@@ -16,6 +18,7 @@ import json
 import os
 import sys
 import threading
+import time
 
 
 
@@ -28,7 +31,9 @@ def main():
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--max-ids", type=int, default=1)
     ap.add_argument("--wait", type=float, default=5.0)
+    ap.add_argument("--profile", default="")
     a = ap.parse_args()
+    profiles = profile_threads() if a.profile else None
     sys.path.insert(0, a.sdk)
     from orderly import Client, Worker
     lock = threading.Lock()
@@ -48,7 +53,32 @@ def main():
     sys.stdin.readline()
     if not worker.stop(60):
         sys.exit("pull_worker: the loops did not end")
+    if profiles is not None:
+        write_profile(profiles, a.profile)
     print(json.dumps(count), flush=True)
+
+
+def profile_threads():
+    """Profiles every thread started from now on; returns the list of their profilers."""
+    import cProfile
+    profiles = []
+    run = threading.Thread.run
+
+    def profiled(self):
+        p = cProfile.Profile(time.thread_time)
+        profiles.append(p)
+        p.runcall(run, self)
+
+    threading.Thread.run = profiled
+    return profiles
+
+
+def write_profile(profiles, path):
+    import pstats
+    with open(path, "w") as f:
+        st = pstats.Stats(*profiles, stream=f)
+        st.sort_stats("tottime").print_stats(40)
+        st.sort_stats("cumulative").print_stats(40)
 
 
 if __name__ == "__main__":

@@ -17,11 +17,15 @@
 # The pull part drains a pull queue with a Go, a Python (python3) and a
 # TypeScript (node, sdk/typescript built here with npm ci and tsc) worker,
 # each a process of its own holding PULL_CONCURRENCY leases [8] of at most
-# PULL_MAX_IDS ids [1]; a worker whose runtime is missing is left out.
+# PULL_MAX_IDS ids [1], from a queue of batch_size PULL_BATCH [1]; a worker
+# whose runtime is missing is left out.
 # PULL_LANGS picks the pull workers (go,python,typescript [all]);
 # PULL_PYTHON_REV=<git revision> adds a row of that revision's sdk/python
 # worker right before the current one (a before-and-after in one run):
 #   JOBS=20000 ROUNDS=1 SKIP=lowkiq,asynq,memory,features,webhook,http,cluster PULL_LANGS=python PULL_PYTHON_REV=HEAD~1 make bench-report
+# The Python worker's own cost, against a fake node that answers at once with
+# leases of many jobs (not part of this report):
+#   go run ./bench/report pull-ceiling --sdk /tmp/old/sdk/python,sdk/python --per-lease 100 --rounds 2
 # FSYNC=always adds Lowkiq's workload, asynq and HTTP enqueue with
 # appendfsync always.
 set -euo pipefail
@@ -77,5 +81,5 @@ case ",$SKIP," in *,memory,*features,*|*,features,*memory,*) ;; *)
 esac
 "$dir/report" --new "$dir/orderly" "${old[@]}" "${asynq[@]}" "${store[@]}" \
   --jobs "$JOBS" --rounds "$ROUNDS" --memjobs "$MEMJOBS" --fsync="$fsync" --skip "$SKIP" \
-  --root "$root" --pull-concurrency "${PULL_CONCURRENCY:-8}" --pull-max-ids "${PULL_MAX_IDS:-1}" \
+  --root "$root" --pull-concurrency "${PULL_CONCURRENCY:-8}" --pull-max-ids "${PULL_MAX_IDS:-1}" --pull-batch "${PULL_BATCH:-1}" \
   --pull-langs "$PULL_LANGS" "${pybefore[@]}"

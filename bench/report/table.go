@@ -26,7 +26,7 @@ func (r *report) rows() []row {
 		{key: "http/new/fsync", label: "the same, `appendfsync always`"},
 		{key: "webhook/old", label: "webhook at batch 1 to a Go receiver (a process of its own), previous release: calls/s", thirdCPU: true},
 		{key: "webhook/new", label: "webhook at batch 1, this release: calls/s", thirdCPU: true},
-		{key: "pull/go", label: fmt.Sprintf("pull queue at batch 1, a Go pull worker (`client.PullWorker`, a process of its own, concurrency %d, max_ids %d)", r.cfg.pullConcurrency, r.cfg.pullMaxIDs), thirdCPU: true},
+		{key: "pull/go", label: fmt.Sprintf("pull queue at batch %d, a Go pull worker (`client.PullWorker`, a process of its own, concurrency %d, max_ids %d)", r.cfg.pullBatch, r.cfg.pullConcurrency, r.cfg.pullMaxIDs), thirdCPU: true},
 		{key: "pull/python-before", label: "the same, a Python pull worker (`sdk/python` of " + r.cfg.pythonBeforeRev + ")", thirdCPU: true},
 		{key: "pull/python", label: "the same, a Python pull worker (`sdk/python`)", thirdCPU: true},
 		{key: "pull/typescript", label: "the same, a TypeScript pull worker (`sdk/typescript` on Node.js)", thirdCPU: true},

@@ -1,13 +1,18 @@
 """Kept-alive HTTP connections to a node: one per thread, reused request after request.
 
-Each thread (a worker loop, an extension thread, a caller's thread) has a
-connection of its own to the node, opened at its first request and kept
-while the node keeps it: an answer with "Connection: close" (the node
-closes after some refusals, 401 or 413) or from an HTTP/1.0 peer is read
-and the connection closed; the next request opens another. A short-lived
-thread (the worker's extension of a window) releases its connection when
-done, for the next one to take; a thread that ends without doing so has
-its connection closed.
+Each thread (a worker loop, the worker's extension thread, a caller's
+thread) has an http.client connection of its own to the node, opened at
+its first request and kept while the node keeps it: an answer with
+"Connection: close" (the node closes after some refusals, 401 or 413) or
+from an HTTP/1.0 peer is read and the connection closed (http.client does
+that); the next request opens another. A thread that ends has its
+connection closed.
+
+A request is one HTTPConnection.request call with the body already encoded
+and the caller's header dict, built once (Client._headers); its headers
+and body go in one send (_OneSend). The exchange is http.client's, with
+its exceptions (RemoteDisconnected, IncompleteRead, InvalidURL, ...): the
+SDK parses no HTTP of its own.
 
 A kept-alive connection can be found closed by the node (its idle timeout,
 120 s by default, or a restart). Before a connection is reused, a poll
@@ -24,6 +29,7 @@ connection each.
 from __future__ import annotations
 
 import http.client
+import re
 import select
 import ssl
 import threading
@@ -31,7 +37,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import weakref
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 # Failures of a reused connection that mean the peer had closed it before
 # answering anything: RemoteDisconnected (EOF before the status line) is a
@@ -40,9 +46,43 @@ STALE = (ConnectionResetError, BrokenPipeError, ConnectionAbortedError, ssl.SSLE
 
 Replayable = Callable[[str, str], bool]
 
-# MAX_IDLE bounds the connections released by threads that were done with
-# them, kept for the next thread.
-MAX_IDLE = 8
+# _BAD_TARGET: what a request target must not hold. http.client refuses it
+# too, but only once the connection is open; checked first, no connection
+# is opened (or spoiled) for it.
+_BAD_TARGET = re.compile(r"[\x00-\x20\x7f]")
+
+
+class _OneSend:
+    """An HTTPConnection whose request with a body goes in one send: http.client
+    sends the headers, then the body; the headers are held and sent with the
+    body (one segment instead of two, with TCP_NODELAY)."""
+
+    _held: Optional[bytes] = None
+
+    def request(self, method, url, body=None, headers={}, **kw):  # noqa: B006 (http.client's signature)
+        self._held = b"" if body else None
+        try:
+            super().request(method, url, body=body, headers=headers, **kw)  # type: ignore[misc]
+        finally:
+            self._held = None
+
+    def send(self, data):
+        held = self._held
+        if held is not None:
+            if not held:  # the headers: wait for the body
+                self._held = data
+                return
+            self._held = None
+            data = held + data
+        super().send(data)  # type: ignore[misc]
+
+
+class _HTTPConnection(_OneSend, http.client.HTTPConnection):
+    pass
+
+
+class _HTTPSConnection(_OneSend, http.client.HTTPSConnection):
+    pass
 
 
 class _Held:
@@ -82,19 +122,16 @@ class Transport:
         self.connects = 0
         self._lock = threading.Lock()
         self._open_conns: "weakref.WeakSet[_Held]" = weakref.WeakSet()
-        # _idle: connections released by threads done with them (a worker's
-        # extension threads, one per window), for the next thread to take.
-        self._idle: List[_Held] = []
 
     def _open(self, timeout: float) -> _Held:
         if self.https:
             # context None: http.client's default, the one urlopen used
             # (ssl.create_default_context: certificates and host checked).
-            conn: http.client.HTTPConnection = http.client.HTTPSConnection(self.host, self.port, timeout=timeout)
+            conn: http.client.HTTPConnection = _HTTPSConnection(self.host, self.port, timeout=timeout)
         else:
-            conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+            conn = _HTTPConnection(self.host, self.port, timeout=timeout)
         try:
-            conn.connect()
+            conn.connect()  # TCP_NODELAY set by http.client
         except OSError as e:
             conn.close()
             raise urllib.error.URLError(e) from None  # as urlopen raised it
@@ -109,11 +146,7 @@ class Transport:
         """This thread's open connection, if it has one the peer has not closed."""
         held: Optional[_Held] = getattr(self._local, "held", None)
         if held is None:
-            with self._lock:
-                held = self._idle.pop() if self._idle else None
-            if held is None:
-                return None
-            self._local.held = held
+            return None
         sock = held.conn.sock
         if sock is None:  # closed after "Connection: close" or a failure
             self._local.held = None
@@ -149,25 +182,11 @@ class Transport:
         if held is not None:
             self._drop(held)
 
-    def release_local(self) -> None:
-        """Gives the calling thread's connection to the next thread that needs one
-        (a short-lived thread that is done); beyond MAX_IDLE it is closed."""
-        held = getattr(self._local, "held", None)
-        if held is None:
-            return
-        self._local.held = None
-        with self._lock:
-            if held.conn.sock is not None and len(self._idle) < MAX_IDLE:
-                self._idle.append(held)
-                return
-        self._drop(held)
-
     def close(self) -> None:
         """Closes every thread's connection; a thread's next request opens another."""
         with self._lock:
             all_held = list(self._open_conns)
             self._open_conns.clear()
-            self._idle.clear()
         for held in all_held:
             held.conn.close()
 
@@ -189,6 +208,8 @@ class Transport:
         A fresh connection's failure is never retried: it is the node's
         answer to this request.
         """
+        if _BAD_TARGET.search(path):
+            raise http.client.InvalidURL(f"URL can't contain control characters or spaces: {path!r}")
         if self.proxied:
             return self._send_urllib(method, path, data, headers, timeout)
         held = self._reusable(timeout)
@@ -216,6 +237,9 @@ class Transport:
         except OSError as e:
             self._drop(held)
             raise _SendFailed(e) from None
+        except BaseException:  # a header http.client refuses: the connection is mid-request
+            self._drop(held)
+            raise
         try:
             resp = conn.getresponse()
             body = resp.read()
@@ -223,8 +247,9 @@ class Transport:
             self._drop(held)
             raise
         # http.client closes the connection itself after an answer that
-        # will close it ("Connection: close", HTTP/1.0): conn.sock is None
-        # then, and the next request of this thread opens another.
+        # will close it ("Connection: close", HTTP/1.0, a body that ends
+        # with the close): conn.sock is None then, and the next request of
+        # this thread opens another.
         if conn.sock is None:
             self._drop(held)
         return resp.status, resp.reason, body

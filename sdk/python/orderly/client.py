@@ -6,7 +6,7 @@ import base64
 import json
 import urllib.parse
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ._conn import Transport
 
@@ -110,6 +110,8 @@ class Client:
         self.token = token
         self.timeout = timeout
         self._transport = Transport(self.base_url, self._replayable)
+        self._headers_token: Optional[str] = None
+        self._headers_cache: Optional[Tuple[Dict[str, str], Dict[str, str]]] = None
 
     # The transport.
 
@@ -119,13 +121,24 @@ class Client:
         2xx answers are returned; other statuses raise OrderlyError (Conflict for 409).
         Each thread keeps a connection to the node and reuses it (see _conn).
         """
-        data = None if body is None else json.dumps(body).encode()
-        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
-        if data is not None:
-            headers["Content-Type"] = "application/json"
-        if self.token:
-            headers["Authorization"] = "Bearer " + self.token
-        status, reason, raw = self._transport.send(method, path, data, headers, timeout or self.timeout)
+        return self._send(method, path, None if body is None else json.dumps(body).encode(), timeout)
+
+    def _headers(self, with_body: bool) -> Dict[str, str]:
+        """The request headers, built once per token (a request with a body and one without)."""
+        if self._headers_token is not self.token or self._headers_cache is None:
+            plain = {"Accept": "application/json", "User-Agent": USER_AGENT}
+            if self.token:
+                if any(c in self.token for c in "\r\n\0"):
+                    raise ValueError("orderly: the token holds a line break or NUL")
+                plain["Authorization"] = "Bearer " + self.token
+            self._headers_cache = (plain, dict(plain, **{"Content-Type": "application/json"}))
+            self._headers_token = self.token
+        return self._headers_cache[1 if with_body else 0]
+
+    def _send(self, method: str, path: str, data: Optional[bytes], timeout: Optional[float] = None):
+        """request() with the body already encoded (None: no body)."""
+        status, reason, raw = self._transport.send(method, path, data, self._headers(data is not None),
+                                                   timeout or self.timeout)
         if 200 <= status < 300:
             return status, (json.loads(raw) if raw else None)
         try:

@@ -16,7 +16,7 @@ import hashlib
 import hmac
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
@@ -208,17 +208,67 @@ def verify_request(headers: Mapping[str, str], body: bytes, secrets: Union[Secre
 
 # The request.
 
-@dataclass
-class Payload:
-    """One payload of a job: data (the bytes), score, headers."""
+_UNSET: Any = object()
 
-    data: bytes
-    score: float
-    headers: Dict[str, str] = field(default_factory=dict)
+
+class Payload:
+    """One payload of a job: data (the bytes), score, headers.
+
+    A payload that came as JSON keeps its decoded value: data encodes it
+    (compactly) only when read, and json() returns that value itself (the
+    same object each call) instead of decoding data again.
+    """
+
+    __slots__ = ("_data", "_value", "score", "headers")
+
+    def __init__(self, data: bytes, score: float, headers: Optional[Dict[str, str]] = None):
+        self._data: Optional[bytes] = data
+        self._value: Any = _UNSET
+        self.score = score
+        self.headers: Dict[str, str] = {} if headers is None else headers
+
+    @classmethod
+    def _decoded(cls, value: Any, score: float, headers: Dict[str, str]) -> "Payload":
+        """A payload from its decoded JSON value; data is encoded when first read."""
+        p = cls.__new__(cls)
+        p._data = None
+        p._value = value
+        p.score = score
+        p.headers = headers
+        return p
+
+    @property
+    def data(self) -> bytes:
+        """The payload's bytes (a JSON payload's compact encoding)."""
+        if self._data is None:
+            self._data = json.dumps(self._value, separators=(",", ":")).encode()
+        return self._data
+
+    @data.setter
+    def data(self, value: bytes) -> None:
+        self._data = value
+        self._value = _UNSET
 
     def json(self) -> Any:
         """The payload decoded as JSON."""
+        if self._value is not _UNSET:
+            return self._value
         return json.loads(self.data)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: Payload = other  # type: ignore[assignment]
+        return (self.data, self.score, self.headers) == (o.data, o.score, o.headers)
+
+    def __repr__(self) -> str:
+        return f"Payload(data={self.data!r}, score={self.score!r}, headers={self.headers!r})"
+
+
+def _payload(p: Dict[str, Any]) -> Payload:
+    if "payload_base64" in p:
+        return Payload(base64.b64decode(p["payload_base64"]), p.get("score", 0), p.get("headers") or {})
+    return Payload._decoded(p.get("payload"), p.get("score", 0), p.get("headers") or {})
 
 
 @dataclass
@@ -238,17 +288,18 @@ class WebhookJob:
 
     @classmethod
     def from_json(cls, j: Dict[str, Any]) -> "WebhookJob":
-        pls = []
-        for p in j.get("payloads") or []:
-            if "payload_base64" in p:
-                data = base64.b64decode(p["payload_base64"])
-            else:
-                data = json.dumps(p.get("payload"), separators=(",", ":")).encode()
-            pls.append(Payload(data, p.get("score", 0), dict(p.get("headers") or {})))
-        return cls(id=j["id"], retry_count=int(j.get("retry_count", -1)), perform_at=j.get("perform_at", 0),
-                   payloads=pls, error=j.get("error", ""), state=j.get("state"),
-                   state_bytes=base64.b64decode(j["state_base64"]) if "state_base64" in j else None,
-                   deleted=bool(j.get("deleted")), version=j.get("version"), timer=bool(j.get("timer")))
+        get = j.get
+        job = cls(j["id"], int(get("retry_count", -1)), get("perform_at", 0),
+                  [_payload(p) for p in get("payloads") or ()])
+        if len(j) > 4:  # more than id, retry_count, perform_at and payloads
+            job.error = get("error", "")
+            job.state = get("state")
+            if "state_base64" in j:
+                job.state_bytes = base64.b64decode(j["state_base64"])
+            job.deleted = bool(get("deleted"))
+            job.version = get("version")
+            job.timer = bool(get("timer"))
+        return job
 
 
 @dataclass

@@ -7,6 +7,7 @@ the request and close without answering, hold it). It records each
 request with the number of the connection it came on.
 """
 
+import http.client
 import json
 import os
 import socket
@@ -202,8 +203,8 @@ class ReuseTest(unittest.TestCase):
         self.assertEqual(f.conns, 3, "one connection per loop")
 
     def test_extensions_share_a_connection(self):
-        # Each window's deadline is near: its extension thread extends it at
-        # once. The threads, one per window, take turns on one connection.
+        # Each window's deadline is near: the worker's extension thread
+        # extends it at once, every window on that thread's one connection.
         lock = threading.Lock()
         state = {"handed": 0, "extended": set()}
         extended = threading.Condition(lock)
@@ -358,6 +359,35 @@ class ReuseTest(unittest.TestCase):
         self.addCleanup(c.close)
         c.enqueue("q", [Job("a")])
         self.assertEqual(f.requests[0][2], "/orderly/api/v1/queues/q/jobs")
+
+    def test_a_target_with_a_space_is_refused(self):
+        # Refused before a connection is opened (or spoiled mid-request).
+        f, c = self.fake()
+        with self.assertRaises(http.client.InvalidURL):
+            c.request("GET", "/a b")
+        self.assertEqual(c.enqueue("q", [Job("a")])["enqueued"], 1)
+        self.assertEqual(f.on_conns(), [1])
+
+
+class OneSendTest(unittest.TestCase):
+    def test_headers_and_body_go_in_one_send(self):
+        from orderly._conn import _HTTPConnection
+
+        class Sock:
+            def __init__(self):
+                self.sent = []
+
+            def sendall(self, data):
+                self.sent.append(bytes(data))
+
+        for body in (b'{"a":1}', None):
+            with self.subTest(body=body):
+                conn = _HTTPConnection("127.0.0.1", 9)
+                conn.sock = sock = Sock()
+                conn.request("POST", "/x", body=body, headers={"Content-Type": "application/json"})
+                self.assertEqual(len(sock.sent), 1, sock.sent)
+                self.assertTrue(sock.sent[0].startswith(b"POST /x HTTP/1.1\r\n"))
+                self.assertTrue(sock.sent[0].endswith(b"\r\n\r\n" + (body or b"")))
 
 
 if __name__ == "__main__":

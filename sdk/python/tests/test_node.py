@@ -119,8 +119,8 @@ class NodeTest(unittest.TestCase):
         self.assertEqual([ns for i, ns in calls if i == "p1"], [[0, 1, 2, 3, 4]] * 2, "p1 failed once, then came whole")
         self.assertEqual(w.answer_next, ENV["ORDERLY_PULL_NEXT"] == "1",
                          "answers take the next window where the node knows next; plain pulls otherwise")
-        # A kept-alive connection per loop, and those its extension threads
-        # share (the lease, 5 s, is below extend_when: each window extends).
+        # A kept-alive connection per loop, and its extension thread's (the
+        # lease, 5 s, is below extend_when: each window extends).
         self.assertLessEqual(worker_client._transport.connects, 6, "kept-alive connections")
         # The worker token opens the pull routes of its queue only.
         with self.assertRaises(Exception) as e:

@@ -166,6 +166,60 @@ class WorkerTest(unittest.TestCase):
         self.assertEqual(got["L1"], {})
         self.assertEqual(self.fake.extends[0], ("L1", 30))
 
+    def test_one_extension_thread_for_every_window(self):
+        # Short leases (extend_when above the lease): each window is extended
+        # at once and again whenever it nears its new deadline, by the
+        # worker's one extension thread: no thread is started per window.
+        self.fake.deadline_in = 0.1
+        for i in range(6):
+            self.fake.add(f"L{i}", f"id{i}")
+        before = set(threading.enumerate())
+        seen = set()  # the threads alive while a handler ran, beyond those of before
+        lock = threading.Lock()
+
+        def extended(lease):
+            with self.fake.lock:
+                return sum(1 for e in self.fake.extends if e[0] == lease)
+
+        def handle(w):
+            end = time.monotonic() + WAIT
+            while extended(w.lease) < 3 and time.monotonic() < end:
+                time.sleep(0.01)
+            with lock:
+                seen.update(t for t in threading.enumerate() if t not in before)
+
+        wk = Worker(self.client, "q", handle, concurrency=2, wait=0.05, extend_by=0.3, extend_when=0.25)
+        wk.start()
+        self.fake.wait_answers(6)
+        self.assertTrue(wk.stop(WAIT))
+        for i in range(6):
+            self.assertGreaterEqual(extended(f"L{i}"), 3, f"L{i} extended again and again while held")
+        names = sorted(t.name for t in seen if t.name.startswith("orderly-"))
+        self.assertEqual(names, ["orderly-extend-q", "orderly-pull-q-0", "orderly-pull-q-1"],
+                         "two loops and one extension thread, whatever the windows")
+        self.assertFalse(any(t.is_alive() for t in seen if t.name.startswith("orderly-")),
+                         "stop ends the loops and the extension thread")
+
+    def test_a_refused_extension_marks_the_window_lost(self):
+        self.fake.deadline_in = 0.1
+        self.fake.lost.add("L1")
+        self.fake.add("L1", "a")
+        lost = []
+
+        def handle(w):
+            end = time.monotonic() + WAIT
+            while not w.lost and time.monotonic() < end:
+                time.sleep(0.01)
+            lost.append(w.lost)
+
+        wk = Worker(self.client, "q", handle, wait=0.05, extend_by=30, extend_when=5)
+        with self.assertLogs("orderly.worker", "WARNING"):
+            wk.start()
+            self.fake.wait_answers(1)
+            self.assertTrue(wk.stop(WAIT))
+        self.assertEqual(lost, [True])
+        self.assertEqual(self.fake.extends, [("L1", 30)], "no extension after the refusal")
+
     def test_a_lost_lease_is_logged_and_dropped(self):
         self.fake.lost.add("L1")
         self.fake.add("L1", "a")
