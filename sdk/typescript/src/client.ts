@@ -1,3 +1,5 @@
+import * as http from "node:http";
+import * as https from "node:https";
 import type { Cancelled, EnqueueResult, FeedPage, JobLookup, JSONValue, NewJob, State } from "./types.js";
 
 /** An error answer of the node: its status and {"error", "field"} (or {"error", "reason"}). */
@@ -26,43 +28,87 @@ export interface ClientOptions {
 
 const seg = (s: string) => encodeURIComponent(s);
 
+/** An answer's status and text as request returns or throws them. */
+function decode<T>(status: number, statusText: string, text: string): { status: number; body: T } {
+  let doc: unknown = undefined;
+  if (text) {
+    try {
+      doc = JSON.parse(text);
+    } catch {
+      doc = { error: text };
+    }
+  }
+  if (status < 200 || status > 299) {
+    const d = (doc && typeof doc === "object" ? doc : {}) as Record<string, unknown>;
+    throw new OrderlyError(status, String(d.error ?? d.reason ?? statusText), d);
+  }
+  return { status, body: doc as T };
+}
+
 /** A client of a node's HTTP API. */
 export class Client {
   readonly baseURL: string;
   readonly token?: string;
   readonly timeoutMs: number;
+  // node:http with keep-alive connections of this client's own: a request
+  // costs a fraction of fetch's CPU (a pull worker makes one per window).
+  private readonly send: typeof http.request;
+  private readonly agent: http.Agent;
+  private readonly host: string;
+  private readonly port: string;
+  private readonly prefix: string;
+  private readonly auth?: string;
 
   constructor(baseURL: string, opts: ClientOptions = {}) {
     this.baseURL = baseURL.replace(/\/+$/, "");
     this.token = opts.token;
     this.timeoutMs = opts.timeoutMs ?? 30_000;
+    const u = new URL(this.baseURL);
+    if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error(`orderly: ${baseURL}: not an http(s) URL`);
+    const tls = u.protocol === "https:";
+    this.send = tls ? https.request : http.request;
+    this.agent = tls ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
+    this.host = u.hostname.replace(/^\[(.*)\]$/, "$1");
+    this.port = u.port;
+    this.prefix = u.pathname.replace(/\/+$/, "");
+    if (this.token) this.auth = `Bearer ${this.token}`;
   }
 
   /** Sends a request; returns the status and decoded JSON (undefined when empty). Non-2xx throw OrderlyError. */
-  async request<T = unknown>(method: string, path: string, body?: unknown, timeoutMs?: number): Promise<{ status: number; body: T }> {
-    const headers: Record<string, string> = {};
-    if (body !== undefined) headers["Content-Type"] = "application/json";
-    if (this.token) headers["Authorization"] = `Bearer ${this.token}`;
-    const res = await fetch(this.baseURL + path, {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(timeoutMs ?? this.timeoutMs),
+  request<T = unknown>(method: string, path: string, body?: unknown, timeoutMs?: number): Promise<{ status: number; body: T }> {
+    const data = body === undefined ? undefined : JSON.stringify(body);
+    const headers: Record<string, string | number> = {};
+    if (data !== undefined) {
+      headers["Content-Type"] = "application/json";
+      headers["Content-Length"] = Buffer.byteLength(data);
+    }
+    if (this.auth) headers["Authorization"] = this.auth;
+    const ms = timeoutMs ?? this.timeoutMs;
+    return new Promise((resolve, reject) => {
+      const req = this.send({ host: this.host, port: this.port, path: this.prefix + path, method, headers, agent: this.agent }, (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (c) => (text += c));
+        res.on("aborted", () => fail(new Error("orderly: the response was cut short")));
+        res.on("error", (e) => fail(e ?? new Error("orderly: the response failed")));
+        res.on("end", () => {
+          clearTimeout(timer);
+          try {
+            resolve(decode<T>(res.statusCode ?? 0, res.statusMessage ?? "", text));
+          } catch (e) {
+            reject(e);
+          }
+        });
+      });
+      const fail = (e: Error) => {
+        clearTimeout(timer);
+        req.destroy();
+        reject(e);
+      };
+      const timer = setTimeout(() => fail(new Error(`orderly: ${method} ${path}: no answer within ${ms} ms`)), ms);
+      req.on("error", fail);
+      req.end(data);
     });
-    const text = await res.text();
-    let doc: unknown = undefined;
-    if (text) {
-      try {
-        doc = JSON.parse(text);
-      } catch {
-        doc = { error: text };
-      }
-    }
-    if (!res.ok) {
-      const d = (doc && typeof doc === "object" ? doc : {}) as Record<string, unknown>;
-      throw new OrderlyError(res.status, String(d.error ?? d.reason ?? res.statusText), d);
-    }
-    return { status: res.status, body: doc as T };
   }
 
   /** Enqueues jobs, all or nothing. */

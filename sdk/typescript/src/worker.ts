@@ -63,6 +63,11 @@ export class Worker {
   private readonly o: Required<WorkerOptions>;
   private readonly stopping = new AbortController();
   private loops: Promise<void>[] = [];
+  private readonly base: string;
+  private readonly pullBody: { max_ids: number; wait: number };
+  /** The windows whose handler runs, extended by one timer of the worker's (ticker). */
+  private readonly held = new Set<Held>();
+  private ticker?: Ticker;
 
   constructor(
     readonly client: Client,
@@ -76,10 +81,12 @@ export class Worker {
       ...opts,
     };
     if (this.o.concurrency < 1) throw new Error("concurrency must be at least 1");
+    this.base = `/api/v1/queues/${encodeURIComponent(queue)}/pull`;
+    this.pullBody = { max_ids: this.o.maxIds, wait: this.o.waitSeconds };
   }
 
-  private path(...parts: string[]) {
-    return [`/api/v1/queues/${encodeURIComponent(this.queue)}/pull`, ...parts.map(encodeURIComponent)].join("/");
+  private path(lease?: string, op?: string) {
+    return lease === undefined ? this.base : `${this.base}/${encodeURIComponent(lease)}/${op}`;
   }
 
   /** Starts the loops. */
@@ -93,7 +100,11 @@ export class Worker {
     this.stopping.abort();
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<boolean>((r) => (timer = setTimeout(() => r(false), timeoutMs)));
-    const done = Promise.all(this.loops).then(() => true);
+    const done = Promise.all(this.loops).then(() => {
+      clearInterval(this.ticker as unknown as number);
+      this.ticker = undefined;
+      return true;
+    });
     try {
       return await Promise.race([done, late]);
     } finally {
@@ -112,7 +123,7 @@ export class Worker {
   private async pull(): Promise<Window | undefined> {
     let r: { status: number; body: PullWindow | undefined };
     try {
-      r = await this.client.request<PullWindow | undefined>("POST", this.path(), { max_ids: this.o.maxIds, wait: this.o.waitSeconds },
+      r = await this.client.request<PullWindow | undefined>("POST", this.base, this.pullBody,
         this.client.timeoutMs + this.o.waitSeconds * 1000);
     } catch (e) {
       this.o.log(`orderly: pull ${this.queue}: ${(e as Error).message}`);
@@ -129,8 +140,7 @@ export class Worker {
 
   /** Runs the handler on w and answers it; resolves to the next window the answer brought. */
   private async handle(w: Window): Promise<Window | undefined> {
-    const done = new AbortController();
-    const extending = this.extend(w, done.signal);
+    const h = this.hold(w);
     let answer: WebhookAnswer;
     try {
       const a = await this.handler(w);
@@ -140,8 +150,7 @@ export class Worker {
       this.o.log(`orderly: handler of ${this.queue} failed: ${msg}`);
       answer = { failed: Object.fromEntries(w.jobs.map((j) => [j.id, msg])) };
     } finally {
-      done.abort();
-      await extending;
+      if (h) await this.release(h);
     }
     let r: PullAnswered | undefined;
     try {
@@ -161,8 +170,7 @@ export class Worker {
     if (!this.answerNext || this.stopping.signal.aborted) return (await this.client.request<PullAnswered | undefined>("POST", path, answer)).body;
     let refused: OrderlyError;
     try {
-      const next = { max_ids: this.o.maxIds, wait: this.o.waitSeconds };
-      const r = await this.client.request<PullAnswered | undefined>("POST", path, { ...answer, next }, this.client.timeoutMs + this.o.waitSeconds * 1000);
+      const r = await this.client.request<PullAnswered | undefined>("POST", path, { ...answer, next: this.pullBody }, this.client.timeoutMs + this.o.waitSeconds * 1000);
       return r.body;
     } catch (e) {
       if (!(e instanceof OrderlyError) || e.status !== 400) throw e;
@@ -176,23 +184,90 @@ export class Worker {
     return r.body;
   }
 
-  private async extend(w: Window, done: AbortSignal): Promise<void> {
-    while (!w.lost && !done.aborted && this.o.extendBy > 0) {
-      const leftMs = w.deadline * 1000 - Date.now();
-      await sleep(Math.max(0, leftMs - this.o.extendWhen * 1000), done);
-      if (done.aborted) return;
-      try {
-        const r = await this.client.request<{ deadline: number }>("POST", this.path(w.lease, "extend"), { by: this.o.extendBy });
-        w.deadline = r.body.deadline;
-      } catch (e) {
-        this.o.log(`orderly: extend of lease ${w.lease} of ${this.queue}: ${(e as Error).message}`);
-        if (e instanceof OrderlyError && e.conflict) {
-          w.lost = true;
-          return;
-        }
-        await sleep(Math.min(this.o.retryPause * 1000, Math.max(0, w.deadline * 1000 - Date.now())), done);
-        if (Date.now() >= w.deadline * 1000) w.lost = true;
+  /** Puts w among the windows the ticker extends (none when extendBy is 0); one due already is extended at once. */
+  private hold(w: Window): Held | undefined {
+    if (this.o.extendBy <= 0) return undefined;
+    const h: Held = { w, due: this.due(w), failed: false, busy: false, extending: undefined };
+    this.held.add(h);
+    if (this.held.size === 1) this.tickerFor().ref();
+    if (h.due <= Date.now()) h.extending = this.extendOnce(h);
+    return h;
+  }
+
+  /** Takes h from the ticker's windows once its handler is done, and waits for an extend under way. */
+  private async release(h: Held): Promise<void> {
+    this.held.delete(h);
+    if (!this.held.size) this.ticker?.unref();
+    if (h.extending) await h.extending;
+  }
+
+  /** When w is to be extended (ms): extendWhen seconds before its deadline. */
+  private due(w: Window): number {
+    return w.deadline * 1000 - this.o.extendWhen * 1000;
+  }
+
+  /**
+   * The worker's one timer: every period (a quarter of extendWhen, between
+   * 10 ms and 1 s) it extends the windows held that are due. Referenced
+   * only while some window is held, as a timer per window was.
+   */
+  private tickerFor(): Ticker {
+    if (!this.ticker) {
+      const period = Math.min(1000, Math.max(10, (this.o.extendWhen * 1000) / 4));
+      this.ticker = setInterval(() => this.tick(), period) as unknown as Ticker;
+    }
+    return this.ticker;
+  }
+
+  private tick(): void {
+    const now = Date.now();
+    for (const h of this.held) {
+      if (h.busy || now < h.due) continue;
+      if (h.failed && now >= h.w.deadline * 1000) {
+        h.w.lost = true; // the deadline passed with no extend taken
+        this.held.delete(h);
+        continue;
       }
+      h.extending = this.extendOnce(h);
+    }
+    if (!this.held.size) this.ticker?.unref();
+  }
+
+  /** One extend of h's lease; a refusal (409) loses it, another failure is tried again after retryPause. */
+  private async extendOnce(h: Held): Promise<void> {
+    const w = h.w;
+    h.busy = true;
+    try {
+      const r = await this.client.request<{ deadline: number }>("POST", this.path(w.lease, "extend"), { by: this.o.extendBy });
+      w.deadline = r.body.deadline;
+      h.failed = false;
+      h.due = this.due(w);
+    } catch (e) {
+      this.o.log(`orderly: extend of lease ${w.lease} of ${this.queue}: ${(e as Error).message}`);
+      if (e instanceof OrderlyError && e.conflict) {
+        w.lost = true;
+        this.held.delete(h);
+      } else {
+        h.failed = true;
+        h.due = Date.now() + Math.min(this.o.retryPause * 1000, Math.max(0, w.deadline * 1000 - Date.now()));
+      }
+    } finally {
+      h.busy = false;
     }
   }
+}
+
+/** Node's interval handle. */
+interface Ticker {
+  ref(): void;
+  unref(): void;
+}
+
+/** A window whose handler runs: when it is next extended (ms), whether its last extend failed, whether one is under way (and the last one). */
+interface Held {
+  w: Window;
+  due: number;
+  failed: boolean;
+  busy: boolean;
+  extending: Promise<void> | undefined;
 }

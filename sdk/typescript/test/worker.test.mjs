@@ -107,6 +107,26 @@ test("extends the deadline while the handler runs", async (t) => {
   assert.deepEqual(f.answers.L1, {});
 });
 
+test("one timer of the worker extends each window it holds, again and again", async (t) => {
+  const f = await fakePull(t);
+  f.deadlineIn = 1.3; // due a little after the pull: extended by the worker's timer, not at once
+  f.add("L1", "a"); f.add("L2", "b"); f.add("L3", "c");
+  const extended = (lease) => f.extends.filter(([l]) => l === lease).length;
+  const w = new Worker(f.client, "q", (win) => f.until(() => extended(win.lease) >= 2, `2 extends of ${win.lease}`),
+    { concurrency: 3, waitSeconds: 1, extendBy: 2, extendWhen: 1 });
+  w.start();
+  await f.until(() => ["L1", "L2", "L3"].every((l) => l in f.answers), "3 answers");
+  assert.equal(await w.stop(WAIT_MS), true);
+  const after = f.extends.length;
+  await new Promise((r) => setTimeout(r, 600)); // past a period of the timer: nothing answered is extended
+  assert.equal(f.extends.length, after);
+  for (const l of ["L1", "L2", "L3"]) {
+    assert.ok(extended(l) >= 2, l);
+    assert.deepEqual(f.answers[l], {});
+  }
+  assert.ok(f.extends.every(([, by]) => by === 2));
+});
+
 test("a lost lease is logged and dropped; the worker goes on", async (t) => {
   const f = await fakePull(t);
   f.lost.add("L1");
