@@ -16,8 +16,8 @@
 # SKIP leaves out parts: lowkiq, asynq, memory, features, webhook, pull, http, cluster.
 # The pull part drains a pull queue with a Go, a Python (python3) and a
 # TypeScript (node, sdk/typescript built here with npm ci and tsc) worker,
-# each a process of its own holding PULL_CONCURRENCY leases [8] of at most
-# PULL_MAX_IDS ids [1], from a queue of batch_size PULL_BATCH [1]; a worker
+# each a process of its own holding PULL_CONCURRENCY leases [2] of at most
+# PULL_MAX_IDS ids [100], from a queue of batch_size PULL_BATCH [1]; a worker
 # whose runtime is missing is left out.
 # PULL_LANGS picks the pull workers (go,python,typescript [all]);
 # PULL_PYTHON_REV=<git revision> adds a row of that revision's sdk/python
@@ -81,5 +81,5 @@ case ",$SKIP," in *,memory,*features,*|*,features,*memory,*) ;; *)
 esac
 "$dir/report" --new "$dir/orderly" "${old[@]}" "${asynq[@]}" "${store[@]}" \
   --jobs "$JOBS" --rounds "$ROUNDS" --memjobs "$MEMJOBS" --fsync="$fsync" --skip "$SKIP" \
-  --root "$root" --pull-concurrency "${PULL_CONCURRENCY:-8}" --pull-max-ids "${PULL_MAX_IDS:-1}" --pull-batch "${PULL_BATCH:-1}" \
+  --root "$root" --pull-concurrency "${PULL_CONCURRENCY:-2}" --pull-max-ids "${PULL_MAX_IDS:-100}" --pull-batch "${PULL_BATCH:-1}" \
   --pull-langs "$PULL_LANGS" "${pybefore[@]}"
