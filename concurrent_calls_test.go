@@ -3,7 +3,6 @@ package orderly_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/client"
 	"github.com/orderlyhq/orderly/internal/history"
-	"github.com/orderlyhq/orderly/persistence"
 )
 
 // overlap counts, per shard, the handler calls running at once, and keeps
@@ -94,36 +92,7 @@ func TestConcurrentCallsOverlapWithinAShardNeverWithinAnID(t *testing.T) {
 		},
 	}}})
 
-	const ids, per = 20, 200
-	enqueued := map[string][]string{}
-	var wg sync.WaitGroup
-	for i := range ids {
-		id := fmt.Sprintf("order-%d", i)
-		for k := range per {
-			enqueued[id] = append(enqueued[id], fmt.Sprintf("%s/%03d", id, k))
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := range per {
-				require.NoError(t, e.client.Enqueue(e.ctx, "cc", client.Job{ID: id, Payload: []byte(fmt.Sprintf("%s/%03d", id, k)), Score: client.Score(float64(k))}))
-			}
-		}()
-	}
-	wg.Wait()
-	require.Eventually(t, func() bool { st := e.stats("cc"); return st.Length == 0 && st.Busy == 0 }, 60*time.Second, 20*time.Millisecond)
-	page, err := e.store.ListMorgue(e.ctx, "cc", persistence.ListOptions{Limit: 1000})
-	require.NoError(t, err)
-	morgue := map[string][]string{}
-	for _, m := range page.Entries {
-		for _, p := range m.Payloads {
-			morgue[m.ID] = append(morgue[m.ID], string(p.Data))
-		}
-	}
-	rep := history.Check(rec.Calls(), enqueued, morgue)
-	t.Log(rep.String())
-	require.True(t, rep.OK(), rep.String())
-	require.Equal(t, ids*per, rep.Acked+morgueCount(morgue))
+	rep := drainRising(t, e, &rec, "cc", 20, 200)
 	require.Zero(t, rep.Duplicates, "no crash, so no redelivery")
 	require.Greater(t, shards.most(), 1, "the calls of a shard's window never overlapped")
 }

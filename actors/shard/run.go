@@ -209,26 +209,12 @@ func (r *windowRun) call(rc *runningCall, call *persistence.Batch, out *processe
 	if o := r.cfg.Observer; o != nil {
 		o.BatchDone(r.batch.ShardRef, len(call.Jobs), len(fs), clock.Since(r.cfg.Clock, callStart), err)
 	}
-	if err != nil {
-		out.err = err
-	}
 	if timedOut {
 		notBefore(fs, callStart.Add(2*r.cfg.CallTimeout))
 		snoozeNotBefore(call.Snoozes, callStart.Add(2*r.cfg.CallTimeout))
 	}
-	out.failures = append(out.failures, fs...)
-	out.states = append(out.states, call.StateWrites...)
-	out.timers = append(out.timers, call.TimerWrites...)
-	out.emits = append(out.emits, call.Emits...)
-	out.snoozes = append(out.snoozes, call.Snoozes...)
-	out.deaths = append(out.deaths, call.Deaths...)
-	out.discards = append(out.discards, call.Discards...)
-	for id, res := range call.Results {
-		if out.results == nil {
-			out.results = map[string][]byte{}
-		}
-		out.results[id] = res
-	}
+	out.merge(&processed{failures: fs, states: call.StateWrites, timers: call.TimerWrites, emits: call.Emits,
+		snoozes: call.Snoozes, deaths: call.Deaths, discards: call.Discards, results: call.Results, err: err})
 	return true
 }
 
