@@ -464,6 +464,14 @@ type AdvanceResult struct {
 	// queue is stateful (0 otherwise, without looking): the owner relays them
 	// (OutboxStore.RelayOutbox).
 	Outbox int
+	// Draining reports that a reshard drains the shard (docs/contract.md
+	// §3.17): the call settled what the caller held and fetched nothing.
+	// The owner moves the shard's ids with Resharder.DrainShard instead,
+	// and relays its outbox.
+	Draining bool
+	// Moved reports that a reshard drained the shard: it holds nothing,
+	// fetches nothing and takes no enqueue.
+	Moved bool
 }
 
 // Order selects the sort order of a listing.
@@ -595,7 +603,10 @@ type QueueStats struct {
 	Cancelled int64
 	// OldestDue is the earliest perform_at among queued ids (zero if none).
 	OldestDue time.Time
-	// ShardLag is Lag per shard, indexed by shard number (nil from a store
+	// FirstShard is the number of the queue's lowest shard: 0 until a
+	// reshard (docs/contract.md §3.17) moved the queue to other numbers.
+	FirstShard int
+	// ShardLag is Lag per shard, indexed by shard number minus FirstShard (nil from a store
 	// that does not report it).
 	ShardLag []float64
 	// Paused tells that the queue is paused (docs/contract.md §9).

@@ -340,6 +340,7 @@ const (
 	replySnoozed
 	replyDiscarded
 	replyExpired
+	replyReshard
 	replyLen
 )
 
@@ -392,6 +393,12 @@ func decodeAdvanceReply(res []any, ref persistence.ShardRef, stateful bool) (per
 	di, _ := res[replyDiscarded].(int64)
 	ex, _ := res[replyExpired].(int64)
 	out.Snoozed, out.Discarded, out.Expired = int(sn), int(di), int(ex)
+	switch v, _ := res[replyReshard].(string); v {
+	case "drain":
+		out.Draining = true
+	case "moved":
+		out.Moved = true
+	}
 	v1, _ := res[replyV1].(int64)
 	return out, v1, nil
 }

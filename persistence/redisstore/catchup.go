@@ -84,7 +84,7 @@ func (s *Store) catchUp(ctx context.Context, queue string, kinds v1Kind) error {
 	for sh := range shards {
 		switch {
 		case counts[sh].Val() == 0:
-		case leases[sh].Val() != fence:
+		case !isFence(leases[sh].Val()):
 			held = append(held, sh)
 		default:
 			todo = append(todo, sh)

@@ -24,7 +24,7 @@ const ctlPaused = "paused"
 
 // SetPaused implements persistence.ControlStore.
 func (s *Store) SetPaused(ctx context.Context, queue string, paused bool) error {
-	if _, err := s.shardsOf(ctx, queue); err != nil {
+	if _, err := s.shapeOf(ctx, queue); err != nil {
 		return err
 	}
 	var err error

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/orderlyhq/orderly/persistence"
 )
 
 // The way back to storage layout 1 (docs/storage.md section 8), for the
@@ -24,7 +26,7 @@ func (s *Store) Downgrade(ctx context.Context) error {
 	}
 	for _, q := range specs {
 		s.mu.Lock()
-		s.shards[q.Name] = q.Shards
+		s.shapes[q.Name] = persistence.QueueShape{Current: persistence.ShardRange{Gen: 1, Count: q.Shards}}
 		s.mu.Unlock()
 		for sh := range q.Shards {
 			if err := s.downgradeShard(ctx, q.Name, sh); err != nil {

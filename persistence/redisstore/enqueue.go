@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/orderlyhq/orderly/persistence"
 )
 
@@ -38,8 +40,15 @@ type relayFrom struct {
 
 // enqueue is Enqueue, relaying from the outbox that from names, if any. It
 // returns how many jobs were duplicates under the queue's dedup window.
+//
+// While a reshard runs, a job goes to its id's shard of the drained
+// generation until that shard is drained; a shard that answers RESHARDED
+// (drained, or of another generation than the cached shape says) sends its
+// jobs to their shards of the shape read again, and one that answers
+// SEALED (its last export on its way) takes them a moment later
+// (docs/storage.md section 11).
 func (s *Store) enqueue(ctx context.Context, queue string, jobs []persistence.NewJob, from relayFrom) (int, error) {
-	shards, err := s.shardsOf(ctx, queue)
+	sh, err := s.shapeOf(ctx, queue)
 	if err != nil {
 		return 0, err
 	}
@@ -53,23 +62,69 @@ func (s *Store) enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 	if err != nil {
 		return 0, err
 	}
-	now := s.now()
-
-	byShard := make(map[int][]int, shards)
-	order := make([]int, 0, shards)
-	for i := range jobs {
-		sh := persistence.ShardOf(jobs[i].ID, shards)
-		if _, ok := byShard[sh]; !ok {
-			order = append(order, sh)
+	pending := make([]int, len(jobs))
+	for i := range pending {
+		pending[i] = i
+	}
+	dups := 0
+	for attempt := 0; ; attempt++ {
+		d, again, sealed, err := s.enqueueOnce(ctx, enqueueRun{queue: queue, shape: sh, mode: mode, now: s.now()}, jobs, pending, from)
+		dups += d
+		if err != nil || len(again) == 0 {
+			return dups, err
 		}
-		byShard[sh] = append(byShard[sh], i)
+		if attempt >= reshardRetries {
+			return dups, fmt.Errorf("redisstore: enqueue to %s: %w", queue, persistence.ErrResharding)
+		}
+		if sealed {
+			if err := sleepCtx(ctx, reshardWait); err != nil {
+				return dups, fmt.Errorf("redisstore: enqueue to %s: %w", queue, err)
+			}
+		}
+		if sh, err = s.refreshShape(ctx, queue); err != nil {
+			return dups, err
+		}
+		pending = again
+	}
+}
+
+// How often an enqueue follows a reshard's redirections before it gives up
+// with ErrResharding, and how long it waits for a sealed shard.
+const (
+	reshardRetries = 200
+	reshardWait    = 5 * time.Millisecond
+)
+
+// enqueueRun is what the calls of one enqueue attempt share.
+type enqueueRun struct {
+	queue string
+	shape persistence.QueueShape
+	mode  string
+	now   string
+}
+
+// enqueueOnce sends the jobs idx, grouped by shard, and returns the
+// duplicates counted, the jobs a shard sent back (RESHARDED or SEALED) and
+// whether one was sealed.
+func (s *Store) enqueueOnce(ctx context.Context, r enqueueRun, jobs []persistence.NewJob, pending []int, from relayFrom) (int, []int, bool, error) {
+	type target struct{ shard, gen int }
+	byShard := make(map[target][]int)
+	var order []target
+	for _, i := range pending {
+		sh, gen := s.route(r.shape, r.queue, jobs[i].ID)
+		t := target{sh, gen}
+		if _, ok := byShard[t]; !ok {
+			order = append(order, t)
+		}
+		byShard[t] = append(byShard[t], i)
 	}
 
 	var calls []call
+	var parts [][]int
 	var deduped []int // per call: its job count when it carries dedup keys, else -1
-	for _, sh := range order {
-		sk := s.keysOf(persistence.ShardRef{Queue: queue, Shard: sh})
-		idx := byShard[sh]
+	for _, t := range order {
+		sk := s.keysOf(persistence.ShardRef{Queue: r.queue, Shard: t.shard})
+		idx := byShard[t]
 		byID := func(a, b int) int { return cmp.Compare(jobs[a].ID, jobs[b].ID) }
 		if from.source == "" {
 			slices.SortStableFunc(idx, byID)
@@ -82,9 +137,10 @@ func (s *Store) enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 				// relay mark a call moves skips nothing of the next.
 				slices.SortStableFunc(idx[start:end], byID)
 			}
-			c, withD := s.enqueueCall(ctx, enqueueCallArgs{queue: queue, shard: sh, mode: mode, now: now, sk: sk},
+			c, withD := s.enqueueCall(ctx, enqueueCallArgs{queue: r.queue, shard: t.shard, gen: t.gen, mode: r.mode, now: r.now, sk: sk},
 				jobs, idx[start:end], from)
 			calls = append(calls, c)
+			parts = append(parts, idx[start:end])
 			if withD {
 				deduped = append(deduped, end-start)
 			} else {
@@ -96,31 +152,44 @@ func (s *Store) enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 	// safe (payloads merge, the lower score wins; a job with a dedup key
 	// that was written is a duplicate the second time).
 	cmds, werr := s.runWrite(ctx, calls)
-	if err := firstErr(cmds); err != nil {
-		return 0, fmt.Errorf("redisstore: enqueue to %s: %w", queue, err)
+	var again []int
+	sealed := false
+	for i, c := range cmds {
+		switch err := c.Err(); {
+		case err == nil:
+		case redis.HasErrorPrefix(err, "RESHARDED"):
+			s.markMoved(r.queue, calls[i].shard)
+			again = append(again, parts[i]...)
+		case redis.HasErrorPrefix(err, "SEALED"):
+			sealed = true
+			again = append(again, parts[i]...)
+		default:
+			return 0, nil, false, fmt.Errorf("redisstore: enqueue to %s: %w", r.queue, err)
+		}
 	}
 	if werr != nil {
-		return 0, fmt.Errorf("redisstore: enqueue to %s: %w", queue, werr)
+		return 0, nil, false, fmt.Errorf("redisstore: enqueue to %s: %w", r.queue, werr)
 	}
 	dups := 0
 	for i, n := range deduped {
-		if n < 0 {
+		if n < 0 || cmds[i].Err() != nil {
 			continue
 		}
 		// The script counts the jobs it wrote; the rest were duplicates.
 		w, err := cmds[i].Int()
 		if err != nil {
-			return 0, fmt.Errorf("redisstore: enqueue to %s: %w", queue, err)
+			return 0, nil, false, fmt.Errorf("redisstore: enqueue to %s: %w", r.queue, err)
 		}
 		dups += n - w
 	}
-	return dups, nil
+	return dups, again, sealed, nil
 }
 
 // enqueueCallArgs is what the enqueue.lua calls of one shard share.
 type enqueueCallArgs struct {
 	queue string
 	shard int
+	gen   int // the generation the jobs were routed by (enqueue.lua checks it)
 	mode  string
 	now   string // "": Redis TIME
 	sk    shardKeys
@@ -164,7 +233,7 @@ func (s *Store) enqueueCall(ctx context.Context, a enqueueCallArgs, jobs []persi
 		}
 	}
 	args := make([]any, 0, 5+(per+1)*(len(idx)))
-	args = append(args, a.now, m, s.noticeChannel(ctx, a.queue, a.shard), strconv.Itoa(a.shard))
+	args = append(args, a.now, m, s.noticeChannel(ctx, a.queue, a.shard), strconv.Itoa(a.shard)+"/"+strconv.Itoa(a.gen))
 	keys := a.sk.keys
 	if a.mode == modeUpgrading {
 		keys = a.sk.with()
@@ -191,7 +260,7 @@ func (s *Store) enqueueCall(ctx context.Context, a enqueueCallArgs, jobs []persi
 			args = append(args, from.entries[i])
 		}
 	}
-	return call{s: scriptEnqueue, keys: keys, args: args}, withD
+	return call{s: scriptEnqueue, keys: keys, args: args, shard: a.shard}, withD
 }
 
 // priorityArg is a job's priority as enqueue.lua reads it ("" = 1).
@@ -220,12 +289,13 @@ func appendJob(args []any, j *persistence.NewJob) []any {
 }
 
 // EnqueueTick implements persistence.ControlStore: one enqueue.lua call in tick
-// mode on the job's shard.
+// mode on the job's shard (routed as Enqueue routes, docs/storage.md
+// section 11).
 func (s *Store) EnqueueTick(ctx context.Context, queue, name string, tick time.Time, job persistence.NewJob) (bool, error) {
 	if name == "" {
 		return false, fmt.Errorf("%w: a periodic job needs a name", persistence.ErrInvalid)
 	}
-	shards, err := s.shardsOf(ctx, queue)
+	shape, err := s.shapeOf(ctx, queue)
 	if err != nil {
 		return false, err
 	}
@@ -236,21 +306,47 @@ func (s *Store) EnqueueTick(ctx context.Context, queue, name string, tick time.T
 	if err != nil {
 		return false, err
 	}
-	sh := persistence.ShardOf(job.ID, shards)
-	sk := s.keysOf(persistence.ShardRef{Queue: queue, Shard: sh})
-	keys := sk.keys
-	if mode == modeUpgrading {
-		keys = append(sk.with(), sk.v1Payloads(job.ID))
+	for attempt := 0; ; attempt++ {
+		sh, gen := s.route(shape, queue, job.ID)
+		sk := s.keysOf(persistence.ShardRef{Queue: queue, Shard: sh})
+		keys := sk.keys
+		if mode == modeUpgrading {
+			keys = append(sk.with(), sk.v1Payloads(job.ID))
+		}
+		args := appendJob([]any{s.now(), mode + "t", s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh) + "/" + strconv.Itoa(gen)}, &job)
+		args = append(args, name, tick.UnixMilli())
+		cmds, werr := s.runWrite(ctx, []call{{s: scriptEnqueue, keys: keys, args: args}})
+		err := cmds[0].Err()
+		if (redis.HasErrorPrefix(err, "RESHARDED") || redis.HasErrorPrefix(err, "SEALED")) && attempt < reshardRetries {
+			if redis.HasErrorPrefix(err, "RESHARDED") {
+				s.markMoved(queue, sh)
+			} else if err := sleepCtx(ctx, reshardWait); err != nil {
+				return false, err
+			}
+			if shape, err = s.refreshShape(ctx, queue); err != nil {
+				return false, err
+			}
+			continue
+		}
+		n, err := cmds[0].Int()
+		if err != nil {
+			return false, fmt.Errorf("redisstore: enqueue tick %s of %s: %w", name, queue, err)
+		}
+		if werr != nil {
+			return false, fmt.Errorf("redisstore: enqueue tick %s of %s: %w", name, queue, werr)
+		}
+		return n > 0, nil
 	}
-	args := appendJob([]any{s.now(), mode + "t", s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh)}, &job)
-	args = append(args, name, tick.UnixMilli())
-	cmds, werr := s.runWrite(ctx, []call{{s: scriptEnqueue, keys: keys, args: args}})
-	n, err := cmds[0].Int()
-	if err != nil {
-		return false, fmt.Errorf("redisstore: enqueue tick %s of %s: %w", name, queue, err)
+}
+
+// sleepCtx waits d, or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
-	if werr != nil {
-		return false, fmt.Errorf("redisstore: enqueue tick %s of %s: %w", name, queue, werr)
-	}
-	return n > 0, nil
 }

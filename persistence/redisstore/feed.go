@@ -80,7 +80,7 @@ func (s *Store) publishFeed(ctx context.Context, ref persistence.ShardRef, chang
 
 // ReadFeed implements persistence.FeedStore.
 func (s *Store) ReadFeed(ctx context.Context, queue, from string, limit int, wait time.Duration) ([]persistence.FeedEntry, string, error) {
-	if _, err := s.shardsOf(ctx, queue); err != nil {
+	if _, err := s.shapeOf(ctx, queue); err != nil {
 		return nil, "", err
 	}
 	if limit <= 0 || limit > 10000 {

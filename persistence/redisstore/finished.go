@@ -72,7 +72,7 @@ func (s *Store) ListFinished(ctx context.Context, queue string, opts persistence
 		}
 		cid, cat = c.id, c.score
 	}
-	shards, err := s.shardsOf(ctx, queue)
+	shards, err := s.listedRange(ctx, queue)
 	if err != nil {
 		return persistence.FinishedPage{}, err
 	}
@@ -80,9 +80,9 @@ func (s *Store) ListFinished(ctx context.Context, queue string, opts persistence
 	if opts.Rev {
 		rev = "1"
 	}
-	calls := make([]call, shards)
-	for sh := range shards {
-		calls[sh] = call{s: scriptFinished, keys: s.keys.shard(queue, sh).keys,
+	calls := make([]call, shards.Count)
+	for i := range shards.Count {
+		calls[i] = call{s: scriptFinished, keys: s.keys.shard(queue, shards.Base+i).keys,
 			args: []any{"page", rev, opts.Limit + 1, lo, hi, cid, cat, string(opts.Order)}}
 	}
 	cmds := runAll(ctx, s.rdb, calls)

@@ -12,14 +12,13 @@ import (
 // GetJob implements persistence.Inspector: the record, its overflow and the
 // in-flight record are read by one script, so they are consistent.
 func (s *Store) GetJob(ctx context.Context, queue, id string) (persistence.JobInfo, error) {
-	shards, err := s.shardsOf(ctx, queue)
+	sh, err := s.homeOf(ctx, queue, id)
 	if err != nil {
 		return persistence.JobInfo{}, err
 	}
 	if err := persistence.ValidateID(id, -1); err != nil {
 		return persistence.JobInfo{}, err
 	}
-	sh := persistence.ShardOf(id, shards)
 	// Move the id's layout 1 entry first, so that the lookup shows it merged
 	// as the actions will find it; a shard a node of the previous release
 	// may serve is read in both layouts instead.
@@ -156,14 +155,13 @@ func morgueOfLookup(rawV, flatV any, id string) (*persistence.MorgueEntry, error
 // DeleteJob implements persistence.Admin. An id with many payloads is
 // deleted over several bounded calls.
 func (s *Store) DeleteJob(ctx context.Context, queue, id string) (bool, error) {
-	shards, err := s.shardsOf(ctx, queue)
+	sh, err := s.homeOf(ctx, queue, id)
 	if err != nil {
 		return false, err
 	}
 	if err := persistence.ValidateID(id, -1); err != nil {
 		return false, err
 	}
-	sh := persistence.ShardOf(id, shards)
 	if err := s.catchUpIDs(ctx, persistence.ShardRef{Queue: queue, Shard: sh}, v1Queued, []string{id}); err != nil {
 		return false, fmt.Errorf("redisstore: delete job %s/%s: %w", queue, id, err)
 	}
@@ -199,14 +197,13 @@ func (s *Store) KillJob(ctx context.Context, queue, id string) (bool, error) {
 // jobAction runs an action of one id (action.lua) until it is done and
 // reports whether the id had a queued entry.
 func (s *Store) jobAction(ctx context.Context, queue, id, what, action string) (bool, error) {
-	shards, err := s.shardsOf(ctx, queue)
+	sh, err := s.homeOf(ctx, queue, id)
 	if err != nil {
 		return false, err
 	}
 	if err := persistence.ValidateID(id, -1); err != nil {
 		return false, err
 	}
-	sh := persistence.ShardOf(id, shards)
 	if err := s.catchUpIDs(ctx, persistence.ShardRef{Queue: queue, Shard: sh}, v1Queued, []string{id}); err != nil {
 		return false, fmt.Errorf("redisstore: %s %s/%s: %w", what, queue, id, err)
 	}
@@ -265,7 +262,7 @@ func (s *Store) DeleteFailed(ctx context.Context, queue string) (int, error) {
 // action.lua answers {done, seen, partial, held, now}, morgue.lua {done,
 // partial, seen}: a shard is done when seen < actionChunk and partial is 0.
 func (s *Store) eachShard(ctx context.Context, queue, what string, sc *script, argsOf func(sh int, now string, held int64) []any) (int, error) {
-	shards, err := s.shardsOf(ctx, queue)
+	nums, err := s.shardNums(ctx, queue)
 	if err != nil {
 		return 0, err
 	}
@@ -281,9 +278,9 @@ func (s *Store) eachShard(ctx context.Context, queue, what string, sc *script, a
 		now  string
 		held int64
 	}
-	pending := make([]state, shards)
+	pending := make([]state, len(nums))
 	for i := range pending {
-		pending[i] = state{sh: i, now: s.now()}
+		pending[i] = state{sh: nums[i], now: s.now()}
 	}
 	total := 0
 	for len(pending) > 0 {
@@ -339,14 +336,13 @@ func (s *Store) CancelJob(ctx context.Context, queue, id string, mode persistenc
 	default:
 		return out, &persistence.FieldError{Field: "mode", Index: -1, Reason: fmt.Sprintf("unknown cancel mode %q", mode)}
 	}
-	shards, err := s.shardsOf(ctx, queue)
+	sh, err := s.homeOf(ctx, queue, id)
 	if err != nil {
 		return out, err
 	}
 	if err := persistence.ValidateID(id, -1); err != nil {
 		return out, err
 	}
-	sh := persistence.ShardOf(id, shards)
 	if err := s.catchUpIDs(ctx, persistence.ShardRef{Queue: queue, Shard: sh}, v1Queued, []string{id}); err != nil {
 		return out, fmt.Errorf("redisstore: cancel %s/%s: %w", queue, id, err)
 	}

@@ -187,7 +187,7 @@ func morgueEntryOf(e listEntry, npay int) persistence.MorgueEntry {
 // list returns one page of a listing, merged across the queue's shards, and
 // the cursor of the next page.
 func (s *Store) list(ctx context.Context, queue string, q listQuery) ([]listEntry, string, error) {
-	shards, err := s.shardsOf(ctx, queue)
+	shards, err := s.listedRange(ctx, queue)
 	if err != nil {
 		return nil, "", err
 	}
@@ -244,7 +244,7 @@ func sortRows(rows []listEntry, byID, rev bool) {
 }
 
 // indexPage reads a page of list.lua's view from every shard and merges them.
-func (s *Store) indexPage(ctx context.Context, queue string, shards int, q listQuery, view, lo, hi string, cur *cursor) ([]listEntry, bool, error) {
+func (s *Store) indexPage(ctx context.Context, queue string, shards persistence.ShardRange, q listQuery, view, lo, hi string, cur *cursor) ([]listEntry, bool, error) {
 	rev := "0"
 	if q.opts.Rev {
 		rev = "1"
@@ -253,9 +253,9 @@ func (s *Store) indexPage(ctx context.Context, queue string, shards int, q listQ
 	if cur != nil {
 		hasCursor, cs, cm = "1", cur.score, cur.id
 	}
-	calls := make([]call, shards)
-	for sh := range shards {
-		calls[sh] = call{s: scriptList, keys: s.keys.shard(queue, sh).keys, args: []any{
+	calls := make([]call, shards.Count)
+	for i := range shards.Count {
+		calls[i] = call{s: scriptList, keys: s.keys.shard(queue, shards.Base+i).keys, args: []any{
 			view, rev, lo, hi, strconv.Itoa(q.opts.Limit), hasCursor, cs, cm, strconv.Itoa(q.opts.Payloads)}}
 	}
 	cmds := runAll(ctx, s.rdb, calls)
@@ -313,7 +313,7 @@ func (s *Store) parseRow(row any, morgue bool) (listEntry, error) {
 // retryPage pages through the queue by retry count: the fresh band
 // (retry count -1, in id order, from a scan) and the failed band (the
 // retries index), in order.
-func (s *Store) retryPage(ctx context.Context, queue string, shards int, q listQuery) ([]listEntry, bool, error) {
+func (s *Store) retryPage(ctx context.Context, queue string, shards persistence.ShardRange, q listQuery) ([]listEntry, bool, error) {
 	lo, hi := math.Inf(-1), math.Inf(1)
 	if q.opts.Min != "" {
 		lo, _ = strconv.ParseFloat(q.opts.Min, 64)
@@ -387,16 +387,16 @@ func (s *Store) retryPage(ctx context.Context, queue string, shards int, q listQ
 // scanPage pages through a records hash in id order: every shard's hash is
 // scanned (scan.lua, bounded calls), keeping the best ids seen; the bounds
 // sent with each call tighten as the page fills. O(records) per page.
-func (s *Store) scanPage(ctx context.Context, queue string, shards int, q listQuery, freshOnly bool) ([]listEntry, bool, error) {
+func (s *Store) scanPage(ctx context.Context, queue string, shards persistence.ShardRange, q listQuery, freshOnly bool) ([]listEntry, bool, error) {
 	// Exact lookups (min = max) read the one record.
 	if q.opts.Min != "" && q.opts.Min == q.opts.Max && q.cursor == nil {
 		return s.exactRow(ctx, queue, shards, q, freshOnly)
 	}
 	b := boundsOf(q)
 	top := &topIDs{limit: q.opts.Limit, rev: q.opts.Rev}
-	pending := make([]shardScan, shards)
-	for sh := range shards {
-		pending[sh] = shardScan{sh: sh, cursor: "0"}
+	pending := make([]shardScan, shards.Count)
+	for i := range shards.Count {
+		pending[i] = shardScan{sh: shards.Base + i, cursor: "0"}
 	}
 	for len(pending) > 0 {
 		if err := ctx.Err(); err != nil {
@@ -531,9 +531,9 @@ func flag(b bool) string {
 }
 
 // exactRow is the listing of one id (min = max): a lookup.
-func (s *Store) exactRow(ctx context.Context, queue string, shards int, q listQuery, freshOnly bool) ([]listEntry, bool, error) {
+func (s *Store) exactRow(ctx context.Context, queue string, shards persistence.ShardRange, q listQuery, freshOnly bool) ([]listEntry, bool, error) {
 	id := q.opts.Min
-	sh := persistence.ShardOf(id, shards)
+	sh := shards.Shard(id)
 	v, err := run(ctx, s.rdb, scriptGet, s.keys.shard(queue, sh).keys, id, q.view, "0", "0").Slice()
 	if err != nil {
 		return nil, false, err
@@ -554,13 +554,13 @@ func (s *Store) exactRow(ctx context.Context, queue string, shards int, q listQu
 
 // fillPayloads completes the rows whose listing wants more payloads than
 // their records hold inline, reading their overflow.
-func (s *Store) fillPayloads(ctx context.Context, queue string, shards int, q listQuery, rows []listEntry) error {
+func (s *Store) fillPayloads(ctx context.Context, queue string, shards persistence.ShardRange, q listQuery, rows []listEntry) error {
 	var calls []call
 	var idx []int
 	for i, e := range rows {
 		have := len(e.rec.shown())
 		if e.rec.count() > have && q.opts.Payloads > have {
-			sh := persistence.ShardOf(e.id, shards)
+			sh := shards.Shard(e.id)
 			calls = append(calls, call{s: scriptGet, keys: s.keys.shard(queue, sh).keys,
 				args: []any{e.id, q.view, strconv.Itoa(q.opts.Payloads), "0"}})
 			idx = append(idx, i)
@@ -640,4 +640,23 @@ func jobOf(e listEntry, npay int) persistence.Job {
 		PerformAt: persistence.FromUnixSeconds(e.rec.at), RetryCount: e.rec.rc, Error: e.rec.err,
 		Priority: e.rec.priority,
 	}
+}
+
+// listedRange returns the shards a listing reads: the queue's one
+// generation. While a reshard runs an id may be in two shards at once, in
+// part, so the listings that merge shards refuse with ErrResharding.
+func (s *Store) listedRange(ctx context.Context, queue string) (persistence.ShardRange, error) {
+	sh, err := s.shapeOf(ctx, queue)
+	if err != nil {
+		return persistence.ShardRange{}, err
+	}
+	if sh.Resharding() {
+		if sh, err = s.refreshShape(ctx, queue); err != nil {
+			return persistence.ShardRange{}, err
+		}
+	}
+	if sh.Resharding() {
+		return persistence.ShardRange{}, fmt.Errorf("%w: %s is moving to %d shards", persistence.ErrResharding, queue, sh.Current.Count)
+	}
+	return sh.Current, nil
 }

@@ -217,7 +217,7 @@ func (s *Store) upgradeDone(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("redisstore: check the upgrade: %w", err)
 	}
 	for _, p := range probes {
-		if p.lease.Val() != fence || p.data.Val() > 0 {
+		if !isFence(p.lease.Val()) || p.data.Val() > 0 {
 			return false, nil
 		}
 	}
@@ -226,6 +226,17 @@ func (s *Store) upgradeDone(ctx context.Context) (bool, error) {
 
 // fence is what layout 2 writes into layout 1's lease key (lua/lib/fence.lua).
 const fence = "0/orderly-layout-2"
+
+// A reshard's fences (lua/lib/fence.lua): a shard being drained, and one
+// drained (docs/storage.md section 11).
+const (
+	fenceDrain = "0/orderly-reshard-drain"
+	fenceMoved = "0/orderly-reshard-moved"
+)
+
+// isFence reports whether v, layout 1's lease key of a shard, fences the
+// shard from layout 1 nodes.
+func isFence(v string) bool { return v == fence || v == fenceDrain || v == fenceMoved }
 
 // restoreV1Inflight restores, chunk by chunk, the in-flight record a layout
 // 1 owner left in the shard, renewing the lease as it goes.

@@ -53,8 +53,7 @@ func (s *Store) DeleteMorgueAll(ctx context.Context, queue string) (int, error) 
 }
 
 func (s *Store) morgueIDs(ctx context.Context, queue, op string, ids []string) (int, error) {
-	shards, err := s.shardsOf(ctx, queue)
-	if err != nil {
+	if _, err := s.shapeOf(ctx, queue); err != nil {
 		return 0, err
 	}
 	byShard := map[int][]string{}
@@ -63,7 +62,10 @@ func (s *Store) morgueIDs(ctx context.Context, queue, op string, ids []string) (
 			err.(*persistence.FieldError).Field = "ids"
 			return 0, err
 		}
-		sh := persistence.ShardOf(id, shards)
+		sh, err := s.homeOf(ctx, queue, id)
+		if err != nil {
+			return 0, err
+		}
 		byShard[sh] = append(byShard[sh], id)
 	}
 	for sh, list := range byShard {

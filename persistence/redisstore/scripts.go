@@ -103,12 +103,17 @@ var (
 	scriptTick      = newScript("tick")
 	scriptPoll      = newScript("poll")
 	scriptFinished  = newScript("finished")
+	scriptDrain     = newScript("drain")
+	scriptImport    = newScript("import")
+	scriptReshard   = newScript("reshard")
+	scriptShape     = newScript("shape")
 
 	allScripts = []*script{
 		scriptAcquire, scriptRenew, scriptRenewMany, scriptRelease, scriptAdvance, scriptEnqueue, scriptAction,
 		scriptMorgue, scriptGet, scriptStats, scriptList, scriptScan, scriptMigrate, scriptDowngr,
 		scriptState, scriptFeed,
 		scriptPermits, scriptRate, scriptTick, scriptPoll, scriptFinished,
+		scriptDrain, scriptImport, scriptReshard, scriptShape,
 	}
 )
 
@@ -120,6 +125,8 @@ type call struct {
 	// that a call on the hot path does not convert each key again.
 	boxed []any
 	args  []any
+	// shard is the shard an enqueue call writes to (enqueue.go).
+	shard int
 }
 
 // cmd returns the EVALSHA command of the call, in one argument slice.

@@ -57,14 +57,14 @@ func (s *Store) DeleteState(ctx context.Context, queue, id string, expected int6
 }
 
 func (s *Store) stateKeys(ctx context.Context, queue, id string) (shardKeys, error) {
-	shards, err := s.shardsOf(ctx, queue)
+	sh, err := s.homeOf(ctx, queue, id)
 	if err != nil {
 		return shardKeys{}, err
 	}
 	if err := persistence.ValidateID(id, -1); err != nil {
 		return shardKeys{}, err
 	}
-	return s.keysOf(persistence.ShardRef{Queue: queue, Shard: persistence.ShardOf(id, shards)}), nil
+	return s.keysOf(persistence.ShardRef{Queue: queue, Shard: sh}), nil
 }
 
 // feedBound returns the change feed bound the queue's registration
@@ -127,8 +127,8 @@ func (s *Store) casState(ctx context.Context, queue, id, op string, expected int
 			// The change went to the outbox for the change feed: relay it
 			// now. On failure the shard's owner relays it with its next
 			// call (a stateful queue's Advance reports the outbox).
-			shards, _ := s.shardsOf(ctx, queue) // cached by stateKeys
-			ref := persistence.ShardRef{Queue: queue, Shard: persistence.ShardOf(id, shards)}
+			sh, _ := s.homeOf(ctx, queue, id) // cached by stateKeys
+			ref := persistence.ShardRef{Queue: queue, Shard: sh}
 			if _, _, _, err := s.RelayOutbox(ctx, ref, 0); err != nil {
 				s.cfg.Logger.Warn("could not relay a state change to the change feed; the shard's owner will", "queue", queue, "shard", ref.Shard, "err", err)
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -23,16 +24,20 @@ func (s *Store) Stats(ctx context.Context, queues ...string) ([]persistence.Queu
 		return nil, err
 	}
 	now := s.now()
+	nums := make([][]int, len(queues))
 	counts := make([]int, len(queues))
 	var calls []call
 	for qi, q := range queues {
-		n, err := s.shardsOf(ctx, q)
+		shape, err := s.shapeOf(ctx, q)
 		if err != nil {
 			return nil, err
 		}
-		counts[qi] = n
-		for sh := range n {
-			calls = append(calls, call{s: scriptStats, keys: s.keys.shard(q, sh).keys, args: []any{now, mode}})
+		counts[qi] = shape.Current.Count
+		if nums[qi], err = s.shardNums(ctx, q); err != nil {
+			return nil, err
+		}
+		for _, sh := range nums[qi] {
+			calls = append(calls, call{s: scriptStats, keys: s.keysOf(persistence.ShardRef{Queue: q, Shard: sh}).keys, args: []any{now, mode}})
 		}
 	}
 	cmds := runAll(ctx, s.rdb, calls)
@@ -46,9 +51,10 @@ func (s *Store) Stats(ctx context.Context, queues ...string) ([]persistence.Queu
 	out := make([]persistence.QueueStats, len(queues))
 	i := 0
 	for qi, q := range queues {
-		st := persistence.QueueStats{Name: q, Shards: counts[qi], ShardLag: make([]float64, counts[qi]), Paused: ctl[qi].Paused}
+		first, end := slices.Min(nums[qi]), slices.Max(nums[qi])+1
+		st := persistence.QueueStats{Name: q, Shards: counts[qi], FirstShard: first, ShardLag: make([]float64, end-first), Paused: ctl[qi].Paused}
 		oldest, latest := math.Inf(1), math.Inf(-1)
-		for sh := range counts[qi] {
+		for _, sh := range nums[qi] {
 			v, _ := cmds[i].Slice()
 			i++
 			if len(v) != 12 {
@@ -88,7 +94,7 @@ func (s *Store) Stats(ctx context.Context, queues ...string) ([]persistence.Queu
 				}
 			}
 			if !math.IsInf(shardOldest, 1) && !math.IsInf(shardNow, -1) {
-				st.ShardLag[sh] = max(0, shardNow-shardOldest)
+				st.ShardLag[sh-first] = max(0, shardNow-shardOldest)
 			}
 		}
 		st.Fresh = st.Length - st.Retries
@@ -104,16 +110,16 @@ func (s *Store) Stats(ctx context.Context, queues ...string) ([]persistence.Queu
 // ShardOwners implements persistence.QueueStore: the holder of each shard's
 // lease, a node of the previous release (layout 1) included.
 func (s *Store) ShardOwners(ctx context.Context, queue string) ([]persistence.ShardOwner, error) {
-	shards, err := s.shardsOf(ctx, queue)
+	nums, err := s.shardNums(ctx, queue)
 	if err != nil {
 		return nil, err
 	}
 	pipe := s.rdb.Pipeline()
-	leases := make([]*redis.StringCmd, shards)
-	v1leases := make([]*redis.StringCmd, shards)
-	epochs := make([]*redis.StringCmd, shards)
-	for sh := range shards {
-		k := s.keys.shard(queue, sh).keys
+	leases := make([]*redis.StringCmd, len(nums))
+	v1leases := make([]*redis.StringCmd, len(nums))
+	epochs := make([]*redis.StringCmd, len(nums))
+	for sh, num := range nums {
+		k := s.keysOf(persistence.ShardRef{Queue: queue, Shard: num}).keys
 		leases[sh] = pipe.Get(ctx, k[kLease])
 		v1leases[sh] = pipe.Get(ctx, k[kV1Lease])
 		epochs[sh] = pipe.Get(ctx, k[kEpoch])
@@ -121,12 +127,12 @@ func (s *Store) ShardOwners(ctx context.Context, queue string) ([]persistence.Sh
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("redisstore: shard owners of %s: %w", queue, err)
 	}
-	out := make([]persistence.ShardOwner, shards)
-	for sh := range shards {
-		out[sh].Shard = sh
+	out := make([]persistence.ShardOwner, len(nums))
+	for sh := range nums {
+		out[sh].Shard = nums[sh]
 		if epoch, owner, ok := splitToken(leases[sh].Val()); ok {
 			out[sh].Owner, out[sh].Epoch = owner, epoch
-		} else if v1 := v1leases[sh].Val(); v1 != fence {
+		} else if v1 := v1leases[sh].Val(); !isFence(v1) {
 			// During a rolling upgrade a node of the previous release
 			// (layout 1) may hold the shard: its lease is the owner.
 			if epoch, owner, ok := splitToken(v1); ok {
@@ -145,20 +151,21 @@ func (s *Store) ShardOwners(ctx context.Context, queue string) ([]persistence.Sh
 
 // Processing implements persistence.Inspector.
 func (s *Store) Processing(ctx context.Context, queue string) ([]persistence.InFlightBatch, error) {
-	shards, err := s.shardsOf(ctx, queue)
+	nums, err := s.shardNums(ctx, queue)
 	if err != nil {
 		return nil, err
 	}
 	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.StringCmd, shards)
-	for sh := range shards {
-		cmds[sh] = pipe.Get(ctx, s.keys.shard(queue, sh).keys[kInflight])
+	cmds := make([]*redis.StringCmd, len(nums))
+	for i, sh := range nums {
+		cmds[i] = pipe.Get(ctx, s.keysOf(persistence.ShardRef{Queue: queue, Shard: sh}).keys[kInflight])
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("redisstore: processing of %s: %w", queue, err)
 	}
 	var out []persistence.InFlightBatch
-	for sh, c := range cmds {
+	for i, c := range cmds {
+		sh := nums[i]
 		enc := c.Val()
 		if enc == "" {
 			continue

@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -111,8 +110,12 @@ type Store struct {
 	keys  keyspace
 	count *counter
 
-	mu     sync.RWMutex   // guards shards and sks
-	shards map[string]int // queue name -> shard count, as registered
+	mu sync.RWMutex // guards shapes, moved and sks
+	// shapes caches each queue's shape (shape.go), read once.
+	shapes map[string]persistence.QueueShape
+	// moved holds the shards of a drained generation known drained
+	// (RESHARDED): their ids go to their current shards.
+	moved map[persistence.ShardRef]bool
 	// sks caches the keys of the shards served so far, built once: an
 	// Advance uses them on every call (one string per key otherwise).
 	sks map[persistence.ShardRef]shardKeys
@@ -167,7 +170,8 @@ func New(rdb redis.UniversalClient, cfg *Config) (*Store, error) {
 		cfg:    c,
 		keys:   keyspace{prefix: c.Prefix},
 		count:  &counter{},
-		shards: map[string]int{},
+		shapes: map[string]persistence.QueueShape{},
+		moved:  map[persistence.ShardRef]bool{},
 	}
 	if c.Durability == DurabilityReplicated {
 		s.wait = &waitSpec{replicas: c.DurabilityReplicas, timeout: c.DurabilityTimeout}
@@ -238,6 +242,10 @@ func (s *Store) RegisterQueue(ctx context.Context, spec persistence.QueueSpec) e
 		return fmt.Errorf("redisstore: register queue %s: %w", spec.Name, err)
 	}
 	if got != want {
+		if sh, err := persistence.ParseQueueShape(got); err == nil && sh.String() != got {
+			return fmt.Errorf("%w: queue %s was resharded to %d shards (%s in the store), the configuration says %d",
+				persistence.ErrShardCountMismatch, spec.Name, sh.Current.Count, got, spec.Shards)
+		}
 		return fmt.Errorf("%w: queue %s has %s shards in the store, the configuration says %d",
 			persistence.ErrShardCountMismatch, spec.Name, got, spec.Shards)
 	}
@@ -253,7 +261,7 @@ func (s *Store) RegisterQueue(ctx context.Context, spec persistence.QueueSpec) e
 		return err
 	}
 	s.mu.Lock()
-	s.shards[spec.Name] = spec.Shards
+	s.shapes[spec.Name] = persistence.QueueShape{Current: persistence.ShardRange{Gen: 1, Count: spec.Shards}}
 	s.mu.Unlock()
 	return nil
 }
@@ -295,51 +303,45 @@ func (s *Store) Queues(ctx context.Context) ([]persistence.QueueSpec, error) {
 	}
 	out := make([]persistence.QueueSpec, 0, len(m))
 	for name, v := range m {
-		n, err := strconv.Atoi(v)
+		sh, err := persistence.ParseQueueShape(v)
 		if err != nil {
 			continue
 		}
-		out = append(out, persistence.QueueSpec{Name: name, Shards: n})
+		out = append(out, persistence.QueueSpec{Name: name, Shards: sh.Current.Count})
 	}
 	slices.SortFunc(out, func(a, b persistence.QueueSpec) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
-// shardsOf returns the shard count of a registered queue.
+// shardsOf returns the shard count of a registered queue whose shards are
+// 0 to count-1: every queue until a reshard. The operations that walk a
+// queue's shards by number refuse a queue a reshard moved (its shards
+// start elsewhere, or two generations hold its ids) with ErrResharding.
 func (s *Store) shardsOf(ctx context.Context, queue string) (int, error) {
-	s.mu.RLock()
-	n, ok := s.shards[queue]
-	s.mu.RUnlock()
-	if ok {
-		return n, nil
-	}
-	if err := persistence.ValidateQueueName(queue); err != nil {
+	sh, err := s.shapeOf(ctx, queue)
+	if err != nil {
 		return 0, err
 	}
-	v, err := s.rdb.HGet(ctx, s.keys.queues(), queue).Result()
-	if errors.Is(err, redis.Nil) {
-		return 0, fmt.Errorf("%w: %s", persistence.ErrUnknownQueue, queue)
+	if sh.Resharding() || sh.Current.Base != 0 {
+		return 0, fmt.Errorf("%w: queue %s (shape %s)", persistence.ErrResharding, queue, sh)
 	}
-	if err != nil {
-		return 0, fmt.Errorf("redisstore: look up queue %s: %w", queue, err)
-	}
-	n, err = strconv.Atoi(v)
-	if err != nil || n < 1 {
-		return 0, fmt.Errorf("redisstore: queue %s has a corrupt shard count %q", queue, v)
-	}
-	s.mu.Lock()
-	s.shards[queue] = n
-	s.mu.Unlock()
-	return n, nil
+	return sh.Current.Count, nil
 }
 
 func (s *Store) shardKeys(ctx context.Context, ref persistence.ShardRef) (shardKeys, error) {
-	n, err := s.shardsOf(ctx, ref.Queue)
+	sh, err := s.shapeOf(ctx, ref.Queue)
 	if err != nil {
 		return shardKeys{}, err
 	}
-	if ref.Shard < 0 || ref.Shard >= n {
-		return shardKeys{}, &persistence.FieldError{Field: "shard", Index: -1, Reason: fmt.Sprintf("%d is not a shard of %s (0..%d)", ref.Shard, ref.Queue, n-1)}
+	if !sh.Contains(ref.Shard) {
+		// The cached shape may be older than the shard (a reshard started
+		// since): read it again before refusing.
+		if sh, err = s.refreshShape(ctx, ref.Queue); err != nil {
+			return shardKeys{}, err
+		}
+	}
+	if !sh.Contains(ref.Shard) {
+		return shardKeys{}, &persistence.FieldError{Field: "shard", Index: -1, Reason: fmt.Sprintf("%d is not a shard of %s (%s)", ref.Shard, ref.Queue, describeShards(sh))}
 	}
 	return s.keysOf(ref), nil
 }
@@ -362,4 +364,15 @@ func (s *Store) keysOf(ref persistence.ShardRef) shardKeys {
 	s.sks[ref] = sk
 	s.mu.Unlock()
 	return sk
+}
+
+// describeShards spells the shard numbers of a shape for an error.
+func describeShards(sh persistence.QueueShape) string {
+	r := func(x persistence.ShardRange) string {
+		return strconv.Itoa(x.Base) + ".." + strconv.Itoa(x.Base+x.Count-1)
+	}
+	if sh.Resharding() {
+		return r(sh.From) + " and " + r(sh.Current)
+	}
+	return r(sh.Current)
 }

@@ -70,12 +70,12 @@ func (s *Store) Subscribe(ctx context.Context, queues ...string) (persistence.Su
 	var shardChannels []string
 	if mode == noticesSharded {
 		for _, q := range queues {
-			n, err := s.shardsOf(ctx, q)
+			nums, err := s.shardNums(ctx, q)
 			if err != nil {
 				return nil, fmt.Errorf("redisstore: subscribe: %w", err)
 			}
 			shardChannels = append(shardChannels, s.keys.ctlChannel(q))
-			for sh := range n {
+			for _, sh := range nums {
 				shardChannels = append(shardChannels, s.keys.shardChannel(q, sh))
 			}
 		}
@@ -90,11 +90,11 @@ func (s *Store) Subscribe(ctx context.Context, queues ...string) (persistence.Su
 		ps:       ps,
 		rdb:      s.rdb,
 		channels: channels,
-		shards: func(q string) int {
+		shards: func(q string) []int {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
-			n, _ := s.shardsOf(ctx, q)
-			return n
+			nums, _ := s.shardNums(ctx, q)
+			return nums
 		},
 		c:    make(chan persistence.ShardRef, subscriptionBuffer),
 		cx:   make(chan persistence.CancelNotice, cancelBuffer),
@@ -130,8 +130,8 @@ type subscription struct {
 	keys     keyspace
 	ps       *redis.PubSub // the ordinary channels (guarded by mu once run started)
 	rdb      redis.UniversalClient
-	channels []string               // the ordinary channels
-	shards   func(queue string) int // a queue's shard count (0: unknown)
+	channels []string                 // the ordinary channels
+	shards   func(queue string) []int // a queue's shard numbers (none: unknown)
 	c        chan persistence.ShardRef
 	cx       chan persistence.CancelNotice
 	done     chan struct{}
@@ -228,7 +228,7 @@ func (s *subscription) wake(channel string) {
 		return
 	}
 	s.deliver(channel, controlsMessage)
-	for sh := range s.shards(q) {
+	for _, sh := range s.shards(q) {
 		s.deliver(channel, strconv.Itoa(sh))
 	}
 }

@@ -68,6 +68,7 @@ const (
 	needState                     // persistence.StateStore
 	needFeed                      // persistence.FeedStore
 	needFinished                  // persistence.FinishedStore
+	needReshard                   // persistence.Resharder
 
 	needNone role = 0 // the case needs no optional role
 )
@@ -87,6 +88,9 @@ func rolesOf(s Store) role {
 	if _, ok := s.(persistence.FinishedStore); ok {
 		r |= needFinished
 	}
+	if _, ok := s.(persistence.Resharder); ok {
+		r |= needReshard
+	}
 	return r
 }
 
@@ -96,7 +100,7 @@ func (r role) String() string {
 	for _, n := range []struct {
 		r    role
 		name string
-	}{{needAdmin, "Admin"}, {needState, "StateStore"}, {needFeed, "FeedStore"}, {needFinished, "FinishedStore"}} {
+	}{{needAdmin, "Admin"}, {needState, "StateStore"}, {needFeed, "FeedStore"}, {needFinished, "FinishedStore"}, {needReshard, "Resharder"}} {
 		if r&n.r != 0 {
 			names = append(names, n.name)
 		}

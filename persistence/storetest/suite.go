@@ -24,7 +24,7 @@ func Run(t *testing.T, h Harness) {
 		enqueueTests, fetchTests, settleTests, restoreTests, leaseTests,
 		morgueTests, actionTests, listingTests, inputTests, queueTests,
 		controlTests, headerTests, stateTests, timerTests, outboxTests,
-		feedTests, pollTests, upgradeTests, modelTests, outcomeTests, dedupTests, cancelTests, finishedTests, expiryTests, priorityTests,
+		feedTests, pollTests, upgradeTests, modelTests, outcomeTests, dedupTests, cancelTests, finishedTests, expiryTests, priorityTests, reshardTests,
 	)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,7 +13,7 @@
 --         none); set only by tests, to play a master whose clock is behind
 --
 -- The shard is free when layout 1's lease key is absent or holds the fence
--- (no layout 1 node serves it) and the layout 2 lease is absent. Taking it
+-- (no layout 1 node serves it; a reshard's fence counts, lib/fence.lua) and the layout 2 lease is absent. Taking it
 -- writes the fence into layout 1's lease key (no TTL): layout 1 nodes never
 -- serve the shard again.
 --
@@ -42,7 +42,7 @@ local C = cold()
 local restore_inflight = C.restore_inflight
 
 local v1 = redis.call("GET", K.v1lease)
-if v1 and v1 ~= FENCE then
+if v1 and not fenced(v1) then
   return {"HELD", v1, redis.call("PTTL", K.v1lease)}
 end
 local holder = redis.call("GET", K.lease)

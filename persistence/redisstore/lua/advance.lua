@@ -118,7 +118,7 @@
 -- for the earliest timer not yet due.
 --
 -- Returns {batch, more, next_due, dead, processed, failed, restored, v1,
--- conflicts, states, outbox, snoozed, discarded, expired}:
+-- conflicts, states, outbox, snoozed, discarded, expired, reshard}:
 --   batch     the fetched batch (lib/batch.lua encoding), or "" when none
 --   more      "1" when the fetch stopped early, so more may be due
 --   next_due  the due time of the earliest queued job not yet due, if the
@@ -135,6 +135,10 @@
 --             and discarded (0 from a retried call)
 --   expired   the payloads the settle removed as expired (0 from a
 --             retried call)
+--   reshard   "" normally; "drain" when a reshard drains the shard and
+--             "moved" once it is drained (docs/storage.md section 11): the
+--             call settled and fetched nothing (layout 1's lease key holds
+--             lib/fence.lua's DRAIN or MOVED)
 -- Error reply "LEASE_LOST" when ARGV[2] is not the current lease.
 --
 -- Idempotence: a call whose seq to fetch is the in-flight record's ran
@@ -296,8 +300,15 @@ local function states_of(ids)
 end
 
 local L = redis.call("MGET", K.lease, K.v1lease, K.inflight, K.outcome)
+local reshard = ""
 if L[1] ~= token or L[2] ~= FENCE then
-  return redis.error_reply("LEASE_LOST")
+  if L[1] ~= token or not fenced(L[2]) then
+    return redis.error_reply("LEASE_LOST")
+  end
+  -- A reshard drains the shard (docs/storage.md section 11): the owner
+  -- settles what it holds and fetches nothing more from it.
+  if L[2] == DRAIN then reshard = "drain" else reshard = "moved" end
+  want = 0
 end
 
 if first and stateful then redis.call("HSET", K.meta, "feed", feedmax) end
@@ -339,14 +350,14 @@ if L[3] then
     end
     local ob = 0
     if look then ob = redis.call("XLEN", K.outbox) end
-    if o then return {L[3], "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1, {}, st, ob, 0, 0, 0} end
-    return {L[3], "0", "", "", 0, 0, 0, v1, {}, st, ob, 0, 0, 0}
+    if o then return {L[3], "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1, {}, st, ob, 0, 0, 0, reshard} end
+    return {L[3], "0", "", "", 0, 0, 0, v1, {}, st, ob, 0, 0, 0, reshard}
   end
 end
 if o then
   local ob = 0
   if look then ob = redis.call("XLEN", K.outbox) end
-  return {"", "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1, {}, {}, ob, 0, 0, 0}
+  return {"", "0", "", o.dead, tonumber(o.p), tonumber(o.f), tonumber(o.r), v1, {}, {}, ob, 0, 0, 0, reshard}
 end
 
 -- ---------------------------------------------------------------- settle
@@ -831,4 +842,4 @@ local ob = 0
 if look then ob = redis.call("XLEN", K.outbox) end
 
 return {batch, more, next_due, dead, processed, failed, restored, v1, conflicts, states, ob, snoozed, discarded,
-  nexpired}
+  nexpired, reshard}

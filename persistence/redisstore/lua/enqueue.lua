@@ -13,7 +13,12 @@
 --         to layout 1's keys (docs/storage.md section 8)
 -- ARGV[3] notification channel (lib/notify.lua: the queue's channel, or the
 --         shard's shard channel under sharded pub/sub)
--- ARGV[4] shard number (the notification message)
+-- ARGV[4] shard number (the notification message), optionally followed by
+--         "/" and the generation the caller routed the jobs by
+--         (docs/storage.md section 11): then the script checks the shard's
+--         meta first, and answers the error "SEALED" while the shard is
+--         sealed, or "RESHARDED" when it is drained or of another
+--         generation (meta "gen", absent: 1), writing nothing
 -- ARGV[5..] per job four values: id, payload, score ("" = default),
 --         perform_at ("" = now); when ARGV[2] ends with "h" (some job of
 --         the call carries headers), five: a fifth, the payload's headers
@@ -69,7 +74,20 @@
 -- for them.
 
 init_clock(ARGV[1])
-local mode, channel, shard = ARGV[2], ARGV[3], ARGV[4]
+local mode, channel = ARGV[2], ARGV[3]
+local shard, egen = string.match(ARGV[4], "^([^/]*)/?(.*)$")
+-- The shard's meta, read first: the reshard check below comes before any
+-- write.
+local m = redis.call("HMGET", K.meta, "hw", "fseq", "tat", "tid", "gen", "xs")
+if egen ~= "" then
+  -- docs/storage.md section 11: a sealed shard takes nothing for a moment;
+  -- a drained one, or one of another generation, sends the caller to the
+  -- id's shard of the queue's current shape.
+  if m[6] == "s" then return redis.error_reply("SEALED the shard is being resharded") end
+  if m[6] == "m" or (m[5] or "1") ~= egen then
+    return redis.error_reply("RESHARDED the shard is no longer the id's")
+  end
+end
 local FIRST = 5
 local nargs = #ARGV
 local W = 4 -- values per job
@@ -175,7 +193,6 @@ end
 local njobs = (nargs - FIRST + 1) / W - skipped
 if njobs == 0 then return 0 end
 
-local m = redis.call("HMGET", K.meta, "hw", "fseq", "tat", "tid")
 local hw = tonumber(m[1] or "0")
 local base = NOW_US
 if base <= hw then base = hw + 1 end

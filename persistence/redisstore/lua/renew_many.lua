@@ -4,7 +4,7 @@
 -- per shard, in one pipeline per master).
 -- lib: fence
 --
--- KEYS[2i-1] lease i's layout 1 lease key (the fence FENCE)
+-- KEYS[2i-1] lease i's layout 1 lease key (the fence FENCE, or a reshard's)
 -- KEYS[2i]   lease i's layout 2 lease key
 -- ARGV[1]    lease TTL in milliseconds
 -- ARGV[1+i]  lease i's token
@@ -18,7 +18,7 @@
 local out = {}
 for i = 1, #ARGV - 1 do
   local v = redis.call("MGET", KEYS[2 * i], KEYS[2 * i - 1])
-  if v[1] == ARGV[i + 1] and v[2] == FENCE then
+  if v[1] == ARGV[i + 1] and fenced(v[2]) then
     redis.call("PEXPIRE", KEYS[2 * i], ARGV[1])
     out[i] = 1
   else
