@@ -16,21 +16,23 @@ import (
 // holding floor(shards / members) or one more. So the split is even (within
 // one shard), every node computes the same placement from the same view, and a
 // join or leave moves few shards besides those of the member concerned.
-// Owners are "" when there is no member.
-func placement(queue string, shards int, members []string) []string {
+// Owners are "" when there is no member. shards are the queue's shard
+// numbers; the owners come in their order.
+func placement(queue string, nums []int, members []string) []string {
+	shards := len(nums)
 	owners := make([]string, shards)
 	if len(members) == 0 || shards == 0 {
 		return owners
 	}
 	type pair struct {
 		score  uint64
-		shard  int
+		shard  int // index into nums
 		member string
 	}
 	pairs := make([]pair, 0, shards*len(members))
-	for s := range shards {
+	for s, num := range nums {
 		for _, m := range members {
-			pairs = append(pairs, pair{score(queue, s, m), s, m})
+			pairs = append(pairs, pair{score(queue, num, m), s, m})
 		}
 	}
 	slices.SortFunc(pairs, func(a, b pair) int {
@@ -85,14 +87,14 @@ func score(queue string, shard int, member string) uint64 {
 }
 
 // assignment returns the shards self should serve: every shard of the given
-// queues (name -> shard count) whose owner among the eligible members of
+// queues (name -> shard numbers) whose owner among the eligible members of
 // that queue is self.
-func assignment(self string, queues map[string]int, members []Member) []persistence.ShardRef {
+func assignment(self string, queues map[string][]int, members []Member) []persistence.ShardRef {
 	var out []persistence.ShardRef
-	for q, n := range queues {
-		for s, owner := range placement(q, n, eligible(members, q)) {
+	for q, nums := range queues {
+		for i, owner := range placement(q, nums, eligible(members, q)) {
 			if owner == self {
-				out = append(out, persistence.ShardRef{Queue: q, Shard: s})
+				out = append(out, persistence.ShardRef{Queue: q, Shard: nums[i]})
 			}
 		}
 	}
@@ -108,6 +110,16 @@ func eligible(members []Member, queue string) []string {
 		if m.State == StateAlive && !m.Meta.Unhealthy && slices.Contains(m.Meta.Queues, queue) {
 			out = append(out, m.Name)
 		}
+	}
+	return out
+}
+
+// numbers returns the shard numbers 0 to n-1 of a queue of n shards that was
+// never resharded.
+func numbers(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
 	}
 	return out
 }

@@ -25,7 +25,7 @@ func count(owners []string) map[string]int {
 
 func TestPlacementIsBalanced(t *testing.T) {
 	for _, c := range []struct{ shards, members int }{{5, 3}, {8, 3}, {16, 4}, {300, 3}, {3, 5}, {64, 7}} {
-		got := count(placement("orders", c.shards, names(c.members)))
+		got := count(placement("orders", numbers(c.shards), names(c.members)))
 		limit := (c.shards + c.members - 1) / c.members
 		total := 0
 		for m, n := range got {
@@ -36,12 +36,12 @@ func TestPlacementIsBalanced(t *testing.T) {
 		}
 		require.Equal(t, c.shards, total)
 	}
-	require.Equal(t, []string{"", ""}, placement("orders", 2, nil))
+	require.Equal(t, []string{"", ""}, placement("orders", numbers(2), nil))
 }
 
 func TestPlacementIsDeterministic(t *testing.T) {
-	a := placement("q", 64, []string{"c", "a", "b"})
-	b := placement("q", 64, []string{"b", "c", "a"})
+	a := placement("q", numbers(64), []string{"c", "a", "b"})
+	b := placement("q", numbers(64), []string{"b", "c", "a"})
 	require.Equal(t, a, b, "the order of the view does not matter")
 }
 
@@ -56,12 +56,12 @@ func TestPlacementMovesLittle(t *testing.T) {
 		}
 		return n
 	}
-	before := placement("q", 256, names(3))
-	after := placement("q", 256, names(4))
+	before := placement("q", numbers(256), names(3))
+	after := placement("q", numbers(256), names(4))
 	require.Equal(t, 64, count(after)["node-3"])
 	require.LessOrEqual(t, moved(before, after), 64+16, "joining moves about a quarter")
 
-	gone := placement("q", 256, []string{"node-0", "node-2"})
+	gone := placement("q", numbers(256), []string{"node-0", "node-2"})
 	require.LessOrEqual(t, moved(before, gone), count(before)["node-1"]+16, "leaving moves about the leaver's shards")
 }
 
@@ -75,7 +75,7 @@ func TestAssignmentHonoursEligibility(t *testing.T) {
 	}
 	require.Equal(t, []string{"a", "b"}, eligible(members, "q"))
 	require.Equal(t, []string{"a"}, eligible(members, "r"))
-	queues := map[string]int{"q": 16, "r": 4}
+	queues := map[string][]int{"q": numbers(16), "r": numbers(4)}
 	a := assignment("a", queues, members)
 	b := assignment("b", queues, members)
 	require.Len(t, a, 16+4-len(b))
@@ -84,4 +84,14 @@ func TestAssignmentHonoursEligibility(t *testing.T) {
 		require.Equal(t, "q", ref.Queue, "b does not serve r")
 	}
 	require.Empty(t, assignment("c", queues, members))
+
+	// After a reshard the queue's shards have other numbers: they are
+	// split the same way.
+	moved := map[string][]int{"q": {16, 17, 18, 19, 20, 21}}
+	a, b = assignment("a", moved, members), assignment("b", moved, members)
+	require.Len(t, a, 3)
+	require.Len(t, b, 3)
+	for _, ref := range append(a, b...) {
+		require.GreaterOrEqual(t, ref.Shard, 16)
+	}
 }

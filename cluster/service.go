@@ -25,6 +25,11 @@ type ServiceConfig struct {
 	Self string
 	// Queues maps the node's queues to their shard counts.
 	Queues map[string]int
+	// Shards, when set, gives the shard numbers of each of the node's
+	// queues, read at every placement: a reshard (docs/contract.md §3.17)
+	// changes them while the node runs. Nil: 0 to Queues[q]-1; a queue it
+	// leaves out has those too.
+	Shards func() map[string][]int
 	// Assign receives the shards this node should serve: its share of the
 	// placement and the shards it adopted (orphans.go), whenever either
 	// changes and after Refresh. It is called from the placement loop, one
@@ -150,7 +155,7 @@ func (s *Service) placementLoop(ctx context.Context) {
 	send := true
 	for {
 		members := s.cfg.Members.Members()
-		refs := assignment(s.cfg.Self, s.cfg.Queues, members)
+		refs := assignment(s.cfg.Self, s.shardNumbers(), members)
 		if !slices.Equal(refs, last) && len(o.adopted) > 0 {
 			s.log.Info("placement changed: giving back the adopted shards", "adopted", len(o.adopted))
 			o.adopted = nil
@@ -181,6 +186,23 @@ func (s *Service) placementLoop(ctx context.Context) {
 		}
 		stop()
 	}
+}
+
+// shardNumbers returns the shard numbers of each of the node's queues.
+func (s *Service) shardNumbers() map[string][]int {
+	var given map[string][]int
+	if s.cfg.Shards != nil {
+		given = s.cfg.Shards()
+	}
+	out := make(map[string][]int, len(s.cfg.Queues))
+	for q, n := range s.cfg.Queues {
+		if nums, ok := given[q]; ok {
+			out[q] = nums
+		} else {
+			out[q] = numbers(n)
+		}
+	}
+	return out
 }
 
 // identify advertises the store's identity when the membership has none

@@ -152,6 +152,7 @@ func (a *Actor) onAdvanced(c actor.Context, m advanced) {
 	if m.res.Outbox > 0 {
 		a.relayDue = true
 	}
+	a.noteReshard(m.res)
 	a.work.more, a.work.next = m.res.More, m.res.NextDue
 	got := 0
 	if m.res.Batch != nil {

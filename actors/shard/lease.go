@@ -140,6 +140,7 @@ func (a *Actor) onAcquired(c actor.Context, m acquired) {
 	a.work.due, a.trimDue = true, a.trims()
 	// The first Advance reports what a previous owner left in the outbox.
 	a.relayDue, a.relayFails = false, 0
+	a.reshard = reshardNone // the first Advance tells
 	a.report(c)
 }
 

@@ -267,6 +267,9 @@ type Actor struct {
 
 	work    work
 	trimDue bool
+	// reshard: what a reshard asks of the shard (reshard.go), as the last
+	// Advance said.
+	reshard reshardMode
 	// relayDue: the outbox may hold entries (after acquiring, or an
 	// Advance that reported some); relayFails counts failed relays in a
 	// row (backoff).
@@ -356,6 +359,8 @@ func (a *Actor) onResult(c actor.Context, v any) {
 		a.phase = phaseIdle
 	case relayed:
 		a.onRelayed(c, m)
+	case drainStepped:
+		a.onDrainStepped(c, m)
 	case trimmed:
 		a.onTrimmed(c, m)
 	case taskPanic:
@@ -408,6 +413,15 @@ func (a *Actor) step(c actor.Context) {
 		a.startRelay(c)
 	case a.draining():
 		a.startRelease(c)
+	case a.reshard == reshardDrain && a.settle == nil:
+		// A reshard drains the shard: no fetch while it does. (A drained
+		// shard fetches as any other when told of work: nothing is
+		// enqueued there any more, unless a later reshard gives its
+		// number to a new shard.)
+		a.returnPermit(c)
+		if !a.relayDue {
+			a.startDrainStep(c)
+		}
 	case a.settle != nil || a.permit == permitHeld:
 		fetch := 0
 		if a.permit == permitHeld {

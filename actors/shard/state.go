@@ -33,12 +33,15 @@ const (
 	phaseReleasing
 	// phaseRelaying: RelayOutbox runs (emits committed with acks).
 	phaseRelaying
+	// phaseResharding: a DrainShard step runs (a reshard drains the shard,
+	// reshard.go).
+	phaseResharding
 	// phaseStopping: the actor stops (released while draining, or
 	// Stopping/Restarting arrived); it starts nothing any more.
 	phaseStopping
 )
 
-var phaseNames = [...]string{"idle", "acquiring", "advancing", "running", "trimming", "releasing", "relaying", "stopping"}
+var phaseNames = [...]string{"idle", "acquiring", "advancing", "running", "trimming", "releasing", "relaying", "resharding", "stopping"}
 
 func (p phase) String() string { return phaseNames[p] }
 

@@ -77,6 +77,7 @@ func (e *Engine) serve(ctx context.Context, sub persistence.Subscription) bool {
 	e.sub, e.ready = sub, true
 	e.controls.Start(e.tellNodeActor)
 	e.periodic.Start()
+	e.shapesW.Start(e.shapesChanged, e.wakeShards)
 	service := e.service
 	if service == nil {
 		e.assignLocked(e.allShards(), nil)
@@ -130,7 +131,10 @@ func (e *Engine) tellNodeActor(msg any) {
 func (e *Engine) warm(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, warmTimeout)
 	defer cancel()
-	if err := e.store.Warm(ctx, 2*len(e.allShards())+4); err != nil {
+	e.mu.Lock()
+	shards := len(e.allShards())
+	e.mu.Unlock()
+	if err := e.store.Warm(ctx, 2*shards+4); err != nil {
 		e.log.Debug("cannot open the store's connections ahead of use", "err", err)
 	}
 }

@@ -180,6 +180,12 @@ type Engine struct {
 	remote    *remote.Remote
 	controls  *controlWatcher
 	periodic  *periodicEnqueuer
+	// shapesW keeps shapes up to date (reshard.go); nil for a store that
+	// cannot reshard.
+	shapesW *shapeWatcher
+	// shapes are the queues' shapes as last read; a queue without one has
+	// the shards its configuration gives.
+	shapes map[string]persistence.QueueShape
 	cancel    context.CancelFunc // ends the start goroutine
 	stopping  *stopRun           // set by the first Stop or StopAndCancel
 
@@ -206,6 +212,7 @@ func New(cfg Config) *Engine {
 	e := &Engine{cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger}
 	e.controls = newControlWatcher(e.store, e.queueNames(), cfg.ControlPoll, max(cfg.LeaseTTL, 5*time.Second), e.clock, e.log)
 	e.periodic = newPeriodicEnqueuer(e.store, cfg.Periodic, e.clock, e.log)
+	e.shapesW = newShapeWatcher(e.store, e.queueNames(), cfg.ControlPoll, max(cfg.LeaseTTL, 5*time.Second), e.clock, e.log)
 	return e
 }
 
@@ -220,10 +227,16 @@ func (e *Engine) queueNames() []string {
 	return out
 }
 
-// allShards returns every shard of the node's queues.
+// allShards returns every shard of the node's queues: those of each queue's
+// shape (both generations while a reshard runs), or of its configured
+// count. Called with e.mu held.
 func (e *Engine) allShards() []persistence.ShardRef {
 	var refs []persistence.ShardRef
 	for _, q := range e.cfg.Queues {
+		if sh, ok := e.shapes[q.Spec.Name]; ok {
+			refs = append(refs, sh.Refs(q.Spec.Name)...)
+			continue
+		}
 		for i := range q.Spec.Shards {
 			refs = append(refs, persistence.ShardRef{Queue: q.Spec.Name, Shard: i})
 		}

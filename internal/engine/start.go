@@ -83,6 +83,24 @@ func (e *Engine) register(ctx context.Context) error {
 			return err
 		}
 	}
+	if e.shapesW == nil {
+		return nil
+	}
+	// A queue resharded since its configuration was written has the
+	// store's shards (docs/contract.md §3.17).
+	view, _, err := e.shapesW.read(ctx)
+	if err != nil {
+		return err
+	}
+	for _, q := range e.cfg.Queues {
+		if sh := view[q.Spec.Name]; sh.Current.Count != q.Spec.Shards {
+			e.log.Info("queue resharded: serving the store's shards, not the configured count", "queue", q.Spec.Name,
+				"shards", sh.Current.Count, "configured", q.Spec.Shards)
+		}
+	}
+	e.mu.Lock()
+	e.shapes = view
+	e.mu.Unlock()
 	return nil
 }
 
@@ -173,7 +191,7 @@ func (e *Engine) startNetwork(ctx context.Context, sys *actor.ActorSystem) (netw
 	}
 	nw.members = m
 	nw.service = cluster.NewService(cluster.ServiceConfig{
-		Members: m, Self: e.cfg.Name, Queues: queues, Assign: e.assign, Ping: e.store.Ping,
+		Members: m, Self: e.cfg.Name, Queues: queues, Shards: e.shardNumbers, Assign: e.assign, Ping: e.store.Ping,
 		Owners: e.store.ShardOwners, StoreID: e.store.StoreID,
 		LeaseTTL: e.cfg.LeaseTTL, Clock: e.clock, Logger: e.log,
 	})

@@ -177,6 +177,9 @@ func (e *Engine) runStop(s *stopRun) {
 func (e *Engine) stopServices(service *cluster.Service) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	if err := e.shapesW.Stop(ctx); err != nil {
+		e.log.Warn("shape watcher did not stop in time", "err", err)
+	}
 	if err := e.periodic.Stop(ctx); err != nil {
 		e.log.Warn("periodic jobs did not stop", "err", err)
 	}

@@ -17,7 +17,7 @@ func (s *Store) Advance(ctx context.Context, lease persistence.Lease, req persis
 	if err := checkAdvanceRequest(req); err != nil {
 		return persistence.AdvanceResult{}, err
 	}
-	sk, err := s.shardKeys(ctx, lease.ShardRef)
+	sk, err := s.leasedKeys(ctx, lease.ShardRef)
 	if err != nil {
 		return persistence.AdvanceResult{}, err
 	}

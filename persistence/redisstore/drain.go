@@ -22,7 +22,7 @@ func (s *Store) DrainShard(ctx context.Context, lease persistence.Lease, limit i
 	if limit < 1 {
 		return persistence.DrainResult{}, &persistence.FieldError{Field: "limit", Index: -1, Reason: "must be at least 1"}
 	}
-	sk, err := s.shardKeys(ctx, lease.ShardRef)
+	sk, err := s.leasedKeys(ctx, lease.ShardRef)
 	if err != nil {
 		return persistence.DrainResult{}, err
 	}

@@ -17,7 +17,7 @@ var _ persistence.FinishedStore = (*Store)(nil)
 
 // TrimFinished implements persistence.FinishedStore (finished.lua).
 func (s *Store) TrimFinished(ctx context.Context, ref persistence.ShardRef, before time.Time, limit int) (int, error) {
-	sk, err := s.shardKeys(ctx, ref)
+	sk, err := s.leasedKeys(ctx, ref)
 	if err != nil {
 		return 0, err
 	}

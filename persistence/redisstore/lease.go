@@ -105,7 +105,7 @@ func (s *Store) RenewShards(ctx context.Context, leases []persistence.Lease, ttl
 	var calls []call
 	var groups [][]int // leases' indexes, per call
 	for i, l := range leases {
-		sk, err := s.shardKeys(ctx, l.ShardRef)
+		sk, err := s.leasedKeys(ctx, l.ShardRef)
 		if err != nil {
 			errs[i] = err
 			continue
@@ -150,7 +150,7 @@ func (s *Store) renewEach(ctx context.Context, leases []persistence.Lease, ttl t
 	calls := make([]call, 0, len(leases))
 	idx := make([]int, 0, len(leases))
 	for i, l := range leases {
-		sk, err := s.shardKeys(ctx, l.ShardRef)
+		sk, err := s.leasedKeys(ctx, l.ShardRef)
 		if err != nil {
 			errs[i] = err
 			continue
@@ -179,7 +179,7 @@ func (s *Store) renewEach(ctx context.Context, leases []persistence.Lease, ttl t
 
 // ReleaseShard implements persistence.ShardStore.
 func (s *Store) ReleaseShard(ctx context.Context, lease persistence.Lease) error {
-	sk, err := s.shardKeys(ctx, lease.ShardRef)
+	sk, err := s.leasedKeys(ctx, lease.ShardRef)
 	if err != nil {
 		return err
 	}

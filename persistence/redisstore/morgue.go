@@ -11,7 +11,7 @@ import (
 
 // TrimMorgue implements persistence.ShardStore.
 func (s *Store) TrimMorgue(ctx context.Context, ref persistence.ShardRef, before time.Time, limit int) (int, error) {
-	sk, err := s.shardKeys(ctx, ref)
+	sk, err := s.leasedKeys(ctx, ref)
 	if err != nil {
 		return 0, err
 	}

@@ -94,7 +94,7 @@ func decodeEmit(s string) (string, persistence.NewJob, error) {
 
 // RelayOutbox implements persistence.OutboxStore.
 func (s *Store) RelayOutbox(ctx context.Context, ref persistence.ShardRef, limit int) (relayed, dropped int, more bool, err error) {
-	sk, err := s.shardKeys(ctx, ref)
+	sk, err := s.leasedKeys(ctx, ref)
 	if err != nil {
 		return 0, 0, false, err
 	}

@@ -46,7 +46,7 @@ func (s *Store) PollShards(ctx context.Context, refs []persistence.ShardRef) ([]
 	var groups [][]int // refs' indexes, per call
 	now := s.now()
 	for i, ref := range refs {
-		sk, err := s.shardKeys(ctx, ref)
+		sk, err := s.leasedKeys(ctx, ref)
 		if err != nil {
 			out[i] = true // its owner's Advance meets the error
 			continue

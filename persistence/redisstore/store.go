@@ -241,14 +241,18 @@ func (s *Store) RegisterQueue(ctx context.Context, spec persistence.QueueSpec) e
 	if err != nil {
 		return fmt.Errorf("redisstore: register queue %s: %w", spec.Name, err)
 	}
-	if got != want {
-		if sh, err := persistence.ParseQueueShape(got); err == nil && sh.String() != got {
-			return fmt.Errorf("%w: queue %s was resharded to %d shards (%s in the store), the configuration says %d",
-				persistence.ErrShardCountMismatch, spec.Name, sh.Current.Count, got, spec.Shards)
-		}
-		return fmt.Errorf("%w: queue %s has %s shards in the store, the configuration says %d",
+	shape, err := persistence.ParseQueueShape(got)
+	if err != nil {
+		return fmt.Errorf("redisstore: register queue %s: %w", spec.Name, err)
+	}
+	if got != want && shape.String() == got {
+		// Never resharded: the count is the queue's, fixed until a
+		// reshard changes it.
+		return fmt.Errorf("%w: queue %s has %s shards in the store, the configuration says %d (orderly queues reshard changes it)",
 			persistence.ErrShardCountMismatch, spec.Name, got, spec.Shards)
 	}
+	// A queue resharded since has the shards of its shape, whatever the
+	// configuration says (docs/contract.md §3.17).
 	if spec.Stateful {
 		if spec.FeedMaxLen < 0 {
 			return &persistence.FieldError{Field: "feed_max_len", Index: -1, Reason: "must not be negative"}
@@ -257,11 +261,11 @@ func (s *Store) RegisterQueue(ctx context.Context, spec persistence.QueueSpec) e
 			return fmt.Errorf("redisstore: register the change feed of %s: %w", spec.Name, err)
 		}
 	}
-	if err := s.recordDedupWindow(ctx, spec); err != nil {
+	if err := s.recordDedupWindow(ctx, spec, shape); err != nil {
 		return err
 	}
 	s.mu.Lock()
-	s.shapes[spec.Name] = persistence.QueueShape{Current: persistence.ShardRange{Gen: 1, Count: spec.Shards}}
+	s.shapes[spec.Name] = shape
 	s.mu.Unlock()
 	return nil
 }
@@ -270,7 +274,7 @@ func (s *Store) RegisterQueue(ctx context.Context, spec persistence.QueueSpec) e
 // (field "dw", ms; removed when off), where enqueue.lua reads it in the
 // shard's slot (docs/storage.md §2): producers do not know queue settings.
 // The last registration wins.
-func (s *Store) recordDedupWindow(ctx context.Context, spec persistence.QueueSpec) error {
+func (s *Store) recordDedupWindow(ctx context.Context, spec persistence.QueueSpec, shape persistence.QueueShape) error {
 	if spec.DedupWindow < 0 {
 		return &persistence.FieldError{Field: "dedup_window", Index: -1, Reason: "must not be negative"}
 	}
@@ -279,8 +283,8 @@ func (s *Store) recordDedupWindow(ctx context.Context, spec persistence.QueueSpe
 		ms = 1
 	}
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for sh := range spec.Shards {
-			meta := s.keysOf(persistence.ShardRef{Queue: spec.Name, Shard: sh}).keys[kMeta]
+		for _, ref := range shape.Refs(spec.Name) {
+			meta := s.keysOf(ref).keys[kMeta]
 			if ms > 0 {
 				p.HSet(ctx, meta, "dw", strconv.FormatInt(ms, 10))
 			} else {
@@ -342,6 +346,21 @@ func (s *Store) shardKeys(ctx context.Context, ref persistence.ShardRef) (shardK
 	}
 	if !sh.Contains(ref.Shard) {
 		return shardKeys{}, &persistence.FieldError{Field: "shard", Index: -1, Reason: fmt.Sprintf("%d is not a shard of %s (%s)", ref.Shard, ref.Queue, describeShards(sh))}
+	}
+	return s.keysOf(ref), nil
+}
+
+// leasedKeys returns the keys of a shard an owner calls about: any shard
+// number of a registered queue, so that an owner still holding the lease of
+// a shard a reshard drained (no longer in the queue's shape) can settle,
+// renew and release it. AcquireShard takes only shards of the shape
+// (shardKeys).
+func (s *Store) leasedKeys(ctx context.Context, ref persistence.ShardRef) (shardKeys, error) {
+	if _, err := s.shapeOf(ctx, ref.Queue); err != nil {
+		return shardKeys{}, err
+	}
+	if ref.Shard < 0 || ref.Shard >= 2*persistence.MaxShards {
+		return shardKeys{}, &persistence.FieldError{Field: "shard", Index: -1, Reason: fmt.Sprintf("%d is not a shard number", ref.Shard)}
 	}
 	return s.keysOf(ref), nil
 }

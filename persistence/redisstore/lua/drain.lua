@@ -4,7 +4,7 @@
 -- into the meta's export entry (the journal: one entry at a time), which
 -- the caller imports into the new shards (import.lua) and then confirms
 -- with "ack".
--- lib: keys fence clock fields batch cold
+-- lib: keys fence clock fields cold
 --
 -- KEYS: the shard key set (lib/keys.lua).
 -- ARGV[1] now ("" = Redis TIME; set only by the test seam)
