@@ -185,9 +185,9 @@ type Engine struct {
 	shapesW *shapeWatcher
 	// shapes are the queues' shapes as last read; a queue without one has
 	// the shards its configuration gives.
-	shapes map[string]persistence.QueueShape
-	cancel    context.CancelFunc // ends the start goroutine
-	stopping  *stopRun           // set by the first Stop or StopAndCancel
+	shapes   map[string]persistence.QueueShape
+	cancel   context.CancelFunc // ends the start goroutine
+	stopping *stopRun           // set by the first Stop or StopAndCancel
 
 	boot sync.WaitGroup // the start goroutine
 }
