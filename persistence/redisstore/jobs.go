@@ -170,7 +170,7 @@ func (s *Store) DeleteJob(ctx context.Context, queue, id string) (bool, error) {
 		res, err := run(ctx, s.rdb, scriptAction, sk.keys, s.now(), "delete", id,
 			s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh), strconv.Itoa(movePayloads), "0").Slice()
 		if err != nil {
-			return false, fmt.Errorf("redisstore: delete job %s/%s: %w", queue, id, err)
+			return false, fmt.Errorf("redisstore: delete job %s/%s: %w", queue, id, s.reshardErr(queue, err))
 		}
 		done, _ := res[0].(int64)
 		partial, _ := res[2].(int64)
@@ -213,7 +213,7 @@ func (s *Store) jobAction(ctx context.Context, queue, id, what, action string) (
 		res, err := run(ctx, s.rdb, scriptAction, sk.keys, now, action, id,
 			s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh), strconv.Itoa(movePayloads), "0").Slice()
 		if err != nil {
-			return false, fmt.Errorf("redisstore: %s %s/%s: %w", what, queue, id, err)
+			return false, fmt.Errorf("redisstore: %s %s/%s: %w", what, queue, id, s.reshardErr(queue, err))
 		}
 		seen, _ := res[1].(int64)
 		partial, _ := res[2].(int64)
@@ -293,7 +293,7 @@ func (s *Store) eachShard(ctx context.Context, queue, what string, sc *script, a
 		}
 		cmds := runAll(ctx, s.rdb, calls)
 		if err := firstErr(cmds); err != nil {
-			return total, fmt.Errorf("redisstore: %s in %s: %w", what, queue, err)
+			return total, fmt.Errorf("redisstore: %s in %s: %w", what, queue, s.reshardErr(queue, err))
 		}
 		var next []state
 		for i, c := range cmds {
@@ -352,7 +352,7 @@ func (s *Store) CancelJob(ctx context.Context, queue, id string, mode persistenc
 		res, err := run(ctx, s.rdb, scriptAction, sk.keys, now, "cancel", id,
 			s.noticeChannel(ctx, queue, sh), strconv.Itoa(sh), strconv.Itoa(movePayloads), m).Slice()
 		if err != nil {
-			return out, fmt.Errorf("redisstore: cancel %s/%s: %w", queue, id, err)
+			return out, fmt.Errorf("redisstore: cancel %s/%s: %w", queue, id, s.reshardErr(queue, err))
 		}
 		if len(res) < 7 {
 			return out, fmt.Errorf("redisstore: cancel %s/%s: unexpected reply", queue, id)

@@ -86,14 +86,14 @@ func (s *Store) morgueIDs(ctx context.Context, queue, op string, ids []string) (
 				}
 				res, err := run(ctx, s.rdb, scriptMorgue, sk.keys, args...).Int64Slice()
 				if err != nil {
-					return total, fmt.Errorf("redisstore: %s morgue entries of %s: %w", op, queue, err)
+					return total, fmt.Errorf("redisstore: %s morgue entries of %s: %w", op, queue, s.reshardErr(queue, err))
 				}
 				total += int(res[0])
 				if res[1] == 0 {
 					break
 				}
 				if err := ctx.Err(); err != nil {
-					return total, fmt.Errorf("redisstore: %s morgue entries of %s: %w", op, queue, err)
+					return total, fmt.Errorf("redisstore: %s morgue entries of %s: %w", op, queue, s.reshardErr(queue, err))
 				}
 			}
 		}

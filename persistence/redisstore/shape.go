@@ -290,3 +290,16 @@ func (s *Store) homeOf(ctx context.Context, queue, id string) (int, error) {
 	}
 	return shard, nil
 }
+
+// reshardErr turns the reshard guard's reply of a script (lua/lib/guard.lua)
+// into ErrResharding; the queue's cached shape is read again, so that a
+// retry goes where the id is now.
+func (s *Store) reshardErr(queue string, err error) error {
+	if !redis.HasErrorPrefix(err, "RESHARDING") && !redis.HasErrorPrefix(err, "RESHARDED") {
+		return err
+	}
+	s.mu.Lock()
+	delete(s.shapes, queue)
+	s.mu.Unlock()
+	return fmt.Errorf("%w: %s (%v)", persistence.ErrResharding, queue, err)
+}

@@ -103,7 +103,7 @@ func (s *Store) casState(ctx context.Context, queue, id, op string, expected int
 	}
 	res, err := cmds[0].Slice()
 	if err != nil {
-		return 0, err
+		return 0, s.reshardErr(queue, err)
 	}
 	if werr != nil {
 		return 0, werr

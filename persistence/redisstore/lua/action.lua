@@ -1,7 +1,7 @@
 -- action.lua: the queue actions of one shard (docs/contract.md §3.9), each
 -- bounded so that a large queue, or an id with many payloads, is handled in
 -- several calls.
--- lib: keys clock notify cold
+-- lib: keys clock notify cold guard
 --
 -- KEYS: the shard key set (lib/keys.lua).
 -- ARGV[1] now ("" = Redis TIME; the client passes the first call's time to
@@ -43,6 +43,9 @@
 -- for another call, held the ids perform_now left waiting for a hold.
 -- The action is finished on a shard when seen < limit and partial is 0.
 --
+-- Error reply "RESHARDING" or "RESHARDED" when a reshard drains, or
+-- drained, the shard (lib/guard.lua): nothing changes.
+--
 -- Cost: O(limit + payloads moved), payloads moved <= ARGV[6] per id.
 
 local C = cold()
@@ -50,6 +53,10 @@ local take_payloads, drop_overflow, load, store, unlink, morgue_put = C.take_pay
 
 init_clock(ARGV[1])
 local action = ARGV[2]
+do
+  local refused = reshard_guard()
+  if refused then return refused end
+end
 local maxp = tonumber(ARGV[6])
 
 if action == "delete" then

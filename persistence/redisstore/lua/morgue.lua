@@ -1,6 +1,6 @@
 -- morgue.lua: requeue or delete morgue entries of one shard (docs/contract.md
 -- §3.8), bounded per call.
--- lib: keys clock notify cold
+-- lib: keys clock notify cold guard
 --
 -- KEYS: the shard key set (lib/keys.lua).
 -- ARGV[1] now ("" = Redis TIME; set only by the test seam)
@@ -23,6 +23,10 @@
 -- completely, partial the entries left with payloads for another call,
 -- seen the entries of the selection that exist. Unknown ids are skipped.
 --
+-- Error reply "RESHARDING" or "RESHARDED" when a reshard drains, or
+-- drained, the shard (lib/guard.lua), for every selection but "before":
+-- nothing changes.
+--
 -- Cost: O(entries + payloads moved), payloads moved <= ARGV[7] per entry.
 
 local C = cold()
@@ -30,6 +34,11 @@ local rec_decode, rec_encode, take_payloads, drop_overflow, requeue = C.rec_deco
 
 init_clock(ARGV[1])
 local op, sel, maxp = ARGV[2], ARGV[5], tonumber(ARGV[7])
+if sel ~= "before" then
+  -- (The owner's retention, "before", goes on while its shard is drained.)
+  local refused = reshard_guard()
+  if refused then return refused end
+end
 local list
 if sel == "first" then
   list = redis.call("ZRANGE", K.mat, 0, tonumber(ARGV[6]) - 1)

@@ -1,7 +1,7 @@
 -- state.lua: compare-and-set of one id's state from outside the handler
 -- (docs/contract.md §11). Not fenced: it is the external writer, and the
 -- shard owner's settle notices the version it changed.
--- lib: keys clock fields stateful
+-- lib: keys clock fields stateful guard
 --
 -- KEYS: the shard key set (lib/keys.lua); only the state hash is touched.
 -- ARGV[1] "set" or "del"
@@ -22,9 +22,16 @@
 -- A third value is 1 when a feed entry was added to the outbox. {"CONFLICT", v} when the
 -- current version v is not ARGV[3]; nothing is written.
 --
+-- Error reply "RESHARDING" or "RESHARDED" when a reshard drains, or
+-- drained, the shard (lib/guard.lua): nothing is written.
+--
 -- Cost: O(1) plus the state's size.
 
 local op, id, expected = ARGV[1], ARGV[2], ARGV[3]
+do
+  local refused = reshard_guard()
+  if refused then return refused end
+end
 init_clock(ARGV[5])
 local function feed_bound()
   if ARGV[6] and ARGV[6] ~= "" then return ARGV[6] end
