@@ -112,3 +112,39 @@ func TestReshardStaleProducerIsRerouted(t *testing.T) {
 		require.NotNil(t, info.Queued, j.ID)
 	}
 }
+
+// On a Cluster with sharded pub/sub, a subscription follows a reshard: the
+// shard channels of the new shards are subscribed, so that an enqueue to a
+// new shard wakes its owner at once, not at its idle poll.
+func TestReshardSubscriptionFollowsNewShards(t *testing.T) {
+	db := redistest.NewCluster(t)
+	ctx := context.Background()
+	s, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})
+	require.NoError(t, err)
+	require.NoError(t, s.RegisterQueue(ctx, persistence.QueueSpec{Name: "q", Shards: 2}))
+	sub, err := s.Subscribe(ctx, "q")
+	require.NoError(t, err)
+	defer sub.Close()
+	sh, err := s.Reshard(ctx, "q", 3)
+	require.NoError(t, err)
+	drain(t, s, sh)
+	target := sh.Current.Shard("x")
+	deadline := time.After(20 * time.Second)
+	for {
+		require.NoError(t, s.Enqueue(ctx, "q", []persistence.NewJob{{ID: "x", Payload: []byte("1")}}))
+		wait := time.After(500 * time.Millisecond)
+	read:
+		for {
+			select {
+			case ref := <-sub.C():
+				if ref.Shard == target {
+					return
+				}
+			case <-wait:
+				break read
+			case <-deadline:
+				t.Fatalf("no notice of shard %d, created by the reshard", target)
+			}
+		}
+	}
+}

@@ -42,6 +42,10 @@ const (
 	// attempts to subscribe a shard channel (doubling from the first).
 	shardSubRetryMin = 50 * time.Millisecond
 	shardSubRetryMax = 2 * time.Second
+	// shardFollowEvery is how often the subscription looks for shard
+	// channels of shards a reshard added (docs/storage.md section 11): the
+	// queue's shape as the store last read it.
+	shardFollowEvery = time.Second
 )
 
 // Subscribe implements persistence.QueueStore with Redis pub/sub
@@ -103,6 +107,7 @@ func (s *Store) Subscribe(ctx context.Context, queues ...string) (persistence.Su
 	}
 	if len(shardChannels) > 0 {
 		m := &shardSubs{
+			queues:  queues,
 			sub:     sub,
 			cc:      s.rdb.(*redis.ClusterClient), // sharded mode implies a Cluster
 			events:  make(chan groupEvent),
@@ -295,6 +300,7 @@ type groupEvent struct {
 // shardSubs is the manager's state; only the manager goroutine touches it
 // once Subscribe returned.
 type shardSubs struct {
+	queues  []string // the subscription's queues
 	sub     *subscription
 	cc      *redis.ClusterClient
 	events  chan groupEvent
@@ -373,6 +379,8 @@ func (m *shardSubs) run() {
 	ctx := context.Background()
 	wait := shardSubRetryMin
 	var retry <-chan time.Time
+	follow := time.NewTicker(shardFollowEvery)
+	defer follow.Stop()
 	for {
 		if len(m.pending) > 0 && retry == nil {
 			retry = time.After(wait)
@@ -380,6 +388,8 @@ func (m *shardSubs) run() {
 		select {
 		case <-m.sub.done:
 			return
+		case <-follow.C:
+			m.follow()
 		case ev := <-m.events:
 			switch {
 			case ev.err != nil:
@@ -401,6 +411,25 @@ func (m *shardSubs) run() {
 				wait = min(2*wait, shardSubRetryMax)
 			} else {
 				wait = shardSubRetryMin
+			}
+		}
+	}
+}
+
+// follow makes the shard channels of the queues' current shards that are
+// neither subscribed nor pending pending: a reshard added shards. (Those of
+// drained shards stay subscribed: nothing is published there any more.)
+func (m *shardSubs) follow() {
+	have := map[string]bool{}
+	for _, g := range m.groups {
+		for ch := range g.channels {
+			have[ch] = true
+		}
+	}
+	for _, q := range m.queues {
+		for _, sh := range m.sub.shards(q) {
+			if ch := m.sub.keys.shardChannel(q, sh); !have[ch] {
+				m.pending[ch] = true
 			}
 		}
 	}
