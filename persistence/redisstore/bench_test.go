@@ -523,3 +523,52 @@ func BenchmarkEnqueueDedup(b *testing.B) {
 		}
 	}
 }
+
+var reshardJobs = flag.Int("reshard-jobs", 100_000, "queued blank jobs BenchmarkReshard moves")
+
+// BenchmarkReshard moves -reshard-jobs queued blank jobs (one per id) from 8
+// shards to 16, each old shard drained by an owner of its own at once, as
+// the nodes of a cluster do (steps of 500 ids, actors/shard's
+// drainStepIDs): jobs/s is ids moved per second of the whole reshard; the
+// per-job figures are what moving one id costs (docs/storage.md section
+// 11).
+func BenchmarkReshard(b *testing.B) {
+	for range b.N {
+		e := newBenchEnv(b, "2", 8)
+		rs := e.store.(persistence.Resharder)
+		ctx := context.Background()
+		e.fill(*reshardJobs)
+		m := e.startMeter()
+		sh, err := rs.Reshard(ctx, "bench", 16)
+		require.NoError(b, err)
+		refs := sh.From.Refs("bench")
+		errs := make(chan error, len(refs))
+		for _, ref := range refs {
+			go func() { errs <- drainOne(ctx, e.store, rs, ref) }()
+		}
+		for range refs {
+			require.NoError(b, <-errs)
+		}
+		done, err := rs.FinishReshard(ctx, "bench")
+		require.NoError(b, err)
+		require.True(b, done)
+		m.report(*reshardJobs)
+	}
+}
+
+// drainOne drains one shard as its owner does.
+func drainOne(ctx context.Context, s persistence.Store, rs persistence.Resharder, ref persistence.ShardRef) error {
+	lease, _, err := s.AcquireShard(ctx, ref, "bench", time.Minute)
+	if err != nil {
+		return err
+	}
+	if _, err := s.Advance(ctx, lease, persistence.AdvanceRequest{NextSeq: 1, MaxRetryCount: 25}); err != nil {
+		return err
+	}
+	for {
+		r, err := rs.DrainShard(ctx, lease, 500)
+		if err != nil || r.Done {
+			return err
+		}
+	}
+}

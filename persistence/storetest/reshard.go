@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ var reshardTests = []testCase{
 	{"Reshard_KeepsRetryCountErrorAndCounters", testReshardKeepsRetries, needReshard},
 	{"Reshard_StateTimersMorgueAndDedupMove", testReshardStateful, needReshard | needState | needAdmin},
 	{"Reshard_OneAtATimeAndBackAgain", testReshardOneAtATime, needReshard},
+	{"Reshard_MovesTheFirstDueFirst", testReshardFirstDueFirst, needReshard},
 }
 
 // resharder returns the store's Resharder role (the case declared
@@ -325,4 +327,32 @@ func testReshardOneAtATime(t *testing.T, h Harness) {
 	specs, err := e.s.Queues(e.ctx)
 	require.NoError(t, err)
 	require.Equal(t, []persistence.QueueSpec{{Name: e.queue, Shards: 2}}, specs)
+}
+
+// A drained shard's ids move in about the order the shard would have handed
+// them out: those due first move first, so that they wait for no more than
+// a step of the drain.
+func testReshardFirstDueFirst(t *testing.T, h Harness) {
+	e := newEnv(t, h, 1)
+	// The delayed ids first, then the due ones latest first: the order in
+	// which they were stored is not the order they are due in.
+	for i := range 10 {
+		later := job(fmt.Sprintf("later-%d", i), "y", 1)
+		later.PerformAt = e.at(time.Duration(i+1) * time.Hour)
+		e.enqueue(later)
+	}
+	for i := 9; i >= 0; i-- {
+		j := job(fmt.Sprintf("due-%d", i), "x", 1)
+		j.PerformAt = e.at(time.Duration(i-20) * time.Second)
+		e.enqueue(j)
+	}
+	sh := e.reshard(2)
+	d := e.drainer(0)
+	require.Equal(t, 4, d.step(4).Moved)
+	got := e.collect(sh.Current, nil)
+	require.Len(t, got, 4)
+	for id := range got {
+		require.True(t, strings.HasPrefix(id, "due-"), "%s moved before ids due earlier", id)
+	}
+	d.all(3)
 }

@@ -13,7 +13,8 @@
 -- ARGV[4] export: how many ids to take at most; ack: the entry's seq
 --
 -- export takes, in this order, the ids' states, their timers, their queued
--- jobs (with every payload, up to PAYLOADS per id and step), morgue
+-- jobs (with every payload, up to PAYLOADS per id and step; the first due
+-- first), morgue
 -- entries, finished records, attempt histories and dedup keys, each part
 -- removed from the shard; so an id's state and timer are in its new shard
 -- before any of its jobs. Each item of the entry is fld(kind) fld(id)
@@ -111,7 +112,13 @@ local function take_record(ns, key, id, s)
   local left = #r.ps > 0 or r.ovn > 0
   if ns == "q" then
     njobs = njobs + 1
-    if left then C.store(id, r, r.rc) else C.unlink(id, r) end
+    -- What is left of it waits in later (its fifo entry may be gone).
+    if left then
+      r.fseq = nil
+      C.store(id, r, r.rc)
+    else
+      C.unlink(id, r)
+    end
   elseif left then
     redis.call("HSET", key, id, C.rec_encode(r))
   else
@@ -129,6 +136,34 @@ if not full() then
   for i = 1, #ts, 2 do
     put("t", ts[i], ts[i + 1])
     redis.call("ZREM", K.timers, ts[i])
+  end
+end
+-- Queued jobs in about the order the shard would have fetched them, so
+-- that the ids due first move first and their new shards take them at
+-- once: the fifo's head, then later and the priority zsets by due time;
+-- then a scan of the records for anything else.
+if not full() then
+  local fel = redis.call("LRANGE", K.fifo, 0, limit - n - 1)
+  local used = 0
+  for _, e in ipairs(fel) do
+    if full() then break end
+    used = used + 1
+    local c = string.find(e, ":", 1, true)
+    local id = c and string.sub(e, c + 1)
+    local s = id and redis.call("HGET", K.jobs, id)
+    if s then
+      local _, _, _, fseq = rec_head(s)
+      if fseq == string.sub(e, 1, c - 1) then take_record("q", K.jobs, id, s) end
+    end
+  end
+  if used > 0 then redis.call("LTRIM", K.fifo, used, -1) end
+end
+for _, z in ipairs({K.later, K.p2, K.p3, K.p4}) do
+  if full() then break end
+  for _, id in ipairs(redis.call("ZRANGE", z, 0, limit - n - 1)) do
+    if full() then break end
+    local s = redis.call("HGET", K.jobs, id)
+    if s then take_record("q", K.jobs, id, s) else redis.call("ZREM", z, id) end
   end
 end
 if not full() then scan_hash(K.jobs, "j", function(id, s) take_record("q", K.jobs, id, s) end) end
