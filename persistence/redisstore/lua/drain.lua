@@ -20,7 +20,8 @@
 -- before any of its jobs. Each item of the entry is fld(kind) fld(id)
 -- fld(data):
 --   "s" state hash entry as stored     "t" timer: fire time
---   "j" job record (lib/cold.lua rec_encode, payloads inline, no fifo seq)
+--   "j" job record (lib/cold.lua's encoding, payloads inline; its fifo seq,
+--       if any, means nothing)
 --   "m" morgue record (the same)        "f" fld(finished_at) finished record
 --   "a" fld(last failure time) history  "d" fld(window end) dedup key
 -- When nothing is left (and the outbox is empty, the shard holds nothing in
@@ -105,6 +106,15 @@ end
 -- take_record exports record s of id from hash key (namespace ns: "q"
 -- queued, "m" morgue) with up to PAYLOADS payloads; what is left stays.
 local function take_record(ns, key, id, s)
+  local flags, _, rc, fseq = rec_head(s)
+  if ns == "q" and flags % 8 < 4 then
+    -- No overflow (most records): the record goes as it is stored (the
+    -- import ignores its fifo seq).
+    put("j", id, s)
+    njobs = njobs + 1
+    C.unlink(id, {fseq = fseq, rc = rc, pri = math.floor(flags / 64) + 1})
+    return
+  end
   local r = C.rec_decode(s)
   local ps = C.take_payloads(ns, id, r, PAYLOADS)
   local out = {at = r.at, rc = r.rc, err = r.err, hold = r.hold, ovn = 0, ovh = false, ps = ps, pri = r.pri}

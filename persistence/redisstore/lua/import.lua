@@ -80,6 +80,13 @@ local function import_job(id, data)
     C.store(id, r, old_rc)
     return
   end
+  if #e.ps <= INLINE_MAX and C.inline_bytes(e.ps) <= INLINE_BYTES then
+    -- A new id whose payloads fit inline (most): stored as it came,
+    -- outside the fifo.
+    e.fseq, e.pri0, e.fseq0 = nil, nil, nil
+    C.store(id, e, nil)
+    return
+  end
   r = C.new_rec(e.at, e.rc)
   r.err, r.hold, r.pri = e.err, e.hold, e.pri
   C.add_payloads("q", id, r, e.ps)
