@@ -38,7 +38,7 @@ func drain(t *testing.T, s *redisstore.Store, sh persistence.QueueShape) {
 		require.NoError(t, err)
 		res, err := s.Advance(ctx, lease, persistence.AdvanceRequest{NextSeq: 1, MaxRetryCount: 25})
 		require.NoError(t, err)
-		require.True(t, res.Draining)
+		require.True(t, res.Draining || res.Moved)
 		for {
 			r, err := s.DrainShard(ctx, lease, 100)
 			require.NoError(t, err)
@@ -76,10 +76,30 @@ func TestReshardGuardsOutsideWrites(t *testing.T) {
 	// Enqueues are never refused.
 	require.NoError(t, stale.Enqueue(ctx, "q", []persistence.NewJob{{ID: "a", Payload: []byte("y")}}))
 
-	drain(t, fresh, sh)
+	// Once a's old shard is drained, a is served by its new shard, while
+	// the reshard still runs.
+	home := persistence.ShardRef{Queue: "q", Shard: sh.From.Shard("a")}
+	lease, _, err := fresh.AcquireShard(ctx, home, "n", time.Minute)
+	require.NoError(t, err)
+	_, err = fresh.Advance(ctx, lease, persistence.AdvanceRequest{NextSeq: 1, MaxRetryCount: 25})
+	require.NoError(t, err)
+	for {
+		r, err := fresh.DrainShard(ctx, lease, 100)
+		require.NoError(t, err)
+		if r.Done {
+			break
+		}
+	}
+	require.NoError(t, fresh.ReleaseShard(ctx, lease))
 	v, err := stale.SetState(ctx, "q", "a", []byte("2"), 1, 0)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, v)
+	st, err := fresh.ReshardStatus(ctx, "q")
+	require.NoError(t, err)
+	require.True(t, st.Shape.Resharding())
+	require.Equal(t, 1, st.Drained)
+
+	drain(t, fresh, sh)
 	info, err := stale.GetJob(ctx, "q", "a")
 	require.NoError(t, err)
 	require.Len(t, info.Queued.Payloads, 2)

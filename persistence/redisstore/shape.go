@@ -267,8 +267,9 @@ func (s *Store) shardNums(ctx context.Context, queue string) ([]int, error) {
 
 // homeOf returns the shard that holds id's data, for an operation on the
 // id: its current shard, unless a reshard drains its shard of the drained
-// generation and that shard is not known drained: then ErrResharding (the
-// id's data may be on its way, in part).
+// generation and that shard is not drained yet: then ErrResharding (the
+// id's data may be on its way, in part). A shard not known drained is
+// asked (one read, while a reshard runs).
 func (s *Store) homeOf(ctx context.Context, queue, id string) (int, error) {
 	sh, err := s.shapeOf(ctx, queue)
 	if err != nil {
@@ -278,17 +279,19 @@ func (s *Store) homeOf(ctx context.Context, queue, id string) (int, error) {
 		return sh.Current.Shard(id), nil
 	}
 	shard, gen := s.route(sh, queue, id)
-	if gen == sh.From.Gen {
-		// Maybe drained since: read the shape again first.
-		if sh, err = s.refreshShape(ctx, queue); err != nil {
-			return 0, err
-		}
-		if !sh.Resharding() {
-			return sh.Current.Shard(id), nil
-		}
-		return 0, fmt.Errorf("%w: %s/%d", persistence.ErrResharding, queue, shard)
+	if gen != sh.From.Gen {
+		return shard, nil
 	}
-	return shard, nil
+	// Maybe drained since: ask the shard.
+	xs, err := s.rdb.HGet(ctx, s.keysOf(persistence.ShardRef{Queue: queue, Shard: shard}).keys[kMeta], "xs").Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, fmt.Errorf("redisstore: look up %s/%d: %w", queue, shard, err)
+	}
+	if xs == "m" {
+		s.markMoved(queue, shard)
+		return sh.Current.Shard(id), nil
+	}
+	return 0, fmt.Errorf("%w: %s/%d", persistence.ErrResharding, queue, shard)
 }
 
 // reshardErr turns the reshard guard's reply of a script (lua/lib/guard.lua)
