@@ -20,6 +20,7 @@ var reshardTests = []testCase{
 	{"Reshard_StateTimersMorgueAndDedupMove", testReshardStateful, needReshard | needState | needAdmin},
 	{"Reshard_OneAtATimeAndBackAgain", testReshardOneAtATime, needReshard},
 	{"Reshard_MovesTheFirstDueFirst", testReshardFirstDueFirst, needReshard},
+	{"Reshard_RelaysTheOutboxFirst", testReshardOutboxFirst, needReshard | needFeed},
 }
 
 // resharder returns the store's Resharder role (the case declared
@@ -355,4 +356,41 @@ func testReshardFirstDueFirst(t *testing.T, h Harness) {
 		require.True(t, strings.HasPrefix(id, "due-"), "%s moved before ids due earlier", id)
 	}
 	d.all(3)
+}
+
+// A drained shard's outbox is relayed before any of its ids moves, so that
+// an id's change feed entries keep their order across the move.
+func testReshardOutboxFirst(t *testing.T, h Harness) {
+	e := newEnv(t, h, 1)
+	require.NoError(t, e.s.RegisterQueue(e.ctx, persistence.QueueSpec{Name: e.queue, Shards: 1, Stateful: true, FeedMaxLen: 100}))
+	e.enqueue(job("a", "x", 1))
+	o := e.own(0)
+	res, err := e.s.Advance(e.ctx, o.lease, persistence.AdvanceRequest{NextSeq: 1, Fetch: 1, MaxRetryCount: 25, Stateful: true, FeedMaxLen: 100})
+	require.NoError(t, err)
+	require.Equal(t, []string{"a"}, ids(res.Batch))
+	res, err = e.s.Advance(e.ctx, o.lease, persistence.AdvanceRequest{Settle: res.Batch.Seq, NextSeq: 2, MaxRetryCount: 25,
+		Stateful: true, FeedMaxLen: 100, StateWrites: []persistence.StateWrite{{ID: "a", Data: []byte("v1")}}})
+	require.NoError(t, err)
+	require.Positive(t, res.Outbox, "the state change waits in the outbox")
+	require.NoError(t, e.s.ReleaseShard(e.ctx, o.lease))
+
+	sh := e.reshard(2)
+	d := e.drainer(0)
+	r, err := e.resharder().DrainShard(e.ctx, d.o.lease, 10)
+	require.NoError(t, err)
+	require.Positive(t, r.Outbox, "nothing moves before the outbox is relayed")
+	require.Zero(t, r.Moved)
+	_, _, _, err = e.s.RelayOutbox(e.ctx, d.o.lease.ShardRef, 100)
+	require.NoError(t, err)
+	d.all(10)
+	done, err := e.resharder().FinishReshard(e.ctx, e.queue)
+	require.NoError(t, err)
+	require.True(t, done)
+	require.Equal(t, 2, sh.Current.Count)
+	entries, _, err := e.feeds().ReadFeed(e.ctx, e.queue, persistence.FeedOldest, 10, 0)
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	st, err := e.s.GetJob(e.ctx, e.queue, "a")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, st.State.Version)
 }

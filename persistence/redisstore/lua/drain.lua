@@ -24,8 +24,10 @@
 --       if any, means nothing)
 --   "m" morgue record (the same)        "f" fld(finished_at) finished record
 --   "a" fld(last failure time) history  "d" fld(window end) dedup key
--- When nothing is left (and the outbox is empty, the shard holds nothing in
--- flight), export seals the shard (meta "xs" = "s": enqueues wait) and
+-- Nothing moves while the outbox holds entries (the owner relays them
+-- first: a change feed entry of an id is published before its new shard's).
+-- When nothing is left (the shard holds nothing in flight), export seals
+-- the shard (meta "xs" = "s": enqueues wait) and
 -- its entry is the final one: "c" with "" and the counters (fld(name)
 -- fld(value) each), for one new shard, and "k" with "" and the marks
 -- (tick:*, relay:*, hw) for every new shard. The counters leave the
@@ -35,7 +37,7 @@
 --   {"entry", seq, entry, final ("1"/"0"), jobs}: the entry to import (the
 --     same again until acked, after a lost reply or a new owner); jobs
 --     counts its "j" items
---   {"outbox", n}: nothing left but n outbox entries to relay first
+--   {"outbox", n}: n outbox entries to relay first
 --   {"done"}: the shard is drained (its fence is MOVED)
 -- ack returns {"ok"}; after the final entry the shard's fence becomes MOVED
 -- and meta "xs" "m": enqueues get RESHARDED from then on.
@@ -71,6 +73,12 @@ end
 if meta[1] then return {"entry", meta[2], meta[1], meta[3] or "0", tonumber(meta[4] or "0")} end
 if redis.call("EXISTS", K.inflight) == 1 then
   return redis.error_reply("IN_FLIGHT the shard's in-flight batch is not settled")
+end
+-- The outbox is relayed before anything moves: a change feed entry of an
+-- id must be published before those its new shard writes.
+do
+  local ob = redis.call("XLEN", K.outbox)
+  if ob > 0 then return {"outbox", ob} end
 end
 
 local limit = tonumber(ARGV[4])
@@ -211,8 +219,6 @@ if n == 0 then
     -- Left behind by a scan's cursor: the next step starts over.
     return {"entry", meta[2] or "0", "", "0", 0}
   end
-  local ob = redis.call("XLEN", K.outbox)
-  if ob > 0 then return {"outbox", ob} end
   -- Seal: the counters and marks go to the new shards with the last entry.
   local all = redis.call("HGETALL", K.meta)
   local counters, marks, del = {}, {}, {}
