@@ -44,9 +44,10 @@ const (
 type Worker struct {
 	// Queue names the queue: letters, digits, '_', '-' and '.'.
 	Queue string
-	// Shards is the queue's fixed number of shards [DefaultShards]. All
-	// nodes and clients must agree; the store refuses a different count for
-	// an existing queue.
+	// Shards is the number of shards the queue is created with
+	// [DefaultShards]. The store refuses a different count for an existing
+	// queue, until a reshard (docs/contract.md §3.17) changes it: from then
+	// on the store's shards are served whatever this says.
 	Shards int
 	// BatchSize is the most ids per handler call [DefaultBatchSize], at
 	// most persistence.MaxBatchSize.

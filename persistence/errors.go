@@ -22,8 +22,10 @@ var (
 	ErrUnknownQueue = errors.New("persistence: unknown queue")
 
 	// ErrShardCountMismatch is returned by RegisterQueue when the queue
-	// exists with a different number of shards. A queue's shard count is
-	// fixed at creation: ids are placed by hash modulo the shard count.
+	// exists, was never resharded, and has a different number of shards:
+	// ids are placed by hash modulo the shard count, which only a reshard
+	// changes (Resharder). A queue resharded since registers with any
+	// count: its shape is the store's.
 	ErrShardCountMismatch = errors.New("persistence: queue exists with a different shard count")
 
 	// ErrNotFound is returned when a job or morgue entry does not exist.

@@ -138,7 +138,9 @@ type ShardStore interface {
 // as a whole.
 type QueueStore interface {
 	// RegisterQueue records a queue and its shard count, or checks that an
-	// existing queue has the same count (ErrShardCountMismatch otherwise).
+	// existing queue has the same count (ErrShardCountMismatch otherwise);
+	// a queue resharded since (docs/contract.md §3.17) keeps the store's
+	// shards whatever the count.
 	RegisterQueue(ctx context.Context, spec QueueSpec) error
 	// Queues lists the registered queues by name.
 	Queues(ctx context.Context) ([]QueueSpec, error)

@@ -17,8 +17,9 @@ import (
 // (AdvanceResult.Moved, DrainResult.Done); a drained shard has nothing
 // more to do, and its node stops serving it once the reshard ends.
 
-// drainStepIDs bounds the ids one drain step moves.
-const drainStepIDs = 500
+// drainStepIDs bounds the ids one drain step moves: each step is one
+// script of a few milliseconds on the old shard's server.
+const drainStepIDs = 200
 
 // reshardMode is what a reshard asks of the actor's shard.
 type reshardMode uint8

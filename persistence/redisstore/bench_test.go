@@ -528,7 +528,7 @@ var reshardJobs = flag.Int("reshard-jobs", 100_000, "queued blank jobs Benchmark
 
 // BenchmarkReshard moves -reshard-jobs queued blank jobs (one per id) from 8
 // shards to 16, each old shard drained by an owner of its own at once, as
-// the nodes of a cluster do (steps of 500 ids, actors/shard's
+// the nodes of a cluster do (steps of 200 ids, actors/shard's
 // drainStepIDs): jobs/s is ids moved per second of the whole reshard; the
 // per-job figures are what moving one id costs (docs/storage.md section
 // 11).
@@ -566,7 +566,7 @@ func drainOne(ctx context.Context, s persistence.Store, rs persistence.Resharder
 		return err
 	}
 	for {
-		r, err := rs.DrainShard(ctx, lease, 500)
+		r, err := rs.DrainShard(ctx, lease, 200)
 		if err != nil || r.Done {
 			return err
 		}

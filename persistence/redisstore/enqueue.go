@@ -77,7 +77,7 @@ func (s *Store) enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 			return dups, fmt.Errorf("redisstore: enqueue to %s: %w", queue, persistence.ErrResharding)
 		}
 		if sealed {
-			if err := sleepCtx(ctx, reshardWait); err != nil {
+			if err := sleepCtx(ctx, sealedWait(attempt)); err != nil {
 				return dups, fmt.Errorf("redisstore: enqueue to %s: %w", queue, err)
 			}
 		}
@@ -88,12 +88,17 @@ func (s *Store) enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 	}
 }
 
-// How often an enqueue follows a reshard's redirections before it gives up
-// with ErrResharding, and how long it waits for a sealed shard.
-const (
-	reshardRetries = 200
-	reshardWait    = 5 * time.Millisecond
-)
+// reshardRetries is how often an enqueue follows a reshard's redirections
+// before it gives up with ErrResharding: with sealedWait's waits, about 20 s
+// for a sealed shard whose owner died before it was drained (a new owner
+// takes it over within a lease).
+const reshardRetries = 200
+
+// sealedWait is how long an enqueue waits before its attempt-th retry on a
+// sealed shard: 5 ms, doubling up to 100 ms.
+func sealedWait(attempt int) time.Duration {
+	return min(5*time.Millisecond<<min(attempt, 5), 100*time.Millisecond)
+}
 
 // enqueueRun is what the calls of one enqueue attempt share.
 type enqueueRun struct {
@@ -320,7 +325,7 @@ func (s *Store) EnqueueTick(ctx context.Context, queue, name string, tick time.T
 		if (redis.HasErrorPrefix(err, "RESHARDED") || redis.HasErrorPrefix(err, "SEALED")) && attempt < reshardRetries {
 			if redis.HasErrorPrefix(err, "RESHARDED") {
 				s.markMoved(queue, sh)
-			} else if err := sleepCtx(ctx, reshardWait); err != nil {
+			} else if err := sleepCtx(ctx, sealedWait(attempt)); err != nil {
 				return false, err
 			}
 			if shape, err = s.refreshShape(ctx, queue); err != nil {
