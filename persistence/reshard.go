@@ -190,11 +190,16 @@ type Resharder interface {
 	// Shape returns where the queue's ids live; ErrUnknownQueue for a
 	// queue never registered.
 	Shape(ctx context.Context, queue string) (QueueShape, error)
+	// Shapes returns the shapes of the named queues, in order, in one
+	// round trip; ErrUnknownQueue when one was never registered.
+	Shapes(ctx context.Context, queues ...string) ([]QueueShape, error)
 	// Reshard starts moving the queue to shards shards and returns the new
 	// shape. The shards of the current generation are drained into the
 	// new one by their owners (DrainShard); enqueues keep going to an
 	// id's old shard until it is drained. ErrReshardRunning while a
 	// reshard runs; a count equal to the current one changes nothing.
+	// Subscribers of the queue get a ControlsNotice when a reshard starts
+	// and when it ends (FinishReshard).
 	Reshard(ctx context.Context, queue string, shards int) (QueueShape, error)
 	// DrainShard is one step of draining the shard of lease, which a
 	// reshard drains (AdvanceResult.Draining): it moves the ids of up to

@@ -108,6 +108,7 @@ func (e *Engine) forward(sub persistence.Subscription) {
 	for ref := range sub.C() {
 		if ref.Shard == persistence.ControlsNotice {
 			e.controls.Refresh()
+			e.shapesW.Refresh()
 			continue
 		}
 		sys.Root.Send(pid, node.Notice{Ref: ref})

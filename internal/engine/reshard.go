@@ -14,7 +14,9 @@ import (
 
 // shapeWatcher is the service that keeps the node's view of its queues'
 // shapes (docs/contract.md §3.17): which shards each queue has, read from
-// the store every ControlPoll. When a shape changes (a reshard started or
+// the store in one call at once after a controls notice (a reshard's start
+// and end send one), every ControlPoll while a reshard runs, and every
+// idleFactor ControlPolls otherwise. When a shape changes (a reshard started or
 // ended, through any node) it has the shards assigned again. While a
 // reshard runs it wakes the owners of the drained shards (their next
 // Advance tells them to drain, however idle they were) and asks the store
@@ -27,6 +29,7 @@ type shapeWatcher struct {
 	timeout time.Duration
 	clock   clock.Clock
 	log     *slog.Logger
+	poke    chan struct{} // a read is wanted now (buffered 1)
 	loop    loop
 
 	mu     sync.Mutex                        // guards shapes
@@ -41,7 +44,7 @@ func newShapeWatcher(store persistence.NodeStore, queues []string, poll, timeout
 		return nil
 	}
 	return &shapeWatcher{store: rs, queues: queues, poll: poll, timeout: timeout, clock: clk, log: log,
-		shapes: map[string]persistence.QueueShape{}}
+		poke: make(chan struct{}, 1), shapes: map[string]persistence.QueueShape{}}
 }
 
 // Start starts the loop: changed is called with the new view after each
@@ -61,18 +64,32 @@ func (w *shapeWatcher) Stop(ctx context.Context) error {
 	return w.loop.stop(ctx)
 }
 
-// read reads the shapes of the node's queues and reports whether the view
-// changed; it returns the view (a copy).
+// Refresh asks for a read at once (a controls notice: a reshard started or
+// ended).
+func (w *shapeWatcher) Refresh() {
+	if w == nil {
+		return
+	}
+	select {
+	case w.poke <- struct{}{}:
+	default:
+	}
+}
+
+// read reads the shapes of the node's queues (one store call) and reports
+// whether the view changed; it returns the view (a copy).
 func (w *shapeWatcher) read(ctx context.Context) (map[string]persistence.QueueShape, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
 	view := make(map[string]persistence.QueueShape, len(w.queues))
-	for _, q := range w.queues {
-		sh, err := w.store.Shape(ctx, q)
+	if len(w.queues) > 0 {
+		shapes, err := w.store.Shapes(ctx, w.queues...)
 		if err != nil {
 			return nil, false, err
 		}
-		view[q] = sh
+		for i, q := range w.queues {
+			view[q] = shapes[i]
+		}
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -90,14 +107,26 @@ func (w *shapeWatcher) read(ctx context.Context) (map[string]persistence.QueueSh
 	return maps.Clone(view), changed, nil
 }
 
+// idleFactor stretches the watcher's poll while no reshard of its queues
+// runs: a reshard's start reaches the nodes as a controls notice, the poll
+// only covers a lost one.
+const idleFactor = 5
+
 func (w *shapeWatcher) run(ctx context.Context, changed func(map[string]persistence.QueueShape), wake func([]persistence.ShardRef)) {
 	failed := 0
+	resharding := false
 	for {
-		tick, stop := clock.After(w.clock, w.poll)
+		wait := w.poll
+		if !resharding {
+			wait *= idleFactor
+		}
+		tick, stop := clock.After(w.clock, wait)
 		select {
 		case <-ctx.Done():
 			stop()
 			return
+		case <-w.poke:
+			stop()
 		case <-tick:
 		}
 		view, ch, err := w.read(ctx)
@@ -114,10 +143,12 @@ func (w *shapeWatcher) run(ctx context.Context, changed func(map[string]persiste
 		if ch {
 			changed(view)
 		}
+		resharding = false
 		for q, sh := range view {
 			if !sh.Resharding() {
 				continue
 			}
+			resharding = true
 			wake(sh.From.Refs(q))
 			fctx, cancel := context.WithTimeout(ctx, w.timeout)
 			if _, err := w.store.FinishReshard(fctx, q); err != nil && ctx.Err() == nil {

@@ -40,7 +40,15 @@ func (s *Store) refreshShape(ctx context.Context, queue string) (persistence.Que
 	if err != nil {
 		return persistence.QueueShape{}, fmt.Errorf("redisstore: queue %s: %w", queue, err)
 	}
+	s.cacheShape(queue, sh)
+	return sh, nil
+}
+
+// cacheShape caches a shape read from the registry; the drained shards
+// learned of go with a shape that changed.
+func (s *Store) cacheShape(queue string, sh persistence.QueueShape) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if old, ok := s.shapes[queue]; !ok || old != sh {
 		for ref := range s.moved {
 			if ref.Queue == queue {
@@ -49,8 +57,6 @@ func (s *Store) refreshShape(ctx context.Context, queue string) (persistence.Que
 		}
 	}
 	s.shapes[queue] = sh
-	s.mu.Unlock()
-	return sh, nil
 }
 
 // route returns the shard an id's jobs go to, and the generation the
@@ -81,6 +87,35 @@ func (s *Store) markMoved(queue string, shard int) {
 // cache.
 func (s *Store) Shape(ctx context.Context, queue string) (persistence.QueueShape, error) {
 	return s.refreshShape(ctx, queue)
+}
+
+// Shapes implements persistence.Resharder: one HMGET of the registry; the
+// shapes read replace the cached ones.
+func (s *Store) Shapes(ctx context.Context, queues ...string) ([]persistence.QueueShape, error) {
+	if len(queues) == 0 {
+		return nil, nil
+	}
+	for _, q := range queues {
+		if err := persistence.ValidateQueueName(q); err != nil {
+			return nil, err
+		}
+	}
+	vals, err := s.rdb.HMGet(ctx, s.keys.queues(), queues...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: look up queues: %w", err)
+	}
+	out := make([]persistence.QueueShape, len(queues))
+	for i, q := range queues {
+		v, ok := vals[i].(string)
+		if !ok {
+			return nil, fmt.Errorf("%w: %s", persistence.ErrUnknownQueue, q)
+		}
+		if out[i], err = persistence.ParseQueueShape(v); err != nil {
+			return nil, fmt.Errorf("redisstore: queue %s: %w", q, err)
+		}
+		s.cacheShape(q, out[i])
+	}
+	return out, nil
 }
 
 // Reshard implements persistence.Resharder: it prepares the new
@@ -132,10 +167,11 @@ func (s *Store) Reshard(ctx context.Context, queue string, shards int) (persiste
 		}
 		return now, fmt.Errorf("%w: %s changed while the reshard started", persistence.ErrReshardRunning, queue)
 	}
-	s.mu.Lock()
-	s.shapes[queue] = next
-	s.mu.Unlock()
-	return next, s.markDraining(ctx, queue, next)
+	s.cacheShape(queue, next)
+	err = s.markDraining(ctx, queue, next)
+	// Nodes read the shape at once (a hint: they poll it too).
+	_ = s.publishControls(ctx, queue)
+	return next, err
 }
 
 // markDraining marks every shard of sh.From draining (reshard.lua "drain";
@@ -229,8 +265,12 @@ func (s *Store) FinishReshard(ctx context.Context, queue string) (bool, error) {
 		}
 	}
 	done := persistence.QueueShape{Current: sh.Current}
-	if _, err := run(ctx, s.rdb, scriptShape, []string{s.keys.queues()}, queue, sh.String(), done.String()).Int(); err != nil {
+	ok, err := run(ctx, s.rdb, scriptShape, []string{s.keys.queues()}, queue, sh.String(), done.String()).Int()
+	if err != nil {
 		return false, fmt.Errorf("redisstore: finish the reshard of %s: %w", queue, err)
+	}
+	if ok == 1 {
+		_ = s.publishControls(ctx, queue) // nodes read the shape at once
 	}
 	sh, err = s.refreshShape(ctx, queue)
 	return err == nil && !sh.Resharding(), err
