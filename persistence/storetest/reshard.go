@@ -328,6 +328,17 @@ func testReshardOneAtATime(t *testing.T, h Harness) {
 	specs, err := e.s.Queues(e.ctx)
 	require.NoError(t, err)
 	require.Equal(t, []persistence.QueueSpec{{Name: e.queue, Shards: 2}}, specs)
+	require.NoError(t, e.s.RegisterQueue(e.ctx, persistence.QueueSpec{Name: "other", Shards: 4}))
+	shapes, err := e.resharder().Shapes(e.ctx, "other", e.queue)
+	require.NoError(t, err)
+	require.Equal(t, []persistence.QueueShape{{Current: persistence.ShardRange{Gen: 1, Count: 4}}, {Current: down.Current}}, shapes)
+	_, err = e.resharder().Shapes(e.ctx, e.queue, "never")
+	require.ErrorIs(t, err, persistence.ErrUnknownQueue)
+	// The store's shards win over a registration's count once resharded.
+	require.NoError(t, e.s.RegisterQueue(e.ctx, persistence.QueueSpec{Name: e.queue, Shards: 3}))
+	now, err := e.resharder().Shape(e.ctx, e.queue)
+	require.NoError(t, err)
+	require.Equal(t, down.Current, now.Current)
 }
 
 // A drained shard's ids move in about the order the shard would have handed
