@@ -133,4 +133,9 @@ func TestStoreWrapperKeepsWarmAndIdentity(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, want)
 	require.Equal(t, want, got, "the wrapper answers the wrapped store's identity")
+
+	_, ok = s.(persistence.Resharder)
+	require.True(t, ok, "the wrapper keeps the store's Resharder: nodes on it reshard")
+	_, ok = s.(persistence.EnqueueReporter)
+	require.True(t, ok, "the wrapper still reports enqueues")
 }

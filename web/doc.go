@@ -20,6 +20,7 @@
 //	POST   /api/v1/queues/{q}/actions/delete_failed    200 {"deleted": n}
 //	POST   /api/v1/queues/{q}/pause                    200 {"paused": true}
 //	POST   /api/v1/queues/{q}/resume                   200 {"paused": false}
+//	POST   /api/v1/queues/{q}/reshard                  202 {"from", "to", "moved", "left", "drained_shards"}; body {"shards": n}; 409 while another runs
 //	POST   /api/v1/node/quiet                          200 {"node": "n1", "quiet": true}
 //	POST   /api/v1/node/resume                         200 {"node": "n1", "quiet": false}
 //	GET    /api/v1/queues/{q}/morgue?order=id|updated_at&min=&max=&rev=&limit=&cursor=&payloads=

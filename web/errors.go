@@ -49,7 +49,9 @@ func badRequest(format string, args ...any) *apiError {
 
 // writeError answers err; it is the one place that turns errors into
 // answers. Validation errors of the store become 400s naming the field,
-// unknown queues and jobs 404s, an unreachable store 503, anything else a
+// unknown queues and jobs 404s, a running reshard in the way 409 (another
+// reshard) or 503 with Retry-After (an id being moved), an unreachable
+// store 503, anything else a
 // 500 whose detail is logged, never sent. Answers that refuse a client
 // (401, 403, 408, 413, 421) close the connection.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
@@ -92,6 +94,15 @@ func (s *Server) classify(r *http.Request, err error) *apiError {
 		// release that no node of this one moved yet (docs/storage.md §8).
 		return &apiError{status: http.StatusConflict, retryAfter: "1",
 			msg: "upgrade in progress: " + strings.TrimPrefix(err.Error(), "redisstore: ")}
+	case errors.Is(err, persistence.ErrReshardRunning):
+		// One reshard of a queue at a time (docs/contract.md §3.17).
+		return &apiError{status: http.StatusConflict, field: "shards",
+			msg: strings.TrimPrefix(err.Error(), "persistence: ") + "; wait for it to end, or ask for its target count"}
+	case errors.Is(err, persistence.ErrResharding):
+		// Nothing was changed: the id (or a listing's page) is on its way
+		// to its new shard; it will be there shortly.
+		return &apiError{status: http.StatusServiceUnavailable, retryAfter: "1",
+			msg: "resharding: the queue is being resharded and what this request touches is moving to its new shard; nothing was changed, retry shortly"}
 	case errors.Is(err, persistence.ErrUnknownQueue):
 		return &apiError{status: http.StatusNotFound, field: "queue", msg: fmt.Sprintf("unknown queue %q", r.PathValue("q"))}
 	case errors.Is(err, persistence.ErrNotFound):

@@ -61,6 +61,9 @@ func (s *Server) listQueues(w http.ResponseWriter, r *http.Request) error {
 	ans := apiv1.Queues{Queues: make([]apiv1.Queue, len(all))}
 	for i, st := range all {
 		ans.Queues[i] = s.queueOf(st)
+		if ans.Queues[i].Reshard, err = s.reshardStatus(r.Context(), st); err != nil {
+			return err
+		}
 	}
 	s.writeJSON(w, r, http.StatusOK, ans)
 	return nil
@@ -75,7 +78,11 @@ func (s *Server) getQueue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.writeJSON(w, r, http.StatusOK, s.queueOf(st[0]))
+	v := s.queueOf(st[0])
+	if v.Reshard, err = s.reshardStatus(r.Context(), st[0]); err != nil {
+		return err
+	}
+	s.writeJSON(w, r, http.StatusOK, v)
 	return nil
 }
 

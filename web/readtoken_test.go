@@ -65,6 +65,7 @@ func TestReadToken(t *testing.T) {
 		{"POST", "/api/v1/queues/q/morgue/delete", `{"all": true}`},
 		{"POST", "/api/v1/queues/q/pause", ""},
 		{"POST", "/api/v1/queues/q/resume", ""},
+		{"POST", "/api/v1/queues/q/reshard", `{"shards": 5}`},
 	}
 	for _, w := range writes {
 		a := e.do(w[0], w[1], w[2], append([]string{"Content-Type", "application/json"}, read...)...)
@@ -78,7 +79,10 @@ func TestReadToken(t *testing.T) {
 		require.NoError(t, err)
 		require.NotNil(t, info.Queued, "the read-only token changed %s", id)
 	}
-	_, err := e.store.GetJob(e.ctx, "q", "c")
+	shape, err := e.store.Shape(e.ctx, "q")
+	require.NoError(t, err)
+	require.False(t, shape.Resharding(), "the read-only token started a reshard")
+	_, err = e.store.GetJob(e.ctx, "q", "c")
 	require.ErrorIs(t, err, persistence.ErrNotFound, "the read-only token enqueued")
 	ctl, err := e.store.Controls(e.ctx, "q")
 	require.NoError(t, err)

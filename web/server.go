@@ -395,6 +395,7 @@ func (s *Server) routes() {
 	s.handle("POST /api/v1/node/resume", s.setQuiet(false))
 	s.handle("POST /api/v1/queues/{q}/pause", s.setPaused(true))
 	s.handle("POST /api/v1/queues/{q}/resume", s.setPaused(false))
+	s.handle("POST /api/v1/queues/{q}/reshard", s.reshard)
 	s.handle("GET /api/v1/periodic", s.periodic)
 	s.handle("GET /api/v1/queues/{q}/morgue", s.listMorgue)
 	s.handle("GET /api/v1/queues/{q}/finished", s.listFinished)

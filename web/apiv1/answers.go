@@ -68,6 +68,24 @@ type Queue struct {
 	// Pull is what the answering node's pull workers do on a pull queue
 	// (docs/contract.md §6.6); absent on other queues.
 	Pull *PullQueue `json:"pull,omitempty"`
+	// Reshard is the progress of the queue's reshard (docs/contract.md
+	// §3.17); absent when none runs. Shards is then its target count, the
+	// one new ids use.
+	Reshard *Reshard `json:"reshard,omitempty"`
+}
+
+// Reshard is how far a queue's reshard got: the answer of POST
+// /api/v1/queues/{q}/reshard, and GET /api/v1/queues' "reshard".
+type Reshard struct {
+	// From and To are the shard counts the queue moves from and to.
+	From int `json:"from"`
+	To   int `json:"to"`
+	// Moved counts the ids whose queued jobs left the drained shards so
+	// far; Left the ids still queued in them.
+	Moved int64 `json:"moved"`
+	Left  int64 `json:"left"`
+	// DrainedShards counts the drained shards (of From) that are empty.
+	DrainedShards int `json:"drained_shards"`
 }
 
 // RateLimit is a queue's rate_limit: handler calls start at most PerSecond

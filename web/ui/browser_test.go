@@ -293,7 +293,8 @@ type fixture struct {
 // set, Stats fails as an unreachable Redis does.
 type outageStore struct {
 	persistence.Store
-	outage *atomic.Bool
+	persistence.Resharder // the store's, so that the API shows and starts reshards
+	outage                *atomic.Bool
 }
 
 func (s outageStore) Stats(ctx context.Context, queues ...string) ([]persistence.QueueStats, error) {
@@ -385,7 +386,7 @@ func newFixtureTokens(t *testing.T, token, readToken string, embedded bool, opts
 	}
 
 	cfg := &web.Config{
-		Store:         outageStore{Store: store, outage: &f.outage},
+		Store:         outageStore{Store: store, Resharder: store, outage: &f.outage},
 		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Token:         token,
 		ReadToken:     readToken,

@@ -17,14 +17,17 @@ var queuesHelp = help{
 	Usage: []string{
 		"orderly queues [list] [flags]",
 		"orderly queues pause|resume Q [flags]",
+		"orderly queues reshard Q --shards N [--wait] [flags]",
 		"orderly queues perform-all-now --queue Q [flags]",
 		"orderly queues kill-failed     --queue Q [--yes] [flags]",
 		"orderly queues delete-failed   --queue Q [--yes] [flags]",
 	},
 	Text: `Lists the queues (name, shards, queued, in flight, morgue; paused ones are
-marked), pauses or resumes one cluster-wide (docs/contract.md §9: a paused
-queue accepts enqueues, no node starts a new handler call of it, running
-calls finish; kept in Redis until resume), or runs a queue action
+marked, resharding ones show their progress), pauses or resumes one
+cluster-wide (docs/contract.md §9: a paused queue accepts enqueues, no node
+starts a new handler call of it, running calls finish; kept in Redis until
+resume), changes its shard count online (reshard, docs/contract.md §3.17),
+or runs a queue action
 (docs/contract.md §3.9): make every queued job due now, move every failed job
 (retry count >= 0) to the morgue with all its payloads, or delete every
 failed job. Calls in flight are never touched. Run
@@ -33,12 +36,13 @@ failed job. Calls in flight are never touched. Run
 		"orderly queues",
 		"orderly queues pause orders",
 		"orderly queues resume orders",
+		"orderly queues reshard orders --shards 16 --wait",
 		"orderly queues kill-failed --queue orders --yes",
 	},
 }
 
 // queuesCommands are the commands of orderly queues.
-var queuesCommands = []string{"list", "pause", "resume", "perform-all-now", "kill-failed", "delete-failed"}
+var queuesCommands = []string{"list", "pause", "resume", "reshard", "perform-all-now", "kill-failed", "delete-failed"}
 
 // queues dispatches "orderly queues [list|perform-all-now|kill-failed|delete-failed]".
 func queues(e *env, args []string) int {
@@ -50,6 +54,8 @@ func queues(e *env, args []string) int {
 		return queuesList(e, args[1:])
 	case "pause", "resume":
 		return queuePause(e, args[0], args[1:])
+	case "reshard":
+		return queueReshard(e, args[1:])
 	case "perform-all-now", "kill-failed", "delete-failed":
 		return queueAction(e, args[0], args[1:])
 	case "-h", "-help", "--help", "help":
@@ -62,7 +68,9 @@ func queues(e *env, args []string) int {
 var queuesListHelp = help{
 	Usage: []string{"orderly queues [list] [flags]"},
 	Text: `Lists the queues the cluster knows (GET /api/v1/queues): each name with its
-shard count, queued ids, ids in flight and morgue entries. orderly stats
+shard count, queued ids, ids in flight and morgue entries; a queue being
+resharded shows "(resharding A->B moved/left M/L)" after its name, and its
+shard count is B, the count new ids use. orderly stats
 shows every metric. With --json, the API's answer.`,
 	Examples: []string{"orderly queues", "orderly queues list --json"},
 }
@@ -95,6 +103,9 @@ func queuesList(e *env, args []string) int {
 		name := cell(q.Name, 64)
 		if q.Paused {
 			name += " (paused)"
+		}
+		if r := q.Reshard; r != nil {
+			name += fmt.Sprintf(" (resharding %d->%d moved/left %d/%d)", r.From, r.To, r.Moved, r.Left)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", name, q.Shards, q.Length, q.Busy, q.MorgueLength)
 	}

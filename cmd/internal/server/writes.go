@@ -100,8 +100,19 @@ func (w *writeWatch) Gauge() prometheus.Collector {
 }
 
 // Store returns s reporting the refusals of its writes to w.
+// It keeps s's persistence.Resharder, so that nodes on it reshard.
 func (w *writeWatch) Store(s persistence.Store) persistence.Store {
-	return &watchedStore{Store: s, w: w}
+	ws := &watchedStore{Store: s, w: w}
+	if rs, ok := s.(persistence.Resharder); ok {
+		return &reshardingWatchedStore{watchedStore: ws, Resharder: rs}
+	}
+	return ws
+}
+
+// reshardingWatchedStore is a watchedStore of a store that reshards.
+type reshardingWatchedStore struct {
+	*watchedStore
+	persistence.Resharder
 }
 
 // watchedStore notes the refused writes of the node: enqueues, settlements

@@ -13,6 +13,7 @@ import (
 
 	"github.com/orderlyhq/orderly/internal/testing/redistest"
 	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/persistence/redisstore"
 )
 
 // The write check passes on a Redis that accepts writes, without creating
@@ -91,4 +92,18 @@ func TestWriteWatchSeesBatchedRenewals(t *testing.T) {
 	require.True(t, ok)
 	require.NoError(t, wm.Warm(ctx, 12))
 	require.Equal(t, 12, inner.warmed)
+}
+
+// The wrapper keeps the store's persistence.Resharder, without which the
+// nodes could not reshard their queues, and adds none to a store without.
+func TestWriteWatchKeepsResharder(t *testing.T) {
+	t.Parallel()
+	db := redistest.New(t)
+	w := newWriteWatch(db.Client, db.Prefix)
+	rs, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})
+	require.NoError(t, err)
+	_, ok := w.Store(rs).(persistence.Resharder)
+	require.True(t, ok)
+	_, ok = w.Store(&batchStore{}).(persistence.Resharder)
+	require.False(t, ok)
 }

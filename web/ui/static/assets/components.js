@@ -269,6 +269,17 @@ function drawLimits(el, m) {
       `Pull workers on the answering node: ${plural(p.waiting_workers, 'pull')} waiting for a batch, ${plural(p.held_leases, 'batch', 'batches')} held under a lease, ${plural(p.pending_batches, 'batch', 'batches')} waiting for a pull`) : null);
 }
 
+/** drawReshard shows a running reshard's progress in el; hidden while none runs. */
+export function drawReshard(el, m) {
+  const r = m.reshard;
+  el.hidden = !r;
+  if (!r) return;
+  el.textContent = `resharding ${num(r.from)} \u2192 ${num(r.to)}: ${num(r.moved)} moved, ${num(r.left)} left`;
+  el.title = `Moving from ${plural(r.from, 'shard')} to ${r.to}: the nodes move the queued ids of the old shards ` +
+    `(${num(r.drained_shards)} of ${num(r.from)} drained); new ids go to the new shards. ` +
+    'Listings and actions on ids still moving answer "retry shortly".';
+}
+
 /**
  * queueHeader is the top of every page of a queue. tab is 'jobs',
  * 'processing', 'morgue', 'finished' or 'job'; actions are extra nodes for the right
@@ -286,6 +297,7 @@ export function queueHeader(q, tab, signal, actions) {
   const shards = h('span', {class: 'muted'});
   const pausedBadge = h('span', {class: 'badge paused', id: 'queue-paused', hidden: true,
     title: 'No node starts a handler call of this queue; enqueues are accepted'}, 'paused');
+  const reshardBadge = h('span', {class: 'badge reshard', id: 'queue-reshard', hidden: true});
   const limits = h('span', {class: 'qlimits', id: 'queue-limits'});
   const sep = () => h('span', {class: 'sep'}, '/');
   const head = h('div', {class: 'qhead'},
@@ -294,7 +306,7 @@ export function queueHeader(q, tab, signal, actions) {
         : h('a', {class: 'crumb-queue', href: queueHref(q), title: q}, q),
       tab === 'job' ? [sep(), 'Job'] : tab !== 'jobs' ? [sep(), TAB_NAMES[tab]] : null),
     h('div', {class: 'page-head'},
-      h('div', {class: 'page-title'}, h('h1', {class: 'qname', title: q}, q), pausedBadge, shards, limits),
+      h('div', {class: 'page-title'}, h('h1', {class: 'qname', title: q}, q), pausedBadge, reshardBadge, shards, limits),
       h('div', {class: 'page-actions'}, actions)),
     stats,
     h('nav', {class: 'tabs'},
@@ -317,6 +329,7 @@ export function queueHeader(q, tab, signal, actions) {
     pausedBadge.hidden = !m.paused;
     head.classList.toggle('queue-paused', !!m.paused);
     shards.textContent = plural(m.shards, 'shard');
+    drawReshard(reshardBadge, m);
     drawLimits(limits, m);
     for (const [k] of HEADER_STATS) {
       const el = values[k];

@@ -4,7 +4,7 @@
 import {h, mount} from './dom.js';
 import {compact, duration, localTime, num, rate} from './format.js';
 import {live, subscribe} from './live.js';
-import {emptyState, loading, queueHref, timeText} from './components.js';
+import {drawReshard, emptyState, loading, queueHref, timeText} from './components.js';
 import {api} from './api.js';
 import {lineChart} from './chart.js';
 
@@ -238,7 +238,8 @@ export function render(root, {signal}) {
           cells.set(q.name, row);
           return h('tr', {dataset: {queue: q.name}},
             h('td', {class: 'qcell'}, h('a', {href: queueHref(q.name), class: 'strong', title: q.name}, q.name),
-              row.paused = h('span', {class: 'badge paused', hidden: true, title: 'No handler call starts'}, 'paused')),
+              row.paused = h('span', {class: 'badge paused', hidden: true, title: 'No handler call starts'}, 'paused'),
+              row.reshard = h('span', {class: 'badge reshard', hidden: true})),
             h('td', {class: 'num muted'}, num(q.shards)),
             COLUMNS.map(([k]) => row[k] = h('td', {class: 'num', dataset: {col: k}})));
         })))));
@@ -246,6 +247,7 @@ export function render(root, {signal}) {
     for (const q of qs) {
       const row = cells.get(q.name);
       row.paused.hidden = !q.paused;
+      drawReshard(row.reshard, q);
       for (const [k, , link] of COLUMNS) fillCell(row[k], q, k, link);
     }
   };
