@@ -182,9 +182,22 @@ func (m *Metrics) HandlerStuck(ref persistence.ShardRef, age time.Duration) {
 	m.stuck.WithLabelValues(ref.Queue, shard).Set(age.Seconds())
 }
 
-// Store returns s counting enqueues and settlements into m.
+// Store returns s counting enqueues and settlements into m. When s can
+// reshard (persistence.Resharder), so can the store returned: the node
+// drives the drain of a resharded queue through it.
 func (m *Metrics) Store(s persistence.Store) persistence.Store {
-	return &countingStore{Store: s, m: m}
+	c := &countingStore{Store: s, m: m}
+	if rs, ok := s.(persistence.Resharder); ok {
+		return &countingResharder{countingStore: c, Resharder: rs}
+	}
+	return c
+}
+
+// countingResharder is a countingStore on a store that reshards: the
+// reshard's methods pass through uncounted.
+type countingResharder struct {
+	*countingStore
+	persistence.Resharder
 }
 
 // countingStore counts what passes through a store. The methods it does
