@@ -137,10 +137,11 @@ soak-whale: ## Drain one id of WHALE_PAYLOADS payloads (default 200000) through 
 	ORDERLY_WHALE_PAYLOADS=$(WHALE_PAYLOADS) $(GO) test -race -count=1 -timeout 60m -run '^TestWhaleDrainsWhileOthersAreServed$$' -v .
 
 .PHONY: soak-chaos
-soak-chaos: ## Run the chaos tests long: SOAK_ROUNDS pauses (SIGSTOP past lease_ttl), SOAK_ROUNDS/10 passes over the other faults (webhook and pull queues), SOAK_ROUNDS/2 rounds of the state counters.
+soak-chaos: ## Run the chaos tests long: SOAK_ROUNDS pauses (SIGSTOP past lease_ttl), SOAK_ROUNDS/10 passes over the other faults (webhook and pull queues) and over the reshard plan (standalone and Cluster), SOAK_ROUNDS/2 rounds of the state counters.
 	@.ci/ensure-redis
 	ORDERLY_PAUSE_ROUNDS=$(SOAK_ROUNDS) ORDERLY_CHAOS_ROUNDS=$$(( $(SOAK_ROUNDS) / 10 + 1 )) ORDERLY_COUNTER_ROUNDS=$$(( $(SOAK_ROUNDS) / 2 + 1 )) \
-	  $(GO) test -race -count=1 -timeout 60m -run '^(TestChaosPause|TestChaos|TestChaosPull|TestChaosCounter)$$' -v ./cmd/orderly
+	  ORDERLY_RESHARD_ROUNDS=$$(( $(SOAK_ROUNDS) / 10 + 1 )) \
+	  $(GO) test -race -count=1 -timeout 60m -run '^(TestChaosPause|TestChaos|TestChaosPull|TestChaosCounter|TestChaosReshard|TestChaosReshardCluster)$$' -v ./cmd/orderly
 
 .PHONY: soak-ha
 soak-ha: ## Run the Redis HA chaos tests for HA_SOAK_ROUNDS rounds (default 5) of master and node kills under load.

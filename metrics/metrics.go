@@ -30,8 +30,6 @@
 //	orderly_queue_paused (1 while paused, docs/contract.md §9)
 //	orderly_queue_paused (1 while paused, docs/contract.md §9), orderly_queue_cancelled_total (§3.13)
 //	                                           the queue as Redis holds it (cluster-wide)
-//	orderly_reshard_moved_ids{queue}, orderly_reshard_left_ids{queue}
-//	                                           a running reshard's ids moved and still to move (absent otherwise, §3.17)
 //	orderly_redis_round_trips_total, orderly_redis_commands_total
 //	                                           what this node's Redis client sent
 //
@@ -184,18 +182,20 @@ func (m *Metrics) HandlerStuck(ref persistence.ShardRef, age time.Duration) {
 	m.stuck.WithLabelValues(ref.Queue, shard).Set(age.Seconds())
 }
 
-// Store returns s counting enqueues and settlements into m. It keeps s's
-// persistence.Resharder, so that nodes on it reshard their queues.
+// Store returns s counting enqueues and settlements into m. When s can
+// reshard (persistence.Resharder), so can the store returned: the node
+// drives the drain of a resharded queue through it.
 func (m *Metrics) Store(s persistence.Store) persistence.Store {
 	c := &countingStore{Store: s, m: m}
 	if rs, ok := s.(persistence.Resharder); ok {
-		return &reshardingCountingStore{countingStore: c, Resharder: rs}
+		return &countingResharder{countingStore: c, Resharder: rs}
 	}
 	return c
 }
 
-// reshardingCountingStore is a countingStore of a store that reshards.
-type reshardingCountingStore struct {
+// countingResharder is a countingStore on a store that reshards: the
+// reshard's methods pass through uncounted.
+type countingResharder struct {
 	*countingStore
 	persistence.Resharder
 }
@@ -301,7 +301,7 @@ func qdesc(name, help string) *prometheus.Desc {
 }
 
 func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descShards, descMembers, descRT, descCmds, descUp, descShardLag, descReshardMoved, descReshardLeft} {
+	for _, d := range []*prometheus.Desc{descShards, descMembers, descRT, descCmds, descUp, descShardLag} {
 		ch <- d
 	}
 	for _, g := range queueGauges {
@@ -352,7 +352,9 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 		for _, g := range queueGauges {
 			ch <- prometheus.MustNewConstMetric(g.desc, g.kind, g.get(st), st.Name)
 		}
-		collectShards(ctx, src.Store, st, ch)
+		for shard, lag := range st.ShardLag {
+			ch <- prometheus.MustNewConstMetric(descShardLag, prometheus.GaugeValue, lag, st.Name, shardLabel(shard))
+		}
 	}
 }
 

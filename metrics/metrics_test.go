@@ -139,3 +139,26 @@ func TestStoreWrapperKeepsWarmAndIdentity(t *testing.T) {
 	_, ok = s.(persistence.EnqueueReporter)
 	require.True(t, ok, "the wrapper still reports enqueues")
 }
+
+// The counting wrapper keeps a store's resharding (the node drives the
+// drain of a resharded queue through the wrapped store) and adds none to
+// a store that cannot reshard.
+func TestStoreWrapperKeepsResharder(t *testing.T) {
+	db := redistest.New(t)
+	ctx := context.Background()
+	raw, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})
+	require.NoError(t, err)
+	require.NoError(t, raw.RegisterQueue(ctx, persistence.QueueSpec{Name: "orders", Shards: 2}))
+	var s any = metrics.New().Store(raw)
+	rs, ok := s.(persistence.Resharder)
+	require.True(t, ok, "the wrapper of a store that reshards reshards")
+	sh, err := rs.Reshard(ctx, "orders", 3)
+	require.NoError(t, err)
+	require.Equal(t, 3, sh.Current.Count)
+	got, err := raw.Shape(ctx, "orders")
+	require.NoError(t, err)
+	require.Equal(t, sh, got, "the reshard reached the wrapped store")
+
+	_, ok = metrics.New().Store(struct{ persistence.Store }{raw}).(persistence.Resharder)
+	require.False(t, ok, "the wrapper of a store that cannot reshard cannot either")
+}

@@ -85,6 +85,11 @@ func (s *Store) enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 			return dups, err
 		}
 		pending = again
+		// The jobs of a relay a shard sent back were not written, but
+		// the other calls of the relay may have moved their new shards'
+		// relay marks past their entries: with the marks they would be
+		// skipped there, and lost. They go without.
+		from = relayFrom{}
 	}
 }
 

@@ -309,6 +309,14 @@ func testReshardOneAtATime(t *testing.T, h Harness) {
 	again, err := e.resharder().Reshard(e.ctx, e.queue, 5)
 	require.NoError(t, err, "asking again for the running reshard is no error")
 	require.Equal(t, sh, again)
+	// A node (re)started with either count serves the queue's shape: the
+	// configuration's count no longer decides once a reshard started.
+	for _, n := range []int{3, 5, 4} {
+		require.NoError(t, e.s.RegisterQueue(e.ctx, persistence.QueueSpec{Name: e.queue, Shards: n}), "registered with %d shards while resharding", n)
+	}
+	got, err := e.resharder().Shape(e.ctx, e.queue)
+	require.NoError(t, err)
+	require.Equal(t, sh, got, "registering changes no shape")
 	done, err := e.resharder().FinishReshard(e.ctx, e.queue)
 	require.NoError(t, err)
 	require.False(t, done, "nothing drained yet")
@@ -323,6 +331,7 @@ func testReshardOneAtATime(t *testing.T, h Harness) {
 	down := e.reshard(2)
 	require.Equal(t, persistence.ShardRange{Gen: 3, Base: 0, Count: 2}, down.Current, "down to the lowest free numbers")
 	e.drainAll(down, 10)
+	require.NoError(t, e.s.RegisterQueue(e.ctx, persistence.QueueSpec{Name: e.queue, Shards: 3}), "registered with the first count after reshards")
 	e.enqueue(job("a", "4", 2))
 	require.Equal(t, map[string][]string{"a": {"1@1", "4@2"}, "b": {"2@1"}, "c": {"3@1"}}, e.collect(down.Current, nil))
 	specs, err := e.s.Queues(e.ctx)

@@ -34,7 +34,16 @@ func WrapStore(s persistence.Store, log *slog.Logger) persistence.Store {
 		return s
 	}
 	log.Warn("chaos build: this node never relays outboxes", "env", HoldRelayEnv)
+	if rs, ok := s.(persistence.Resharder); ok {
+		return heldRelayResharder{heldRelay: heldRelay{Store: s}, Resharder: rs}
+	}
 	return heldRelay{Store: s}
+}
+
+// heldRelayResharder is heldRelay on a store that reshards.
+type heldRelayResharder struct {
+	heldRelay
+	persistence.Resharder
 }
 
 // heldRelay is a store whose outbox relay always fails, leaving the

@@ -99,20 +99,29 @@ func (w *writeWatch) Gauge() prometheus.Collector {
 	})
 }
 
-// Store returns s reporting the refusals of its writes to w.
-// It keeps s's persistence.Resharder, so that nodes on it reshard.
+// Store returns s reporting the refusals of its writes to w. When s can
+// reshard (persistence.Resharder), so can the store returned: the node
+// drives the drain of a resharded queue through it.
 func (w *writeWatch) Store(s persistence.Store) persistence.Store {
 	ws := &watchedStore{Store: s, w: w}
 	if rs, ok := s.(persistence.Resharder); ok {
-		return &reshardingWatchedStore{watchedStore: ws, Resharder: rs}
+		return &watchedResharder{watchedStore: ws, Resharder: rs}
 	}
 	return ws
 }
 
-// reshardingWatchedStore is a watchedStore of a store that reshards.
-type reshardingWatchedStore struct {
+// watchedResharder is a watchedStore on a store that reshards; the steps
+// of a drain note their refusals too.
+type watchedResharder struct {
 	*watchedStore
 	persistence.Resharder
+}
+
+// DrainShard notes the refusal of a drain step, one of the node's writes.
+func (s *watchedResharder) DrainShard(ctx context.Context, l persistence.Lease, limit int) (persistence.DrainResult, error) {
+	res, err := s.Resharder.DrainShard(ctx, l, limit)
+	s.w.note(err)
+	return res, err
 }
 
 // watchedStore notes the refused writes of the node: enqueues, settlements

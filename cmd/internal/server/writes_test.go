@@ -13,7 +13,6 @@ import (
 
 	"github.com/orderlyhq/orderly/internal/testing/redistest"
 	"github.com/orderlyhq/orderly/persistence"
-	"github.com/orderlyhq/orderly/persistence/redisstore"
 )
 
 // The write check passes on a Redis that accepts writes, without creating
@@ -94,16 +93,30 @@ func TestWriteWatchSeesBatchedRenewals(t *testing.T) {
 	require.Equal(t, 12, inner.warmed)
 }
 
-// The wrapper keeps the store's persistence.Resharder, without which the
-// nodes could not reshard their queues, and adds none to a store without.
+// drainStore is a store that reshards, whose drain steps are refused.
+type drainStore struct {
+	persistence.Store
+	persistence.Resharder
+}
+
+func (drainStore) DrainShard(context.Context, persistence.Lease, int) (persistence.DrainResult, error) {
+	return persistence.DrainResult{}, fmt.Errorf("redisstore: drain q/1: %w", redisRefusal("READONLY You can't write against a read only replica."))
+}
+
+// The write watch keeps a store's resharding (the node drives the drain of
+// a resharded queue through the wrapped store), counts a refused drain
+// step as a refused write, and adds no resharding to a store without it.
 func TestWriteWatchKeepsResharder(t *testing.T) {
 	t.Parallel()
-	db := redistest.New(t)
-	w := newWriteWatch(db.Client, db.Prefix)
-	rs, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})
-	require.NoError(t, err)
-	_, ok := w.Store(rs).(persistence.Resharder)
-	require.True(t, ok)
+	ctx := context.Background()
+	w := newWriteWatch(redistest.NewServer(t, redistest.Options{}).Client(t), "orderly")
+	rs, ok := w.Store(drainStore{}).(persistence.Resharder)
+	require.True(t, ok, "the wrapper of a store that reshards reshards")
+	require.NoError(t, w.Check(ctx))
+	_, err := rs.DrainShard(ctx, persistence.Lease{}, 10)
+	require.Error(t, err)
+	require.ErrorContains(t, w.Check(ctx), "READONLY")
+
 	_, ok = w.Store(&batchStore{}).(persistence.Resharder)
-	require.False(t, ok)
+	require.False(t, ok, "the wrapper of a store that cannot reshard cannot either")
 }

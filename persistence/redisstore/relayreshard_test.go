@@ -1,0 +1,99 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orderlyhq/orderly/internal/testing/redistest"
+	"github.com/orderlyhq/orderly/persistence"
+	"github.com/orderlyhq/orderly/persistence/redisstore"
+)
+
+// drainShard drains shard of queue as its owner does (DrainShard steps).
+func drainShard(t *testing.T, s *redisstore.Store, queue string, shard int) {
+	t.Helper()
+	ctx := context.Background()
+	l, _, err := s.AcquireShard(ctx, persistence.ShardRef{Queue: queue, Shard: shard}, "owner", 10*time.Second)
+	require.NoError(t, err)
+	res, err := s.Advance(ctx, l, persistence.AdvanceRequest{NextSeq: 1, MaxRetryCount: 3})
+	require.NoError(t, err)
+	require.True(t, res.Draining)
+	for range 100 {
+		r, err := s.DrainShard(ctx, l, 100)
+		require.NoError(t, err)
+		if r.Done {
+			require.NoError(t, s.ReleaseShard(ctx, l))
+			return
+		}
+	}
+	t.Fatal("the shard was not drained")
+}
+
+// A relay whose emits go to two shards of a resharded queue, one of the
+// drained generation that answers RESHARDED (drained since the relaying
+// store last looked) and one of the new generation, must write both: the
+// emit sent back goes to its new shard, whose relay mark the other emit of
+// the same relay has just moved.
+func TestRelayAcrossAReshardLosesNoEmit(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.NewServer(t, redistest.Options{}).Client(t)
+	relayer, err := redisstore.New(rdb, nil)
+	require.NoError(t, err)
+	owner, err := redisstore.New(rdb, nil)
+	require.NoError(t, err)
+	require.NoError(t, relayer.RegisterQueue(ctx, persistence.QueueSpec{Name: "src", Shards: 1}))
+	require.NoError(t, relayer.RegisterQueue(ctx, persistence.QueueSpec{Name: "dst", Shards: 2}))
+	// a and b: on shards 0 and 1 of dst, on one shard after the reshard to 3.
+	var a, b string
+	for i := 0; a == "" || b == ""; i++ {
+		id := fmt.Sprintf("id%d", i)
+		if persistence.ShardOf(id, 3) != 0 {
+			continue
+		}
+		if persistence.ShardOf(id, 2) == 0 && a == "" {
+			a = id
+		} else if persistence.ShardOf(id, 2) == 1 && b == "" {
+			b = id
+		}
+	}
+	_, err = owner.Reshard(ctx, "dst", 3)
+	require.NoError(t, err)
+	_, err = relayer.Shape(ctx, "dst")
+	require.NoError(t, err)
+	// b's old shard is drained, and the relayer learns it; a's is drained
+	// behind its back.
+	drainShard(t, owner, "dst", 1)
+	require.NoError(t, relayer.Enqueue(ctx, "dst", []persistence.NewJob{{ID: b, Payload: []byte("0")}}))
+	drainShard(t, owner, "dst", 0)
+
+	require.NoError(t, relayer.Enqueue(ctx, "src", []persistence.NewJob{{ID: "s", Payload: []byte("1")}}))
+	src := persistence.ShardRef{Queue: "src", Shard: 0}
+	l, _, err := relayer.AcquireShard(ctx, src, "n1", 10*time.Second)
+	require.NoError(t, err)
+	res, err := relayer.Advance(ctx, l, persistence.AdvanceRequest{NextSeq: 1, Fetch: 1, MaxRetryCount: 3})
+	require.NoError(t, err)
+	require.NotNil(t, res.Batch)
+	_, err = relayer.Advance(ctx, l, persistence.AdvanceRequest{Settle: 1, NextSeq: 2, MaxRetryCount: 3, Emits: []persistence.Emit{
+		{From: "s", Queue: "dst", Job: persistence.NewJob{ID: a, Payload: []byte("emit-a")}},
+		{From: "s", Queue: "dst", Job: persistence.NewJob{ID: b, Payload: []byte("emit-b")}},
+	}})
+	require.NoError(t, err)
+	_, _, _, err = relayer.RelayOutbox(ctx, src, 0)
+	require.NoError(t, err)
+
+	for _, id := range []string{a, b} {
+		info, err := relayer.GetJob(ctx, "dst", id)
+		require.NoError(t, err, "the emit to %s was written", id)
+		var got []string
+		if info.Queued != nil {
+			for _, p := range info.Queued.Payloads {
+				got = append(got, string(p.Data))
+			}
+		}
+		require.Contains(t, got, "emit-"+map[string]string{a: "a", b: "b"}[id], "the emit to %s was written", id)
+	}
+}
