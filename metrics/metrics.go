@@ -30,6 +30,8 @@
 //	orderly_queue_paused (1 while paused, docs/contract.md §9)
 //	orderly_queue_paused (1 while paused, docs/contract.md §9), orderly_queue_cancelled_total (§3.13)
 //	                                           the queue as Redis holds it (cluster-wide)
+//	orderly_reshard_moved_ids{queue}, orderly_reshard_left_ids{queue}
+//	                                           a running reshard's ids moved and still to move (absent otherwise, §3.17)
 //	orderly_redis_round_trips_total, orderly_redis_commands_total
 //	                                           what this node's Redis client sent
 //
@@ -301,7 +303,7 @@ func qdesc(name, help string) *prometheus.Desc {
 }
 
 func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descShards, descMembers, descRT, descCmds, descUp, descShardLag} {
+	for _, d := range []*prometheus.Desc{descShards, descMembers, descRT, descCmds, descUp, descShardLag, descReshardMoved, descReshardLeft} {
 		ch <- d
 	}
 	for _, g := range queueGauges {
@@ -352,9 +354,7 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 		for _, g := range queueGauges {
 			ch <- prometheus.MustNewConstMetric(g.desc, g.kind, g.get(st), st.Name)
 		}
-		for shard, lag := range st.ShardLag {
-			ch <- prometheus.MustNewConstMetric(descShardLag, prometheus.GaugeValue, lag, st.Name, shardLabel(shard))
-		}
+		collectShards(ctx, src.Store, st, ch)
 	}
 }
 
