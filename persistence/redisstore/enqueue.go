@@ -68,29 +68,56 @@ func (s *Store) enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 	}
 	dups := 0
 	for attempt := 0; ; attempt++ {
-		d, again, sealed, err := s.enqueueOnce(ctx, enqueueRun{queue: queue, shape: sh, mode: mode, now: s.now()}, jobs, pending, from)
+		send, later := pending, []int(nil)
+		if from.source != "" {
+			send, later = s.relayFirst(sh, queue, jobs, pending)
+		}
+		d, again, sealed, err := s.enqueueOnce(ctx, enqueueRun{queue: queue, shape: sh, mode: mode, now: s.now()}, jobs, send, from)
 		dups += d
-		if err != nil || len(again) == 0 {
+		if err != nil || len(again)+len(later) == 0 {
 			return dups, err
 		}
-		if attempt >= reshardRetries {
-			return dups, fmt.Errorf("redisstore: enqueue to %s: %w", queue, persistence.ErrResharding)
-		}
-		if sealed {
-			if err := sleepCtx(ctx, sealedWait(attempt)); err != nil {
-				return dups, fmt.Errorf("redisstore: enqueue to %s: %w", queue, err)
+		if len(again) > 0 {
+			if attempt >= reshardRetries {
+				return dups, fmt.Errorf("redisstore: enqueue to %s: %w", queue, persistence.ErrResharding)
+			}
+			if sealed {
+				if err := sleepCtx(ctx, sealedWait(attempt)); err != nil {
+					return dups, fmt.Errorf("redisstore: enqueue to %s: %w", queue, err)
+				}
+			}
+			if sh, err = s.refreshShape(ctx, queue); err != nil {
+				return dups, err
 			}
 		}
-		if sh, err = s.refreshShape(ctx, queue); err != nil {
-			return dups, err
-		}
-		pending = again
-		// The jobs of a relay a shard sent back were not written, but
-		// the other calls of the relay may have moved their new shards'
-		// relay marks past their entries: with the marks they would be
-		// skipped there, and lost. They go without.
-		from = relayFrom{}
+		// In outbox order again (a relay's calls depend on it).
+		pending = append(again, later...)
+		slices.Sort(pending)
 	}
+}
+
+// relayFirst splits a relay's jobs while a reshard runs: those routed to
+// the drained generation go first, the others after them. A relay mark is
+// per target shard: were a job sent to its new shard beside an earlier
+// entry its old shard then sends back (RESHARDED), the new shard's mark
+// would already be past that entry, which would be skipped there. Sent
+// after, the new shard gets both in one call, in outbox order.
+func (s *Store) relayFirst(sh persistence.QueueShape, queue string, jobs []persistence.NewJob, pending []int) ([]int, []int) {
+	if !sh.Resharding() {
+		return pending, nil
+	}
+	var first, later []int
+	for _, i := range pending {
+		if _, gen := s.route(sh, queue, jobs[i].ID); gen == sh.From.Gen {
+			first = append(first, i)
+		} else {
+			later = append(later, i)
+		}
+	}
+	if len(first) == 0 {
+		return later, nil
+	}
+	return first, later
 }
 
 // reshardRetries is how often an enqueue follows a reshard's redirections
