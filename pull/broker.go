@@ -206,21 +206,23 @@ func (b *Broker) handle(ctx context.Context, q *queue, batch *orderly.Batch) err
 	if !b.offer(q, c) {
 		return orderly.Snooze(0)
 	}
-	// The end of ctx wakes the call too (cheaper than a Done channel
-	// per call): every wait below is on wake.
-	defer context.AfterFunc(ctx, c.signal)()
+	// The end of ctx wakes the call too: every wait below is on wake and
+	// on ctx.Done (a call's context is its own, its Done channel made for
+	// this wait; an AfterFunc would register one more child per call).
+	done := ctx.Done()
 	for {
 		// Signals coalesce (wake holds one): every field is read before
 		// each wait.
 		b.mu.Lock()
 		if c.lease != nil {
 			b.mu.Unlock()
-			return b.held(ctx, c)
+			return b.held(ctx, done, c)
 		}
 		if !c.back && !b.stopped && ctx.Err() == nil {
 			b.mu.Unlock()
 			select {
 			case <-c.wake:
+			case <-done:
 			case <-b.stop:
 			}
 			continue
@@ -243,9 +245,9 @@ func (b *Broker) leaseOf(q *queue) time.Duration {
 	return DefaultLease
 }
 
-// held waits for the answer of a pulled call, its lease's deadline or the
-// end of its context (each signals wake).
-func (b *Broker) held(ctx context.Context, c *call) error {
+// held waits for the answer of a pulled call, its lease's deadline (both
+// signal wake) or the end of its context (done).
+func (b *Broker) held(ctx context.Context, done <-chan struct{}, c *call) error {
 	for {
 		// Signals coalesce (wake holds one): every field is read before
 		// each wait.
@@ -267,7 +269,11 @@ func (b *Broker) held(ctx context.Context, c *call) error {
 			b.end(c, reasonOf(ctx))
 			return fmt.Errorf("pull: %w", context.Cause(ctx))
 		}
-		<-c.wake
+		select {
+		case <-c.wake:
+		case <-done:
+			done = nil // ended: the check above sees it from now on
+		}
 	}
 }
 
@@ -517,7 +523,7 @@ func (l *lease) out() *Lease {
 	}
 	out := &Lease{ID: l.id, Deadline: l.deadline, Jobs: make([]wire.Job, 0, ids)}
 	for _, c := range l.calls {
-		out.Jobs = append(out.Jobs, webhook.PullJobs(c.batch)...)
+		out.Jobs = webhook.AppendPullJobs(out.Jobs, c.batch)
 	}
 	return out
 }
@@ -575,24 +581,24 @@ func (b *Broker) Answer(queueName, id string, a *wire.Answer) (lost []string, er
 	l.q.held--
 	l.timer.Stop()
 	var wg sync.WaitGroup
-	msgs := make([]*answerMsg, len(l.calls))
+	msgs := make([]answerMsg, len(l.calls)) // one allocation for the lease's calls
 	taken := 0
 	for i, c := range l.calls {
 		if c.gone != "" {
 			lost = appendIDs(lost, c)
 			continue
 		}
-		msgs[i] = &answerMsg{a: partOf(a, c.batch, len(l.calls) > 1), wg: &wg}
+		msgs[i] = answerMsg{a: partOf(a, c.batch, len(l.calls) > 1), wg: &wg}
 		wg.Add(1)
-		c.msg = msgs[i]
+		c.msg = &msgs[i]
 		c.signal()
 		taken++
 	}
 	b.mu.Unlock()
 	wg.Wait()
 	var first error
-	for i, m := range msgs {
-		if m != nil && m.err != nil {
+	for i := range msgs {
+		if m := &msgs[i]; m.wg != nil && m.err != nil {
 			lost = appendIDs(lost, l.calls[i])
 			if first == nil {
 				first = m.err
