@@ -58,3 +58,26 @@ func pullOne(t *testing.T, b *pull.Broker) *pull.Lease {
 	require.NotNil(t, l, errors.New("no lease"))
 	return l
 }
+
+// Stop wakes the calls no pull took: each gives its ids back at once (a
+// snooze of none), long before its give-back time.
+func TestStopGivesPendingCallsBack(t *testing.T) {
+	t.Parallel()
+	b := pull.New(nil)
+	h := b.Handler("q", pull.Options{Lease: time.Hour})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
+	defer cancel()
+	errs := make(chan error, 2)
+	for _, id := range []string{"a", "b"} {
+		go func() { errs <- h(ctx, &orderly.Batch{Queue: "q", Jobs: []orderly.Job{{ID: id}}}) }()
+	}
+	for b.Stats()["q"].Pending < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	b.Stop()
+	for range 2 {
+		err := <-errs // without the wake, not before an hour
+		require.Equal(t, orderly.Snooze(0).Error(), err.Error())
+	}
+	require.Zero(t, b.Stats()["q"].Pending)
+}

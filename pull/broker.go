@@ -220,10 +220,9 @@ func (b *Broker) handle(ctx context.Context, q *queue, batch *orderly.Batch) err
 		}
 		if !c.back && !b.stopped && ctx.Err() == nil {
 			b.mu.Unlock()
-			select {
+			select { // Stop wakes the pending calls
 			case <-c.wake:
 			case <-done:
-			case <-b.stop:
 			}
 			continue
 		}
@@ -720,6 +719,9 @@ func (b *Broker) Stop() {
 		for _, q := range b.queues {
 			if q.sweep != nil {
 				q.sweep.Stop() // the pending calls give their ids back on stop
+			}
+			for _, c := range q.pending {
+				c.signal() // it sees stopped, and gives its ids back
 			}
 		}
 	}
