@@ -4,67 +4,25 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-
-	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
-// The leases a PullWorker gets are decoded in one pass over their jobs:
-// encoding/json, decoding a PullLease, would check the body, then check
-// and decode each job again on its own (wire.Job.UnmarshalJSON), which
-// costs a pull worker more than all else it does for a blank job. A lease
-// as the node writes it ("lease", "deadline", then "jobs"; a lease of an
-// answer in "next", its last member) has its first two members read by
-// token and its jobs decoded by wire.Request.UnmarshalJSON over the whole
-// lease (which skips the other members); any other shape is decoded by
-// encoding/json, with the same result. (Members after a lease's "jobs",
-// which the node never writes, are not read: a repeated "lease" there
-// would win with encoding/json.)
+// The leases a PullWorker gets are decoded in one pass: encoding/json,
+// decoding a PullLease, would check the body, then check and decode each
+// job again on its own (wire.Job.UnmarshalJSON), which costs a pull worker
+// more than all else it does for a blank job. A lease in the node's shape
+// takes the fast path of leasedecode.go; any other is decoded by
+// encoding/json, with the same result.
 
 // decodeLease decodes a lease as json.Unmarshal into a PullLease does.
 func decodeLease(b []byte) (*PullLease, error) {
-	l, ok := leaseHead(b)
-	if ok {
-		var r wire.Request
-		if err := r.UnmarshalJSON(b); err == nil {
-			l.Jobs = r.Jobs
-			return l, nil
-		}
+	if l, err := decodeLeaseFast(b); err == nil {
+		return l, nil
 	}
-	l = new(PullLease)
+	l := new(PullLease)
 	if err := json.Unmarshal(b, l); err != nil {
 		return nil, err
 	}
 	return l, nil
-}
-
-// leaseHead reads the "lease" and "deadline" members that open a lease
-// before its "jobs"; false when the lease does not open so.
-func leaseHead(b []byte) (*PullLease, bool) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	want := [...]string{"lease", "", "deadline", "", "jobs"}
-	l := new(PullLease)
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, false
-	}
-	for i, name := range want {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, false
-		}
-		var ok bool
-		switch i {
-		case 1:
-			l.ID, ok = t.(string)
-		case 3:
-			l.Deadline, ok = t.(float64)
-		default:
-			ok = t == name
-		}
-		if !ok {
-			return nil, false
-		}
-	}
-	return l, true
 }
 
 // decodeNext decodes an answer's body for its "next" lease, as

@@ -144,15 +144,15 @@ type jobJSON struct {
 // including the state of a stateful queue's job ("state" or
 // "state_base64", and "version"). It decodes the body in one pass of
 // encoding/json (case-insensitive names, unknown members ignored, as
-// encoding/json decodes a struct) and replaces *r; a body in the shape the
-// node writes takes a faster path to the same result (fastdecode.go).
+// encoding/json decodes a struct) and replaces *r.
 func (r *Request) UnmarshalJSON(b []byte) error {
-	var v requestJSON
-	if decodeRequestFast(b, &v) != nil {
-		v = requestJSON{}
-		if err := json.Unmarshal(b, &v); err != nil {
-			return err
-		}
+	var v struct {
+		Queue string    `json:"queue"`
+		Shard int       `json:"shard"`
+		Jobs  []jobJSON `json:"jobs"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
 	}
 	out := Request{Queue: v.Queue, Shard: v.Shard}
 	if v.Jobs != nil {

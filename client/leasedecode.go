@@ -1,31 +1,54 @@
-package wire
+package client
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"strconv"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
-// The fast path of Request.UnmarshalJSON: a request in the shape the node
-// writes (names in lower case, each once, values of the fields' kinds)
-// is decoded by one tokenizer pass into the values encoding/json would
-// have produced; at anything else (a name that differs only in case, a
-// repeated name, a null, a number out of its field's range, invalid
-// UTF-8, malformed JSON) it gives up, and encoding/json decodes the body.
-// Unknown names are skipped, as encoding/json skips them.
+// The fast path of a lease's decoding: a lease in the shape the node
+// writes (names in lower case, each once, values of the fields' kinds) is
+// decoded by one jsontext pass into what json.Unmarshal into a PullLease
+// produces (wire.Job.UnmarshalJSON for each job, which decodes it again);
+// at anything else (a name that differs only in case, a repeated name, a
+// null, a number out of its field's range, invalid UTF-8, an escape in a
+// name, malformed JSON, a payload the job's decoding refuses) it gives up,
+// and encoding/json decodes the lease. Unknown names are skipped, as
+// encoding/json skips them.
 
 // errSlowPath makes the fast path give up.
-var errSlowPath = errors.New("wire: not the node's shape")
+var errSlowPath = errors.New("client: not the node's shape")
 
-// requestJSON is a request as encoding/json decodes it.
-type requestJSON struct {
-	Queue string    `json:"queue"`
-	Shard int       `json:"shard"`
-	Jobs  []jobJSON `json:"jobs"`
+// jobJSON and payloadJSON are a job and a payload as
+// wire.Job.UnmarshalJSON decodes them before it converts them.
+type jobJSON struct {
+	ID          string
+	RetryCount  int
+	PerformAt   float64
+	Error       string
+	Payloads    []payloadJSON
+	State       json.RawMessage
+	StateBase64 *string
+	Deleted     bool
+	Version     int64
+	Timer       bool
+}
+
+type payloadJSON struct {
+	Payload       json.RawMessage
+	PayloadBase64 *string
+	Score         float64
+	Headers       map[string]string
+	ExpiresAt     *float64
 }
 
 // fastDecoder reads one request.
@@ -33,32 +56,44 @@ type fastDecoder struct {
 	dec jsontext.Decoder
 }
 
-// decodeRequestFast decodes b into v as json.Unmarshal would, or returns
-// errSlowPath (v is then undefined).
-func decodeRequestFast(b []byte, v *requestJSON) error {
+// decodeLeaseFast decodes b as json.Unmarshal into a PullLease would, or
+// returns errSlowPath.
+func decodeLeaseFast(b []byte) (*PullLease, error) {
 	d := &fastDecoder{}
 	d.dec.Reset(bytes.NewBuffer(b))
+	l := new(PullLease)
+	var jobs []jobJSON
+	seen := false
 	err := d.object(func(name []byte) error {
 		switch string(name) {
-		case "queue":
-			return d.str(&v.Queue)
-		case "shard":
-			return d.integer(func(n int64) { v.Shard = int(n) }, strconv.IntSize)
+		case "lease":
+			return d.str(&l.ID)
+		case "deadline":
+			return d.float(&l.Deadline)
 		case "jobs":
+			seen = true
 			return d.array(func() error {
-				v.Jobs = append(v.Jobs, jobJSON{})
-				return d.job(&v.Jobs[len(v.Jobs)-1])
-			}, func() { v.Jobs = []jobJSON{} })
+				jobs = append(jobs, jobJSON{})
+				return d.job(&jobs[len(jobs)-1])
+			}, func() {})
 		}
-		return d.skip(name, "queue", "shard", "jobs")
+		return d.skip(name, "lease", "deadline", "jobs")
 	})
 	if err != nil {
-		return errSlowPath
+		return nil, errSlowPath
 	}
 	if _, err := d.dec.ReadToken(); !errors.Is(err, io.EOF) {
-		return errSlowPath // more than one value, or garbage after it
+		return nil, errSlowPath // more than one value, or garbage after it
 	}
-	return nil
+	if seen {
+		l.Jobs = make([]wire.Job, len(jobs))
+		for i := range jobs {
+			if err := jobs[i].job(&l.Jobs[i]); err != nil {
+				return nil, errSlowPath
+			}
+		}
+	}
+	return l, nil
 }
 
 // job reads one job.
@@ -259,4 +294,69 @@ func (d *fastDecoder) raw(m *json.RawMessage) error {
 	}
 	*m = append(json.RawMessage(nil), v...)
 	return nil
+}
+
+// job converts a decoded job as wire.Job.UnmarshalJSON does.
+func (v *jobJSON) job(out *wire.Job) error {
+	*out = wire.Job{ID: v.ID, RetryCount: v.RetryCount, PerformAt: v.PerformAt, Error: v.Error, Version: v.Version, Timer: v.Timer}
+	if v.Payloads != nil {
+		out.Payloads = make([]wire.Payload, len(v.Payloads))
+		for i := range v.Payloads {
+			if err := v.Payloads[i].payload(&out.Payloads[i]); err != nil {
+				return err
+			}
+		}
+	}
+	switch {
+	case v.StateBase64 != nil:
+		data, err := base64.StdEncoding.DecodeString(*v.StateBase64)
+		if err != nil {
+			return errSlowPath
+		}
+		out.Stateful, out.State = true, data
+	case v.State != nil:
+		out.Stateful = true
+		if string(v.State) != "null" || (v.Version != 0 && !v.Deleted) {
+			out.State = compactJSON(v.State)
+		}
+	}
+	return nil
+}
+
+// payload converts a decoded payload as wire.Payload.UnmarshalJSON does.
+func (v *payloadJSON) payload(p *wire.Payload) error {
+	*p = wire.Payload{Score: v.Score, Headers: v.Headers}
+	if v.ExpiresAt != nil {
+		sec, frac := math.Modf(*v.ExpiresAt)
+		p.ExpiresAt = time.Unix(int64(sec), int64(math.Round(frac*1e9)))
+	}
+	switch {
+	case v.Payload != nil && v.PayloadBase64 != nil:
+		return errSlowPath
+	case v.Payload != nil:
+		p.Data = compactJSON(v.Payload)
+	case v.PayloadBase64 != nil:
+		data, err := base64.StdEncoding.DecodeString(*v.PayloadBase64)
+		if err != nil {
+			return errSlowPath
+		}
+		p.Data = data
+	default:
+		return errSlowPath
+	}
+	return nil
+}
+
+// compactJSON returns a JSON value without whitespace outside its strings:
+// raw itself when it has none.
+func compactJSON(raw []byte) []byte {
+	if wire.IsCompactJSON(raw) {
+		return raw
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(raw))
+	if err := json.Compact(&buf, raw); err != nil {
+		return raw
+	}
+	return buf.Bytes()
 }
