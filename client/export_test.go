@@ -9,3 +9,9 @@ func SetFeedWait(d time.Duration) (restore func()) {
 	feedWait = d
 	return func() { feedWait = old }
 }
+
+// DecodeLease and DecodeNext are decodeLease and decodeNext.
+var (
+	DecodeLease = decodeLease
+	DecodeNext  = decodeNext
+)

@@ -216,11 +216,11 @@ func (w *PullWorker) Pull(ctx context.Context) (*PullLease, error) {
 	case code != http.StatusOK:
 		return nil, fmt.Errorf("%w: %d %s", errPullStatus, code, out)
 	}
-	var l PullLease
-	if err := json.Unmarshal(out, &l); err != nil {
+	l, err := decodeLease(out)
+	if err != nil {
 		return nil, fmt.Errorf("client: decoding a lease: %w", err)
 	}
-	return &l, nil
+	return l, nil
 }
 
 // Answer answers a lease (a nil answer: every id done). A refused answer
@@ -260,13 +260,11 @@ func (w *PullWorker) answer(ctx context.Context, lease string, a *wire.Answer, n
 	if !next {
 		return nil, nil
 	}
-	var ok struct {
-		Next *PullLease `json:"next"`
+	l, err := decodeNext(out)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
 	}
-	if err := json.Unmarshal(out, &ok); err != nil {
-		return nil, fmt.Errorf("client: decoding an answer's next lease: %w", err)
-	}
-	return ok.Next, nil
+	return l, nil
 }
 
 // extend extends a lease by by and returns its new deadline.

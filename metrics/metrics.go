@@ -84,6 +84,7 @@ type Metrics struct {
 	snoozed, discarded, expired                                          *prometheus.CounterVec
 	settleRetries, repeated                                              *prometheus.CounterVec
 	batch                                                                *prometheus.HistogramVec
+	batchObs                                                             *obsCache // batch's observers
 	op                                                                   *operator
 	stuck                                                                *prometheus.GaugeVec
 }
@@ -127,6 +128,7 @@ func New() *Metrics {
 	}, []string{"queue", "shard"})
 	reg.MustRegister(m.batch, m.stuck)
 	m.op = newOperator(reg)
+	m.batchObs = &obsCache{vec: m.batch, two: true}
 	return m
 }
 
@@ -155,7 +157,7 @@ func (m *Metrics) BatchDone(ref persistence.ShardRef, ids, failed int, d time.Du
 	case failed > 0:
 		outcome = "partial"
 	}
-	m.batch.WithLabelValues(ref.Queue, outcome).Observe(d.Seconds())
+	m.batchObs.get(ref.Queue, outcome).Observe(d.Seconds())
 }
 
 // LeaseLost implements orderly.Observer.

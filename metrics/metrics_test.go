@@ -55,6 +55,7 @@ func TestMetricsCountAndScrape(t *testing.T) {
 	require.NoError(t, err)
 	m.BatchDone(persistence.ShardRef{Queue: "orders"}, 3, 1, 20*time.Millisecond, nil)
 	m.BatchDone(persistence.ShardRef{Queue: "orders"}, 1, 0, 2*time.Second, errors.New("boom"))
+	m.BatchDone(persistence.ShardRef{Queue: "orders"}, 2, 1, time.Millisecond, nil) // a kept observer
 	m.LeaseLost(persistence.ShardRef{Queue: "orders"})
 	m.SettleRetried(persistence.ShardRef{Queue: "orders"})
 	m.SettleRetried(persistence.ShardRef{Queue: "orders"})
@@ -70,7 +71,7 @@ func TestMetricsCountAndScrape(t *testing.T) {
 		`orderly_jobs_processed_total{queue="orders"} 2`,
 		`orderly_jobs_failed_total{queue="orders"} 1`,
 		`orderly_jobs_dead_total{queue="orders"} 1`,
-		`orderly_batch_duration_seconds_count{outcome="partial",queue="orders"} 1`,
+		`orderly_batch_duration_seconds_count{outcome="partial",queue="orders"} 2`,
 		`orderly_batch_duration_seconds_count{outcome="failed",queue="orders"} 1`,
 		`orderly_lease_losses_total{queue="orders"} 1`,
 		`orderly_settle_retries_total{queue="orders"} 2`,

@@ -39,6 +39,7 @@ var redisErrorKinds = []string{"reply", "io"}
 // operator holds the metrics of this file.
 type operator struct {
 	wait      *prometheus.HistogramVec
+	waitObs   *obsCache // wait's observers
 	webhook   *prometheus.CounterVec
 	redisTime prometheus.Histogram
 	redisErrs *prometheus.CounterVec
@@ -82,6 +83,7 @@ func newOperator(reg *prometheus.Registry) *operator {
 	}
 	o.redisHook = &redisHook{o: o}
 	reg.MustRegister(o.wait, o.webhook, o.redisTime, o.redisErrs, o.buildInfo)
+	o.waitObs = &obsCache{vec: o.wait}
 	return o
 }
 
@@ -111,7 +113,7 @@ func (m *Metrics) Middleware() orderly.Middleware {
 	return func(next orderly.HandlerFunc) orderly.HandlerFunc {
 		return func(ctx context.Context, b *orderly.Batch) error {
 			now := time.Now()
-			h := m.op.wait.WithLabelValues(b.Queue)
+			h := m.op.waitObs.get(b.Queue, "")
 			for _, j := range b.Jobs {
 				if !j.PerformAt.IsZero() {
 					h.Observe(max(0, now.Sub(j.PerformAt).Seconds()))

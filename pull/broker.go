@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -117,22 +118,21 @@ type waiter struct{ got chan *lease } // cap 1
 // goroutine sleeps on wake; what woke it is in the fields Broker.mu
 // guards.
 type call struct {
+	ctx      context.Context // the handler call's
 	batch    *orderly.Batch
 	deadline time.Time     // the call's context deadline
 	giveBack time.Time     // unpulled by then, the call gives its ids back
 	wake     chan struct{} // cap 1: a field below changed
 	lease    *lease        // under Broker.mu: set when pulled
 	back     bool          // under Broker.mu: given back unpulled
-	msg      *answerMsg    // under Broker.mu: an answer the call has not taken
-	gone     string        // under Broker.mu: why the call ended before an answer
-}
-
-// answerMsg is a call's part of an answer. The call (or its end) sets err
-// and marks it done once: nil when the call took it.
-type answerMsg struct {
-	a   *wire.Answer
-	err error
-	wg  *sync.WaitGroup
+	// taken is set, under Broker.mu, when an answer took the call (its
+	// context had not ended): the answer's part is applied to batch by
+	// the answer, then applied is set and err is what the call returns;
+	// from taken on, the call waits for applied whatever its context
+	// does.
+	taken, applied bool
+	err            error  // under Broker.mu: the call's error once applied
+	gone           string // under Broker.mu: why the call ended before an answer
 }
 
 // signal wakes c's handler goroutine.
@@ -202,26 +202,27 @@ func (b *Broker) handle(ctx context.Context, q *queue, batch *orderly.Batch) err
 	// Unpulled, the call gives its ids back one lease before its
 	// deadline, so that a pull always gets a full lease.
 	left := deadline.Sub(now)
-	c := &call{batch: batch, deadline: deadline, giveBack: now.Add(left - min(b.leaseOf(q), left/2)), wake: make(chan struct{}, 1)}
+	c := &call{ctx: ctx, batch: batch, deadline: deadline, giveBack: now.Add(left - min(b.leaseOf(q), left/2)), wake: make(chan struct{}, 1)}
 	if !b.offer(q, c) {
 		return orderly.Snooze(0)
 	}
-	// The end of ctx wakes the call too (cheaper than a Done channel
-	// per call): every wait below is on wake.
-	defer context.AfterFunc(ctx, c.signal)()
+	// The end of ctx wakes the call too: every wait below is on wake and
+	// on ctx.Done (a call's context is its own, its Done channel made for
+	// this wait; an AfterFunc would register one more child per call).
+	done := ctx.Done()
 	for {
 		// Signals coalesce (wake holds one): every field is read before
 		// each wait.
 		b.mu.Lock()
 		if c.lease != nil {
 			b.mu.Unlock()
-			return b.held(ctx, c)
+			return b.held(ctx, done, c)
 		}
 		if !c.back && !b.stopped && ctx.Err() == nil {
 			b.mu.Unlock()
-			select {
+			select { // Stop wakes the pending calls
 			case <-c.wake:
-			case <-b.stop:
+			case <-done:
 			}
 			continue
 		}
@@ -243,38 +244,37 @@ func (b *Broker) leaseOf(q *queue) time.Duration {
 	return DefaultLease
 }
 
-// held waits for the answer of a pulled call, its lease's deadline or the
-// end of its context (each signals wake).
-func (b *Broker) held(ctx context.Context, c *call) error {
+// held waits for the answer of a pulled call, its lease's deadline (both
+// signal wake) or the end of its context (done).
+func (b *Broker) held(ctx context.Context, done <-chan struct{}, c *call) error {
 	for {
 		// Signals coalesce (wake holds one): every field is read before
 		// each wait.
 		b.mu.Lock()
-		m, gone := c.msg, c.gone
-		c.msg = nil
-		b.mu.Unlock()
 		switch {
-		case m != nil && ctx.Err() != nil:
-			m.done(&LeaseError{Reason: reasonOf(ctx)})
-			return fmt.Errorf("pull: %w", context.Cause(ctx))
-		case m != nil:
-			err := webhook.ApplyPullAnswer(c.batch, m.a, b.log)
-			m.done(nil)
-			return err
-		case gone != "":
+		case c.applied:
+			b.mu.Unlock()
+			return c.err
+		case c.taken:
+			// The answer applies its part: the call waits for it.
+			b.mu.Unlock()
+			<-c.wake
+			continue
+		case c.gone != "":
+			b.mu.Unlock()
 			return fmt.Errorf("lease %s: %w", c.lease.id, errLeaseExpired)
 		case ctx.Err() != nil:
-			b.end(c, reasonOf(ctx))
+			b.endLockedCall(c, reasonOf(ctx))
+			b.mu.Unlock()
 			return fmt.Errorf("pull: %w", context.Cause(ctx))
 		}
-		<-c.wake
+		b.mu.Unlock()
+		select {
+		case <-c.wake:
+		case <-done:
+			done = nil // ended: the check above sees it from now on
+		}
 	}
-}
-
-// done records the call's part of the answer as taken (nil) or refused.
-func (m *answerMsg) done(err error) {
-	m.err = err
-	m.wg.Done()
 }
 
 // reasonOf is why a call's context ended.
@@ -285,12 +285,10 @@ func reasonOf(ctx context.Context) string {
 	return ReasonLost
 }
 
-// end ends c's part of its lease for reason, its context having ended;
-// the lease ends once none of its calls is left. An answer that came
-// first and that c did not take is refused.
-func (b *Broker) end(c *call, reason string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+// endLockedCall ends c's part of its lease for reason, its context having
+// ended before an answer took it; the lease ends once none of its calls is
+// left.
+func (b *Broker) endLockedCall(c *call, reason string) {
 	l := c.lease
 	if c.gone == "" {
 		c.gone = reason
@@ -298,10 +296,6 @@ func (b *Broker) end(c *call, reason string) {
 	}
 	if l.live == 0 || l.answered {
 		b.endLocked(l, reason)
-	}
-	if m := c.msg; m != nil {
-		c.msg = nil
-		m.done(&LeaseError{Reason: reason})
 	}
 }
 
@@ -517,7 +511,7 @@ func (l *lease) out() *Lease {
 	}
 	out := &Lease{ID: l.id, Deadline: l.deadline, Jobs: make([]wire.Job, 0, ids)}
 	for _, c := range l.calls {
-		out.Jobs = append(out.Jobs, webhook.PullJobs(c.batch)...)
+		out.Jobs = webhook.AppendPullJobs(out.Jobs, c.batch)
 	}
 	return out
 }
@@ -574,30 +568,36 @@ func (b *Broker) Answer(queueName, id string, a *wire.Answer) (lost []string, er
 	delete(b.leases, l.id)
 	l.q.held--
 	l.timer.Stop()
-	var wg sync.WaitGroup
-	msgs := make([]*answerMsg, len(l.calls))
+	// A call whose context ended refuses the answer (nothing of it is
+	// committed); the others are taken: their goroutines wait while the
+	// answer applies each one's part here, so that the answer does not
+	// wait for each of them to be scheduled.
+	var first error
 	taken := 0
-	for i, c := range l.calls {
-		if c.gone != "" {
+	for _, c := range l.calls {
+		switch {
+		case c.gone != "":
 			lost = appendIDs(lost, c)
-			continue
+		case c.ctx.Err() != nil:
+			lost = appendIDs(lost, c)
+			if first == nil {
+				first = &LeaseError{Reason: reasonOf(c.ctx)}
+			}
+		default:
+			c.taken = true
+			taken++
 		}
-		msgs[i] = &answerMsg{a: partOf(a, c.batch, len(l.calls) > 1), wg: &wg}
-		wg.Add(1)
-		c.msg = msgs[i]
-		c.signal()
-		taken++
 	}
 	b.mu.Unlock()
-	wg.Wait()
-	var first error
-	for i, m := range msgs {
-		if m != nil && m.err != nil {
-			lost = appendIDs(lost, l.calls[i])
-			if first == nil {
-				first = m.err
-			}
+	for _, c := range l.calls {
+		if !c.taken { // set above, under b.mu, and only there
+			continue
 		}
+		err := b.apply(c, partOf(a, c.batch, len(l.calls) > 1))
+		b.mu.Lock()
+		c.applied, c.err = true, err
+		c.signal()
+		b.mu.Unlock()
 	}
 	if taken == 0 || (first != nil && len(lost) == ids) {
 		if first == nil {
@@ -606,6 +606,19 @@ func (b *Broker) Answer(queueName, id string, a *wire.Answer) (lost []string, er
 		return nil, first
 	}
 	return lost, nil
+}
+
+// apply applies a call's part of an answer to its batch and returns the
+// call's error; a panic fails the call's ids, as a handler's panic does.
+func (b *Broker) apply(c *call, a *wire.Answer) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			b.log.Error("pull: applying an answer panicked; the batch fails", "queue", c.batch.Queue, "panic", fmt.Sprint(r),
+				"stack", string(debug.Stack()))
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return webhook.ApplyPullAnswer(c.batch, a, b.log)
 }
 
 // appendIDs appends the ids of c's batch to ids.
@@ -706,6 +719,9 @@ func (b *Broker) Stop() {
 		for _, q := range b.queues {
 			if q.sweep != nil {
 				q.sweep.Stop() // the pending calls give their ids back on stop
+			}
+			for _, c := range q.pending {
+				c.signal() // it sees stopped, and gives its ids back
 			}
 		}
 	}

@@ -8,6 +8,9 @@
 // allows, under one lease, the worker answers (Broker.Answer) with a
 // webhook answer, and each call returns its own ids' part of that answer as
 // its outcome, which the shard actor commits as it commits any handler's.
+// The answer applies each call's part itself and wakes the call, so that it
+// does not wait for every call of the lease to be scheduled; a call whose
+// context ended before the answer took it refuses its part.
 //
 // A call's batch is handed to one pull only, and a call is never split, so
 // at most one worker holds an id. A lease has its own

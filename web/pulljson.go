@@ -3,12 +3,14 @@ package web
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"sync"
 	"unicode/utf8"
 
 	"github.com/orderlyhq/orderly/web/apiv1"
+	"github.com/orderlyhq/orderly/webhook/wire"
 )
 
 // The pull routes write their answers by hand, in one buffer: a lease's
@@ -25,19 +27,28 @@ func appendPullLease(dst []byte, l *apiv1.PullLease) ([]byte, error) {
 		return nil, err
 	}
 	dst = append(dst, d...)
-	dst = append(dst, `,"jobs":[`...)
-	for i := range l.Jobs {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		b, err := l.Jobs[i].MarshalJSON()
-		if err != nil {
-			return nil, err
-		}
-		dst = append(dst, b...)
+	dst = append(dst, `,"jobs":`...)
+	// The jobs as a request of no queue writes them, in one buffer (a
+	// job's MarshalJSON would allocate one for each).
+	b, err := wire.Request{Jobs: l.Jobs}.MarshalJSON()
+	if err != nil {
+		return nil, err
 	}
-	return append(dst, "]}"...), nil
+	jobs, ok := bytes.CutPrefix(b, []byte(noQueueJobs))
+	if !ok || len(jobs) == 0 || jobs[len(jobs)-1] != '}' {
+		return nil, errRequestShape
+	}
+	dst = append(dst, jobs[:len(jobs)-1]...)
+	return append(dst, '}'), nil
 }
+
+// noQueueJobs opens what wire.Request.MarshalJSON writes for a request of
+// no queue: its jobs' array follows, then the closing brace.
+const noQueueJobs = `{"queue":"","shard":0,"jobs":`
+
+// errRequestShape is never seen: wire.Request.MarshalJSON writes
+// noQueueJobs first.
+var errRequestShape = errors.New("web: a request's JSON does not open as expected")
 
 // appendPullAnswered appends a as encoding/json writes an
 // apiv1.PullAnswered.

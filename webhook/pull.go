@@ -171,3 +171,7 @@ func ApplyPullAnswer(b *orderly.Batch, a *wire.Answer, logger *slog.Logger) erro
 // PullJobs returns the jobs of b in the shape of a webhook request's jobs
 // (wire.Job), for a pull worker.
 func PullJobs(b *orderly.Batch) []wire.Job { return requestOf(b).Jobs }
+
+// AppendPullJobs appends what PullJobs returns to dst: a lease of many
+// calls gathers their jobs in one slice.
+func AppendPullJobs(dst []wire.Job, b *orderly.Batch) []wire.Job { return appendJobs(dst, b) }

@@ -97,3 +97,25 @@ func TestDecodePullAnswerNext(t *testing.T) {
 		}
 	}
 }
+
+// AppendPullJobs appends to what the slice holds the jobs PullJobs
+// returns, payloads and all.
+func TestAppendPullJobs(t *testing.T) {
+	t.Parallel()
+	at := time.Unix(1790000000, 125_000_000)
+	b := &orderly.Batch{Queue: "q", Jobs: []orderly.Job{
+		{ID: "a", RetryCount: -1, PerformAt: at, Payloads: []orderly.Payload{{Data: []byte(`1`), Score: 1}, {Data: []byte(`2`), Score: 2, Headers: map[string]string{"k": "v"}}}},
+		{ID: "b", RetryCount: 2, Error: "boom", Payloads: []orderly.Payload{{Data: []byte(`"x"`), Score: 3}}},
+	}}
+	first := PullJobs(&orderly.Batch{Queue: "q", Jobs: []orderly.Job{{ID: "z", Payloads: []orderly.Payload{{Data: []byte(`0`)}}}}})
+	got := AppendPullJobs(first, b)
+	want := append(PullJobs(&orderly.Batch{Queue: "q", Jobs: []orderly.Job{{ID: "z", Payloads: []orderly.Payload{{Data: []byte(`0`)}}}}}), PullJobs(b)...)
+	if len(got) != 3 || got[0].ID != "z" || got[1].ID != "a" || got[2].Error != "boom" || len(got[1].Payloads) != 2 {
+		t.Fatalf("got %+v", got)
+	}
+	gj, _ := json.Marshal(got)
+	wj, _ := json.Marshal(want)
+	if string(gj) != string(wj) {
+		t.Fatalf("got %s, want %s", gj, wj)
+	}
+}

@@ -10,25 +10,31 @@ import (
 // requestOf is the Request that delivers b. Its jobs' payloads share one
 // slice, and their bytes are b's.
 func requestOf(b *orderly.Batch) wire.Request {
-	r := wire.Request{Queue: b.Queue, Shard: b.Shard, Jobs: make([]wire.Job, len(b.Jobs))}
+	return wire.Request{Queue: b.Queue, Shard: b.Shard, Jobs: appendJobs(make([]wire.Job, 0, len(b.Jobs)), b)}
+}
+
+// appendJobs appends the jobs of b, as a request delivers them, to dst.
+// Their payloads share one allocation.
+func appendJobs(dst []wire.Job, b *orderly.Batch) []wire.Job {
 	n := 0
 	for _, j := range b.Jobs {
 		n += len(j.Payloads)
 	}
 	payloads := make([]wire.Payload, n)
-	for i, j := range b.Jobs {
+	for _, j := range b.Jobs {
 		ps := payloads[:len(j.Payloads):len(j.Payloads)]
 		payloads = payloads[len(j.Payloads):]
 		for k, p := range j.Payloads {
 			ps[k] = wire.Payload(p)
 		}
-		r.Jobs[i] = wire.Job{ID: j.ID, RetryCount: j.RetryCount, PerformAt: unixSeconds(j.PerformAt), Error: j.Error, Payloads: ps}
+		w := wire.Job{ID: j.ID, RetryCount: j.RetryCount, PerformAt: unixSeconds(j.PerformAt), Error: j.Error, Payloads: ps}
 		if j.Stateful() {
-			r.Jobs[i].Stateful, r.Jobs[i].State, r.Jobs[i].Version = true, j.State(), j.StateVersion()
-			r.Jobs[i].Timer = j.Timer()
+			w.Stateful, w.State, w.Version = true, j.State(), j.StateVersion()
+			w.Timer = j.Timer()
 		}
+		dst = append(dst, w)
 	}
-	return r
+	return dst
 }
 
 // unixSeconds converts t to float unix seconds; the zero time is 0. Adding

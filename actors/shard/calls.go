@@ -155,7 +155,7 @@ type groupCall struct {
 }
 
 func newCallGroup(n, calls int, pool *callPool) *callGroup {
-	g := &callGroup{pool: pool, slots: make(chan struct{}, n), calls: make([]groupCall, calls)}
+	g := &callGroup{pool: pool, slots: make(chan struct{}, n), calls: pool.takeCalls(calls)}
 	for i := range g.calls {
 		g.calls[i].g = g
 	}
@@ -206,6 +206,10 @@ func (g *callGroup) wait(out *processed) {
 		}
 		out.merge(p)
 	}
+	// out holds copies of what the calls recorded: their records go back
+	// to the pool for the next window.
+	g.pool.putCalls(g.calls)
+	g.calls = nil
 }
 
 // merge adds what one call recorded on p to the window's outcome.
@@ -240,6 +244,36 @@ type callPool struct {
 	mu      sync.Mutex        // guards what follows
 	idle    []chan *groupCall // each an idle goroutine's (cap 1)
 	stopped bool
+	// spare are the call records of the last concurrent window, zeroed,
+	// for the next one: a window of a hundred calls needs tens of KiB of
+	// them, which a busy shard would otherwise allocate for every window.
+	spare []groupCall
+}
+
+// takeCalls returns n zeroed call records, the spare ones when they are
+// enough.
+func (p *callPool) takeCalls(n int) []groupCall {
+	p.mu.Lock()
+	spare := p.spare
+	if cap(spare) >= n {
+		p.spare = nil
+	}
+	p.mu.Unlock()
+	if cap(spare) < n {
+		return make([]groupCall, n)
+	}
+	return spare[:n]
+}
+
+// putCalls keeps calls, whose calls all returned and whose outcomes were
+// copied, zeroed for the next window.
+func (p *callPool) putCalls(calls []groupCall) {
+	clear(calls)
+	p.mu.Lock()
+	if cap(calls) > cap(p.spare) {
+		p.spare = calls[:0]
+	}
+	p.mu.Unlock()
 }
 
 // run runs gc on an idle goroutine, or on a new one.
@@ -275,7 +309,7 @@ func (p *callPool) loop(gc *groupCall) {
 func (p *callPool) release() {
 	p.mu.Lock()
 	idle := p.idle
-	p.idle = nil
+	p.idle, p.spare = nil, nil
 	p.mu.Unlock()
 	for _, ch := range idle {
 		close(ch)
