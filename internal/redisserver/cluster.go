@@ -169,8 +169,11 @@ func startClusterNode(extra []string) (*Server, error) {
 		"--cluster-node-timeout", "2000",
 	}, extra...)}}
 	var lastErr error
+	lo, hi := staticPorts()
 	for range 20 {
-		port := 20000 + rand.IntN(35000)
+		// Both ports below the ephemeral range (FreePort): the bus port
+		// is the client port + 10000.
+		port := lo + rand.IntN(max(hi-10000-lo, 1))
 		if !portFree(port) || !portFree(port+10000) || !handedOut.claim(port) || !handedOut.claim(port+10000) {
 			continue
 		}

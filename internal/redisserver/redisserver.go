@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -118,12 +119,20 @@ func (ps *portSet) claim(port int) bool {
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago and
-// that no earlier call in this process returned.
+// that no earlier call in this process returned. It is taken below the
+// system's ephemeral port range (staticPorts), so that no outgoing
+// connection of this or another process takes it before the caller binds
+// it; without room there, it is one the kernel offers.
 func FreePort() (int, error) {
-	handedOut.mu.Lock()
-	defer handedOut.mu.Unlock()
-	if handedOut.ports == nil {
-		handedOut.ports = make(map[int]bool)
+	lo, hi := staticPorts()
+	for range 200 {
+		if hi <= lo {
+			break
+		}
+		port := lo + rand.IntN(hi-lo)
+		if portFree(port) && handedOut.claim(port) {
+			return port, nil
+		}
 	}
 	for range 100 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -132,12 +141,27 @@ func FreePort() (int, error) {
 		}
 		port := l.Addr().(*net.TCPAddr).Port
 		l.Close()
-		if !handedOut.ports[port] {
-			handedOut.ports[port] = true
+		if handedOut.claim(port) {
 			return port, nil
 		}
 	}
 	return 0, errors.New("redisserver: free port: every port offered was handed out before")
+}
+
+// staticPorts returns the ports [lo, hi) the test servers and nodes listen
+// on: from 10000 up to the start of the kernel's ephemeral range
+// (net.ipv4.ip_local_port_range; 32768 when unknown), from which outgoing
+// connections take their ports.
+func staticPorts() (int, int) {
+	hi := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				hi = n
+			}
+		}
+	}
+	return 10000, hi
 }
 
 func (s *Server) launch() error {
