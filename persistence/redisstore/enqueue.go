@@ -3,9 +3,11 @@ package redisstore
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -120,6 +122,46 @@ func (s *Store) relayFirst(sh persistence.QueueShape, queue string, jobs []persi
 	return first, later
 }
 
+// notRelayedTo returns the jobs idx of a relay that a drained shard has not
+// taken before it was drained: those whose outbox entry is after the
+// source's relay mark there (all of them for a plain enqueue). The others
+// were written into the shard and moved with its ids; sent to their new
+// shard too, they would be handed over twice (docs/storage.md section 11).
+func (s *Store) notRelayedTo(ctx context.Context, queue string, shard int, from relayFrom, idx []int) ([]int, error) {
+	if from.source == "" {
+		return idx, nil
+	}
+	meta := s.keysOf(persistence.ShardRef{Queue: queue, Shard: shard}).keys[kMeta]
+	mark, err := s.rdb.HGet(ctx, meta, "relay:"+from.source).Result()
+	if errors.Is(err, redis.Nil) {
+		return idx, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("relay mark of %s/%d: %w", queue, shard, err)
+	}
+	out := idx[:0:0]
+	for _, i := range idx {
+		if streamAfter(from.entries[i], mark) {
+			out = append(out, i)
+		}
+	}
+	return out, nil
+}
+
+// streamAfter reports whether stream id a ("<ms>-<seq>") comes after b.
+func streamAfter(a, b string) bool {
+	ams, aseq, _ := strings.Cut(a, "-")
+	bms, bseq, _ := strings.Cut(b, "-")
+	am, _ := strconv.ParseUint(ams, 10, 64)
+	bm, _ := strconv.ParseUint(bms, 10, 64)
+	if am != bm {
+		return am > bm
+	}
+	as, _ := strconv.ParseUint(aseq, 10, 64)
+	bs, _ := strconv.ParseUint(bseq, 10, 64)
+	return as > bs
+}
+
 // reshardRetries is how often an enqueue follows a reshard's redirections
 // before it gives up with ErrResharding: with sealedWait's waits, about 20 s
 // for a sealed shard whose owner died before it was drained (a new owner
@@ -196,7 +238,11 @@ func (s *Store) enqueueOnce(ctx context.Context, r enqueueRun, jobs []persistenc
 		case err == nil:
 		case redis.HasErrorPrefix(err, "RESHARDED"):
 			s.markMoved(r.queue, calls[i].shard)
-			again = append(again, parts[i]...)
+			part, err := s.notRelayedTo(ctx, r.queue, calls[i].shard, from, parts[i])
+			if err != nil {
+				return 0, nil, false, fmt.Errorf("redisstore: enqueue to %s: %w", r.queue, err)
+			}
+			again = append(again, part...)
 		case redis.HasErrorPrefix(err, "SEALED"):
 			sealed = true
 			again = append(again, parts[i]...)

@@ -97,3 +97,44 @@ func TestRelayAcrossAReshardLosesNoEmit(t *testing.T) {
 		require.Contains(t, got, "emit-"+map[string]string{a: "a", b: "b"}[id], "the emit to %s was written", id)
 	}
 }
+
+// A relay that wrote an emit into a shard being drained, and runs again
+// (its outbox trim failed) once that shard is drained, does not hand the
+// emit to the id's new shard a second time: the drained shard's relay mark
+// says it took it, and it moved with the shard's ids.
+func TestRelayAgainAfterAReshardHandsNoEmitTwice(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.NewServer(t, redistest.Options{}).Client(t)
+	relayer, err := redisstore.New(rdb, nil)
+	require.NoError(t, err)
+	owner, err := redisstore.New(rdb, nil)
+	require.NoError(t, err)
+	require.NoError(t, relayer.RegisterQueue(ctx, persistence.QueueSpec{Name: "dst", Shards: 2}))
+	sh, err := owner.Reshard(ctx, "dst", 3)
+	require.NoError(t, err)
+	_, err = relayer.Shape(ctx, "dst")
+	require.NoError(t, err)
+	emit := []persistence.NewJob{{ID: "a", Payload: []byte("emit-a")}}
+	require.NoError(t, relayer.EnqueueRelay(ctx, "dst", "src/0", []string{"5-0"}, emit))
+	drainShard(t, owner, "dst", sh.From.Shard("a"))
+
+	// The emit moved to a's new shard; it is handled there.
+	l, _, err := owner.AcquireShard(ctx, persistence.ShardRef{Queue: "dst", Shard: sh.Current.Shard("a")}, "n", 10*time.Second)
+	require.NoError(t, err)
+	res, err := owner.Advance(ctx, l, persistence.AdvanceRequest{NextSeq: 1, Fetch: 10, MaxRetryCount: 3})
+	require.NoError(t, err)
+	require.NotNil(t, res.Batch)
+	require.Equal(t, "a", res.Batch.Jobs[0].ID)
+	_, err = owner.Advance(ctx, l, persistence.AdvanceRequest{Settle: res.Batch.Seq, NextSeq: 2, MaxRetryCount: 3})
+	require.NoError(t, err)
+
+	// The relay runs again with the same entry.
+	require.NoError(t, relayer.EnqueueRelay(ctx, "dst", "src/0", []string{"5-0"}, emit))
+	_, err = relayer.GetJob(ctx, "dst", "a")
+	require.ErrorIs(t, err, persistence.ErrNotFound, "the emit was handed over again")
+	// A later entry goes through.
+	require.NoError(t, relayer.EnqueueRelay(ctx, "dst", "src/0", []string{"6-0"}, []persistence.NewJob{{ID: "a", Payload: []byte("next")}}))
+	info, err := relayer.GetJob(ctx, "dst", "a")
+	require.NoError(t, err)
+	require.Len(t, info.Queued.Payloads, 1)
+}

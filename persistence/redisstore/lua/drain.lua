@@ -30,7 +30,8 @@
 -- the shard (meta "xs" = "s": enqueues wait) and
 -- its entry is the final one: "c" with "" and the counters (fld(name)
 -- fld(value) each), for one new shard, and "k" with "" and the marks
--- (tick:*, relay:*, hw) for every new shard. The counters leave the
+-- (tick:*, hw) for every new shard. The relay marks stay: a relay sent
+-- back by the drained shard (RESHARDED) reads them there (enqueue.go). The counters leave the
 -- shard's meta.
 --
 -- Returns:
@@ -229,7 +230,7 @@ if n == 0 then
     if COUNTERS[f] then
       counters[#counters + 1] = fld(f) .. fld(x)
       del[#del + 1] = f
-    elseif f == "hw" or string.sub(f, 1, 5) == "tick:" or string.sub(f, 1, 6) == "relay:" then
+    elseif f == "hw" or string.sub(f, 1, 5) == "tick:" then
       marks[#marks + 1] = fld(f) .. fld(x)
     end
   end

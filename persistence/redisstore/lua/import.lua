@@ -28,8 +28,7 @@
 --   "a" an attempt history: kept unless the id has one here
 --   "d" a dedup key: its window end, the later one winning
 --   "c" counters: added to this shard's
---   "k" marks: tick:* and hw keep the larger number, relay:* the later
---       stream id
+--   "k" marks: tick:* and hw keep the larger number
 --
 -- Returns the number of items merged (0 for an entry imported before).
 -- Publishes the shard number when a job came.
@@ -45,15 +44,6 @@ local C = cold()
 local function num_max(f, x)
   local cur = redis.call("HGET", K.meta, f)
   if not cur or tonumber(x) > tonumber(cur) then redis.call("HSET", K.meta, f, x) end
-end
-
--- stream_after reports whether stream id a comes after stream id b.
-local function stream_after(a, b)
-  local ams, aseq = string.match(a, "^(%d+)-(%d+)$")
-  local bms, bseq = string.match(b, "^(%d+)-(%d+)$")
-  if not ams or not bms then return false end
-  ams, bms = tonumber(ams), tonumber(bms)
-  return ams > bms or (ams == bms and tonumber(aseq) > tonumber(bseq))
 end
 
 -- pairs_of reads fld(name) fld(value) pairs.
@@ -145,15 +135,7 @@ for i = 6, #ARGV, 3 do
   elseif kind == "c" then
     for _, p in ipairs(pairs_of(data)) do redis.call("HINCRBY", K.meta, p[1], p[2]) end
   elseif kind == "k" then
-    for _, p in ipairs(pairs_of(data)) do
-      local f, x = p[1], p[2]
-      if string.sub(f, 1, 6) == "relay:" then
-        local cur = redis.call("HGET", K.meta, f)
-        if not cur or stream_after(x, cur) then redis.call("HSET", K.meta, f, x) end
-      else
-        num_max(f, x)
-      end
-    end
+    for _, p in ipairs(pairs_of(data)) do num_max(p[1], p[2]) end
   end
 end
 redis.call("HSET", K.meta, mark, ARGV[3])
