@@ -69,12 +69,14 @@ func (s *Store) enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 		pending[i] = i
 	}
 	dups := 0
+	back := map[int]bool{} // a relay's jobs a drained shard sent back
 	for attempt := 0; ; attempt++ {
+		r := enqueueRun{queue: queue, shape: sh, mode: mode, now: s.now(), relay: from.source != "", back: back}
 		send, later := pending, []int(nil)
 		if from.source != "" {
-			send, later = s.relayFirst(sh, queue, jobs, pending)
+			send, later = s.relayFirst(r, jobs, pending)
 		}
-		d, again, sealed, err := s.enqueueOnce(ctx, enqueueRun{queue: queue, shape: sh, mode: mode, now: s.now()}, jobs, send, from)
+		d, again, sealed, err := s.enqueueOnce(ctx, r, jobs, send, from)
 		dups += d
 		if err != nil || len(again)+len(later) == 0 {
 			return dups, err
@@ -88,8 +90,12 @@ func (s *Store) enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 					return dups, fmt.Errorf("redisstore: enqueue to %s: %w", queue, err)
 				}
 			}
+			gen := sh.Current.Gen
 			if sh, err = s.refreshShape(ctx, queue); err != nil {
 				return dups, err
+			}
+			if sh.Current.Gen != gen {
+				clear(back) // another reshard: back to the rule
 			}
 		}
 		// In outbox order again (a relay's calls depend on it).
@@ -99,18 +105,19 @@ func (s *Store) enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 }
 
 // relayFirst splits a relay's jobs while a reshard runs: those routed to
-// the drained generation go first, the others after them. A relay mark is
-// per target shard: were a job sent to its new shard beside an earlier
-// entry its old shard then sends back (RESHARDED), the new shard's mark
-// would already be past that entry, which would be skipped there. Sent
-// after, the new shard gets both in one call, in outbox order.
-func (s *Store) relayFirst(sh persistence.QueueShape, queue string, jobs []persistence.NewJob, pending []int) ([]int, []int) {
-	if !sh.Resharding() {
+// the drained generation go first, the others (those a drained shard sent
+// back) after them. A relay mark is per target shard: were a job sent to its
+// new shard beside an earlier entry its old shard then sends back
+// (RESHARDED), the new shard's mark would already be past that entry, which
+// would be skipped there. Sent after, the new shard gets both in one call,
+// in outbox order.
+func (s *Store) relayFirst(r enqueueRun, jobs []persistence.NewJob, pending []int) ([]int, []int) {
+	if !r.shape.Resharding() {
 		return pending, nil
 	}
 	var first, later []int
 	for _, i := range pending {
-		if _, gen := s.route(sh, queue, jobs[i].ID); gen == sh.From.Gen {
+		if _, gen := s.routeJob(r, jobs, i); gen == r.shape.From.Gen {
 			first = append(first, i)
 		} else {
 			later = append(later, i)
@@ -120,6 +127,21 @@ func (s *Store) relayFirst(sh persistence.QueueShape, queue string, jobs []persi
 		return later, nil
 	}
 	return first, later
+}
+
+// routeJob returns the shard and generation job i goes to (route). While a
+// reshard runs, a relay's jobs go to their old shards, drained or not,
+// until one sends them back: a drained shard's relay mark then says which it
+// took before (notRelayedTo), so that a relay that runs again hands no emit
+// twice.
+func (s *Store) routeJob(r enqueueRun, jobs []persistence.NewJob, i int) (int, int) {
+	if r.back != nil && r.relay && r.shape.Resharding() {
+		if r.back[i] {
+			return r.shape.Current.Shard(jobs[i].ID), r.shape.Current.Gen
+		}
+		return r.shape.From.Shard(jobs[i].ID), r.shape.From.Gen
+	}
+	return s.route(r.shape, r.queue, jobs[i].ID)
 }
 
 // notRelayedTo returns the jobs idx of a relay that a drained shard has not
@@ -180,6 +202,8 @@ type enqueueRun struct {
 	shape persistence.QueueShape
 	mode  string
 	now   string
+	relay bool         // the outbox relay's (relayFrom set)
+	back  map[int]bool // a relay's jobs a drained shard sent back (routeJob)
 }
 
 // enqueueOnce sends the jobs idx, grouped by shard, and returns the
@@ -190,7 +214,7 @@ func (s *Store) enqueueOnce(ctx context.Context, r enqueueRun, jobs []persistenc
 	byShard := make(map[target][]int)
 	var order []target
 	for _, i := range pending {
-		sh, gen := s.route(r.shape, r.queue, jobs[i].ID)
+		sh, gen := s.routeJob(r, jobs, i)
 		t := target{sh, gen}
 		if _, ok := byShard[t]; !ok {
 			order = append(order, t)
@@ -241,6 +265,9 @@ func (s *Store) enqueueOnce(ctx context.Context, r enqueueRun, jobs []persistenc
 			part, err := s.notRelayedTo(ctx, r.queue, calls[i].shard, from, parts[i])
 			if err != nil {
 				return 0, nil, false, fmt.Errorf("redisstore: enqueue to %s: %w", r.queue, err)
+			}
+			for _, j := range part {
+				r.back[j] = true
 			}
 			again = append(again, part...)
 		case redis.HasErrorPrefix(err, "SEALED"):

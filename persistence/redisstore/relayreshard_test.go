@@ -128,7 +128,14 @@ func TestRelayAgainAfterAReshardHandsNoEmitTwice(t *testing.T) {
 	_, err = owner.Advance(ctx, l, persistence.AdvanceRequest{Settle: res.Batch.Seq, NextSeq: 2, MaxRetryCount: 3})
 	require.NoError(t, err)
 
-	// The relay runs again with the same entry.
+	// The relayer learns that a's old shard is drained (a plain enqueue
+	// there is sent on), then the relay runs again with the same entry.
+	require.NoError(t, relayer.Enqueue(ctx, "dst", []persistence.NewJob{{ID: "a", Payload: []byte("plain")}}))
+	res, err = owner.Advance(ctx, l, persistence.AdvanceRequest{NextSeq: 3, Fetch: 10, MaxRetryCount: 3})
+	require.NoError(t, err)
+	require.NotNil(t, res.Batch, "the plain job reached a's new shard")
+	_, err = owner.Advance(ctx, l, persistence.AdvanceRequest{Settle: res.Batch.Seq, NextSeq: 4, MaxRetryCount: 3})
+	require.NoError(t, err)
 	require.NoError(t, relayer.EnqueueRelay(ctx, "dst", "src/0", []string{"5-0"}, emit))
 	_, err = relayer.GetJob(ctx, "dst", "a")
 	require.ErrorIs(t, err, persistence.ErrNotFound, "the emit was handed over again")
