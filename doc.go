@@ -24,7 +24,7 @@
 //		node, err := orderly.NewNode(store, &orderly.Config{
 //			Workers: []orderly.Worker{{
 //				Queue:     "orders",
-//				Shards:    8,  // fixed for the life of the queue
+//				Shards:    8,  // at creation; `orderly queues reshard` changes it online
 //				BatchSize: 10, // up to 10 distinct ids per call
 //				Handler: func(ctx context.Context, b *orderly.Batch) error {
 //					failed := map[string]error{}
