@@ -55,8 +55,16 @@ func TestReshard(t *testing.T) {
 	require.Equal(t, "shards", field)
 	require.Contains(t, msg, "from 3 to 5 shards")
 
-	// Listings meet ids on their way: 503, retry shortly.
+	// Listings and lookups show the ids wherever they are.
 	a = e.do("GET", "/api/v1/queues/q/jobs", "")
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	for _, id := range []string{"a", "b", "c", "d"} {
+		require.Contains(t, a.body, `"id":"`+id+`"`)
+		g := e.do("GET", "/api/v1/queues/q/jobs/"+id, "")
+		require.Equal(t, http.StatusOK, g.status, g.body)
+	}
+	// Changes to an id still in its old shard: 503, retry shortly.
+	a = e.do("DELETE", "/api/v1/queues/q/jobs/a", "")
 	require.Equal(t, http.StatusServiceUnavailable, a.status, a.body)
 	require.Equal(t, "1", a.header.Get("Retry-After"))
 	msg, _ = a.errorBody(t)

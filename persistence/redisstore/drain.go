@@ -47,8 +47,14 @@ func (s *Store) DrainShard(ctx context.Context, lease persistence.Lease, limit i
 	if entry == "" {
 		return persistence.DrainResult{}, nil
 	}
+	if s.drainStage != nil {
+		s.drainStage("exported")
+	}
 	if err := s.importEntry(ctx, lease.ShardRef, seq, entry); err != nil {
 		return persistence.DrainResult{}, err
+	}
+	if s.drainStage != nil {
+		s.drainStage("imported")
 	}
 	if err := run(ctx, s.rdb, scriptDrain, sk.keys, s.now(), lease.Token, "ack", seq).Err(); err != nil {
 		return persistence.DrainResult{}, s.drainErr(lease, err)

@@ -12,6 +12,11 @@ import (
 // is used.
 func SetAfterOutboxRead(s *Store, f func()) { s.afterOutboxRead = f }
 
+// SetDrainStage makes DrainShard call f after it exported an entry
+// ("exported") and after it imported it ("imported"). Call it before the
+// store is used.
+func SetDrainStage(s *Store, f func(stage string)) { s.drainStage = f }
+
 // SetEpochClockOffset makes the store's acquisitions read Redis's clock
 // offset by d for their epochs, as on a master whose clock is behind (d <
 // 0). Call it while no other call runs.

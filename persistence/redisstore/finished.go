@@ -41,38 +41,12 @@ type finishedRow struct {
 // ListFinished implements persistence.FinishedStore: a page of each shard
 // (finished.lua), merged by (finished_at, id).
 func (s *Store) ListFinished(ctx context.Context, queue string, opts persistence.ListOptions) (persistence.FinishedPage, error) {
-	byID := opts.Order == persistence.OrderID
-	if opts.Order != "" && opts.Order != persistence.OrderFinishedAt && !byID {
-		return persistence.FinishedPage{}, invalid("order", "%q is not one of finished_at, id", opts.Order)
-	}
-	if opts.Order == "" {
-		opts.Order = persistence.OrderFinishedAt
-	}
-	switch {
-	case opts.Limit == 0:
-		opts.Limit = persistence.DefaultListLimit
-	case opts.Limit < 0 || opts.Limit > persistence.MaxListLimit:
-		return persistence.FinishedPage{}, invalid("limit", "must be between 1 and %d", persistence.MaxListLimit)
-	}
-	lo, hi, err := finishedBounds(opts.Min, opts.Max)
-	if byID {
-		lo, hi, err = opts.Min, opts.Max, nil
-		if len(lo) > persistence.MaxIDBytes || len(hi) > persistence.MaxIDBytes {
-			return persistence.FinishedPage{}, invalid("min", "longer than %d bytes", persistence.MaxIDBytes)
-		}
-	}
+	opts, lo, hi, cid, cat, err := finishedQuery(opts)
 	if err != nil {
 		return persistence.FinishedPage{}, err
 	}
-	var cid, cat string
-	if opts.Cursor != "" {
-		c, err := decodeCursor(opts.Cursor)
-		if err != nil || c.order != opts.Order || c.rev != opts.Rev {
-			return persistence.FinishedPage{}, invalid("cursor", "not a cursor of this listing")
-		}
-		cid, cat = c.id, c.score
-	}
-	shards, err := s.listedRange(ctx, queue)
+	byID := opts.Order == persistence.OrderID
+	shards, err := s.listSourcesOf(ctx, queue)
 	if err != nil {
 		return persistence.FinishedPage{}, err
 	}
@@ -80,28 +54,47 @@ func (s *Store) ListFinished(ctx context.Context, queue string, opts persistence
 	if opts.Rev {
 		rev = "1"
 	}
-	calls := make([]call, shards.Count)
-	for i := range shards.Count {
-		calls[i] = call{s: scriptFinished, keys: s.keys.shard(queue, shards.Base+i).keys,
+	replies, items, err := s.readSources(ctx, queue, shards, "f", func(sh int) call {
+		return call{s: scriptFinished, keys: s.keys.shard(queue, sh).keys,
 			args: []any{"page", rev, opts.Limit + 1, lo, hi, cid, cat, string(opts.Order)}}
-	}
-	cmds := runAll(ctx, s.rdb, calls)
-	if err := firstErr(cmds); err != nil {
+	})
+	if err != nil {
 		return persistence.FinishedPage{}, fmt.Errorf("redisstore: list finished of %s: %w", queue, err)
 	}
 	var rows []finishedRow
-	for _, c := range cmds {
-		flat, _ := c.Slice()
+	seen := map[string]int{}
+	keep := func(id, at, raw string) error {
+		j, err := decodeFinished(id, raw)
+		if err != nil {
+			return fmt.Errorf("redisstore: list finished of %s: %q: %w", queue, id, err)
+		}
+		f, _ := parseScore(at)
+		r := finishedRow{at: at, atF: f, job: j}
+		if i, ok := seen[id]; ok {
+			rows[i] = r // read later: it wins
+			return nil
+		}
+		seen[id] = len(rows)
+		rows = append(rows, r)
+		return nil
+	}
+	for _, c := range replies {
+		if c.round == roundNew && len(items) > 0 {
+			for _, it := range items {
+				if err := keepFinishedEntry(it, opts, lo, hi, cid, cat, keep); err != nil {
+					return persistence.FinishedPage{}, err
+				}
+			}
+			items = nil
+		}
+		flat, _ := c.cmd.Slice()
 		for i := 0; i+2 < len(flat); i += 3 {
 			id, _ := flat[i].(string)
 			at, _ := flat[i+1].(string)
 			raw, _ := flat[i+2].(string)
-			j, err := decodeFinished(id, raw)
-			if err != nil {
-				return persistence.FinishedPage{}, fmt.Errorf("redisstore: list finished of %s: %q: %w", queue, id, err)
+			if err := keep(id, at, raw); err != nil {
+				return persistence.FinishedPage{}, err
 			}
-			f, _ := parseScore(at)
-			rows = append(rows, finishedRow{at: at, atF: f, job: j})
 		}
 	}
 	slices.SortFunc(rows, func(a, b finishedRow) int {
@@ -127,6 +120,80 @@ func (s *Store) ListFinished(ctx context.Context, queue string, opts persistence
 		page.Jobs = append(page.Jobs, r.job)
 	}
 	return page, nil
+}
+
+// finishedQuery checks a finished listing's options and returns them with
+// their defaults, and finished.lua's bounds and cursor (id, finished_at).
+func finishedQuery(opts persistence.ListOptions) (persistence.ListOptions, string, string, string, string, error) {
+	byID := opts.Order == persistence.OrderID
+	if opts.Order != "" && opts.Order != persistence.OrderFinishedAt && !byID {
+		return opts, "", "", "", "", invalid("order", "%q is not one of finished_at, id", opts.Order)
+	}
+	if opts.Order == "" {
+		opts.Order = persistence.OrderFinishedAt
+	}
+	switch {
+	case opts.Limit == 0:
+		opts.Limit = persistence.DefaultListLimit
+	case opts.Limit < 0 || opts.Limit > persistence.MaxListLimit:
+		return opts, "", "", "", "", invalid("limit", "must be between 1 and %d", persistence.MaxListLimit)
+	}
+	lo, hi, err := finishedBounds(opts.Min, opts.Max)
+	if byID {
+		lo, hi, err = opts.Min, opts.Max, nil
+		if len(lo) > persistence.MaxIDBytes || len(hi) > persistence.MaxIDBytes {
+			return opts, "", "", "", "", invalid("min", "longer than %d bytes", persistence.MaxIDBytes)
+		}
+	}
+	if err != nil {
+		return opts, "", "", "", "", err
+	}
+	var cid, cat string
+	if opts.Cursor != "" {
+		c, err := decodeCursor(opts.Cursor)
+		if err != nil || c.order != opts.Order || c.rev != opts.Rev {
+			return opts, "", "", "", "", invalid("cursor", "not a cursor of this listing")
+		}
+		cid, cat = c.id, c.score
+	}
+	return opts, lo, hi, cid, cat, nil
+}
+
+// keepFinishedEntry hands a finished record of an export entry (item
+// data fld(finished_at) record) to keep when finished.lua's page would
+// hold it: within the bounds and after the cursor.
+func keepFinishedEntry(it entryItem, opts persistence.ListOptions, lo, hi, cid, cat string, keep func(id, at, raw string) error) error {
+	r := fieldReader{s: it.data}
+	at, err := r.next()
+	if err != nil {
+		return fmt.Errorf("export entry item %q: %w", it.id, err)
+	}
+	raw := it.data[r.pos:]
+	if opts.Order == persistence.OrderID {
+		b := idBounds{lo: lo, loIn: true, hi: hi, hiIn: true}
+		if !b.within(it.id) || (cid != "" && (opts.Rev && it.id >= cid || !opts.Rev && it.id <= cid)) {
+			return nil
+		}
+		return keep(it.id, at, raw)
+	}
+	f, err := parseScore(at)
+	if err != nil {
+		return fmt.Errorf("export entry item %q: %w", it.id, err)
+	}
+	b := indexBounds{rev: opts.Rev}
+	if lo != "-inf" {
+		b.lo = lo
+	}
+	if hi != "+inf" {
+		b.hi = hi
+	}
+	if cid != "" {
+		b.cur = &cursor{score: cat, id: cid}
+	}
+	if !b.admits(f, it.id) {
+		return nil
+	}
+	return keep(it.id, at, raw)
 }
 
 func cmpFloat(a, b float64) int {

@@ -11,13 +11,35 @@ import (
 
 // GetJob implements persistence.Inspector: the record, its overflow and the
 // in-flight record are read by one script, so they are consistent.
+// While a reshard moves the id, the lookup reads its old shard, its way
+// and its new shard (getMoving). A lookup that finds nothing reads the
+// queue's shape again and, if a reshard began or ended meanwhile, looks
+// again.
 func (s *Store) GetJob(ctx context.Context, queue, id string) (persistence.JobInfo, error) {
-	sh, err := s.homeOf(ctx, queue, id)
+	info, err := s.getJob(ctx, queue, id)
+	if errors.Is(err, persistence.ErrNotFound) && s.shapeChanged(ctx, queue) {
+		info, err = s.getJob(ctx, queue, id)
+	}
+	return info, err
+}
+
+func (s *Store) getJob(ctx context.Context, queue, id string) (persistence.JobInfo, error) {
+	old, sh, err := s.lookupShards(ctx, queue, id)
 	if err != nil {
 		return persistence.JobInfo{}, err
 	}
 	if err := persistence.ValidateID(id, -1); err != nil {
 		return persistence.JobInfo{}, err
+	}
+	if old >= 0 {
+		if mode, err := s.mode(ctx); err != nil || mode == modeUpgrading {
+			return persistence.JobInfo{}, errors.Join(err, fmt.Errorf("%w: %s/%d", persistence.ErrResharding, queue, old))
+		}
+		v, home, err := s.getMoving(ctx, queue, id, old, sh)
+		if err != nil {
+			return persistence.JobInfo{}, fmt.Errorf("redisstore: get job %s/%s: %w", queue, id, err)
+		}
+		return jobInfoOf(queue, id, home, v)
 	}
 	// Move the id's layout 1 entry first, so that the lookup shows it merged
 	// as the actions will find it; a shard a node of the previous release
@@ -39,6 +61,11 @@ func (s *Store) GetJob(ctx context.Context, queue, id string) (persistence.JobIn
 	if err != nil {
 		return persistence.JobInfo{}, fmt.Errorf("redisstore: get job %s/%s: %w", queue, id, err)
 	}
+	return jobInfoOf(queue, id, sh, v)
+}
+
+// jobInfoOf decodes a get.lua reply of a lookup of id in shard sh.
+func jobInfoOf(queue, id string, sh int, v []any) (persistence.JobInfo, error) {
 	info := persistence.JobInfo{Queue: queue, Shard: sh}
 	if raw, _ := v[0].(string); raw != "" {
 		rec, err := decodeRecord(raw, false)

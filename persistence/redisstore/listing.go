@@ -25,6 +25,9 @@ type listEntry struct {
 	sort  string
 	sortF float64
 	rec   record
+	// sh is the shard the row was read from; -1 for a row of an export
+	// entry (listreshard.go), whose record holds every payload it has.
+	sh int
 }
 
 type listQuery struct {
@@ -187,7 +190,7 @@ func morgueEntryOf(e listEntry, npay int) persistence.MorgueEntry {
 // list returns one page of a listing, merged across the queue's shards, and
 // the cursor of the next page.
 func (s *Store) list(ctx context.Context, queue string, q listQuery) ([]listEntry, string, error) {
-	shards, err := s.listedRange(ctx, queue)
+	shards, err := s.listSourcesOf(ctx, queue)
 	if err != nil {
 		return nil, "", err
 	}
@@ -244,7 +247,7 @@ func sortRows(rows []listEntry, byID, rev bool) {
 }
 
 // indexPage reads a page of list.lua's view from every shard and merges them.
-func (s *Store) indexPage(ctx context.Context, queue string, shards persistence.ShardRange, q listQuery, view, lo, hi string, cur *cursor) ([]listEntry, bool, error) {
+func (s *Store) indexPage(ctx context.Context, queue string, shards listSources, q listQuery, view, lo, hi string, cur *cursor) ([]listEntry, bool, error) {
 	rev := "0"
 	if q.opts.Rev {
 		rev = "1"
@@ -253,19 +256,24 @@ func (s *Store) indexPage(ctx context.Context, queue string, shards persistence.
 	if cur != nil {
 		hasCursor, cs, cm = "1", cur.score, cur.id
 	}
-	calls := make([]call, shards.Count)
-	for i := range shards.Count {
-		calls[i] = call{s: scriptList, keys: s.keys.shard(queue, shards.Base+i).keys, args: []any{
+	replies, items, err := s.readSources(ctx, queue, shards, viewKind(q.view), func(sh int) call {
+		return call{s: scriptList, keys: s.keys.shard(queue, sh).keys, args: []any{
 			view, rev, lo, hi, strconv.Itoa(q.opts.Limit), hasCursor, cs, cm, strconv.Itoa(q.opts.Payloads)}}
-	}
-	cmds := runAll(ctx, s.rdb, calls)
-	if err := firstErr(cmds); err != nil {
+	})
+	if err != nil {
 		return nil, false, err
 	}
 	var all []listEntry
 	more := false
-	for _, c := range cmds {
-		v, _ := c.Slice()
+	for _, c := range replies {
+		if c.round == roundNew && len(items) > 0 {
+			rows, err := entryIndexRows(items, view, indexBounds{lo: lo, hi: hi, cur: cur, rev: q.opts.Rev})
+			if err != nil {
+				return nil, false, err
+			}
+			all, items = append(all, rows...), nil
+		}
+		v, _ := c.cmd.Slice()
 		if len(v) >= q.opts.Limit {
 			more = true
 		}
@@ -274,8 +282,12 @@ func (s *Store) indexPage(ctx context.Context, queue string, shards persistence.
 			if err != nil {
 				return nil, false, err
 			}
+			e.sh = c.sh
 			all = append(all, e)
 		}
+	}
+	if shards.resharding() {
+		all = lastReadWins(all)
 	}
 	sortRows(all, false, q.opts.Rev)
 	if len(all) > q.opts.Limit {
@@ -313,7 +325,7 @@ func (s *Store) parseRow(row any, morgue bool) (listEntry, error) {
 // retryPage pages through the queue by retry count: the fresh band
 // (retry count -1, in id order, from a scan) and the failed band (the
 // retries index), in order.
-func (s *Store) retryPage(ctx context.Context, queue string, shards persistence.ShardRange, q listQuery) ([]listEntry, bool, error) {
+func (s *Store) retryPage(ctx context.Context, queue string, shards listSources, q listQuery) ([]listEntry, bool, error) {
 	lo, hi := math.Inf(-1), math.Inf(1)
 	if q.opts.Min != "" {
 		lo, _ = strconv.ParseFloat(q.opts.Min, 64)
@@ -387,20 +399,50 @@ func (s *Store) retryPage(ctx context.Context, queue string, shards persistence.
 // scanPage pages through a records hash in id order: every shard's hash is
 // scanned (scan.lua, bounded calls), keeping the best ids seen; the bounds
 // sent with each call tighten as the page fills. O(records) per page.
-func (s *Store) scanPage(ctx context.Context, queue string, shards persistence.ShardRange, q listQuery, freshOnly bool) ([]listEntry, bool, error) {
+// While a reshard runs, the drained generation's shards are scanned to
+// their end first, then their export entries read, then the current
+// generation's shards scanned (listreshard.go).
+func (s *Store) scanPage(ctx context.Context, queue string, shards listSources, q listQuery, freshOnly bool) ([]listEntry, bool, error) {
 	// Exact lookups (min = max) read the one record.
 	if q.opts.Min != "" && q.opts.Min == q.opts.Max && q.cursor == nil {
 		return s.exactRow(ctx, queue, shards, q, freshOnly)
 	}
 	b := boundsOf(q)
 	top := &topIDs{limit: q.opts.Limit, rev: q.opts.Rev}
-	pending := make([]shardScan, shards.Count)
-	for i := range shards.Count {
-		pending[i] = shardScan{sh: shards.Base + i, cursor: "0"}
+	if shards.resharding() {
+		if err := s.scanShards(ctx, queue, shardsIn(shards.from), top, q, b, freshOnly); err != nil {
+			return nil, false, err
+		}
+		items, err := s.exportEntries(ctx, queue, shards.from, viewKind(q.view))
+		if err != nil {
+			return nil, false, err
+		}
+		for _, it := range items {
+			if err := top.addEntry(it, b, freshOnly); err != nil {
+				return nil, false, err
+			}
+		}
+	}
+	if err := s.scanShards(ctx, queue, shardsIn(shards.cur), top, q, b, freshOnly); err != nil {
+		return nil, false, err
+	}
+	more := len(top.rows) > top.limit
+	if more {
+		top.rows = top.rows[:top.limit]
+	}
+	return top.rows, more, nil
+}
+
+// scanShards scans the records hashes of the given shards to their end,
+// keeping the best rows in top.
+func (s *Store) scanShards(ctx context.Context, queue string, shards []int, top *topIDs, q listQuery, b idBounds, freshOnly bool) error {
+	pending := make([]shardScan, len(shards))
+	for i, sh := range shards {
+		pending[i] = shardScan{sh: sh, cursor: "0"}
 	}
 	for len(pending) > 0 {
 		if err := ctx.Err(); err != nil {
-			return nil, false, err
+			return err
 		}
 		calls := make([]call, len(pending))
 		for i, p := range pending {
@@ -408,13 +450,13 @@ func (s *Store) scanPage(ctx context.Context, queue string, shards persistence.S
 		}
 		cmds := runAll(ctx, s.rdb, calls)
 		if err := firstErr(cmds); err != nil {
-			return nil, false, err
+			return err
 		}
 		var next []shardScan
 		for i, c := range cmds {
-			nc, err := top.take(c, q.view == "m")
+			nc, err := top.take(c, pending[i].sh, q.view == "m")
 			if err != nil {
-				return nil, false, err
+				return err
 			}
 			if nc != "0" {
 				next = append(next, shardScan{sh: pending[i].sh, cursor: nc})
@@ -422,11 +464,7 @@ func (s *Store) scanPage(ctx context.Context, queue string, shards persistence.S
 		}
 		pending = next
 	}
-	more := len(top.rows) > top.limit
-	if more {
-		top.rows = top.rows[:top.limit]
-	}
-	return top.rows, more, nil
+	return nil
 }
 
 // shardScan is a shard still to scan and where its scan stands.
@@ -488,9 +526,9 @@ func (t *topIDs) scanArgs(view, cursor string, b idBounds, freshOnly bool) []any
 	return []any{view, cursor, strconv.Itoa(scanCount), b.lo, flag(b.loIn), b.hi, flag(b.hiIn), flag(freshOnly)}
 }
 
-// take keeps the rows of one scan.lua reply that make the page, and
-// returns the shard's next cursor ("0": done).
-func (t *topIDs) take(c *redis.Cmd, morgue bool) (string, error) {
+// take keeps the rows of one scan.lua reply of shard sh that make the
+// page, and returns the shard's next cursor ("0": done).
+func (t *topIDs) take(c *redis.Cmd, sh int, morgue bool) (string, error) {
 	v, _ := c.Slice()
 	if len(v) == 0 {
 		return "", errors.New("unexpected scan reply")
@@ -499,28 +537,68 @@ func (t *topIDs) take(c *redis.Cmd, morgue bool) (string, error) {
 	for j := 1; j+1 < len(v); j += 2 {
 		id, _ := v[j].(string)
 		raw, _ := v[j+1].(string)
-		if len(t.rows) > t.limit && !t.before(id, t.rows[t.limit].id) {
+		if !t.makes(id) {
 			continue
 		}
 		rec, err := decodeRecord(raw, morgue)
 		if err != nil {
 			return "", err
 		}
-		pos, _ := slices.BinarySearchFunc(t.rows, id, func(e listEntry, id string) int {
-			if e.id == id {
-				return 0
-			}
-			if t.before(e.id, id) {
-				return -1
-			}
-			return 1
-		})
-		t.rows = slices.Insert(t.rows, pos, listEntry{id: id, sort: "0", rec: rec})
-		if len(t.rows) > t.limit+1 {
-			t.rows = t.rows[:t.limit+1]
-		}
+		t.add(listEntry{id: id, sort: "0", rec: rec, sh: sh})
 	}
 	return next, nil
+}
+
+// makes reports whether id can make the page: the page is not full yet
+// or id comes before its last row.
+func (t *topIDs) makes(id string) bool {
+	return len(t.rows) <= t.limit || t.before(id, t.rows[t.limit].id)
+}
+
+// add keeps row e; a row of the same id read before is replaced.
+func (t *topIDs) add(e listEntry) {
+	pos, found := slices.BinarySearchFunc(t.rows, e.id, func(r listEntry, id string) int {
+		if r.id == id {
+			return 0
+		}
+		if t.before(r.id, id) {
+			return -1
+		}
+		return 1
+	})
+	if found {
+		t.rows[pos] = e
+		return
+	}
+	t.rows = slices.Insert(t.rows, pos, e)
+	if len(t.rows) > t.limit+1 {
+		t.rows = t.rows[:t.limit+1]
+	}
+}
+
+// addEntry keeps a queued job or morgue entry of an export entry when it
+// is within the bounds (scan.lua's rules) and makes the page.
+func (t *topIDs) addEntry(it entryItem, b idBounds, freshOnly bool) error {
+	if !b.within(it.id) || !t.makes(it.id) {
+		return nil
+	}
+	rec, err := decodeRecord(it.data, it.kind == "m")
+	if err != nil {
+		return fmt.Errorf("export entry item %q: %w", it.id, err)
+	}
+	if freshOnly && rec.rc != persistence.FreshRetryCount {
+		return nil
+	}
+	t.add(listEntry{id: it.id, sort: "0", rec: rec, sh: -1})
+	return nil
+}
+
+// within reports whether id is within the bounds.
+func (b idBounds) within(id string) bool {
+	if b.lo != "" && (id < b.lo || (id == b.lo && !b.loIn)) {
+		return false
+	}
+	return b.hi == "" || id < b.hi || (id == b.hi && b.hiIn)
 }
 
 func flag(b bool) string {
@@ -530,66 +608,102 @@ func flag(b bool) string {
 	return "0"
 }
 
-// exactRow is the listing of one id (min = max): a lookup.
-func (s *Store) exactRow(ctx context.Context, queue string, shards persistence.ShardRange, q listQuery, freshOnly bool) ([]listEntry, bool, error) {
+// exactRow is the listing of one id (min = max): a lookup. While a
+// reshard runs the id's old shard is read, then its export entry, then
+// its new shard; the last read that holds it wins.
+func (s *Store) exactRow(ctx context.Context, queue string, shards listSources, q listQuery, freshOnly bool) ([]listEntry, bool, error) {
 	id := q.opts.Min
-	sh := shards.Shard(id)
-	v, err := run(ctx, s.rdb, scriptGet, s.keys.shard(queue, sh).keys, id, q.view, "0", "0").Slice()
-	if err != nil {
+	var found *listEntry
+	read := func(sh int) error {
+		v, err := run(ctx, s.rdb, scriptGet, s.keys.shard(queue, sh).keys, id, q.view, "0", "0").Slice()
+		if err != nil {
+			return err
+		}
+		if raw, _ := v[0].(string); raw != "" {
+			rec, err := decodeRecord(raw, q.view == "m")
+			if err != nil {
+				return err
+			}
+			found = &listEntry{id: id, sort: "0", rec: rec, sh: sh}
+		}
+		return nil
+	}
+	if shards.resharding() {
+		old := shards.from.Shard(id)
+		if err := read(old); err != nil {
+			return nil, false, err
+		}
+		items, err := s.exportEntries(ctx, queue, persistence.ShardRange{Gen: shards.from.Gen, Base: old, Count: 1}, viewKind(q.view))
+		if err != nil {
+			return nil, false, err
+		}
+		for _, it := range items {
+			if it.id != id {
+				continue
+			}
+			rec, err := decodeRecord(it.data, q.view == "m")
+			if err != nil {
+				return nil, false, fmt.Errorf("export entry item %q: %w", id, err)
+			}
+			found = &listEntry{id: id, sort: "0", rec: rec, sh: -1}
+		}
+	}
+	if err := read(shards.cur.Shard(id)); err != nil {
 		return nil, false, err
 	}
-	raw, _ := v[0].(string)
-	if raw == "" {
+	if found == nil || (freshOnly && found.rec.rc != persistence.FreshRetryCount) {
 		return nil, false, nil
 	}
-	rec, err := decodeRecord(raw, q.view == "m")
-	if err != nil {
-		return nil, false, err
-	}
-	if freshOnly && rec.rc != persistence.FreshRetryCount {
-		return nil, false, nil
-	}
-	return []listEntry{{id: id, sort: "0", rec: rec}}, false, nil
+	return []listEntry{*found}, false, nil
 }
 
 // fillPayloads completes the rows whose listing wants more payloads than
-// their records hold inline, reading their overflow.
-func (s *Store) fillPayloads(ctx context.Context, queue string, shards persistence.ShardRange, q listQuery, rows []listEntry) error {
-	var calls []call
+// their records hold inline, reading their overflow from the shard the row
+// was read from (a row that moved on meanwhile, while a reshard runs, is
+// read from its shard of the current generation).
+func (s *Store) fillPayloads(ctx context.Context, queue string, shards listSources, q listQuery, rows []listEntry) error {
 	var idx []int
 	for i, e := range rows {
 		have := len(e.rec.shown())
-		if e.rec.count() > have && q.opts.Payloads > have {
-			sh := shards.Shard(e.id)
-			calls = append(calls, call{s: scriptGet, keys: s.keys.shard(queue, sh).keys,
-				args: []any{e.id, q.view, strconv.Itoa(q.opts.Payloads), "0"}})
+		if e.sh >= 0 && e.rec.count() > have && q.opts.Payloads > have {
 			idx = append(idx, i)
 		}
 	}
-	if len(calls) == 0 {
-		return nil
-	}
-	cmds := runAll(ctx, s.rdb, calls)
-	if err := firstErr(cmds); err != nil {
-		return err
-	}
-	for j, c := range cmds {
-		v, _ := c.Slice()
-		raw, _ := v[0].(string)
-		if raw == "" {
-			continue
+	for pass := 0; pass < 2 && len(idx) > 0; pass++ {
+		calls := make([]call, len(idx))
+		for j, i := range idx {
+			calls[j] = call{s: scriptGet, keys: s.keys.shard(queue, rows[i].sh).keys,
+				args: []any{rows[i].id, q.view, strconv.Itoa(q.opts.Payloads), "0"}}
 		}
-		rec, err := decodeRecord(raw, q.view == "m")
-		if err != nil {
+		cmds := runAll(ctx, s.rdb, calls)
+		if err := firstErr(cmds); err != nil {
 			return err
 		}
-		flat, _ := v[1].([]any)
-		ps, err := payloadsOf(flat)
-		if err != nil {
-			return err
+		var again []int
+		for j, c := range cmds {
+			v, _ := c.Slice()
+			i := idx[j]
+			raw, _ := v[0].(string)
+			if raw == "" {
+				if cur := shards.cur.Shard(rows[i].id); shards.resharding() && rows[i].sh != cur {
+					rows[i].sh = cur
+					again = append(again, i)
+				}
+				continue
+			}
+			rec, err := decodeRecord(raw, q.view == "m")
+			if err != nil {
+				return err
+			}
+			flat, _ := v[1].([]any)
+			ps, err := payloadsOf(flat)
+			if err != nil {
+				return err
+			}
+			rec.more = ps
+			rows[i].rec = rec
 		}
-		rec.more = ps
-		rows[idx[j]].rec = rec
+		idx = again
 	}
 	return nil
 }
@@ -640,23 +754,4 @@ func jobOf(e listEntry, npay int) persistence.Job {
 		PerformAt: persistence.FromUnixSeconds(e.rec.at), RetryCount: e.rec.rc, Error: e.rec.err,
 		Priority: e.rec.priority,
 	}
-}
-
-// listedRange returns the shards a listing reads: the queue's one
-// generation. While a reshard runs an id may be in two shards at once, in
-// part, so the listings that merge shards refuse with ErrResharding.
-func (s *Store) listedRange(ctx context.Context, queue string) (persistence.ShardRange, error) {
-	sh, err := s.shapeOf(ctx, queue)
-	if err != nil {
-		return persistence.ShardRange{}, err
-	}
-	if sh.Resharding() {
-		if sh, err = s.refreshShape(ctx, queue); err != nil {
-			return persistence.ShardRange{}, err
-		}
-	}
-	if sh.Resharding() {
-		return persistence.ShardRange{}, fmt.Errorf("%w: %s is moving to %d shards", persistence.ErrResharding, queue, sh.Current.Count)
-	}
-	return sh.Current, nil
 }

@@ -16,17 +16,20 @@ import (
 // deleted state's tombstone "\x00" fld(version).
 
 // GetState implements persistence.StateStore.
+// While a reshard moves the id, its old shard, its way and its new shard
+// are read (stateMoving). An id without a state makes the lookup read the
+// queue's shape again and, if a reshard began or ended meanwhile, look
+// again.
 func (s *Store) GetState(ctx context.Context, queue, id string) (persistence.State, error) {
-	sk, err := s.stateKeys(ctx, queue, id)
-	if err != nil {
-		return persistence.State{}, err
+	v, found, err := s.getState(ctx, queue, id)
+	if err == nil && !found && s.shapeChanged(ctx, queue) {
+		v, found, err = s.getState(ctx, queue, id)
 	}
-	v, err := s.rdb.HGet(ctx, sk.keys[kState], id).Result()
 	if err != nil {
-		if errors.Is(err, redis.Nil) {
-			return persistence.State{}, nil
-		}
 		return persistence.State{}, fmt.Errorf("redisstore: get state %s/%s: %w", queue, id, err)
+	}
+	if !found {
+		return persistence.State{}, nil
 	}
 	st, err := decodeState(v)
 	if err != nil {
@@ -54,6 +57,44 @@ func (s *Store) DeleteState(ctx context.Context, queue, id string, expected int6
 		return false, fmt.Errorf("redisstore: delete state %s/%s: %w", queue, id, err)
 	}
 	return v > 0, nil
+}
+
+// getState reads id's entry of the state hash: found false when it has
+// none.
+func (s *Store) getState(ctx context.Context, queue, id string) (string, bool, error) {
+	old, sh, err := s.lookupShards(ctx, queue, id)
+	if err != nil {
+		return "", false, err
+	}
+	if err := persistence.ValidateID(id, -1); err != nil {
+		return "", false, err
+	}
+	hget := func(sh int) (string, bool, error) {
+		v, err := s.rdb.HGet(ctx, s.keys.shard(queue, sh).keys[kState], id).Result()
+		if errors.Is(err, redis.Nil) {
+			return "", false, nil
+		}
+		return v, err == nil, err
+	}
+	if old < 0 {
+		return hget(sh)
+	}
+	v, found, err := hget(old)
+	if err != nil {
+		return "", false, err
+	}
+	items, err := s.entryOf(ctx, queue, old, id)
+	if err != nil {
+		return "", false, err
+	}
+	if e, ok := items["s"]; ok {
+		v, found = e, true
+	}
+	nv, nfound, err := hget(sh)
+	if err != nil || nfound {
+		return nv, nfound, err
+	}
+	return v, found, nil
 }
 
 func (s *Store) stateKeys(ctx context.Context, queue, id string) (shardKeys, error) {

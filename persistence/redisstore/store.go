@@ -142,6 +142,10 @@ type Store struct {
 	// afterOutboxRead, set only by tests (export_test.go) before any call,
 	// runs in RelayOutbox between reading the outbox and relaying it.
 	afterOutboxRead func()
+	// drainStage, set only by tests (export_test.go) before any call, is
+	// called by DrainShard after it exported an entry ("exported") and
+	// after it imported it ("imported"), before the entry is confirmed.
+	drainStage func(stage string)
 }
 
 var _ persistence.Store = (*Store)(nil)

@@ -21,6 +21,7 @@ var reshardTests = []testCase{
 	{"Reshard_OneAtATimeAndBackAgain", testReshardOneAtATime, needReshard},
 	{"Reshard_MovesTheFirstDueFirst", testReshardFirstDueFirst, needReshard},
 	{"Reshard_RelaysTheOutboxFirst", testReshardOutboxFirst, needReshard | needFeed},
+	{"Reshard_ListingsShowEveryIDOnce", testReshardListingsWhole, needReshard | needAdmin | needFinished},
 }
 
 // resharder returns the store's Resharder role (the case declared
