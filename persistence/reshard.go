@@ -3,9 +3,7 @@ package persistence
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
-	"strings"
 )
 
 // Errors of online resharding (docs/contract.md §3.17).
@@ -95,67 +93,6 @@ func (s QueueShape) String() string {
 
 func formatRange(r ShardRange) string {
 	return strconv.Itoa(r.Gen) + "," + strconv.Itoa(r.Base) + "," + strconv.Itoa(r.Count)
-}
-
-// ParseQueueShape reads a shape spelled as QueueShape.String does.
-func ParseQueueShape(v string) (QueueShape, error) {
-	if n, err := strconv.Atoi(v); err == nil {
-		if ValidateShards(n) != nil {
-			return QueueShape{}, fmt.Errorf("persistence: shard count %q out of range", v)
-		}
-		return QueueShape{Current: ShardRange{Gen: 1, Count: n}}, nil
-	}
-	cur, from, two := strings.Cut(v, ";")
-	var s QueueShape
-	var err error
-	if s.Current, err = parseRange(cur); err != nil {
-		return QueueShape{}, fmt.Errorf("persistence: queue shape %q: %w", v, err)
-	}
-	if two {
-		if s.From, err = parseRange(from); err != nil {
-			return QueueShape{}, fmt.Errorf("persistence: queue shape %q: %w", v, err)
-		}
-		if s.From.Gen >= s.Current.Gen || overlap(s.From, s.Current) {
-			return QueueShape{}, fmt.Errorf("persistence: queue shape %q: generations out of order or overlapping", v)
-		}
-	}
-	return s, nil
-}
-
-func parseRange(v string) (ShardRange, error) {
-	parts := strings.Split(v, ",")
-	if len(parts) != 3 {
-		return ShardRange{}, errors.New("want gen,base,count")
-	}
-	var n [3]int
-	for i, p := range parts {
-		x, err := strconv.Atoi(p)
-		if err != nil || x < 0 {
-			return ShardRange{}, fmt.Errorf("bad number %q", p)
-		}
-		n[i] = x
-	}
-	r := ShardRange{Gen: n[0], Base: n[1], Count: n[2]}
-	if r.Gen < 1 || ValidateShards(r.Count) != nil || r.Base+r.Count > 2*MaxShards {
-		return ShardRange{}, fmt.Errorf("generation %d of shards %d..%d out of range", r.Gen, r.Base, r.Base+r.Count-1)
-	}
-	return r, nil
-}
-
-func overlap(a, b ShardRange) bool { return a.Base < b.Base+b.Count && b.Base < a.Base+a.Count }
-
-// NextShape returns the shape a reshard of s to count shards starts: the
-// next generation, on the lowest shard numbers that no shard of s.Current
-// uses, draining s.Current.
-func NextShape(s QueueShape, count int) QueueShape {
-	base := 0
-	if count > s.Current.Base {
-		base = s.Current.Base + s.Current.Count
-	}
-	return QueueShape{
-		Current: ShardRange{Gen: s.Current.Gen + 1, Base: base, Count: count},
-		From:    s.Current,
-	}
 }
 
 // DrainResult is what one DrainShard step did.

@@ -36,7 +36,7 @@ func (s *Store) refreshShape(ctx context.Context, queue string) (persistence.Que
 	if err != nil {
 		return persistence.QueueShape{}, fmt.Errorf("redisstore: look up queue %s: %w", queue, err)
 	}
-	sh, err := persistence.ParseQueueShape(v)
+	sh, err := parseShape(v)
 	if err != nil {
 		return persistence.QueueShape{}, fmt.Errorf("redisstore: queue %s: %w", queue, err)
 	}
@@ -110,7 +110,7 @@ func (s *Store) Shapes(ctx context.Context, queues ...string) ([]persistence.Que
 		if !ok {
 			return nil, fmt.Errorf("%w: %s", persistence.ErrUnknownQueue, q)
 		}
-		if out[i], err = persistence.ParseQueueShape(v); err != nil {
+		if out[i], err = parseShape(v); err != nil {
 			return nil, fmt.Errorf("redisstore: queue %s: %w", q, err)
 		}
 		s.cacheShape(q, out[i])
@@ -143,7 +143,7 @@ func (s *Store) Reshard(ctx context.Context, queue string, shards int) (persiste
 	if cur.Current.Count == shards {
 		return cur, nil
 	}
-	next := persistence.NextShape(cur, shards)
+	next := nextShape(cur, shards)
 	dw, err := s.rdb.HGet(ctx, s.keysOf(persistence.ShardRef{Queue: queue, Shard: cur.Current.Base}).keys[kMeta], "dw").Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return cur, fmt.Errorf("redisstore: reshard %s: %w", queue, err)

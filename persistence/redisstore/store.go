@@ -245,7 +245,7 @@ func (s *Store) RegisterQueue(ctx context.Context, spec persistence.QueueSpec) e
 	if err != nil {
 		return fmt.Errorf("redisstore: register queue %s: %w", spec.Name, err)
 	}
-	shape, err := persistence.ParseQueueShape(got)
+	shape, err := parseShape(got)
 	if err != nil {
 		return fmt.Errorf("redisstore: register queue %s: %w", spec.Name, err)
 	}
@@ -311,7 +311,7 @@ func (s *Store) Queues(ctx context.Context) ([]persistence.QueueSpec, error) {
 	}
 	out := make([]persistence.QueueSpec, 0, len(m))
 	for name, v := range m {
-		sh, err := persistence.ParseQueueShape(v)
+		sh, err := parseShape(v)
 		if err != nil {
 			continue
 		}
