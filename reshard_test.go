@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderlyhq/orderly"
@@ -89,10 +90,24 @@ func TestReshardWhileANodeServes(t *testing.T) {
 		sh, err := e.store.Reshard(e.ctx, "rs", n)
 		require.NoError(t, err)
 		require.True(t, sh.Resharding())
+		listings := 0
 		require.Eventually(t, func() bool {
 			st, err := e.store.ReshardStatus(e.ctx, "rs")
+			if err == nil && st.Shape.Resharding() {
+				// Listings work throughout, each id once.
+				listings++
+				page, err := e.store.ListJobs(e.ctx, "rs", persistence.ListOptions{Order: persistence.OrderID, Limit: 1000})
+				if assert.NoError(t, err, "a listing while the reshard runs") {
+					seen := map[string]bool{}
+					for _, j := range page.Jobs {
+						assert.False(t, seen[j.ID], "%s listed twice", j.ID)
+						seen[j.ID] = true
+					}
+				}
+			}
 			return err == nil && !st.Shape.Resharding()
 		}, 60*time.Second, 10*time.Millisecond, "the node drains the old shards and ends the reshard")
+		t.Logf("reshard to %d: %d listings while it ran", n, listings)
 		sent.Store(0)
 	}
 	wg.Wait()
