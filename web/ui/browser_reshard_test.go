@@ -9,7 +9,7 @@ import (
 
 // docs/contract.md §3.17: a queue being resharded shows its progress on
 // the overview's row and in the queue's header, and neither once it
-// ended; the other queues show none.
+// ended; the other queues show none. Its jobs are listed meanwhile.
 func TestBrowserReshard(t *testing.T) {
 	chromium(t)
 	f := newFixtureTokens(t, "", "", false)
@@ -32,6 +32,8 @@ func TestBrowserReshard(t *testing.T) {
 	require.Equal(t, want, b.text(`#queue-reshard`))
 	require.Contains(t, eval[string](b, `document.querySelector('#queue-reshard').title`), "of 2 drained")
 	b.screenshot("reshard")
+	b.open("/queues/emails")
+	b.waitFor(`document.querySelector('.job[data-id="mail-9"]')`, "a queued job, listed while the reshard runs")
 
 	b.open("/queues/orders/processing")
 	b.waitFor(`document.querySelector('#queue-reshard')?.hidden === true && document.querySelector('.qname')?.textContent === 'orders'`, "no badge on another queue")
