@@ -60,7 +60,9 @@ func parseRange(v string) (persistence.ShardRange, error) {
 	return r, nil
 }
 
-func overlap(a, b persistence.ShardRange) bool { return a.Base < b.Base+b.Count && b.Base < a.Base+a.Count }
+func overlap(a, b persistence.ShardRange) bool {
+	return a.Base < b.Base+b.Count && b.Base < a.Base+a.Count
+}
 
 // nextShape returns the shape a reshard of s to count shards starts: the
 // next generation, on the lowest shard numbers that no shard of s.Current
@@ -75,4 +77,3 @@ func nextShape(s persistence.QueueShape, count int) persistence.QueueShape {
 		From:    s.Current,
 	}
 }
-
