@@ -66,7 +66,8 @@ type Worker struct {
 	// persistence.MaxBatchSize; a shard caps it at MaxPayloadsPerCall. A shard's
 	// window starts at Prefetch and doubles while its fetches come back
 	// full and its calls are quick (a window's calls together under
-	// 20 ms); it shrinks back when fetches come back short, when calls are
+	// 20 ms; when ConcurrentCalls runs all its calls at once, under 20 ms
+	// for each Prefetch ids of it); it shrinks back when fetches come back short, when calls are
 	// slow, and when another shard of the node waits for a permit
 	// (MaxConcurrency). The calls of a longer window share the deadline
 	// bound of a window of Prefetch ids, so a crash holds their ids no

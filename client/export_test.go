@@ -10,8 +10,10 @@ func SetFeedWait(d time.Duration) (restore func()) {
 	return func() { feedWait = old }
 }
 
-// DecodeLease and DecodeNext are decodeLease and decodeNext.
+// DecodeLease, DecodeNext and ReadBody are decodeLease, decodeNext and
+// readBody.
 var (
 	DecodeLease = decodeLease
 	DecodeNext  = decodeNext
+	ReadBody    = readBody
 )

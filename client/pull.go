@@ -305,11 +305,31 @@ func (w *PullWorker) post(ctx context.Context, path string, body []byte) (int, [
 		return 0, nil, fmt.Errorf("client: pull request: %w", err)
 	}
 	defer resp.Body.Close()
-	out, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	out, err := readBody(resp, 64<<20)
 	if err != nil {
 		return 0, nil, fmt.Errorf("client: reading a pull answer: %w", err)
 	}
 	return resp.StatusCode, out, nil
+}
+
+// readBody reads resp's body, at most limit bytes: into one buffer of its
+// Content-Length when it has one (the node's pull answers do; io.ReadAll
+// would grow a buffer several times for a lease of a hundred jobs).
+func readBody(resp *http.Response, limit int64) ([]byte, error) {
+	body := io.LimitReader(resp.Body, limit)
+	if n := resp.ContentLength; n > 0 && n <= limit {
+		out := make([]byte, n+1) // one byte more: a body longer than announced still ends in io.ReadAll
+		k, err := io.ReadFull(body, out)
+		switch {
+		case int64(k) == n && errors.Is(err, io.ErrUnexpectedEOF):
+			return out[:k], nil // all of it, as announced
+		case err != nil:
+			return nil, err // a short body among them
+		}
+		rest, err := io.ReadAll(body)
+		return append(out, rest...), err
+	}
+	return io.ReadAll(body)
 }
 
 func (w *PullWorker) logger() *slog.Logger {

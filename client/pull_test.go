@@ -116,3 +116,48 @@ func TestPullWorkerBadLease(t *testing.T) {
 		require.EqualError(t, err, want)
 	}
 }
+
+// readBody reads a body of a Content-Length into one buffer, as io.ReadAll
+// would read it: all of it, a longer one too, and a short one is an error.
+func TestReadBodyAsReadAll(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		body    string
+		length  int64
+		want    string
+		wantErr bool
+	}{
+		{body: `{"lease":"a"}`, length: 13, want: `{"lease":"a"}`},
+		{body: `{"lease":"a"}`, length: -1, want: `{"lease":"a"}`},
+		{body: `{"lease":"a"}xx`, length: 13, want: `{"lease":"a"}xx`},
+		{body: `{"lea`, length: 13, wantErr: true},
+	} {
+		resp := &http.Response{Body: io.NopCloser(&shortReader{s: c.body, short: c.length > int64(len(c.body))}), ContentLength: c.length}
+		got, err := client.ReadBody(resp, 1<<20)
+		if c.wantErr {
+			require.Error(t, err, c.body)
+			continue
+		}
+		require.NoError(t, err, c.body)
+		require.Equal(t, c.want, string(got))
+	}
+}
+
+// shortReader reads s, then io.ErrUnexpectedEOF when short (a body that
+// ended before its Content-Length, as net/http reports it), else io.EOF.
+type shortReader struct {
+	s     string
+	short bool
+}
+
+func (r *shortReader) Read(p []byte) (int, error) {
+	if r.s == "" {
+		if r.short {
+			return 0, io.ErrUnexpectedEOF
+		}
+		return 0, io.EOF
+	}
+	n := copy(p, r.s)
+	r.s = r.s[n:]
+	return n, nil
+}

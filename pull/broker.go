@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/orderlyhq/orderly"
@@ -127,12 +128,14 @@ type call struct {
 	back     bool          // under Broker.mu: given back unpulled
 	// taken is set, under Broker.mu, when an answer took the call (its
 	// context had not ended): the answer's part is applied to batch by
-	// the answer, then applied is set and err is what the call returns;
-	// from taken on, the call waits for applied whatever its context
-	// does.
-	taken, applied bool
-	err            error  // under Broker.mu: the call's error once applied
-	gone           string // under Broker.mu: why the call ended before an answer
+	// the answer, which then sets err, what the call returns, and then
+	// applied, which the call reads without Broker.mu (err is written
+	// before applied, and read after it); from taken on, the call waits
+	// for applied whatever its context does.
+	taken   bool
+	applied atomic.Bool
+	err     error
+	gone    string // under Broker.mu: why the call ended before an answer
 }
 
 // signal wakes c's handler goroutine.
@@ -209,21 +212,33 @@ func (b *Broker) handle(ctx context.Context, q *queue, batch *orderly.Batch) err
 	// The end of ctx wakes the call too: every wait below is on wake and
 	// on ctx.Done (a call's context is its own, its Done channel made for
 	// this wait; an AfterFunc would register one more child per call).
+	// The call waits first: offer queued it or handed it to a pull, and
+	// whatever changes for it next (an answer applied, its lease's
+	// deadline, a sweep, Stop) signals wake. An answer applied is seen
+	// without Broker.mu, which every call of every pull queue shares.
 	done := ctx.Done()
 	for {
-		// Signals coalesce (wake holds one): every field is read before
+		select {
+		case <-c.wake:
+		case <-done:
+			done = nil // ended: the checks below see it from now on
+		}
+		if c.applied.Load() {
+			return c.err
+		}
+		// Signals coalesce (wake holds one): every field is read after
 		// each wait.
 		b.mu.Lock()
 		if c.lease != nil {
+			end, err := b.heldLocked(ctx, c)
 			b.mu.Unlock()
-			return b.held(ctx, done, c)
+			if end {
+				return err
+			}
+			continue
 		}
 		if !c.back && !b.stopped && ctx.Err() == nil {
 			b.mu.Unlock()
-			select { // Stop wakes the pending calls
-			case <-c.wake:
-			case <-done:
-			}
 			continue
 		}
 		b.unofferLocked(q, c)
@@ -244,37 +259,22 @@ func (b *Broker) leaseOf(q *queue) time.Duration {
 	return DefaultLease
 }
 
-// held waits for the answer of a pulled call, its lease's deadline (both
-// signal wake) or the end of its context (done).
-func (b *Broker) held(ctx context.Context, done <-chan struct{}, c *call) error {
-	for {
-		// Signals coalesce (wake holds one): every field is read before
-		// each wait.
-		b.mu.Lock()
-		switch {
-		case c.applied:
-			b.mu.Unlock()
-			return c.err
-		case c.taken:
-			// The answer applies its part: the call waits for it.
-			b.mu.Unlock()
-			<-c.wake
-			continue
-		case c.gone != "":
-			b.mu.Unlock()
-			return fmt.Errorf("lease %s: %w", c.lease.id, errLeaseExpired)
-		case ctx.Err() != nil:
-			b.endLockedCall(c, reasonOf(ctx))
-			b.mu.Unlock()
-			return fmt.Errorf("pull: %w", context.Cause(ctx))
-		}
-		b.mu.Unlock()
-		select {
-		case <-c.wake:
-		case <-done:
-			done = nil // ended: the check above sees it from now on
-		}
+// heldLocked checks a pulled call woken by its signal or the end of its
+// context: end reports that the call returns err; otherwise it waits on.
+func (b *Broker) heldLocked(ctx context.Context, c *call) (end bool, err error) {
+	switch {
+	case c.applied.Load():
+		return true, c.err
+	case c.taken:
+		// The answer applies its part: the call waits for it.
+		return false, nil
+	case c.gone != "":
+		return true, fmt.Errorf("lease %s: %w", c.lease.id, errLeaseExpired)
+	case ctx.Err() != nil:
+		b.endLockedCall(c, reasonOf(ctx))
+		return true, fmt.Errorf("pull: %w", context.Cause(ctx))
 	}
+	return false, nil
 }
 
 // reasonOf is why a call's context ended.
@@ -593,11 +593,9 @@ func (b *Broker) Answer(queueName, id string, a *wire.Answer) (lost []string, er
 		if !c.taken { // set above, under b.mu, and only there
 			continue
 		}
-		err := b.apply(c, partOf(a, c.batch, len(l.calls) > 1))
-		b.mu.Lock()
-		c.applied, c.err = true, err
+		c.err = b.apply(c, partOf(a, c.batch, len(l.calls) > 1))
+		c.applied.Store(true) // after err: the call reads err once it sees applied
 		c.signal()
-		b.mu.Unlock()
 	}
 	if taken == 0 || (first != nil && len(lost) == ids) {
 		if first == nil {

@@ -3,7 +3,7 @@ package web
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
+	"math"
 	"net/http"
 	"strconv"
 	"sync"
@@ -22,33 +22,19 @@ func appendPullLease(dst []byte, l *apiv1.PullLease) ([]byte, error) {
 	dst = append(dst, `{"lease":`...)
 	dst = appendJSONString(dst, l.Lease)
 	dst = append(dst, `,"deadline":`...)
-	d, err := json.Marshal(l.Deadline)
+	dst, err := appendJSONFloat(dst, l.Deadline)
 	if err != nil {
 		return nil, err
 	}
-	dst = append(dst, d...)
 	dst = append(dst, `,"jobs":`...)
-	// The jobs as a request of no queue writes them, in one buffer (a
-	// job's MarshalJSON would allocate one for each).
-	b, err := wire.Request{Jobs: l.Jobs}.MarshalJSON()
+	// The jobs in this buffer (a job's MarshalJSON would allocate one for
+	// each, a request's one for them all).
+	dst, err = wire.AppendJobs(dst, l.Jobs)
 	if err != nil {
 		return nil, err
 	}
-	jobs, ok := bytes.CutPrefix(b, []byte(noQueueJobs))
-	if !ok || len(jobs) == 0 || jobs[len(jobs)-1] != '}' {
-		return nil, errRequestShape
-	}
-	dst = append(dst, jobs[:len(jobs)-1]...)
 	return append(dst, '}'), nil
 }
-
-// noQueueJobs opens what wire.Request.MarshalJSON writes for a request of
-// no queue: its jobs' array follows, then the closing brace.
-const noQueueJobs = `{"queue":"","shard":0,"jobs":`
-
-// errRequestShape is never seen: wire.Request.MarshalJSON writes
-// noQueueJobs first.
-var errRequestShape = errors.New("web: a request's JSON does not open as expected")
 
 // appendPullAnswered appends a as encoding/json writes an
 // apiv1.PullAnswered.
@@ -73,6 +59,19 @@ func appendPullAnswered(dst []byte, a *apiv1.PullAnswered) ([]byte, error) {
 		}
 	}
 	return append(dst, '}'), nil
+}
+
+// appendJSONFloat appends f as encoding/json writes a float64: a time in
+// unix seconds by strconv, anything else through encoding/json.
+func appendJSONFloat(dst []byte, f float64) ([]byte, error) {
+	if a := math.Abs(f); a >= 1e-6 && a < 1e21 {
+		return strconv.AppendFloat(dst, f, 'f', -1, 64), nil
+	}
+	b, err := json.Marshal(f)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, b...), nil
 }
 
 // appendJSONString appends s as a JSON string: plain ASCII as is,

@@ -28,6 +28,12 @@ func TestPullJSONAsEncodingJSON(t *testing.T) {
 	got, err := appendPullLease(nil, lease)
 	require.NoError(t, err)
 	require.Equal(t, encodingJSON(t, lease), string(got))
+	for _, d := range []float64{0, -0.5, 1e-7, 1e-6, 123456789.001, 1e20, 1e21, 1.7976931348623157e308} {
+		l := &apiv1.PullLease{Lease: "d", Deadline: d, Jobs: []wire.Job{}}
+		got, err := appendPullLease(nil, l)
+		require.NoError(t, err)
+		require.Equal(t, encodingJSON(t, l), string(got), "deadline %v", d)
+	}
 }
 
 // encodingJSON is v as writeJSON writes it, without the newline.

@@ -216,6 +216,7 @@ type harness struct {
 	maxPrefetch int           // ids per fetch while busy [prefetch]
 	maxPayloads int           // max_payloads_per_call [7]
 	callTimeout time.Duration // [shard.DefaultCallTimeout]
+	concurrent  int           // calls of a window at once [1]
 	// storeOverride, when set, is the store the actor talks to (a wrapper
 	// of store).
 	storeOverride persistence.Store
@@ -276,7 +277,7 @@ func (h *harness) start(process shard.Processor) {
 	props := shard.Props(shard.Config{
 		Ref: persistence.ShardRef{Queue: "q", Shard: 1}, Store: st, OnDead: h.onDead, Owner: "n", MaxRetryCount: 25,
 		LeaseTTL: 3 * time.Second, IdlePoll: idlePoll, Poller: h.poller, Process: process, Prefetch: h.prefetch,
-		CallTimeout: h.callTimeout, MaxPayloads: maxPayloads, MaxPrefetch: h.maxPrefetch,
+		CallTimeout: h.callTimeout, MaxPayloads: maxPayloads, MaxPrefetch: h.maxPrefetch, ConcurrentCalls: h.concurrent,
 		Clock: h.clock, Logger: log, Observer: h.obs, Renewer: renewer, Paused: h.paused,
 	})
 	f := &fakeNode{props: props, pid: make(chan *actor.PID, 1), h: h}

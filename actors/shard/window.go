@@ -50,9 +50,26 @@ func (a *Actor) fetchedWindow(asked, got int, more bool) {
 func (a *Actor) ranWindow(m processed, ids int) {
 	cut := len(m.skipped) > 0 || len(m.interrupted) > 0 || m.paused
 	switch {
-	case cut || m.dur >= windowQuick:
+	case cut || m.dur >= a.quickFor(ids):
 		a.window = a.cfg.Prefetch
 	case ids >= a.asked:
 		a.window = min(a.fetchSize()*2, a.cfg.MaxPrefetch)
 	}
+}
+
+// quickFor is how long a window of ids may take and count as quick:
+// windowQuick, or, when its calls all run at once (ConcurrentCalls, a pull
+// queue's calls waiting together for workers), windowQuick for each window
+// of Prefetch ids it stands for. Such a window takes about as long
+// whatever its size (its slowest call), so its size does not lengthen the
+// shard's turn; and its shard is never one that waits for a permit
+// (MaxConcurrency needs one call at a time). Calls slower than that (a
+// worker that takes longer per id than a quick window would) still bring
+// it back to Prefetch.
+func (a *Actor) quickFor(ids int) time.Duration {
+	calls := (ids + a.cfg.BatchSize - 1) / a.cfg.BatchSize
+	if a.cfg.ConcurrentCalls <= 1 || calls > a.cfg.ConcurrentCalls || ids <= a.cfg.Prefetch {
+		return windowQuick
+	}
+	return windowQuick * time.Duration(ids) / time.Duration(a.cfg.Prefetch)
 }

@@ -3,6 +3,7 @@ package shard_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -94,6 +95,40 @@ func TestLongWindowIsBoundedByTime(t *testing.T) {
 	require.Equal(t, 2, maxCalls[2], "the window of 8 counts two calls of deadline")
 	require.Equal(t, []int{2, 4, 8, 2}, sizes[:4], "slow calls bring the window back to Prefetch")
 	require.True(t, h.logs.has("long window ran out of time"))
+}
+
+// A window whose calls all run at once (ConcurrentCalls, a pull queue's
+// waiting calls) takes about as long whatever its size: it counts as quick
+// while it takes no longer than the windows of Prefetch ids it stands for
+// would take together when quick, so that slow calls (a loaded node, a
+// worker's round trip) do not keep it at Prefetch ids; calls slower than
+// that bring it back.
+func TestWindowOfConcurrentCallsGrowsWhileItsTurnIsShortPerWindow(t *testing.T) {
+	t.Parallel()
+	store := &fakeStore{jobs: jobs(numbered("a", 400)...)}
+	h := newHarness(t, store)
+	h.prefetch, h.maxPrefetch, h.maxPayloads, h.concurrent = 10, 100, 1000, 100
+	h.callTimeout = time.Minute
+	var mu sync.Mutex // the calls of a window advance the clock one at a time
+	h.start(func(_ context.Context, b *persistence.Batch) ([]persistence.Failure, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch b.Jobs[0].ID {
+		case "a000", "a010", "a030", "a070", "a150":
+			// One call of each window takes 30 ms: longer than a quick
+			// window of Prefetch ids, and shorter than the ones this
+			// window stands for.
+			h.clock.Advance(30 * time.Millisecond)
+		case "a250":
+			// 250 ms: longer than ten quick windows of Prefetch ids.
+			h.clock.Advance(250 * time.Millisecond)
+		}
+		return nil, nil
+	})
+	h.eventually("the backlog handled and the shard idle", func() bool { return contains(h.seen(), "return") })
+	sizes, _ := fetches(store)
+	require.Equal(t, []int{10, 10, 10, 20, 40, 80, 100, 10, 20, 40, 80, 40}, sizes,
+		"30 ms is slow for a window of 10 (a000, a010), quick for 20 and more (a030, a070, a150); 250 ms is slow for 100 (a250)")
 }
 
 // A shard whose permit goes to another shard (PermitWait: the node's shards

@@ -28,7 +28,7 @@ var pullLangs = []string{"go", "python", "typescript"}
 // run here (no python3, no node, the TypeScript SDK not built).
 func (r *report) pullCommand(lang, api string) (*exec.Cmd, string) {
 	args := []string{"--url", api, "--queue", "bench", "--concurrency", strconv.Itoa(r.cfg.pullConcurrency),
-		"--max-ids", strconv.Itoa(r.cfg.pullMaxIDs)}
+		"--max-ids", strconv.Itoa(r.cfg.pullMaxIDs), "--expect", strconv.Itoa(r.cfg.jobs)}
 	switch lang {
 	case "go":
 		self, err := os.Executable()
@@ -71,7 +71,8 @@ func (r *report) pull(ctx context.Context, round int) error {
 
 // pullRun queues the jobs on a node whose queue is a pull queue, starts the
 // worker and, once it is ready, opens its gate: the clock runs until the
-// queue is empty. The worker then stops gracefully and says what it did.
+// worker has handled every job and the queue is empty. The worker then
+// stops gracefully and says what it did.
 func (r *report) pullRun(ctx context.Context, round int, lang string) error {
 	srv, err := redisserver.Start(redisserver.Options{})
 	if err != nil {
@@ -117,6 +118,13 @@ func (r *report) pullRun(ctx context.Context, round int, lang string) error {
 	}
 	if _, err := io.WriteString(gate, "go\n"); err != nil {
 		return err
+	}
+	// As the webhook runs do: the worker says when its handler has seen
+	// every job, and only then is the queue polled until empty (the last
+	// answers committed), so that polls do not load the node while it
+	// works.
+	if !lines.Scan() || lines.Text() != "handled" {
+		return fmt.Errorf("the worker did not handle every job: %q %v", lines.Text(), lines.Err())
 	}
 	if _, err := n.waitEmpty(10 * time.Minute); err != nil {
 		return err

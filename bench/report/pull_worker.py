@@ -1,7 +1,8 @@
 """The Python pull worker of bench-report's pull runs (sdk/python's Worker).
 
 The protocol of the report's workers (bench/report/pullworker.go): prints
-"ready", pulls from the first line on stdin, stops gracefully at the second
+"ready", pulls from the first line on stdin, prints "handled" once its
+handler has seen --expect jobs (when set), stops gracefully at the second
 line or EOF, and prints {"jobs": n, "leases": m}. Its handler acknowledges
 every id of a window.
 
@@ -31,6 +32,7 @@ def main():
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--max-ids", type=int, default=1)
     ap.add_argument("--wait", type=float, default=5.0)
+    ap.add_argument("--expect", type=int, default=0)
     ap.add_argument("--profile", default="")
     a = ap.parse_args()
     profiles = profile_threads() if a.profile else None
@@ -41,8 +43,11 @@ def main():
 
     def handle(w):
         with lock:
+            before = count["jobs"]
             count["jobs"] += len(w.jobs)
             count["leases"] += 1
+            if a.expect > 0 and before < a.expect <= count["jobs"]:
+                print("handled", flush=True)
 
     worker = Worker(Client(a.url, a.token or None), a.queue, handle, concurrency=a.concurrency,
                     max_ids=a.max_ids, wait=a.wait)

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"sync/atomic"
 	"time"
 
@@ -22,7 +23,8 @@ import (
 // in a process of its own so that its CPU is measured apart; the Python
 // and TypeScript workers (pull_worker.py, pull_worker.mjs) speak the same
 // protocol on stdin and stdout: "ready" once started, then it pulls from
-// the first line on stdin (the gate), stops gracefully at the second line
+// the first line on stdin (the gate), prints "handled" once its handler
+// has seen --expect jobs (when set), stops gracefully at the second line
 // or EOF, and prints its summary, {"jobs": n, "leases": m}. Its handler
 // acknowledges every id of a lease.
 func pullWorker(args []string) error {
@@ -33,6 +35,8 @@ func pullWorker(args []string) error {
 	concurrency := fs.Int("concurrency", 8, "leases held at once")
 	maxIDs := fs.Int("max-ids", 1, "the most ids of a lease")
 	wait := fs.Duration("wait", 5*time.Second, "long-poll bound of a pull")
+	expect := fs.Int64("expect", 0, `print "handled" once this many jobs were handled (0: never)`)
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run (gate to stop) to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -45,13 +49,27 @@ func pullWorker(args []string) error {
 		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Handle: func(_ context.Context, js []wire.Job) (*wire.Answer, error) {
 			leases.Add(1)
-			jobs.Add(int64(len(js)))
+			n := int64(len(js))
+			if got := jobs.Add(n); *expect > 0 && got >= *expect && got-n < *expect {
+				fmt.Println("handled")
+			}
 			return nil, nil
 		}}
 	in := bufio.NewReader(os.Stdin)
 	fmt.Println("ready")
 	if _, err := in.ReadString('\n'); err != nil {
 		return fmt.Errorf("waiting for the gate: %w", err)
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 )
 
@@ -46,26 +47,49 @@ type Job struct {
 // and numbers as encoding/json writes them. Scores and times that are NaN
 // or infinite have no JSON form and are an error.
 func (r Request) MarshalJSON() ([]byte, error) {
-	n := 64 + len(r.Queue)
-	for i := range r.Jobs {
-		n += r.Jobs[i].size()
-	}
-	dst := make([]byte, 0, n)
+	dst := make([]byte, 0, 64+len(r.Queue)+jobsSize(r.Jobs))
 	dst = append(dst, `{"queue":`...)
 	dst = appendString(dst, r.Queue)
 	dst = append(dst, `,"shard":`...)
 	dst = strconv.AppendInt(dst, int64(r.Shard), 10)
-	dst = append(dst, `,"jobs":[`...)
-	for i := range r.Jobs {
+	dst = append(dst, `,"jobs":`...)
+	dst, err := appendJobs(dst, r.Jobs)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, '}'), nil
+}
+
+// AppendJobs appends jobs to dst as the JSON array Request.MarshalJSON
+// writes for them ("[]" when there are none), growing dst at most once:
+// what a pull lease's answer carries, written in the answer's own buffer.
+// Scores and times that are NaN or infinite are an error.
+func AppendJobs(dst []byte, jobs []Job) ([]byte, error) {
+	return appendJobs(slices.Grow(dst, jobsSize(jobs)), jobs)
+}
+
+// jobsSize estimates the length of jobs' JSON array.
+func jobsSize(jobs []Job) int {
+	n := 2
+	for i := range jobs {
+		n += jobs[i].size() + 1
+	}
+	return n
+}
+
+// appendJobs appends jobs' JSON array to dst.
+func appendJobs(dst []byte, jobs []Job) ([]byte, error) {
+	dst = append(dst, '[')
+	for i := range jobs {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		var err error
-		if dst, err = r.Jobs[i].appendJSON(dst); err != nil {
+		if dst, err = jobs[i].appendJSON(dst); err != nil {
 			return nil, err
 		}
 	}
-	return append(dst, `]}`...), nil
+	return append(dst, ']'), nil
 }
 
 // MarshalJSON implements json.Marshaler, writing what Request.MarshalJSON
