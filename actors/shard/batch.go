@@ -184,6 +184,13 @@ func (a *Actor) onAdvanced(c actor.Context, m advanced) {
 		return
 	}
 	a.cur = nil
+	if m.req.Fetch == 0 && a.permit == permitHeld && !a.draining() {
+		// The node granted the permit while a settle-only step ran (the
+		// shard had yielded its turn): the grant is for a fetch, which
+		// step starts now. Given back here, the shard's queued work would
+		// wait for its next poll.
+		return
+	}
 	a.returnPermit(c)
 	if !a.draining() {
 		if !a.work.next.IsZero() {

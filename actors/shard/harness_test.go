@@ -190,8 +190,10 @@ func (f *fakeNode) Receive(c actor.Context) {
 			f.h.event("keep")
 			c.Send(f.shard, shard.PermitGranted{})
 		} else {
-			f.h.event("yield")
+			// Recorded once sent: a test that grants the permit on seeing
+			// "yield" sends after PermitWait is in the shard's mailbox.
 			c.Send(f.shard, shard.PermitWait{})
+			f.h.event("yield")
 		}
 	case shard.Report:
 		f.h.mu.Lock()
