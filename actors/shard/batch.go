@@ -12,6 +12,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/orderlyhq/orderly/internal/clock"
+	"github.com/orderlyhq/orderly/internal/shardctx"
 	"github.com/orderlyhq/orderly/persistence"
 )
 
@@ -102,7 +103,7 @@ func (a *Actor) startAdvance(c actor.Context) {
 		if err == nil && len(res.Dead) > 0 {
 			log.Warn("retries exhausted: payloads moved to the morgue", "ids", len(res.Dead))
 			if cfg.OnDead != nil {
-				callOnDead(hookCtx, cfg.OnDead, res.Dead, log)
+				callOnDead(shardctx.With(hookCtx, cfg.Ref), cfg.OnDead, res.Dead, log)
 				// A hook that returned after its context ended may not
 				// have done its work: the report stays unconfirmed.
 				undone = hookCtx.Err() != nil
@@ -374,7 +375,8 @@ func (cs *callContexts) close() {
 	cs.ctx, cs.cancel, cs.spent = nil, nil, nil
 }
 
-// callOnDead runs the retries-exhausted hook; a panic in it is logged.
+// callOnDead runs the retries-exhausted hook, its context carrying the
+// shard (internal/shardctx); a panic in it is logged.
 func callOnDead(ctx context.Context, fn func(context.Context, []persistence.Job), dead []persistence.Job, log *slog.Logger) {
 	defer func() {
 		if r := recover(); r != nil {

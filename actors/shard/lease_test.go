@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderlyhq/orderly/actors/shard"
+	"github.com/orderlyhq/orderly/internal/shardctx"
 	"github.com/orderlyhq/orderly/persistence"
 )
 
@@ -237,14 +238,20 @@ func (s *deadStore) Advance(ctx context.Context, l persistence.Lease, req persis
 
 // The retries_exhausted hook sees what went to the morgue even when the
 // reply of the Advance that moved it was lost: the actor retries the same
-// request and hands the hook the Dead of the retried reply.
+// request and hands the hook the Dead of the retried reply. The hook's
+// context carries the actor's shard (internal/shardctx).
 func TestDeadReportSurvivesALostAdvanceReply(t *testing.T) {
 	t.Parallel()
 	store := &deadStore{fakeStore: &fakeStore{jobs: jobs("a")}, cache: map[int64]persistence.AdvanceResult{}}
 	h := newHarness(t, store.fakeStore)
 	h.storeOverride = store
 	dead := make(chan []persistence.Job, 4)
-	h.onDead = func(_ context.Context, d []persistence.Job) { dead <- d }
+	h.onDead = func(ctx context.Context, d []persistence.Job) {
+		if ref, ok := shardctx.Of(ctx); !ok || ref != (persistence.ShardRef{Queue: "q", Shard: 1}) {
+			d = nil // the shard is missing: the assertion below fails
+		}
+		dead <- d
+	}
 	h.start(func(_ context.Context, b *persistence.Batch) ([]persistence.Failure, error) {
 		return []persistence.Failure{{ID: b.Jobs[0].ID, Error: "boom", RetryAt: t0}}, nil
 	})
@@ -257,6 +264,7 @@ func TestDeadReportSurvivesALostAdvanceReply(t *testing.T) {
 	next, _ := h.clock.Next()
 	h.clock.Set(next)
 	got := wait(h, dead, "the hook")
+	require.NotNil(t, got, "the hook's context carries its shard")
 	require.Equal(t, []string{"a"}, []string{got[0].ID})
 }
 

@@ -120,7 +120,8 @@ type Config struct {
 	// before the next Advance (which confirms the report). Its context ends
 	// when the lease is dropped or the drain deadline passes; when it
 	// returns after that, the actor leaves the lease to expire without
-	// another Advance, so the next owner reports the same jobs again.
+	// another Advance, so the next owner reports the same jobs again. Its
+	// context carries Ref (internal/shardctx).
 	OnDead   func(ctx context.Context, dead []persistence.Job)
 	LeaseTTL time.Duration
 	// Renewer, if set, renews the actor's lease together with the other

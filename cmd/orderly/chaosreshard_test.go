@@ -10,16 +10,19 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orderlyhq/orderly/internal/history"
 	"github.com/orderlyhq/orderly/internal/redisserver"
 	"github.com/orderlyhq/orderly/internal/testing/nodetest"
 	"github.com/orderlyhq/orderly/internal/testing/redistest"
+	"github.com/orderlyhq/orderly/messages"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/persistence/redisstore"
 	"github.com/orderlyhq/orderly/persistence/redisurl"
@@ -86,6 +89,12 @@ func TestChaosReshardCluster(t *testing.T) {
 	rc.run()
 }
 
+// actorTimeout bounds a round sent by actor message. It outlasts a frozen
+// node (SIGSTOP, at most 3s) and a node's own bound on an enqueue while
+// Redis is down, so that a round is not given up on while the node may
+// still store it, after a later round, out of score order.
+const actorTimeout = 20 * time.Second
+
 // reshardChaos is one run of the chaos reshard tests.
 type reshardChaos struct {
 	t            *testing.T
@@ -100,7 +109,11 @@ type reshardChaos struct {
 	mix   *mixer
 	nodes []*chaosNode
 	urls  []string // the nodes' APIs (fixed ports)
+	addrs []string // the nodes' actor remotes (fixed ports)
 	bin   string   // the orderly binary, for the enqueue command
+
+	downMu sync.RWMutex // guards down; held by sendActor from its pick to its send
+	down   int          // the node killed and not restarted yet (-1: none)
 
 	faults   map[string]int // fault -> times injected
 	order    []fault        // the faults, shuffled for each pass
@@ -168,6 +181,7 @@ func (rc *reshardChaos) run() {
 	rc.tl = newTimeline(t)
 	rc.mix = newMixer()
 	rc.faults = map[string]int{}
+	rc.down = -1
 	rc.order = rc.faultList()
 	rc.rcv = nodetest.NewReceiver(t, rc.answer)
 	var args []string
@@ -176,7 +190,13 @@ func (rc *reshardChaos) run() {
 		args = []string{"--durability", "replicated"}
 		scfg.Durability = redisstore.DurabilityReplicated
 	}
-	opts, started := startTrio(t, "r", nodetest.Options{Redis: rc.url, Config: reshardConfig(rc.rcv.URL), Args: args}, nil)
+	actorPort := func(i int, o *nodetest.Options) {
+		port, err := redistest.FreePort()
+		require.NoError(t, err)
+		rc.addrs = append(rc.addrs, fmt.Sprintf("127.0.0.1:%d", port))
+		o.Args = append(o.Args, "--actor-addr", rc.addrs[i])
+	}
+	opts, started := startTrio(t, "r", nodetest.Options{Redis: rc.url, Config: reshardConfig(rc.rcv.URL), Args: args}, actorPort)
 	for i, n := range started {
 		rc.nodes = append(rc.nodes, &chaosNode{opts: opts[i], node: n})
 		rc.urls = append(rc.urls, fmt.Sprintf("http://127.0.0.1:%d", opts[i].HTTPPort))
@@ -214,8 +234,9 @@ type producer struct {
 
 // produce starts a producer on each path: the Go client over the store
 // (order-*), HTTP enqueues to a random node (http-*), the orderly enqueue
-// command (cli-*) and the store into inbox, whose calls emit into orders
-// (emit-*). The periodic job ticks on its own.
+// command (cli-*), Enqueue actor messages to a random node's enqueue actor
+// over protoactor remote (actor-*), and the store into inbox, whose calls
+// emit into orders (emit-*, last). The periodic job ticks on its own.
 func (rc *reshardChaos) produce() []producer {
 	t := rc.t
 	rc.bin = nodetest.Binary(t)
@@ -228,13 +249,17 @@ func (rc *reshardChaos) produce() []producer {
 		return rc.sendCLI(jobsBody(jobs, "cli", true))
 	})
 	t.Cleanup(cliP.Stop)
+	actorP := history.Produce(10, 30*time.Millisecond, func(ctx context.Context, jobs []persistence.NewJob) error {
+		return rc.sendActor(jobs)
+	})
+	t.Cleanup(actorP.Stop)
 	inboxP := history.Produce(8, 40*time.Millisecond, func(ctx context.Context, jobs []persistence.NewJob) error {
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		return rc.store.Enqueue(ctx, "inbox", jobs)
 	})
 	t.Cleanup(inboxP.Stop)
-	return []producer{{goP, "order"}, {httpP, "http"}, {cliP, "cli"}, {inboxP, "emit"}}
+	return []producer{{goP, "order"}, {httpP, "http"}, {cliP, "cli"}, {actorP, "actor"}, {inboxP, "emit"}}
 }
 
 // jobsBody is jobs, renamed under prefix, as a JSON array (lines of JSON
@@ -296,6 +321,51 @@ func (rc *reshardChaos) sendCLI(lines []byte) error {
 	return nil
 }
 
+// sendActor enqueues a round, renamed under "actor", with an Enqueue
+// message to the enqueue actor of a random node (docs/contract.md §6.2),
+// waiting at most actorTimeout for its EnqueueResult. Any failure may have
+// stored the round (unsure). It sends nothing to a killed node until it is
+// restarted: protoactor's remote would try to connect to it (5 times, 2s
+// apart) and leak the client connection of each failed attempt.
+func (rc *reshardChaos) sendActor(jobs []persistence.NewJob) error {
+	msg := &messages.Enqueue{Queue: "orders", Jobs: make([]*messages.Job, len(jobs))}
+	for i, j := range jobs {
+		score := *j.Score
+		msg.Jobs[i] = &messages.Job{Id: renameID(j.ID, "actor"), Payload: []byte(renameID(string(j.Payload), "actor")), Score: &score}
+	}
+	rc.downMu.RLock()
+	var live []string
+	for i, a := range rc.addrs {
+		if i != rc.down {
+			live = append(live, a)
+		}
+	}
+	addr := live[rc.rnd(len(live))]
+	f := actorClient().Root.RequestFuture(actor.NewPID(addr, "enqueue"), msg, actorTimeout)
+	rc.downMu.RUnlock()
+	res, err := f.Result()
+	if err != nil {
+		return fmt.Errorf("enqueue actor at %s: %w", addr, err)
+	}
+	r, ok := res.(*messages.EnqueueResult)
+	switch {
+	case !ok:
+		return fmt.Errorf("enqueue actor at %s answered %T", addr, res)
+	case r.GetError() != nil:
+		return fmt.Errorf("enqueue actor at %s: %s: %s", addr, r.GetError().GetCode(), r.GetError().GetMessage())
+	case r.GetEnqueued() != int64(len(jobs)):
+		return fmt.Errorf("enqueue actor at %s enqueued %d of %d", addr, r.GetEnqueued(), len(jobs))
+	}
+	return nil
+}
+
+// setDown records the node killed (-1: none any more) for sendActor.
+func (rc *reshardChaos) setDown(i int) {
+	rc.downMu.Lock()
+	rc.down = i
+	rc.downMu.Unlock()
+}
+
 // fault is one fault a reshard runs into.
 type fault struct {
 	name string
@@ -308,11 +378,14 @@ type fault struct {
 func (rc *reshardChaos) faultList() []fault {
 	return []fault{
 		{"node SIGKILL", func() {
-			n := rc.nodes[rc.rnd(len(rc.nodes))]
+			i := rc.rnd(len(rc.nodes))
+			n := rc.nodes[i]
 			rc.note("SIGKILL %s", n.opts.Name)
+			rc.setDown(i)
 			n.node.Kill()
 			time.Sleep(time.Duration(500+rc.rnd(1500)) * time.Millisecond)
-			n.node = nodetest.Start(rc.t, n.opts)
+			n.node = nodetest.Start(rc.t, n.opts) // healthy: its actor remote listens
+			rc.setDown(-1)
 			rc.note("%s restarted", n.opts.Name)
 		}},
 		{"node SIGSTOP", func() {
@@ -390,6 +463,36 @@ func (rc *reshardChaos) reshard(shards, i int) {
 	time.Sleep(time.Duration(500+rc.rnd(1000)) * time.Millisecond)
 }
 
+// pathReports checks the calls of orders by producer path (its ids'
+// prefix), each against what that path's producer had acknowledged, and
+// returns each path's report, and a line for each to log.
+func pathReports(orders []history.Call, paths []producer, enqueued, morgue map[string][]string) ([]string, map[string]history.Report) {
+	of := func(prefix string, m map[string][]string) map[string][]string {
+		out := map[string][]string{}
+		for id, ps := range m {
+			if strings.HasPrefix(id, prefix+"-") {
+				out[id] = ps
+			}
+		}
+		return out
+	}
+	var lines []string
+	reps := map[string]history.Report{}
+	for _, p := range paths {
+		var calls []history.Call
+		for _, c := range orders {
+			if strings.HasPrefix(c.ID, p.prefix+"-") {
+				calls = append(calls, c)
+			}
+		}
+		r := history.Check(calls, of(p.prefix, enqueued), of(p.prefix, morgue))
+		reps[p.prefix] = r
+		lines = append(lines, fmt.Sprintf("%s: %d payloads acknowledged to it (%d unsure); %s",
+			p.prefix, countPayloads(of(p.prefix, enqueued)), len(p.p.Unsure()), r.String()))
+	}
+	return lines, reps
+}
+
 // audit drains inbox and orders once every node is ready and checks the
 // receivers' records: for orders, every path's acknowledged payloads and
 // the payloads inbox acknowledged (its emits) are processed or in the
@@ -401,8 +504,9 @@ func (rc *reshardChaos) audit(prods []producer, took time.Duration) {
 		n.node.WaitReady()
 	}
 	waitDrained(t, rc.store, rc.rcv, "inbox", 60*time.Second, rc.tl)
+	paths, inboxP := prods[:len(prods)-1], prods[len(prods)-1].p // the producers into orders; into inbox
 	enqueued, unsure := map[string][]string{}, 0
-	for _, p := range prods[:3] {
+	for _, p := range paths {
 		for id, ps := range renamed(p.p.Enqueued(), p.prefix) {
 			enqueued[id] = ps
 		}
@@ -452,14 +556,18 @@ func (rc *reshardChaos) audit(prods []producer, took time.Duration) {
 		"every acknowledged payload and emit reaches orders: %s\ntimeline:\n%s", &rep, rc.tl)
 	waitDrained(t, rc.store, rc.rcv, "orders", 60*time.Second, rc.tl)
 	split()
-	inRep := history.Check(inbox, prods[3].p.Enqueued(), nil)
+	inRep := history.Check(inbox, inboxP.Enqueued(), nil)
 	tickRep := history.Check(ticks, nil, nil)
 	total := countPayloads(enqueued) + countPayloads(emitted)
-	t.Logf("seed %d: %d reshards in %v (4 -> %v), faults %v; %d payloads of %d ids acknowledged to the producers (%d unsure), %d emitted by inbox; orders: %s\ninbox: %s\nticks: %s\nreshards:\n  %s\ntimeline:\n%s",
+	byPath, pathReps := pathReports(orders, paths, enqueued, morgueOf(t, rc.store, "orders"))
+	t.Logf("seed %d: %d reshards in %v (4 -> %v), faults %v; %d payloads of %d ids acknowledged to the producers (%d unsure), %d emitted by inbox; orders: %s\nby path:\n  %s\ninbox: %s\nticks: %s\nreshards:\n  %s\ntimeline:\n%s",
 		rc.rng.seed, len(rc.reshards), took.Round(time.Millisecond), reshardPlan, rc.faults, countPayloads(enqueued), len(enqueued), unsure,
-		countPayloads(emitted), rep.String(), inRep.String(), tickRep.String(), strings.Join(rc.reshards, "\n  "), rc.tl)
+		countPayloads(emitted), rep.String(), strings.Join(byPath, "\n  "), inRep.String(), tickRep.String(), strings.Join(rc.reshards, "\n  "), rc.tl)
 	require.Positive(t, total)
 	require.True(t, rep.OK(), "seed %d: orders: %s", rc.rng.seed, rep.String())
+	for _, p := range paths {
+		require.Positive(t, pathReps[p.prefix].Acked, "seed %d: payloads of path %s acknowledged and processed", rc.rng.seed, p.prefix)
+	}
 	require.True(t, inRep.OK(), "seed %d: inbox: %s", rc.rng.seed, inRep.String())
 	require.Empty(t, tickRep.Overlaps, "seed %d: the periodic job's calls never overlap", rc.rng.seed)
 	require.Positive(t, len(ticks), "the periodic job ticked")

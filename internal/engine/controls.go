@@ -50,12 +50,7 @@ func (w *controlWatcher) Start(tell func(any)) {
 func (w *controlWatcher) Stop(ctx context.Context) error { return w.loop.stop(ctx) }
 
 // Refresh asks for a read at once.
-func (w *controlWatcher) Refresh() {
-	select {
-	case w.poke <- struct{}{}:
-	default:
-	}
-}
+func (w *controlWatcher) Refresh() { pokeNow(w.poke) }
 
 // Paused reports whether the queue is paused, as last read or set; false
 // for a queue the node does not serve.
@@ -134,30 +129,12 @@ func (w *controlWatcher) update(ctx context.Context) (map[string]bool, bool, err
 }
 
 func (w *controlWatcher) run(ctx context.Context, tell func(any)) {
-	failed := 0
-	for {
-		tick, stop := clock.After(w.clock, w.poll)
-		select {
-		case <-ctx.Done():
-			stop()
-			return
-		case <-w.poke:
-			stop()
-		case <-tick:
-		}
+	every := func() time.Duration { return w.poll }
+	watch(ctx, w.clock, w.poke, every, w.log, "cannot read the queue controls; keeping the last view", func(ctx context.Context) error {
 		view, changed, err := w.update(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			if failed++; failed == 1 || failed%60 == 0 {
-				w.log.Warn("cannot read the queue controls; keeping the last view", "err", err, "attempt", failed)
-			}
-			continue
-		}
-		failed = 0
-		if changed {
+		if err == nil && changed {
 			tell(node.Controls{Paused: view})
 		}
-	}
+		return err
+	})
 }

@@ -2,7 +2,11 @@ package engine
 
 import (
 	"context"
+	"log/slog"
 	"sync"
+	"time"
+
+	"github.com/orderlyhq/orderly/internal/clock"
 )
 
 // loop is the lifecycle every service of the engine shares: one goroutine,
@@ -48,5 +52,43 @@ func (l *loop) stop(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// watch is the loop of the engine's watchers: until ctx ends, it runs step
+// wait() after the last run, or at once after a poke (pokeNow). A step that
+// fails (ctx not ended) is logged with failure, the first time and every
+// 60th time in a row; the watcher keeps its last view.
+func watch(ctx context.Context, clk clock.Clock, poke <-chan struct{}, wait func() time.Duration, log *slog.Logger, failure string, step func(context.Context) error) {
+	failed := 0
+	for {
+		tick, stop := clock.After(clk, wait())
+		select {
+		case <-ctx.Done():
+			stop()
+			return
+		case <-poke:
+			stop()
+		case <-tick:
+		}
+		if err := step(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if failed++; failed == 1 || failed%60 == 0 {
+				log.Warn(failure, "err", err, "attempt", failed)
+			}
+			continue
+		}
+		failed = 0
+	}
+}
+
+// pokeNow asks a watcher's loop for a run at once; poke is buffered 1, so
+// pokes made before the run coalesce.
+func pokeNow(poke chan<- struct{}) {
+	select {
+	case poke <- struct{}{}:
+	default:
 	}
 }

@@ -70,10 +70,7 @@ func (w *shapeWatcher) Refresh() {
 	if w == nil {
 		return
 	}
-	select {
-	case w.poke <- struct{}{}:
-	default:
-	}
+	pokeNow(w.poke)
 }
 
 // read reads the shapes of the node's queues (one store call) and reports
@@ -113,33 +110,18 @@ func (w *shapeWatcher) read(ctx context.Context) (map[string]persistence.QueueSh
 const idleFactor = 5
 
 func (w *shapeWatcher) run(ctx context.Context, changed func(map[string]persistence.QueueShape), wake func([]persistence.ShardRef)) {
-	failed := 0
-	resharding := false
-	for {
-		wait := w.poll
-		if !resharding {
-			wait *= idleFactor
+	resharding := false // as of the last read: the poll is not stretched
+	every := func() time.Duration {
+		if resharding {
+			return w.poll
 		}
-		tick, stop := clock.After(w.clock, wait)
-		select {
-		case <-ctx.Done():
-			stop()
-			return
-		case <-w.poke:
-			stop()
-		case <-tick:
-		}
+		return w.poll * idleFactor
+	}
+	watch(ctx, w.clock, w.poke, every, w.log, "cannot read the queues' shards; keeping the last view", func(ctx context.Context) error {
 		view, ch, err := w.read(ctx)
 		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			if failed++; failed == 1 || failed%60 == 0 {
-				w.log.Warn("cannot read the queues' shards; keeping the last view", "err", err, "attempt", failed)
-			}
-			continue
+			return err
 		}
-		failed = 0
 		if ch {
 			changed(view)
 		}
@@ -156,7 +138,8 @@ func (w *shapeWatcher) run(ctx context.Context, changed func(map[string]persiste
 			}
 			cancel()
 		}
-	}
+		return nil
+	})
 }
 
 // shapesChanged takes a new view of the queues' shapes: the shards are

@@ -15,6 +15,7 @@ import (
 
 	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/cmd/internal/config"
+	"github.com/orderlyhq/orderly/internal/shardctx"
 	"github.com/orderlyhq/orderly/persistence"
 	"github.com/orderlyhq/orderly/pull"
 	"github.com/orderlyhq/orderly/web"
@@ -88,7 +89,7 @@ func buildWorkers(queues []config.QueueConfig, log *slog.Logger, observe func(qu
 					return nil, nil, err
 				}
 				senders = append(senders, ds)
-				w.RetriesExhausted = reportDead(ds, q.Name, q.Shards)
+				w.RetriesExhausted = reportDead(ds, q.Name)
 			}
 			// The call's deadline (its context's, Orderly-Deadline, and
 			// the in-flight record's bound) is the request's timeout when
@@ -114,7 +115,7 @@ func buildWorkers(queues []config.QueueConfig, log *slog.Logger, observe func(qu
 					return nil, nil, err
 				}
 				senders = append(senders, ds)
-				w.RetriesExhausted = reportDead(ds, q.Name, q.Shards)
+				w.RetriesExhausted = reportDead(ds, q.Name)
 			}
 		default:
 			w.Handler = logHandler(log, !q.Handler.HidePayloads)
@@ -178,13 +179,20 @@ func deadSender(q config.QueueConfig, wc *webhook.Config) (*webhook.Sender, erro
 // the dead jobs (all of one shard) to the queue's retries_exhausted_url,
 // trying again until the URL takes them or the hook's context ends (the
 // node then leaves the lease to expire, and the next owner reports them
-// again).
-func reportDead(ds *webhook.Sender, queue string, shards int) func(context.Context, []orderly.Job) {
+// again). The report names the shard that ran them, which the hook's
+// context carries (internal/shardctx): on a resharded queue, a shard of its
+// current generation, which the configured count cannot give.
+func reportDead(ds *webhook.Sender, queue string) func(context.Context, []orderly.Job) {
 	return func(ctx context.Context, dead []orderly.Job) {
 		if len(dead) == 0 {
 			return
 		}
-		_ = ds.ReportDead(ctx, queue, persistence.ShardOf(dead[0].ID, shards), dead) // logged by the sender
+		ref, ok := shardctx.Of(ctx)
+		if !ok {
+			// Every shard actor sets it; a report without is a bug here.
+			panic("retries_exhausted hook called without its shard")
+		}
+		_ = ds.ReportDead(ctx, queue, ref.Shard, dead) // logged by the sender
 	}
 }
 
