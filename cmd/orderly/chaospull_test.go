@@ -204,8 +204,8 @@ func (c *pullChaos) killWorker() {
 	c.note("worker %s restarted", c.cfgs[i].Name)
 }
 
-// pauseWorker SIGSTOPs a worker while it holds leases, until a second past
-// their deadlines, then SIGCONTs it.
+// pauseWorker SIGSTOPs a worker while it holds leases, until two seconds
+// past their deadlines, then SIGCONTs it.
 func (c *pullChaos) pauseWorker() {
 	for range 50 {
 		i := c.rnd(len(c.workers))
@@ -225,8 +225,10 @@ func (c *pullChaos) pauseWorker() {
 				last = d
 			}
 		}
-		c.note("SIGSTOP worker %s holding %d leases, for %s", c.cfgs[i].Name, len(open), time.Until(last.Add(time.Second)).Round(time.Millisecond))
-		time.Sleep(time.Until(last.Add(time.Second)))
+		// Two seconds past the deadline: the ids' next holder has time to
+		// take them while the stopped worker still holds them.
+		c.note("SIGSTOP worker %s holding %d leases, for %s", c.cfgs[i].Name, len(open), time.Until(last.Add(2*time.Second)).Round(time.Millisecond))
+		time.Sleep(time.Until(last.Add(2 * time.Second)))
 		w.signal(syscall.SIGCONT)
 		c.note("SIGCONT worker %s", c.cfgs[i].Name)
 		return
