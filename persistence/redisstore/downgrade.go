@@ -19,8 +19,16 @@ import (
 // and the fence are deleted, and so is the layout version. Stop every node
 // of this release first: Downgrade refuses (ErrServed) while a shard's
 // layout 2 lease is held. It is resumable: run it again after a failure.
+// The previous release knows a queue's shards only as 0 to count-1: a
+// resharded queue whose shards start elsewhere, or whose reshard still
+// runs, is refused before anything changes; one on shards 0 to count-1 gets
+// its plain count back in the registry.
 func (s *Store) Downgrade(ctx context.Context) error {
 	specs, err := s.Queues(ctx)
+	if err != nil {
+		return err
+	}
+	plain, err := s.downgradableShapes(ctx)
 	if err != nil {
 		return err
 	}
@@ -34,6 +42,11 @@ func (s *Store) Downgrade(ctx context.Context) error {
 			}
 		}
 	}
+	for q, n := range plain {
+		if err := s.rdb.HSet(ctx, s.keys.queues(), q, n).Err(); err != nil {
+			return fmt.Errorf("redisstore: downgrade %s: %w", q, err)
+		}
+	}
 	if err := s.rdb.Del(ctx, s.keys.layout()).Err(); err != nil {
 		return fmt.Errorf("redisstore: downgrade: %w", err)
 	}
@@ -41,6 +54,35 @@ func (s *Store) Downgrade(ctx context.Context) error {
 	s.upgrade.v2, s.upgrade.checked = false, time.Time{}
 	s.upgrade.mu.Unlock()
 	return nil
+}
+
+// downgradableShapes checks that every queue's shards are 0 to count-1,
+// as the previous release numbers them, and returns the resharded ones'
+// plain counts (their registry spelling for that release).
+func (s *Store) downgradableShapes(ctx context.Context) (map[string]string, error) {
+	m, err := s.rdb.HGetAll(ctx, s.keys.queues()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: downgrade: list queues: %w", err)
+	}
+	out := map[string]string{}
+	for q, v := range m {
+		if _, err := strconv.Atoi(v); err == nil {
+			continue
+		}
+		sh, err := parseShape(v)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: downgrade: queue %s: %w", q, err)
+		}
+		if sh.Resharding() {
+			return nil, fmt.Errorf("redisstore: downgrade: queue %s is being resharded; wait until the reshard ends", q)
+		}
+		if sh.Current.Base != 0 {
+			return nil, fmt.Errorf("redisstore: downgrade: queue %s was resharded onto shards %d to %d, and the previous release reads only shards 0 to %d; reshard it to at most %d shards first (that reshard uses shards from 0)",
+				q, sh.Current.Base, sh.Current.Base+sh.Current.Count-1, sh.Current.Count-1, sh.Current.Base)
+		}
+		out[q] = strconv.Itoa(sh.Current.Count)
+	}
+	return out, nil
 }
 
 func (s *Store) downgradeShard(ctx context.Context, queue string, sh int) error {

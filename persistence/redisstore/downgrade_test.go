@@ -101,3 +101,53 @@ func TestDowngrade(t *testing.T) {
 	require.Equal(t, "gone", db.Client.HGet(ctx, db.Prefix+":{q:0}:morgue_errors", "dead").Val())
 	require.Equal(t, "2", db.Client.HGet(ctx, db.Prefix+":{q:0}:stats", "failed").Val())
 }
+
+// A resharded queue downgrades only when its shards are 0 to count-1, as
+// the previous release numbers them: elsewhere, Downgrade refuses before it
+// changes anything and says what to do; there, the registry gets the plain
+// count back and the previous release serves every id.
+func TestDowngradeResharded(t *testing.T) {
+	db := redistest.New(t)
+	ctx := context.Background()
+	s, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})
+	require.NoError(t, err)
+	require.NoError(t, s.RegisterQueue(ctx, persistence.QueueSpec{Name: "r", Shards: 2}))
+	var jobs []persistence.NewJob
+	for i := range 40 {
+		jobs = append(jobs, persistence.NewJob{ID: fmt.Sprintf("id%d", i), Payload: []byte("p")})
+	}
+	require.NoError(t, s.Enqueue(ctx, "r", jobs))
+	reshard := func(n int) {
+		t.Helper()
+		sh, err := s.Reshard(ctx, "r", n)
+		require.NoError(t, err)
+		for _, ref := range sh.From.Refs("r") {
+			drainShard(t, s, "r", ref.Shard)
+		}
+		done, err := s.FinishReshard(ctx, "r")
+		require.NoError(t, err)
+		require.True(t, done)
+	}
+	reshard(5) // shards 2 to 6
+	err = s.Downgrade(ctx)
+	require.ErrorContains(t, err, "reshard it to at most 2 shards first")
+	require.EqualValues(t, 1, db.Client.Exists(ctx, db.Prefix+":layout").Val(), "nothing changed")
+
+	reshard(2) // shards 0 and 1
+	require.NoError(t, s.Downgrade(ctx))
+	require.Equal(t, "2", db.Client.HGet(ctx, db.Prefix+":queues", "r").Val())
+	old := newV1Store(db.Client, db.Prefix, time.Now)
+	got := map[string]bool{}
+	for shard := range 2 {
+		l, _, err := old.AcquireShard(ctx, persistence.ShardRef{Queue: "r", Shard: shard}, "old", time.Minute)
+		require.NoError(t, err)
+		res, err := old.Advance(ctx, l, persistence.AdvanceRequest{NextSeq: 1, Fetch: 100, MaxRetryCount: 25})
+		require.NoError(t, err)
+		require.NotNil(t, res.Batch)
+		for _, j := range res.Batch.Jobs {
+			require.Equal(t, persistence.ShardOf(j.ID, 2), shard)
+			got[j.ID] = true
+		}
+	}
+	require.Len(t, got, 40, "every id is served by the previous release")
+}

@@ -3,7 +3,6 @@ package redisstore
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -71,7 +70,7 @@ func (s *Store) enqueue(ctx context.Context, queue string, jobs []persistence.Ne
 	dups := 0
 	back := map[int]bool{} // a relay's jobs a drained shard sent back
 	for attempt := 0; ; attempt++ {
-		r := enqueueRun{queue: queue, shape: sh, mode: mode, now: s.now(), relay: from.source != "", back: back}
+		r := enqueueRun{queue: queue, shape: s.relayShape(queue, sh, from), mode: mode, now: s.now(), relay: from.source != "", back: back}
 		send, later := pending, []int(nil)
 		if from.source != "" {
 			send, later = s.relayFirst(r, jobs, pending)
@@ -144,22 +143,30 @@ func (s *Store) routeJob(r enqueueRun, jobs []persistence.NewJob, i int) (int, i
 	return s.route(r.shape, r.queue, jobs[i].ID)
 }
 
-// notRelayedTo returns the jobs idx of a relay that a drained shard has not
-// taken before it was drained: those whose outbox entry is after the
-// source's relay mark there (all of them for a plain enqueue). The others
-// were written into the shard and moved with its ids; sent to their new
-// shard too, they would be handed over twice (docs/storage.md section 11).
-func (s *Store) notRelayedTo(ctx context.Context, queue string, shard int, from relayFrom, idx []int) ([]int, error) {
+// notRelayedTo returns the jobs idx of a relay that a drained shard (of
+// generation gen) has not taken before it was drained: those whose outbox
+// entry is after the source's relay mark there (all of them for a plain
+// enqueue). The others were written into the shard and moved with its ids;
+// sent to their new shard too, they would be handed over twice
+// (docs/storage.md section 11). A shard of another generation (its number
+// taken by a later one: the caller's shape was stale) proves nothing: all
+// of them go on, to be routed by the shape read again.
+func (s *Store) notRelayedTo(ctx context.Context, queue string, shard, gen int, from relayFrom, idx []int) ([]int, error) {
 	if from.source == "" {
 		return idx, nil
 	}
 	meta := s.keysOf(persistence.ShardRef{Queue: queue, Shard: shard}).keys[kMeta]
-	mark, err := s.rdb.HGet(ctx, meta, "relay:"+from.source).Result()
-	if errors.Is(err, redis.Nil) {
-		return idx, nil
-	}
+	v, err := s.rdb.HMGet(ctx, meta, "relay:"+from.source, "gen").Result()
 	if err != nil {
 		return nil, fmt.Errorf("relay mark of %s/%d: %w", queue, shard, err)
+	}
+	mark, _ := v[0].(string)
+	g, ok := v[1].(string)
+	if !ok {
+		g = "1"
+	}
+	if mark == "" || g != strconv.Itoa(gen) {
+		return idx, nil
 	}
 	out := idx[:0:0]
 	for _, i := range idx {
@@ -224,6 +231,7 @@ func (s *Store) enqueueOnce(ctx context.Context, r enqueueRun, jobs []persistenc
 
 	var calls []call
 	var parts [][]int
+	var gens []int    // per call: the generation it was routed by
 	var deduped []int // per call: its job count when it carries dedup keys, else -1
 	for _, t := range order {
 		sk := s.keysOf(persistence.ShardRef{Queue: r.queue, Shard: t.shard})
@@ -244,6 +252,7 @@ func (s *Store) enqueueOnce(ctx context.Context, r enqueueRun, jobs []persistenc
 				jobs, idx[start:end], from)
 			calls = append(calls, c)
 			parts = append(parts, idx[start:end])
+			gens = append(gens, t.gen)
 			if withD {
 				deduped = append(deduped, end-start)
 			} else {
@@ -262,7 +271,7 @@ func (s *Store) enqueueOnce(ctx context.Context, r enqueueRun, jobs []persistenc
 		case err == nil:
 		case redis.HasErrorPrefix(err, "RESHARDED"):
 			s.markMoved(r.queue, calls[i].shard)
-			part, err := s.notRelayedTo(ctx, r.queue, calls[i].shard, from, parts[i])
+			part, err := s.notRelayedTo(ctx, r.queue, calls[i].shard, gens[i], from, parts[i])
 			if err != nil {
 				return 0, nil, false, fmt.Errorf("redisstore: enqueue to %s: %w", r.queue, err)
 			}

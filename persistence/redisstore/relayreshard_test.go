@@ -145,3 +145,97 @@ func TestRelayAgainAfterAReshardHandsNoEmitTwice(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, info.Queued.Payloads, 1)
 }
+
+// A relay that wrote an emit into a shard being drained, and runs again
+// only after the whole reshard ended, does not hand the emit to the id's new
+// shard a second time: for entries older than the end, the relay still asks
+// the drained generation's relay marks.
+func TestRelayAgainAfterTheReshardEndedHandsNoEmitTwice(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.NewServer(t, redistest.Options{}).Client(t)
+	relayer, err := redisstore.New(rdb, nil)
+	require.NoError(t, err)
+	owner, err := redisstore.New(rdb, nil)
+	require.NoError(t, err)
+	require.NoError(t, relayer.RegisterQueue(ctx, persistence.QueueSpec{Name: "dst", Shards: 2}))
+	sh, err := owner.Reshard(ctx, "dst", 3)
+	require.NoError(t, err)
+	_, err = relayer.Shape(ctx, "dst")
+	require.NoError(t, err)
+	emit := []persistence.NewJob{{ID: "a", Payload: []byte("emit-a")}}
+	require.NoError(t, relayer.EnqueueRelay(ctx, "dst", "src/0", []string{"5-0"}, emit))
+	for _, ref := range sh.From.Refs("dst") {
+		drainShard(t, owner, "dst", ref.Shard)
+	}
+	done, err := owner.FinishReshard(ctx, "dst")
+	require.NoError(t, err)
+	require.True(t, done)
+
+	// The emit moved to a's new shard and is handled there.
+	l, _, err := owner.AcquireShard(ctx, persistence.ShardRef{Queue: "dst", Shard: sh.Current.Shard("a")}, "n", 10*time.Second)
+	require.NoError(t, err)
+	res, err := owner.Advance(ctx, l, persistence.AdvanceRequest{NextSeq: 1, Fetch: 10, MaxRetryCount: 3})
+	require.NoError(t, err)
+	require.NotNil(t, res.Batch)
+	require.Equal(t, "a", res.Batch.Jobs[0].ID)
+	_, err = owner.Advance(ctx, l, persistence.AdvanceRequest{Settle: res.Batch.Seq, NextSeq: 2, MaxRetryCount: 3})
+	require.NoError(t, err)
+
+	// The relayer learns that the reshard ended, then relays the same
+	// entry again (a store that starts after the end relays the same way).
+	now, err := relayer.Shape(ctx, "dst")
+	require.NoError(t, err)
+	require.False(t, now.Resharding())
+	fresh, err := redisstore.New(rdb, nil)
+	require.NoError(t, err)
+	for _, s := range []*redisstore.Store{relayer, fresh} {
+		require.NoError(t, s.EnqueueRelay(ctx, "dst", "src/0", []string{"5-0"}, emit))
+		_, err = s.GetJob(ctx, "dst", "a")
+		require.ErrorIs(t, err, persistence.ErrNotFound, "the emit was handed over again")
+	}
+	// Later entries go through, one written long after the end too.
+	later := fmt.Sprintf("%d-0", time.Now().Add(time.Hour).UnixMilli())
+	require.NoError(t, relayer.EnqueueRelay(ctx, "dst", "src/0", []string{"6-0", later},
+		[]persistence.NewJob{{ID: "a", Payload: []byte("next")}, {ID: "a", Payload: []byte("last")}}))
+	info, err := relayer.GetJob(ctx, "dst", "a")
+	require.NoError(t, err)
+	require.Len(t, info.Queued.Payloads, 2)
+}
+
+// A shard number that a later generation takes again starts without the
+// relay marks its earlier shard left: they name entries that shard took.
+// Kept, they would make the new shard skip an emit it never got.
+func TestReshardClearsTheRelayMarksOfAShardTakenAgain(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.NewServer(t, redistest.Options{}).Client(t)
+	s, err := redisstore.New(rdb, nil)
+	require.NoError(t, err)
+	require.NoError(t, s.RegisterQueue(ctx, persistence.QueueSpec{Name: "dst", Shards: 2}))
+	var x, y string // x on shard 0 of 2; y on shard 0 of the next 2
+	for i := 0; x == "" || y == ""; i++ {
+		id := fmt.Sprintf("id%d", i)
+		if persistence.ShardOf(id, 2) == 0 && x == "" {
+			x = id
+		} else if persistence.ShardOf(id, 2) == 0 && id != x && y == "" {
+			y = id
+		}
+	}
+	require.NoError(t, s.EnqueueRelay(ctx, "dst", "src/0", []string{"9-0"}, []persistence.NewJob{{ID: x, Payload: []byte("x")}}))
+	for _, n := range []int{3, 2} {
+		sh, err := s.Reshard(ctx, "dst", n)
+		require.NoError(t, err)
+		for _, ref := range sh.From.Refs("dst") {
+			drainShard(t, s, "dst", ref.Shard)
+		}
+		done, err := s.FinishReshard(ctx, "dst")
+		require.NoError(t, err)
+		require.True(t, done)
+	}
+	sh, err := s.Shape(ctx, "dst")
+	require.NoError(t, err)
+	require.Equal(t, 0, sh.Current.Shard(y), "y's shard is the number x's had")
+	require.NoError(t, s.EnqueueRelay(ctx, "dst", "src/0", []string{"5-0"}, []persistence.NewJob{{ID: y, Payload: []byte("y")}}))
+	info, err := s.GetJob(ctx, "dst", y)
+	require.NoError(t, err, "the emit to y was written")
+	require.Len(t, info.Queued.Payloads, 1)
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -26,27 +27,37 @@ func (s *Store) shapeOf(ctx context.Context, queue string) (persistence.QueueSha
 
 // refreshShape reads the queue's shape from the registry and caches it.
 func (s *Store) refreshShape(ctx context.Context, queue string) (persistence.QueueShape, error) {
+	sh, _, err := s.readShape(ctx, queue)
+	return sh, err
+}
+
+// readShape is refreshShape; it also returns the registry's spelling of the
+// shape (what a compare-and-set of it compares).
+func (s *Store) readShape(ctx context.Context, queue string) (persistence.QueueShape, string, error) {
 	if err := persistence.ValidateQueueName(queue); err != nil {
-		return persistence.QueueShape{}, err
+		return persistence.QueueShape{}, "", err
 	}
 	v, err := s.rdb.HGet(ctx, s.keys.queues(), queue).Result()
 	if errors.Is(err, redis.Nil) {
-		return persistence.QueueShape{}, fmt.Errorf("%w: %s", persistence.ErrUnknownQueue, queue)
+		return persistence.QueueShape{}, "", fmt.Errorf("%w: %s", persistence.ErrUnknownQueue, queue)
 	}
 	if err != nil {
-		return persistence.QueueShape{}, fmt.Errorf("redisstore: look up queue %s: %w", queue, err)
+		return persistence.QueueShape{}, "", fmt.Errorf("redisstore: look up queue %s: %w", queue, err)
 	}
-	sh, err := parseShape(v)
+	sh, err := s.cacheShape(queue, v)
 	if err != nil {
-		return persistence.QueueShape{}, fmt.Errorf("redisstore: queue %s: %w", queue, err)
+		return persistence.QueueShape{}, "", fmt.Errorf("redisstore: queue %s: %w", queue, err)
 	}
-	s.cacheShape(queue, sh)
-	return sh, nil
+	return sh, v, nil
 }
 
-// cacheShape caches a shape read from the registry; the drained shards
-// learned of go with a shape that changed.
-func (s *Store) cacheShape(queue string, sh persistence.QueueShape) {
+// cacheShape parses a shape read from the registry (v) and caches it; the
+// drained shards learned of go with a shape that changed.
+func (s *Store) cacheShape(queue, v string) (persistence.QueueShape, error) {
+	sh, ret, err := parseShapeRetired(v)
+	if err != nil {
+		return sh, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.shapes[queue]; !ok || old != sh {
@@ -57,6 +68,35 @@ func (s *Store) cacheShape(queue string, sh persistence.QueueShape) {
 		}
 	}
 	s.shapes[queue] = sh
+	if ret.gen.Count > 0 {
+		s.retired[queue] = ret
+	} else {
+		delete(s.retired, queue)
+	}
+	return sh, nil
+}
+
+// relayShape is the shape a relay's jobs are routed by: while a reshard
+// runs, or after one ended if some job's outbox entry is older than its end
+// (it may have been written into the drained generation then), the drained
+// generation's shards come first, so that their relay marks say which
+// entries they took (docs/storage.md section 11).
+func (s *Store) relayShape(queue string, sh persistence.QueueShape, from relayFrom) persistence.QueueShape {
+	if sh.Resharding() || from.source == "" {
+		return sh
+	}
+	s.mu.RLock()
+	ret, ok := s.retired[queue]
+	s.mu.RUnlock()
+	if !ok || ret.gen.Gen >= sh.Current.Gen {
+		return sh
+	}
+	for _, e := range from.entries {
+		if ret.holds(e) {
+			return persistence.QueueShape{Current: sh.Current, From: ret.gen}
+		}
+	}
+	return sh
 }
 
 // route returns the shard an id's jobs go to, and the generation the
@@ -110,10 +150,9 @@ func (s *Store) Shapes(ctx context.Context, queues ...string) ([]persistence.Que
 		if !ok {
 			return nil, fmt.Errorf("%w: %s", persistence.ErrUnknownQueue, q)
 		}
-		if out[i], err = parseShape(v); err != nil {
+		if out[i], err = s.cacheShape(q, v); err != nil {
 			return nil, fmt.Errorf("redisstore: queue %s: %w", q, err)
 		}
-		s.cacheShape(q, out[i])
 	}
 	return out, nil
 }
@@ -129,7 +168,7 @@ func (s *Store) Reshard(ctx context.Context, queue string, shards int) (persiste
 	if err := s.requireLayout2(ctx); err != nil {
 		return persistence.QueueShape{}, err
 	}
-	cur, err := s.refreshShape(ctx, queue)
+	cur, raw, err := s.readShape(ctx, queue)
 	if err != nil {
 		return persistence.QueueShape{}, err
 	}
@@ -156,7 +195,7 @@ func (s *Store) Reshard(ctx context.Context, queue string, shards int) (persiste
 	if err := errors.Join(firstErr(cmds), werr); err != nil {
 		return cur, fmt.Errorf("redisstore: reshard %s: prepare the new shards: %w", queue, err)
 	}
-	ok, err := run(ctx, s.rdb, scriptShape, []string{s.keys.queues()}, queue, cur.String(), next.String()).Int()
+	ok, err := run(ctx, s.rdb, scriptShape, []string{s.keys.queues()}, queue, raw, next.String()).Int()
 	if err != nil {
 		return cur, fmt.Errorf("redisstore: reshard %s: %w", queue, err)
 	}
@@ -167,7 +206,9 @@ func (s *Store) Reshard(ctx context.Context, queue string, shards int) (persiste
 		}
 		return now, fmt.Errorf("%w: %s changed while the reshard started", persistence.ErrReshardRunning, queue)
 	}
-	s.cacheShape(queue, next)
+	if _, err := s.cacheShape(queue, next.String()); err != nil {
+		return next, err
+	}
 	err = s.markDraining(ctx, queue, next)
 	// Nodes read the shape at once (a hint: they poll it too).
 	_ = s.publishControls(ctx, queue)
@@ -264,8 +305,9 @@ func (s *Store) FinishReshard(ctx context.Context, queue string) (bool, error) {
 			return false, nil
 		}
 	}
-	done := persistence.QueueShape{Current: sh.Current}
-	ok, err := run(ctx, s.rdb, scriptShape, []string{s.keys.queues()}, queue, sh.String(), done.String()).Int()
+	// The drained generation stays named, with the end: relays of entries
+	// written before it still ask its relay marks (relayShape).
+	ok, err := run(ctx, s.rdb, scriptShape, []string{s.keys.queues()}, queue, sh.String(), endedShape(sh, time.Now())).Int()
 	if err != nil {
 		return false, fmt.Errorf("redisstore: finish the reshard of %s: %w", queue, err)
 	}

@@ -113,6 +113,9 @@ type Store struct {
 	mu sync.RWMutex // guards shapes, moved and sks
 	// shapes caches each queue's shape (shape.go), read once.
 	shapes map[string]persistence.QueueShape
+	// retired holds, per queue, the generation its last reshard drained,
+	// while the registry names it (relayShape).
+	retired map[string]retiredGen
 	// moved holds the shards of a drained generation known drained
 	// (RESHARDED): their ids go to their current shards.
 	moved map[persistence.ShardRef]bool
@@ -170,12 +173,13 @@ func New(rdb redis.UniversalClient, cfg *Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{
-		rdb:    rdb,
-		cfg:    c,
-		keys:   keyspace{prefix: c.Prefix},
-		count:  &counter{},
-		shapes: map[string]persistence.QueueShape{},
-		moved:  map[persistence.ShardRef]bool{},
+		rdb:     rdb,
+		cfg:     c,
+		keys:    keyspace{prefix: c.Prefix},
+		count:   &counter{},
+		shapes:  map[string]persistence.QueueShape{},
+		retired: map[string]retiredGen{},
+		moved:   map[persistence.ShardRef]bool{},
 	}
 	if c.Durability == DurabilityReplicated {
 		s.wait = &waitSpec{replicas: c.DurabilityReplicas, timeout: c.DurabilityTimeout}
@@ -245,7 +249,7 @@ func (s *Store) RegisterQueue(ctx context.Context, spec persistence.QueueSpec) e
 	if err != nil {
 		return fmt.Errorf("redisstore: register queue %s: %w", spec.Name, err)
 	}
-	shape, err := parseShape(got)
+	shape, err := s.cacheShape(spec.Name, got)
 	if err != nil {
 		return fmt.Errorf("redisstore: register queue %s: %w", spec.Name, err)
 	}
@@ -268,9 +272,6 @@ func (s *Store) RegisterQueue(ctx context.Context, spec persistence.QueueSpec) e
 	if err := s.recordDedupWindow(ctx, spec, shape); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.shapes[spec.Name] = shape
-	s.mu.Unlock()
 	return nil
 }
 

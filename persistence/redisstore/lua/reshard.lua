@@ -11,7 +11,8 @@
 -- ARGV[4] drain: the shard's number (the notification message)
 --
 -- init writes the generation into the meta ("gen"), clears what a drained
--- shard of an earlier generation left there ("xs", the export cursors)
+-- shard of an earlier generation left there ("xs", the export cursors, the
+-- relay marks "relay:*": they name entries that shard took, not this one)
 -- and sets the fence (a drained shard's MOVED goes); it refuses a shard that
 -- still holds queued jobs or is being drained ("BUSY").
 -- drain, on a shard of that generation not drained yet, replaces the fence
@@ -24,7 +25,7 @@
 -- generation (meta "gen", absent: 1) and the ids queued, as {state, moved,
 -- gen, queued}.
 --
--- Cost: O(1) (init: the meta's export cursors).
+-- Cost: O(1) (init: O(fields of the meta), a few dozen).
 
 local op, gen = ARGV[1], ARGV[2]
 local m = redis.call("HMGET", K.meta, "xs", "gen", "xmoved")
@@ -33,6 +34,9 @@ if op == "init" then
     return redis.error_reply("BUSY the shard still holds jobs of an earlier generation")
   end
   redis.call("HDEL", K.meta, "xs", "xmoved", "xc:s", "xc:j", "xc:m", "xc:f", "xc:a")
+  for _, f in ipairs(redis.call("HKEYS", K.meta)) do
+    if string.sub(f, 1, 6) == "relay:" then redis.call("HDEL", K.meta, f) end
+  end
   redis.call("HSET", K.meta, "gen", gen)
   if ARGV[3] ~= "" then redis.call("HSET", K.meta, "dw", ARGV[3]) else redis.call("HDEL", K.meta, "dw") end
   local v1 = redis.call("GET", K.v1lease)
