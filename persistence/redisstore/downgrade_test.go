@@ -117,23 +117,12 @@ func TestDowngradeResharded(t *testing.T) {
 		jobs = append(jobs, persistence.NewJob{ID: fmt.Sprintf("id%d", i), Payload: []byte("p")})
 	}
 	require.NoError(t, s.Enqueue(ctx, "r", jobs))
-	reshard := func(n int) {
-		t.Helper()
-		sh, err := s.Reshard(ctx, "r", n)
-		require.NoError(t, err)
-		for _, ref := range sh.From.Refs("r") {
-			drainShard(t, s, "r", ref.Shard)
-		}
-		done, err := s.FinishReshard(ctx, "r")
-		require.NoError(t, err)
-		require.True(t, done)
-	}
-	reshard(5) // shards 2 to 6
+	reshardAll(t, s, "r", 5) // shards 2 to 6
 	err = s.Downgrade(ctx)
 	require.ErrorContains(t, err, "reshard it to at most 2 shards first")
 	require.EqualValues(t, 1, db.Client.Exists(ctx, db.Prefix+":layout").Val(), "nothing changed")
 
-	reshard(2) // shards 0 and 1
+	reshardAll(t, s, "r", 2) // shards 0 and 1
 	require.NoError(t, s.Downgrade(ctx))
 	require.Equal(t, "2", db.Client.HGet(ctx, db.Prefix+":queues", "r").Val())
 	old := newV1Store(db.Client, db.Prefix, time.Now)

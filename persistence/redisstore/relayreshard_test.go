@@ -33,6 +33,22 @@ func drainShard(t *testing.T, s *redisstore.Store, queue string, shard int) {
 	t.Fatal("the shard was not drained")
 }
 
+// reshardAll reshards queue to n shards and drains every old shard as
+// their owners would, then ends the reshard.
+func reshardAll(t *testing.T, s *redisstore.Store, queue string, n int) persistence.QueueShape {
+	t.Helper()
+	ctx := context.Background()
+	sh, err := s.Reshard(ctx, queue, n)
+	require.NoError(t, err)
+	for _, ref := range sh.From.Refs(queue) {
+		drainShard(t, s, queue, ref.Shard)
+	}
+	done, err := s.FinishReshard(ctx, queue)
+	require.NoError(t, err)
+	require.True(t, done)
+	return sh
+}
+
 // A relay whose emits go to two shards of a resharded queue, one of the
 // drained generation that answers RESHARDED (drained since the relaying
 // store last looked) and one of the new generation, must write both: the
@@ -221,16 +237,8 @@ func TestReshardClearsTheRelayMarksOfAShardTakenAgain(t *testing.T) {
 		}
 	}
 	require.NoError(t, s.EnqueueRelay(ctx, "dst", "src/0", []string{"9-0"}, []persistence.NewJob{{ID: x, Payload: []byte("x")}}))
-	for _, n := range []int{3, 2} {
-		sh, err := s.Reshard(ctx, "dst", n)
-		require.NoError(t, err)
-		for _, ref := range sh.From.Refs("dst") {
-			drainShard(t, s, "dst", ref.Shard)
-		}
-		done, err := s.FinishReshard(ctx, "dst")
-		require.NoError(t, err)
-		require.True(t, done)
-	}
+	reshardAll(t, s, "dst", 3)
+	reshardAll(t, s, "dst", 2)
 	sh, err := s.Shape(ctx, "dst")
 	require.NoError(t, err)
 	require.Equal(t, 0, sh.Current.Shard(y), "y's shard is the number x's had")
