@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/orderlyhq/orderly/actors/shard"
+	"github.com/orderlyhq/orderly/internal/deferred"
 	"github.com/orderlyhq/orderly/internal/engine"
 	"github.com/orderlyhq/orderly/persistence"
 )
@@ -32,63 +33,83 @@ func (n *Node) processor(w Worker, ec engine.Config) shard.Processor {
 	clk := ec.Clock
 	return func(ctx context.Context, b *persistence.Batch) ([]persistence.Failure, error) {
 		batch := newBatch(b)
+		d := deferred.From(ctx)
+		if d != nil {
+			// A handler may hold the call (the pull broker does): its
+			// outcome is converted when it ends, against the window's
+			// deadline context.
+			dctx := d.Context()
+			d.SetOutcome(func(err error) ([]persistence.Failure, error) {
+				return w.outcome(dctx, b, batch, err, clk.Now(), log)
+			})
+		}
 		// The shard actor gives ctx the call's deadline (w.Timeout).
 		err := call(ctx, h, batch, log)
-		if err != nil && errors.Is(context.Cause(ctx), shard.ErrCallDeadline) {
-			err = fmt.Errorf("timed out after %s: %w", w.Timeout, err)
+		if d != nil && d.Held() && errors.Is(err, deferred.ErrHeld) {
+			return nil, err
 		}
-		o := &outcomes{b: b, retryIn: w.RetryIn, now: clk.Now()}
-		if err == nil {
-			var bad map[string]error
-			if w.State {
-				bad = collectStates(b, batch.Jobs, nil, w.MaxStateBytes)
-			}
-			bad = collectEmits(b, batch.Jobs, nil, o.now, bad)
-			bad = collectResults(b, batch.Jobs, nil, w.RetainFinished > 0, bad)
-			for id, e := range bad {
-				o.fail(jobByID(b, id), e)
-			}
-			return o.failures, nil
-		}
-		pf, partial := AsPartialFailure(err)
-		if !partial {
-			oc, chosen := asOutcome(err)
-			for _, j := range b.Jobs {
-				if chosen {
-					o.choose(j, oc)
-				} else {
-					o.fail(j, err)
-				}
-			}
-			if chosen {
-				return nil, nil
-			}
-			return o.failures, err
-		}
-		failed := map[string]bool{}
-		for _, j := range b.Jobs {
-			if e, ok := pf.Failed[j.ID]; ok {
-				o.decide(j, e)
-				failed[j.ID] = true
-			}
-		}
+		return w.outcome(ctx, b, batch, err, clk.Now(), log)
+	}
+}
+
+// outcome converts what a call of w over b returned, err, into the store's
+// failures and the call's error; batch is what the handler saw, ctx the
+// call's context (its cause says whether the call ran out of time).
+func (w *Worker) outcome(ctx context.Context, b *persistence.Batch, batch *Batch, err error, now time.Time, log *slog.Logger) ([]persistence.Failure, error) {
+	if err != nil && errors.Is(context.Cause(ctx), shard.ErrCallDeadline) {
+		err = fmt.Errorf("timed out after %s: %w", w.Timeout, err)
+	}
+	o := &outcomes{b: b, retryIn: w.RetryIn, now: now}
+	if err == nil {
 		var bad map[string]error
 		if w.State {
-			bad = collectStates(b, batch.Jobs, failed, w.MaxStateBytes)
+			bad = collectStates(b, batch.Jobs, nil, w.MaxStateBytes)
 		}
-		bad = collectEmits(b, batch.Jobs, failed, o.now, bad)
-		for id, e := range collectResults(b, batch.Jobs, failed, w.RetainFinished > 0, bad) {
+		bad = collectEmits(b, batch.Jobs, nil, o.now, bad)
+		bad = collectResults(b, batch.Jobs, nil, w.RetainFinished > 0, bad)
+		for id, e := range bad {
 			o.fail(jobByID(b, id), e)
-		}
-		if len(failed) < len(pf.Failed) {
-			for id := range pf.Failed {
-				if !inBatch(b, id) {
-					log.Warn("handler failed an id that is not in the batch; ignored", "shard", b.Shard, "job_id", id)
-				}
-			}
 		}
 		return o.failures, nil
 	}
+	pf, partial := AsPartialFailure(err)
+	if !partial {
+		oc, chosen := asOutcome(err)
+		for _, j := range b.Jobs {
+			if chosen {
+				o.choose(j, oc)
+			} else {
+				o.fail(j, err)
+			}
+		}
+		if chosen {
+			return nil, nil
+		}
+		return o.failures, err
+	}
+	failed := map[string]bool{}
+	for _, j := range b.Jobs {
+		if e, ok := pf.Failed[j.ID]; ok {
+			o.decide(j, e)
+			failed[j.ID] = true
+		}
+	}
+	var bad map[string]error
+	if w.State {
+		bad = collectStates(b, batch.Jobs, failed, w.MaxStateBytes)
+	}
+	bad = collectEmits(b, batch.Jobs, failed, o.now, bad)
+	for id, e := range collectResults(b, batch.Jobs, failed, w.RetainFinished > 0, bad) {
+		o.fail(jobByID(b, id), e)
+	}
+	if len(failed) < len(pf.Failed) {
+		for id := range pf.Failed {
+			if !inBatch(b, id) {
+				log.Warn("handler failed an id that is not in the batch; ignored", "shard", b.Shard, "job_id", id)
+			}
+		}
+	}
+	return o.failures, nil
 }
 
 // outcomes collects what one call decided for its ids that did not

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/orderlyhq/orderly"
+	"github.com/orderlyhq/orderly/internal/deferred"
 	"github.com/orderlyhq/orderly/webhook"
 	"github.com/orderlyhq/orderly/webhook/wire"
 )
@@ -88,6 +89,14 @@ type Broker struct {
 	leases  map[string]*lease
 	ended   map[string]string // ended lease id -> reason, kept for endedTTL
 	endedQ  []endedLease      // ended's ids, oldest first
+	watches map[context.Context]*watch
+}
+
+// watch is the held calls of one deadline context: when it ends, they end.
+type watch struct {
+	calls []*call // every call registered; those not over are live
+	live  int
+	stop  func() bool // the context.AfterFunc's
 }
 
 // endedTTL is how long an ended lease's reason is remembered.
@@ -136,6 +145,14 @@ type call struct {
 	applied atomic.Bool
 	err     error
 	gone    string // under Broker.mu: why the call ended before an answer
+	// d is set for a held call (internal/deferred): no goroutine waits
+	// for it; whatever ends it ends d (after Broker.mu is released), and
+	// ctx is the window's deadline context, watched once for all its
+	// calls (watch).
+	d    *deferred.Call
+	q    *queue
+	w    *watch
+	over bool // under Broker.mu: a held call's end was decided
 }
 
 // signal wakes c's handler goroutine.
@@ -170,7 +187,8 @@ type Lease struct {
 // New returns a Broker.
 func New(cfg *Config) *Broker {
 	b := &Broker{log: slog.Default(), now: time.Now, stop: make(chan struct{}),
-		queues: map[string]*queue{}, leases: map[string]*lease{}, ended: map[string]string{}}
+		queues: map[string]*queue{}, leases: map[string]*lease{}, ended: map[string]string{},
+		watches: map[context.Context]*watch{}}
 	if cfg != nil && cfg.Logger != nil {
 		b.log = cfg.Logger
 	}
@@ -197,6 +215,9 @@ func (b *Broker) Handler(queueName string, opts Options) orderly.HandlerFunc {
 
 // handle is one handler call of q.
 func (b *Broker) handle(ctx context.Context, q *queue, batch *orderly.Batch) error {
+	if d := deferred.From(ctx); d != nil {
+		return b.hold(d, q, batch)
+	}
 	now := b.now()
 	deadline, ok := ctx.Deadline()
 	if !ok {
@@ -304,22 +325,27 @@ func (b *Broker) endLockedCall(c *call, reason string) {
 // of l still live ends with ReasonDeadline, and l with them.
 func (b *Broker) expire(l *lease) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if l.answered {
+		b.mu.Unlock()
 		return
 	}
 	if wait := l.deadline.Sub(b.now()); wait > 0 {
 		l.timer.Reset(wait)
+		b.mu.Unlock()
 		return
 	}
+	var ends []*call
 	for _, c := range l.calls {
 		if c.gone == "" {
 			c.gone = ReasonDeadline
 			l.live--
 			c.signal()
+			ends = b.heldOverLocked(ends, c)
 		}
 	}
 	b.endLocked(l, ReasonDeadline)
+	b.mu.Unlock()
+	endHeld(ends, fmt.Errorf("lease %s: %w", l.id, errLeaseExpired))
 }
 
 // endLocked forgets l, remembering why it ended.
@@ -347,15 +373,20 @@ func (b *Broker) offer(q *queue, c *call) bool {
 	if b.stopped {
 		return false
 	}
+	b.offerLocked(q, c)
+	return true
+}
+
+// offerLocked hands c to a waiting pull, or queues it.
+func (b *Broker) offerLocked(q *queue, c *call) {
 	if len(q.waiters) > 0 {
 		w := q.waiters[0]
 		q.waiters = q.waiters[1:]
 		w.got <- b.leaseLocked(q, []*call{c})
-		return true
+		return
 	}
 	q.pending = append(q.pending, c)
 	b.armSweepLocked(q, c.giveBack)
-	return true
 }
 
 // armSweepLocked makes q's sweep fire by at.
@@ -376,22 +407,31 @@ func (b *Broker) armSweepLocked(q *queue, at time.Time) {
 // the sweep for the earliest of the others.
 func (b *Broker) sweep(q *queue) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	now := b.now()
 	q.sweepAt = time.Time{}
 	var next time.Time
+	var ends []*call
 	for _, c := range q.pending {
 		switch {
 		case !now.Before(c.giveBack):
 			c.back = true
 			c.signal() // its handler takes it out of pending
+			ends = b.heldOverLocked(ends, c)
 		case next.IsZero() || c.giveBack.Before(next):
 			next = c.giveBack
 		}
 	}
+	for _, c := range ends {
+		b.unofferLocked(q, c)
+	}
 	if !next.IsZero() && !b.stopped {
 		b.armSweepLocked(q, next)
 	}
+	b.mu.Unlock()
+	if len(ends) > 0 {
+		b.log.Debug("pull: batches given back", "queue", q.name, "calls", len(ends), "err", errNotPulled)
+	}
+	endHeld(ends, orderly.Snooze(0))
 }
 
 // unofferLocked takes c, which no pull took, out of q's pending calls.
@@ -586,6 +626,9 @@ func (b *Broker) Answer(queueName, id string, a *wire.Answer) (lost []string, er
 		default:
 			c.taken = true
 			taken++
+			if c.d != nil {
+				b.overLocked(c)
+			}
 		}
 	}
 	b.mu.Unlock()
@@ -594,6 +637,10 @@ func (b *Broker) Answer(queueName, id string, a *wire.Answer) (lost []string, er
 			continue
 		}
 		c.err = b.apply(c, partOf(a, c.batch, len(l.calls) > 1))
+		if c.d != nil {
+			c.d.End(c.err) // settles the call here
+			continue
+		}
 		c.applied.Store(true) // after err: the call reads err once it sees applied
 		c.signal()
 	}
@@ -710,17 +757,26 @@ func (b *Broker) Stats() map[string]Stats {
 // Call it before stopping the node. Stop is idempotent.
 func (b *Broker) Stop() {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !b.stopped {
-		b.stopped = true
-		close(b.stop)
-		for _, q := range b.queues {
-			if q.sweep != nil {
-				q.sweep.Stop() // the pending calls give their ids back on stop
-			}
-			for _, c := range q.pending {
-				c.signal() // it sees stopped, and gives its ids back
-			}
+	if b.stopped {
+		b.mu.Unlock()
+		return
+	}
+	b.stopped = true
+	close(b.stop)
+	var ends []*call
+	for _, q := range b.queues {
+		if q.sweep != nil {
+			q.sweep.Stop() // the pending calls give their ids back on stop
+		}
+		held := len(ends)
+		for _, c := range q.pending {
+			c.signal() // it sees stopped, and gives its ids back
+			ends = b.heldOverLocked(ends, c)
+		}
+		for _, c := range ends[held:] {
+			b.unofferLocked(q, c)
 		}
 	}
+	b.mu.Unlock()
+	endHeld(ends, orderly.Snooze(0))
 }

@@ -12,6 +12,17 @@
 // does not wait for every call of the lease to be scheduled; a call whose
 // context ended before the answer took it refuses its part.
 //
+// The calls of a concurrent window (orderly.Worker.ConcurrentCalls above
+// 1; a pull queue of the orderly binary runs every call of a window at
+// once) are held instead of blocking: the node hands each with a context
+// the broker recognizes, the handler returns at once, and the broker ends
+// the call when an answer took it, its lease's deadline passed, an id of
+// it was cancelled, the window's deadline context ended, or the Broker
+// stopped. No goroutine waits per call, and the broker watches a window's
+// deadline context once for all its calls. A middleware of the node
+// (orderly.Config.Middleware) wraps the hand-over, not the wait for the
+// worker; the node's Observer hears of each call when it ended.
+//
 // A call's batch is handed to one pull only, and a call is never split, so
 // at most one worker holds an id. A lease has its own
 // deadline (Options.Lease after the pull), which Extend moves, never past

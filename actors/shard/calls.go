@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/orderlyhq/orderly/internal/deferred"
 	"github.com/orderlyhq/orderly/persistence"
 )
 
@@ -33,7 +35,12 @@ type runningCall struct {
 	start, deadline time.Time
 	ctx             context.Context         // the call's deadline context (shared with other calls)
 	ids             []persistence.Job       // the call's jobs
-	stop            context.CancelCauseFunc // cancels the call
+	stop            context.CancelCauseFunc // cancels the call's own context; nil for a call without one
+	// d is the call of a concurrent window as its handler may hold it
+	// (internal/deferred), nil in a sequential window: a cancel stops it
+	// after callInfo.mu is released, since a held call then ends on the
+	// canceller's goroutine, and that takes callInfo.mu.
+	d *deferred.Call
 }
 
 // begin records the call about to run; false when one of its ids was
@@ -104,12 +111,30 @@ func (ci *callInfo) cancel(id string) bool {
 		clear(ci.cancelled)
 	}
 	ci.cancelled[id] = true
+	var d *deferred.Call
+	hit := false
 	for rc := range ci.running {
-		for _, j := range rc.ids {
-			if j.ID == id {
+		if hit = holds(rc, id); hit {
+			if rc.stop != nil {
 				rc.stop(persistence.ErrCancelled)
-				return true
 			}
+			d = rc.d
+			break
+		}
+	}
+	if d != nil {
+		ci.mu.Unlock()
+		d.Stop(persistence.ErrCancelled)
+		ci.mu.Lock() // for the deferred Unlock
+	}
+	return hit
+}
+
+// holds reports whether rc's call has id.
+func holds(rc *runningCall, id string) bool {
+	for _, j := range rc.ids {
+		if j.ID == id {
+			return true
 		}
 	}
 	return false
@@ -176,22 +201,51 @@ func (g *callGroup) call() *groupCall {
 }
 
 // start runs gc, filled, on the slot acquired for it, recording its
-// outcome on its part; a panic is kept for wait.
+// outcome on its part; a panic is kept for wait. Once the shard's handler
+// held a call (internal/deferred), calls start on the run's goroutine: the
+// handler returns at once, and the call ends when its holder ends it.
 func (g *callGroup) start(gc *groupCall) {
 	g.wg.Add(1)
+	if g.pool.holds.Load() {
+		gc.do()
+		return
+	}
 	g.pool.run(gc)
 }
 
-// do runs the call on a goroutine of the pool.
+// do makes the call; unless its handler held it, the call is over when do
+// returns.
 func (gc *groupCall) do() {
-	defer gc.g.wg.Done()
-	defer func() { <-gc.g.slots }()
+	held := false
+	defer func() {
+		if r := recover(); r != nil {
+			gc.part.panicked = fmt.Sprintf("%v\n%s", r, debug.Stack())
+			held = false
+		}
+		if !held {
+			gc.over()
+		}
+	}()
+	held = gc.r.groupCall(gc)
+}
+
+// over gives back gc's slot and counts it returned.
+func (gc *groupCall) over() {
+	<-gc.g.slots
+	gc.g.wg.Done()
+}
+
+// end settles a held call with the error its handler ended it with, on the
+// goroutine of whoever ended it.
+func (gc *groupCall) end(err error) {
+	defer gc.over()
 	defer func() {
 		if r := recover(); r != nil {
 			gc.part.panicked = fmt.Sprintf("%v\n%s", r, debug.Stack())
 		}
 	}()
-	gc.r.call(&gc.rc, &gc.batch, &gc.part)
+	fs, err := gc.rc.d.Outcome(err)
+	gc.r.settle(&gc.rc, gc.rc.ctx, gc.rc.d, &gc.batch, fs, err, &gc.part)
 }
 
 // wait waits for every call and adds their outcomes to out in window
@@ -241,6 +295,9 @@ func (o *processed) merge(p *processed) {
 // ends the idle goroutines; stop, when the actor stops, ends every one as
 // it goes idle.
 type callPool struct {
+	// holds is set once the shard's handler held a call: its calls start
+	// on the window's run then, not on the pool's goroutines.
+	holds   atomic.Bool
 	mu      sync.Mutex        // guards what follows
 	idle    []chan *groupCall // each an idle goroutine's (cap 1)
 	stopped bool

@@ -8,6 +8,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/orderlyhq/orderly/internal/clock"
+	"github.com/orderlyhq/orderly/internal/deferred"
 	"github.com/orderlyhq/orderly/persistence"
 )
 
@@ -163,29 +164,73 @@ func (r *windowRun) prepare(ctxs *callContexts, n int, jobs []persistence.Job, r
 	*rc = runningCall{start: callStart, deadline: deadline, ctx: ctx, ids: jobs}
 }
 
-// call makes the handler call rc and records its outcome on out; false
-// when the run was cancelled while it ran (its ids count as interrupted,
-// and the run ends).
+// call makes the handler call rc of a sequential window and records its
+// outcome on out; false when the run was cancelled while it ran (its ids
+// count as interrupted, and the run ends).
 func (r *windowRun) call(rc *runningCall, call *persistence.Batch, out *processed) bool {
-	callStart := rc.start
 	// The call's own context ends when it returns, so that what it left
 	// running sees the call is over; the shared one only carries the
 	// deadline on to the next call.
 	ctx, endCall := context.WithCancelCause(rc.ctx)
 	rc.stop = endCall
+	defer endCall(nil)
 	if !r.running.begin(rc) {
 		// An id of the call was cancelled before it started
 		// (docs/contract.md §3.13): the call does not run; its ids go back
 		// untouched, and the store disposes of the cancelled one.
-		endCall(nil)
 		out.cancelled++
 		out.skip(call.Jobs)
 		return true
 	}
 	fs, err := r.cfg.Process(ctx, call)
+	return r.settle(rc, ctx, nil, call, fs, err, out)
+}
+
+// groupCall makes the handler call of gc, of a concurrent window, and
+// records its outcome on gc's part, unless the handler held the call
+// (internal/deferred): then it reports true, and gc.end settles the call
+// when its holder ends it. Until the shard's handler held a call, a call
+// has a context of its own, as a sequential one; after, the window's
+// deadline context carries the call to the handler.
+func (r *windowRun) groupCall(gc *groupCall) (held bool) {
+	rc, call := &gc.rc, &gc.batch
+	rc.d = deferred.New(rc.ctx, gc.end)
+	ctx := rc.ctx
+	if !r.pool.holds.Load() {
+		var endCall context.CancelCauseFunc
+		ctx, endCall = context.WithCancelCause(rc.ctx)
+		rc.stop = endCall
+		defer endCall(nil)
+	}
+	if !r.running.begin(rc) {
+		gc.part.cancelled++
+		gc.part.skip(call.Jobs)
+		return false
+	}
+	fs, err := r.cfg.Process(deferred.With(ctx, rc.d), call)
+	if rc.d.Held() && errors.Is(err, deferred.ErrHeld) {
+		r.pool.holds.Store(true)
+		return true
+	}
+	if !rc.d.Settled() {
+		// Held, a middleware replaced ErrHeld, and the holder ended the
+		// call already: end settled it.
+		return true
+	}
+	r.settle(rc, ctx, rc.d, call, fs, err, &gc.part)
+	return false
+}
+
+// settle records on out the outcome of the call rc, which returned fs and
+// err; ctx is the context the call had, d the call as a handler may hold it
+// (nil in a sequential window). It reports false when the run was
+// cancelled while the call ran (its ids count as interrupted, and the run
+// ends).
+func (r *windowRun) settle(rc *runningCall, ctx context.Context, d *deferred.Call, call *persistence.Batch, fs []persistence.Failure, err error, out *processed) bool {
+	callStart := rc.start
 	timedOut := errors.Is(context.Cause(ctx), ErrCallDeadline)
-	cancelled := r.running.end(rc) && errors.Is(context.Cause(ctx), persistence.ErrCancelled)
-	endCall(nil)
+	cancelled := r.running.end(rc) && (errors.Is(context.Cause(ctx), persistence.ErrCancelled) ||
+		d != nil && errors.Is(d.Cause(), persistence.ErrCancelled))
 	chose := len(call.Snoozes) + len(call.Deaths) + len(call.Discards)
 	if cancelled && (err != nil || len(fs) > 0 || chose > 0) {
 		// Stopped by a cancel of one of its ids: the call's ids are
