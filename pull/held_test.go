@@ -24,7 +24,7 @@ import (
 
 // heldEnv is a real node on real Redis with one pull queue, "held": one
 // shard, batch 1, windows of up to 200 ids whose calls all wait at once.
-func heldEnv(t *testing.T, obs orderly.Observer) *env {
+func heldEnv(t *testing.T, obs orderly.Observer, mw ...orderly.Middleware) *env {
 	t.Helper()
 	db := redistest.New(t)
 	store, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})
@@ -33,7 +33,7 @@ func heldEnv(t *testing.T, obs orderly.Observer) *env {
 	require.NoError(t, err)
 	log := slog.New(slog.DiscardHandler)
 	b := pull.New(&pull.Config{Logger: log})
-	node, err := orderly.NewNode(store, &orderly.Config{Logger: log, Observer: obs,
+	node, err := orderly.NewNode(store, &orderly.Config{Logger: log, Observer: obs, Middleware: mw,
 		Workers: []orderly.Worker{{Queue: "held", Shards: 1, BatchSize: 1, Prefetch: 200, ConcurrentCalls: 200,
 			Timeout: 20 * time.Second, RetryIn: orderly.LinearRetry(10 * time.Millisecond),
 			Handler: b.Handler("held", pull.Options{BatchSize: 1, Lease: 10 * time.Second})}}})
@@ -141,6 +141,24 @@ func TestHeldCallsReachTheObserver(t *testing.T) {
 		failed += c.failed
 	}
 	require.Equal(t, 1, failed)
+}
+
+// A middleware that replaces the broker's "held" error settles the call
+// itself: the broker lets the call go (no pull gets it), and the call's
+// outcome is the middleware's.
+func TestHeldCallSettledByAMiddleware(t *testing.T) {
+	t.Parallel()
+	swallow := func(next orderly.HandlerFunc) orderly.HandlerFunc {
+		return func(ctx context.Context, b *orderly.Batch) error {
+			_ = next(ctx, b)
+			return nil
+		}
+	}
+	e := heldEnv(t, nil, swallow)
+	e.enqueueHeld(5)
+	require.Eventually(t, func() bool { return e.drained("held") }, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, pull.Stats{}, e.broker.Stats()["held"])
+	require.Nil(t, e.pull(adminToken, "held", 10, 0.2))
 }
 
 // doneObserver records BatchDone calls.
