@@ -69,10 +69,21 @@ func (e *env) drained(queue string) bool {
 }
 
 // The calls of a window wait for a pull without a goroutine each: the
-// broker holds them (internal/deferred), and an answer ends them.
+// broker holds them (internal/deferred), and an answer ends them. (The
+// shard learns from its first call that its handler holds calls: the
+// calls that started before it returned took goroutines of the shard's
+// pool, which end once the shard runs dry.)
 func TestHeldCallsHoldNoGoroutines(t *testing.T) {
 	e := heldEnv(t, nil)
-	time.Sleep(200 * time.Millisecond) // the node's own goroutines settle
+	e.enqueueHeld(50)
+	for drained := 0; drained < 50; {
+		l := e.pullSome(adminToken, "held", 50)
+		status, out := e.answer(adminToken, "held", l.Lease, `{}`)
+		require.Equal(t, http.StatusOK, status, out)
+		drained += len(l.Jobs)
+	}
+	require.Eventually(t, func() bool { return e.drained("held") }, 10*time.Second, 10*time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // the shard runs dry: its pool's goroutines end
 	before := runtime.NumGoroutine()
 	e.enqueueHeld(200)
 	require.Eventually(t, func() bool { return e.broker.Stats()["held"].Pending == 200 }, 10*time.Second, 5*time.Millisecond)

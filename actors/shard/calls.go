@@ -203,14 +203,13 @@ func (g *callGroup) call() *groupCall {
 // start runs gc, filled, on the slot acquired for it, recording its
 // outcome on its part; a panic is kept for wait. Once the shard's handler
 // held a call (internal/deferred), calls start on the run's goroutine: the
-// handler returns at once, and the call ends when its holder ends it. The
-// shard's first call starts there too, to learn whether its handler holds
-// calls before others start on goroutines of their own.
+// handler returns at once, and the call ends when its holder ends it. (The
+// calls that start before the first one held it take goroutines of the
+// pool: a call's handler may block, and the others must not wait for it.)
 func (g *callGroup) start(gc *groupCall) {
 	g.wg.Add(1)
-	if g.pool.holds.Load() || !g.pool.probed.Load() {
+	if g.pool.holds.Load() {
 		gc.do()
-		g.pool.probed.Store(true)
 		return
 	}
 	g.pool.run(gc)
@@ -299,9 +298,8 @@ func (o *processed) merge(p *processed) {
 // it goes idle.
 type callPool struct {
 	// holds is set once the shard's handler held a call: its calls start
-	// on the window's run then, not on the pool's goroutines. probed is
-	// set once the shard's first call returned.
-	holds, probed atomic.Bool
+	// on the window's run then, not on the pool's goroutines.
+	holds atomic.Bool
 	mu            sync.Mutex        // guards what follows
 	idle          []chan *groupCall // each an idle goroutine's (cap 1)
 	stopped       bool
