@@ -299,10 +299,10 @@ func (o *processed) merge(p *processed) {
 type callPool struct {
 	// holds is set once the shard's handler held a call: its calls start
 	// on the window's run then, not on the pool's goroutines.
-	holds atomic.Bool
-	mu            sync.Mutex        // guards what follows
-	idle          []chan *groupCall // each an idle goroutine's (cap 1)
-	stopped       bool
+	holds   atomic.Bool
+	mu      sync.Mutex        // guards what follows
+	idle    []chan *groupCall // each an idle goroutine's (cap 1)
+	stopped bool
 	// spare are the call records of the last concurrent window, zeroed,
 	// for the next one: a window of a hundred calls needs tens of KiB of
 	// them, which a busy shard would otherwise allocate for every window.

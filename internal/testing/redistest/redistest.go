@@ -55,8 +55,10 @@ func Main(m *testing.M, opts ...goleak.Option) {
 	// A proxy's toxic (NewProxy, toxiproxy v2.5) can stay blocked on its
 	// output channel for good when the link's writer quit first (the
 	// destination closed while bytes were on their way): the test proxy's
-	// own goroutine, never the code under test's.
-	opts = append(opts, goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2/toxics.(*ToxicStub).Run"))
+	// own goroutine, never the code under test's; so can the link's reader,
+	// which feeds that toxic.
+	opts = append(opts, goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2/toxics.(*ToxicStub).Run"),
+		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*ToxicLink).read"))
 	code := m.Run()
 	sharedMu.Lock()
 	for _, f := range atExit {
