@@ -116,9 +116,10 @@ type Config struct {
 	// For the calls of a pull queue's concurrent window (package pull), the
 	// handler hands the batch to the pull broker and returns at once: a
 	// middleware wraps that hand-over, not the wait for the worker's
-	// answer, and sees the broker's internal "held" error. The Observer
-	// still hears of each call when its answer came, with its whole
-	// duration.
+	// answer, and sees the broker's internal "held" error
+	// (otelorderly.ServerMiddleware ends its span when the call ends). The
+	// Observer still hears of each call when its answer came, with its
+	// whole duration.
 	Middleware []Middleware
 	// Logger receives the node's logs, protoactor's and memberlist's
 	// included [slog.Default()].

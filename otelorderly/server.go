@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/orderlyhq/orderly"
+	"github.com/orderlyhq/orderly/internal/deferred"
 )
 
 // Attributes of a handler call's span besides the messaging conventions.
@@ -98,31 +99,51 @@ func ServerMiddleware(opts ...Option) orderly.Middleware {
 				start = append(start, trace.WithLinks(links...))
 			}
 			ctx, span := tracer.Start(parent, b.Queue+" process", start...)
-			defer span.End()
+			held := false // the pull broker holds the call: its span ends when the call does
 			defer func() {
-				// A panic fails the batch (the node recovers it): set the
-				// status and let it go on; span.End, deferred before,
-				// records it as an exception event.
+				// A panic fails the batch (the node recovers it): record
+				// it, set the status and let it go on.
 				if r := recover(); r != nil {
+					span.RecordError(fmt.Errorf("panic: %v", r), trace.WithStackTrace(true))
 					span.SetStatus(codes.Error, fmt.Sprintf("panic: %v", r))
+					span.End()
 					panic(r)
+				}
+				if !held {
+					span.End()
 				}
 			}()
 			err := next(ctx, b)
-			if err != nil {
-				var pf *orderly.PartialFailure
-				if errors.As(err, &pf) {
-					ids := make([]string, 0, len(pf.Failed))
-					for id := range pf.Failed {
-						ids = append(ids, id)
-					}
-					slices.Sort(ids)
-					span.SetAttributes(FailedIDsCountKey.Int(len(ids)), FailedIDsKey.StringSlice(ids[:min(len(ids), maxFailedIDs)]))
-				}
-				span.RecordError(err)
-				span.SetStatus(codes.Error, err.Error())
+			if d := deferred.From(ctx); d != nil && errors.Is(err, deferred.ErrHeld) && d.Held() {
+				// The pull broker holds the call: the span ends when
+				// the call does, with the worker's outcome.
+				held = true
+				d.OnEnd(func(err error) {
+					recordOutcome(span, err)
+					span.End()
+				})
+				return err
 			}
+			recordOutcome(span, err)
 			return err
 		}
 	}
+}
+
+// recordOutcome records a call's error on its span.
+func recordOutcome(span trace.Span, err error) {
+	if err == nil {
+		return
+	}
+	var pf *orderly.PartialFailure
+	if errors.As(err, &pf) {
+		ids := make([]string, 0, len(pf.Failed))
+		for id := range pf.Failed {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		span.SetAttributes(FailedIDsCountKey.Int(len(ids)), FailedIDsKey.StringSlice(ids[:min(len(ids), maxFailedIDs)]))
+	}
+	span.RecordError(err)
+	span.SetStatus(codes.Error, err.Error())
 }

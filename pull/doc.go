@@ -21,7 +21,8 @@
 // stopped. No goroutine waits per call, and the broker watches a window's
 // deadline context once for all its calls. A middleware of the node
 // (orderly.Config.Middleware) wraps the hand-over, not the wait for the
-// worker; the node's Observer hears of each call when it ended.
+// worker (otelorderly's ends its span when the call ends); the node's
+// Observer hears of each call when it ended.
 //
 // A call's batch is handed to one pull only, and a call is never split, so
 // at most one worker holds an id. A lease has its own

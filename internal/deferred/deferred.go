@@ -30,11 +30,13 @@ type Call struct {
 	done    func(error)     // the shard's: settles the call with the handler's error
 	outcome func(error) ([]persistence.Failure, error)
 
-	mu    sync.Mutex // guards what follows
-	held  bool
-	ended bool
-	stop  func(cause error) // the holder's, set by Hold
-	cause error             // why Stop gave the call up
+	mu     sync.Mutex // guards what follows
+	held   bool
+	ended  bool
+	stop   func(cause error) // the holder's, set by Hold
+	cause  error             // why Stop gave the call up
+	endErr error             // what the call ended with
+	onEnd  []func(error)     // OnEnd's, run once the call ended
 }
 
 type key struct{}
@@ -106,9 +108,30 @@ func (c *Call) End(err error) {
 		c.mu.Unlock()
 		return
 	}
-	c.ended = true
+	c.ended, c.endErr = true, err
+	hooks := c.onEnd
+	c.onEnd = nil
 	c.mu.Unlock()
+	for _, f := range hooks {
+		f(err)
+	}
 	c.done(err)
+}
+
+// OnEnd runs f with the error a held call ends with, once it ended (at
+// once if it has), before the node settles it: a middleware that saw its
+// handler return ErrHeld ends its own work there (a tracing span). A call
+// the node settled itself (Settled) ends with ErrSettled.
+func (c *Call) OnEnd(f func(err error)) {
+	c.mu.Lock()
+	if c.ended {
+		err := c.endErr
+		c.mu.Unlock()
+		f(err)
+		return
+	}
+	c.onEnd = append(c.onEnd, f)
+	c.mu.Unlock()
 }
 
 // ErrSettled is the cause a holder's stop gets when the node settled a call
@@ -131,10 +154,14 @@ func (c *Call) Settled() bool {
 		c.mu.Unlock()
 		return false
 	}
-	c.ended = true
-	stop := c.stop
+	c.ended, c.endErr = true, ErrSettled
+	stop, hooks := c.stop, c.onEnd
+	c.onEnd = nil
 	c.mu.Unlock()
 	stop(ErrSettled)
+	for _, f := range hooks {
+		f(ErrSettled)
+	}
 	return true
 }
 

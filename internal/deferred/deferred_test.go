@@ -77,3 +77,22 @@ func TestSettled(t *testing.T) {
 	require.False(t, ended.Settled())
 	require.Equal(t, 1, ends)
 }
+
+// OnEnd runs once the call ended, before the node settles it, and at once
+// when it had ended.
+func TestOnEnd(t *testing.T) {
+	var order []string
+	c := deferred.New(context.Background(), func(error) { order = append(order, "settled") })
+	require.NoError(t, c.Hold(func(error) {}))
+	c.OnEnd(func(err error) { order = append(order, "hook:"+err.Error()) })
+	c.End(errBoom)
+	c.OnEnd(func(err error) { order = append(order, "late:"+err.Error()) })
+	require.Equal(t, []string{"hook:boom", "settled", "late:boom"}, order)
+
+	s := deferred.New(context.Background(), func(error) {})
+	require.NoError(t, s.Hold(func(error) {}))
+	var got error
+	s.OnEnd(func(err error) { got = err })
+	require.True(t, s.Settled())
+	require.ErrorIs(t, got, deferred.ErrSettled)
+}
