@@ -43,18 +43,9 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	db := redistest.New(t)
-	store, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})
-	require.NoError(t, err)
-	c, err := client.New(db.Client, &client.Config{Prefix: db.Prefix})
-	require.NoError(t, err)
-	log := slog.New(slog.DiscardHandler)
-	b := pull.New(&pull.Config{Logger: log})
 	retry := orderly.LinearRetry(10 * time.Millisecond)
-	node, err := orderly.NewNode(store, &orderly.Config{
-		Logger:      log,
-		Concurrency: 8,
-		Workers: []orderly.Worker{
+	return startEnv(t, func(b *pull.Broker) orderly.Config {
+		return orderly.Config{Concurrency: 8, Workers: []orderly.Worker{
 			{Queue: "q", Shards: 1, BatchSize: 5, Timeout: 20 * time.Second, RetryIn: orderly.LinearRetry(time.Hour),
 				Handler: b.Handler("q", pull.Options{BatchSize: 5, Lease: 10 * time.Second})},
 			{Queue: "slow", Shards: 1, BatchSize: 1, Timeout: 4 * time.Second, RetryIn: retry,
@@ -66,8 +57,25 @@ func newEnv(t *testing.T) *env {
 				Handler: b.Handler("many", pull.Options{BatchSize: 1, Lease: 10 * time.Second})},
 			{Queue: "wide", Shards: 1, BatchSize: 1, Prefetch: 10, ConcurrentCalls: 100, Timeout: 20 * time.Second, RetryIn: retry,
 				Handler: b.Handler("wide", pull.Options{BatchSize: 1, Lease: 10 * time.Second})},
-		},
+		}}
 	})
+}
+
+// startEnv starts a real node on real Redis, configured by config with a
+// new broker (its Logger is set here), served by the HTTP API with the
+// test tokens.
+func startEnv(t *testing.T, config func(b *pull.Broker) orderly.Config) *env {
+	t.Helper()
+	db := redistest.New(t)
+	store, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})
+	require.NoError(t, err)
+	c, err := client.New(db.Client, &client.Config{Prefix: db.Prefix})
+	require.NoError(t, err)
+	log := slog.New(slog.DiscardHandler)
+	b := pull.New(&pull.Config{Logger: log})
+	cfg := config(b)
+	cfg.Logger = log
+	node, err := orderly.NewNode(store, &cfg)
 	require.NoError(t, err)
 	api, err := web.New(&web.Config{Store: store, Logger: log, Token: adminToken, Pull: b,
 		WorkerTokens: map[string]string{"q": workerToken}})

@@ -2,9 +2,7 @@ package pull_test
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"strconv"
 	"sync"
@@ -15,40 +13,20 @@ import (
 
 	"github.com/orderlyhq/orderly"
 	"github.com/orderlyhq/orderly/client"
-	"github.com/orderlyhq/orderly/internal/testing/redistest"
 	"github.com/orderlyhq/orderly/persistence"
-	"github.com/orderlyhq/orderly/persistence/redisstore"
 	"github.com/orderlyhq/orderly/pull"
-	"github.com/orderlyhq/orderly/web"
 )
 
 // heldEnv is a real node on real Redis with one pull queue, "held": one
 // shard, batch 1, windows of up to 200 ids whose calls all wait at once.
 func heldEnv(t *testing.T, obs orderly.Observer, mw ...orderly.Middleware) *env {
 	t.Helper()
-	db := redistest.New(t)
-	store, err := redisstore.New(db.Client, &redisstore.Config{Prefix: db.Prefix})
-	require.NoError(t, err)
-	c, err := client.New(db.Client, &client.Config{Prefix: db.Prefix})
-	require.NoError(t, err)
-	log := slog.New(slog.DiscardHandler)
-	b := pull.New(&pull.Config{Logger: log})
-	node, err := orderly.NewNode(store, &orderly.Config{Logger: log, Observer: obs, Middleware: mw,
-		Workers: []orderly.Worker{{Queue: "held", Shards: 1, BatchSize: 1, Prefetch: 200, ConcurrentCalls: 200,
-			Timeout: 20 * time.Second, RetryIn: orderly.LinearRetry(10 * time.Millisecond),
-			Handler: b.Handler("held", pull.Options{BatchSize: 1, Lease: 10 * time.Second})}}})
-	require.NoError(t, err)
-	api, err := web.New(&web.Config{Store: store, Logger: log, Token: adminToken, Pull: b})
-	require.NoError(t, err)
-	srv := httptest.NewServer(api)
-	ctx := context.Background()
-	require.NoError(t, node.Start(ctx))
-	t.Cleanup(func() {
-		b.Stop()
-		require.NoError(t, node.Stop(ctx))
-		srv.Close()
+	return startEnv(t, func(b *pull.Broker) orderly.Config {
+		return orderly.Config{Observer: obs, Middleware: mw,
+			Workers: []orderly.Worker{{Queue: "held", Shards: 1, BatchSize: 1, Prefetch: 200, ConcurrentCalls: 200,
+				Timeout: 20 * time.Second, RetryIn: orderly.LinearRetry(10 * time.Millisecond),
+				Handler: b.Handler("held", pull.Options{BatchSize: 1, Lease: 10 * time.Second})}}}
 	})
-	return &env{t: t, store: store, client: c, broker: b, node: node, url: srv.URL}
 }
 
 // enqueueHeld enqueues n ids h0..h(n-1) to "held".
